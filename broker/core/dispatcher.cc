@@ -1,0 +1,280 @@
+#include "broker/core/dispatcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "broker/base/logging.h"
+
+namespace jobwire::core {
+
+Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
+                       store::RedisClient* subscriber)
+    : loop_(loop), store_(store), subscriber_(subscriber) {}
+
+std::string Dispatcher::LeaseKey(const std::string& queue, const std::string& job_id) {
+  return absl::StrCat(queue, "\n", job_id);
+}
+
+Dispatcher::Session* Dispatcher::Find(SessionId id) {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second.get();
+}
+
+Dispatcher::SessionId Dispatcher::Open(ClaimSpec spec, std::shared_ptr<JobSink> sink) {
+  SessionId id = next_id_++;
+  ++open_sessions_;
+  loop_->Post([this, id, spec = std::move(spec), sink = std::move(sink)]() mutable {
+    DoOpen(id, std::move(spec), std::move(sink));
+  });
+  return id;
+}
+
+void Dispatcher::Close(SessionId id) {
+  --open_sessions_;
+  loop_->Post([this, id] { DoClose(id); });
+}
+
+void Dispatcher::OnJobSettled(const std::string& queue, const std::string& job_id,
+                              const std::string& token) {
+  loop_->Post([this, key = LeaseKey(queue, job_id), token] {
+    auto it = leases_.find(key);
+    if (it == leases_.end() || it->second.token != token) return;
+    SessionId id = it->second.session;
+    ReleaseLease(key);
+    Fill(id);
+  });
+}
+
+void Dispatcher::OnLeaseExtended(const std::string& queue, const std::string& job_id,
+                                 const std::string& token, int64_t lease_ms) {
+  loop_->Post([this, key = LeaseKey(queue, job_id), token, lease_ms] {
+    auto it = leases_.find(key);
+    if (it == leases_.end() || it->second.token != token) return;
+    it->second.deadline = std::max(it->second.deadline, absl::Now() + absl::Milliseconds(lease_ms));
+  });
+}
+
+void Dispatcher::OnRedisReconnected() {
+  loop_->Post([this] {
+    std::vector<SessionId> ids;
+    for (const auto& [id, s] : sessions_) {
+      if (!s->waiting.empty()) ids.push_back(id);
+    }
+    for (SessionId id : ids) Fill(id);
+  });
+}
+
+void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> sink) {
+  auto session = std::make_unique<Session>();
+  session->spec = std::move(spec);
+  session->sink = std::move(sink);
+  for (const std::string& queue : session->spec.queues) {
+    QueueState& q = queues_[queue];
+    if (!q.subscribed) {
+      q.subscribed = true;
+      subscriber_->Subscribe(store_->NotifyChannel(queue),
+                             [this, queue](const std::string&, const std::string& message) {
+                               OnNotify(queue, message);
+                             });
+    }
+  }
+  sessions_[id] = std::move(session);
+  Fill(id);
+}
+
+void Dispatcher::DoClose(SessionId id) {
+  Session* s = Find(id);
+  if (s == nullptr) return;
+  Unwait(*s);
+  for (const std::string& key : s->in_flight) leases_.erase(key);
+  // Wake-ups this session carried go to the next waiter.
+  std::vector<std::string> pass_on(s->woken_for.begin(), s->woken_for.end());
+  sessions_.erase(id);
+  for (const std::string& queue : pass_on) WakeOne(queue);
+}
+
+void Dispatcher::Fill(SessionId id) {
+  Session* s = Find(id);
+  if (s == nullptr) return;
+  if (s->filling) {
+    s->refill = true;
+    return;
+  }
+  if (static_cast<int>(s->in_flight.size()) >= s->spec.max_in_flight) return;
+  Unwait(*s);
+  s->filling = true;
+  s->refill = false;
+  s->drained.clear();
+  s->start_generation.clear();
+  for (const std::string& queue : s->spec.queues) {
+    s->start_generation.push_back(queues_[queue].generation);
+  }
+  ClaimFrom(id, 0);
+}
+
+void Dispatcher::ClaimFrom(SessionId id, size_t index) {
+  Session* s = Find(id);
+  if (s == nullptr) return;
+  int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
+  store_->Claim(s->spec.queues[index], free, s->spec.lease_ms, s->spec.worker_id,
+                [this, id, index, free](absl::StatusOr<store::ClaimOutcome> outcome) {
+                  OnClaimed(id, index, free, std::move(outcome));
+                });
+}
+
+void Dispatcher::OnClaimed(SessionId id, size_t index, int requested,
+                           absl::StatusOr<store::ClaimOutcome> outcome) {
+  Session* s = Find(id);
+  if (s == nullptr) {
+    if (outcome.ok() && !outcome->jobs.empty()) {
+      base::Log(base::LogLevel::kWarning,
+                "claim stream ended while claiming; jobs return when their leases expire",
+                {{"jobs", absl::StrCat(outcome->jobs.size())}});
+    }
+    return;
+  }
+  const std::string queue = s->spec.queues[index];
+  if (!outcome.ok()) {
+    // UNAVAILABLE: OnRedisReconnected wakes the session. Anything else is a
+    // bug worth a log line; the next event retries.
+    base::Log(outcome.status().code() == absl::StatusCode::kUnavailable ? base::LogLevel::kDebug
+                                                                        : base::LogLevel::kError,
+              "claim failed", {{"queue", queue}, {"error", outcome.status().ToString()}});
+    s->filling = false;
+    Wait(id, *s);
+    return;
+  }
+  const absl::Time now = absl::Now();
+  for (v1::ClaimedJob& job : outcome->jobs) {
+    std::string key = LeaseKey(queue, job.job().id());
+    absl::Time deadline = now + absl::Milliseconds(s->spec.lease_ms);
+    leases_[key] = Lease{id, job.lease_token(), deadline};
+    s->in_flight.insert(key);
+    ArmLeaseTimer(key, deadline);
+    if (!s->sink->Deliver(std::move(job))) {
+      // The stream ended: stop here; its close is already posted.
+      s->filling = false;
+      return;
+    }
+  }
+  if (static_cast<int>(outcome->jobs.size()) >= requested) {
+    WakeOne(queue);  // the queue may hold more for the next waiter
+  } else {
+    s->drained.insert(queue);
+    if (outcome->next_due_in_ms >= 0) ArmQueueTimer(queue, outcome->next_due_in_ms);
+  }
+  bool full = static_cast<int>(s->in_flight.size()) >= s->spec.max_in_flight;
+  if (!full && index + 1 < s->spec.queues.size()) {
+    ClaimFrom(id, index + 1);
+    return;
+  }
+  FinishFill(id, *s);
+}
+
+void Dispatcher::FinishFill(SessionId id, Session& s) {
+  s.filling = false;
+  // Wake-ups for queues this fill did not drain go to the next waiter.
+  std::vector<std::string> pass_on;
+  for (const std::string& queue : s.woken_for) {
+    if (!s.drained.contains(queue)) pass_on.push_back(queue);
+  }
+  s.woken_for.clear();
+  bool full = static_cast<int>(s.in_flight.size()) >= s.spec.max_in_flight;
+  if (!full) {
+    bool changed = s.refill;
+    for (size_t i = 0; i < s.spec.queues.size(); ++i) {
+      if (queues_[s.spec.queues[i]].generation != s.start_generation[i]) changed = true;
+    }
+    if (changed) {
+      loop_->Post([this, id] { Fill(id); });
+    } else {
+      Wait(id, s);
+    }
+  }
+  for (const std::string& queue : pass_on) WakeOne(queue);
+}
+
+void Dispatcher::Wait(SessionId id, Session& s) {
+  if (!s.waiting.empty()) return;
+  for (const std::string& queue : s.spec.queues) {
+    auto& waiters = queues_[queue].waiters;
+    s.waiting.push_back(waiters.insert(waiters.end(), id));
+  }
+}
+
+void Dispatcher::Unwait(Session& s) {
+  for (size_t i = 0; i < s.waiting.size(); ++i) {
+    queues_[s.spec.queues[i]].waiters.erase(s.waiting[i]);
+  }
+  s.waiting.clear();
+}
+
+void Dispatcher::WakeOne(const std::string& queue) {
+  QueueState& q = queues_[queue];
+  ++q.generation;
+  if (q.waiters.empty()) return;
+  SessionId id = q.waiters.front();
+  Session* s = Find(id);
+  if (s == nullptr) {
+    q.waiters.pop_front();
+    return;
+  }
+  Unwait(*s);
+  s->woken_for.insert(queue);
+  Fill(id);
+}
+
+void Dispatcher::OnNotify(const std::string& queue, const std::string& message) {
+  // An empty message means "subscribed": anything published before was
+  // missed, so treat it as due now.
+  int64_t delay_ms = 0;
+  if (!message.empty() && !absl::SimpleAtoi(message, &delay_ms)) return;
+  if (delay_ms <= 0) {
+    WakeOne(queue);
+  } else {
+    ArmQueueTimer(queue, delay_ms);
+  }
+}
+
+void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {
+  QueueState& q = queues_[queue];
+  absl::Time deadline = absl::Now() + absl::Milliseconds(delay_ms);
+  if (q.timer_armed && q.timer_deadline <= deadline) return;
+  q.timer_armed = true;
+  q.timer_deadline = deadline;
+  uint64_t seq = ++q.timer_seq;
+  loop_->RunAfter(absl::Milliseconds(delay_ms), [this, queue, seq] {
+    QueueState& q = queues_[queue];
+    if (q.timer_seq != seq) return;
+    q.timer_armed = false;
+    WakeOne(queue);
+  });
+}
+
+void Dispatcher::ArmLeaseTimer(const std::string& key, absl::Time deadline) {
+  loop_->RunAfter(deadline - absl::Now(), [this, key] { OnLeaseTimer(key); });
+}
+
+void Dispatcher::OnLeaseTimer(const std::string& key) {
+  auto it = leases_.find(key);
+  if (it == leases_.end()) return;
+  if (absl::Now() < it->second.deadline) {
+    ArmLeaseTimer(key, it->second.deadline);  // extended meanwhile
+    return;
+  }
+  SessionId id = it->second.session;
+  ReleaseLease(key);
+  Fill(id);
+}
+
+void Dispatcher::ReleaseLease(const std::string& key) {
+  auto it = leases_.find(key);
+  if (it == leases_.end()) return;
+  if (Session* s = Find(it->second.session)) s->in_flight.erase(key);
+  leases_.erase(it);
+}
+
+}  // namespace jobwire::core

@@ -1,0 +1,143 @@
+// Dispatcher: pushes due jobs to open Claim streams, never polling Redis.
+//
+// A stream with free slots claims from its queues in order (claim.lua, up to
+// its free slots at once). When every queue comes back short it waits on
+// each of its queues. A waiting stream is woken, one per event, when:
+//   - a job of the queue becomes due now (the queue's notify channel, which
+//     enqueue.lua, fail.lua and reap.lua publish to; every broker replica
+//     subscribes to the queues its streams read);
+//   - the queue's timer fires: a timer per queue is armed for the earliest
+//     scheduled job that a claim or a notification told about;
+//   - Redis reconnects (every waiting stream).
+// A stream whose claim came back full, or that was woken for a queue it did
+// not drain, passes the wake-up on to the next waiter of that queue. A
+// generation counter per queue closes the race between a claim in flight and
+// a notification arriving meanwhile. A slot frees when a job delivered on
+// the stream is acked or failed through this broker (OnJobSettled) or its
+// lease runs out by the broker's clock (extended by OnLeaseExtended).
+//
+// Thread safety: every public method may be called from any thread; all the
+// state lives on the event loop thread (the methods post to it).
+#ifndef JOBWIRE_BROKER_CORE_DISPATCHER_H_
+#define JOBWIRE_BROKER_CORE_DISPATCHER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+#include "broker/base/event_loop.h"
+#include "broker/store/job_store.h"
+#include "broker/store/redis_client.h"
+#include "jobwire/v1/broker.pb.h"
+
+namespace jobwire::core {
+
+// Where a stream's jobs go. Deliver is called on the loop thread and must
+// not block; it returns false when the stream has ended (the job then stays
+// leased and comes back when its lease expires).
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  virtual bool Deliver(v1::ClaimedJob job) = 0;
+};
+
+struct ClaimSpec {
+  std::vector<std::string> queues;  // served in this order
+  int max_in_flight = 1;
+  int64_t lease_ms = 30000;
+  std::string worker_id;
+};
+
+class Dispatcher {
+ public:
+  using SessionId = uint64_t;
+
+  // `loop`, `store` and `subscriber` (a RedisClient used only for pub/sub)
+  // must outlive the dispatcher.
+  Dispatcher(base::EventLoop* loop, const store::JobStore* store, store::RedisClient* subscriber);
+
+  // Starts delivering to `sink` until Close. Returns the session's id.
+  SessionId Open(ClaimSpec spec, std::shared_ptr<JobSink> sink);
+  // Stops delivering; the session's outstanding jobs keep their leases.
+  void Close(SessionId id);
+
+  // A job was acked or failed through this broker with `token`: frees the
+  // slot of the session that holds it, if any.
+  void OnJobSettled(const std::string& queue, const std::string& job_id, const std::string& token);
+  // A lease was renewed through this broker: the slot stays taken for
+  // `lease_ms` more.
+  void OnLeaseExtended(const std::string& queue, const std::string& job_id,
+                       const std::string& token, int64_t lease_ms);
+  // Redis is reachable again: every waiting session claims.
+  void OnRedisReconnected();
+
+  // Number of open sessions (for tests and metrics). Thread-safe.
+  int64_t open_sessions() const { return open_sessions_.load(); }
+
+ private:
+  struct Lease {
+    SessionId session;
+    std::string token;
+    absl::Time deadline;  // by the broker's clock
+  };
+  struct Session {
+    ClaimSpec spec;
+    std::shared_ptr<JobSink> sink;
+    absl::flat_hash_set<std::string> in_flight;  // lease keys held
+    bool filling = false;
+    bool refill = false;
+    std::vector<std::list<SessionId>::iterator> waiting;  // one per queue while waiting
+    std::vector<uint64_t> start_generation;
+    absl::flat_hash_set<std::string> woken_for;  // queues whose wake-up this fill carries
+    absl::flat_hash_set<std::string> drained;    // queues found short in this fill
+  };
+  struct QueueState {
+    std::list<SessionId> waiters;
+    uint64_t generation = 0;
+    bool subscribed = false;
+    bool timer_armed = false;
+    absl::Time timer_deadline;
+    uint64_t timer_seq = 0;
+  };
+
+  // Loop thread only.
+  void DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> sink);
+  void DoClose(SessionId id);
+  void Fill(SessionId id);
+  void ClaimFrom(SessionId id, size_t index);
+  void OnClaimed(SessionId id, size_t index, int requested,
+                 absl::StatusOr<store::ClaimOutcome> outcome);
+  void FinishFill(SessionId id, Session& s);
+  void Wait(SessionId id, Session& s);
+  void Unwait(Session& s);
+  void WakeOne(const std::string& queue);
+  void OnNotify(const std::string& queue, const std::string& message);
+  void ArmQueueTimer(const std::string& queue, int64_t delay_ms);
+  void ArmLeaseTimer(const std::string& key, absl::Time deadline);
+  void OnLeaseTimer(const std::string& key);
+  void ReleaseLease(const std::string& key);
+  Session* Find(SessionId id);
+
+  static std::string LeaseKey(const std::string& queue, const std::string& job_id);
+
+  base::EventLoop* const loop_;
+  const store::JobStore* const store_;
+  store::RedisClient* const subscriber_;
+  std::atomic<SessionId> next_id_{1};
+  std::atomic<int64_t> open_sessions_{0};
+
+  // Loop thread only.
+  absl::flat_hash_map<SessionId, std::unique_ptr<Session>> sessions_;
+  absl::flat_hash_map<std::string, QueueState> queues_;
+  absl::flat_hash_map<std::string, Lease> leases_;  // by LeaseKey
+};
+
+}  // namespace jobwire::core
+
+#endif  // JOBWIRE_BROKER_CORE_DISPATCHER_H_

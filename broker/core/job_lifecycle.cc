@@ -1,0 +1,79 @@
+#include "broker/core/job_lifecycle.h"
+
+#include <utility>
+
+#include "broker/base/logging.h"
+
+namespace jobwire::core {
+
+JobLifecycle::JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher,
+                           LifecycleDefaults defaults)
+    : store_(store), dispatcher_(dispatcher), defaults_(defaults) {}
+
+void JobLifecycle::Enqueue(v1::EnqueueRequest request,
+                           store::Callback<store::EnqueueOutcome> done) {
+  if (request.max_attempts() == 0) request.set_max_attempts(defaults_.max_attempts);
+  if (request.backoff_base_ms() == 0) request.set_backoff_base_ms(defaults_.backoff_base_ms);
+  if (request.backoff_max_ms() == 0) {
+    request.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, request.backoff_base_ms()));
+  }
+  RegisterOnce(request.queue());
+  store_->Enqueue(request, std::move(done));
+}
+
+void JobLifecycle::RegisterOnce(const std::string& queue) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!registered_.insert(queue).second) return;
+  }
+  store_->RegisterQueue(queue, [this, queue](absl::StatusOr<bool> added) {
+    if (added.ok()) return;
+    absl::MutexLock lock(&mu_);
+    registered_.erase(queue);  // try again with the next enqueue
+  });
+}
+
+void JobLifecycle::OnRedisReconnected() {
+  absl::MutexLock lock(&mu_);
+  registered_.clear();
+}
+
+void JobLifecycle::Ack(const v1::AckRequest& request, store::Callback<bool> done) {
+  store_->Ack(request, [this, queue = request.queue(), id = request.job_id(),
+                        token = request.lease_token(),
+                        done = std::move(done)](absl::StatusOr<bool> result) {
+    if (result.ok()) dispatcher_->OnJobSettled(queue, id, token);
+    done(std::move(result));
+  });
+}
+
+void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::FailOutcome> done) {
+  store_->Fail(request, [this, queue = request.queue(), id = request.job_id(),
+                         token = request.lease_token(),
+                         done = std::move(done)](absl::StatusOr<store::FailOutcome> result) {
+    if (result.ok()) dispatcher_->OnJobSettled(queue, id, token);
+    done(std::move(result));
+  });
+}
+
+void JobLifecycle::ExtendLease(const v1::ExtendLeaseRequest& request,
+                               store::Callback<int64_t> done) {
+  int64_t lease_ms = request.lease_ms() == 0 ? defaults_.lease_ms : request.lease_ms();
+  store_->ExtendLease(request.queue(), request.job_id(), request.lease_token(), lease_ms,
+                      [this, queue = request.queue(), id = request.job_id(),
+                       token = request.lease_token(), lease_ms,
+                       done = std::move(done)](absl::StatusOr<int64_t> result) {
+                        if (result.ok()) dispatcher_->OnLeaseExtended(queue, id, token, lease_ms);
+                        done(std::move(result));
+                      });
+}
+
+void JobLifecycle::Cancel(const v1::CancelRequest& request, store::Callback<bool> done) {
+  store_->Cancel(request.queue(), request.job_id(), std::move(done));
+}
+
+void JobLifecycle::GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done) {
+  store_->GetJob(request.queue(), request.job_id(), std::move(done));
+}
+
+}  // namespace jobwire::core

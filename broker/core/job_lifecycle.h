@@ -1,0 +1,59 @@
+// JobLifecycle: the unary job operations (enqueue, ack, fail, extend,
+// cancel, read) with the broker's defaults applied, keeping the Dispatcher
+// informed of slots that free up and of the queue registry.
+#ifndef JOBWIRE_BROKER_CORE_JOB_LIFECYCLE_H_
+#define JOBWIRE_BROKER_CORE_JOB_LIFECYCLE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "broker/core/dispatcher.h"
+#include "broker/store/job_store.h"
+
+namespace jobwire::core {
+
+struct LifecycleDefaults {
+  int32_t max_attempts = 3;
+  int64_t backoff_base_ms = 1000;
+  int64_t backoff_max_ms = 3600 * 1000;
+  int64_t lease_ms = 30000;
+};
+
+// Thread safety: every method may be called from any thread. Callbacks run
+// on the Redis event loop thread. Errors are JobStore's.
+class JobLifecycle {
+ public:
+  // `store` and `dispatcher` must outlive this object.
+  JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, LifecycleDefaults defaults);
+
+  // REQUIRES: `request` passed validation. Zero max_attempts and backoff
+  // fields take the broker defaults. Records the queue in the registry the
+  // first time this process (or this Redis connection) sees it.
+  void Enqueue(v1::EnqueueRequest request, store::Callback<store::EnqueueOutcome> done);
+  void Ack(const v1::AckRequest& request, store::Callback<bool> done);
+  void Fail(const v1::FailRequest& request, store::Callback<store::FailOutcome> done);
+  // lease_ms 0 takes the default lease.
+  void ExtendLease(const v1::ExtendLeaseRequest& request, store::Callback<int64_t> done);
+  void Cancel(const v1::CancelRequest& request, store::Callback<bool> done);
+  void GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done);
+
+  // Redis reconnected (perhaps a new, empty one): register queues again.
+  void OnRedisReconnected();
+
+  const LifecycleDefaults& defaults() const { return defaults_; }
+
+ private:
+  void RegisterOnce(const std::string& queue);
+
+  const store::JobStore* const store_;
+  Dispatcher* const dispatcher_;
+  const LifecycleDefaults defaults_;
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace jobwire::core
+
+#endif  // JOBWIRE_BROKER_CORE_JOB_LIFECYCLE_H_

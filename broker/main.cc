@@ -1,0 +1,66 @@
+// jobwire-broker: the jobwire job-queue broker. See README.md.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "broker/base/logging.h"
+#include "broker/server/broker_config.h"
+#include "broker/server/broker_server.h"
+#include "broker/server/embedded_redis.h"
+
+using jobwire::base::Log;
+using jobwire::base::LogLevel;
+
+int main(int argc, char** argv) {
+  absl::StatusOr<jobwire::server::BrokerConfig> config = jobwire::server::LoadConfig(argc, argv);
+  if (!config.ok()) {
+    std::fprintf(stderr, "jobwire-broker: %s\n", std::string(config.status().message()).c_str());
+    return 2;
+  }
+  LogLevel level;
+  if (!jobwire::base::ParseLogLevel(config->log_level, &level)) {
+    std::fprintf(stderr, "jobwire-broker: --log_level must be debug, info, warning or error\n");
+    return 2;
+  }
+  jobwire::base::SetLogLevel(level);
+
+  // Signals are taken by sigwait below; threads started later inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<jobwire::server::EmbeddedRedis> embedded;
+  std::string redis_url = config->redis_url;
+  if (redis_url.empty()) {
+    auto started = jobwire::server::EmbeddedRedis::Start(config->redis_server_path, config->data_dir);
+    if (!started.ok()) {
+      Log(LogLevel::kError, "cannot start embedded redis", {{"error", started.status().ToString()}});
+      return 1;
+    }
+    embedded = std::move(*started);
+    redis_url = embedded->url();
+  }
+
+  auto server = jobwire::server::BrokerServer::Start(*config, redis_url);
+  if (!server.ok()) {
+    Log(LogLevel::kError, "cannot start broker", {{"error", server.status().ToString()}});
+    return 1;
+  }
+  Log(LogLevel::kInfo, "jobwire broker listening",
+      {{"listen", config->listen},
+       {"port", absl::StrCat((*server)->port())},
+       {"redis", embedded ? absl::StrCat(redis_url, " (embedded, data in ", config->data_dir, ")")
+                          : redis_url}});
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  Log(LogLevel::kInfo, "shutting down", {{"signal", absl::StrCat(sig)}});
+  (*server)->Shutdown(absl::Milliseconds(config->shutdown_grace_ms));
+  server->reset();
+  embedded.reset();
+  Log(LogLevel::kInfo, "stopped");
+  return 0;
+}

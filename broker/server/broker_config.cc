@@ -1,0 +1,116 @@
+#include "broker/server/broker_config.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "broker/service/request_validator.h"
+
+namespace {
+const jobwire::server::BrokerConfig kDefaults;
+}  // namespace
+
+ABSL_FLAG(std::string, listen, kDefaults.listen, "gRPC listen address (host:port)");
+ABSL_FLAG(std::string, redis_url, kDefaults.redis_url,
+          "redis://[:password@]host[:port][/db]; empty starts an embedded redis-server");
+ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
+          "data directory of the embedded redis-server (AOF persistence)");
+ABSL_FLAG(std::string, redis_server_path, kDefaults.redis_server_path,
+          "redis-server binary for the embedded Redis");
+ABSL_FLAG(std::string, key_prefix, kDefaults.key_prefix, "prefix of every Redis key");
+ABSL_FLAG(int64_t, default_lease_ms, kDefaults.default_lease_ms,
+          "lease when a Claim or ExtendLease gives none (1000..43200000)");
+ABSL_FLAG(int64_t, max_payload_bytes, kDefaults.max_payload_bytes,
+          "largest payload or result accepted (1..67108864)");
+ABSL_FLAG(int64_t, dedup_window_ms, kDefaults.dedup_window_ms,
+          "how long an idempotency key is remembered");
+ABSL_FLAG(int64_t, completed_retention_ms, kDefaults.completed_retention_ms,
+          "how long a completed job and its result are kept");
+ABSL_FLAG(int32_t, default_max_attempts, kDefaults.default_max_attempts,
+          "attempts when an Enqueue gives none (1..1000)");
+ABSL_FLAG(int64_t, backoff_base_ms, kDefaults.backoff_base_ms, "default retry backoff base");
+ABSL_FLAG(int64_t, backoff_max_ms, kDefaults.backoff_max_ms, "default retry backoff cap");
+ABSL_FLAG(int64_t, shutdown_grace_ms, kDefaults.shutdown_grace_ms,
+          "on SIGTERM, how long in-flight calls may take to finish");
+ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
+
+namespace jobwire::server {
+namespace {
+
+// Sets each flag from JOBWIRE_<NAME> when that variable is set.
+absl::Status ApplyEnvironment() {
+  for (const char* name : {"listen", "redis_url", "data_dir", "redis_server_path", "key_prefix",
+                           "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
+                           "completed_retention_ms", "default_max_attempts", "backoff_base_ms",
+                           "backoff_max_ms", "shutdown_grace_ms", "log_level"}) {
+    std::string var = absl::StrCat("JOBWIRE_", absl::AsciiStrToUpper(name));
+    const char* value = std::getenv(var.c_str());
+    if (value == nullptr) continue;
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::string error;
+    if (flag == nullptr || !flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat(var, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " must be in ", lo, "..", hi, ", got ", value));
+}
+
+}  // namespace
+
+absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "jobwire-broker: the jobwire job-queue broker. Every flag can also be set "
+      "with JOBWIRE_<FLAG> in the environment.");
+  if (absl::Status env = ApplyEnvironment(); !env.ok()) return env;
+  absl::ParseCommandLine(argc, argv);
+
+  BrokerConfig c;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.redis_url = absl::GetFlag(FLAGS_redis_url);
+  c.data_dir = absl::GetFlag(FLAGS_data_dir);
+  c.redis_server_path = absl::GetFlag(FLAGS_redis_server_path);
+  c.key_prefix = absl::GetFlag(FLAGS_key_prefix);
+  c.default_lease_ms = absl::GetFlag(FLAGS_default_lease_ms);
+  c.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_bytes);
+  c.dedup_window_ms = absl::GetFlag(FLAGS_dedup_window_ms);
+  c.completed_retention_ms = absl::GetFlag(FLAGS_completed_retention_ms);
+  c.default_max_attempts = absl::GetFlag(FLAGS_default_max_attempts);
+  c.backoff_base_ms = absl::GetFlag(FLAGS_backoff_base_ms);
+  c.backoff_max_ms = absl::GetFlag(FLAGS_backoff_max_ms);
+  c.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
+  c.log_level = absl::GetFlag(FLAGS_log_level);
+
+  using namespace jobwire::service;  // NOLINT: the limits
+  for (absl::Status s : {
+           CheckRange("default_lease_ms", c.default_lease_ms, kMinLeaseMs, kMaxLeaseMs),
+           CheckRange("max_payload_bytes", c.max_payload_bytes, 1, 64 << 20),
+           CheckRange("dedup_window_ms", c.dedup_window_ms, 1, 365LL * 24 * 3600 * 1000),
+           CheckRange("completed_retention_ms", c.completed_retention_ms, 1,
+                      365LL * 24 * 3600 * 1000),
+           CheckRange("default_max_attempts", c.default_max_attempts, 1, kMaxAttempts),
+           CheckRange("backoff_base_ms", c.backoff_base_ms, 1, kMaxBackoffMs),
+           CheckRange("backoff_max_ms", c.backoff_max_ms, c.backoff_base_ms, kMaxBackoffMs),
+           CheckRange("shutdown_grace_ms", c.shutdown_grace_ms, 0, 3600 * 1000),
+       }) {
+    if (!s.ok()) return s;
+  }
+  bool ok_prefix = !c.key_prefix.empty();
+  for (char ch : c.key_prefix) ok_prefix = ok_prefix && ch != '{' && ch != '}' && ch != ' ';
+  if (!ok_prefix) {
+    return absl::InvalidArgumentError("--key_prefix must be non-empty, without braces or spaces");
+  }
+  return c;
+}
+
+}  // namespace jobwire::server

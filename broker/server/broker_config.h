@@ -1,0 +1,37 @@
+// BrokerConfig: every setting of jobwire-broker, from flags, each also
+// settable by an environment variable JOBWIRE_<FLAG IN UPPER CASE> (a flag on
+// the command line wins over the variable).
+#ifndef JOBWIRE_BROKER_SERVER_BROKER_CONFIG_H_
+#define JOBWIRE_BROKER_SERVER_BROKER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace jobwire::server {
+
+struct BrokerConfig {
+  std::string listen = "0.0.0.0:50051";
+  std::string redis_url;  // empty: start an embedded redis-server
+  std::string data_dir = "./jobwire-data";
+  std::string redis_server_path = "redis-server";
+  std::string key_prefix = "jw";
+  int64_t default_lease_ms = 30000;
+  int64_t max_payload_bytes = 1 << 20;
+  int64_t dedup_window_ms = 24LL * 3600 * 1000;
+  int64_t completed_retention_ms = 24LL * 3600 * 1000;
+  int32_t default_max_attempts = 3;
+  int64_t backoff_base_ms = 1000;
+  int64_t backoff_max_ms = 3600LL * 1000;
+  int64_t shutdown_grace_ms = 25000;
+  std::string log_level = "info";
+};
+
+// Parses flags and environment. INVALID_ARGUMENT names the flag and its
+// limit when a value is out of range.
+absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv);
+
+}  // namespace jobwire::server
+
+#endif  // JOBWIRE_BROKER_SERVER_BROKER_CONFIG_H_

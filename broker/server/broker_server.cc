@@ -1,0 +1,80 @@
+#include "broker/server/broker_server.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace jobwire::server {
+namespace {
+
+store::StoreOptions StoreOptionsFrom(const BrokerConfig& c) {
+  store::StoreOptions o;
+  o.key_prefix = c.key_prefix;
+  o.dedup_window_ms = c.dedup_window_ms;
+  o.completed_retention_ms = c.completed_retention_ms;
+  return o;
+}
+
+core::LifecycleDefaults DefaultsFrom(const BrokerConfig& c) {
+  core::LifecycleDefaults d;
+  d.max_attempts = c.default_max_attempts;
+  d.backoff_base_ms = c.backoff_base_ms;
+  d.backoff_max_ms = c.backoff_max_ms;
+  d.lease_ms = c.default_lease_ms;
+  return d;
+}
+
+}  // namespace
+
+BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address)
+    : commands_(&loop_, address, "commands"),
+      subscriber_(&loop_, address, "pubsub"),
+      scripts_(&commands_),
+      store_(&commands_, &scripts_, StoreOptionsFrom(config)),
+      dispatcher_(&loop_, &store_, &subscriber_),
+      lifecycle_(&store_, &dispatcher_, DefaultsFrom(config)),
+      reaper_(core::LeaseReaperParams{&loop_, &store_}),
+      service_(&lifecycle_, &dispatcher_, service::Limits{config.max_payload_bytes}) {}
+
+absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config,
+                                                                  const std::string& redis_url) {
+  absl::StatusOr<store::RedisAddress> address = store::ParseRedisUrl(redis_url);
+  if (!address.ok()) return address.status();
+  std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address));
+
+  s->commands_.SetOnConnected([raw = s.get()] {
+    raw->lifecycle_.OnRedisReconnected();
+    raw->dispatcher_.OnRedisReconnected();
+  });
+  s->loop_.Start();
+  s->commands_.Start();
+  s->subscriber_.Start();
+  s->reaper_.Start();
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(&s->service_);
+  // Room for a batch of jobs; each payload is limited separately.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::max<int64_t>(64 << 20, config.max_payload_bytes + (1 << 20))));
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    s->reaper_.Stop();
+    s->loop_.Stop();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
+  }
+  return s;
+}
+
+BrokerServer::~BrokerServer() { Shutdown(absl::ZeroDuration()); }
+
+void BrokerServer::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    server_->Wait();
+  }
+  reaper_.Stop();
+  loop_.Stop();
+}
+
+}  // namespace jobwire::server

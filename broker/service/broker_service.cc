@@ -1,0 +1,158 @@
+#include "broker/service/broker_service.h"
+
+#include <atomic>
+#include <memory>
+
+#include "broker/service/claim_reactor.h"
+
+namespace jobwire::service {
+namespace {
+
+// Finishes `reactor` with `status` when it is an error; returns whether it was.
+bool FinishIfError(grpc::ServerUnaryReactor* reactor, const absl::Status& status) {
+  if (status.ok()) return false;
+  reactor->Finish(ToGrpcStatus(status));
+  return true;
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
+                             Limits limits)
+    : lifecycle_(lifecycle), dispatcher_(dispatcher), limits_(limits) {}
+
+grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ctx,
+                                                 const v1::EnqueueRequest* req,
+                                                 v1::EnqueueResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (FinishIfError(reactor, ValidateEnqueue(*req, limits_))) return reactor;
+  lifecycle_->Enqueue(*req, [reactor, resp](absl::StatusOr<store::EnqueueOutcome> out) {
+    if (FinishIfError(reactor, out.status())) return;
+    resp->set_job_id(out->job_id);
+    resp->set_duplicate(out->duplicate);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContext* ctx,
+                                                      const v1::EnqueueBatchRequest* req,
+                                                      v1::EnqueueBatchResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (FinishIfError(reactor, ValidateEnqueueBatch(*req))) return reactor;
+  // One count per job plus one for this loop, so the call cannot finish
+  // before every job was handed over.
+  auto remaining = std::make_shared<std::atomic<int>>(req->jobs_size() + 1);
+  auto finish_one = [reactor, remaining] {
+    if (--*remaining == 0) reactor->Finish(grpc::Status::OK);
+  };
+  for (int i = 0; i < req->jobs_size(); ++i) resp->add_results();
+  for (int i = 0; i < req->jobs_size(); ++i) {
+    v1::EnqueueResult* result = resp->mutable_results(i);
+    absl::Status valid =
+        ValidateEnqueue(req->jobs(i), limits_, "jobs[" + std::to_string(i) + "].");
+    if (!valid.ok()) {
+      result->set_code(static_cast<int>(valid.code()));
+      result->set_message(std::string(valid.message()));
+      finish_one();
+      continue;
+    }
+    lifecycle_->Enqueue(req->jobs(i),
+                        [result, finish_one](absl::StatusOr<store::EnqueueOutcome> out) {
+                          if (out.ok()) {
+                            result->set_job_id(out->job_id);
+                            result->set_duplicate(out->duplicate);
+                          } else {
+                            result->set_code(static_cast<int>(out.status().code()));
+                            result->set_message(std::string(out.status().message()));
+                          }
+                          finish_one();
+                        });
+  }
+  finish_one();
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::ClaimedJob>* BrokerService::Claim(grpc::CallbackServerContext* ctx,
+                                                               const v1::ClaimRequest* req) {
+  absl::Status valid = ValidateClaim(*req);
+  if (!valid.ok()) {
+    class Refused : public grpc::ServerWriteReactor<v1::ClaimedJob> {
+     public:
+      explicit Refused(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused(valid);
+  }
+  core::ClaimSpec spec;
+  spec.queues.assign(req->queues().begin(), req->queues().end());
+  spec.max_in_flight = req->max_in_flight() == 0 ? 1 : req->max_in_flight();
+  spec.lease_ms = req->lease_ms() == 0 ? lifecycle_->defaults().lease_ms : req->lease_ms();
+  spec.worker_id = req->worker_id();
+  return new ClaimReactor(dispatcher_, std::move(spec));
+}
+
+grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,
+                                             const v1::AckRequest* req, v1::AckResponse*) {
+  auto* reactor = ctx->DefaultReactor();
+  if (FinishIfError(reactor, ValidateAck(*req, limits_))) return reactor;
+  lifecycle_->Ack(*req, [reactor](absl::StatusOr<bool> out) {
+    reactor->Finish(ToGrpcStatus(out.status()));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,
+                                              const v1::FailRequest* req, v1::FailResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (FinishIfError(reactor, ValidateFail(*req))) return reactor;
+  lifecycle_->Fail(*req, [reactor, resp](absl::StatusOr<store::FailOutcome> out) {
+    if (FinishIfError(reactor, out.status())) return;
+    resp->set_outcome(out->dead ? v1::FailResponse::DEAD : v1::FailResponse::RETRY_SCHEDULED);
+    resp->set_next_attempt_at_ms(out->next_attempt_at_ms);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BrokerService::ExtendLease(grpc::CallbackServerContext* ctx,
+                                                     const v1::ExtendLeaseRequest* req,
+                                                     v1::ExtendLeaseResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (FinishIfError(reactor, ValidateExtendLease(*req))) return reactor;
+  lifecycle_->ExtendLease(*req, [reactor, resp](absl::StatusOr<int64_t> out) {
+    if (FinishIfError(reactor, out.status())) return;
+    resp->set_lease_expires_at_ms(*out);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx,
+                                                const v1::GetJobRequest* req, v1::Job* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (FinishIfError(reactor, ValidateGetJob(*req))) return reactor;
+  lifecycle_->GetJob(*req, [reactor, resp](absl::StatusOr<v1::Job> out) {
+    if (FinishIfError(reactor, out.status())) return;
+    *resp = std::move(*out);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BrokerService::Cancel(grpc::CallbackServerContext* ctx,
+                                                const v1::CancelRequest* req, v1::CancelResponse*) {
+  auto* reactor = ctx->DefaultReactor();
+  if (FinishIfError(reactor, ValidateCancel(*req))) return reactor;
+  lifecycle_->Cancel(*req, [reactor](absl::StatusOr<bool> out) {
+    reactor->Finish(ToGrpcStatus(out.status()));
+  });
+  return reactor;
+}
+
+}  // namespace jobwire::service

@@ -1,0 +1,54 @@
+// BrokerService: the jobwire.v1.Broker gRPC service (callback API). Each
+// handler validates its request (INVALID_ARGUMENT, nothing changed), then
+// hands it to the lifecycle layer and finishes the call from the Redis
+// callback: no gRPC thread ever waits on Redis.
+#ifndef JOBWIRE_BROKER_SERVICE_BROKER_SERVICE_H_
+#define JOBWIRE_BROKER_SERVICE_BROKER_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "broker/core/dispatcher.h"
+#include "broker/core/job_lifecycle.h"
+#include "broker/service/request_validator.h"
+#include "jobwire/v1/broker.grpc.pb.h"
+
+namespace jobwire::service {
+
+// Thread safety: gRPC calls the handlers concurrently; the class holds no
+// mutable state of its own.
+class BrokerService final : public v1::Broker::CallbackService {
+ public:
+  // `lifecycle` and `dispatcher` must outlive the service.
+  BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher, Limits limits);
+
+  grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
+                                    v1::EnqueueResponse* resp) override;
+  grpc::ServerUnaryReactor* EnqueueBatch(grpc::CallbackServerContext* ctx,
+                                         const v1::EnqueueBatchRequest* req,
+                                         v1::EnqueueBatchResponse* resp) override;
+  grpc::ServerWriteReactor<v1::ClaimedJob>* Claim(grpc::CallbackServerContext* ctx,
+                                                  const v1::ClaimRequest* req) override;
+  grpc::ServerUnaryReactor* Ack(grpc::CallbackServerContext* ctx, const v1::AckRequest* req,
+                                v1::AckResponse* resp) override;
+  grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, const v1::FailRequest* req,
+                                 v1::FailResponse* resp) override;
+  grpc::ServerUnaryReactor* ExtendLease(grpc::CallbackServerContext* ctx,
+                                        const v1::ExtendLeaseRequest* req,
+                                        v1::ExtendLeaseResponse* resp) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
+                                   v1::Job* resp) override;
+  grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
+                                   v1::CancelResponse* resp) override;
+
+ private:
+  core::JobLifecycle* const lifecycle_;
+  core::Dispatcher* const dispatcher_;
+  const Limits limits_;
+};
+
+// absl and gRPC share the canonical status codes.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace jobwire::service
+
+#endif  // JOBWIRE_BROKER_SERVICE_BROKER_SERVICE_H_

@@ -1,0 +1,60 @@
+// ClaimReactor: the server side of one Claim stream (gRPC callback API).
+// Jobs handed over by the Dispatcher are written one at a time in order;
+// since the Dispatcher never exceeds max_in_flight unfinished jobs, at most
+// that many wait in memory when the client reads slowly.
+//
+// Lifetime: gRPC owns the reactor until OnDone, which closes the dispatcher
+// session and deletes it. The Sink shared with the Dispatcher outlives it and
+// refuses jobs once the stream has ended.
+#ifndef JOBWIRE_BROKER_SERVICE_CLAIM_REACTOR_H_
+#define JOBWIRE_BROKER_SERVICE_CLAIM_REACTOR_H_
+
+#include <deque>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/synchronization/mutex.h"
+#include "broker/core/dispatcher.h"
+#include "jobwire/v1/broker.pb.h"
+
+namespace jobwire::service {
+
+class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
+ public:
+  // Opens a dispatcher session for `spec`. `dispatcher` must outlive the
+  // stream.
+  ClaimReactor(core::Dispatcher* dispatcher, core::ClaimSpec spec);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  class Sink : public core::JobSink {
+   public:
+    explicit Sink(ClaimReactor* reactor) : reactor_(reactor) {}
+    bool Deliver(v1::ClaimedJob job) override;
+    // Called from OnWriteDone: drops the written job, starts the next write.
+    void WriteDone(bool ok);
+    // Ends the stream with `status` once (no-op afterwards).
+    void Finish(const grpc::Status& status);
+    // After OnDone: Deliver refuses everything.
+    void Detach();
+
+   private:
+    absl::Mutex mu_;
+    ClaimReactor* reactor_ ABSL_GUARDED_BY(mu_);
+    std::deque<v1::ClaimedJob> queue_ ABSL_GUARDED_BY(mu_);
+    bool writing_ ABSL_GUARDED_BY(mu_) = false;
+    bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  };
+
+  core::Dispatcher* const dispatcher_;
+  std::shared_ptr<Sink> sink_;
+  core::Dispatcher::SessionId session_;
+};
+
+}  // namespace jobwire::service
+
+#endif  // JOBWIRE_BROKER_SERVICE_CLAIM_REACTOR_H_

@@ -1,0 +1,138 @@
+#include "broker/service/request_validator.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "broker/base/status_macros.h"
+
+namespace jobwire::service {
+namespace {
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == ':' || c == '-';
+}
+
+absl::Status Invalid(absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+// A name made of [A-Za-z0-9._:-], 1..max_length characters.
+absl::Status CheckName(absl::string_view field, absl::string_view value, int max_length) {
+  bool ok = !value.empty() && static_cast<int>(value.size()) <= max_length;
+  for (char c : value) ok = ok && IsNameChar(c);
+  if (ok) return absl::OkStatus();
+  return Invalid(field, absl::StrFormat("must be 1..%d characters of [A-Za-z0-9._:-], got \"%s\"",
+                                        max_length, absl::CHexEscape(value.substr(0, 140))));
+}
+
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("must be in ", lo, "..", hi, ", got ", value));
+}
+
+absl::Status CheckMaxBytes(absl::string_view field, absl::string_view value, int64_t max) {
+  if (static_cast<int64_t>(value.size()) <= max) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("must be at most ", max, " bytes, got ", value.size()));
+}
+
+// 0 (the default) or min..max.
+absl::Status CheckLease(absl::string_view field, int64_t lease_ms) {
+  if (lease_ms == 0) return absl::OkStatus();
+  if (lease_ms >= kMinLeaseMs && lease_ms <= kMaxLeaseMs) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("must be 0 (default) or in ", kMinLeaseMs, "..", kMaxLeaseMs,
+                                     " ms (1 s .. 12 h), got ", lease_ms));
+}
+
+absl::Status CheckJobRef(absl::string_view queue, absl::string_view job_id) {
+  JW_RETURN_IF_ERROR(ValidateQueueName("queue", queue));
+  return CheckName("job_id", job_id, kMaxJobIdLength);
+}
+
+absl::Status CheckLeaseToken(absl::string_view token) {
+  if (token.empty()) return Invalid("lease_token", "is required");
+  return CheckMaxBytes("lease_token", token, kMaxTokenLength);
+}
+
+}  // namespace
+
+absl::Status ValidateQueueName(absl::string_view field, absl::string_view queue) {
+  return CheckName(field, queue, kMaxQueueNameLength);
+}
+
+absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
+                             absl::string_view p) {
+  JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat(p, "queue"), r.queue()));
+  if (r.type().empty()) return Invalid(absl::StrCat(p, "type"), "is required (1..256 bytes)");
+  JW_RETURN_IF_ERROR(CheckMaxBytes(absl::StrCat(p, "type"), r.type(), kMaxTypeLength));
+  JW_RETURN_IF_ERROR(CheckMaxBytes(absl::StrCat(p, "payload"), r.payload(), limits.max_payload_bytes));
+  JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "priority"), r.priority(), -kMaxPriority, kMaxPriority));
+  JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "delay_ms"), r.delay_ms(), 0, kMaxDelayMs));
+  JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "run_at_ms"), r.run_at_ms(), 0, INT64_MAX / 2));
+  if (r.delay_ms() > 0 && r.run_at_ms() > 0) {
+    return Invalid(absl::StrCat(p, "delay_ms"), "and run_at_ms are mutually exclusive; set one");
+  }
+  if (r.max_attempts() != 0) {  // 0 takes the broker default
+    JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "max_attempts"), r.max_attempts(), 1, kMaxAttempts));
+  }
+  JW_RETURN_IF_ERROR(CheckMaxBytes(absl::StrCat(p, "idempotency_key"), r.idempotency_key(),
+                                   kMaxIdempotencyKeyLength));
+  JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "backoff_base_ms"), r.backoff_base_ms(), 0, kMaxBackoffMs));
+  JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "backoff_max_ms"), r.backoff_max_ms(), 0, kMaxBackoffMs));
+  if (r.backoff_max_ms() != 0 && r.backoff_max_ms() < r.backoff_base_ms()) {
+    return Invalid(absl::StrCat(p, "backoff_max_ms"),
+                   absl::StrCat("must not be below backoff_base_ms (", r.backoff_base_ms(),
+                                "), got ", r.backoff_max_ms()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r) {
+  if (r.jobs_size() >= 1 && r.jobs_size() <= kMaxBatchJobs) return absl::OkStatus();
+  return Invalid("jobs", absl::StrCat("must hold 1..", kMaxBatchJobs, " jobs, got ", r.jobs_size()));
+}
+
+absl::Status ValidateClaim(const v1::ClaimRequest& r) {
+  if (r.queues_size() < 1 || r.queues_size() > kMaxClaimQueues) {
+    return Invalid("queues", absl::StrCat("must name 1..", kMaxClaimQueues, " queues, got ",
+                                          r.queues_size()));
+  }
+  for (int i = 0; i < r.queues_size(); ++i) {
+    JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat("queues[", i, "]"), r.queues(i)));
+    for (int j = 0; j < i; ++j) {
+      if (r.queues(j) == r.queues(i)) {
+        return Invalid(absl::StrCat("queues[", i, "]"), absl::StrCat("repeats \"", r.queues(i), "\""));
+      }
+    }
+  }
+  if (r.max_in_flight() != 0) {
+    JW_RETURN_IF_ERROR(CheckRange("max_in_flight", r.max_in_flight(), 1, kMaxInFlight));
+  }
+  JW_RETURN_IF_ERROR(CheckLease("lease_ms", r.lease_ms()));
+  return CheckMaxBytes("worker_id", r.worker_id(), kMaxWorkerIdLength);
+}
+
+absl::Status ValidateAck(const v1::AckRequest& r, const Limits& limits) {
+  JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
+  JW_RETURN_IF_ERROR(CheckLeaseToken(r.lease_token()));
+  return CheckMaxBytes("result", r.result(), limits.max_payload_bytes);
+}
+
+absl::Status ValidateFail(const v1::FailRequest& r) {
+  JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
+  JW_RETURN_IF_ERROR(CheckLeaseToken(r.lease_token()));
+  JW_RETURN_IF_ERROR(CheckMaxBytes("error", r.error(), kMaxErrorLength));
+  return CheckRange("retry_after_ms", r.retry_after_ms(), 0, kMaxBackoffMs);
+}
+
+absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r) {
+  JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
+  JW_RETURN_IF_ERROR(CheckLeaseToken(r.lease_token()));
+  return CheckLease("lease_ms", r.lease_ms());
+}
+
+absl::Status ValidateGetJob(const v1::GetJobRequest& r) { return CheckJobRef(r.queue(), r.job_id()); }
+
+absl::Status ValidateCancel(const v1::CancelRequest& r) { return CheckJobRef(r.queue(), r.job_id()); }
+
+}  // namespace jobwire::service

@@ -1,0 +1,55 @@
+// Validation of every Broker request: the limits documented in
+// proto/jobwire/v1/broker.proto. Each function returns OK or
+// INVALID_ARGUMENT whose message starts with the field name and states the
+// limit, e.g. "priority: must be in -1000..1000, got 1001".
+#ifndef JOBWIRE_BROKER_SERVICE_REQUEST_VALIDATOR_H_
+#define JOBWIRE_BROKER_SERVICE_REQUEST_VALIDATOR_H_
+
+#include <cstdint>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "jobwire/v1/broker.pb.h"
+
+namespace jobwire::service {
+
+inline constexpr int kMaxQueueNameLength = 128;
+inline constexpr int kMaxTypeLength = 256;
+inline constexpr int kMaxIdempotencyKeyLength = 256;
+inline constexpr int kMaxJobIdLength = 64;
+inline constexpr int kMaxTokenLength = 128;
+inline constexpr int kMaxWorkerIdLength = 256;
+inline constexpr int kMaxErrorLength = 64 * 1024;
+inline constexpr int kMaxBatchJobs = 1000;
+inline constexpr int kMaxClaimQueues = 32;
+inline constexpr int kMaxInFlight = 1000;
+inline constexpr int kMaxPriority = 1000;
+inline constexpr int kMaxAttempts = 1000;
+inline constexpr int64_t kMinLeaseMs = 1000;
+inline constexpr int64_t kMaxLeaseMs = 12 * 3600 * 1000;
+inline constexpr int64_t kMaxDelayMs = 10LL * 365 * 24 * 3600 * 1000;
+inline constexpr int64_t kMaxBackoffMs = 7LL * 24 * 3600 * 1000;
+
+struct Limits {
+  int64_t max_payload_bytes = 1 << 20;
+};
+
+// Checks a queue name: 1..128 characters of [A-Za-z0-9._:-]. `field` names
+// the field in the message ("queue", "queues[2]").
+absl::Status ValidateQueueName(absl::string_view field, absl::string_view queue);
+
+// `field_prefix` is prepended to field names ("jobs[3].").
+absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
+                             absl::string_view field_prefix = "");
+// Checks the batch size only; each job is checked with ValidateEnqueue.
+absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r);
+absl::Status ValidateClaim(const v1::ClaimRequest& r);
+absl::Status ValidateAck(const v1::AckRequest& r, const Limits& limits);
+absl::Status ValidateFail(const v1::FailRequest& r);
+absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r);
+absl::Status ValidateGetJob(const v1::GetJobRequest& r);
+absl::Status ValidateCancel(const v1::CancelRequest& r);
+
+}  // namespace jobwire::service
+
+#endif  // JOBWIRE_BROKER_SERVICE_REQUEST_VALIDATOR_H_

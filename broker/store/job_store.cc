@@ -1,0 +1,236 @@
+#include "broker/store/job_store.h"
+
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace jobwire::store {
+namespace {
+
+// Per-call randomness: lease token prefixes and jitter seeds.
+std::string RandomToken() {
+  thread_local absl::BitGen gen;
+  uint64_t hi = absl::Uniform<uint64_t>(gen), lo = absl::Uniform<uint64_t>(gen);
+  return absl::StrCat(absl::Hex(hi, absl::kZeroPad16), absl::Hex(lo, absl::kZeroPad16));
+}
+
+std::string RandomSeed() {
+  thread_local absl::BitGen gen;
+  return absl::StrCat(absl::Uniform<int32_t>(gen, 1, 1 << 30));
+}
+
+std::string JobRef(const std::string& queue, const std::string& id) {
+  return absl::StrCat("job ", id, " in queue ", queue);
+}
+
+// Decodes the {'OK', ...} | {'NOT_FOUND'} | {'STALE'} | {'STATE', s}
+// convention of the lifecycle scripts. On OK returns the reply.
+absl::StatusOr<RedisReply> CheckScriptStatus(absl::StatusOr<RedisReply> reply,
+                                             const std::string& queue, const std::string& id,
+                                             absl::string_view wanted_state) {
+  if (!reply.ok()) return reply.status();
+  if (reply->type != RedisReply::Type::kArray || reply->elements.empty()) {
+    return absl::InternalError("unexpected script reply");
+  }
+  const std::string& code = reply->elements[0].str;
+  if (code == "OK") return reply;
+  if (code == "NOT_FOUND") return absl::NotFoundError(absl::StrCat(JobRef(queue, id), " not found"));
+  if (code == "STALE") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "lease_token is not the current lease of ", JobRef(queue, id),
+        " (the lease expired or the job was claimed again)"));
+  }
+  if (code == "STATE" && reply->elements.size() > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(JobRef(queue, id), " is ",
+                                                      reply->elements[1].str, ", not ", wanted_state));
+  }
+  return absl::InternalError(absl::StrCat("unexpected script reply: ", code));
+}
+
+v1::JobState ParseState(const std::string& s) {
+  if (s == "pending") return v1::PENDING;
+  if (s == "active") return v1::ACTIVE;
+  if (s == "completed") return v1::COMPLETED;
+  if (s == "dead") return v1::DEAD;
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+}  // namespace
+
+v1::Job JobFromHash(const std::string& queue, const std::string& id, const RedisReply& fields) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_queue(queue);
+  for (size_t i = 0; i + 1 < fields.elements.size(); i += 2) {
+    const std::string& name = fields.elements[i].str;
+    const RedisReply& value = fields.elements[i + 1];
+    const std::string& v = value.str;
+    if (name == "type") job.set_type(v);
+    else if (name == "payload") job.set_payload(v);
+    else if (name == "priority") job.set_priority(static_cast<int32_t>(value.AsInt()));
+    else if (name == "state") job.set_state(ParseState(v));
+    else if (name == "attempts") job.set_attempts(static_cast<int32_t>(value.AsInt()));
+    else if (name == "max_attempts") job.set_max_attempts(static_cast<int32_t>(value.AsInt()));
+    else if (name == "available_at") job.set_available_at_ms(value.AsInt());
+    else if (name == "lease_expires_at") job.set_lease_expires_at_ms(value.AsInt());
+    else if (name == "result") job.set_result(v);
+    else if (name == "error") job.set_error(v);
+    else if (name == "idempotency_key") job.set_idempotency_key(v);
+    else if (name == "created_at") job.set_created_at_ms(value.AsInt());
+    else if (name == "finished_at") job.set_finished_at_ms(value.AsInt());
+    else if (name == "backoff_base") job.set_backoff_base_ms(value.AsInt());
+    else if (name == "backoff_max") job.set_backoff_max_ms(value.AsInt());
+    else if (name == "worker_id") job.set_worker_id(v);
+  }
+  return job;
+}
+
+JobStore::JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options)
+    : client_(client), scripts_(scripts), options_(std::move(options)) {}
+
+std::string JobStore::NotifyChannel(const std::string& queue) const {
+  return KeysFor(queue).NotifyChannel();
+}
+
+void JobStore::Enqueue(const v1::EnqueueRequest& r, Callback<EnqueueOutcome> done) const {
+  Keys keys = KeysFor(r.queue());
+  scripts_->Eval(
+      scripts_->Get("enqueue"),
+      {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Idempotency(r.idempotency_key())},
+      {keys.JobPrefix(), r.type(), r.payload(), absl::StrCat(r.priority()),
+       absl::StrCat(r.delay_ms()), absl::StrCat(r.run_at_ms()), r.idempotency_key(),
+       absl::StrCat(options_.dedup_window_ms), absl::StrCat(r.max_attempts()),
+       absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()), keys.NotifyChannel()},
+      [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (reply->elements.size() != 2) return done(absl::InternalError("bad enqueue reply"));
+        done(EnqueueOutcome{reply->elements[0].str, reply->elements[1].AsInt() == 1});
+      });
+}
+
+void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
+                     const std::string& worker_id, Callback<ClaimOutcome> done) const {
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(
+      scripts_->Get("claim"), {keys.Ready(), keys.Scheduled(), keys.Active()},
+      {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), RandomToken(), worker_id},
+      [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (reply->elements.empty()) return done(absl::InternalError("bad claim reply"));
+        ClaimOutcome out;
+        out.next_due_in_ms = reply->elements[0].AsInt(-1);
+        for (size_t i = 1; i + 1 < reply->elements.size(); i += 2) {
+          v1::ClaimedJob claimed;
+          *claimed.mutable_job() = JobFromHash(queue, reply->elements[i].str, reply->elements[i + 1]);
+          for (size_t f = 0; f + 1 < reply->elements[i + 1].elements.size(); f += 2) {
+            if (reply->elements[i + 1].elements[f].str == "lease_token") {
+              claimed.set_lease_token(reply->elements[i + 1].elements[f + 1].str);
+            }
+          }
+          claimed.set_lease_expires_at_ms(claimed.job().lease_expires_at_ms());
+          out.jobs.push_back(std::move(claimed));
+        }
+        done(std::move(out));
+      });
+}
+
+void JobStore::Ack(const v1::AckRequest& r, Callback<bool> done) const {
+  Keys keys = KeysFor(r.queue());
+  scripts_->Eval(scripts_->Get("ack"), {keys.Job(r.job_id()), keys.Active(), keys.Completed()},
+                 {r.job_id(), r.lease_token(), r.result(),
+                  absl::StrCat(options_.completed_retention_ms)},
+                 [queue = r.queue(), id = r.job_id(), done = std::move(done)](
+                     absl::StatusOr<RedisReply> reply) {
+                   auto checked = CheckScriptStatus(std::move(reply), queue, id, "active");
+                   if (!checked.ok()) return done(checked.status());
+                   done(true);
+                 });
+}
+
+void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const {
+  Keys keys = KeysFor(r.queue());
+  scripts_->Eval(
+      scripts_->Get("fail"),
+      {keys.Job(r.job_id()), keys.Active(), keys.Scheduled(), keys.Dead()},
+      {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
+       absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel()},
+      [queue = r.queue(), id = r.job_id(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        auto checked = CheckScriptStatus(std::move(reply), queue, id, "active");
+        if (!checked.ok()) return done(checked.status());
+        if (checked->elements.size() != 3) return done(absl::InternalError("bad fail reply"));
+        done(FailOutcome{checked->elements[1].str == "dead", checked->elements[2].AsInt()});
+      });
+}
+
+void JobStore::ExtendLease(const std::string& queue, const std::string& job_id,
+                           const std::string& token, int64_t lease_ms,
+                           Callback<int64_t> done) const {
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("extend_lease"), {keys.Job(job_id), keys.Active()},
+                 {job_id, token, absl::StrCat(lease_ms)},
+                 [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
+                   if (!checked.ok()) return done(checked.status());
+                   if (checked->elements.size() != 2) {
+                     return done(absl::InternalError("bad extend_lease reply"));
+                   }
+                   done(checked->elements[1].AsInt());
+                 });
+}
+
+void JobStore::Cancel(const std::string& queue, const std::string& job_id,
+                      Callback<bool> done) const {
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("cancel"),
+                 {keys.Job(job_id), keys.Ready(), keys.Scheduled(), keys.Dead()}, {job_id},
+                 [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "pending");
+                   if (!checked.ok()) return done(checked.status());
+                   done(true);
+                 });
+}
+
+void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const {
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("reap"), {keys.Active(), keys.Scheduled(), keys.Dead()},
+                 {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel()},
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   if (reply->elements.size() != 2) return done(absl::InternalError("bad reap reply"));
+                   done(ReapOutcome{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1)});
+                 });
+}
+
+void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) const {
+  scripts_->Eval(scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)}, {queue},
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   done(reply->AsInt() == 1);
+                 });
+}
+
+void JobStore::GetJob(const std::string& queue, const std::string& job_id,
+                      Callback<v1::Job> done) const {
+  client_->Command({"HGETALL", KeysFor(queue).Job(job_id)},
+                   [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                     if (!reply.ok()) return done(reply.status());
+                     if (reply->elements.empty()) {
+                       return done(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")));
+                     }
+                     done(JobFromHash(queue, job_id, *reply));
+                   });
+}
+
+void JobStore::ListQueues(Callback<std::vector<std::string>> done) const {
+  client_->Command({"SMEMBERS", Keys::Registry(options_.key_prefix)},
+                   [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                     if (!reply.ok()) return done(reply.status());
+                     std::vector<std::string> queues;
+                     for (const auto& e : reply->elements) queues.push_back(e.str);
+                     done(std::move(queues));
+                   });
+}
+
+}  // namespace jobwire::store

@@ -1,0 +1,114 @@
+// JobStore: the only code that reads or changes queue state in Redis. Each
+// state change is one method that runs one lua/ script (named in its
+// comment); reads are plain commands. All methods are asynchronous: the
+// callback runs on the Redis event loop thread and must not block.
+//
+// Errors common to every method: UNAVAILABLE when Redis cannot be reached
+// (the call may or may not have run), INTERNAL for an unexpected reply.
+#ifndef JOBWIRE_BROKER_STORE_JOB_STORE_H_
+#define JOBWIRE_BROKER_STORE_JOB_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "broker/store/keys.h"
+#include "broker/store/redis_client.h"
+#include "broker/store/script_runner.h"
+#include "jobwire/v1/broker.pb.h"
+
+namespace jobwire::store {
+
+template <typename T>
+using Callback = std::function<void(absl::StatusOr<T>)>;
+
+struct StoreOptions {
+  std::string key_prefix = "jw";
+  int64_t dedup_window_ms = 24 * 3600 * 1000;
+  int64_t completed_retention_ms = 24 * 3600 * 1000;
+};
+
+struct EnqueueOutcome {
+  std::string job_id;
+  bool duplicate = false;
+};
+
+struct ClaimOutcome {
+  std::vector<v1::ClaimedJob> jobs;
+  // Meaningful when fewer jobs than asked came back: ms until the earliest
+  // scheduled job is due (0 = now), or -1 when none is scheduled.
+  int64_t next_due_in_ms = -1;
+};
+
+struct FailOutcome {
+  bool dead = false;
+  int64_t next_attempt_at_ms = 0;  // 0 when dead
+};
+
+struct ReapOutcome {
+  int64_t reaped = 0;
+  // ms until the earliest remaining lease expires, -1 when none is active.
+  int64_t next_expiry_in_ms = -1;
+};
+
+// Thread safety: every method may be called from any thread.
+class JobStore {
+ public:
+  // `client` and `scripts` must outlive the store.
+  JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options);
+
+  // enqueue.lua. REQUIRES: `request` is valid with max_attempts and backoff
+  // resolved (non-zero).
+  void Enqueue(const v1::EnqueueRequest& request, Callback<EnqueueOutcome> done) const;
+
+  // claim.lua: leases up to `max_jobs` due jobs of `queue`.
+  void Claim(const std::string& queue, int max_jobs, int64_t lease_ms, const std::string& worker_id,
+             Callback<ClaimOutcome> done) const;
+
+  // ack.lua. NOT_FOUND, FAILED_PRECONDITION (stale token, not active).
+  void Ack(const v1::AckRequest& request, Callback<bool> done) const;
+
+  // fail.lua. NOT_FOUND, FAILED_PRECONDITION (stale token, not active).
+  void Fail(const v1::FailRequest& request, Callback<FailOutcome> done) const;
+
+  // extend_lease.lua; returns the new expiry. NOT_FOUND, FAILED_PRECONDITION.
+  void ExtendLease(const std::string& queue, const std::string& job_id, const std::string& token,
+                   int64_t lease_ms, Callback<int64_t> done) const;
+
+  // cancel.lua. NOT_FOUND, FAILED_PRECONDITION (not pending).
+  void Cancel(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
+
+  // reap.lua: settles up to `max_jobs` expired leases of `queue`.
+  void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
+
+  // register_queue.lua: records `queue` in the registry.
+  void RegisterQueue(const std::string& queue, Callback<bool> done) const;
+
+  // HGETALL of the job. NOT_FOUND.
+  void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
+
+  // SMEMBERS of the registry.
+  void ListQueues(Callback<std::vector<std::string>> done) const;
+
+  // The pub/sub channel on which `queue` announces new pending jobs (payload:
+  // ms until due, decimal).
+  std::string NotifyChannel(const std::string& queue) const;
+
+  const StoreOptions& options() const { return options_; }
+
+ private:
+  Keys KeysFor(const std::string& queue) const { return Keys(options_.key_prefix, queue); }
+
+  RedisClient* const client_;
+  const ScriptRunner* const scripts_;
+  const StoreOptions options_;
+};
+
+// Builds a Job from the flat field/value array of HGETALL. Exposed for tests.
+v1::Job JobFromHash(const std::string& queue, const std::string& id, const RedisReply& fields);
+
+}  // namespace jobwire::store
+
+#endif  // JOBWIRE_BROKER_STORE_JOB_STORE_H_

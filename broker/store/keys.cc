@@ -1,0 +1,12 @@
+#include "broker/store/keys.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace jobwire::store {
+
+Keys::Keys(absl::string_view prefix, absl::string_view queue)
+    : base_(absl::StrCat(prefix, ":{", queue, "}:")), job_prefix_(base_ + "job:") {}
+
+std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }
+
+}  // namespace jobwire::store

@@ -1,0 +1,50 @@
+// Keys: the whole Redis key layout, in one place. docs/redis-layout.md is the
+// written form of this file; change both together.
+//
+// Every key of a queue carries the hash tag {queue}, so a queue lives in one
+// Redis Cluster slot and each script touches one slot:
+//   <p>:{<q>}:job:<id>     hash   one job (fields in docs/redis-layout.md)
+//   <p>:{<q>}:seq          string job id counter
+//   <p>:{<q>}:ready        zset   due pending jobs, by priority then due time
+//   <p>:{<q>}:scheduled    zset   pending jobs due later, by due time
+//   <p>:{<q>}:active       zset   leased jobs, by lease expiry
+//   <p>:{<q>}:completed    zset   completed jobs, by finish time
+//   <p>:{<q>}:dead         zset   dead jobs, by finish time
+//   <p>:{<q>}:idem:<key>   string job id of an idempotency key
+//   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
+//   <p>:queues             set    names of queues that have or had jobs
+#ifndef JOBWIRE_BROKER_STORE_KEYS_H_
+#define JOBWIRE_BROKER_STORE_KEYS_H_
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+namespace jobwire::store {
+
+// Thread safety: immutable, safe to share.
+class Keys {
+ public:
+  Keys(absl::string_view prefix, absl::string_view queue);
+
+  std::string Job(absl::string_view id) const { return job_prefix_ + std::string(id); }
+  const std::string& JobPrefix() const { return job_prefix_; }
+  std::string Seq() const { return base_ + "seq"; }
+  std::string Ready() const { return base_ + "ready"; }
+  std::string Scheduled() const { return base_ + "scheduled"; }
+  std::string Active() const { return base_ + "active"; }
+  std::string Completed() const { return base_ + "completed"; }
+  std::string Dead() const { return base_ + "dead"; }
+  std::string Idempotency(absl::string_view key) const { return base_ + "idem:" + std::string(key); }
+  std::string NotifyChannel() const { return base_ + "notify"; }
+
+  // <p>:queues, the registry of queue names (not tied to one queue).
+  static std::string Registry(absl::string_view prefix);
+
+ private:
+  std::string base_;        // <p>:{<q>}:
+  std::string job_prefix_;  // <p>:{<q>}:job:
+};
+
+}  // namespace jobwire::store
+
+#endif  // JOBWIRE_BROKER_STORE_KEYS_H_

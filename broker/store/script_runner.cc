@@ -1,0 +1,70 @@
+#include "broker/store/script_runner.h"
+
+#include <openssl/sha.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "broker/store/script_sources.h"
+
+namespace jobwire::store {
+namespace {
+
+constexpr absl::string_view kLibName = "_lib";
+
+std::string Sha1Hex(absl::string_view text) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+}
+
+}  // namespace
+
+ScriptRunner::ScriptRunner(RedisClient* client) : client_(client) {
+  absl::string_view lib;
+  for (const LuaSource& source : LuaSources()) {
+    if (source.name == kLibName) lib = source.text;
+  }
+  for (const LuaSource& source : LuaSources()) {
+    if (source.name == kLibName) continue;
+    Script script;
+    script.name = std::string(source.name);
+    script.text = absl::StrCat(lib, "\n", source.text);
+    script.sha1 = Sha1Hex(script.text);
+    scripts_.emplace(script.name, std::move(script));
+  }
+}
+
+const Script& ScriptRunner::Get(absl::string_view name) const {
+  auto it = scripts_.find(name);
+  if (it == scripts_.end()) std::abort();  // a build error: lua/<name>.lua is missing
+  return it->second;
+}
+
+void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
+                        std::vector<std::string> args, RedisClient::ReplyCallback callback) const {
+  auto argv = std::make_shared<std::vector<std::string>>();
+  argv->reserve(3 + keys.size() + args.size());
+  argv->push_back("EVALSHA");
+  argv->push_back(script.sha1);
+  argv->push_back(absl::StrCat(keys.size()));
+  for (auto& k : keys) argv->push_back(std::move(k));
+  for (auto& a : args) argv->push_back(std::move(a));
+
+  client_->Command(*argv, [this, &script, argv, callback = std::move(callback)](
+                              absl::StatusOr<RedisReply> reply) mutable {
+    if (reply.ok() && reply->is_error() && absl::StartsWith(reply->str, "NOSCRIPT")) {
+      (*argv)[0] = "EVAL";
+      (*argv)[1] = script.text;
+      client_->Command(std::move(*argv), std::move(callback));
+      return;
+    }
+    callback(std::move(reply));
+  });
+}
+
+}  // namespace jobwire::store

@@ -1,0 +1,60 @@
+-- _lib.lua: helpers shared by every script in lua/. The broker prepends this
+-- file to each script before loading it (broker/store/script_registry.h), so
+-- a script body may call these functions. It touches no key by itself.
+
+-- Redis server time in epoch milliseconds: the one clock that decides
+-- due-ness and lease expiry, whatever the brokers' clocks say.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- An integer as a decimal string. Lua's default number-to-string conversion
+-- keeps 14 significant digits, too few for ready scores.
+local function int(n)
+  return string.format('%d', n)
+end
+
+-- Score of a due job in the ready set: higher priority first, then the job
+-- that became due first. (1000 - priority) needs 11 bits and milliseconds
+-- since 2020-01-01 need 42 bits (until year 2159): 53 bits, exact in a double.
+local READY_EPOCH_MS = 1577836800000
+local function ready_score(priority, available_at)
+  return int((1000 - priority) * 4398046511104 + (available_at - READY_EPOCH_MS))
+end
+
+-- Delay before the next attempt after `attempts` runs:
+-- min(base * 2^(attempts-1), cap) plus up to 10% random jitter.
+-- REQUIRES: math.randomseed called with a per-call seed from the broker.
+local function backoff_ms(base, cap, attempts)
+  local d = base * 2 ^ (attempts - 1)
+  if d > cap then d = cap end
+  return math.floor(d + d * 0.1 * math.random())
+end
+
+-- Settles a failed run of an active job: schedules a retry (state pending,
+-- due after the backoff or retry_after_ms when > 0) or, when the attempts are
+-- used up or non_retryable is true, makes it dead. Publishes the retry's delay
+-- on `channel` so that claimers arm a timer. Returns outcome ('retry' or
+-- 'dead') and the retry's due time (0 when dead).
+local function settle_failure(job_key, active_key, scheduled_key, dead_key, channel,
+                              id, err, non_retryable, retry_after, now)
+  local f = redis.call('HMGET', job_key, 'attempts', 'max_attempts', 'backoff_base', 'backoff_max')
+  redis.call('ZREM', active_key, id)
+  if non_retryable or tonumber(f[1]) >= tonumber(f[2]) then
+    redis.call('HSET', job_key, 'state', 'dead', 'error', err, 'finished_at', int(now),
+               'lease_expires_at', '0')
+    redis.call('ZADD', dead_key, int(now), id)
+    return 'dead', 0
+  end
+  local delay = retry_after
+  if delay <= 0 then
+    delay = backoff_ms(tonumber(f[3]), tonumber(f[4]), tonumber(f[1]))
+  end
+  local at = now + delay
+  redis.call('HSET', job_key, 'state', 'pending', 'error', err, 'available_at', int(at),
+             'lease_expires_at', '0')
+  redis.call('ZADD', scheduled_key, int(at), id)
+  redis.call('PUBLISH', channel, int(delay))
+  return 'retry', at
+end

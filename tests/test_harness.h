@@ -1,0 +1,345 @@
+// Cross-process test harness: a real redis-server, the real jobwire-broker
+// binary, and small gRPC client helpers for the tests in this folder.
+//
+// Every process started here is a child of the test process with
+// PR_SET_PDEATHSIG = SIGKILL, so nothing outlives a crashed test. Nothing in
+// this file mocks Redis or the broker.
+//
+// Most tests derive their fixture from BrokerTest, which does this per test:
+//
+//   redis_ = std::make_unique<RedisServer>();
+//   JW_ASSERT_OK(redis_->Start());
+//   broker_ = std::make_unique<BrokerProcess>(redis_->port(), flags);
+//   JW_ASSERT_OK(broker_->Start());
+//   stub_ = broker_->NewStub();
+//
+// and then talk to the broker with the client helpers at the end of this
+// file (Enqueue, GetJob, Ack, ... and ClaimReader for Claim streams).
+#ifndef JOBWIRE_TESTS_TEST_HARNESS_H_
+#define JOBWIRE_TESTS_TEST_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "jobwire/v1/broker.grpc.pb.h"
+#include "jobwire/v1/broker.pb.h"
+
+// Assertions on absl::Status and grpc::Status values. On failure they print
+// the status code and message.
+#define JW_ASSERT_OK(expr)                                          \
+  do {                                                              \
+    const auto jw_status_ = (expr);                                 \
+    ASSERT_TRUE(jw_status_.ok()) << ::jobwire::testing::StatusText( \
+        jw_status_);                                                \
+  } while (0)
+#define JW_EXPECT_OK(expr)                                          \
+  do {                                                              \
+    const auto jw_status_ = (expr);                                 \
+    EXPECT_TRUE(jw_status_.ok()) << ::jobwire::testing::StatusText( \
+        jw_status_);                                                \
+  } while (0)
+
+// The broker binary, set by tests/CMakeLists.txt for the harness and every
+// test target alike.
+#ifndef JOBWIRE_BROKER_PATH
+#define JOBWIRE_BROKER_PATH ""
+#endif
+
+namespace jobwire::testing {
+
+namespace v1 = ::jobwire::v1;
+
+// The outcome enum of FailResponse, whatever the generated type is called.
+using FailOutcome = decltype(v1::FailResponse().outcome());
+
+// The numeric values of the contract's enums (proto/jobwire/v1/broker.proto).
+// Tests compare against these so they do not depend on the spelling of the
+// generated enumerator names, only on the wire values.
+inline constexpr v1::JobState kPending = static_cast<v1::JobState>(1);
+inline constexpr v1::JobState kActive = static_cast<v1::JobState>(2);
+inline constexpr v1::JobState kCompleted = static_cast<v1::JobState>(3);
+inline constexpr v1::JobState kDead = static_cast<v1::JobState>(4);
+inline constexpr FailOutcome kRetryScheduled = static_cast<FailOutcome>(1);
+inline constexpr FailOutcome kOutcomeDead = static_cast<FailOutcome>(2);
+
+// "CODE: message" for failure output.
+std::string StatusText(const absl::Status& status);
+std::string StatusText(const grpc::Status& status);
+// The enum's name, or its number when unknown.
+std::string StateName(v1::JobState state);
+std::string OutcomeName(v1::FailResponse::Outcome outcome);
+
+// Milliseconds since the Unix epoch on this machine's clock (the same clock
+// the local Redis server reads).
+int64_t NowMs();
+
+// Returns a TCP port on 127.0.0.1 that was free when this returned (picked by
+// binding port 0). Another process may take it before the caller binds it.
+absl::StatusOr<int> PickFreePort();
+
+// A child process started with fork/execvp. The child gets PR_SET_PDEATHSIG =
+// SIGKILL. Not thread-safe: use from one thread.
+class Subprocess {
+ public:
+  Subprocess() = default;
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  // Kills (SIGTERM, then SIGKILL after 5 s) and reaps a running child.
+  ~Subprocess();
+
+  // Starts argv[0] (looked up in PATH) with argv. The child's stdout goes to
+  // `stdout_path` (created or truncated) when it is not empty, else to ours.
+  // Returns INTERNAL when fork fails. An exec failure shows up as the child
+  // exiting with status 127.
+  // REQUIRES: no child is running.
+  absl::Status Spawn(const std::vector<std::string>& argv,
+                     const std::string& stdout_path = "");
+
+  // True while the child has not exited. Reaps it when it has.
+  bool Running();
+
+  // Sends SIGTERM, waits up to `grace` for the child to exit, then sends
+  // SIGKILL and waits. Returns the wait status, or -1 when nothing was
+  // running. No-op when not running.
+  int Terminate(absl::Duration grace);
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// One Redis reply, copied out of hiredis.
+struct RedisReply {
+  int type = 0;          // REDIS_REPLY_* from hiredis.h.
+  int64_t integer = 0;   // REDIS_REPLY_INTEGER.
+  std::string str;       // STRING, STATUS, ERROR, VERB, DOUBLE.
+  std::vector<RedisReply> elements;  // ARRAY, MAP, SET.
+
+  bool is_error() const;
+};
+
+// A real redis-server on 127.0.0.1, without persistence, in a temporary
+// directory. The port is fixed at the first successful Start() and kept by
+// Restart(). Not thread-safe.
+class RedisServer {
+ public:
+  RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+  // Stops the server and removes its directory.
+  ~RedisServer();
+
+  // Starts redis-server and waits (up to 10 s) until it answers PING. On the
+  // first start picks a free port (retrying with another port if the chosen
+  // one was taken). Returns UNAVAILABLE when the server does not come up.
+  absl::Status Start();
+
+  // SIGTERM + waitpid. All data is lost (persistence is off).
+  void Stop();
+
+  // Stop() then Start() on the same port.
+  absl::Status Restart();
+
+  // Runs one command on a new connection (hiredis sync API, 5 s timeout).
+  // Returns UNAVAILABLE when the server cannot be reached. A Redis error
+  // reply is returned as a RedisReply with is_error().
+  absl::StatusOr<RedisReply> CommandArgv(const std::vector<std::string>& argv);
+
+  // Command("ZCARD", key), Command("DBSIZE"); arguments go through StrCat.
+  template <typename... Args>
+  absl::StatusOr<RedisReply> Command(const Args&... args) {
+    return CommandArgv({absl::StrCat(args)...});
+  }
+
+  // DBSIZE, or -1 when it fails.
+  int64_t DbSize();
+
+  int port() const { return port_; }
+  std::string url() const;
+
+ private:
+  absl::Status StartOnce();
+
+  int port_ = 0;
+  std::string dir_;
+  Subprocess process_;
+};
+
+// The real broker binary (JOBWIRE_BROKER_PATH) pointed at a RedisServer.
+// Not thread-safe; NewStub() may be called from any thread.
+class BrokerProcess {
+ public:
+  // `extra_flags` are appended to --listen and --redis_url, e.g.
+  // {"--completed_retention_ms=500"}. `broker_path` defaults to the binary
+  // built by this tree.
+  explicit BrokerProcess(int redis_port,
+                         std::vector<std::string> extra_flags = {},
+                         std::string broker_path = JOBWIRE_BROKER_PATH);
+  BrokerProcess(const BrokerProcess&) = delete;
+  BrokerProcess& operator=(const BrokerProcess&) = delete;
+  ~BrokerProcess();
+
+  // Starts the broker on a free port and waits up to 10 s until GetJob on
+  // queue "probe", job "0" answers anything but UNAVAILABLE /
+  // DEADLINE_EXCEEDED. Returns UNAVAILABLE (with the last probe status) when
+  // it does not, or when the broker exits early.
+  absl::Status Start();
+
+  // Drops this object's channel, then SIGTERM, then SIGKILL after 5 s.
+  // Returns the wait status (-1 when not running). Stubs from NewStub() keep
+  // their channel: destroy them first or the broker waits for them.
+  int Stop();
+
+  bool Running() { return process_.Running(); }
+
+  // "127.0.0.1:<port>".
+  const std::string& address() const { return address_; }
+  // REQUIRES: Start() succeeded and Stop() was not called since.
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  // A stub on channel(). REQUIRES: as for channel().
+  std::unique_ptr<v1::Broker::Stub> NewStub() const;
+
+ private:
+  absl::Status StartOnce();
+
+  int redis_port_;
+  std::vector<std::string> extra_flags_;
+  std::string broker_path_;
+  std::string address_;
+  std::shared_ptr<grpc::Channel> channel_;
+  Subprocess process_;
+};
+
+// A channel with short reconnect backoff (the defaults wait up to 2 minutes
+// between attempts, which makes startup probes slow).
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// A Claim stream read on a background thread. Received jobs queue up until
+// Next() takes them. Thread-safe.
+class ClaimReader {
+ public:
+  // Opens the stream at once. Owns `stub`.
+  ClaimReader(std::unique_ptr<v1::Broker::Stub> stub,
+              v1::ClaimRequest request);
+  ClaimReader(const ClaimReader&) = delete;
+  ClaimReader& operator=(const ClaimReader&) = delete;
+  // Cancel() and join the reader thread.
+  ~ClaimReader();
+
+  // The next received job, waiting up to `timeout`; nullopt when none
+  // arrived in time (or the stream ended and nothing is queued). When
+  // `received_at` is not null it is set to the time the job was read off
+  // the stream.
+  std::optional<v1::ClaimedJob> Next(absl::Duration timeout,
+                                     absl::Time* received_at = nullptr);
+
+  // Like Next(), but waits until the absolute `deadline`.
+  std::optional<v1::ClaimedJob> NextBefore(absl::Time deadline,
+                                           absl::Time* received_at = nullptr);
+
+  // Waits up to `timeout` for the stream to end; its final status, or
+  // nullopt when it is still open.
+  std::optional<grpc::Status> WaitForEnd(absl::Duration timeout);
+
+  // Number of jobs received so far (taken or not).
+  int received() const;
+
+  // Cancels the call (ClientContext::TryCancel). The thread ends soon after.
+  void Cancel();
+
+ private:
+  void Run(v1::ClaimRequest request);
+
+  std::unique_ptr<v1::Broker::Stub> stub_;
+  grpc::ClientContext context_;
+  mutable absl::Mutex mu_;
+  std::deque<std::pair<v1::ClaimedJob, absl::Time>> queue_
+      ABSL_GUARDED_BY(mu_);
+  int received_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<grpc::Status> end_status_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+// A fixture with a fresh RedisServer and BrokerProcess per test, and a stub.
+// Subclasses pass extra broker flags to the constructor.
+class BrokerTest : public ::testing::Test {
+ protected:
+  explicit BrokerTest(std::vector<std::string> broker_flags = {})
+      : broker_flags_(std::move(broker_flags)) {}
+
+  void SetUp() override;
+
+  // A ClaimReader on a new stub of this broker.
+  std::unique_ptr<ClaimReader> OpenClaim(v1::ClaimRequest request) const;
+
+  std::vector<std::string> broker_flags_;
+  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<BrokerProcess> broker_;
+  std::unique_ptr<v1::Broker::Stub> stub_;
+};
+
+// A ClaimRequest on `queues`.
+v1::ClaimRequest MakeClaim(std::vector<std::string> queues,
+                           int max_in_flight = 1, int64_t lease_ms = 0,
+                           const std::string& worker_id = "test-worker");
+
+// An EnqueueRequest with type "test" and the given fields; other fields
+// stay at their defaults and can be set on the result.
+v1::EnqueueRequest MakeJob(const std::string& queue,
+                           const std::string& payload = "",
+                           int32_t priority = 0);
+
+// Client calls with a 10 s deadline. They return the gRPC status and fill
+// the response.
+grpc::Status Enqueue(v1::Broker::StubInterface& stub,
+                     const v1::EnqueueRequest& request,
+                     v1::EnqueueResponse* response);
+grpc::Status EnqueueBatch(v1::Broker::StubInterface& stub,
+                          const v1::EnqueueBatchRequest& request,
+                          v1::EnqueueBatchResponse* response);
+grpc::Status GetJob(v1::Broker::StubInterface& stub, const std::string& queue,
+                    const std::string& job_id, v1::Job* job);
+grpc::Status Ack(v1::Broker::StubInterface& stub, const std::string& queue,
+                 const std::string& job_id, const std::string& lease_token,
+                 const std::string& result = "");
+grpc::Status Ack(v1::Broker::StubInterface& stub, const v1::ClaimedJob& claimed,
+                 const std::string& result = "");
+grpc::Status Fail(v1::Broker::StubInterface& stub,
+                  const v1::FailRequest& request, v1::FailResponse* response);
+grpc::Status ExtendLease(v1::Broker::StubInterface& stub,
+                         const v1::ExtendLeaseRequest& request,
+                         v1::ExtendLeaseResponse* response);
+grpc::Status Cancel(v1::Broker::StubInterface& stub, const std::string& queue,
+                    const std::string& job_id);
+
+// A FailRequest for `claimed`.
+v1::FailRequest MakeFail(const v1::ClaimedJob& claimed,
+                         const std::string& error, bool non_retryable = false,
+                         int64_t retry_after_ms = 0);
+
+// Enqueues `request` and returns the job id; "" (and a gtest failure) when
+// the call fails.
+std::string MustEnqueue(v1::Broker::StubInterface& stub,
+                        const v1::EnqueueRequest& request);
+
+}  // namespace jobwire::testing
+
+#endif  // JOBWIRE_TESTS_TEST_HARNESS_H_
