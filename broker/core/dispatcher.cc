@@ -67,7 +67,24 @@ void Dispatcher::OnRedisReconnected() {
   });
 }
 
+namespace {
+absl::Status ShuttingDown() {
+  return absl::UnavailableError("broker is shutting down; reconnect to another replica");
+}
+}  // namespace
+
+void Dispatcher::Shutdown() {
+  loop_->Post([this] {
+    shutting_down_ = true;
+    for (const auto& [id, s] : sessions_) s->sink->Close(ShuttingDown());
+  });
+}
+
 void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> sink) {
+  if (shutting_down_) {
+    sink->Close(ShuttingDown());
+    return;
+  }
   auto session = std::make_unique<Session>();
   session->spec = std::move(spec);
   session->sink = std::move(sink);

@@ -45,6 +45,8 @@ class JobSink {
  public:
   virtual ~JobSink() = default;
   virtual bool Deliver(v1::ClaimedJob job) = 0;
+  // Ends the stream with `status` (called at broker shutdown).
+  virtual void Close(const absl::Status& status) = 0;
 };
 
 struct ClaimSpec {
@@ -76,6 +78,11 @@ class Dispatcher {
                        const std::string& token, int64_t lease_ms);
   // Redis is reachable again: every waiting session claims.
   void OnRedisReconnected();
+
+  // Broker shutdown: ends every open stream with UNAVAILABLE (clients
+  // reconnect, perhaps to another replica) and every stream opened later.
+  // Delivered jobs keep their leases.
+  void Shutdown();
 
   // Number of open sessions (for tests and metrics). Thread-safe.
   int64_t open_sessions() const { return open_sessions_.load(); }
@@ -133,6 +140,7 @@ class Dispatcher {
   std::atomic<int64_t> open_sessions_{0};
 
   // Loop thread only.
+  bool shutting_down_ = false;
   absl::flat_hash_map<SessionId, std::unique_ptr<Session>> sessions_;
   absl::flat_hash_map<std::string, QueueState> queues_;
   absl::flat_hash_map<std::string, Lease> leases_;  // by LeaseKey

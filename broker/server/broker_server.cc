@@ -1,6 +1,8 @@
 #include "broker/server/broker_server.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "broker/base/logging.h"
 
 namespace jobwire::server {
 namespace {
@@ -70,8 +72,18 @@ void BrokerServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ != nullptr) {
-    server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    // End Claim streams at once (clients reconnect elsewhere), let unary
+    // calls finish within the grace period, then close every connection:
+    // gRPC's own deadline would also wait out idle client connections.
+    dispatcher_.Shutdown();
+    const absl::Time deadline = absl::Now() + grace;
+    while (absl::Now() < deadline &&
+           (service_.calls_in_flight() > 0 || dispatcher_.open_sessions() > 0)) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    server_->Shutdown(absl::ToChronoTime(absl::Now()));
     server_->Wait();
+    base::Log(base::LogLevel::kInfo, "grpc server stopped");
   }
   reaper_.Stop();
   loop_.Stop();

@@ -33,8 +33,9 @@ class BrokerServer {
                                                              const std::string& redis_url);
   ~BrokerServer();  // Shuts down with no grace if Shutdown was not called.
 
-  // Ends Claim streams, lets unary calls finish within `grace`, then stops
-  // the background work. Idempotent.
+  // Ends Claim streams with UNAVAILABLE, lets unary calls in flight finish
+  // within `grace`, closes every connection, then stops the background work.
+  // Idempotent.
   void Shutdown(absl::Duration grace);
 
   int port() const { return port_; }

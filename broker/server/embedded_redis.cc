@@ -81,6 +81,11 @@ absl::StatusOr<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::Start(
   pid_t pid = fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
   if (pid == 0) {
+    // The broker blocks SIGTERM/SIGINT for sigwait; exec keeps the mask, and
+    // redis-server must see SIGTERM to write its AOF and exit.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);
     execvp(argv[0], argv.data());

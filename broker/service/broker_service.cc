@@ -17,6 +17,26 @@ bool FinishIfError(grpc::ServerUnaryReactor* reactor, const absl::Status& status
 
 }  // namespace
 
+// A unary call's reactor that counts itself in `in_flight` until gRPC is
+// done with it, so that shutdown can wait for running calls.
+class CountedReactor : public grpc::ServerUnaryReactor {
+ public:
+  explicit CountedReactor(std::atomic<int64_t>* in_flight) : in_flight_(in_flight) {
+    ++*in_flight_;
+  }
+  void OnDone() override {
+    --*in_flight_;
+    delete this;
+  }
+
+ private:
+  std::atomic<int64_t>* const in_flight_;
+};
+
+grpc::ServerUnaryReactor* BrokerService::NewUnaryReactor() {
+  return new CountedReactor(&calls_in_flight_);
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
@@ -29,7 +49,7 @@ BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* di
 grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ctx,
                                                  const v1::EnqueueRequest* req,
                                                  v1::EnqueueResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateEnqueue(*req, limits_))) return reactor;
   lifecycle_->Enqueue(*req, [reactor, resp](absl::StatusOr<store::EnqueueOutcome> out) {
     if (FinishIfError(reactor, out.status())) return;
@@ -43,7 +63,7 @@ grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContext* ctx,
                                                       const v1::EnqueueBatchRequest* req,
                                                       v1::EnqueueBatchResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateEnqueueBatch(*req))) return reactor;
   // One count per job plus one for this loop, so the call cannot finish
   // before every job was handed over.
@@ -99,7 +119,7 @@ grpc::ServerWriteReactor<v1::ClaimedJob>* BrokerService::Claim(grpc::CallbackSer
 
 grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,
                                              const v1::AckRequest* req, v1::AckResponse*) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateAck(*req, limits_))) return reactor;
   lifecycle_->Ack(*req, [reactor](absl::StatusOr<bool> out) {
     reactor->Finish(ToGrpcStatus(out.status()));
@@ -109,7 +129,7 @@ grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,
                                               const v1::FailRequest* req, v1::FailResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateFail(*req))) return reactor;
   lifecycle_->Fail(*req, [reactor, resp](absl::StatusOr<store::FailOutcome> out) {
     if (FinishIfError(reactor, out.status())) return;
@@ -123,7 +143,7 @@ grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* BrokerService::ExtendLease(grpc::CallbackServerContext* ctx,
                                                      const v1::ExtendLeaseRequest* req,
                                                      v1::ExtendLeaseResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateExtendLease(*req))) return reactor;
   lifecycle_->ExtendLease(*req, [reactor, resp](absl::StatusOr<int64_t> out) {
     if (FinishIfError(reactor, out.status())) return;
@@ -135,7 +155,7 @@ grpc::ServerUnaryReactor* BrokerService::ExtendLease(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx,
                                                 const v1::GetJobRequest* req, v1::Job* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateGetJob(*req))) return reactor;
   lifecycle_->GetJob(*req, [reactor, resp](absl::StatusOr<v1::Job> out) {
     if (FinishIfError(reactor, out.status())) return;
@@ -147,7 +167,7 @@ grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx
 
 grpc::ServerUnaryReactor* BrokerService::Cancel(grpc::CallbackServerContext* ctx,
                                                 const v1::CancelRequest* req, v1::CancelResponse*) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateCancel(*req))) return reactor;
   lifecycle_->Cancel(*req, [reactor](absl::StatusOr<bool> out) {
     reactor->Finish(ToGrpcStatus(out.status()));

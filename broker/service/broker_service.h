@@ -5,6 +5,9 @@
 #ifndef JOBWIRE_BROKER_SERVICE_BROKER_SERVICE_H_
 #define JOBWIRE_BROKER_SERVICE_BROKER_SERVICE_H_
 
+#include <atomic>
+#include <cstdint>
+
 #include <grpcpp/grpcpp.h>
 
 #include "broker/core/dispatcher.h"
@@ -14,8 +17,8 @@
 
 namespace jobwire::service {
 
-// Thread safety: gRPC calls the handlers concurrently; the class holds no
-// mutable state of its own.
+// Thread safety: gRPC calls the handlers concurrently; the only state of
+// its own is an atomic count of unary calls in flight.
 class BrokerService final : public v1::Broker::CallbackService {
  public:
   // `lifecycle` and `dispatcher` must outlive the service.
@@ -40,7 +43,13 @@ class BrokerService final : public v1::Broker::CallbackService {
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
                                    v1::CancelResponse* resp) override;
 
+  // Unary calls that have started and are not done yet. Thread-safe.
+  int64_t calls_in_flight() const { return calls_in_flight_.load(); }
+
  private:
+  grpc::ServerUnaryReactor* NewUnaryReactor();
+
+  std::atomic<int64_t> calls_in_flight_{0};
   core::JobLifecycle* const lifecycle_;
   core::Dispatcher* const dispatcher_;
   const Limits limits_;

@@ -53,6 +53,10 @@ void ClaimReactor::Sink::Finish(const grpc::Status& status) {
   reactor_->Finish(status);
 }
 
+void ClaimReactor::Sink::Close(const absl::Status& status) {
+  Finish(grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message())));
+}
+
 void ClaimReactor::Sink::Detach() {
   absl::MutexLock lock(&mu_);
   reactor_ = nullptr;

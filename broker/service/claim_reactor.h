@@ -35,6 +35,7 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
    public:
     explicit Sink(ClaimReactor* reactor) : reactor_(reactor) {}
     bool Deliver(v1::ClaimedJob job) override;
+    void Close(const absl::Status& status) override;
     // Called from OnWriteDone: drops the written job, starts the next write.
     void WriteDone(bool ok);
     // Ends the stream with `status` once (no-op afterwards).

@@ -1,0 +1,102 @@
+// The broker program itself: its embedded redis-server default (AOF
+// persistence across restarts) and how fast it stops on SIGTERM.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/test_harness.h"
+
+namespace jobwire::testing {
+namespace {
+
+// The broker's Stop() closes the test's own channel first; these tests keep a
+// separate channel open on purpose.
+TEST(BrokerProcessTest, EmbeddedRedisPersistsJobsAcrossRestarts) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / absl::StrCat("jobwire-embedded-", getpid()))
+          .string();
+  std::filesystem::remove_all(dir);
+  // An empty --redis_url (the last flag wins) selects the embedded Redis.
+  const std::vector<std::string> flags = {"--redis_url=", "--data_dir=" + dir};
+  std::string id;
+  {
+    BrokerProcess broker(0, flags);
+    JW_ASSERT_OK(broker.Start());
+    auto stub = broker.NewStub();
+    v1::EnqueueRequest job = MakeJob("persisted", "kept-across-restart");
+    id = MustEnqueue(*stub, job);
+    ASSERT_FALSE(id.empty());
+    stub.reset();
+    const absl::Time stop_at = absl::Now();
+    int status = broker.Stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    // The embedded redis-server stops on SIGTERM too (no 5 s kill).
+    EXPECT_LT(absl::Now() - stop_at, absl::Seconds(3));
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/appendonlydir"));
+  {
+    BrokerProcess broker(0, flags);
+    JW_ASSERT_OK(broker.Start());
+    auto stub = broker.NewStub();
+    v1::Job stored;
+    JW_ASSERT_OK(GetJob(*stub, "persisted", id, &stored));
+    EXPECT_EQ(stored.payload(), "kept-across-restart");
+    EXPECT_EQ(stored.state(), kPending);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BrokerProcessTest, StopsPromptlyWithAnIdleClientConnected) {
+  RedisServer redis;
+  JW_ASSERT_OK(redis.Start());
+  BrokerProcess broker(redis.port(), {"--shutdown_grace_ms=20000"});
+  JW_ASSERT_OK(broker.Start());
+  // A second connection that made a call and stays open, idle.
+  auto channel = MakeChannel(broker.address());
+  auto stub = v1::Broker::NewStub(channel);
+  v1::Job job;
+  EXPECT_EQ(GetJob(*stub, "q", "1", &job).error_code(), grpc::StatusCode::NOT_FOUND);
+  const absl::Time stop_at = absl::Now();
+  int status = broker.Stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_LT(absl::Now() - stop_at, absl::Seconds(3));
+}
+
+TEST(BrokerProcessTest, ShutdownEndsClaimStreamsAndLeasesSurviveOnAnotherBroker) {
+  RedisServer redis;
+  JW_ASSERT_OK(redis.Start());
+  BrokerProcess first(redis.port(), {"--shutdown_grace_ms=20000"});
+  BrokerProcess second(redis.port());
+  JW_ASSERT_OK(first.Start());
+  JW_ASSERT_OK(second.Start());
+  auto first_stub = first.NewStub();
+  const std::string id = MustEnqueue(*first_stub, MakeJob("drain", "p"));
+  ClaimReader reader(v1::Broker::NewStub(MakeChannel(first.address())),
+                     MakeClaim({"drain"}, 1, 30000));
+  std::optional<v1::ClaimedJob> claimed = reader.Next(absl::Seconds(5));
+  ASSERT_TRUE(claimed.has_value());
+
+  first_stub.reset();
+  const absl::Time stop_at = absl::Now();
+  int status = first.Stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_LT(absl::Now() - stop_at, absl::Seconds(3));
+  std::optional<grpc::Status> end = reader.WaitForEnd(absl::Seconds(3));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAVAILABLE) << end->error_message();
+
+  // The lease lives in Redis: the job is acked through the other broker.
+  auto second_stub = second.NewStub();
+  JW_ASSERT_OK(Ack(*second_stub, *claimed, "done-elsewhere"));
+  v1::Job stored;
+  JW_ASSERT_OK(GetJob(*second_stub, "drain", id, &stored));
+  EXPECT_EQ(stored.state(), kCompleted);
+  EXPECT_EQ(stored.result(), "done-elsewhere");
+}
+
+}  // namespace
+}  // namespace jobwire::testing
