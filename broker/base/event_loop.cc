@@ -25,11 +25,9 @@ EventLoop::EventLoop() {
   static const int kThreadsEnabled = evthread_use_pthreads();
   (void)kThreadsEnabled;
   base_ = event_base_new();
-  wake_ = event_new(base_, -1, EV_PERSIST, &EventLoop::OnWake, this);
-  // A persistent event that never fires by itself keeps the loop running
-  // while idle; event_active() triggers it from other threads.
-  timeval year{365 * 24 * 3600, 0};
-  event_add(wake_, &year);
+  // Never added: Post() triggers it with event_active() from any thread, and
+  // EVLOOP_NO_EXIT_ON_EMPTY keeps the loop running while nothing is pending.
+  wake_ = event_new(base_, -1, 0, &EventLoop::OnWake, this);
 }
 
 EventLoop::~EventLoop() {
