@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -48,6 +49,24 @@ TEST(BrokerProcessTest, EmbeddedRedisPersistsJobsAcrossRestarts) {
     EXPECT_EQ(stored.state(), kPending);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(BrokerProcessTest, EnvironmentVariablesSetFlagsAndFlagsWin) {
+  RedisServer redis;
+  JW_ASSERT_OK(redis.Start());
+  setenv("JOBWIRE_DEFAULT_MAX_ATTEMPTS", "7", 1);
+  setenv("JOBWIRE_BACKOFF_BASE_MS", "1234", 1);
+  BrokerProcess broker(redis.port(), {"--backoff_base_ms=2345"});
+  absl::Status started = broker.Start();
+  unsetenv("JOBWIRE_DEFAULT_MAX_ATTEMPTS");
+  unsetenv("JOBWIRE_BACKOFF_BASE_MS");
+  JW_ASSERT_OK(started);
+  auto stub = broker.NewStub();
+  const std::string id = MustEnqueue(*stub, MakeJob("env", "p"));
+  v1::Job job;
+  JW_ASSERT_OK(GetJob(*stub, "env", id, &job));
+  EXPECT_EQ(job.max_attempts(), 7);         // from the environment
+  EXPECT_EQ(job.backoff_base_ms(), 2345);   // the flag wins
 }
 
 TEST(BrokerProcessTest, StopsPromptlyWithAnIdleClientConnected) {
