@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "absl/time/clock.h"
@@ -115,6 +116,41 @@ TEST(BrokerProcessTest, ShutdownEndsClaimStreamsAndLeasesSurviveOnAnotherBroker)
   JW_ASSERT_OK(GetJob(*second_stub, "drain", id, &stored));
   EXPECT_EQ(stored.state(), kCompleted);
   EXPECT_EQ(stored.result(), "done-elsewhere");
+}
+
+TEST(BrokerProcessTest, TwoReplicasReapEachExpiredLeaseOnce) {
+  RedisServer redis;
+  JW_ASSERT_OK(redis.Start());
+  BrokerProcess a(redis.port());
+  BrokerProcess b(redis.port());
+  JW_ASSERT_OK(a.Start());
+  JW_ASSERT_OK(b.Start());
+  auto stub = a.NewStub();
+  constexpr int kJobs = 40;
+  std::set<std::string> ids;
+  for (int i = 0; i < kJobs; ++i) {
+    v1::EnqueueRequest job = MakeJob("reaped", "p");
+    job.set_backoff_base_ms(100);
+    ids.insert(MustEnqueue(*stub, job));
+  }
+  {
+    // A worker takes every job with a 1 s lease, then vanishes.
+    ClaimReader worker(a.NewStub(), MakeClaim({"reaped"}, kJobs, 1000));
+    for (int i = 0; i < kJobs; ++i) ASSERT_TRUE(worker.Next(absl::Seconds(5)).has_value());
+  }
+  // Both replicas' reapers run; each job comes back exactly once, on its
+  // second attempt, to a worker on the other replica.
+  ClaimReader other(b.NewStub(), MakeClaim({"reaped"}, kJobs, 30000));
+  std::set<std::string> redelivered;
+  for (int i = 0; i < kJobs; ++i) {
+    std::optional<v1::ClaimedJob> job = other.Next(absl::Seconds(5));
+    ASSERT_TRUE(job.has_value()) << "only " << i << " redelivered";
+    EXPECT_EQ(job->job().attempts(), 2);
+    EXPECT_EQ(job->job().error(), "lease expired");
+    EXPECT_TRUE(redelivered.insert(job->job().id()).second) << "twice: " << job->job().id();
+  }
+  EXPECT_EQ(redelivered, ids);
+  EXPECT_FALSE(other.Next(absl::Milliseconds(500)).has_value());
 }
 
 }  // namespace
