@@ -1,0 +1,167 @@
+#include "client/cpp/client.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace jobwire::client {
+namespace {
+
+void FillRequest(absl::string_view queue, absl::string_view type, absl::string_view payload,
+                 const EnqueueOptions& options, v1::EnqueueRequest* request) {
+  request->set_queue(std::string(queue));
+  request->set_type(std::string(type));
+  request->set_payload(std::string(payload));
+  request->set_priority(options.priority);
+  request->set_delay_ms(options.delay_ms);
+  request->set_run_at_ms(options.run_at_ms);
+  request->set_max_attempts(options.max_attempts);
+  request->set_idempotency_key(options.idempotency_key);
+  request->set_backoff_base_ms(options.backoff_base_ms);
+  request->set_backoff_max_ms(options.backoff_max_ms);
+}
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+std::string ResolveAddress(absl::string_view address) {
+  if (!address.empty()) return std::string(address);
+  const char* env = std::getenv("JOBWIRE_ADDR");
+  if (env != nullptr && *env != '\0') return env;
+  return "localhost:50051";
+}
+
+static std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  // gRPC's default reconnect backoff grows to 2 minutes; a broker that
+  // restarts should be found again within seconds.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+Client::Client(ClientOptions options)
+    : address_(ResolveAddress(options.address)),
+      timeout_(options.timeout),
+      channel_(MakeChannel(address_)),
+      stub_(v1::Broker::NewStub(channel_)) {}
+
+void Client::SetDeadline(grpc::ClientContext* context) const {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+}
+
+absl::StatusOr<Enqueued> Client::Enqueue(absl::string_view queue, absl::string_view type,
+                                         absl::string_view payload,
+                                         const EnqueueOptions& options) {
+  v1::EnqueueRequest request;
+  FillRequest(queue, type, payload, options, &request);
+  v1::EnqueueResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status status = stub_->Enqueue(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return Enqueued{response.job_id(), response.duplicate()};
+}
+
+absl::StatusOr<Enqueued> Client::EnqueueJson(absl::string_view queue, absl::string_view type,
+                                             const nlohmann::json& payload,
+                                             const EnqueueOptions& options) {
+  return Enqueue(queue, type, absl::string_view(payload.dump()), options);
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> Client::EnqueueBatch(
+    absl::string_view queue, const std::vector<BatchJob>& jobs) {
+  v1::EnqueueBatchRequest request;
+  for (const BatchJob& job : jobs) {
+    FillRequest(queue, job.type, job.payload, job.options, request.add_jobs());
+  }
+  v1::EnqueueBatchResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status status = stub_->EnqueueBatch(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  std::vector<absl::StatusOr<Enqueued>> results;
+  results.reserve(response.results_size());
+  for (const v1::EnqueueResult& result : response.results()) {
+    if (result.code() != 0) {
+      results.emplace_back(
+          absl::Status(static_cast<absl::StatusCode>(result.code()), result.message()));
+    } else {
+      results.emplace_back(Enqueued{result.job_id(), result.duplicate()});
+    }
+  }
+  return results;
+}
+
+absl::StatusOr<v1::Job> Client::GetJob(absl::string_view queue, absl::string_view job_id) {
+  v1::GetJobRequest request;
+  request.set_queue(std::string(queue));
+  request.set_job_id(std::string(job_id));
+  v1::Job job;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status status = stub_->GetJob(&context, request, &job);
+  if (!status.ok()) return FromGrpc(status);
+  return job;
+}
+
+absl::Status Client::Cancel(absl::string_view queue, absl::string_view job_id) {
+  v1::CancelRequest request;
+  request.set_queue(std::string(queue));
+  request.set_job_id(std::string(job_id));
+  v1::CancelResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return FromGrpc(stub_->Cancel(&context, request, &response));
+}
+
+absl::Status Client::Ack(absl::string_view queue, absl::string_view job_id,
+                         absl::string_view lease_token, absl::string_view result) {
+  v1::AckRequest request;
+  request.set_queue(std::string(queue));
+  request.set_job_id(std::string(job_id));
+  request.set_lease_token(std::string(lease_token));
+  request.set_result(std::string(result));
+  v1::AckResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return FromGrpc(stub_->Ack(&context, request, &response));
+}
+
+absl::StatusOr<v1::FailResponse> Client::Fail(const v1::FailRequest& request) {
+  v1::FailResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status status = stub_->Fail(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<int64_t> Client::ExtendLease(absl::string_view queue, absl::string_view job_id,
+                                            absl::string_view lease_token, int64_t lease_ms) {
+  v1::ExtendLeaseRequest request;
+  request.set_queue(std::string(queue));
+  request.set_job_id(std::string(job_id));
+  request.set_lease_token(std::string(lease_token));
+  request.set_lease_ms(lease_ms);
+  v1::ExtendLeaseResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status status = stub_->ExtendLease(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.lease_expires_at_ms();
+}
+
+std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> Client::Claim(
+    grpc::ClientContext* context, const v1::ClaimRequest& request) {
+  return stub_->Claim(context, request);
+}
+
+}  // namespace jobwire::client

@@ -1,0 +1,119 @@
+// jobwire C++ client: the producer calls and the per-job calls a worker makes,
+// over one gRPC channel. The behaviour shared by every language's client is
+// docs/clients.md.
+//
+//   jobwire::client::Client client({.address = "localhost:50051"});
+//   auto id = client.EnqueueJson("emails", "send-email",
+//                                nlohmann::json{{"to", "a@example.com"}});
+//
+// Every call carries the client's deadline. Every failure is an absl::Status
+// with the gRPC code and the broker's message unchanged; an unreachable broker
+// gives UNAVAILABLE or DEADLINE_EXCEEDED after the deadline.
+//
+// Thread safety: a Client is safe to use from many threads at once.
+#ifndef JOBWIRE_CLIENT_CPP_CLIENT_H_
+#define JOBWIRE_CLIENT_CPP_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "jobwire/v1/broker.grpc.pb.h"
+#include "nlohmann/json.hpp"
+
+namespace jobwire::client {
+
+struct ClientOptions {
+  // host:port; empty means $JOBWIRE_ADDR, else localhost:50051.
+  std::string address;
+  // Deadline of every unary call.
+  absl::Duration timeout = absl::Seconds(10);
+};
+
+// Unset (zero / empty) fields take the broker's defaults.
+struct EnqueueOptions {
+  int32_t priority = 0;
+  int64_t delay_ms = 0;
+  int64_t run_at_ms = 0;
+  int32_t max_attempts = 0;
+  std::string idempotency_key;
+  int64_t backoff_base_ms = 0;
+  int64_t backoff_max_ms = 0;
+};
+
+struct Enqueued {
+  std::string job_id;
+  // True when the idempotency key matched an existing job (job_id is its id).
+  bool duplicate = false;
+};
+
+// One job of an EnqueueBatch call.
+struct BatchJob {
+  std::string type;
+  std::string payload;
+  EnqueueOptions options;
+};
+
+// Converts a gRPC status to the absl::Status with the same code and message.
+absl::Status FromGrpc(const grpc::Status& status);
+
+// The address a client with `address` connects to (see ClientOptions).
+std::string ResolveAddress(absl::string_view address);
+
+class Client {
+ public:
+  explicit Client(ClientOptions options = {});
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Stores one job with raw payload bytes.
+  absl::StatusOr<Enqueued> Enqueue(absl::string_view queue, absl::string_view type,
+                                   absl::string_view payload, const EnqueueOptions& options = {});
+  // Stores one job whose payload is `payload` encoded as JSON.
+  absl::StatusOr<Enqueued> EnqueueJson(absl::string_view queue, absl::string_view type,
+                                       const nlohmann::json& payload,
+                                       const EnqueueOptions& options = {});
+
+  // Stores up to 1000 jobs; one result per job in order, each an Enqueued or
+  // that job's own error. The call fails as a whole only when the batch is
+  // rejected (empty or too large) or the broker is unreachable.
+  absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> EnqueueBatch(
+      absl::string_view queue, const std::vector<BatchJob>& jobs);
+
+  absl::StatusOr<v1::Job> GetJob(absl::string_view queue, absl::string_view job_id);
+  absl::Status Cancel(absl::string_view queue, absl::string_view job_id);
+
+  // The per-job calls of a worker (Worker makes them; see broker.proto).
+  absl::Status Ack(absl::string_view queue, absl::string_view job_id,
+                   absl::string_view lease_token, absl::string_view result);
+  absl::StatusOr<v1::FailResponse> Fail(const v1::FailRequest& request);
+  absl::StatusOr<int64_t> ExtendLease(absl::string_view queue, absl::string_view job_id,
+                                      absl::string_view lease_token, int64_t lease_ms);
+
+  // Opens a Claim stream on `context` (which the caller may TryCancel).
+  std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> Claim(grpc::ClientContext* context,
+                                                            const v1::ClaimRequest& request);
+
+  const std::string& address() const { return address_; }
+  absl::Duration timeout() const { return timeout_; }
+
+ private:
+  // Sets the client's deadline on `context`.
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  const std::string address_;
+  const absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Broker::Stub> stub_;
+};
+
+}  // namespace jobwire::client
+
+#endif  // JOBWIRE_CLIENT_CPP_CLIENT_H_

@@ -1,0 +1,140 @@
+// jobwire::client::Client against a real redis-server and the real broker.
+#include "client/cpp/client.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/test_harness.h"
+
+namespace jobwire::client {
+namespace {
+
+using ::jobwire::testing::BrokerTest;
+using ::jobwire::testing::kDead;
+using ::jobwire::testing::kPending;
+using ::jobwire::testing::NowMs;
+using ::jobwire::testing::PickFreePort;
+
+class ClientTest : public BrokerTest {
+ protected:
+  void SetUp() override {
+    BrokerTest::SetUp();
+    client_ = std::make_unique<Client>(ClientOptions{broker_->address()});
+  }
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClientTest, EnqueueStoresEveryOptionAndGetJobReadsItBack) {
+  EnqueueOptions options;
+  options.priority = 7;
+  options.delay_ms = 60000;
+  options.max_attempts = 9;
+  options.idempotency_key = "order-1";
+  options.backoff_base_ms = 250;
+  options.backoff_max_ms = 5000;
+  const std::string kBytes("raw\0bytes", 9);
+  int64_t before = NowMs();
+  absl::StatusOr<Enqueued> enqueued = client_->Enqueue("q", "resize", kBytes, options);
+  JW_ASSERT_OK(enqueued.status());
+  EXPECT_FALSE(enqueued->duplicate);
+
+  absl::StatusOr<v1::Job> job = client_->GetJob("q", enqueued->job_id);
+  JW_ASSERT_OK(job.status());
+  EXPECT_EQ(job->type(), "resize");
+  EXPECT_EQ(job->payload(), kBytes);
+  EXPECT_EQ(job->priority(), 7);
+  EXPECT_EQ(job->state(), kPending);
+  EXPECT_GE(job->available_at_ms(), before + 59000);
+  EXPECT_EQ(job->max_attempts(), 9);
+  EXPECT_EQ(job->idempotency_key(), "order-1");
+  EXPECT_EQ(job->backoff_base_ms(), 250);
+  EXPECT_EQ(job->backoff_max_ms(), 5000);
+
+  absl::StatusOr<Enqueued> again = client_->Enqueue("q", "resize", "other", options);
+  JW_ASSERT_OK(again.status());
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(again->job_id, enqueued->job_id);
+}
+
+TEST_F(ClientTest, JsonPayloadIsStoredEncoded) {
+  absl::StatusOr<Enqueued> enqueued =
+      client_->EnqueueJson("q", "email", nlohmann::json{{"to", "a@example.com"}, {"n", 3}});
+  JW_ASSERT_OK(enqueued.status());
+  absl::StatusOr<v1::Job> job = client_->GetJob("q", enqueued->job_id);
+  JW_ASSERT_OK(job.status());
+  EXPECT_EQ(nlohmann::json::parse(job->payload()),
+            (nlohmann::json{{"to", "a@example.com"}, {"n", 3}}));
+}
+
+TEST_F(ClientTest, BatchReturnsEachJobsOwnError) {
+  EnqueueOptions bad;
+  bad.priority = 5000;
+  absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> results =
+      client_->EnqueueBatch("q", {{"a", "1", {}}, {"b", "2", bad}, {"c", "3", {}}});
+  JW_ASSERT_OK(results.status());
+  ASSERT_EQ(results->size(), 3u);
+  JW_EXPECT_OK((*results)[0].status());
+  EXPECT_EQ((*results)[1].status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE((*results)[1].status().message().find("priority"), absl::string_view::npos);
+  JW_ASSERT_OK((*results)[2].status());
+  absl::StatusOr<v1::Job> third = client_->GetJob("q", (*results)[2]->job_id);
+  JW_ASSERT_OK(third.status());
+  EXPECT_EQ(third->type(), "c");
+
+  absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> empty = client_->EnqueueBatch("q", {});
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ClientTest, CancelMakesAPendingJobDead) {
+  absl::StatusOr<Enqueued> enqueued = client_->Enqueue("q", "t", "");
+  JW_ASSERT_OK(enqueued.status());
+  JW_ASSERT_OK(client_->Cancel("q", enqueued->job_id));
+  absl::StatusOr<v1::Job> job = client_->GetJob("q", enqueued->job_id);
+  JW_ASSERT_OK(job.status());
+  EXPECT_EQ(job->state(), kDead);
+  EXPECT_EQ(client_->Cancel("q", "999999").code(), absl::StatusCode::kNotFound);
+}
+
+// The broker's INVALID_ARGUMENT message reaches the caller unchanged.
+TEST_F(ClientTest, InvalidArgumentCarriesTheBrokersMessage) {
+  struct Case {
+    std::string queue;
+    std::string type;
+    EnqueueOptions options;
+    std::string field;
+  };
+  EnqueueOptions priority;
+  priority.priority = 5000;
+  EnqueueOptions attempts;
+  attempts.max_attempts = 1001;
+  std::vector<Case> cases = {
+      {"q", "t", priority, "priority"},
+      {"q", "t", attempts, "max_attempts"},
+      {"bad queue!", "t", {}, "queue"},
+      {"q", "", {}, "type"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Enqueued> enqueued = client_->Enqueue(c.queue, c.type, "", c.options);
+    EXPECT_EQ(enqueued.status().code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_NE(enqueued.status().message().find(c.field), absl::string_view::npos)
+        << enqueued.status().message();
+  }
+}
+
+TEST(ClientUnreachableTest, FailsWithinTheDeadline) {
+  absl::StatusOr<int> port = PickFreePort();
+  JW_ASSERT_OK(port.status());
+  Client client({absl::StrCat("127.0.0.1:", *port), absl::Milliseconds(500)});
+  absl::Time start = absl::Now();
+  absl::StatusOr<Enqueued> enqueued = client.Enqueue("q", "t", "");
+  EXPECT_TRUE(absl::IsUnavailable(enqueued.status()) ||
+              absl::IsDeadlineExceeded(enqueued.status()))
+      << enqueued.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+}  // namespace
+}  // namespace jobwire::client
