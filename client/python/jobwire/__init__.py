@@ -1,0 +1,39 @@
+"""jobwire: Python client for the jobwire gRPC job-queue broker.
+
+Producer::
+
+    from jobwire import Client
+    Client("localhost:50051").enqueue("emails", "send-email", {"to": "a@b.c"})
+
+Worker::
+
+    from jobwire import Worker
+    w = Worker("localhost:50051", queues=["emails"], concurrency=4)
+
+    @w.handler("send-email")
+    def send(job):
+        return {"sent": job.json()["to"]}
+
+    w.run()
+"""
+from ._errors import JobwireError, NonRetryableError
+from ._types import EnqueueResult, Job, JobState, Outcome
+from .client import Client
+from .worker import Worker
+
+__all__ = [
+    "Client",
+    "Worker",
+    "Job",
+    "JobState",
+    "EnqueueResult",
+    "Outcome",
+    "JobwireError",
+    "NonRetryableError",
+]
+__version__ = "0.1.0"
+
+for _cls in (Client, Worker, Job, JobState, EnqueueResult, Outcome, JobwireError,
+             NonRetryableError):
+    _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...
+del _cls

@@ -1,0 +1,158 @@
+"""Value types shared by the producer and the worker."""
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import grpc
+
+from ._errors import JobwireError
+
+
+class JobState(enum.IntEnum):
+    """The broker's job states (same numbers as ``jobwire.v1.JobState``)."""
+
+    UNSPECIFIED = 0
+    PENDING = 1
+    ACTIVE = 2
+    COMPLETED = 3
+    DEAD = 4
+
+
+def encode_payload(value: Any) -> bytes:
+    """bytes-like values pass through unchanged; anything else becomes JSON."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def to_ms(value: Any, what: str) -> int:
+    """Milliseconds from an int/float (ms) or a timedelta."""
+    if isinstance(value, _dt.timedelta):
+        return int(value.total_seconds() * 1000)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("%s must be milliseconds (int) or a timedelta, got %r" % (what, value))
+    return int(value)
+
+
+def to_epoch_ms(value: Any) -> int:
+    """Epoch milliseconds from an int/float (ms) or a datetime."""
+    if isinstance(value, _dt.datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("run_at must be epoch milliseconds (int) or a datetime, got %r" % (value,))
+    return int(value)
+
+
+def _loads(data: bytes) -> Any:
+    if not data:
+        return None
+    return json.loads(data.decode("utf-8"))
+
+
+@dataclass
+class Job:
+    """A job as the broker reports it (``Client.get_job``) or as a handler
+    receives it (``attempt`` is 1 for the first run; ``lease_expires_at_ms``
+    follows the renewals while the handler runs)."""
+
+    id: str
+    queue: str
+    type: str
+    payload: bytes
+    attempt: int
+    max_attempts: int
+    lease_expires_at_ms: int = 0
+    priority: int = 0
+    state: JobState = JobState.UNSPECIFIED
+    available_at_ms: int = 0
+    result: bytes = b""
+    error: str = ""
+    idempotency_key: str = ""
+    created_at_ms: int = 0
+    finished_at_ms: int = 0
+    backoff_base_ms: int = 0
+    backoff_max_ms: int = 0
+    worker_id: str = ""
+
+    @property
+    def attempts(self) -> int:
+        """The broker's name for ``attempt`` (runs so far, this one included)."""
+        return self.attempt
+
+    def json(self) -> Any:
+        """The payload decoded as JSON (None for an empty payload)."""
+        return _loads(self.payload)
+
+    def result_json(self) -> Any:
+        """The result decoded as JSON (None for an empty result)."""
+        return _loads(self.result)
+
+    @classmethod
+    def from_proto(cls, pb, lease_expires_at_ms: Optional[int] = None) -> "Job":
+        try:
+            state = JobState(pb.state)
+        except ValueError:
+            state = JobState.UNSPECIFIED
+        return cls(
+            id=pb.id,
+            queue=pb.queue,
+            type=pb.type,
+            payload=bytes(pb.payload),
+            attempt=pb.attempts,
+            max_attempts=pb.max_attempts,
+            lease_expires_at_ms=(
+                pb.lease_expires_at_ms if lease_expires_at_ms is None else lease_expires_at_ms
+            ),
+            priority=pb.priority,
+            state=state,
+            available_at_ms=pb.available_at_ms,
+            result=bytes(pb.result),
+            error=pb.error,
+            idempotency_key=pb.idempotency_key,
+            created_at_ms=pb.created_at_ms,
+            finished_at_ms=pb.finished_at_ms,
+            backoff_base_ms=pb.backoff_base_ms,
+            backoff_max_ms=pb.backoff_max_ms,
+            worker_id=pb.worker_id,
+        )
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """Outcome of one enqueue. From ``enqueue_batch`` a job the broker refused
+    has ``error`` set (a JobwireError with the per-job code and message) and
+    an empty ``job_id``."""
+
+    job_id: str
+    duplicate: bool = False
+    error: Optional[JobwireError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A final outcome reported to the worker's ``on_outcome`` hook.
+
+    kind: ``ack_ok``, ``ack_error``, ``fail_ok`` or ``fail_error``.
+    code: the gRPC code for ``ack_error`` / ``fail_error`` (else None).
+    fail_outcome: ``RETRY_SCHEDULED`` or ``DEAD`` for ``fail_ok``.
+    error: the error text sent with a Fail, or the broker's message for
+    ``*_error``.
+    """
+
+    kind: str
+    job: Job
+    code: Optional[grpc.StatusCode] = None
+    fail_outcome: Optional[str] = None
+    next_attempt_at_ms: int = 0
+    error: str = ""
+    lease_lost: bool = False

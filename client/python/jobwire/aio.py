@@ -1,0 +1,370 @@
+"""asyncio API (grpc.aio): ``jobwire.aio.Client`` and ``jobwire.aio.Worker``.
+
+Same behaviour as the synchronous classes (docs/clients.md); handlers may be
+``async def`` (awaited on the loop) or plain functions (run in a thread with
+``asyncio.to_thread``).
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import signal
+import time
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
+
+import grpc
+import grpc.aio
+
+from ._channel import CHANNEL_OPTIONS, DEFAULT_TIMEOUT, resolve_addr
+from ._errors import JobwireError, NonRetryableError, status_code
+from ._types import EnqueueResult, Job, Outcome
+from .client import _NO_PAYLOAD, _batch_item, build_enqueue_request
+from .v1 import broker_pb2 as pb
+from .v1 import broker_pb2_grpc as pb_grpc
+from .worker import (_BROKER_DEFAULT_LEASE_S, _LEASE_LOST, _RECONNECT_MAX_S, _RECONNECT_MIN_S,
+                     _RETRYABLE, default_worker_id, encode_result, error_text)
+
+__all__ = ["Client", "Worker"]
+
+log = logging.getLogger("jobwire.worker")
+
+
+def _channel(addr: str, extra=None) -> grpc.aio.Channel:
+    options = dict(CHANNEL_OPTIONS)
+    options.update(dict(extra or ()))
+    return grpc.aio.insecure_channel(addr, options=list(options.items()))
+
+
+class Client:
+    """asyncio producer: ``await client.enqueue(...)`` etc., same arguments
+    and results as ``jobwire.Client``."""
+
+    def __init__(self, addr: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+                 *, channel_options=None):
+        self.addr = resolve_addr(addr)
+        self.timeout = float(timeout)
+        self._channel = _channel(self.addr, channel_options)
+        self._stub = pb_grpc.BrokerStub(self._channel)
+
+    async def _call(self, method, request, timeout):
+        try:
+            return await method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.aio.AioRpcError as e:
+            raise JobwireError.from_rpc_error(e) from None
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def enqueue(self, queue: str, type: str, payload: Any = _NO_PAYLOAD, *,
+                      timeout: Optional[float] = None, **options) -> EnqueueResult:
+        req = build_enqueue_request(queue, type, payload, **options)
+        resp = await self._call(self._stub.Enqueue, req, timeout)
+        return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)
+
+    async def enqueue_batch(self, queue: str, jobs: Iterable[Mapping[str, Any]], *,
+                            timeout: Optional[float] = None) -> List[EnqueueResult]:
+        req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])
+        resp = await self._call(self._stub.EnqueueBatch, req, timeout)
+        return [EnqueueResult(job_id=r.job_id, duplicate=r.duplicate) if r.code == 0 else
+                EnqueueResult(job_id=r.job_id, duplicate=r.duplicate,
+                              error=JobwireError(status_code(r.code), r.message))
+                for r in resp.results]
+
+    async def get_job(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> Job:
+        return Job.from_proto(await self._call(
+            self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id), timeout))
+
+    async def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
+        await self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)
+
+
+class Worker:
+    """asyncio worker; same constructor as ``jobwire.Worker``.
+    ``await worker.run()`` until ``await worker.stop()`` (or a signal)."""
+
+    def __init__(self, addr: Optional[str] = None, queues: Union[str, Sequence[str], None] = None,
+                 concurrency: int = 1, lease_ms: Optional[int] = None,
+                 worker_id: Optional[str] = None, grace: float = 25.0,
+                 on_outcome: Optional[Callable[[Outcome], Any]] = None, *,
+                 timeout: float = DEFAULT_TIMEOUT, channel_options=None):
+        if isinstance(queues, str):
+            queues = [queues]
+        self.queues = list(queues or [])
+        if not self.queues:
+            raise ValueError("Worker needs at least one queue")
+        if int(concurrency) < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.addr = resolve_addr(addr)
+        self.concurrency = int(concurrency)
+        self.lease_ms = int(lease_ms) if lease_ms else None
+        self.worker_id = worker_id or default_worker_id()
+        self.grace = float(grace)
+        self.on_outcome = on_outcome
+        self.timeout = float(timeout)
+        self._channel_options = channel_options
+        self._handlers: Dict[str, Callable] = {}
+        self._running = 0
+        self._tasks: Set[asyncio.Task] = set()
+        self._call = None
+        self._fatal: Optional[JobwireError] = None
+        self._closed = False
+        self._started = False
+        self._stop_event: Optional[asyncio.Event] = None
+        self._cond: Optional[asyncio.Condition] = None
+        self._done: Optional[asyncio.Event] = None
+        self._stop_at: Optional[float] = None
+
+    def register(self, job_type: str, fn: Callable) -> Callable:
+        if not callable(fn):
+            raise TypeError("handler must be callable")
+        self._handlers[job_type] = fn
+        return fn
+
+    def handler(self, job_type: str):
+        def deco(fn):
+            return self.register(job_type, fn)
+        return deco
+
+    async def run(self, install_signal_handlers: bool = True) -> None:
+        if self._started:
+            raise RuntimeError("Worker.run() can be called once")
+        self._started = True
+        loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        self._cond = asyncio.Condition()
+        self._done = asyncio.Event()
+        self._channel = _channel(self.addr, self._channel_options)
+        self._stub = pb_grpc.BrokerStub(self._channel)
+        sigs = []
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    loop.add_signal_handler(sig, self._request_stop)
+                    sigs.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+        claim = asyncio.create_task(self._claim_loop())
+        try:
+            await self._stop_event.wait()
+        finally:
+            self._request_stop()
+            for sig in sigs:
+                loop.remove_signal_handler(sig)
+            await self._drain(claim)
+        if self._fatal is not None:
+            raise self._fatal
+
+    async def stop(self) -> None:
+        """Stop taking jobs, wait up to ``grace`` for running handlers."""
+        if not self._started or self._done is None:
+            return
+        self._request_stop()
+        await self._done.wait()
+
+    def _request_stop(self) -> None:
+        if self._stop_at is None:
+            self._stop_at = time.monotonic()
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._call is not None:
+            self._call.cancel()
+
+    async def _drain(self, claim: asyncio.Task) -> None:
+        try:
+            await asyncio.wait_for(claim, self.timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            claim.cancel()
+        left = (self._stop_at or time.monotonic()) + self.grace - time.monotonic()
+
+        async def idle():
+            async with self._cond:
+                await self._cond.wait_for(lambda: self._running == 0)
+        try:
+            await asyncio.wait_for(idle(), max(left, 0))
+        except asyncio.TimeoutError:
+            log.warning("jobwire: %d handler(s) still running after the %.1fs grace are "
+                        "abandoned; their leases will expire", self._running, self.grace)
+        self._closed = True
+        for t in list(self._tasks):
+            t.cancel()
+        await self._channel.close()
+        self._done.set()
+
+    async def _claim_loop(self) -> None:
+        backoff = _RECONNECT_MIN_S
+        while not self._stop_event.is_set():
+            async with self._cond:
+                await self._cond.wait_for(
+                    lambda: self._running < self.concurrency or self._stop_event.is_set())
+                free = self.concurrency - self._running
+            if self._stop_event.is_set():
+                return
+            req = pb.ClaimRequest(queues=self.queues, max_in_flight=free,
+                                  lease_ms=self.lease_ms or 0, worker_id=self.worker_id)
+            delivered = False
+            try:
+                self._call = self._stub.Claim(req)
+                async for claimed in self._call:
+                    if not delivered:
+                        delivered, backoff = True, _RECONNECT_MIN_S
+                    self._dispatch(claimed)
+                log.info("jobwire: claim stream ended by the broker; reopening")
+            except grpc.aio.AioRpcError as e:
+                if self._stop_event.is_set():
+                    return
+                if e.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    self._fatal = JobwireError.from_rpc_error(e)
+                    log.error("jobwire: broker refused the Claim: %s", self._fatal)
+                    self._request_stop()
+                    return
+                log.info("jobwire: claim stream error %s: %s; reconnecting",
+                         e.code().name, e.details())
+            except asyncio.CancelledError:
+                if self._stop_event.is_set():
+                    return
+                raise
+            finally:
+                self._call = None
+            if self._stop_event.is_set():
+                return
+            delay = random.uniform(0, backoff)
+            backoff = min(backoff * 2, _RECONNECT_MAX_S)
+            try:
+                await asyncio.wait_for(self._stop_event.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+
+    def _dispatch(self, claimed) -> None:
+        self._running += 1
+        job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms)
+        t = asyncio.create_task(self._process(job, claimed.lease_token))
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    def _lease_seconds(self, job: Job) -> float:
+        if self.lease_ms:
+            return self.lease_ms / 1000.0
+        est = job.lease_expires_at_ms / 1000.0 - time.time()
+        return est if 1.0 <= est <= 43200.0 else _BROKER_DEFAULT_LEASE_S
+
+    async def _renew(self, job: Job, token: str, state: dict) -> None:
+        lease_s = state["lease_s"]
+        interval = max(lease_s / 3.0, 0.05)
+        req = pb.ExtendLeaseRequest(queue=job.queue, job_id=job.id, lease_token=token,
+                                    lease_ms=self.lease_ms or 0)
+        delay = interval
+        while True:
+            await asyncio.sleep(delay)
+            sent = time.monotonic()
+            try:
+                resp = await self._stub.ExtendLease(req, timeout=min(self.timeout, max(interval, 0.25)))
+            except grpc.aio.AioRpcError as e:
+                if e.code() in _LEASE_LOST:
+                    state["lost"] = True
+                    log.warning("jobwire: lease of job %s/%s lost (%s); renewal stops",
+                                job.queue, job.id, e.code().name)
+                    return
+                delay = min(interval, 1.0)
+                continue
+            state["deadline"] = sent + lease_s
+            job.lease_expires_at_ms = resp.lease_expires_at_ms
+            delay = interval
+
+    async def _process(self, job: Job, token: str) -> None:
+        lease_s = self._lease_seconds(job)
+        state = {"lease_s": lease_s, "deadline": time.monotonic() + lease_s, "lost": False}
+        renew = None
+        try:
+            fn = self._handlers.get(job.type)
+            if fn is None:
+                text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
+                log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
+                await self._fail(job, token, state, text, False)
+                return
+            renew = asyncio.create_task(self._renew(job, token, state))
+            try:
+                if inspect.iscoroutinefunction(fn):
+                    value = await fn(job)
+                else:
+                    value = await asyncio.to_thread(fn, job)
+                    if inspect.isawaitable(value):
+                        value = await value
+            except asyncio.CancelledError:
+                raise  # abandoned after the grace: no outcome
+            except BaseException as e:  # noqa: B036
+                renew.cancel()
+                await self._fail(job, token, state, error_text(e), isinstance(e, NonRetryableError))
+                return
+            renew.cancel()
+            try:
+                result = encode_result(value)
+            except (TypeError, ValueError) as e:
+                await self._fail(job, token, state, "%s: handler result is not JSON-encodable: %s"
+                                 % (type(e).__name__, e), False)
+                return
+            await self._ack(job, token, state, result)
+        finally:
+            if renew is not None:
+                renew.cancel()
+            async with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
+
+    async def _send_final(self, method, request, state):
+        delay, first = 0.1, True
+        while True:
+            timeout = self.timeout if first else min(
+                self.timeout, max(state["deadline"] - time.monotonic(), 0.5))
+            first = False
+            try:
+                return await method(request, timeout=timeout), None
+            except grpc.aio.AioRpcError as e:
+                err = JobwireError.from_rpc_error(e)
+            if err.code in _RETRYABLE and time.monotonic() + delay < state["deadline"]:
+                await asyncio.sleep(random.uniform(delay / 2, delay))
+                delay = min(delay * 2, 2.0)
+                continue
+            return None, err
+
+    async def _ack(self, job, token, state, result: bytes) -> None:
+        resp, err = await self._send_final(
+            self._stub.Ack, pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=token,
+                                          result=result), state)
+        if err is None:
+            await self._report(Outcome("ack_ok", job, lease_lost=state["lost"]))
+        else:
+            log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
+            await self._report(Outcome("ack_error", job, code=err.code, error=err.message,
+                                       lease_lost=state["lost"]))
+
+    async def _fail(self, job, token, state, text: str, non_retryable: bool) -> None:
+        resp, err = await self._send_final(
+            self._stub.Fail, pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=token,
+                                            error=text, non_retryable=non_retryable), state)
+        if err is None:
+            await self._report(Outcome("fail_ok", job,
+                                       fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome),
+                                       next_attempt_at_ms=resp.next_attempt_at_ms, error=text,
+                                       lease_lost=state["lost"]))
+        else:
+            log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
+            await self._report(Outcome("fail_error", job, code=err.code, error=err.message,
+                                       lease_lost=state["lost"]))
+
+    async def _report(self, outcome: Outcome) -> None:
+        if self.on_outcome is None or self._closed:
+            return
+        try:
+            r = self.on_outcome(outcome)
+            if inspect.isawaitable(r):
+                await r
+        except Exception:
+            log.exception("jobwire: on_outcome hook raised")

@@ -1,0 +1,166 @@
+"""Producer side: Client.enqueue / enqueue_batch / get_job / cancel."""
+from __future__ import annotations
+
+from typing import Any, Iterable, List, Mapping, Optional
+
+import grpc
+
+from ._channel import DEFAULT_TIMEOUT, open_channel, resolve_addr
+from ._errors import JobwireError, status_code
+from ._types import EnqueueResult, Job, encode_payload, to_epoch_ms, to_ms
+from .v1 import broker_pb2 as pb
+from .v1 import broker_pb2_grpc as pb_grpc
+
+_OPTION_NAMES = (
+    "priority",
+    "delay_ms",
+    "run_at",
+    "max_attempts",
+    "idempotency_key",
+    "backoff_base_ms",
+    "backoff_max_ms",
+)
+
+_NO_PAYLOAD = b""
+
+
+def build_enqueue_request(
+    queue: str,
+    type: str,
+    payload: Any = _NO_PAYLOAD,
+    *,
+    priority: Optional[int] = None,
+    delay_ms: Any = None,
+    run_at: Any = None,
+    max_attempts: Optional[int] = None,
+    idempotency_key: Optional[str] = None,
+    backoff_base_ms: Any = None,
+    backoff_max_ms: Any = None,
+) -> "pb.EnqueueRequest":
+    """The EnqueueRequest for one job. Unset options (None) take the broker
+    defaults; limits are checked by the broker, whose message is surfaced."""
+    req = pb.EnqueueRequest(queue=queue, type=type, payload=encode_payload(payload))
+    if priority is not None:
+        req.priority = int(priority)
+    if delay_ms is not None:
+        req.delay_ms = to_ms(delay_ms, "delay_ms")
+    if run_at is not None:
+        req.run_at_ms = to_epoch_ms(run_at)
+    if max_attempts is not None:
+        req.max_attempts = int(max_attempts)
+    if idempotency_key is not None:
+        req.idempotency_key = idempotency_key
+    if backoff_base_ms is not None:
+        req.backoff_base_ms = to_ms(backoff_base_ms, "backoff_base_ms")
+    if backoff_max_ms is not None:
+        req.backoff_max_ms = to_ms(backoff_max_ms, "backoff_max_ms")
+    return req
+
+
+def _batch_item(queue: str, item: Any) -> "pb.EnqueueRequest":
+    if not isinstance(item, Mapping):
+        raise TypeError(
+            "enqueue_batch jobs must be dicts {type, payload, options}, got %r" % (item,)
+        )
+    item = dict(item)
+    try:
+        job_type = item.pop("type")
+    except KeyError:
+        raise TypeError("enqueue_batch job without 'type': %r" % (item,)) from None
+    payload = item.pop("payload", _NO_PAYLOAD)
+    options = dict(item.pop("options", None) or {})
+    for name in _OPTION_NAMES:  # options may also be given inline
+        if name in item:
+            options[name] = item.pop(name)
+    if item:
+        raise TypeError("enqueue_batch job has unknown keys: %s" % ", ".join(sorted(item)))
+    unknown = set(options) - set(_OPTION_NAMES)
+    if unknown:
+        raise TypeError("unknown enqueue options: %s" % ", ".join(sorted(unknown)))
+    return build_enqueue_request(queue, job_type, payload, **options)
+
+
+class Client:
+    """A producer / poller connected to one broker (one gRPC channel).
+
+    ``addr`` defaults to ``$JOBWIRE_ADDR``, else ``localhost:50051``; every
+    call has a deadline of ``timeout`` seconds (overridable per call). Every
+    failed call raises ``JobwireError`` with the broker's code and message.
+    """
+
+    def __init__(self, addr: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+                 *, channel_options=None):
+        self.addr = resolve_addr(addr)
+        self.timeout = float(timeout)
+        self._channel = open_channel(self.addr, channel_options)
+        self._stub = pb_grpc.BrokerStub(self._channel)
+
+    # -- plumbing ---------------------------------------------------------
+    def _call(self, method, request, timeout: Optional[float]):
+        try:
+            return method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.RpcError as e:
+            raise JobwireError.from_rpc_error(e) from None
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- producer ---------------------------------------------------------
+    def enqueue(
+        self,
+        queue: str,
+        type: str,
+        payload: Any = _NO_PAYLOAD,
+        *,
+        priority: Optional[int] = None,
+        delay_ms: Any = None,
+        run_at: Any = None,
+        max_attempts: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        backoff_base_ms: Any = None,
+        backoff_max_ms: Any = None,
+        timeout: Optional[float] = None,
+    ) -> EnqueueResult:
+        """Store one job. ``payload``: bytes pass through unchanged, anything
+        else is JSON-encoded. Returns ``EnqueueResult(job_id, duplicate)``."""
+        req = build_enqueue_request(
+            queue, type, payload,
+            priority=priority, delay_ms=delay_ms, run_at=run_at,
+            max_attempts=max_attempts, idempotency_key=idempotency_key,
+            backoff_base_ms=backoff_base_ms, backoff_max_ms=backoff_max_ms,
+        )
+        resp = self._call(self._stub.Enqueue, req, timeout)
+        return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)
+
+    def enqueue_batch(self, queue: str, jobs: Iterable[Mapping[str, Any]],
+                      *, timeout: Optional[float] = None) -> List[EnqueueResult]:
+        """Store up to 1000 jobs, each ``{"type", "payload", "options": {...}}``
+        (options may also be inline keys). One result per job, in order; a
+        job the broker refused has ``.error`` set (returned, not raised).
+        A call-level error (empty or oversized batch) raises JobwireError."""
+        req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])
+        resp = self._call(self._stub.EnqueueBatch, req, timeout)
+        out = []
+        for r in resp.results:
+            if r.code == 0:
+                out.append(EnqueueResult(job_id=r.job_id, duplicate=r.duplicate))
+            else:
+                out.append(EnqueueResult(job_id=r.job_id, duplicate=r.duplicate,
+                                         error=JobwireError(status_code(r.code), r.message)))
+        return out
+
+    # -- submit and poll --------------------------------------------------
+    def get_job(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> Job:
+        """The job in whatever state it is (NOT_FOUND raises)."""
+        resp = self._call(self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id), timeout)
+        return Job.from_proto(resp)
+
+    def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
+        """Cancel a PENDING job (it becomes DEAD with error "cancelled")."""
+        self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)

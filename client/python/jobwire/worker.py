@@ -1,0 +1,488 @@
+"""Worker side: one Claim stream, a thread pool of handlers, lease renewal,
+Ack / Fail with retries, reconnects, graceful stop (docs/clients.md)."""
+from __future__ import annotations
+
+import logging
+import os
+import queue as _queue
+import random
+import signal
+import socket
+import threading
+import time
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+import grpc
+
+from ._channel import DEFAULT_TIMEOUT, open_channel, resolve_addr
+from ._errors import JobwireError, NonRetryableError
+from ._types import Job, Outcome, encode_payload
+from .v1 import broker_pb2 as pb
+from .v1 import broker_pb2_grpc as pb_grpc
+
+log = logging.getLogger("jobwire.worker")
+
+Handler = Callable[[Job], Any]
+OutcomeHook = Callable[[Outcome], None]
+
+_RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_LEASE_LOST = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND)
+_MAX_ERROR_BYTES = 64 * 1024
+_BROKER_DEFAULT_LEASE_S = 30.0
+_RECONNECT_MIN_S = 0.1
+_RECONNECT_MAX_S = 5.0
+
+
+def default_worker_id() -> str:
+    return "python-%s-%d" % (socket.gethostname(), os.getpid())
+
+
+def error_text(exc: BaseException) -> str:
+    """``"<ErrorType>: <message>"``, cut to the broker's 64 KiB limit."""
+    text = "%s: %s" % (type(exc).__name__, exc)
+    data = text.encode("utf-8")
+    if len(data) > _MAX_ERROR_BYTES:
+        text = data[: _MAX_ERROR_BYTES].decode("utf-8", "ignore")
+    return text
+
+
+def encode_result(value: Any) -> bytes:
+    """Handler return value → Ack result: bytes unchanged, None → empty,
+    anything else JSON."""
+    if value is None:
+        return b""
+    return encode_payload(value)
+
+
+class _Pool:
+    """A small thread pool that grows only when every thread is busy.
+
+    Normally it holds ``concurrency`` threads (the Claim stream never
+    delivers more jobs than free slots); the rare extra job (the broker
+    freed a slot because a lease was lost while its handler still runs) gets
+    its own thread instead of waiting, so the worker never holds a job it
+    does not start. Threads are daemons so that handlers abandoned after the
+    stop grace do not keep the process alive."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._tasks: "_queue.SimpleQueue" = _queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads = 0
+        self._closed = False
+
+    def submit(self, fn: Callable, *args) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("pool is shut down")
+            if self._idle > 0:
+                self._idle -= 1
+            else:
+                self._threads += 1
+                t = threading.Thread(target=self._loop, daemon=True,
+                                     name="%s-handler-%d" % (self._name, self._threads))
+                t.start()
+            self._tasks.put((fn, args))
+
+    def _loop(self) -> None:
+        while True:
+            item = self._tasks.get()
+            if item is None:
+                return
+            fn, args = item
+            try:
+                fn(*args)
+            except BaseException:  # never lose a pool thread
+                log.exception("jobwire: unexpected error in handler thread")
+            with self._lock:
+                if self._closed:
+                    return
+                self._idle += 1
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            n = self._threads
+        for _ in range(n):
+            self._tasks.put(None)
+
+
+class _Lease:
+    """Renews one job's lease every lease/3 while its handler runs."""
+
+    def __init__(self, worker: "Worker", job: Job, token: str, lease_s: float):
+        self._w = worker
+        self.job = job
+        self.token = token
+        self.lease_s = lease_s
+        # Local (monotonic) estimate of the lease end, from the last claim or
+        # successful renewal; bounds the Ack / Fail retries.
+        self.deadline = time.monotonic() + lease_s
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name="jobwire-lease-%s" % self.job.id)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout=self._w.timeout + 1)
+
+    def _loop(self) -> None:
+        interval = max(self.lease_s / 3.0, 0.05)
+        next_at = time.monotonic() + interval
+        req = pb.ExtendLeaseRequest(queue=self.job.queue, job_id=self.job.id,
+                                    lease_token=self.token, lease_ms=self._w.lease_ms or 0)
+        while not self._stop.wait(max(0.0, next_at - time.monotonic())):
+            sent = time.monotonic()
+            try:
+                resp = self._w._stub.ExtendLease(
+                    req, timeout=min(self._w.timeout, max(interval, 0.25)))
+            except grpc.RpcError as e:
+                if e.code() in _LEASE_LOST:
+                    self.lost = True
+                    log.warning("jobwire: lease of job %s/%s lost (%s: %s); renewal stops",
+                                self.job.queue, self.job.id, e.code().name, e.details())
+                    return
+                log.info("jobwire: lease renewal of job %s failed (%s: %s); retrying",
+                         self.job.id, e.code().name, e.details())
+                next_at = time.monotonic() + min(interval, 1.0)
+                continue
+            except ValueError:  # channel closed: the worker was shut down
+                return
+            self.deadline = sent + self.lease_s
+            self.job.lease_expires_at_ms = resp.lease_expires_at_ms
+            next_at = time.monotonic() + interval
+
+
+class Worker:
+    """Consumes jobs from ``queues`` (earlier first) with ``concurrency``
+    handlers running at once.
+
+    ``lease_ms`` defaults to the broker's default (30 s); ``worker_id`` to
+    ``python-<host>-<pid>``; ``grace`` (seconds) bounds how long ``stop()``
+    waits for running handlers. ``on_outcome(outcome)`` receives every final
+    outcome (see ``jobwire.Outcome``).
+    """
+
+    def __init__(
+        self,
+        addr: Optional[str] = None,
+        queues: Union[str, Sequence[str], None] = None,
+        concurrency: int = 1,
+        lease_ms: Optional[int] = None,
+        worker_id: Optional[str] = None,
+        grace: float = 25.0,
+        on_outcome: Optional[OutcomeHook] = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        channel_options=None,
+    ):
+        if isinstance(queues, str):
+            queues = [queues]
+        self.queues = list(queues or [])
+        if not self.queues:
+            raise ValueError("Worker needs at least one queue")
+        if int(concurrency) < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.addr = resolve_addr(addr)
+        self.concurrency = int(concurrency)
+        self.lease_ms = int(lease_ms) if lease_ms else None
+        self.worker_id = worker_id or default_worker_id()
+        self.grace = float(grace)
+        self.on_outcome = on_outcome
+        self.timeout = float(timeout)
+
+        self._handlers: Dict[str, Handler] = {}
+        self._channel = open_channel(self.addr, channel_options)
+        self._stub = pb_grpc.BrokerStub(self._channel)
+        self._pool = _Pool("jobwire")
+
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._running = 0  # jobs held: delivered, final Ack/Fail not done
+        self._call = None  # the open Claim stream
+        self._stop_requested = threading.Event()
+        self._stop_at: Optional[float] = None
+        self._skip_grace = False
+        self._done = threading.Event()
+        self._closed = False
+        self._run_thread: Optional[threading.Thread] = None
+        self._fatal: Optional[JobwireError] = None
+
+    # -- registration -----------------------------------------------------
+    def register(self, job_type: str, fn: Handler) -> Handler:
+        """Run ``fn(job)`` for jobs of ``job_type``."""
+        if not callable(fn):
+            raise TypeError("handler must be callable")
+        self._handlers[job_type] = fn
+        return fn
+
+    def handler(self, job_type: str) -> Callable[[Handler], Handler]:
+        """Decorator form of ``register``: ``@worker.handler("send-email")``."""
+        def deco(fn: Handler) -> Handler:
+            return self.register(job_type, fn)
+        return deco
+
+    @property
+    def running(self) -> int:
+        """Jobs currently held (handler running or outcome being sent)."""
+        with self._lock:
+            return self._running
+
+    # -- run / stop -------------------------------------------------------
+    def run(self, install_signal_handlers: bool = True) -> None:
+        """Consume until ``stop()`` (or SIGTERM / SIGINT when
+        ``install_signal_handlers`` and called from the main thread). Raises
+        JobwireError if the broker refuses the Claim (INVALID_ARGUMENT)."""
+        with self._lock:
+            if self._run_thread is not None:
+                raise RuntimeError("Worker.run() can be called once")
+            self._run_thread = threading.current_thread()
+        previous = {}
+        if install_signal_handlers and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, self._on_signal)
+        claim_thread = threading.Thread(target=self._claim_loop, daemon=True,
+                                        name="jobwire-claim")
+        log.info("jobwire worker %s: consuming %s at %s (concurrency %d)",
+                 self.worker_id, ",".join(self.queues), self.addr, self.concurrency)
+        try:
+            claim_thread.start()
+            while not self._stop_requested.wait(0.25):
+                pass
+        finally:
+            self._request_stop()
+            self._drain(claim_thread)
+            for sig, prev in previous.items():
+                signal.signal(sig, prev)
+        if self._fatal is not None:
+            raise self._fatal
+
+    def stop(self, wait: bool = True, timeout: Optional[float] = None) -> None:
+        """Stop taking jobs; let running handlers finish and their Ack / Fail
+        be sent within ``grace``. With ``wait`` (and when called from another
+        thread than ``run()``'s), return once ``run()`` has finished."""
+        self._request_stop()
+        if self._run_thread is None:
+            self._close()
+            return
+        me = threading.current_thread()
+        # Never wait from run()'s own thread or from a handler (it would wait
+        # for itself until the grace ends).
+        if wait and me is not self._run_thread and not me.name.startswith("jobwire-handler-"):
+            self._done.wait(timeout if timeout is not None else self.grace + self.timeout + 5)
+
+    def _on_signal(self, signum, frame) -> None:
+        if self._stop_requested.is_set():
+            log.warning("jobwire: second signal %d: not waiting for running handlers", signum)
+            self._skip_grace = True
+            with self._cond:
+                self._cond.notify_all()
+            return
+        log.info("jobwire: signal %d: stopping (grace %.1fs)", signum, self.grace)
+        self._request_stop()
+
+    def _request_stop(self) -> None:
+        with self._cond:
+            if self._stop_at is None:
+                self._stop_at = time.monotonic()
+            self._stop_requested.set()
+            call = self._call
+            self._cond.notify_all()
+        if call is not None:
+            call.cancel()
+
+    def _drain(self, claim_thread: threading.Thread) -> None:
+        claim_thread.join(timeout=self.timeout)
+        deadline = (self._stop_at or time.monotonic()) + self.grace
+        with self._cond:
+            while self._running > 0 and not self._skip_grace:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 0.25))
+            left_running = self._running
+        if left_running:
+            log.warning("jobwire: %d handler(s) still running after the %.1fs grace are "
+                        "abandoned; their leases will expire and the jobs be retried",
+                        left_running, self.grace)
+        self._close()
+        log.info("jobwire worker %s: stopped", self.worker_id)
+        self._done.set()
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pool.shutdown()
+        self._channel.close()
+
+    # -- Claim stream -----------------------------------------------------
+    def _claim_loop(self) -> None:
+        backoff = _RECONNECT_MIN_S
+        failures = 0
+        while not self._stop_requested.is_set():
+            with self._cond:
+                while self._running >= self.concurrency and not self._stop_requested.is_set():
+                    self._cond.wait(0.5)
+                if self._stop_requested.is_set():
+                    return
+                free = self.concurrency - self._running
+            req = pb.ClaimRequest(queues=self.queues, max_in_flight=free,
+                                  lease_ms=self.lease_ms or 0, worker_id=self.worker_id)
+            delivered = False
+            try:
+                call = self._stub.Claim(req)
+                with self._lock:
+                    self._call = call
+                if self._stop_requested.is_set():
+                    call.cancel()
+                for claimed in call:
+                    if not delivered:
+                        delivered = True
+                        if failures:
+                            log.info("jobwire: claim stream delivering again")
+                        failures = 0
+                        backoff = _RECONNECT_MIN_S
+                    self._dispatch(claimed)
+                log.info("jobwire: claim stream ended by the broker; reopening")
+            except grpc.RpcError as e:
+                if self._stop_requested.is_set():
+                    return
+                code = e.code()
+                if code == grpc.StatusCode.INVALID_ARGUMENT:
+                    self._fatal = JobwireError.from_rpc_error(e)
+                    log.error("jobwire: broker refused the Claim: %s", self._fatal)
+                    self._request_stop()
+                    return
+                failures += 1
+                level = logging.WARNING if failures == 1 else logging.DEBUG
+                log.log(level, "jobwire: claim stream error %s: %s; reconnecting",
+                        code.name if code else "?", e.details())
+            except ValueError:  # channel closed
+                return
+            finally:
+                with self._lock:
+                    self._call = None
+            if self._stop_requested.is_set():
+                return
+            delay = random.uniform(0, backoff)  # full jitter
+            backoff = min(backoff * 2, _RECONNECT_MAX_S)
+            self._stop_requested.wait(delay)
+
+    def _dispatch(self, claimed) -> None:
+        with self._cond:
+            self._running += 1
+            over = self._running > self.concurrency
+        if over:
+            log.warning("jobwire: job %s delivered beyond concurrency %d (a lease was lost "
+                        "while its handler runs); starting it anyway",
+                        claimed.job.id, self.concurrency)
+        job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms)
+        self._pool.submit(self._process, job, claimed.lease_token)
+
+    # -- one job ----------------------------------------------------------
+    def _lease_seconds(self, job: Job) -> float:
+        if self.lease_ms:
+            return self.lease_ms / 1000.0
+        # Broker default lease: estimate it from the expiry the broker sent
+        # (clocks may differ a little); fall back to the documented 30 s.
+        est = job.lease_expires_at_ms / 1000.0 - time.time()
+        return est if 1.0 <= est <= 43200.0 else _BROKER_DEFAULT_LEASE_S
+
+    def _process(self, job: Job, token: str) -> None:
+        lease = _Lease(self, job, token, self._lease_seconds(job))
+        try:
+            fn = self._handlers.get(job.type)
+            if fn is None:
+                text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
+                log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
+                self._fail(job, lease, text, non_retryable=False)
+                return
+            lease.start()
+            try:
+                value = fn(job)
+            except BaseException as e:  # noqa: B036 - every handler failure is a Fail
+                lease.stop()
+                log.info("jobwire: job %s/%s attempt %d failed: %s",
+                         job.queue, job.id, job.attempt, error_text(e)[:500])
+                self._fail(job, lease, error_text(e), non_retryable=isinstance(e, NonRetryableError))
+                return
+            lease.stop()
+            try:
+                result = encode_result(value)
+            except (TypeError, ValueError) as e:
+                self._fail(job, lease, "%s: handler result is not JSON-encodable: %s"
+                           % (type(e).__name__, e), non_retryable=False)
+                return
+            self._ack(job, lease, result)
+        finally:
+            lease.stop()
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
+
+    def _ack(self, job: Job, lease: _Lease, result: bytes) -> None:
+        req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
+        ok, resp, err = self._send_final(self._stub.Ack, req, lease)
+        if ok:
+            self._report(Outcome("ack_ok", job, lease_lost=lease.lost))
+        elif err is not None:
+            log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
+            self._report(Outcome("ack_error", job, code=err.code, error=err.message,
+                                 lease_lost=lease.lost))
+
+    def _fail(self, job: Job, lease: _Lease, text: str, non_retryable: bool) -> None:
+        req = pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=lease.token,
+                             error=text, non_retryable=non_retryable)
+        ok, resp, err = self._send_final(self._stub.Fail, req, lease)
+        if ok:
+            outcome = pb.FailResponse.Outcome.Name(resp.outcome)
+            self._report(Outcome("fail_ok", job, fail_outcome=outcome,
+                                 next_attempt_at_ms=resp.next_attempt_at_ms, error=text,
+                                 lease_lost=lease.lost))
+        elif err is not None:
+            log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
+            self._report(Outcome("fail_error", job, code=err.code, error=err.message,
+                                 lease_lost=lease.lost))
+
+    def _send_final(self, method, request, lease: _Lease):
+        """Ack / Fail, retried on UNAVAILABLE / DEADLINE_EXCEEDED until the
+        lease (as last known) expires. Returns (ok, response, JobwireError);
+        (False, None, None) when the worker was shut down meanwhile."""
+        delay = 0.1
+        first = True
+        while True:
+            timeout = self.timeout
+            if not first:
+                timeout = min(self.timeout, max(lease.deadline - time.monotonic(), 0.5))
+            first = False
+            try:
+                return True, method(request, timeout=timeout), None
+            except grpc.RpcError as e:
+                err = JobwireError.from_rpc_error(e)
+            except ValueError:  # channel closed after the grace: abandoned
+                return False, None, None
+            if self._closed:
+                return False, None, None
+            if err.code in _RETRYABLE and time.monotonic() + delay < lease.deadline:
+                time.sleep(random.uniform(delay / 2, delay))
+                delay = min(delay * 2, 2.0)
+                continue
+            return False, None, err
+
+    def _report(self, outcome: Outcome) -> None:
+        if self.on_outcome is None or self._closed:
+            return
+        try:
+            self.on_outcome(outcome)
+        except Exception:
+            log.exception("jobwire: on_outcome hook raised")

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Run the Python client's tests against a real redis-server and the real
+# broker (JOBWIRE_BROKER_BIN, default <repo>/build/broker/jobwire-broker).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+VENV="${JOBWIRE_VENV:-$REPO/.venv}"
+if [ ! -x "$VENV/bin/python" ] || ! (cd / && "$VENV/bin/python" -c 'import jobwire.v1.broker_pb2, pytest' 2>/dev/null); then
+  "$HERE/setup.sh"
+fi
+cd "$HERE"
+# bin/pytest (not "python -m pytest", which would put this folder first on
+# sys.path): the tests import the installed package, with its generated stubs.
+exec "$VENV/bin/pytest" -q -p no:cacheprovider tests "$@"

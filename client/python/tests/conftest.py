@@ -1,0 +1,162 @@
+"""Real redis-server + real jobwire broker for the whole test session."""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+BROKER_BIN = os.environ.get("JOBWIRE_BROKER_BIN") or str(REPO / "build" / "broker" / "jobwire-broker")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("process exited with %s before listening on %d" % (proc.returncode, port))
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("nothing listening on port %d after %.0fs" % (port, timeout))
+
+
+def wait_for(pred, timeout: float = 10.0, interval: float = 0.05, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Broker:
+    """One broker process; can be SIGKILLed and restarted on the same port."""
+
+    def __init__(self, redis_url: str, log_dir: Path, *extra: str):
+        self.port = free_port()
+        self.addr = "127.0.0.1:%d" % self.port
+        self.redis_url = redis_url
+        self.extra = list(extra)
+        self.log_path = log_dir / ("broker-%d.log" % self.port)
+        self.proc = None
+
+    def start(self) -> None:
+        if not os.access(BROKER_BIN, os.X_OK):
+            pytest.fail("broker binary not found: %s (set JOBWIRE_BROKER_BIN)" % BROKER_BIN)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [BROKER_BIN, "--listen=" + self.addr, "--redis_url=" + self.redis_url,
+             "--log_level=warning", *self.extra],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        try:
+            wait_port(self.port, self.proc)
+        except RuntimeError as e:
+            pytest.fail("broker did not start: %s\n%s" % (e, self.log_path.read_text()))
+
+    def kill(self) -> None:
+        _stop(self.proc, signal.SIGKILL)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    exe = shutil.which("redis-server")
+    if not exe:
+        pytest.fail("redis-server not found on PATH")
+    port = free_port()
+    d = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(d)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        wait_port(port, proc)
+        yield "redis://127.0.0.1:%d" % port
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def broker(redis_url, tmp_path_factory):
+    """The shared broker: small default backoff so retries come quickly."""
+    b = Broker(redis_url, tmp_path_factory.mktemp("broker"), "--backoff_base_ms=100")
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def own_broker(redis_url, tmp_path):
+    """A broker for one test (e.g. to kill it)."""
+    b = Broker(redis_url, tmp_path, "--backoff_base_ms=100", "--shutdown_grace_ms=1000")
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def client(broker):
+    from jobwire import Client
+    c = Client(broker.addr, timeout=5.0)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def queue():
+    return "pytest-" + uuid.uuid4().hex[:12]
+
+
+@contextlib.contextmanager
+def running(worker):
+    """Run worker.run() in a thread for the body, then stop it."""
+    errors = []
+
+    def target():
+        try:
+            worker.run(install_signal_handlers=False)
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    try:
+        yield t
+    finally:
+        worker.stop(timeout=15)
+        t.join(timeout=15)
+    if errors:
+        raise errors[0]

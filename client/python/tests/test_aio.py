@@ -1,0 +1,76 @@
+"""asyncio API (jobwire.aio) against the real broker."""
+import asyncio
+import time
+
+import grpc
+import pytest
+
+from jobwire import JobState, JobwireError
+from jobwire import aio
+from conftest import free_port
+
+
+async def wait_state(client, queue, job_id, state, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        job = await client.get_job(queue, job_id)
+        if job.state == state:
+            return job
+        assert time.monotonic() < deadline, "job %s not %s: %s" % (job_id, state.name, job)
+        await asyncio.sleep(0.05)
+
+
+def test_aio_client_round_trip_and_errors(broker, queue):
+    async def main():
+        async with aio.Client(broker.addr, timeout=5) as c:
+            r = await c.enqueue(queue, "t", {"x": 1}, priority=3, max_attempts=2)
+            job = await c.get_job(queue, r.job_id)
+            assert job.json() == {"x": 1} and job.priority == 3 and job.max_attempts == 2
+            res = await c.enqueue_batch(queue, [{"type": "a"}, {"type": ""}])
+            assert res[0].ok and res[1].error.code == grpc.StatusCode.INVALID_ARGUMENT
+            await c.cancel(queue, r.job_id)
+            assert (await c.get_job(queue, r.job_id)).state == JobState.DEAD
+            with pytest.raises(JobwireError) as ei:
+                await c.enqueue(queue, "t", b"", priority=5000)
+            assert ei.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            assert ei.value.message.startswith("priority")
+        async with aio.Client("127.0.0.1:%d" % free_port(), timeout=1) as dead:
+            with pytest.raises(JobwireError) as ei:
+                await dead.get_job(queue, "1")
+            assert ei.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    asyncio.run(main())
+
+
+def test_aio_worker_async_and_sync_handlers_retry_and_stop(broker, queue):
+    async def main():
+        outcomes = []
+        w = aio.Worker(broker.addr, queue, concurrency=2, lease_ms=1000,
+                       on_outcome=outcomes.append)
+
+        @w.handler("async")
+        async def handle_async(job):
+            if job.attempt == 1 and job.json().get("fail_first"):
+                raise ValueError("first")
+            await asyncio.sleep(1.5)  # longer than the lease: renewed
+            return {"n": job.json()["n"]}
+
+        @w.handler("sync")
+        def handle_sync(job):
+            return job.payload.upper()
+
+        async with aio.Client(broker.addr) as c:
+            run = asyncio.create_task(w.run(install_signal_handlers=False))
+            a = await c.enqueue(queue, "async", {"n": 1, "fail_first": True}, backoff_base_ms=100)
+            s = await c.enqueue(queue, "sync", b"abc")
+            u = await c.enqueue(queue, "nope", b"", backoff_base_ms=60_000)
+            ja = await wait_state(c, queue, a.job_id, JobState.COMPLETED)
+            js = await wait_state(c, queue, s.job_id, JobState.COMPLETED)
+            await w.stop()
+            await asyncio.wait_for(run, 5)
+            ju = await c.get_job(queue, u.job_id)
+        assert ja.attempts == 2 and ja.result_json() == {"n": 1}
+        assert js.result == b"ABC"
+        assert ju.error.startswith('no handler for job type "nope" in worker ')
+        kinds = sorted((o.kind, o.job.attempt) for o in outcomes if o.job.id == a.job_id)
+        assert kinds == [("ack_ok", 2), ("fail_ok", 1)]
+    asyncio.run(main())

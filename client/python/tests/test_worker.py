@@ -1,0 +1,248 @@
+"""Worker behaviour against the real broker (docs/clients.md, Worker)."""
+import threading
+import time
+
+import grpc
+import pytest
+
+from jobwire import Client, JobState, JobwireError, NonRetryableError, Worker
+from conftest import running, wait_for
+
+
+class Outcomes:
+    def __init__(self):
+        self.items = []
+        self.lock = threading.Lock()
+
+    def __call__(self, outcome):
+        with self.lock:
+            self.items.append(outcome)
+
+    def kinds(self, job_id):
+        with self.lock:
+            return [(o.kind, o.job.attempt, o.fail_outcome) for o in self.items if o.job.id == job_id]
+
+
+def wait_state(client, queue, job_id, state, timeout=10.0):
+    return wait_for(lambda: (lambda j: j if j.state == state else None)(client.get_job(queue, job_id)),
+                    timeout=timeout, what="job %s to be %s" % (job_id, state.name))
+
+
+def test_worker_acks_with_json_result(broker, client, queue):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, [queue], on_outcome=outcomes, worker_id="py-test-ack")
+    seen = []
+
+    @w.handler("echo")
+    def echo(job):
+        seen.append((job.attempt, job.max_attempts, job.queue, job.type, job.lease_expires_at_ms))
+        return {"got": job.json(), "id": job.id}
+
+    w.register("raw", lambda job: job.payload[::-1])
+    w.register("nothing", lambda job: None)
+    with running(w):
+        r = client.enqueue(queue, "echo", {"to": "ada@example.com", "n": [1, 2]})
+        raw = client.enqueue(queue, "raw", b"\x01\x02\xff")
+        none = client.enqueue(queue, "nothing", b"x")
+        job = wait_state(client, queue, r.job_id, JobState.COMPLETED)
+        raw_job = wait_state(client, queue, raw.job_id, JobState.COMPLETED)
+        none_job = wait_state(client, queue, none.job_id, JobState.COMPLETED)
+        wait_for(lambda: len(outcomes.items) == 3, what="3 outcomes")
+    assert job.result_json() == {"got": {"to": "ada@example.com", "n": [1, 2]}, "id": r.job_id}
+    assert job.attempts == 1 and job.worker_id == "py-test-ack"
+    assert raw_job.result == b"\xff\x02\x01"  # bytes unchanged
+    assert none_job.result == b""
+    assert seen[0][:4] == (1, 3, queue, "echo") and seen[0][4] > 0
+    assert outcomes.kinds(r.job_id) == [("ack_ok", 1, None)]
+
+
+def test_handler_raising_fails_then_retry_attempt_2(broker, client, queue):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, queue, on_outcome=outcomes)
+    attempts = []
+
+    @w.handler("flaky")
+    def flaky(job):
+        attempts.append(job.attempt)
+        if job.attempt == 1:
+            raise ValueError("boom on first try")
+        return "ok"
+
+    with running(w):
+        r = client.enqueue(queue, "flaky", {}, backoff_base_ms=100)
+        job = wait_state(client, queue, r.job_id, JobState.COMPLETED)
+        wait_for(lambda: len(outcomes.kinds(r.job_id)) == 2, what="2 outcomes")
+    assert attempts == [1, 2]
+    assert job.attempts == 2 and job.result_json() == "ok"
+    assert job.error == "ValueError: boom on first try"  # last error kept
+    assert outcomes.kinds(r.job_id) == [("fail_ok", 1, "RETRY_SCHEDULED"), ("ack_ok", 2, None)]
+
+
+def test_non_retryable_error_goes_dead(broker, client, queue):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, queue, on_outcome=outcomes)
+
+    @w.handler("bad")
+    def bad(job):
+        raise NonRetryableError("malformed input")
+
+    with running(w):
+        r = client.enqueue(queue, "bad", b"", max_attempts=5)
+        job = wait_state(client, queue, r.job_id, JobState.DEAD)
+        wait_for(lambda: outcomes.kinds(r.job_id), what="outcome")
+    assert job.attempts == 1 and job.error == "NonRetryableError: malformed input"
+    assert outcomes.kinds(r.job_id) == [("fail_ok", 1, "DEAD")]
+
+
+def test_unknown_type_is_failed_retryable_with_text(broker, client, queue):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, queue, worker_id="py-unknown-1", on_outcome=outcomes)
+    w.register("known", lambda job: None)
+    with running(w):
+        r = client.enqueue(queue, "mystery", b"", backoff_base_ms=60_000)
+        job = wait_for(lambda: (lambda j: j if j.error else None)(client.get_job(queue, r.job_id)),
+                       what="job error")
+        wait_for(lambda: outcomes.kinds(r.job_id), what="outcome")
+    assert job.error == 'no handler for job type "mystery" in worker py-unknown-1'
+    assert job.state == JobState.PENDING and job.attempts == 1  # retryable
+    assert outcomes.kinds(r.job_id) == [("fail_ok", 1, "RETRY_SCHEDULED")]
+
+
+def test_concurrency_n_handlers_at_once(broker, client, queue):
+    n = 3
+    lock = threading.Lock()
+    state = {"now": 0, "max": 0}
+    w = Worker(broker.addr, queue, concurrency=n)
+
+    @w.handler("slow")
+    def slow(job):
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        time.sleep(0.6)
+        with lock:
+            state["now"] -= 1
+
+    with running(w):
+        ids = [r.job_id for r in client.enqueue_batch(queue, [{"type": "slow"}] * (2 * n))]
+        for job_id in ids:
+            wait_state(client, queue, job_id, JobState.COMPLETED)
+    assert state["max"] == n
+
+
+def test_lease_renewal_keeps_long_handler(broker, client, queue):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, queue, lease_ms=1000, on_outcome=outcomes)
+    expiries = []
+
+    @w.handler("long")
+    def long_job(job):
+        for _ in range(5):
+            expiries.append(job.lease_expires_at_ms)
+            time.sleep(0.5)
+        return "done"
+
+    with running(w):
+        r = client.enqueue(queue, "long", b"", max_attempts=3)
+        job = wait_state(client, queue, r.job_id, JobState.COMPLETED, timeout=10)
+    assert job.attempts == 1 and job.error == "" and job.result_json() == "done"
+    assert expiries[-1] > expiries[0]  # renewed while running
+    assert outcomes.kinds(r.job_id) == [("ack_ok", 1, None)]
+
+
+def test_broker_killed_and_restarted(own_broker, queue):
+    outcomes = Outcomes()
+    w = Worker(own_broker.addr, queue, concurrency=2, lease_ms=10_000, on_outcome=outcomes)
+    started = threading.Event()
+
+    @w.handler("t")
+    def handle(job):
+        if job.json().get("slow"):
+            started.set()
+            time.sleep(1.5)  # the broker dies and comes back meanwhile
+        return job.json()
+
+    client = Client(own_broker.addr, timeout=3)
+    with running(w):
+        first = client.enqueue(queue, "t", {"i": 1})
+        wait_state(client, queue, first.job_id, JobState.COMPLETED)
+        slow = client.enqueue(queue, "t", {"slow": True})
+        assert started.wait(5)
+        own_broker.kill()
+        own_broker.start()
+        later = wait_for(lambda: _try_enqueue(client, queue, {"i": 2}), what="enqueue after restart")
+        done = wait_state(client, queue, later.job_id, JobState.COMPLETED, timeout=15)
+        slow_job = wait_state(client, queue, slow.job_id, JobState.COMPLETED, timeout=10)
+    client.close()
+    assert done.result_json() == {"i": 2}
+    # The job running across the restart was acked (Ack retried through
+    # UNAVAILABLE), on its first attempt.
+    assert slow_job.attempts == 1
+    assert outcomes.kinds(slow.job_id) == [("ack_ok", 1, None)]
+
+
+def _try_enqueue(client, queue, payload):
+    try:
+        return client.enqueue(queue, "t", payload)
+    except JobwireError as e:
+        assert e.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        return None
+
+
+def test_stop_lets_running_handler_finish_and_takes_no_new_jobs(broker, client, queue):
+    started = threading.Event()
+    w = Worker(broker.addr, queue, concurrency=1, grace=10)
+
+    @w.handler("t")
+    def handle(job):
+        started.set()
+        time.sleep(1.0)
+        return "finished"
+
+    with running(w) as t:
+        first = client.enqueue(queue, "t", b"")
+        assert started.wait(5)
+        second = client.enqueue(queue, "t", b"")
+        t0 = time.monotonic()
+        w.stop()
+        took = time.monotonic() - t0
+        assert not t.is_alive() or t.join(2) is None
+        job1 = client.get_job(queue, first.job_id)
+        time.sleep(0.3)
+        job2 = client.get_job(queue, second.job_id)
+    assert 0.3 < took < 5
+    assert job1.state == JobState.COMPLETED and job1.result_json() == "finished"
+    assert job2.state == JobState.PENDING and job2.attempts == 0
+
+
+def test_stop_abandons_handlers_after_grace(broker, client, queue):
+    started, release = threading.Event(), threading.Event()
+    w = Worker(broker.addr, queue, grace=0.5, lease_ms=2000)
+
+    @w.handler("t")
+    def handle(job):
+        started.set()
+        release.wait(10)
+
+    try:
+        with running(w):
+            r = client.enqueue(queue, "t", b"")
+            assert started.wait(5)
+            t0 = time.monotonic()
+            w.stop()
+            took = time.monotonic() - t0
+    finally:
+        release.set()
+    assert took < 2.0
+    assert client.get_job(queue, r.job_id).state == JobState.ACTIVE  # never acked
+
+
+def test_claim_invalid_argument_is_fatal(broker, queue):
+    w = Worker(broker.addr, queue, lease_ms=10)
+    w.register("t", lambda job: None)
+    t0 = time.monotonic()
+    with pytest.raises(JobwireError) as ei:
+        w.run(install_signal_handlers=False)
+    assert time.monotonic() - t0 < 5
+    assert ei.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert ei.value.message.startswith("lease_ms")

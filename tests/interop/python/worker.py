@@ -1,0 +1,61 @@
+"""Interop worker (tests/interop/README.md) built on jobwire.Worker."""
+import logging
+import os
+import sys
+import threading
+
+from jobwire import Worker
+
+ADDR = os.environ["JOBWIRE_ADDR"]
+QUEUE = os.environ["INTEROP_QUEUE"]
+CONCURRENCY = int(os.environ.get("INTEROP_CONCURRENCY", "4"))
+LEASE_MS = int(os.environ.get("INTEROP_LEASE_MS", "0")) or None
+LOG_PATH = os.environ["INTEROP_LOG"]
+LANG = os.environ.get("INTEROP_LANG", "python")
+
+_fd = os.open(LOG_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+_lock = threading.Lock()
+
+
+def log_line(*fields) -> None:
+    """One whole line, one write(2), unbuffered (O_APPEND): a crash right
+    after never loses or tears it."""
+    data = (" ".join(str(f) for f in fields) + "\n").encode("utf-8")
+    with _lock:
+        os.write(_fd, data)
+
+
+def handle(job):
+    p = job.json()
+    log_line("start", job.id, job.attempt, LANG)
+    if p.get("crash") and job.attempt == 1:
+        log_line("crash", job.id, job.attempt, LANG)
+        os._exit(3)
+    if p.get("always_fail"):
+        raise RuntimeError("always fails")
+    if p.get("fail_first") and job.attempt == 1:
+        raise RuntimeError("planned first-attempt failure")
+    return {"n": p.get("n"), "lang": LANG}
+
+
+def on_outcome(o) -> None:
+    if o.kind == "ack_ok":
+        log_line("ack_ok", o.job.id, o.job.attempt, LANG)
+    elif o.kind == "fail_ok":
+        log_line("fail_ok", o.job.id, o.job.attempt, LANG, o.fail_outcome)
+    else:  # ack_error / fail_error
+        log_line(o.kind, o.job.id, o.job.attempt, LANG, o.code.name)
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s python-worker %(levelname)s %(message)s")
+    w = Worker(ADDR, [QUEUE], concurrency=CONCURRENCY, lease_ms=LEASE_MS,
+               worker_id="%s-interop-%d" % (LANG, os.getpid()), on_outcome=on_outcome)
+    w.register("interop", handle)
+    w.run(install_signal_handlers=True)  # returns after SIGTERM / SIGINT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
