@@ -1,0 +1,185 @@
+import * as grpc from '@grpc/grpc-js';
+import { JobwireError, statusName, Status } from './errors';
+import { decodeJson, encodeValue, toNumber } from './codec';
+import { defaultAddress, DEFAULT_TIMEOUT_MS, makeStub, unary, type BrokerClient } from './proto';
+import type { EnqueueRequest } from './generated/jobwire/v1/EnqueueRequest';
+import type { EnqueueResponse__Output } from './generated/jobwire/v1/EnqueueResponse';
+import type { EnqueueBatchResponse__Output } from './generated/jobwire/v1/EnqueueBatchResponse';
+import type { Job__Output } from './generated/jobwire/v1/Job';
+import type { JobState__Output } from './generated/jobwire/v1/JobState';
+
+export interface ClientOptions {
+  /** Broker `host:port`. Default: $JOBWIRE_ADDR, else `localhost:50051`. */
+  address?: string;
+  /** Deadline of every unary call, in ms. Default 10000. */
+  timeoutMs?: number;
+  /** Channel credentials. Default: plaintext. */
+  credentials?: grpc.ChannelCredentials;
+  /** Extra grpc-js channel options. */
+  channelOptions?: grpc.ChannelOptions;
+}
+
+/** Per-job options of enqueue; unset options take the broker defaults. */
+export interface EnqueueOptions {
+  /** -1000..1000, higher is claimed first (default 0). */
+  priority?: number;
+  /** Run no earlier than now + delayMs. Exclusive with runAt. */
+  delayMs?: number;
+  /** Run no earlier than this time (epoch ms or Date). Exclusive with delayMs. */
+  runAt?: number | Date;
+  /** 1..1000 runs before the job becomes DEAD (default: broker's, 3). */
+  maxAttempts?: number;
+  /** Dedup key: a second enqueue with it returns the first id, duplicate = true. */
+  idempotencyKey?: string;
+  /** Retry backoff base (default: broker's, 1 s). */
+  backoffBaseMs?: number;
+  /** Retry backoff cap (default: broker's, 1 h). */
+  backoffMaxMs?: number;
+}
+
+export interface EnqueueResult {
+  jobId: string;
+  duplicate: boolean;
+}
+
+/** One job of enqueueBatch. */
+export interface BatchJob {
+  type: string;
+  payload?: unknown;
+  options?: EnqueueOptions;
+}
+
+/** A per-job result of enqueueBatch: stored (ok) or the job's own error. */
+export type BatchResult =
+  | { ok: true; jobId: string; duplicate: boolean }
+  | { ok: false; code: number; codeName: string; message: string; error: JobwireError };
+
+export type JobStateName = JobState__Output;
+
+/** A job as GetJob reads it (any state). Times are epoch ms, 0 when unset. */
+export class JobInfo {
+  readonly id: string;
+  readonly queue: string;
+  readonly type: string;
+  readonly payload: Buffer;
+  readonly priority: number;
+  readonly state: JobStateName;
+  /** Runs so far (the current one included). */
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly availableAtMs: number;
+  readonly leaseExpiresAtMs: number;
+  readonly result: Buffer;
+  readonly error: string;
+  readonly idempotencyKey: string;
+  readonly createdAtMs: number;
+  readonly finishedAtMs: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+  readonly workerId: string;
+
+  constructor(j: Job__Output) {
+    this.id = j.id;
+    this.queue = j.queue;
+    this.type = j.type;
+    this.payload = j.payload ?? Buffer.alloc(0);
+    this.priority = j.priority;
+    this.state = j.state;
+    this.attempts = j.attempts;
+    this.maxAttempts = j.maxAttempts;
+    this.availableAtMs = toNumber(j.availableAtMs);
+    this.leaseExpiresAtMs = toNumber(j.leaseExpiresAtMs);
+    this.result = j.result ?? Buffer.alloc(0);
+    this.error = j.error;
+    this.idempotencyKey = j.idempotencyKey;
+    this.createdAtMs = toNumber(j.createdAtMs);
+    this.finishedAtMs = toNumber(j.finishedAtMs);
+    this.backoffBaseMs = toNumber(j.backoffBaseMs);
+    this.backoffMaxMs = toNumber(j.backoffMaxMs);
+    this.workerId = j.workerId;
+  }
+
+  /** The payload decoded as UTF-8 JSON. */
+  json<T = unknown>(): T {
+    return decodeJson<T>(this.payload);
+  }
+
+  /** The result decoded as UTF-8 JSON (undefined when the result is empty). */
+  resultJson<T = unknown>(): T | undefined {
+    return this.result.length === 0 ? undefined : decodeJson<T>(this.result);
+  }
+}
+
+/** Builds the EnqueueRequest of one job. */
+export function toEnqueueRequest(queue: string, type: string, payload: unknown, o: EnqueueOptions = {}): EnqueueRequest {
+  const req: EnqueueRequest = { queue, type, payload: encodeValue(payload) };
+  if (o.priority !== undefined) req.priority = o.priority;
+  if (o.delayMs !== undefined) req.delayMs = o.delayMs;
+  if (o.runAt !== undefined) req.runAtMs = o.runAt instanceof Date ? o.runAt.getTime() : o.runAt;
+  if (o.maxAttempts !== undefined) req.maxAttempts = o.maxAttempts;
+  if (o.idempotencyKey !== undefined) req.idempotencyKey = o.idempotencyKey;
+  if (o.backoffBaseMs !== undefined) req.backoffBaseMs = o.backoffBaseMs;
+  if (o.backoffMaxMs !== undefined) req.backoffMaxMs = o.backoffMaxMs;
+  return req;
+}
+
+/**
+ * The producer / admin side: one gRPC channel, every call with a deadline.
+ * Failures reject with JobwireError.
+ */
+export class Client {
+  readonly address: string;
+  readonly timeoutMs: number;
+  private readonly stub: BrokerClient;
+
+  constructor(options: ClientOptions = {}) {
+    this.address = options.address ?? defaultAddress();
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.stub = makeStub(this.address, options.credentials, options.channelOptions);
+  }
+
+  /** Stores one job. `payload`: bytes unchanged, anything else as JSON. */
+  async enqueue(queue: string, type: string, payload?: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const req = toEnqueueRequest(queue, type, payload, options);
+    const res = await unary<EnqueueRequest, EnqueueResponse__Output>(this.stub, 'Enqueue', req, this.timeoutMs);
+    return { jobId: res.jobId, duplicate: res.duplicate };
+  }
+
+  /**
+   * Stores up to 1000 jobs; one result per job, in order. Per-job errors are
+   * returned (ok: false), not thrown; a call-level error (empty or oversized
+   * batch, broker unreachable) rejects.
+   */
+  async enqueueBatch(queue: string, jobs: BatchJob[]): Promise<BatchResult[]> {
+    const reqs = jobs.map((j) => toEnqueueRequest(queue, j.type, j.payload, j.options));
+    const res = await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
+      this.stub, 'EnqueueBatch', { jobs: reqs }, this.timeoutMs);
+    return res.results.map((r): BatchResult => {
+      if (r.code === Status.OK) return { ok: true, jobId: r.jobId, duplicate: r.duplicate };
+      return {
+        ok: false,
+        code: r.code,
+        codeName: statusName(r.code),
+        message: r.message,
+        error: new JobwireError(r.code, r.message),
+      };
+    });
+  }
+
+  /** Reads one job in whatever state it is. */
+  async getJob(queue: string, jobId: string): Promise<JobInfo> {
+    const res = await unary<{ queue: string; jobId: string }, Job__Output>(
+      this.stub, 'GetJob', { queue, jobId }, this.timeoutMs);
+    return new JobInfo(res);
+  }
+
+  /** Cancels a PENDING job (it becomes DEAD with error "cancelled"). */
+  async cancel(queue: string, jobId: string): Promise<void> {
+    await unary(this.stub, 'Cancel', { queue, jobId }, this.timeoutMs);
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    this.stub.close();
+  }
+}

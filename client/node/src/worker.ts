@@ -1,0 +1,531 @@
+import { EventEmitter } from 'node:events';
+import * as os from 'node:os';
+import * as grpc from '@grpc/grpc-js';
+import { JobwireError, NonRetryableError, Status, statusName } from './errors';
+import { decodeJson, encodeValue, toNumber } from './codec';
+import { defaultAddress, DEFAULT_TIMEOUT_MS, makeStub, unary, type BrokerClient } from './proto';
+import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
+import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
+import type { FailResponse__Output } from './generated/jobwire/v1/FailResponse';
+import type { ExtendLeaseResponse__Output } from './generated/jobwire/v1/ExtendLeaseResponse';
+
+/** Reconnect backoff of the Claim stream: 100 ms doubling to 5 s, full jitter. */
+const RECONNECT_BASE_MS = 100;
+const RECONNECT_MAX_MS = 5000;
+/** Backoff of Ack / Fail retries on UNAVAILABLE / DEADLINE_EXCEEDED. */
+const OUTCOME_RETRY_BASE_MS = 100;
+const OUTCOME_RETRY_MAX_MS = 2000;
+/** Broker default lease, used when neither leaseMs nor the claim tells. */
+const BROKER_DEFAULT_LEASE_MS = 30_000;
+/** A reduced-capacity stream is reopened at full capacity after this idle time. */
+const REGROW_IDLE_MS = 1000;
+/** Fail.error is limited to 64 KiB by the broker. */
+const MAX_ERROR_BYTES = 60 * 1024;
+
+export interface Logger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
+/** The job a handler receives. */
+export class Job {
+  readonly id: string;
+  readonly queue: string;
+  readonly type: string;
+  /** The payload bytes, unchanged. */
+  readonly payload: Buffer;
+  /** 1 for the first run (the broker's `attempts`, this run included). */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly priority: number;
+  /** Aborted when the lease is lost or the worker abandons the job after its stop grace. */
+  readonly signal: AbortSignal;
+  /** Current lease expiry (epoch ms, broker clock); updated by each renewal. */
+  leaseExpiresAtMs: number;
+
+  constructor(cj: ClaimedJob__Output, signal: AbortSignal) {
+    const j = cj.job!;
+    this.id = j.id;
+    this.queue = j.queue;
+    this.type = j.type;
+    this.payload = j.payload ?? Buffer.alloc(0);
+    this.attempt = j.attempts;
+    this.maxAttempts = j.maxAttempts;
+    this.priority = j.priority;
+    this.signal = signal;
+    this.leaseExpiresAtMs = toNumber(cj.leaseExpiresAtMs) || toNumber(j.leaseExpiresAtMs);
+  }
+
+  /** The payload decoded as UTF-8 JSON. */
+  json<T = unknown>(): T {
+    return decodeJson<T>(this.payload);
+  }
+}
+
+export type Handler = (job: Job) => unknown | Promise<unknown>;
+
+export type OutcomeKind = 'ack_ok' | 'ack_error' | 'fail_ok' | 'fail_error';
+
+/** A final outcome of one job run, as given to onOutcome / the 'outcome' event. */
+export interface Outcome {
+  kind: OutcomeKind;
+  job: Job;
+  /** fail_ok: what the broker did with the job. */
+  failOutcome?: 'RETRY_SCHEDULED' | 'DEAD';
+  /** fail_ok with RETRY_SCHEDULED: when the retry is due (epoch ms). */
+  nextAttemptAtMs?: number;
+  /** ack_error / fail_error: the gRPC status code and its name. */
+  code?: number;
+  codeName?: string;
+  /** ack_error / fail_error: the refusal. */
+  error?: JobwireError;
+  /** fail_*: the error text sent to the broker, and whether non_retryable was set. */
+  failText?: string;
+  nonRetryable?: boolean;
+  /** True when the lease was reported lost while the handler ran. */
+  leaseLost: boolean;
+}
+
+export interface WorkerOptions {
+  /** Broker `host:port`. Default: $JOBWIRE_ADDR, else `localhost:50051`. */
+  address?: string;
+  /** Queues to consume, earlier ones served first. */
+  queues: string[];
+  /** Handlers running at once (default 1). */
+  concurrency?: number;
+  /** Lease per job in ms (default: the broker's, 30 s). Renewed every leaseMs / 3. */
+  leaseMs?: number;
+  /** Stored on claimed jobs. Default `node-<host>-<pid>`. */
+  workerId?: string;
+  /** How long stop() waits for running handlers and their Ack/Fail (default 25000). */
+  graceMs?: number;
+  /** Deadline of each unary call (Ack, Fail, ExtendLease), default 10000. */
+  timeoutMs?: number;
+  /** Receives every final outcome (also emitted as the 'outcome' event). */
+  onOutcome?: (outcome: Outcome) => void;
+  /** Where the worker logs; default stderr. `null` silences it. */
+  logger?: Logger | null;
+  credentials?: grpc.ChannelCredentials;
+  channelOptions?: grpc.ChannelOptions;
+}
+
+export interface RunOptions {
+  /** Stop gracefully on SIGTERM / SIGINT (default true). */
+  installSignalHandlers?: boolean;
+}
+
+interface StreamState {
+  call: grpc.ClientReadableStream<ClaimedJob__Output>;
+  capacity: number;
+  inFlight: number;
+  openedAt: number;
+}
+
+interface Running {
+  job: Job;
+  token: string;
+  stream: StreamState;
+  leaseMs: number;
+  /** Local-clock estimate of the lease expiry (Ack/Fail retries stop there). */
+  localLeaseDeadline: number;
+  renewTimer?: NodeJS.Timeout;
+  leaseLost: boolean;
+  abandoned: boolean;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function stderrLogger(workerId: string): Logger {
+  const w = (level: string, msg: string) => process.stderr.write(`jobwire worker ${workerId} ${level}: ${msg}\n`);
+  return { info: (m) => w('info', m), warn: (m) => w('warn', m), error: (m) => w('error', m) };
+}
+
+/** "<ErrorType>: <message>" of anything thrown by a handler. */
+export function errorText(err: unknown): string {
+  let text: string;
+  if (err instanceof Error) text = `${err.name || err.constructor?.name || 'Error'}: ${err.message}`;
+  else text = `Error: ${typeof err === 'string' ? err : safeString(err)}`;
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= MAX_ERROR_BYTES) return text;
+  return bytes.subarray(0, MAX_ERROR_BYTES).toString('utf8');
+}
+
+function safeString(v: unknown): string {
+  try {
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/**
+ * Consumes queues over one Claim stream and runs registered handlers,
+ * at most `concurrency` at once. Emits 'outcome' (Outcome).
+ */
+export class Worker extends EventEmitter {
+  readonly address: string;
+  readonly queues: string[];
+  readonly concurrency: number;
+  readonly leaseMs: number | undefined;
+  readonly workerId: string;
+  readonly graceMs: number;
+  readonly timeoutMs: number;
+
+  private readonly handlers = new Map<string, Handler>();
+  private readonly onOutcome?: (o: Outcome) => void;
+  private readonly log: Logger | null;
+  private readonly credentials?: grpc.ChannelCredentials;
+  private readonly channelOptions?: grpc.ChannelOptions;
+  private stub?: BrokerClient;
+
+  private running = false;
+  private stopping = false;
+  private stream: StreamState | null = null;
+  private readonly busy = new Set<Running>();
+  private reconnectAttempt = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  private regrowTimer?: NodeJS.Timeout;
+  private stopPromise?: Promise<void>;
+  private fatal?: JobwireError;
+  private resolveRun?: () => void;
+  private rejectRun?: (e: Error) => void;
+  private signalHandler?: () => void;
+
+  constructor(options: WorkerOptions) {
+    super();
+    if (!options || !Array.isArray(options.queues) || options.queues.length === 0) {
+      throw new TypeError('jobwire Worker: options.queues must list at least one queue');
+    }
+    this.address = options.address ?? defaultAddress();
+    this.queues = [...options.queues];
+    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
+    this.leaseMs = options.leaseMs && options.leaseMs > 0 ? options.leaseMs : undefined;
+    this.workerId = options.workerId ?? `node-${os.hostname()}-${process.pid}`;
+    this.graceMs = options.graceMs ?? 25_000;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.onOutcome = options.onOutcome;
+    this.log = options.logger === null ? null : options.logger ?? stderrLogger(this.workerId);
+    this.credentials = options.credentials;
+    this.channelOptions = options.channelOptions;
+  }
+
+  /** Registers the handler of a job type (replacing any previous one). */
+  register(type: string, handler: Handler): this {
+    if (typeof handler !== 'function') throw new TypeError('jobwire Worker: handler must be a function');
+    this.handlers.set(type, handler);
+    return this;
+  }
+
+  /** Alias of register(). */
+  handle(type: string, handler: Handler): this {
+    return this.register(type, handler);
+  }
+
+  /** Number of jobs held right now (handler running or its Ack/Fail pending). */
+  get activeJobs(): number {
+    return this.busy.size;
+  }
+
+  /**
+   * Consumes until stop() (or SIGTERM / SIGINT when installSignalHandlers).
+   * Resolves once stopped; rejects when the broker refuses the Claim with
+   * INVALID_ARGUMENT.
+   */
+  run(options: RunOptions = {}): Promise<void> {
+    if (this.running || this.stopPromise) throw new Error('jobwire Worker: run() was already called');
+    this.running = true;
+    this.stub = makeStub(this.address, this.credentials, this.channelOptions);
+    const done = new Promise<void>((resolve, reject) => {
+      this.resolveRun = resolve;
+      this.rejectRun = reject;
+    });
+    if (options.installSignalHandlers ?? true) {
+      this.signalHandler = () => {
+        this.log?.info('signal received, stopping');
+        void this.stop();
+      };
+      process.on('SIGTERM', this.signalHandler);
+      process.on('SIGINT', this.signalHandler);
+    }
+    this.openStream();
+    return done;
+  }
+
+  /**
+   * Stops taking jobs, lets running handlers finish and their Ack/Fail be
+   * sent within graceMs, then resolves (and so does run()).
+   */
+  stop(): Promise<void> {
+    if (this.stopPromise) return this.stopPromise;
+    if (!this.running) {
+      this.stopPromise = Promise.resolve();
+      return this.stopPromise;
+    }
+    this.stopping = true;
+    this.stopPromise = this.doStop();
+    return this.stopPromise;
+  }
+
+  private async doStop(): Promise<void> {
+    clearTimeout(this.reconnectTimer);
+    clearTimeout(this.regrowTimer);
+    this.reconnectTimer = undefined;
+    const s = this.stream;
+    this.stream = null;
+    if (s) s.call.cancel();
+
+    const pending = [...this.busy].map((r) => r.done);
+    if (pending.length > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), this.graceMs); });
+      const res = await Promise.race([Promise.all(pending).then(() => 'done' as const), graceOver]);
+      clearTimeout(timer);
+      if (res === 'timeout') {
+        for (const r of this.busy) {
+          r.abandoned = true;
+          clearInterval(r.renewTimer);
+          r.abort.abort(new Error('worker stop grace expired'));
+        }
+        this.log?.warn(`stop grace of ${this.graceMs} ms expired; abandoning ${this.busy.size} running job(s) (their leases will expire)`);
+      }
+    }
+    if (this.signalHandler) {
+      process.removeListener('SIGTERM', this.signalHandler);
+      process.removeListener('SIGINT', this.signalHandler);
+      this.signalHandler = undefined;
+    }
+    this.stub?.close();
+    this.running = false;
+    if (this.fatal) this.rejectRun?.(this.fatal);
+    else this.resolveRun?.();
+  }
+
+  // ---- Claim stream -------------------------------------------------------
+
+  private freeSlots(): number {
+    return this.concurrency - this.busy.size;
+  }
+
+  private openStream(): void {
+    if (this.stopping || !this.running || this.stream || this.reconnectTimer) return;
+    const free = this.freeSlots();
+    if (free <= 0) return; // reopened as soon as a slot frees (settle())
+    const req: ClaimRequest = {
+      queues: this.queues,
+      maxInFlight: free,
+      leaseMs: this.leaseMs ?? 0,
+      workerId: this.workerId,
+    };
+    const call = this.stub!.Claim(req);
+    const s: StreamState = { call, capacity: free, inFlight: 0, openedAt: Date.now() };
+    this.stream = s;
+    call.on('data', (cj: ClaimedJob__Output) => this.onClaimed(s, cj));
+    call.on('error', () => { /* handled in 'status' */ });
+    call.on('status', (st: grpc.StatusObject) => this.onStreamEnd(s, st));
+    this.armRegrow();
+  }
+
+  private onStreamEnd(s: StreamState, st: grpc.StatusObject): void {
+    if (this.stream !== s) return; // replaced or cancelled on purpose
+    this.stream = null;
+    clearTimeout(this.regrowTimer);
+    if (this.stopping) return;
+    if (st.code === Status.INVALID_ARGUMENT) {
+      this.fatal = new JobwireError(st.code, st.details);
+      this.log?.error(`Claim refused: ${this.fatal.message}`);
+      void this.stop();
+      return;
+    }
+    const cap = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** this.reconnectAttempt);
+    const delay = Math.floor(Math.random() * cap);
+    if (this.reconnectAttempt < 16) this.reconnectAttempt++;
+    this.log?.warn(`Claim stream ended (${statusName(st.code)}: ${st.details}); reopening in ${delay} ms`);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      this.openStream();
+    }, delay);
+  }
+
+  /**
+   * A stream opened while handlers were still running has fewer slots than
+   * the concurrency. Reopen it at full size once the worker has been idle
+   * (nothing held, nothing delivered) for a moment: a job claimed in the very
+   * instant of the swap would only come back after its lease, so the swap
+   * waits for a quiet queue.
+   */
+  private armRegrow(): void {
+    clearTimeout(this.regrowTimer);
+    const s = this.stream;
+    if (!s || s.capacity >= this.concurrency || this.busy.size > 0 || this.stopping) return;
+    this.regrowTimer = setTimeout(() => {
+      if (this.stream !== s || this.busy.size > 0 || this.stopping) return;
+      this.stream = null;
+      s.call.cancel();
+      this.openStream();
+    }, REGROW_IDLE_MS);
+  }
+
+  private onClaimed(s: StreamState, cj: ClaimedJob__Output): void {
+    if (!cj.job) return;
+    s.inFlight++;
+    this.reconnectAttempt = 0;
+    clearTimeout(this.regrowTimer);
+    const abort = new AbortController();
+    const job = new Job(cj, abort.signal);
+    let leaseMs = this.leaseMs;
+    if (leaseMs === undefined) {
+      // Broker default lease: estimate it from the expiry the claim carries.
+      const est = job.leaseExpiresAtMs - Date.now();
+      leaseMs = est >= 1000 && est <= 43_200_000 ? est : BROKER_DEFAULT_LEASE_MS;
+    }
+    const r: Running = {
+      job,
+      token: cj.leaseToken,
+      stream: s,
+      leaseMs,
+      localLeaseDeadline: Date.now() + leaseMs,
+      leaseLost: false,
+      abandoned: false,
+      abort,
+      done: Promise.resolve(),
+    };
+    this.busy.add(r);
+    r.done = this.process(r).catch((e) => {
+      this.log?.error(`internal error processing job ${job.id}: ${String(e?.stack ?? e)}`);
+    }).finally(() => this.settle(r));
+  }
+
+  private settle(r: Running): void {
+    clearInterval(r.renewTimer);
+    this.busy.delete(r);
+    r.stream.inFlight--;
+    if (this.stopping) return;
+    if (!this.stream) this.openStream();
+    else this.armRegrow();
+  }
+
+  // ---- One job ------------------------------------------------------------
+
+  private async process(r: Running): Promise<void> {
+    const job = r.job;
+    const handler = this.handlers.get(job.type);
+    if (!handler) {
+      const text = `no handler for job type "${job.type}" in worker ${this.workerId}`;
+      this.log?.warn(`${text} (job ${job.id} in queue ${job.queue}); failing it for retry`);
+      await this.sendFail(r, text, false, 0);
+      return;
+    }
+    r.renewTimer = setInterval(() => void this.renew(r), Math.max(1, Math.floor(r.leaseMs / 3)));
+    let result: Buffer;
+    try {
+      const value = await Promise.resolve().then(() => handler(job));
+      result = encodeValue(value);
+    } catch (err) {
+      clearInterval(r.renewTimer);
+      if (r.abandoned) return;
+      const nonRetryable = err instanceof NonRetryableError ||
+        (typeof err === 'object' && err !== null && (err as { nonRetryable?: unknown }).nonRetryable === true);
+      const ra = typeof err === 'object' && err !== null ? (err as { retryAfterMs?: unknown }).retryAfterMs : undefined;
+      const retryAfterMs = typeof ra === 'number' && ra > 0 ? Math.floor(ra) : 0;
+      await this.sendFail(r, errorText(err), nonRetryable, retryAfterMs);
+      return;
+    }
+    clearInterval(r.renewTimer);
+    if (r.abandoned) return;
+    await this.sendAck(r, result);
+  }
+
+  private async renew(r: Running): Promise<void> {
+    if (r.leaseLost || r.abandoned) return;
+    const sentAt = Date.now();
+    try {
+      const res = await unary<object, ExtendLeaseResponse__Output>(this.stub!, 'ExtendLease', {
+        queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, leaseMs: this.leaseMs ?? 0,
+      }, Math.min(this.timeoutMs, Math.max(1000, Math.floor(r.leaseMs / 3))));
+      r.localLeaseDeadline = Math.max(r.localLeaseDeadline, sentAt + r.leaseMs);
+      const exp = toNumber(res.leaseExpiresAtMs);
+      if (exp > 0) r.job.leaseExpiresAtMs = exp;
+    } catch (e) {
+      const err = JobwireError.from(e);
+      if (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND) {
+        r.leaseLost = true;
+        clearInterval(r.renewTimer);
+        r.abort.abort(err);
+        this.log?.warn(`lease of job ${r.job.id} lost (${err.message}); renewal stopped`);
+      } else {
+        this.log?.warn(`ExtendLease of job ${r.job.id} failed (${err.message}); will retry`);
+      }
+    }
+  }
+
+  /**
+   * Runs an Ack or Fail, retrying on UNAVAILABLE / DEADLINE_EXCEEDED with
+   * backoff until the lease expires (or the stop grace is over).
+   */
+  private async withOutcomeRetry<T>(r: Running, call: () => Promise<T>): Promise<T> {
+    let attempt = 0;
+    for (;;) {
+      try {
+        return await call();
+      } catch (e) {
+        const err = JobwireError.from(e);
+        const retryable = err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED;
+        const cap = Math.min(OUTCOME_RETRY_MAX_MS, OUTCOME_RETRY_BASE_MS * 2 ** attempt);
+        const delay = Math.floor(cap / 2 + (Math.random() * cap) / 2);
+        attempt++;
+        if (!retryable || r.abandoned || Date.now() + delay >= r.localLeaseDeadline) throw err;
+        await sleep(delay);
+        if (r.abandoned) throw err;
+      }
+    }
+  }
+
+  private async sendAck(r: Running, result: Buffer): Promise<void> {
+    try {
+      await this.withOutcomeRetry(r, () => unary(this.stub!, 'Ack', {
+        queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, result,
+      }, this.timeoutMs));
+      this.report({ kind: 'ack_ok', job: r.job, leaseLost: r.leaseLost });
+    } catch (e) {
+      const err = JobwireError.from(e);
+      this.log?.warn(`Ack of job ${r.job.id} refused: ${err.message}`);
+      this.report({ kind: 'ack_error', job: r.job, code: err.code, codeName: err.codeName, error: err, leaseLost: r.leaseLost });
+    }
+  }
+
+  private async sendFail(r: Running, text: string, nonRetryable: boolean, retryAfterMs: number): Promise<void> {
+    try {
+      const res = await this.withOutcomeRetry(r, () => unary<object, FailResponse__Output>(this.stub!, 'Fail', {
+        queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, error: text, nonRetryable, retryAfterMs,
+      }, this.timeoutMs));
+      const outcome = res.outcome === 'DEAD' ? 'DEAD' : 'RETRY_SCHEDULED';
+      this.report({
+        kind: 'fail_ok', job: r.job, failOutcome: outcome, nextAttemptAtMs: toNumber(res.nextAttemptAtMs),
+        failText: text, nonRetryable, leaseLost: r.leaseLost,
+      });
+    } catch (e) {
+      const err = JobwireError.from(e);
+      this.log?.warn(`Fail of job ${r.job.id} refused: ${err.message}`);
+      this.report({
+        kind: 'fail_error', job: r.job, code: err.code, codeName: err.codeName, error: err,
+        failText: text, nonRetryable, leaseLost: r.leaseLost,
+      });
+    }
+  }
+
+  private report(o: Outcome): void {
+    try {
+      this.onOutcome?.(o);
+    } catch (e) {
+      this.log?.error(`onOutcome threw: ${String((e as Error)?.stack ?? e)}`);
+    }
+    try {
+      this.emit('outcome', o);
+    } catch (e) {
+      this.log?.error(`an 'outcome' listener threw: ${String((e as Error)?.stack ?? e)}`);
+    }
+  }
+}

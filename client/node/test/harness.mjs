@@ -1,0 +1,131 @@
+// Test helper: a real redis-server and a real jobwire-broker on free ports.
+import { spawn } from 'node:child_process';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const REPO_ROOT = path.resolve(here, '..', '..', '..');
+export const BROKER_BIN = process.env.JOBWIRE_BROKER_BIN || path.join(REPO_ROOT, 'build', 'broker', 'jobwire-broker');
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port) {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host: '127.0.0.1' });
+    const done = (ok) => { s.destroy(); resolve(ok); };
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+    s.setTimeout(500, () => done(false));
+  });
+}
+
+export async function waitForPort(port, proc, what, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      throw new Error(`${what} exited (${proc.exitCode ?? proc.signalCode}) before listening:\n${proc.logText?.() ?? ''}`);
+    }
+    if (await canConnect(port)) return;
+    await sleep(50);
+  }
+  throw new Error(`${what} did not listen on ${port} within ${timeoutMs} ms:\n${proc.logText?.() ?? ''}`);
+}
+
+function track(proc) {
+  const chunks = [];
+  let size = 0;
+  const keep = (d) => { chunks.push(d); size += d.length; while (size > 256 * 1024) size -= chunks.shift().length; };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  proc.logText = () => Buffer.concat(chunks).toString('utf8');
+  return proc;
+}
+
+function stopProc(proc, signal = 'SIGTERM', timeoutMs = 5000) {
+  return new Promise((resolve) => {
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
+    const t = setTimeout(() => { try { proc.kill('SIGKILL'); } catch {} }, timeoutMs);
+    proc.once('exit', () => { clearTimeout(t); resolve(); });
+    try { proc.kill(signal); } catch { clearTimeout(t); resolve(); }
+  });
+}
+
+/**
+ * Starts redis-server and the broker. Returns { address, brokerPort,
+ * redisPort, killBroker(), restartBroker(), stop() }.
+ */
+export async function startStack({ brokerArgs = [] } = {}) {
+  const redisPort = await freePort();
+  const redis = track(spawn('redis-server', [
+    '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+  ], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  await waitForPort(redisPort, redis, 'redis-server');
+
+  const brokerPort = await freePort();
+  const args = [
+    `--listen=127.0.0.1:${brokerPort}`,
+    `--redis_url=redis://127.0.0.1:${redisPort}`,
+    '--log_level=warning',
+    '--shutdown_grace_ms=2000',
+    ...brokerArgs,
+  ];
+  let broker;
+  const startBroker = async () => {
+    broker = track(spawn(BROKER_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+    await waitForPort(brokerPort, broker, 'jobwire-broker');
+  };
+  await startBroker();
+
+  return {
+    address: `127.0.0.1:${brokerPort}`,
+    brokerPort,
+    redisPort,
+    brokerLog: () => broker.logText(),
+    /** SIGKILL the broker and wait for it to be gone. */
+    async killBroker() {
+      await stopProc(broker, 'SIGKILL');
+    },
+    async restartBroker() {
+      await startBroker();
+    },
+    async stop() {
+      await stopProc(broker, 'SIGTERM');
+      await stopProc(redis, 'SIGTERM');
+    },
+  };
+}
+
+/** Polls fn() until it returns a truthy value, or throws after timeoutMs. */
+export async function waitFor(fn, { timeoutMs = 10_000, intervalMs = 50, what = 'condition' } = {}) {
+  const until = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < until) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+let seq = 0;
+/** A queue name unique within this process. */
+export function uniqueQueue(prefix = 'q') {
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${++seq}`;
+}

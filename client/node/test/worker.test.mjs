@@ -1,0 +1,225 @@
+// Worker tests against a real redis-server + jobwire-broker.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, Worker, NonRetryableError } from '../dist/index.js';
+import { startStack, uniqueQueue, waitFor, sleep } from './harness.mjs';
+
+let stack;
+let client;
+const workers = [];
+
+before(async () => {
+  stack = await startStack();
+  client = new Client({ address: stack.address, timeoutMs: 5000 });
+});
+
+after(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  client?.close();
+  await stack?.stop();
+});
+
+/** Starts a worker; returns { worker, outcomes, running }. */
+function startWorker(opts, handlers) {
+  const outcomes = [];
+  const worker = new Worker({
+    address: stack.address, graceMs: 5000, logger: null, ...opts,
+    onOutcome: (o) => outcomes.push(o),
+  });
+  for (const [type, fn] of Object.entries(handlers)) worker.register(type, fn);
+  workers.push(worker);
+  const running = worker.run({ installSignalHandlers: false });
+  return { worker, outcomes, running };
+}
+
+const outcomeFor = (outcomes, id, kind, attempt) =>
+  outcomes.find((o) => o.job.id === id && (!kind || o.kind === kind) && (!attempt || o.job.attempt === attempt));
+
+test('worker acks with the result; JSON payload round trip', async () => {
+  const q = uniqueQueue('ack');
+  const seen = [];
+  const { worker, outcomes, running } = startWorker({ queues: [q] }, {
+    greet: async (job) => {
+      seen.push({ json: job.json(), job });
+      return { hello: job.json().name, attempt: job.attempt };
+    },
+  });
+  const payload = { name: 'Zoë ✓', list: [1, 2, 3], nested: { ok: true } };
+  const { jobId } = await client.enqueue(q, 'greet', payload);
+  await waitFor(() => outcomeFor(outcomes, jobId, 'ack_ok'), { what: 'ack_ok' });
+  assert.equal(seen.length, 1);
+  const { json, job } = seen[0];
+  assert.deepEqual(json, payload);
+  assert.equal(job.id, jobId);
+  assert.equal(job.queue, q);
+  assert.equal(job.type, 'greet');
+  assert.equal(job.attempt, 1);
+  assert.equal(job.maxAttempts, 3);
+  assert.ok(Buffer.isBuffer(job.payload));
+  assert.ok(job.leaseExpiresAtMs > Date.now() - 5000);
+  const stored = await client.getJob(q, jobId);
+  assert.equal(stored.state, 'COMPLETED');
+  assert.equal(stored.attempts, 1);
+  assert.deepEqual(stored.resultJson(), { hello: 'Zoë ✓', attempt: 1 });
+  assert.equal(stored.workerId, worker.workerId);
+  await worker.stop();
+  await running;
+});
+
+test('handler result bytes unchanged, undefined -> empty result', async () => {
+  const q = uniqueQueue('res');
+  const { worker, outcomes } = startWorker({ queues: [q] }, {
+    bytes: async () => Buffer.from([0, 255, 7]),
+    nothing: async () => undefined,
+  });
+  const a = await client.enqueue(q, 'bytes', null);
+  const b = await client.enqueue(q, 'nothing', null);
+  await waitFor(() => outcomeFor(outcomes, a.jobId, 'ack_ok') && outcomeFor(outcomes, b.jobId, 'ack_ok'), { what: 'acks' });
+  assert.deepEqual([...(await client.getJob(q, a.jobId)).result], [0, 255, 7]);
+  assert.equal((await client.getJob(q, b.jobId)).result.length, 0);
+  await worker.stop();
+});
+
+test('handler throwing -> failed, retried as attempt 2, then acked', async () => {
+  const q = uniqueQueue('retry');
+  const attempts = [];
+  const { worker, outcomes } = startWorker({ queues: [q] }, {
+    flaky: async (job) => {
+      attempts.push(job.attempt);
+      if (job.attempt === 1) throw new TypeError('first run breaks');
+      return { ok: job.attempt };
+    },
+  });
+  const { jobId } = await client.enqueue(q, 'flaky', {}, { backoffBaseMs: 50, backoffMaxMs: 100 });
+  await waitFor(() => outcomeFor(outcomes, jobId, 'ack_ok'), { what: 'ack after retry' });
+  const fail = outcomeFor(outcomes, jobId, 'fail_ok', 1);
+  assert.ok(fail, 'attempt 1 reported fail_ok');
+  assert.equal(fail.failOutcome, 'RETRY_SCHEDULED');
+  assert.equal(fail.failText, 'TypeError: first run breaks');
+  assert.deepEqual(attempts, [1, 2]);
+  const job = await client.getJob(q, jobId);
+  assert.equal(job.state, 'COMPLETED');
+  assert.equal(job.attempts, 2);
+  assert.deepEqual(job.resultJson(), { ok: 2 });
+  await worker.stop();
+});
+
+test('NonRetryableError -> DEAD after one attempt with the error text', async () => {
+  const q = uniqueQueue('nonretry');
+  const { worker, outcomes } = startWorker({ queues: [q] }, {
+    bad: async () => { throw new NonRetryableError('bad input'); },
+  });
+  const { jobId } = await client.enqueue(q, 'bad', {}, { maxAttempts: 5, backoffBaseMs: 50 });
+  const o = await waitFor(() => outcomeFor(outcomes, jobId, 'fail_ok'), { what: 'fail_ok' });
+  assert.equal(o.failOutcome, 'DEAD');
+  assert.equal(o.nonRetryable, true);
+  const job = await client.getJob(q, jobId);
+  assert.equal(job.state, 'DEAD');
+  assert.equal(job.attempts, 1);
+  assert.equal(job.error, 'NonRetryableError: bad input');
+  await worker.stop();
+});
+
+test('unknown job type -> failed (retryable) with the contract text', async () => {
+  const q = uniqueQueue('unknown');
+  const { worker, outcomes } = startWorker({ queues: [q], workerId: 'node-test-unknown' }, {
+    known: async () => 'ok',
+  });
+  const { jobId } = await client.enqueue(q, 'mystery', {}, { maxAttempts: 2, backoffBaseMs: 30_000 });
+  const o = await waitFor(() => outcomeFor(outcomes, jobId, 'fail_ok'), { what: 'fail_ok' });
+  assert.equal(o.failOutcome, 'RETRY_SCHEDULED', 'retryable, so a worker that knows the type can take it');
+  const job = await client.getJob(q, jobId);
+  assert.equal(job.state, 'PENDING');
+  assert.equal(job.attempts, 1);
+  assert.equal(job.error, 'no handler for job type "mystery" in worker node-test-unknown');
+  await worker.stop();
+});
+
+test('concurrency N runs N handlers at once, never more', async () => {
+  const q = uniqueQueue('conc');
+  const N = 3;
+  let now = 0;
+  let max = 0;
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  const { worker, outcomes } = startWorker({ queues: [q], concurrency: N }, {
+    slow: async () => {
+      now++;
+      max = Math.max(max, now);
+      if (now >= N) release();
+      await Promise.race([gate, sleep(8000)]);
+      await sleep(100);
+      now--;
+      return null;
+    },
+  });
+  const ids = [];
+  for (let i = 0; i < N + 2; i++) ids.push((await client.enqueue(q, 'slow', { i })).jobId);
+  await waitFor(() => max >= N, { what: `${N} handlers at once` });
+  await waitFor(() => ids.every((id) => outcomeFor(outcomes, id, 'ack_ok')), { what: 'all acked' });
+  assert.equal(max, N);
+  await worker.stop();
+});
+
+test('lease renewal keeps a long handler\'s job (leaseMs 1000, 2.5 s handler)', async () => {
+  const q = uniqueQueue('lease');
+  const { worker, outcomes } = startWorker({ queues: [q], leaseMs: 1000 }, {
+    long: async (job) => {
+      await sleep(2500);
+      return { attempt: job.attempt, aborted: job.signal.aborted };
+    },
+  });
+  const { jobId } = await client.enqueue(q, 'long', {}, { backoffBaseMs: 50 });
+  const o = await waitFor(() => outcomes.find((x) => x.job.id === jobId), { what: 'outcome', timeoutMs: 10_000 });
+  assert.equal(o.kind, 'ack_ok', `outcome ${o.kind} ${o.codeName ?? ''}`);
+  assert.equal(o.leaseLost, false);
+  const job = await client.getJob(q, jobId);
+  assert.equal(job.state, 'COMPLETED');
+  assert.equal(job.attempts, 1);
+  assert.deepEqual(job.resultJson(), { attempt: 1, aborted: false });
+  await worker.stop();
+});
+
+test('stop() lets the running handler finish and ack, and takes no new jobs', async () => {
+  const q = uniqueQueue('stop');
+  let started;
+  const startedP = new Promise((r) => { started = r; });
+  let finished = false;
+  let calls = 0;
+  const { worker, outcomes, running } = startWorker({ queues: [q], concurrency: 2 }, {
+    work: async (job) => {
+      calls++;
+      started(job.id);
+      await sleep(900);
+      finished = true;
+      return 'done';
+    },
+  });
+  const { jobId } = await client.enqueue(q, 'work', {});
+  await startedP;
+  const stopped = worker.stop();
+  // The broker learns of the cancelled Claim stream asynchronously; a job
+  // enqueued in that very instant could still be claimed for the dead stream
+  // (a broker-side known limit), so give the cancel a moment to land.
+  await sleep(200);
+  const later = await client.enqueue(q, 'work', {});
+  await stopped;
+  assert.equal(finished, true, 'stop() waited for the handler');
+  assert.ok(outcomeFor(outcomes, jobId, 'ack_ok'), 'the running job was acked before stop() returned');
+  await running; // run() resolved
+  assert.equal((await client.getJob(q, jobId)).state, 'COMPLETED');
+  await sleep(300);
+  const pending = await client.getJob(q, later.jobId);
+  assert.equal(pending.state, 'PENDING', 'no new job taken after stop()');
+  assert.equal(pending.attempts, 0);
+  assert.equal(calls, 1);
+});
+
+test('Claim refused with INVALID_ARGUMENT: run() rejects with the broker message', async () => {
+  const worker = new Worker({ address: stack.address, queues: ['bad queue name!'], logger: null });
+  workers.push(worker);
+  const err = await worker.run({ installSignalHandlers: false }).then(() => assert.fail('run() resolved'), (e) => e);
+  assert.equal(err.name, 'JobwireError');
+  assert.equal(err.codeName, 'INVALID_ARGUMENT');
+  assert.match(err.details, /queue/);
+});

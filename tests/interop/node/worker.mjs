@@ -1,0 +1,63 @@
+// Interop worker on the Node client's Worker (tests/interop/README.md).
+import * as fs from 'node:fs';
+import { Worker } from '../../../client/node/dist/index.js';
+
+function env(name) {
+  const v = process.env[name];
+  if (v === undefined || v === '') {
+    process.stderr.write(`interop node worker: ${name} is required\n`);
+    process.exit(2);
+  }
+  return v;
+}
+
+const address = env('JOBWIRE_ADDR');
+const queue = env('INTEROP_QUEUE');
+const concurrency = Number(env('INTEROP_CONCURRENCY'));
+const leaseMs = Number(env('INTEROP_LEASE_MS'));
+const lang = process.env.INTEROP_LANG || 'node';
+const logFd = fs.openSync(env('INTEROP_LOG'), 'a');
+
+// One whole line per write on an O_APPEND fd, synchronous: written before
+// the next step runs, so a crash never loses or tears a line.
+function logLine(line) {
+  fs.writeSync(logFd, `${line}\n`);
+}
+
+const worker = new Worker({
+  address,
+  queues: [queue],
+  concurrency,
+  leaseMs,
+  workerId: `${lang}-interop-${process.pid}`,
+  onOutcome(o) {
+    const base = `${o.job.id} ${o.job.attempt} ${lang}`;
+    switch (o.kind) {
+      case 'ack_ok': logLine(`ack_ok ${base}`); break;
+      case 'ack_error': logLine(`ack_error ${base} ${o.codeName}`); break;
+      case 'fail_ok': logLine(`fail_ok ${base} ${o.failOutcome}`); break;
+      case 'fail_error': logLine(`fail_error ${base} ${o.codeName}`); break;
+    }
+  },
+});
+
+worker.register('interop', async (job) => {
+  const p = job.json();
+  logLine(`start ${job.id} ${job.attempt} ${lang}`);
+  if (p.crash && job.attempt === 1) {
+    logLine(`crash ${job.id} ${job.attempt} ${lang}`);
+    process.exit(3);
+  }
+  if (p.always_fail) throw new Error('always fails');
+  if (p.fail_first && job.attempt === 1) throw new Error('planned first-attempt failure');
+  return { n: p.n, lang };
+});
+
+try {
+  await worker.run({ installSignalHandlers: true });
+  fs.closeSync(logFd);
+  process.exit(0);
+} catch (e) {
+  process.stderr.write(`interop node worker: ${e?.stack ?? e}\n`);
+  process.exit(1);
+}
