@@ -23,3 +23,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -q
   $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# The clients' own ecosystems: the project venv (.venv) with the Python client
+# and pytest, the Node.js client's npm packages, the Go protoc plugins and
+# modules. Go, Python and Node.js themselves come with the machine.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for lang in python node go; do
+  "$root/client/$lang/setup.sh"
+done

@@ -1,0 +1,101 @@
+// The C++ interop worker (tests/interop/README.md): one handler for type
+// "interop" on the jobwire::client::Worker, logging every run and outcome.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "client/cpp/worker.h"
+
+namespace {
+
+std::string Env(const char* name, const char* fallback = "") {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : fallback;
+}
+
+// Appends whole lines with one write(2) each, unbuffered: a crash right after
+// a write never loses or tears the line.
+class LineLog {
+ public:
+  explicit LineLog(const std::string& path)
+      : fd_(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) {}
+  bool ok() const { return fd_ >= 0; }
+  void Write(const std::string& line) {
+    std::string text = line + "\n";
+    ssize_t written = write(fd_, text.data(), text.size());
+    (void)written;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+int main() {
+  using jobwire::client::Job;
+  using jobwire::client::Outcome;
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string lang = Env("INTEROP_LANG", "cpp");
+  LineLog log(Env("INTEROP_LOG"));
+  if (!log.ok()) {
+    std::cerr << "cannot open INTEROP_LOG\n";
+    return 2;
+  }
+  int concurrency = 4;
+  int64_t lease_ms = 30000;
+  (void)absl::SimpleAtoi(Env("INTEROP_CONCURRENCY", "4"), &concurrency);
+  (void)absl::SimpleAtoi(Env("INTEROP_LEASE_MS", "30000"), &lease_ms);
+
+  jobwire::client::WorkerOptions options;
+  options.address = Env("JOBWIRE_ADDR");
+  options.queues = {Env("INTEROP_QUEUE", "interop")};
+  options.concurrency = concurrency;
+  options.lease_ms = lease_ms;
+  options.worker_id = absl::StrCat(lang, "-", getpid());
+  options.on_outcome = [&](const Job& job, const Outcome& outcome) {
+    log.Write(absl::StrCat(outcome.kind, " ", job.id, " ", job.attempt, " ", lang,
+                           outcome.detail.empty() ? "" : " ", outcome.detail));
+  };
+  jobwire::client::Worker worker(options);
+  worker.Register("interop", [&](const Job& job) -> absl::StatusOr<std::string> {
+    log.Write(absl::StrCat("start ", job.id, " ", job.attempt, " ", lang));
+    nlohmann::json payload = job.Json();
+    if (payload.value("crash", false) && job.attempt == 1) {
+      log.Write(absl::StrCat("crash ", job.id, " ", job.attempt, " ", lang));
+      _exit(3);
+    }
+    if (payload.value("always_fail", false)) return absl::InternalError("always fails");
+    if (payload.value("fail_first", false) && job.attempt == 1) {
+      return absl::InternalError("planned first-attempt failure");
+    }
+    return nlohmann::json{{"n", payload["n"]}, {"lang", lang}}.dump();
+  });
+
+  std::thread signal_thread([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    worker.Stop();
+  });
+  absl::Status status = worker.Run();
+  if (!status.ok()) {
+    std::cerr << "worker: " << status << "\n";
+    _exit(1);
+  }
+  // Stopped by a signal: the signal thread has returned.
+  signal_thread.join();
+  return 0;
+}
