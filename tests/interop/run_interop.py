@@ -34,6 +34,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 LANGS = ["python", "node", "go", "cpp"]
 PRODUCERS = ["python", "node"]
 CRASH_EXIT = 3
+# Simulated work per run: long enough that every worker's share of the jobs is
+# set by its concurrency, not by its language's per-job overhead.
+WORK_MS = 20
 
 
 def free_port():
@@ -66,7 +69,7 @@ def job_spec(n):
         "n": n,
         "type": "interop",
         "payload": {"n": n, "fail_first": fail_first, "crash": crash,
-                    "always_fail": always_fail},
+                    "always_fail": always_fail, "work_ms": WORK_MS},
         "max_attempts": 2 if always_fail else 6,
         "idempotency_key": f"interop-{n}",
         "backoff_base_ms": 50,

@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/cpp/worker.h"
 
 namespace {
@@ -77,6 +78,9 @@ int main() {
     if (payload.value("crash", false) && job.attempt == 1) {
       log.Write(absl::StrCat("crash ", job.id, " ", job.attempt, " ", lang));
       _exit(3);
+    }
+    if (int work_ms = payload.value("work_ms", 0); work_ms > 0) {
+      absl::SleepFor(absl::Milliseconds(work_ms));
     }
     if (payload.value("always_fail", false)) return absl::InternalError("always fails");
     if (payload.value("fail_first", false) && job.attempt == 1) {

@@ -48,6 +48,7 @@ worker.register('interop', async (job) => {
     logLine(`crash ${job.id} ${job.attempt} ${lang}`);
     process.exit(3);
   }
+  if (p.work_ms) await new Promise((resolve) => setTimeout(resolve, p.work_ms));
   if (p.always_fail) throw new Error('always fails');
   if (p.fail_first && job.attempt === 1) throw new Error('planned first-attempt failure');
   return { n: p.n, lang };

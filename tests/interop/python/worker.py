@@ -3,6 +3,7 @@ import logging
 import os
 import sys
 import threading
+import time
 
 from jobwire import Worker
 
@@ -31,6 +32,8 @@ def handle(job):
     if p.get("crash") and job.attempt == 1:
         log_line("crash", job.id, job.attempt, LANG)
         os._exit(3)
+    if p.get("work_ms"):
+        time.sleep(p["work_ms"] / 1000.0)
     if p.get("always_fail"):
         raise RuntimeError("always fails")
     if p.get("fail_first") and job.attempt == 1:

@@ -1,0 +1,325 @@
+// Package jobwire is the Go client of the jobwire job-queue broker: a
+// producer Client (Enqueue, EnqueueBatch, GetJob, Cancel) and a Worker that
+// consumes queues over one Claim stream. It follows docs/clients.md.
+package jobwire
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/jobwire/jobwire/client/go/jobwirepb"
+)
+
+// DefaultAddr is the broker address used when none is given and JOBWIRE_ADDR
+// is not set.
+const DefaultAddr = "localhost:50051"
+
+// DefaultTimeout is the deadline of every unary RPC whose context has none.
+const DefaultTimeout = 10 * time.Second
+
+// JobState is the state of a job (PENDING, ACTIVE, COMPLETED, DEAD).
+type JobState = jobwirepb.JobState
+
+// The job states.
+const (
+	StatePending   = jobwirepb.JobState_PENDING
+	StateActive    = jobwirepb.JobState_ACTIVE
+	StateCompleted = jobwirepb.JobState_COMPLETED
+	StateDead      = jobwirepb.JobState_DEAD
+)
+
+// JobInfo is a job as GetJob returns it (every field of the proto's Job).
+type JobInfo = jobwirepb.Job
+
+// Option configures a Client (and the connection of a Worker).
+type Option func(*clientConfig)
+
+type clientConfig struct {
+	timeout  time.Duration
+	dialOpts []grpc.DialOption
+}
+
+// WithTimeout sets the deadline given to each unary RPC whose context has no
+// deadline of its own (default 10 s).
+func WithTimeout(d time.Duration) Option {
+	return func(c *clientConfig) { c.timeout = d }
+}
+
+// WithDialOptions appends gRPC dial options (for example TLS credentials,
+// which then replace the default plaintext transport).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(c *clientConfig) { c.dialOpts = append(c.dialOpts, opts...) }
+}
+
+// resolveAddr applies the address defaults: addr, else $JOBWIRE_ADDR, else
+// localhost:50051.
+func resolveAddr(addr string) string {
+	if addr != "" {
+		return addr
+	}
+	if env := os.Getenv("JOBWIRE_ADDR"); env != "" {
+		return env
+	}
+	return DefaultAddr
+}
+
+func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Reconnect quickly after a broker restart (gRPC's default backoff
+		// grows to 120 s).
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  100 * time.Millisecond,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   5 * time.Second,
+			},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+	}
+	opts = append(opts, cfg.dialOpts...)
+	target := addr
+	if !strings.Contains(addr, "://") && !strings.HasPrefix(addr, "unix:") {
+		// A plain host:port is dialled as given (no DNS round-robin).
+		target = "passthrough:///" + addr
+	}
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("jobwire: dial %q: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// Client is a producer: it enqueues, reads and cancels jobs over one gRPC
+// channel. It is safe for concurrent use.
+type Client struct {
+	conn    *grpc.ClientConn
+	stub    jobwirepb.BrokerClient
+	timeout time.Duration
+	addr    string
+}
+
+// Dial builds a Client for the broker at addr ("host:port"; empty means
+// $JOBWIRE_ADDR, else localhost:50051). The channel connects lazily: an
+// unreachable broker shows up as an UNAVAILABLE or DEADLINE_EXCEEDED *Error on
+// the first call, not here.
+func Dial(addr string, opts ...Option) (*Client, error) {
+	cfg := clientConfig{timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.timeout <= 0 {
+		cfg.timeout = DefaultTimeout
+	}
+	addr = resolveAddr(addr)
+	conn, err := newConn(addr, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, stub: jobwirepb.NewBrokerClient(conn), timeout: cfg.timeout, addr: addr}, nil
+}
+
+// Addr is the broker address the client talks to.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes the channel.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Stub gives the generated gRPC client on the same channel, for calls this
+// package does not wrap.
+func (c *Client) Stub() jobwirepb.BrokerClient { return c.stub }
+
+// withDeadline gives ctx the client's default deadline when it has none.
+func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// EnqueueOption sets one option of an enqueued job. Unset options take the
+// broker's defaults.
+type EnqueueOption func(*jobwirepb.EnqueueRequest)
+
+// WithPriority sets the priority, -1000..1000 (higher is claimed first).
+func WithPriority(p int32) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.Priority = p }
+}
+
+// WithDelay makes the job due no earlier than now + d (millisecond
+// precision). Exclusive with WithRunAt.
+func WithDelay(d time.Duration) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.DelayMs = d.Milliseconds() }
+}
+
+// WithDelayMs is WithDelay in milliseconds.
+func WithDelayMs(ms int64) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.DelayMs = ms }
+}
+
+// WithRunAt makes the job due no earlier than t. Exclusive with WithDelay.
+func WithRunAt(t time.Time) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.RunAtMs = t.UnixMilli() }
+}
+
+// WithRunAtMs is WithRunAt in epoch milliseconds.
+func WithRunAtMs(ms int64) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.RunAtMs = ms }
+}
+
+// WithMaxAttempts sets the runs allowed before the job becomes DEAD (1..1000).
+func WithMaxAttempts(n int32) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.MaxAttempts = n }
+}
+
+// WithIdempotencyKey sets the idempotency key: a second enqueue with the same
+// key in the same queue returns the first job's id with Duplicate = true.
+func WithIdempotencyKey(key string) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.IdempotencyKey = key }
+}
+
+// WithBackoffBase sets the retry backoff base (millisecond precision).
+func WithBackoffBase(d time.Duration) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.BackoffBaseMs = d.Milliseconds() }
+}
+
+// WithBackoffMax sets the retry backoff cap (millisecond precision).
+func WithBackoffMax(d time.Duration) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.BackoffMaxMs = d.Milliseconds() }
+}
+
+// EnqueueResult is the answer to one enqueued job.
+type EnqueueResult struct {
+	JobID string
+	// Duplicate is true when the idempotency key matched an existing job:
+	// JobID is that job's id and nothing new was stored.
+	Duplicate bool
+}
+
+// EncodePayload applies the payload rule: []byte passes through unchanged,
+// nil is empty, anything else is encoded with json.Marshal.
+func EncodePayload(v any) ([]byte, error) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return p, nil
+	case json.RawMessage:
+		return p, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("jobwire: encode payload as JSON: %w", err)
+	}
+	return b, nil
+}
+
+func buildRequest(queue, jobType string, payload any, opts []EnqueueOption) (*jobwirepb.EnqueueRequest, error) {
+	data, err := EncodePayload(payload)
+	if err != nil {
+		return nil, err
+	}
+	req := &jobwirepb.EnqueueRequest{Queue: queue, Type: jobType, Payload: data}
+	for _, o := range opts {
+		o(req)
+	}
+	return req, nil
+}
+
+// Enqueue stores one job in queue. payload: []byte passes through unchanged,
+// anything else is JSON-encoded. A broker refusal is an *Error (for example
+// INVALID_ARGUMENT naming the field); a payload that cannot be JSON-encoded is
+// a plain error and nothing is sent.
+func (c *Client) Enqueue(ctx context.Context, queue, jobType string, payload any, opts ...EnqueueOption) (EnqueueResult, error) {
+	req, err := buildRequest(queue, jobType, payload, opts)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	ctx, cancel := withDeadline(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.stub.Enqueue(ctx, req)
+	if err != nil {
+		return EnqueueResult{}, toError(err)
+	}
+	return EnqueueResult{JobID: resp.GetJobId(), Duplicate: resp.GetDuplicate()}, nil
+}
+
+// BatchJob is one job of an EnqueueBatch call.
+type BatchJob struct {
+	Type    string
+	Payload any
+	Options []EnqueueOption
+}
+
+// BatchResult is the outcome of one job of a batch: either JobID / Duplicate,
+// or Err (an *Error with the broker's per-job code and message).
+type BatchResult struct {
+	JobID     string
+	Duplicate bool
+	Err       error
+}
+
+// EnqueueBatch stores up to 1000 jobs in queue, each atomically on its own.
+// It returns one result per job, in order; per-job errors are in
+// BatchResult.Err, not returned. The returned error is a call-level error
+// (empty or oversized batch, broker unreachable, or a payload that cannot be
+// JSON-encoded, in which case nothing is sent).
+func (c *Client) EnqueueBatch(ctx context.Context, queue string, jobs []BatchJob) ([]BatchResult, error) {
+	req := &jobwirepb.EnqueueBatchRequest{Jobs: make([]*jobwirepb.EnqueueRequest, 0, len(jobs))}
+	for i, j := range jobs {
+		r, err := buildRequest(queue, j.Type, j.Payload, j.Options)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		req.Jobs = append(req.Jobs, r)
+	}
+	ctx, cancel := withDeadline(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.stub.EnqueueBatch(ctx, req)
+	if err != nil {
+		return nil, toError(err)
+	}
+	out := make([]BatchResult, len(resp.GetResults()))
+	for i, r := range resp.GetResults() {
+		if code := codes.Code(r.GetCode()); code != codes.OK {
+			out[i].Err = newError(code, r.GetMessage())
+			continue
+		}
+		out[i].JobID = r.GetJobId()
+		out[i].Duplicate = r.GetDuplicate()
+	}
+	return out, nil
+}
+
+// GetJob reads one job in whatever state it is.
+func (c *Client) GetJob(ctx context.Context, queue, jobID string) (*JobInfo, error) {
+	ctx, cancel := withDeadline(ctx, c.timeout)
+	defer cancel()
+	job, err := c.stub.GetJob(ctx, &jobwirepb.GetJobRequest{Queue: queue, JobId: jobID})
+	if err != nil {
+		return nil, toError(err)
+	}
+	return job, nil
+}
+
+// Cancel makes a PENDING job DEAD with error "cancelled". An ACTIVE,
+// COMPLETED or DEAD job is refused with FAILED_PRECONDITION.
+func (c *Client) Cancel(ctx context.Context, queue, jobID string) error {
+	ctx, cancel := withDeadline(ctx, c.timeout)
+	defer cancel()
+	_, err := c.stub.Cancel(ctx, &jobwirepb.CancelRequest{Queue: queue, JobId: jobID})
+	return toError(err)
+}

@@ -1,0 +1,144 @@
+// Command interop-worker is the Go interop worker of tests/interop/README.md,
+// built on jobwire.Worker. tests/interop/go/worker execs the built binary.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	jobwire "github.com/jobwire/jobwire/client/go"
+)
+
+type payload struct {
+	N          int  `json:"n"`
+	FailFirst  bool `json:"fail_first"`
+	Crash      bool `json:"crash"`
+	AlwaysFail bool `json:"always_fail"`
+	WorkMs     int  `json:"work_ms"`
+}
+
+type result struct {
+	N    int    `json:"n"`
+	Lang string `json:"lang"`
+}
+
+// lineLog appends whole lines to the interop log: one write(2) per line on an
+// O_APPEND descriptor, no buffering, so a crash right after never loses or
+// tears a line.
+type lineLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (l *lineLog) line(fields ...any) {
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = fmt.Sprint(f)
+	}
+	data := []byte(strings.Join(parts, " ") + "\n")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write(data); err != nil {
+		fmt.Fprintf(os.Stderr, "go-worker: write %s: %v\n", l.f.Name(), err)
+	}
+}
+
+func envInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %w", name, v, err)
+	}
+	return n, nil
+}
+
+func run() error {
+	addr := os.Getenv("JOBWIRE_ADDR")
+	queue := os.Getenv("INTEROP_QUEUE")
+	logPath := os.Getenv("INTEROP_LOG")
+	lang := os.Getenv("INTEROP_LANG")
+	if lang == "" {
+		lang = "go"
+	}
+	if addr == "" || queue == "" || logPath == "" {
+		return errors.New("JOBWIRE_ADDR, INTEROP_QUEUE and INTEROP_LOG must be set")
+	}
+	concurrency, err := envInt("INTEROP_CONCURRENCY", 4)
+	if err != nil {
+		return err
+	}
+	leaseMs, err := envInt("INTEROP_LEASE_MS", 0)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	log := &lineLog{f: f}
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("prog", "go-worker")
+	w, err := jobwire.NewWorker(addr, jobwire.WorkerOptions{
+		Queues:      []string{queue},
+		Concurrency: concurrency,
+		LeaseMs:     int64(leaseMs),
+		WorkerID:    fmt.Sprintf("%s-interop-%d", lang, os.Getpid()),
+		Logger:      logger,
+		OnOutcome: func(o jobwire.Outcome) {
+			switch o.Kind {
+			case jobwire.OutcomeAckOK:
+				log.line("ack_ok", o.Job.ID, o.Job.Attempt, lang)
+			case jobwire.OutcomeFailOK:
+				log.line("fail_ok", o.Job.ID, o.Job.Attempt, lang, o.FailOutcome)
+			default: // ack_error, fail_error
+				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang, jobwire.CodeName(o.Code))
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	w.Handle("interop", func(ctx context.Context, job *jobwire.Job) (any, error) {
+		log.line("start", job.ID, job.Attempt, lang)
+		var p payload
+		if err := job.JSON(&p); err != nil {
+			return nil, jobwire.NonRetryable(err)
+		}
+		if p.Crash && job.Attempt == 1 {
+			log.line("crash", job.ID, job.Attempt, lang)
+			os.Exit(3)
+		}
+		if p.WorkMs > 0 { // simulated work
+			time.Sleep(time.Duration(p.WorkMs) * time.Millisecond)
+		}
+		if p.AlwaysFail {
+			return nil, errors.New("always fails")
+		}
+		if p.FailFirst && job.Attempt == 1 {
+			return nil, errors.New("planned first-attempt failure")
+		}
+		return result{N: p.N, Lang: lang}, nil
+	})
+	logger.Info("interop worker starting", "addr", addr, "queue", queue,
+		"concurrency", concurrency, "lease_ms", leaseMs)
+	// Returns after SIGTERM / SIGINT, once running handlers are acked.
+	return w.RunUntilSignal()
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "go-worker: %v\n", err)
+		os.Exit(1)
+	}
+}
