@@ -110,6 +110,28 @@ TEST_F(LifecycleTest, JobOutlivesItsClaimStream) {
   EXPECT_EQ(job.result(), "acked after the stream ended");
 }
 
+// A claim still running in Redis when its stream ends returns its jobs to the
+// queue at once (release.lua), instead of leaving them until their leases
+// expire. CLIENT PAUSE holds the claim until the stream is gone.
+TEST_F(LifecycleTest, JobClaimedForAnEndedStreamGoesToTheNextWorker) {
+  const std::string queue = "stream.ended";
+  const std::string id = MustEnqueue(*stub_, MakeJob(queue));
+  auto paused = redis_->Command("CLIENT", "PAUSE", 500, "WRITE");
+  JW_ASSERT_OK(paused.status());
+  {
+    auto leaving = OpenClaim(MakeClaim({queue}, 1, 30000));
+    absl::SleepFor(absl::Milliseconds(100));  // its claim waits on the pause
+    leaving->Cancel();
+    ASSERT_TRUE(leaving->WaitForEnd(absl::Seconds(2)).has_value());
+    EXPECT_EQ(leaving->received(), 0);
+  }
+  auto next = OpenClaim(MakeClaim({queue}, 1, 30000));
+  std::optional<v1::ClaimedJob> claimed = next->Next(absl::Seconds(3));
+  ASSERT_TRUE(claimed.has_value()) << "job stranded until its lease expires";
+  EXPECT_EQ(claimed->job().id(), id);
+  EXPECT_EQ(claimed->job().attempts(), 1);
+}
+
 TEST_F(LifecycleTest, ExhaustedAttemptsMakeTheJobDead) {
   const std::string queue = "exhausted";
   v1::EnqueueRequest request = MakeJob(queue);

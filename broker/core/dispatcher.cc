@@ -136,24 +136,36 @@ void Dispatcher::ClaimFrom(SessionId id, size_t index) {
   Session* s = Find(id);
   if (s == nullptr) return;
   int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
-  store_->Claim(s->spec.queues[index], free, s->spec.lease_ms, s->spec.worker_id,
-                [this, id, index, free](absl::StatusOr<store::ClaimOutcome> outcome) {
-                  OnClaimed(id, index, free, std::move(outcome));
+  const std::string& queue = s->spec.queues[index];
+  store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id,
+                [this, id, queue, index, free](absl::StatusOr<store::ClaimOutcome> outcome) {
+                  OnClaimed(id, queue, index, free, std::move(outcome));
                 });
 }
 
-void Dispatcher::OnClaimed(SessionId id, size_t index, int requested,
+void Dispatcher::GiveBack(const std::string& queue, const std::string& job_id,
+                          const std::string& lease_token) {
+  ReleaseLease(LeaseKey(queue, job_id));
+  store_->Release(queue, job_id, lease_token, [queue, job_id](absl::StatusOr<bool> released) {
+    // Not released (Redis unreachable): the lease expires instead.
+    if (!released.ok()) {
+      base::Log(base::LogLevel::kWarning, "undelivered job not released",
+                {{"queue", queue}, {"job_id", job_id}, {"error", released.status().ToString()}});
+    }
+  });
+}
+
+void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index, int requested,
                            absl::StatusOr<store::ClaimOutcome> outcome) {
   Session* s = Find(id);
   if (s == nullptr) {
-    if (outcome.ok() && !outcome->jobs.empty()) {
-      base::Log(base::LogLevel::kWarning,
-                "claim stream ended while claiming; jobs return when their leases expire",
-                {{"jobs", absl::StrCat(outcome->jobs.size())}});
+    // The stream ended while the claim ran: nobody will receive these jobs.
+    if (!outcome.ok()) return;
+    for (const v1::ClaimedJob& job : outcome->jobs) {
+      GiveBack(queue, job.job().id(), job.lease_token());
     }
     return;
   }
-  const std::string queue = s->spec.queues[index];
   if (!outcome.ok()) {
     // UNAVAILABLE: OnRedisReconnected wakes the session. Anything else is a
     // bug worth a log line; the next event retries.
@@ -165,15 +177,23 @@ void Dispatcher::OnClaimed(SessionId id, size_t index, int requested,
     return;
   }
   const absl::Time now = absl::Now();
-  for (v1::ClaimedJob& job : outcome->jobs) {
+  for (size_t i = 0; i < outcome->jobs.size(); ++i) {
+    v1::ClaimedJob& job = outcome->jobs[i];
     std::string key = LeaseKey(queue, job.job().id());
     absl::Time deadline = now + absl::Milliseconds(s->spec.lease_ms);
     leases_[key] = Lease{id, job.lease_token(), deadline};
     s->in_flight.insert(key);
     ArmLeaseTimer(key, deadline);
+    std::string job_id = job.job().id();
+    std::string lease_token = job.lease_token();
     if (!s->sink->Deliver(std::move(job))) {
-      // The stream ended: stop here; its close is already posted.
+      // The stream ended (its close is already posted): this job and the rest
+      // never reach a worker.
       s->filling = false;
+      GiveBack(queue, job_id, lease_token);
+      for (size_t j = i + 1; j < outcome->jobs.size(); ++j) {
+        GiveBack(queue, outcome->jobs[j].job().id(), outcome->jobs[j].lease_token());
+      }
       return;
     }
   }

@@ -118,7 +118,11 @@ class Dispatcher {
   void DoClose(SessionId id);
   void Fill(SessionId id);
   void ClaimFrom(SessionId id, size_t index);
-  void OnClaimed(SessionId id, size_t index, int requested,
+  // Hands a claimed job that no stream will deliver back to its queue
+  // (release.lua) and forgets its lease.
+  void GiveBack(const std::string& queue, const std::string& job_id,
+                const std::string& lease_token);
+  void OnClaimed(SessionId id, const std::string& queue, size_t index, int requested,
                  absl::StatusOr<store::ClaimOutcome> outcome);
   void FinishFill(SessionId id, Session& s);
   void Wait(SessionId id, Session& s);

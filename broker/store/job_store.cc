@@ -192,6 +192,18 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
                  });
 }
 
+void JobStore::Release(const std::string& queue, const std::string& job_id,
+                       const std::string& token, Callback<bool> done) const {
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("release"), {keys.Job(job_id), keys.Active(), keys.Ready()},
+                 {job_id, token, keys.NotifyChannel()},
+                 [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
+                   if (!checked.ok()) return done(checked.status());
+                   done(true);
+                 });
+}
+
 void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("reap"), {keys.Active(), keys.Scheduled(), keys.Dead()},

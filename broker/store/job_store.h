@@ -80,6 +80,11 @@ class JobStore {
   // cancel.lua. NOT_FOUND, FAILED_PRECONDITION (not pending).
   void Cancel(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
 
+  // release.lua: gives back a claim that was never delivered (pending, due
+  // now, attempt undone). NOT_FOUND, FAILED_PRECONDITION (the job moved on).
+  void Release(const std::string& queue, const std::string& job_id, const std::string& token,
+               Callback<bool> done) const;
+
   // reap.lua: settles up to `max_jobs` expired leases of `queue`.
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
 

@@ -213,5 +213,42 @@ TEST_F(JobStoreTest, RetryAfterOverridesBackoffWithoutJitter) {
   EXPECT_NEAR(static_cast<double>(failed->next_attempt_at_ms - testing::NowMs()), 777, 30);
 }
 
+// release.lua undoes an undelivered claim: the job is claimable again at
+// once, in its old place, and the undelivered lease can do nothing.
+TEST_F(JobStoreTest, ReleaseGivesAnUndeliveredClaimBack) {
+  const std::string queue = "release";
+  std::string id = Enqueue(queue, "t", 5, 0);
+  auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", cb); });
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->jobs.size(), 1u);
+  const std::string token = claimed->jobs[0].lease_token();
+
+  auto released = Sync<bool>([&](auto cb) { store_->Release(queue, id, token, cb); });
+  ASSERT_TRUE(released.ok()) << released.status();
+  auto job = Sync<v1::Job>([&](auto cb) { store_->GetJob(queue, id, cb); });
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), testing::kPending);
+  EXPECT_EQ(job->attempts(), 0);
+  EXPECT_EQ(job->lease_expires_at_ms(), 0);
+
+  // Released twice, or acked with the undelivered token: refused.
+  auto again = Sync<bool>([&](auto cb) { store_->Release(queue, id, token, cb); });
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  v1::AckRequest ack;
+  ack.set_queue(queue);
+  ack.set_job_id(id);
+  ack.set_lease_token(token);
+  auto acked = Sync<bool>([&](auto cb) { store_->Ack(ack, cb); });
+  EXPECT_EQ(acked.status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // Claimable again, as attempt 1 with a new token.
+  auto reclaimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", cb); });
+  ASSERT_TRUE(reclaimed.ok());
+  ASSERT_EQ(reclaimed->jobs.size(), 1u);
+  EXPECT_EQ(reclaimed->jobs[0].job().id(), id);
+  EXPECT_EQ(reclaimed->jobs[0].job().attempts(), 1);
+  EXPECT_NE(reclaimed->jobs[0].lease_token(), token);
+}
+
 }  // namespace
 }  // namespace jobwire::store

@@ -1,0 +1,23 @@
+-- release.lua: undoes a claim whose job never reached its worker (the Claim
+-- stream ended while the claim was in flight). The job is pending and due
+-- again at once, with its attempt given back; the lease token is cleared so
+-- the undelivered lease can never Ack, Fail or extend.
+--
+-- KEYS[1] {p}:{q}:job:<id>
+-- KEYS[2] {p}:{q}:active
+-- KEYS[3] {p}:{q}:ready
+-- ARGV[1] job id   ARGV[2] lease token of the undelivered claim
+-- ARGV[3] notify channel
+-- Returns {'OK'} | {'NOT_FOUND'} | {'STALE'} (the token is not the current
+-- lease: the job moved on, nothing to undo) | {'STATE', state} (not active).
+local f = redis.call('HMGET', KEYS[1], 'state', 'lease_token', 'priority', 'available_at')
+if not f[1] then return {'NOT_FOUND'} end
+if f[2] ~= ARGV[2] then return {'STALE'} end
+if f[1] ~= 'active' then return {'STATE', f[1]} end
+
+redis.call('HINCRBY', KEYS[1], 'attempts', -1)
+redis.call('HSET', KEYS[1], 'state', 'pending', 'lease_token', '', 'lease_expires_at', '0')
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ready_score(tonumber(f[3]), tonumber(f[4])), ARGV[1])
+redis.call('PUBLISH', ARGV[3], 0)
+return {'OK'}
