@@ -7,6 +7,7 @@
 -- KEYS[1] {p}:{q}:ready
 -- KEYS[2] {p}:{q}:scheduled
 -- KEYS[3] {p}:{q}:active
+-- KEYS[4] {p}:{q}:paused (when it exists, nothing is claimed)
 -- ARGV[1] job key prefix {p}:{q}:job:
 -- ARGV[2] max jobs to claim (>= 1)
 -- ARGV[3] lease ms
@@ -15,7 +16,9 @@
 -- Returns {next_due_in_ms, id1, fields1, id2, fields2, ...} where fieldsN is
 -- the job hash (HGETALL) after the claim. next_due_in_ms is 0 when all
 -- ARGV[2] jobs were claimed (more may be waiting); otherwise the ms until the
--- earliest scheduled job is due (0 if due now), or -1 if none is scheduled.
+-- earliest scheduled job is due (0 if due now), or -1 if none is scheduled
+-- or the queue is paused (resuming publishes a wake-up).
+if redis.call('EXISTS', KEYS[4]) == 1 then return {-1} end
 local now = now_ms()
 local prefix = ARGV[1]
 local want = tonumber(ARGV[2])

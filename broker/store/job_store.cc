@@ -114,7 +114,7 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
                      const std::string& worker_id, Callback<ClaimOutcome> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(
-      scripts_->Get("claim"), {keys.Ready(), keys.Scheduled(), keys.Active()},
+      scripts_->Get("claim"), {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused()},
       {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), RandomToken(), worker_id},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());

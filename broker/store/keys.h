@@ -11,6 +11,7 @@
 //   <p>:{<q>}:completed    zset   completed jobs, by finish time
 //   <p>:{<q>}:dead         zset   dead jobs, by finish time
 //   <p>:{<q>}:idem:<key>   string job id of an idempotency key
+//   <p>:{<q>}:paused       string exists while the queue is paused
 //   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
 //   <p>:queues             set    names of queues that have or had jobs
 #ifndef JOBWIRE_BROKER_STORE_KEYS_H_
@@ -35,6 +36,8 @@ class Keys {
   std::string Completed() const { return base_ + "completed"; }
   std::string Dead() const { return base_ + "dead"; }
   std::string Idempotency(absl::string_view key) const { return base_ + "idem:" + std::string(key); }
+  std::string IdempotencyPrefix() const { return base_ + "idem:"; }
+  std::string Paused() const { return base_ + "paused"; }
   std::string NotifyChannel() const { return base_ + "notify"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).

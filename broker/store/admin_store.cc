@@ -1,0 +1,145 @@
+#include "broker/store/admin_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace jobwire::store {
+namespace {
+
+bool IsArray(const RedisReply& reply, size_t min_size) {
+  return reply.type == RedisReply::Type::kArray && reply.elements.size() >= min_size;
+}
+
+}  // namespace
+
+AdminStore::AdminStore(RedisClient* client, const ScriptRunner* scripts, std::string key_prefix)
+    : client_(client), scripts_(scripts), key_prefix_(std::move(key_prefix)) {}
+
+void AdminStore::Stats(const std::string& queue, Callback<v1::QueueStats> done) const {
+  Keys k = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("queue_stats"),
+                 {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused()}, {},
+                 [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   if (!IsArray(*reply, 7)) return done(absl::InternalError("bad stats reply"));
+                   const auto& e = reply->elements;
+                   v1::QueueStats stats;
+                   stats.set_queue(queue);
+                   stats.set_pending_due(e[0].AsInt());
+                   stats.set_pending_scheduled(e[1].AsInt());
+                   stats.set_active(e[2].AsInt());
+                   stats.set_completed(e[3].AsInt());
+                   stats.set_dead(e[4].AsInt());
+                   stats.set_paused(e[5].AsInt() == 1);
+                   stats.set_oldest_due_age_ms(e[6].AsInt());
+                   done(std::move(stats));
+                 });
+}
+
+void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& request,
+                          Callback<JobPage> done) const {
+  Keys k = KeysFor(queue);
+  std::vector<std::string> keys;
+  switch (request.state) {
+    case v1::PENDING:
+      keys = {k.Ready(), k.Scheduled()};
+      break;
+    case v1::ACTIVE:
+      keys = {k.Active()};
+      break;
+    case v1::COMPLETED:
+      keys = {k.Completed()};
+      break;
+    default:
+      keys = {k.Dead()};
+      break;
+  }
+  scripts_->Eval(scripts_->Get("list_jobs"), std::move(keys),
+                 {k.JobPrefix(), absl::StrCat(request.offset), absl::StrCat(request.page_size),
+                  request.newest_first ? "1" : "0", request.type,
+                  absl::StrCat(request.scan_limit)},
+                 [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   if (!IsArray(*reply, 1)) return done(absl::InternalError("bad list reply"));
+                   const auto& e = reply->elements;
+                   JobPage page;
+                   page.next_offset = e[0].AsInt(-1);
+                   for (size_t i = 1; i + 1 < e.size(); i += 2) {
+                     page.jobs.push_back(JobFromHash(queue, e[i].str, e[i + 1]));
+                   }
+                   done(std::move(page));
+                 });
+}
+
+namespace {
+
+Callback<RedisReply> RetryReply(Callback<RetryBatch> done) {
+  return [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+    if (!reply.ok()) return done(reply.status());
+    if (!IsArray(*reply, 2)) return done(absl::InternalError("bad retry_dead reply"));
+    done(RetryBatch{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1)});
+  };
+}
+
+}  // namespace
+
+void AdminStore::RetryDeadIds(const std::string& queue, const std::vector<std::string>& ids,
+                              const std::string& type, Callback<RetryBatch> done) const {
+  Keys k = KeysFor(queue);
+  std::vector<std::string> args = {k.JobPrefix(), k.NotifyChannel(), type, "ids"};
+  args.insert(args.end(), ids.begin(), ids.end());
+  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready()}, std::move(args),
+                 RetryReply(std::move(done)));
+}
+
+void AdminStore::RetryDeadScan(const std::string& queue, const std::string& type, int64_t offset,
+                               int batch, Callback<RetryBatch> done) const {
+  Keys k = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready()},
+                 {k.JobPrefix(), k.NotifyChannel(), type, "scan", absl::StrCat(offset),
+                  absl::StrCat(batch)},
+                 RetryReply(std::move(done)));
+}
+
+void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
+                           Callback<bool> done) const {
+  Keys k = KeysFor(queue);
+  scripts_->Eval(
+      scripts_->Get("delete_job"),
+      {k.Job(job_id), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead()},
+      {job_id, k.IdempotencyPrefix()},
+      [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (!IsArray(*reply, 1)) return done(absl::InternalError("bad delete_job reply"));
+        if (reply->elements[0].str == "NOT_FOUND") {
+          return done(absl::NotFoundError(
+              absl::StrCat("job ", job_id, " in queue ", queue, " not found")));
+        }
+        done(true);
+      });
+}
+
+void AdminStore::PurgeDead(const std::string& queue, int64_t older_than_ms, int batch,
+                           Callback<int64_t> done) const {
+  Keys k = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("purge_dead"), {k.Dead()},
+                 {k.JobPrefix(), k.IdempotencyPrefix(), absl::StrCat(older_than_ms),
+                  absl::StrCat(batch)},
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   done(reply->AsInt());
+                 });
+}
+
+void AdminStore::SetPaused(const std::string& queue, bool paused, Callback<bool> done) const {
+  Keys k = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("set_paused"), {k.Paused()},
+                 {paused ? "1" : "0", k.NotifyChannel()},
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   done(reply->AsInt() == 1);
+                 });
+}
+
+}  // namespace jobwire::store

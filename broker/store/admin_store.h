@@ -1,0 +1,83 @@
+// AdminStore: the operator's reads and changes of queue state in Redis (the
+// Admin service). Like JobStore, each change is one lua/ script named in its
+// comment, and every method is asynchronous: the callback runs on the Redis
+// event loop thread and must not block.
+//
+// Errors common to every method: UNAVAILABLE when Redis cannot be reached
+// (the call may or may not have run), INTERNAL for an unexpected reply.
+// Thread safety: methods may be called from any thread.
+#ifndef JOBWIRE_BROKER_STORE_ADMIN_STORE_H_
+#define JOBWIRE_BROKER_STORE_ADMIN_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "broker/store/job_store.h"
+#include "jobwire/v1/admin.pb.h"
+
+namespace jobwire::store {
+
+struct JobPage {
+  std::vector<v1::Job> jobs;
+  // Where the next page starts; -1 when there is nothing more.
+  int64_t next_offset = -1;
+};
+
+// Which jobs of a state ListJobs reads (see list_jobs.lua).
+struct JobPageRequest {
+  v1::JobState state = v1::PENDING;
+  int64_t offset = 0;
+  int page_size = 50;
+  bool newest_first = true;
+  std::string type;  // empty: every type
+  int scan_limit = 50;  // entries looked at, at most (>= page_size)
+};
+
+struct RetryBatch {
+  int64_t moved = 0;
+  // Scan mode: where the next batch starts; -1 when the dead set is done.
+  int64_t next_offset = -1;
+};
+
+class AdminStore {
+ public:
+  // `client` and `scripts` must outlive the store.
+  AdminStore(RedisClient* client, const ScriptRunner* scripts, std::string key_prefix);
+
+  // queue_stats.lua: counts per state, paused flag, oldest due age.
+  void Stats(const std::string& queue, Callback<v1::QueueStats> done) const;
+
+  // list_jobs.lua: one page of `queue`'s jobs in one state.
+  void ListJobs(const std::string& queue, const JobPageRequest& request,
+                Callback<JobPage> done) const;
+
+  // retry_dead.lua with the given ids (skips those not dead or not of `type`).
+  void RetryDeadIds(const std::string& queue, const std::vector<std::string>& ids,
+                    const std::string& type, Callback<RetryBatch> done) const;
+  // retry_dead.lua on the next `batch` entries of the dead set from `offset`.
+  void RetryDeadScan(const std::string& queue, const std::string& type, int64_t offset,
+                     int batch, Callback<RetryBatch> done) const;
+
+  // delete_job.lua. NOT_FOUND.
+  void DeleteJob(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
+
+  // purge_dead.lua: removes up to `batch` jobs dead for more than
+  // `older_than_ms`; returns how many.
+  void PurgeDead(const std::string& queue, int64_t older_than_ms, int batch,
+                 Callback<int64_t> done) const;
+
+  // set_paused.lua; returns whether the flag changed.
+  void SetPaused(const std::string& queue, bool paused, Callback<bool> done) const;
+
+ private:
+  Keys KeysFor(const std::string& queue) const { return Keys(key_prefix_, queue); }
+
+  RedisClient* const client_;
+  const ScriptRunner* const scripts_;
+  const std::string key_prefix_;
+};
+
+}  // namespace jobwire::store
+
+#endif  // JOBWIRE_BROKER_STORE_ADMIN_STORE_H_

@@ -1,0 +1,22 @@
+-- purge_dead.lua: removes up to a batch of dead jobs that died at or before
+-- now - ARGV[3], with their idempotency keys when those still name them.
+--
+-- KEYS[1] {p}:{q}:dead
+-- ARGV[1] job key prefix {p}:{q}:job:
+-- ARGV[2] idempotency key prefix {p}:{q}:idem:
+-- ARGV[3] older_than ms (>= 0)
+-- ARGV[4] batch size
+-- Returns the number removed (fewer than the batch: nothing older is left).
+local cutoff = now_ms() - tonumber(ARGV[3])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(cutoff), 'LIMIT', 0,
+                       tonumber(ARGV[4]))
+for _, id in ipairs(ids) do
+  local key = ARGV[1] .. id
+  local idem = redis.call('HGET', key, 'idempotency_key')
+  if idem and idem ~= '' and redis.call('GET', ARGV[2] .. idem) == id then
+    redis.call('DEL', ARGV[2] .. idem)
+  end
+  redis.call('DEL', key)
+  redis.call('ZREM', KEYS[1], id)
+end
+return #ids

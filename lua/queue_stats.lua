@@ -1,0 +1,44 @@
+-- queue_stats.lua: one queue's counts and the age of its oldest due job, read
+-- in one step (changes nothing).
+--
+-- KEYS[1] {p}:{q}:ready
+-- KEYS[2] {p}:{q}:scheduled
+-- KEYS[3] {p}:{q}:active
+-- KEYS[4] {p}:{q}:completed
+-- KEYS[5] {p}:{q}:dead
+-- KEYS[6] {p}:{q}:paused
+-- Returns {pending_due, pending_scheduled, active, completed, dead, paused
+-- (0|1), oldest_due_age_ms}.
+--
+-- The oldest due job is the first of some priority band of `ready` (each band
+-- is ordered by due time), or the first of `scheduled` when its time has
+-- passed. Looking at the first job of at most 64 bands keeps this O(log n);
+-- queues that use more than 64 distinct priorities get the oldest among the
+-- 64 highest.
+local now = now_ms()
+local BAND = 4398046511104  -- 2^42, see ready_score
+local overdue = redis.call('ZCOUNT', KEYS[2], '-inf', int(now))
+local due = redis.call('ZCARD', KEYS[1]) + overdue
+local future = redis.call('ZCARD', KEYS[2]) - overdue
+
+local oldest = nil
+local from = '-inf'
+for _ = 1, 64 do
+  local first = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #first == 0 then break end
+  local score = tonumber(first[2])
+  local band = math.floor(score / BAND)
+  local available_at = score - band * BAND + READY_EPOCH_MS
+  if oldest == nil or available_at < oldest then oldest = available_at end
+  from = int((band + 1) * BAND)
+end
+if overdue > 0 then
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  local available_at = tonumber(first[2])
+  if oldest == nil or available_at < oldest then oldest = available_at end
+end
+local age = 0
+if oldest ~= nil and now > oldest then age = now - oldest end
+
+return {due, future, redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4]),
+        redis.call('ZCARD', KEYS[5]), redis.call('EXISTS', KEYS[6]), int(age)}
