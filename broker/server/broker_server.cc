@@ -34,7 +34,10 @@ BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress
       dispatcher_(&loop_, &store_, &subscriber_),
       lifecycle_(&store_, &dispatcher_, DefaultsFrom(config)),
       reaper_(core::LeaseReaperParams{&loop_, &store_}),
-      service_(&lifecycle_, &dispatcher_, service::Limits{config.max_payload_bytes}) {}
+      service_(&lifecycle_, &dispatcher_, service::Limits{config.max_payload_bytes}),
+      admin_store_(&commands_, &scripts_, config.key_prefix),
+      queue_admin_(&store_, &admin_store_),
+      admin_service_(&queue_admin_) {}
 
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config,
                                                                   const std::string& redis_url) {
@@ -54,6 +57,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(&s->service_);
+  builder.RegisterService(&s->admin_service_);
   // Room for a batch of jobs; each payload is limited separately.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::max<int64_t>(64 << 20, config.max_payload_bytes + (1 << 20))));
@@ -78,7 +82,8 @@ void BrokerServer::Shutdown(absl::Duration grace) {
     dispatcher_.Shutdown();
     const absl::Time deadline = absl::Now() + grace;
     while (absl::Now() < deadline &&
-           (service_.calls_in_flight() > 0 || dispatcher_.open_sessions() > 0)) {
+           (service_.calls_in_flight() > 0 || admin_service_.calls_in_flight() > 0 ||
+            dispatcher_.open_sessions() > 0)) {
       absl::SleepFor(absl::Milliseconds(5));
     }
     server_->Shutdown(absl::ToChronoTime(absl::Now()));

@@ -15,8 +15,11 @@
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
 #include "broker/core/lease_reaper.h"
+#include "broker/core/queue_admin.h"
 #include "broker/server/broker_config.h"
+#include "broker/service/admin_service.h"
 #include "broker/service/broker_service.h"
+#include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
 #include "broker/store/redis_client.h"
 #include "broker/store/script_runner.h"
@@ -52,6 +55,9 @@ class BrokerServer {
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;
   service::BrokerService service_;
+  store::AdminStore admin_store_;
+  core::QueueAdmin queue_admin_;
+  service::AdminService admin_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

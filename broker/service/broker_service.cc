@@ -4,34 +4,9 @@
 #include <memory>
 
 #include "broker/service/claim_reactor.h"
+#include "broker/service/counted_reactor.h"
 
 namespace jobwire::service {
-namespace {
-
-// Finishes `reactor` with `status` when it is an error; returns whether it was.
-bool FinishIfError(grpc::ServerUnaryReactor* reactor, const absl::Status& status) {
-  if (status.ok()) return false;
-  reactor->Finish(ToGrpcStatus(status));
-  return true;
-}
-
-}  // namespace
-
-// A unary call's reactor that counts itself in `in_flight` until gRPC is
-// done with it, so that shutdown can wait for running calls.
-class CountedReactor : public grpc::ServerUnaryReactor {
- public:
-  explicit CountedReactor(std::atomic<int64_t>* in_flight) : in_flight_(in_flight) {
-    ++*in_flight_;
-  }
-  void OnDone() override {
-    --*in_flight_;
-    delete this;
-  }
-
- private:
-  std::atomic<int64_t>* const in_flight_;
-};
 
 grpc::ServerUnaryReactor* BrokerService::NewUnaryReactor() {
   return new CountedReactor(&calls_in_flight_);

@@ -60,6 +60,10 @@ absl::Status ValidateQueueName(absl::string_view field, absl::string_view queue)
   return CheckName(field, queue, kMaxQueueNameLength);
 }
 
+absl::Status ValidateJobId(absl::string_view field, absl::string_view job_id) {
+  return CheckName(field, job_id, kMaxJobIdLength);
+}
+
 absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                              absl::string_view p) {
   JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat(p, "queue"), r.queue()));

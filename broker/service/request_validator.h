@@ -38,6 +38,9 @@ struct Limits {
 // the field in the message ("queue", "queues[2]").
 absl::Status ValidateQueueName(absl::string_view field, absl::string_view queue);
 
+// Checks a job id: 1..64 characters of [A-Za-z0-9._:-].
+absl::Status ValidateJobId(absl::string_view field, absl::string_view job_id);
+
 // `field_prefix` is prepended to field names ("jobs[3].").
 absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                              absl::string_view field_prefix = "");

@@ -1,0 +1,129 @@
+#include "broker/service/admin_service.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "broker/service/admin_validator.h"
+#include "broker/service/counted_reactor.h"
+
+namespace jobwire::service {
+
+AdminService::AdminService(const core::QueueAdmin* admin) : admin_(admin) {}
+
+grpc::ServerUnaryReactor* AdminService::NewReactor() {
+  return new CountedReactor(&calls_in_flight_);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext*,
+                                                   const v1::ListQueuesRequest*,
+                                                   v1::ListQueuesResponse* resp) {
+  auto* reactor = NewReactor();
+  admin_->ListQueues([reactor, resp](absl::StatusOr<std::vector<v1::QueueStats>> queues) {
+    if (FinishIfError(reactor, queues.status())) return;
+    for (v1::QueueStats& stats : *queues) *resp->add_queues() = std::move(stats);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::GetQueueStats(grpc::CallbackServerContext*,
+                                                      const v1::GetQueueStatsRequest* req,
+                                                      v1::QueueStats* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateQueueRequest(req->queue()))) return reactor;
+  admin_->Stats(req->queue(), [reactor, resp](absl::StatusOr<v1::QueueStats> stats) {
+    if (FinishIfError(reactor, stats.status())) return;
+    *resp = *std::move(stats);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext*,
+                                                 const v1::ListJobsRequest* req,
+                                                 v1::ListJobsResponse* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateListJobs(*req))) return reactor;
+  store::JobPageRequest page;
+  page.state = req->state();
+  page.offset = *ParsePageToken(req->page_token());
+  page.page_size = req->page_size() == 0 ? kDefaultPageSize : req->page_size();
+  page.newest_first = !req->oldest_first();
+  page.type = req->type();
+  // With a type filter, look further than one page for matches.
+  page.scan_limit = page.type.empty() ? page.page_size : std::min(10 * page.page_size, 10000);
+  admin_->ListJobs(req->queue(), page, [reactor, resp](absl::StatusOr<store::JobPage> jobs) {
+    if (FinishIfError(reactor, jobs.status())) return;
+    for (v1::Job& job : jobs->jobs) *resp->add_jobs() = std::move(job);
+    if (jobs->next_offset >= 0) resp->set_next_page_token(absl::StrCat(jobs->next_offset));
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::RetryDead(grpc::CallbackServerContext*,
+                                                  const v1::RetryDeadRequest* req,
+                                                  v1::RetryDeadResponse* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateRetryDead(*req))) return reactor;
+  std::vector<std::string> ids(req->job_ids().begin(), req->job_ids().end());
+  admin_->RetryDead(req->queue(), ids, req->all(), req->type(),
+                    [reactor, resp](absl::StatusOr<int64_t> moved) {
+                      if (FinishIfError(reactor, moved.status())) return;
+                      resp->set_moved(*moved);
+                      reactor->Finish(grpc::Status::OK);
+                    });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::DeleteJob(grpc::CallbackServerContext*,
+                                                  const v1::DeleteJobRequest* req,
+                                                  v1::DeleteJobResponse*) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateDeleteJob(*req))) return reactor;
+  admin_->DeleteJob(req->queue(), req->job_id(), [reactor](absl::StatusOr<bool> deleted) {
+    if (FinishIfError(reactor, deleted.status())) return;
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::PurgeDead(grpc::CallbackServerContext*,
+                                                  const v1::PurgeDeadRequest* req,
+                                                  v1::PurgeDeadResponse* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidatePurgeDead(*req))) return reactor;
+  admin_->PurgeDead(req->queue(), req->older_than_ms(),
+                    [reactor, resp](absl::StatusOr<int64_t> purged) {
+                      if (FinishIfError(reactor, purged.status())) return;
+                      resp->set_purged(*purged);
+                      reactor->Finish(grpc::Status::OK);
+                    });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::PauseQueue(grpc::CallbackServerContext*,
+                                                   const v1::PauseQueueRequest* req,
+                                                   v1::PauseQueueResponse*) {
+  return SetPaused(req->queue(), true);
+}
+
+grpc::ServerUnaryReactor* AdminService::ResumeQueue(grpc::CallbackServerContext*,
+                                                    const v1::ResumeQueueRequest* req,
+                                                    v1::ResumeQueueResponse*) {
+  return SetPaused(req->queue(), false);
+}
+
+grpc::ServerUnaryReactor* AdminService::SetPaused(const std::string& queue, bool paused) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateQueueRequest(queue))) return reactor;
+  admin_->SetPaused(queue, paused, [reactor](absl::StatusOr<bool> changed) {
+    if (FinishIfError(reactor, changed.status())) return;
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+}  // namespace jobwire::service

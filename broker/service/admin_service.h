@@ -1,0 +1,63 @@
+// AdminService: the jobwire.v1.Admin gRPC service (callback API), what
+// operators use to inspect queues, redrive dead jobs and pause work. Each
+// handler validates its request (INVALID_ARGUMENT, nothing changed), hands it
+// to core::QueueAdmin and finishes the call from the Redis callback.
+#ifndef JOBWIRE_BROKER_SERVICE_ADMIN_SERVICE_H_
+#define JOBWIRE_BROKER_SERVICE_ADMIN_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include <grpcpp/grpcpp.h>
+
+#include "broker/core/queue_admin.h"
+#include "jobwire/v1/admin.grpc.pb.h"
+
+namespace jobwire::service {
+
+// Thread safety: gRPC calls the handlers concurrently; the only state of its
+// own is an atomic count of calls in flight.
+class AdminService final : public v1::Admin::CallbackService {
+ public:
+  // `admin` must outlive the service.
+  explicit AdminService(const core::QueueAdmin* admin);
+
+  grpc::ServerUnaryReactor* ListQueues(grpc::CallbackServerContext* ctx,
+                                       const v1::ListQueuesRequest* req,
+                                       v1::ListQueuesResponse* resp) override;
+  grpc::ServerUnaryReactor* GetQueueStats(grpc::CallbackServerContext* ctx,
+                                          const v1::GetQueueStatsRequest* req,
+                                          v1::QueueStats* resp) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx,
+                                     const v1::ListJobsRequest* req,
+                                     v1::ListJobsResponse* resp) override;
+  grpc::ServerUnaryReactor* RetryDead(grpc::CallbackServerContext* ctx,
+                                      const v1::RetryDeadRequest* req,
+                                      v1::RetryDeadResponse* resp) override;
+  grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* ctx,
+                                      const v1::DeleteJobRequest* req,
+                                      v1::DeleteJobResponse* resp) override;
+  grpc::ServerUnaryReactor* PurgeDead(grpc::CallbackServerContext* ctx,
+                                      const v1::PurgeDeadRequest* req,
+                                      v1::PurgeDeadResponse* resp) override;
+  grpc::ServerUnaryReactor* PauseQueue(grpc::CallbackServerContext* ctx,
+                                       const v1::PauseQueueRequest* req,
+                                       v1::PauseQueueResponse* resp) override;
+  grpc::ServerUnaryReactor* ResumeQueue(grpc::CallbackServerContext* ctx,
+                                        const v1::ResumeQueueRequest* req,
+                                        v1::ResumeQueueResponse* resp) override;
+
+  // Calls that have started and are not done yet. Thread-safe.
+  int64_t calls_in_flight() const { return calls_in_flight_.load(); }
+
+ private:
+  grpc::ServerUnaryReactor* NewReactor();
+  grpc::ServerUnaryReactor* SetPaused(const std::string& queue, bool paused);
+
+  std::atomic<int64_t> calls_in_flight_{0};
+  const core::QueueAdmin* const admin_;
+};
+
+}  // namespace jobwire::service
+
+#endif  // JOBWIRE_BROKER_SERVICE_ADMIN_SERVICE_H_

@@ -1,0 +1,44 @@
+// CountedReactor: a unary call's reactor that counts itself in a shared
+// counter until gRPC is done with it, so that shutdown can wait for the calls
+// still running (BrokerServer::Shutdown). FinishIfError: the handlers' way
+// to end a call with an absl::Status.
+#ifndef JOBWIRE_BROKER_SERVICE_COUNTED_REACTOR_H_
+#define JOBWIRE_BROKER_SERVICE_COUNTED_REACTOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+
+namespace jobwire::service {
+
+class CountedReactor : public grpc::ServerUnaryReactor {
+ public:
+  // `in_flight` must outlive the reactor.
+  explicit CountedReactor(std::atomic<int64_t>* in_flight) : in_flight_(in_flight) {
+    ++*in_flight_;
+  }
+  void OnDone() override {
+    --*in_flight_;
+    delete this;
+  }
+
+ private:
+  std::atomic<int64_t>* const in_flight_;
+};
+
+// Finishes `reactor` with `status` when it is an error (same code and
+// message); returns whether it was.
+inline bool FinishIfError(grpc::ServerUnaryReactor* reactor, const absl::Status& status) {
+  if (status.ok()) return false;
+  reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                               std::string(status.message())));
+  return true;
+}
+
+}  // namespace jobwire::service
+
+#endif  // JOBWIRE_BROKER_SERVICE_COUNTED_REACTOR_H_
