@@ -1,0 +1,259 @@
+#include "cli/admin_cli.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/table.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+
+namespace jobwire::cli {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+// "1.5s", "3m20s", "-" for zero.
+std::string Age(int64_t ms) {
+  if (ms <= 0) return "-";
+  // Whole seconds from one second on: "3m20s" rather than "3m20.123s".
+  return absl::FormatDuration(ms < 1000 ? absl::Milliseconds(ms) : absl::Seconds(ms / 1000));
+}
+
+// Epoch ms as UTC time, "-" for zero.
+std::string Time(int64_t ms) {
+  if (ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
+
+std::string StateName(v1::JobState state) {
+  return absl::AsciiStrToLower(v1::JobState_Name(state));
+}
+
+// Printable text as it is, anything else as base64.
+std::string Bytes(const std::string& bytes) {
+  for (unsigned char c : bytes) {
+    if (c < 0x20 && c != '\n' && c != '\t') return "base64:" + absl::Base64Escape(bytes);
+  }
+  return bytes;
+}
+
+std::string Truncate(const std::string& text, size_t max) {
+  return text.size() <= max ? text : text.substr(0, max - 3) + "...";
+}
+
+}  // namespace
+
+AdminCli::AdminCli(const std::string& address, absl::Duration timeout, std::ostream* out,
+                   bool json)
+    : timeout_(timeout), out_(out), json_(json) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  admin_ = v1::Admin::NewStub(channel);
+  broker_ = v1::Broker::NewStub(channel);
+}
+
+std::unique_ptr<grpc::ClientContext> AdminCli::Context() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  return context;
+}
+
+void AdminCli::PrintJson(const google::protobuf::Message& message) {
+  std::string text;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &text, options);
+  *out_ << text << "\n";
+}
+
+absl::Status AdminCli::Queues() {
+  v1::ListQueuesResponse response;
+  grpc::Status status = admin_->ListQueues(Context().get(), v1::ListQueuesRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    PrintJson(response);
+    return absl::OkStatus();
+  }
+  Table table({"QUEUE", "DUE", "SCHEDULED", "ACTIVE", "COMPLETED", "DEAD", "PAUSED",
+               "OLDEST DUE"});
+  for (const v1::QueueStats& q : response.queues()) {
+    table.AddRow({q.queue(), absl::StrCat(q.pending_due()), absl::StrCat(q.pending_scheduled()),
+                  absl::StrCat(q.active()), absl::StrCat(q.completed()), absl::StrCat(q.dead()),
+                  q.paused() ? "yes" : "no", Age(q.oldest_due_age_ms())});
+  }
+  *out_ << table.ToString();
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::Stats(const std::string& queue) {
+  v1::GetQueueStatsRequest request;
+  request.set_queue(queue);
+  v1::QueueStats q;
+  grpc::Status status = admin_->GetQueueStats(Context().get(), request, &q);
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    PrintJson(q);
+    return absl::OkStatus();
+  }
+  *out_ << "queue:               " << q.queue() << "\n"
+        << "pending (due):       " << q.pending_due() << "\n"
+        << "pending (scheduled): " << q.pending_scheduled() << "\n"
+        << "active:              " << q.active() << "\n"
+        << "completed:           " << q.completed() << "\n"
+        << "dead:                " << q.dead() << "\n"
+        << "paused:              " << (q.paused() ? "yes" : "no") << "\n"
+        << "oldest due:          " << Age(q.oldest_due_age_ms()) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::Jobs(const std::string& queue, const ListJobsOptions& options) {
+  v1::ListJobsRequest request;
+  request.set_queue(queue);
+  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+  if (!v1::JobState_Parse(absl::AsciiStrToUpper(options.state), &state)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--state: must be pending, active, completed or dead, got \"", options.state, "\""));
+  }
+  request.set_state(state);
+  request.set_page_size(options.limit);
+  request.set_oldest_first(options.oldest_first);
+  request.set_type(options.type);
+  request.set_page_token(options.page_token);
+  v1::ListJobsResponse response;
+  grpc::Status status = admin_->ListJobs(Context().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    PrintJson(response);
+    return absl::OkStatus();
+  }
+  Table table({"ID", "TYPE", "STATE", "ATTEMPTS", "PRIORITY", "DUE", "FINISHED", "ERROR"});
+  for (const v1::Job& job : response.jobs()) {
+    table.AddRow({job.id(), job.type(), StateName(job.state()),
+                  absl::StrCat(job.attempts(), "/", job.max_attempts()),
+                  absl::StrCat(job.priority()), Time(job.available_at_ms()),
+                  Time(job.finished_at_ms()), Truncate(job.error(), 60)});
+  }
+  *out_ << table.ToString();
+  if (!response.next_page_token().empty()) {
+    *out_ << "more: --page-token " << response.next_page_token() << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::Job(const std::string& queue, const std::string& id) {
+  v1::GetJobRequest request;
+  request.set_queue(queue);
+  request.set_job_id(id);
+  v1::Job job;
+  grpc::Status status = broker_->GetJob(Context().get(), request, &job);
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    PrintJson(job);
+    return absl::OkStatus();
+  }
+  *out_ << "id:              " << job.id() << "\n"
+        << "queue:           " << job.queue() << "\n"
+        << "type:            " << job.type() << "\n"
+        << "state:           " << StateName(job.state()) << "\n"
+        << "attempts:        " << job.attempts() << "/" << job.max_attempts() << "\n"
+        << "priority:        " << job.priority() << "\n"
+        << "created:         " << Time(job.created_at_ms()) << "\n"
+        << "due:             " << Time(job.available_at_ms()) << "\n"
+        << "lease expires:   " << Time(job.lease_expires_at_ms()) << "\n"
+        << "finished:        " << Time(job.finished_at_ms()) << "\n"
+        << "worker:          " << job.worker_id() << "\n"
+        << "idempotency key: " << job.idempotency_key() << "\n"
+        << "error:           " << job.error() << "\n"
+        << "payload:         " << Bytes(job.payload()) << "\n"
+        << "result:          " << Bytes(job.result()) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::RetryDead(const std::string& queue, const std::vector<std::string>& ids,
+                                 bool all, const std::string& type) {
+  v1::RetryDeadRequest request;
+  request.set_queue(queue);
+  for (const std::string& id : ids) request.add_job_ids(id);
+  request.set_all(all);
+  request.set_type(type);
+  v1::RetryDeadResponse response;
+  grpc::Status status = admin_->RetryDead(Context().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    PrintJson(response);
+  } else {
+    *out_ << "moved " << response.moved() << " dead job(s) of " << queue << " back to pending\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::PurgeDead(const std::string& queue, int64_t older_than_ms) {
+  v1::PurgeDeadRequest request;
+  request.set_queue(queue);
+  request.set_older_than_ms(older_than_ms);
+  v1::PurgeDeadResponse response;
+  grpc::Status status = admin_->PurgeDead(Context().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    PrintJson(response);
+  } else {
+    *out_ << "purged " << response.purged() << " dead job(s) of " << queue << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::Pause(const std::string& queue, bool paused) {
+  grpc::Status status;
+  if (paused) {
+    v1::PauseQueueRequest request;
+    request.set_queue(queue);
+    v1::PauseQueueResponse response;
+    status = admin_->PauseQueue(Context().get(), request, &response);
+  } else {
+    v1::ResumeQueueRequest request;
+    request.set_queue(queue);
+    v1::ResumeQueueResponse response;
+    status = admin_->ResumeQueue(Context().get(), request, &response);
+  }
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    *out_ << nlohmann::json{{"queue", queue}, {"paused", paused}}.dump() << "\n";
+  } else {
+    *out_ << "queue " << queue << (paused ? " paused" : " resumed") << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::Enqueue(const std::string& queue, const std::string& type,
+                               const EnqueueOptions& options) {
+  v1::EnqueueRequest request;
+  request.set_queue(queue);
+  request.set_type(type);
+  if (!options.json.empty()) {
+    nlohmann::json payload = nlohmann::json::parse(options.json, nullptr, false);
+    if (payload.is_discarded()) {
+      return absl::InvalidArgumentError("--json: is not valid JSON");
+    }
+    request.set_payload(payload.dump());
+  } else {
+    request.set_payload(options.payload);
+  }
+  request.set_priority(options.priority);
+  request.set_delay_ms(options.delay_ms);
+  request.set_max_attempts(options.max_attempts);
+  request.set_idempotency_key(options.idempotency_key);
+  v1::EnqueueResponse response;
+  grpc::Status status = broker_->Enqueue(Context().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  *out_ << response.job_id() << (response.duplicate() ? " (duplicate)" : "") << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace jobwire::cli

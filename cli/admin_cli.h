@@ -1,0 +1,70 @@
+// AdminCli: the commands of the `jobwire` CLI, one method each, over the
+// Admin and Broker services of one broker. Each method prints its result to
+// `out` (a table or key: value lines, or JSON with `json`) and returns the
+// broker's status unchanged on failure (main prints it and exits non-zero).
+//
+// Thread safety: one command at a time.
+#ifndef JOBWIRE_CLI_ADMIN_CLI_H_
+#define JOBWIRE_CLI_ADMIN_CLI_H_
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "jobwire/v1/admin.grpc.pb.h"
+#include "jobwire/v1/broker.grpc.pb.h"
+
+namespace jobwire::cli {
+
+struct ListJobsOptions {
+  std::string state = "pending";  // pending | active | completed | dead
+  std::string type;
+  int limit = 50;
+  bool oldest_first = false;
+  std::string page_token;
+};
+
+struct EnqueueOptions {
+  std::string json;     // payload as JSON (checked and compacted)
+  std::string payload;  // raw payload, when json is empty
+  int32_t priority = 0;
+  int64_t delay_ms = 0;
+  int32_t max_attempts = 0;
+  std::string idempotency_key;
+};
+
+class AdminCli {
+ public:
+  // `address` is host:port; every call gets the `timeout` deadline.
+  AdminCli(const std::string& address, absl::Duration timeout, std::ostream* out, bool json);
+
+  absl::Status Queues();
+  absl::Status Stats(const std::string& queue);
+  absl::Status Jobs(const std::string& queue, const ListJobsOptions& options);
+  absl::Status Job(const std::string& queue, const std::string& id);
+  absl::Status RetryDead(const std::string& queue, const std::vector<std::string>& ids, bool all,
+                         const std::string& type);
+  absl::Status PurgeDead(const std::string& queue, int64_t older_than_ms);
+  absl::Status Pause(const std::string& queue, bool paused);
+  absl::Status Enqueue(const std::string& queue, const std::string& type,
+                       const EnqueueOptions& options);
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Context() const;
+  // Prints `message` as JSON (proto field names) when json_ is set.
+  void PrintJson(const google::protobuf::Message& message);
+
+  const absl::Duration timeout_;
+  std::ostream* const out_;
+  const bool json_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::Broker::Stub> broker_;
+};
+
+}  // namespace jobwire::cli
+
+#endif  // JOBWIRE_CLI_ADMIN_CLI_H_

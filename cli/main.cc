@@ -1,0 +1,137 @@
+// jobwire: the operator's command-line tool (docs/operations.md).
+//
+//   jobwire queues
+//   jobwire stats QUEUE
+//   jobwire jobs QUEUE --state dead [--type T] [--limit N] [--oldest-first]
+//   jobwire job QUEUE ID
+//   jobwire retry-dead QUEUE (--all | ID...) [--type T]
+//   jobwire purge-dead QUEUE [--older-than-ms MS]
+//   jobwire pause QUEUE / jobwire resume QUEUE
+//   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
+//
+// --addr (default $JOBWIRE_ADDR, else localhost:50051) picks the broker.
+// Tables by default, --json for scripts. Exit status: 0 on success, 1 with
+// the broker's "CODE: message" on stderr when a call fails, 2 on bad usage.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "cli/admin_cli.h"
+
+int main(int argc, char** argv) {
+  using jobwire::cli::AdminCli;
+
+  CLI::App app{"jobwire: inspect and operate jobwire queues"};
+  app.require_subcommand(1);
+  const char* env_addr = std::getenv("JOBWIRE_ADDR");
+  std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "localhost:50051";
+  int64_t timeout_ms = 10000;
+  app.add_option("--addr", addr, "broker host:port (default $JOBWIRE_ADDR, else localhost:50051)")
+      ->capture_default_str();
+  app.add_option("--timeout-ms", timeout_ms, "deadline of each call")->capture_default_str();
+
+  bool json = false;
+  std::string queue, type, id;
+  std::vector<std::string> ids;
+  auto add_json = [&json](CLI::App* command) {
+    command->add_flag("--json", json, "print JSON instead of a table");
+  };
+  auto add_queue = [&queue](CLI::App* command) {
+    command->add_option("QUEUE", queue, "queue name")->required();
+  };
+
+  CLI::App* queues = app.add_subcommand("queues", "every queue with its counts per state");
+  add_json(queues);
+
+  CLI::App* stats = app.add_subcommand("stats", "one queue's counts and oldest due age");
+  add_queue(stats);
+  add_json(stats);
+
+  jobwire::cli::ListJobsOptions list;
+  CLI::App* jobs = app.add_subcommand("jobs", "list a queue's jobs in one state");
+  add_queue(jobs);
+  jobs->add_option("--state", list.state, "pending, active, completed or dead")
+      ->capture_default_str();
+  jobs->add_option("--type", list.type, "only jobs of this type");
+  jobs->add_option("--limit", list.limit, "jobs per page (1..1000)")->capture_default_str();
+  jobs->add_flag("--oldest-first", list.oldest_first, "next to run / first finished first");
+  jobs->add_option("--page-token", list.page_token, "the token printed after a full page");
+  add_json(jobs);
+
+  CLI::App* job = app.add_subcommand("job", "one job in full");
+  add_queue(job);
+  job->add_option("ID", id, "job id")->required();
+  add_json(job);
+
+  bool all = false;
+  CLI::App* retry = app.add_subcommand("retry-dead", "move dead jobs back to pending");
+  add_queue(retry);
+  retry->add_option("ID", ids, "dead job ids");
+  retry->add_flag("--all", all, "every dead job (of --type, when given)");
+  retry->add_option("--type", type, "only dead jobs of this type");
+  add_json(retry);
+
+  int64_t older_than_ms = 0;
+  CLI::App* purge = app.add_subcommand("purge-dead", "delete dead jobs");
+  add_queue(purge);
+  purge->add_option("--older-than-ms", older_than_ms, "only jobs dead for longer than this")
+      ->capture_default_str();
+  add_json(purge);
+
+  CLI::App* pause = app.add_subcommand("pause", "stop handing the queue's jobs to workers");
+  add_queue(pause);
+  add_json(pause);
+  CLI::App* resume = app.add_subcommand("resume", "resume a paused queue");
+  add_queue(resume);
+  add_json(resume);
+
+  jobwire::cli::EnqueueOptions enqueue_options;
+  CLI::App* enqueue = app.add_subcommand("enqueue", "enqueue one job (for trying things out)");
+  add_queue(enqueue);
+  enqueue->add_option("TYPE", type, "job type")->required();
+  CLI::Option* json_payload =
+      enqueue->add_option("--json", enqueue_options.json, "payload as JSON");
+  enqueue->add_option("--payload", enqueue_options.payload, "payload as raw text")
+      ->excludes(json_payload);
+  enqueue->add_option("--priority", enqueue_options.priority, "-1000..1000");
+  enqueue->add_option("--delay-ms", enqueue_options.delay_ms, "run no earlier than now + this");
+  enqueue->add_option("--max-attempts", enqueue_options.max_attempts, "1..1000");
+  enqueue->add_option("--idempotency-key", enqueue_options.idempotency_key, "dedup key");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help prints and exits 0; a usage error prints and exits 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  AdminCli cli(addr, absl::Milliseconds(timeout_ms), &std::cout, json);
+  absl::Status status;
+  if (*queues) {
+    status = cli.Queues();
+  } else if (*stats) {
+    status = cli.Stats(queue);
+  } else if (*jobs) {
+    status = cli.Jobs(queue, list);
+  } else if (*job) {
+    status = cli.Job(queue, id);
+  } else if (*retry) {
+    status = cli.RetryDead(queue, ids, all, type);
+  } else if (*purge) {
+    status = cli.PurgeDead(queue, older_than_ms);
+  } else if (*pause || *resume) {
+    status = cli.Pause(queue, static_cast<bool>(*pause));
+  } else if (*enqueue) {
+    status = cli.Enqueue(queue, type, enqueue_options);
+  }
+  if (!status.ok()) {
+    std::cerr << "jobwire: " << absl::StatusCodeToString(status.code()) << ": "
+              << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,186 @@
+// The `jobwire` CLI end to end: the real binary against the real broker and a
+// real Redis, checking what it prints and its exit status.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "absl/strings/match.h"
+#include "tests/test_harness.h"
+
+#ifndef JOBWIRE_CLI_PATH
+#define JOBWIRE_CLI_PATH ""
+#endif
+
+namespace jobwire::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs the CLI with `args` and waits for it.
+CliResult RunCli(const std::vector<std::string>& args) {
+  char dir[] = "/tmp/jobwire-cli-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return {};
+  const std::string out_path = std::string(dir) + "/out", err_path = std::string(dir) + "/err";
+  std::vector<std::string> argv = {JOBWIRE_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> raw;
+    for (std::string& a : argv) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    execv(raw[0], raw.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out_path),
+                   ReadFile(err_path)};
+  unlink(out_path.c_str());
+  unlink(err_path.c_str());
+  rmdir(dir);
+  return result;
+}
+
+class CliTest : public BrokerTest {
+ protected:
+  // The CLI on this test's broker.
+  CliResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), "--addr=" + broker_->address());
+    return RunCli(args);
+  }
+};
+
+TEST_F(CliTest, EveryCommandEndToEnd) {
+  CliResult r = Cli({"enqueue", "mail", "send", "--json", R"({"to": "ada@example.com"})",
+                     "--priority", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  v1::Job job;
+  JW_ASSERT_OK(GetJob(*stub_, "mail", id, &job));
+  EXPECT_EQ(job.payload(), R"({"to":"ada@example.com"})");
+  EXPECT_EQ(job.priority(), 3);
+
+  r = Cli({"queues"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("QUEUE"));
+  EXPECT_THAT(r.out, HasSubstr("mail "));
+
+  r = Cli({"stats", "mail"});
+  EXPECT_THAT(r.out, HasSubstr("pending (due):       1\n"));
+
+  r = Cli({"jobs", "mail", "--state", "pending"});
+  EXPECT_THAT(r.out, HasSubstr(id + "  send"));
+
+  r = Cli({"job", "mail", id});
+  EXPECT_THAT(r.out, HasSubstr(R"(payload:         {"to":"ada@example.com"})"));
+
+  r = Cli({"pause", "mail"});
+  EXPECT_EQ(r.out, "queue mail paused\n");
+  EXPECT_THAT(Cli({"stats", "mail"}).out, HasSubstr("paused:              yes"));
+  EXPECT_EQ(Cli({"resume", "mail"}).out, "queue mail resumed\n");
+
+  JW_ASSERT_OK(Cancel(*stub_, "mail", id));
+  r = Cli({"jobs", "mail", "--state", "dead"});
+  EXPECT_THAT(r.out, HasSubstr("cancelled"));
+  r = Cli({"retry-dead", "mail", "--all"});
+  EXPECT_EQ(r.out, "moved 1 dead job(s) of mail back to pending\n");
+  JW_ASSERT_OK(Cancel(*stub_, "mail", id));
+  r = Cli({"retry-dead", "mail", id});
+  EXPECT_EQ(r.out, "moved 1 dead job(s) of mail back to pending\n");
+  JW_ASSERT_OK(Cancel(*stub_, "mail", id));
+  r = Cli({"purge-dead", "mail"});
+  EXPECT_EQ(r.out, "purged 1 dead job(s) of mail\n");
+  EXPECT_EQ(GetJob(*stub_, "mail", id, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(CliTest, JsonOutputIsMachineReadable) {
+  ASSERT_EQ(Cli({"enqueue", "q", "t", "--payload", "hello"}).exit_code, 0);
+  CliResult r = Cli({"queues", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json queues = nlohmann::json::parse(r.out);
+  ASSERT_EQ(queues["queues"].size(), 1u);
+  EXPECT_EQ(queues["queues"][0]["queue"], "q");
+  EXPECT_EQ(queues["queues"][0]["pending_due"], "1");  // int64 as a JSON string (proto3 JSON)
+
+  r = Cli({"jobs", "q", "--json"});
+  nlohmann::json jobs = nlohmann::json::parse(r.out);
+  ASSERT_EQ(jobs["jobs"].size(), 1u);
+  EXPECT_EQ(jobs["jobs"][0]["type"], "t");
+  EXPECT_EQ(jobs["jobs"][0]["state"], "PENDING");
+
+  r = Cli({"stats", "q", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.out)["queue"], "q");
+}
+
+// Failures: exit status 1 and the broker's code and message on stderr; bad
+// usage: exit status 2.
+TEST_F(CliTest, ErrorsCarryTheBrokersMessageAndANonZeroStatus) {
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string err;
+  };
+  std::vector<Case> cases = {
+      {{"enqueue", "q", "t", "--priority", "5000"}, 1, "INVALID_ARGUMENT: priority: "},
+      {{"enqueue", "q", "t", "--json", "{not json"}, 1, "INVALID_ARGUMENT: --json: "},
+      {{"job", "q", "424242"}, 1, "NOT_FOUND: "},
+      {{"jobs", "q", "--state", "sleeping"}, 1, "INVALID_ARGUMENT: --state: "},
+      {{"retry-dead", "q"}, 1, "INVALID_ARGUMENT: job_ids: "},
+      {{"stats", "bad queue"}, 1, "INVALID_ARGUMENT: queue: "},
+      {{"stats"}, 2, "QUEUE is required"},
+      {{"frobnicate"}, 2, "A subcommand is required"},
+  };
+  for (const Case& c : cases) {
+    CliResult r = Cli(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args[0] << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.err)) << c.args[0];
+  }
+}
+
+TEST(CliUnreachableTest, FailsAfterTheDeadline) {
+  absl::StatusOr<int> port = PickFreePort();
+  JW_ASSERT_OK(port.status());
+  CliResult r = RunCli({absl::StrCat("--addr=127.0.0.1:", *port), "--timeout-ms=500", "queues"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "UNAVAILABLE") ||
+              absl::StrContains(r.err, "DEADLINE_EXCEEDED"))
+      << r.err;
+}
+
+TEST(CliHelpTest, EveryCommandHasHelp) {
+  for (const char* command : {"queues", "stats", "jobs", "job", "retry-dead", "purge-dead",
+                              "pause", "resume", "enqueue"}) {
+    CliResult r = RunCli({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_THAT(r.out, HasSubstr("Usage:")) << command;
+  }
+}
+
+}  // namespace
+}  // namespace jobwire::testing
