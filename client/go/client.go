@@ -23,6 +23,10 @@ import (
 // is not set.
 const DefaultAddr = "localhost:50051"
 
+// maxRecvMsgSize is the largest message the client accepts: 64 MiB, the
+// largest --max_payload_bytes of the broker (gRPC's default is 4 MiB).
+const maxRecvMsgSize = 64 << 20
+
 // DefaultTimeout is the deadline of every unary RPC whose context has none.
 const DefaultTimeout = 10 * time.Second
 
@@ -86,6 +90,8 @@ func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
 			},
 			MinConnectTimeout: 5 * time.Second,
 		}),
+		// The broker accepts payloads and results up to --max_payload_bytes.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgSize)),
 	}
 	opts = append(opts, cfg.dialOpts...)
 	target := addr

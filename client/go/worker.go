@@ -26,9 +26,16 @@ import (
 // DefaultGrace is how long Stop waits for running handlers by default.
 const DefaultGrace = 25 * time.Second
 
-// defaultLeaseMs is the broker's default lease, used to pace renewals when
-// WorkerOptions.LeaseMs is 0.
+// defaultLeaseMs is the broker's documented default lease, used to pace
+// renewals when WorkerOptions.LeaseMs is 0 and the lease the broker granted
+// cannot be read from the claimed job.
 const defaultLeaseMs = 30000
+
+// The lease limits of the broker (1 s .. 12 h).
+const (
+	minLeaseMs = 1000
+	maxLeaseMs = 43200000
+)
 
 // maxErrorText is the broker's limit on Fail.error (64 KiB).
 const maxErrorText = 64 * 1024
@@ -114,7 +121,8 @@ type WorkerOptions struct {
 	// Concurrency is the number of handlers running at once (default 1).
 	Concurrency int
 	// LeaseMs is the lease per job (0: the broker default, 30 s). The lease is
-	// renewed every LeaseMs/3 while a handler runs.
+	// renewed every LeaseMs/3 while a handler runs (with 0, every third of the
+	// lease the broker granted at claim time).
 	LeaseMs int64
 	// WorkerID names the worker on claimed jobs (default go-<host>-<pid>).
 	WorkerID string
@@ -324,7 +332,7 @@ func (r *runner) waitFree(ctx context.Context) int {
 	defer stop()
 	r.slotMu.Lock()
 	defer r.slotMu.Unlock()
-	for r.free == 0 && ctx.Err() == nil {
+	for r.free <= 0 && ctx.Err() == nil {
 		r.slotCond.Wait()
 	}
 	if ctx.Err() != nil {
@@ -333,31 +341,16 @@ func (r *runner) waitFree(ctx context.Context) int {
 	return r.free
 }
 
-// acquireSlot takes one handler slot, waiting for one to free if needed (only
-// in a short race between a handler's end and the broker's next push, or
-// when a lease was lost while its handler still runs). It gives up (false)
-// when the job's lease expires first, or when the worker abandons its jobs.
-func (r *runner) acquireSlot(lease *leaseState) bool {
-	wake := func() {
-		r.slotMu.Lock()
-		r.slotCond.Broadcast()
-		r.slotMu.Unlock()
-	}
-	expiry := time.UnixMilli(lease.expiresAtMs.Load())
-	timer := time.AfterFunc(time.Until(expiry), wake)
-	defer timer.Stop()
-	stop := context.AfterFunc(r.hardCtx, wake)
-	defer stop()
+// takeSlot takes one handler slot for a job just delivered, on the stream
+// reader (so a reopened Claim never asks for more than the free slots). The
+// job is started even when no slot is free (only possible when a lease was
+// lost while its handler still runs, freeing the broker's slot): the worker
+// never holds a job it does not start.
+func (r *runner) takeSlot() (over bool) {
 	r.slotMu.Lock()
 	defer r.slotMu.Unlock()
-	for r.free == 0 {
-		if r.hardCtx.Err() != nil || !time.Now().Before(expiry) {
-			return false
-		}
-		r.slotCond.Wait()
-	}
 	r.free--
-	return true
+	return r.free < 0
 }
 
 func (r *runner) releaseSlot() {
@@ -452,18 +445,67 @@ func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err e
 			return delivered, err
 		}
 		delivered = true
+		lease := r.newLease(cj)
+		if r.takeSlot() {
+			r.w.log.Warn("jobwire worker: job delivered beyond the concurrency (a lease was lost while its handler runs), starting it anyway",
+				"job_id", cj.GetJob().GetId(), "queue", cj.GetJob().GetQueue(), "concurrency", o.Concurrency)
+		}
 		r.jobs.Add(1)
-		go r.process(cj)
+		go r.process(cj, lease)
 	}
 }
 
 // leaseState is the lease of one job being processed.
 type leaseState struct {
-	expiresAtMs atomic.Int64
-	lost        atomic.Bool
+	// length is the lease granted per claim / renewal: WorkerOptions.LeaseMs,
+	// else the broker's default read from the claimed job.
+	length time.Duration
+	lost   atomic.Bool
+
+	mu sync.Mutex
+	// deadline is the local (monotonic) estimate of the lease end: receipt
+	// time or the send time of the last successful renewal, plus length. It
+	// bounds the Ack / Fail retries without comparing the Redis clock with
+	// the local one.
+	deadline time.Time
 }
 
-func (r *runner) process(cj *jobwirepb.ClaimedJob) {
+func (l *leaseState) expiry() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+func (l *leaseState) renewed(sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := sent.Add(l.length); d.After(l.deadline) {
+		l.deadline = d
+	}
+}
+
+// newLease is the lease of a job received now: its length is LeaseMs, else
+// the lease the broker granted (lease_expires_at_ms minus now when within the
+// broker's 1 s .. 12 h, else the documented 30 s).
+func (r *runner) newLease(cj *jobwirepb.ClaimedJob) *leaseState {
+	now := time.Now()
+	ms := r.w.opts.LeaseMs
+	if ms == 0 {
+		exp := cj.GetLeaseExpiresAtMs()
+		if exp == 0 {
+			exp = cj.GetJob().GetLeaseExpiresAtMs()
+		}
+		ms = exp - now.UnixMilli()
+		if ms < minLeaseMs || ms > maxLeaseMs {
+			ms = defaultLeaseMs
+		}
+	}
+	l := &leaseState{length: time.Duration(ms) * time.Millisecond}
+	l.deadline = now.Add(l.length)
+	return l
+}
+
+func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 	defer r.jobs.Done()
 	info := cj.GetJob()
 	job := &Job{
@@ -481,8 +523,6 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob) {
 	if job.LeaseExpiresAtMs == 0 {
 		job.LeaseExpiresAtMs = info.GetLeaseExpiresAtMs()
 	}
-	lease := &leaseState{}
-	lease.expiresAtMs.Store(job.LeaseExpiresAtMs)
 
 	jctx, jcancel := context.WithCancelCause(r.hardCtx)
 	defer jcancel(nil)
@@ -493,17 +533,12 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob) {
 		herr   error
 	)
 	if h == nil {
-		herr = &noHandlerError{msg: fmt.Sprintf("no handler for job type %q in worker %s", job.Type, r.w.opts.WorkerID)}
+		r.releaseSlot()
+		herr = &noHandlerError{msg: `no handler for job type "` + job.Type + `" in worker ` + r.w.opts.WorkerID}
 		r.w.log.Warn("jobwire worker: no handler for job type, failing it for a retry",
 			"job_id", job.ID, "queue", job.Queue, "type", job.Type, "attempt", job.Attempt)
 	} else {
-		if !r.acquireSlot(lease) {
-			// Never expected (max_in_flight is the free slots): the job
-			// could not start before its lease ran out; the broker retries it.
-			r.w.log.Warn("jobwire worker: no free handler slot before the lease expired, dropping the job",
-				"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt)
-			return
-		}
+		// The slot was taken by the stream reader (takeSlot).
 		// Renew the lease while the handler runs.
 		renewCtx, stopRenew := context.WithCancel(jctx)
 		renewDone := make(chan struct{})
@@ -542,13 +577,10 @@ func runHandler(ctx context.Context, h Handler, job *Job) (result []byte, err er
 	return EncodePayload(v)
 }
 
-// renew extends the lease every LeaseMs/3 until ctx ends or the lease is lost.
+// renew extends the lease every lease length / 3 until ctx ends or the lease
+// is lost.
 func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJob context.CancelCauseFunc) {
-	leaseMs := r.w.opts.LeaseMs
-	if leaseMs == 0 {
-		leaseMs = defaultLeaseMs
-	}
-	interval := time.Duration(leaseMs) * time.Millisecond / 3
+	interval := lease.length / 3
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -559,7 +591,8 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 		}
 		timeout := min(r.w.opts.Timeout, interval)
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		resp, err := r.stub.ExtendLease(cctx, &jobwirepb.ExtendLeaseRequest{
+		sent := time.Now()
+		_, err := r.stub.ExtendLease(cctx, &jobwirepb.ExtendLeaseRequest{
 			Queue:      job.Queue,
 			JobId:      job.ID,
 			LeaseToken: job.leaseToken,
@@ -567,7 +600,7 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 		})
 		cancel()
 		if err == nil {
-			lease.expiresAtMs.Store(resp.GetLeaseExpiresAtMs())
+			lease.renewed(sent)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -607,7 +640,7 @@ func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) e
 			return err
 		}
 		delay := max(bo.next(), 20*time.Millisecond)
-		if time.Now().Add(delay).After(time.UnixMilli(lease.expiresAtMs.Load())) {
+		if time.Now().Add(delay).After(lease.expiry()) {
 			return err
 		}
 		if !sleepCtx(r.hardCtx, delay) {

@@ -130,6 +130,10 @@ interface Running {
   /** Local-clock estimate of the lease expiry (Ack/Fail retries stop there). */
   localLeaseDeadline: number;
   renewTimer?: NodeJS.Timeout;
+  /** An ExtendLease call is in flight (never more than one per job). */
+  renewing: boolean;
+  /** The handler has returned: renewal results arriving later are ignored. */
+  finished: boolean;
   leaseLost: boolean;
   abandoned: boolean;
   abort: AbortController;
@@ -146,7 +150,13 @@ function stderrLogger(workerId: string): Logger {
 /** "<ErrorType>: <message>" of anything thrown by a handler. */
 export function errorText(err: unknown): string {
   let text: string;
-  if (err instanceof Error) text = `${err.name || err.constructor?.name || 'Error'}: ${err.message}`;
+  if (err instanceof Error) {
+    // A subclass that does not set `name` inherits 'Error': name it after its
+    // class (`class ValidationError extends Error` -> "ValidationError").
+    let type = err.name;
+    if (!type || type === 'Error') type = err.constructor?.name || 'Error';
+    text = `${type}: ${err.message}`;
+  }
   else text = `Error: ${typeof err === 'string' ? err : safeString(err)}`;
   const bytes = Buffer.from(text, 'utf8');
   if (bytes.length <= MAX_ERROR_BYTES) return text;
@@ -277,11 +287,16 @@ export class Worker extends EventEmitter {
     this.stream = null;
     if (s) s.call.cancel();
 
-    const pending = [...this.busy].map((r) => r.done);
-    if (pending.length > 0) {
+    // Wait for every held job, including those delivered after the stream
+    // was cancelled (onClaimed fails them at once and adds them to busy).
+    if (this.busy.size > 0) {
       let timer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), this.graceMs); });
-      const res = await Promise.race([Promise.all(pending).then(() => 'done' as const), graceOver]);
+      const allDone = (async () => {
+        while (this.busy.size > 0) await Promise.all([...this.busy].map((r) => r.done));
+        return 'done' as const;
+      })();
+      const res = await Promise.race([allDone, graceOver]);
       clearTimeout(timer);
       if (res === 'timeout') {
         for (const r of this.busy) {
@@ -370,6 +385,12 @@ export class Worker extends EventEmitter {
 
   private onClaimed(s: StreamState, cj: ClaimedJob__Output): void {
     if (!cj.job) return;
+    if (!this.running) {
+      // Delivered after the worker fully stopped (channel closed): nothing
+      // can be sent; the lease expires and the broker retries the job.
+      this.log?.warn(`job ${cj.job.id} delivered after the worker stopped; its lease will expire`);
+      return;
+    }
     s.inFlight++;
     this.reconnectAttempt = 0;
     clearTimeout(this.regrowTimer);
@@ -387,13 +408,18 @@ export class Worker extends EventEmitter {
       stream: s,
       leaseMs,
       localLeaseDeadline: Date.now() + leaseMs,
+      renewing: false,
+      finished: false,
       leaseLost: false,
       abandoned: false,
       abort,
       done: Promise.resolve(),
     };
     this.busy.add(r);
-    r.done = this.process(r).catch((e) => {
+    // A job delivered after stop() (the stream was already cancelled) is not
+    // started: it is failed (retryable) at once, and doStop waits for that.
+    const work = this.stopping ? this.failStopping(r) : this.process(r);
+    r.done = work.catch((e) => {
       this.log?.error(`internal error processing job ${job.id}: ${String(e?.stack ?? e)}`);
     }).finally(() => this.settle(r));
   }
@@ -409,6 +435,12 @@ export class Worker extends EventEmitter {
 
   // ---- One job ------------------------------------------------------------
 
+  private async failStopping(r: Running): Promise<void> {
+    r.finished = true;
+    this.log?.warn(`job ${r.job.id} delivered while stopping; failing it for a retry`);
+    await this.sendFail(r, 'worker stopping', false, 0);
+  }
+
   private async process(r: Running): Promise<void> {
     const job = r.job;
     const handler = this.handlers.get(job.type);
@@ -422,8 +454,11 @@ export class Worker extends EventEmitter {
     let result: Buffer;
     try {
       const value = await Promise.resolve().then(() => handler(job));
+      r.finished = true;
+      clearInterval(r.renewTimer);
       result = encodeValue(value);
     } catch (err) {
+      r.finished = true;
       clearInterval(r.renewTimer);
       if (r.abandoned) return;
       const nonRetryable = err instanceof NonRetryableError ||
@@ -433,22 +468,29 @@ export class Worker extends EventEmitter {
       await this.sendFail(r, errorText(err), nonRetryable, retryAfterMs);
       return;
     }
-    clearInterval(r.renewTimer);
     if (r.abandoned) return;
     await this.sendAck(r, result);
   }
 
   private async renew(r: Running): Promise<void> {
-    if (r.leaseLost || r.abandoned) return;
+    // One renewal in flight at most: a slow ExtendLease is not stacked.
+    if (r.finished || r.leaseLost || r.abandoned || r.renewing) return;
+    r.renewing = true;
     const sentAt = Date.now();
     try {
       const res = await unary<object, ExtendLeaseResponse__Output>(this.stub!, 'ExtendLease', {
         queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, leaseMs: this.leaseMs ?? 0,
       }, Math.min(this.timeoutMs, Math.max(1000, Math.floor(r.leaseMs / 3))));
+      // The lease was extended at sentAt (even if the handler has returned
+      // meanwhile): that bounds the Ack / Fail retries.
       r.localLeaseDeadline = Math.max(r.localLeaseDeadline, sentAt + r.leaseMs);
+      if (r.finished) return;
       const exp = toNumber(res.leaseExpiresAtMs);
       if (exp > 0) r.job.leaseExpiresAtMs = exp;
     } catch (e) {
+      // A refusal arriving after the handler returned is ignored: the final
+      // Ack / Fail is already on its way and reports its own refusal.
+      if (r.finished || r.abandoned) return;
       const err = JobwireError.from(e);
       if (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND) {
         r.leaseLost = true;
@@ -458,6 +500,8 @@ export class Worker extends EventEmitter {
       } else {
         this.log?.warn(`ExtendLease of job ${r.job.id} failed (${err.message}); will retry`);
       }
+    } finally {
+      r.renewing = false;
     }
   }
 

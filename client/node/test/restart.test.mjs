@@ -28,9 +28,11 @@ test('broker SIGKILLed and restarted: running job still acked, later jobs proces
     onOutcome: (o) => outcomes.push(o),
   });
   worker.register('quick', async (job) => ({ n: job.json().n }));
+  let slowReturnedAt = 0;
   worker.register('slow', async (job) => {
     started.add(job.id);
-    await sleep(1500);
+    await sleep(800);
+    slowReturnedAt = Date.now();
     return { slow: true };
   });
   const running = worker.run({ installSignalHandlers: false });
@@ -42,16 +44,23 @@ test('broker SIGKILLed and restarted: running job still acked, later jobs proces
   const slow = await client.enqueue(q, 'slow', {});
   await waitFor(() => started.has(slow.jobId), { what: 'slow job started' });
 
+  // The slow handler returns while the broker is down: its Ack gets
+  // UNAVAILABLE and is retried until the broker is back.
   await stack.killBroker();
-  await sleep(300);
+  const killedAt = Date.now();
+  await waitFor(() => slowReturnedAt > 0, { what: 'slow handler returned', timeoutMs: 5000 });
+  await sleep(1000);
+  const restartAt = Date.now();
   await stack.restartBroker();
 
-  // The slow job's Ack goes through the restarted broker (retried if needed).
   await waitFor(() => outcomes.find((o) => o.job.id === slow.jobId), { what: 'slow job outcome', timeoutMs: 8000 });
   assert.ok(acked(slow.jobId), `slow job: ${JSON.stringify(outcomes.filter((o) => o.job.id === slow.jobId).map((o) => [o.kind, o.codeName]))}`);
+  assert.ok(slowReturnedAt >= killedAt && slowReturnedAt < restartAt,
+    `slow handler returned at ${slowReturnedAt}, broker killed at ${killedAt}, restarted at ${restartAt}: the Ack retry was not exercised`);
   const slowJob = await client.getJob(q, slow.jobId);
   assert.equal(slowJob.state, 'COMPLETED');
   assert.equal(slowJob.attempts, 1);
+  assert.deepEqual(slowJob.resultJson(), { slow: true });
 
   // Jobs enqueued after the restart are delivered on the reopened stream.
   const later = [];

@@ -1,7 +1,7 @@
 // Worker tests against a real redis-server + jobwire-broker.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Worker, NonRetryableError } from '../dist/index.js';
+import { Client, Worker, NonRetryableError, errorText } from '../dist/index.js';
 import { startStack, uniqueQueue, waitFor, sleep } from './harness.mjs';
 
 let stack;
@@ -117,6 +117,29 @@ test('NonRetryableError -> DEAD after one attempt with the error text', async ()
   assert.equal(job.state, 'DEAD');
   assert.equal(job.attempts, 1);
   assert.equal(job.error, 'NonRetryableError: bad input');
+  await worker.stop();
+});
+
+test('custom error class -> error text names the class', async () => {
+  class ValidationError extends Error {}
+  class NamedError extends Error {
+    constructor(m) { super(m); this.name = 'Named'; }
+  }
+  const q = uniqueQueue('errclass');
+  const { worker, outcomes } = startWorker({ queues: [q] }, {
+    invalid: async () => { throw new ValidationError('bad'); },
+    named: async () => { throw new NamedError('explicit'); },
+  });
+  const a = await client.enqueue(q, 'invalid', {}, { maxAttempts: 1 });
+  const b = await client.enqueue(q, 'named', {}, { maxAttempts: 1 });
+  const oa = await waitFor(() => outcomeFor(outcomes, a.jobId, 'fail_ok'), { what: 'fail_ok (class)' });
+  const ob = await waitFor(() => outcomeFor(outcomes, b.jobId, 'fail_ok'), { what: 'fail_ok (named)' });
+  assert.equal(oa.failText, 'ValidationError: bad');
+  assert.equal(ob.failText, 'Named: explicit');
+  assert.equal((await client.getJob(q, a.jobId)).error, 'ValidationError: bad');
+  assert.equal((await client.getJob(q, b.jobId)).error, 'Named: explicit');
+  assert.equal(errorText(new Error('plain')), 'Error: plain');
+  assert.equal(errorText(new RangeError('r')), 'RangeError: r');
   await worker.stop();
 });
 

@@ -121,6 +121,9 @@ class Worker:
         self._cond: Optional[asyncio.Condition] = None
         self._done: Optional[asyncio.Event] = None
         self._stop_at: Optional[float] = None
+        # Set by stop() / a signal, also before run(): run() then returns at once.
+        self._stop_requested = False
+        self._wakers: Set[asyncio.Task] = set()
 
     def register(self, job_type: str, fn: Callable) -> Callable:
         if not callable(fn):
@@ -143,6 +146,9 @@ class Worker:
         self._done = asyncio.Event()
         self._channel = _channel(self.addr, self._channel_options)
         self._stub = pb_grpc.BrokerStub(self._channel)
+        if self._stop_requested:  # stop() came before run(): nothing to drain
+            self._stop_at = time.monotonic()
+            self._stop_event.set()
         sigs = []
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -163,19 +169,34 @@ class Worker:
             raise self._fatal
 
     async def stop(self) -> None:
-        """Stop taking jobs, wait up to ``grace`` for running handlers."""
+        """Stop taking jobs, wait up to ``grace`` for running handlers. Called
+        before ``run()``, it makes ``run()`` return at once."""
+        self._request_stop()
         if not self._started or self._done is None:
             return
-        self._request_stop()
         await self._done.wait()
 
     def _request_stop(self) -> None:
+        self._stop_requested = True
         if self._stop_at is None:
             self._stop_at = time.monotonic()
         if self._stop_event is not None:
             self._stop_event.set()
         if self._call is not None:
             self._call.cancel()
+        if self._cond is not None:
+            # Wake the claim loop waiting for a free slot (the condition can
+            # only be notified with its lock held, hence a task).
+            try:
+                t = asyncio.get_running_loop().create_task(self._wake())
+            except RuntimeError:  # no running loop
+                return
+            self._wakers.add(t)
+            t.add_done_callback(self._wakers.discard)
+
+    async def _wake(self) -> None:
+        async with self._cond:
+            self._cond.notify_all()
 
     async def _drain(self, claim: asyncio.Task) -> None:
         try:

@@ -74,3 +74,20 @@ def test_aio_worker_async_and_sync_handlers_retry_and_stop(broker, queue):
         kinds = sorted((o.kind, o.job.attempt) for o in outcomes if o.job.id == a.job_id)
         assert kinds == [("ack_ok", 2), ("fail_ok", 1)]
     asyncio.run(main())
+
+
+def test_aio_stop_before_run_makes_run_return(broker, queue):
+    async def main():
+        seen = []
+        w = aio.Worker(broker.addr, queue)
+        w.register("t", seen.append)
+        await w.stop()  # before run(): not ignored
+        async with aio.Client(broker.addr) as c:
+            r = await c.enqueue(queue, "t", b"")
+            t0 = time.monotonic()
+            await asyncio.wait_for(w.run(install_signal_handlers=False), 5)
+            took = time.monotonic() - t0
+            job = await c.get_job(queue, r.job_id)
+        assert took < 2
+        assert seen == [] and job.state == JobState.PENDING and job.attempts == 0
+    asyncio.run(main())

@@ -154,12 +154,14 @@ def test_broker_killed_and_restarted(own_broker, queue):
     outcomes = Outcomes()
     w = Worker(own_broker.addr, queue, concurrency=2, lease_ms=10_000, on_outcome=outcomes)
     started = threading.Event()
+    returned = []  # time.time() when the slow handler returned
 
     @w.handler("t")
     def handle(job):
         if job.json().get("slow"):
             started.set()
-            time.sleep(1.5)  # the broker dies and comes back meanwhile
+            time.sleep(0.8)  # returns while the broker is down
+            returned.append(time.time())
         return job.json()
 
     client = Client(own_broker.addr, timeout=3)
@@ -169,6 +171,12 @@ def test_broker_killed_and_restarted(own_broker, queue):
         slow = client.enqueue(queue, "t", {"slow": True})
         assert started.wait(5)
         own_broker.kill()
+        killed_at = time.time()
+        # The handler returns while the broker is down: its Ack gets
+        # UNAVAILABLE and is retried until the broker is back.
+        wait_for(lambda: returned, timeout=5, what="slow handler returned")
+        time.sleep(1.0)
+        restart_at = time.time()
         own_broker.start()
         later = wait_for(lambda: _try_enqueue(client, queue, {"i": 2}), what="enqueue after restart")
         done = wait_state(client, queue, later.job_id, JobState.COMPLETED, timeout=15)
@@ -177,7 +185,10 @@ def test_broker_killed_and_restarted(own_broker, queue):
     assert done.result_json() == {"i": 2}
     # The job running across the restart was acked (Ack retried through
     # UNAVAILABLE), on its first attempt.
-    assert slow_job.attempts == 1
+    assert killed_at <= returned[0] < restart_at, (
+        "slow handler returned at %.3f, broker killed at %.3f, restarted at %.3f: "
+        "the Ack retry was not exercised" % (returned[0], killed_at, restart_at))
+    assert slow_job.attempts == 1 and slow_job.result_json() == {"slow": True}
     assert outcomes.kinds(slow.job_id) == [("ack_ok", 1, None)]
 
 
@@ -206,7 +217,8 @@ def test_stop_lets_running_handler_finish_and_takes_no_new_jobs(broker, client, 
         t0 = time.monotonic()
         w.stop()
         took = time.monotonic() - t0
-        assert not t.is_alive() or t.join(2) is None
+        t.join(2)
+        assert not t.is_alive()
         job1 = client.get_job(queue, first.job_id)
         time.sleep(0.3)
         job2 = client.get_job(queue, second.job_id)
