@@ -31,3 +31,5 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 for lang in python node go; do
   "$root/client/$lang/setup.sh"
 done
+# helm and the manifest validator's Go modules (deploy/test.sh).
+"$root/deploy/setup.sh"

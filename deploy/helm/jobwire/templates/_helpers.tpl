@@ -1,0 +1,128 @@
+{{/*
+Chart name, truncated to the 63 characters a DNS label allows.
+*/}}
+{{- define "jobwire.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name: the release name, prefixed with the chart name unless it already
+contains it. "jobwire" for `helm install jobwire`.
+*/}}
+{{- define "jobwire.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "jobwire.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Standard labels (https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/).
+*/}}
+{{- define "jobwire.labels" -}}
+helm.sh/chart: {{ include "jobwire.chart" . }}
+app.kubernetes.io/name: {{ include "jobwire.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: jobwire
+{{- end }}
+
+{{/*
+Selector labels of the broker pods. The component label keeps the broker's
+Services, PDB and HPA off the in-chart Redis pods.
+*/}}
+{{- define "jobwire.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "jobwire.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: broker
+{{- end }}
+
+{{- define "jobwire.redis.fullname" -}}
+{{- printf "%s-redis" (include "jobwire.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "jobwire.redis.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "jobwire.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: redis
+{{- end }}
+
+{{- define "jobwire.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "jobwire.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Name of the Secret that the chart creates for the Redis URL (and the in-chart
+Redis password).
+*/}}
+{{- define "jobwire.redisSecretName" -}}
+{{- printf "%s-redis-url" (include "jobwire.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Checks that exactly one Redis source is configured; fails the render otherwise.
+*/}}
+{{- define "jobwire.validateRedis" -}}
+{{- $n := 0 }}
+{{- if .Values.redis.url }}{{ $n = add1 $n }}{{ end }}
+{{- if .Values.redis.existingSecret }}{{ $n = add1 $n }}{{ end }}
+{{- if .Values.redis.enabled }}{{ $n = add1 $n }}{{ end }}
+{{- if ne (int $n) 1 }}
+{{- fail "jobwire: set exactly one of redis.url, redis.existingSecret or redis.enabled=true (the image has no embedded redis-server)" }}
+{{- end }}
+{{- if and .Values.redis.enabled (ne .Values.redis.maxmemoryPolicy "noeviction") }}
+{{- fail "jobwire: redis.maxmemoryPolicy must be noeviction (an evicted key is a lost job)" }}
+{{- end }}
+{{- if and .Values.redis.enabled (not (has .Values.redis.appendfsync (list "always" "everysec"))) }}
+{{- fail "jobwire: redis.appendfsync must be always or everysec" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Redis URL the chart stores in its Secret (redis.url, or the in-chart Redis).
+*/}}
+{{- define "jobwire.redisURL" -}}
+{{- if .Values.redis.url }}
+{{- .Values.redis.url }}
+{{- else if .Values.redis.enabled }}
+{{- $auth := "" }}
+{{- if .Values.redis.auth.password }}{{ $auth = printf ":%s@" .Values.redis.auth.password }}{{ end }}
+{{- printf "redis://%s%s.%s.svc:%d/%d" $auth (include "jobwire.redis.fullname" .) .Release.Namespace (int .Values.redis.port) (int .Values.redis.db) }}
+{{- end }}
+{{- end }}
+
+{{/*
+preStop sleep seconds and the drain time in whole seconds.
+*/}}
+{{- define "jobwire.drainSeconds" -}}
+{{- div (add (int64 .Values.broker.shutdownGraceMs) 999) 1000 }}
+{{- end }}
+
+{{- define "jobwire.terminationGracePeriodSeconds" -}}
+{{- $pre := int64 .Values.lifecycle.preStopSleepSeconds }}
+{{- $drain := int64 (include "jobwire.drainSeconds" .) }}
+{{- if not .Values.terminationGracePeriodSeconds }}
+{{- add $pre $drain 10 }}
+{{- else }}
+{{- $t := int64 .Values.terminationGracePeriodSeconds }}
+{{- if le $t (add $pre $drain) }}
+{{- fail (printf "jobwire: terminationGracePeriodSeconds (%d) must exceed lifecycle.preStopSleepSeconds + broker.shutdownGraceMs (%d s + %d s)" $t $pre $drain) }}
+{{- end }}
+{{- $t }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Validates the Kubernetes deployment without a cluster or Docker:
+#   1. helm (deploy/setup.sh builds it from the Go module proxy, once)
+#   2. helm lint --strict and helm template with every deploy/helm/jobwire/ci/*-values.yaml
+#   3. values that must be refused are refused (helm template fails)
+#   4. go test in deploy/validate: strict decoding of every rendered object into
+#      the Kubernetes API types plus cross-checks, negative cases proving the
+#      validator fails, and the Dockerfile's COPY sources and apt packages.
+# Exits non-zero on any failure.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+BUILD_ROOT="${JOBWIRE_BUILD_DIR:-$ROOT/build}"
+mkdir -p "$BUILD_ROOT/go/bin"
+BIN="$(cd "$BUILD_ROOT" && pwd)/go/bin"
+CHART="$HERE/helm/jobwire"
+
+# Kubernetes version the chart is rendered for (capabilities, kubeVersion).
+KUBE_VERSION=1.32.0
+
+step() { printf '\n== %s\n' "$*"; }
+t0=$(date +%s)
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "deploy/test.sh: go not found on PATH (Go >= 1.26 is needed)" >&2
+  exit 1
+fi
+
+HELM="$BIN/helm"
+# Builds helm when it is missing (scripts/setup.sh has normally done it).
+"$HERE/setup.sh"
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+# Keep helm's config/cache out of $HOME.
+export HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" HELM_DATA_HOME="$WORK/helm/data"
+RENDERED="$WORK/rendered"
+mkdir -p "$RENDERED"
+
+shopt -s nullglob
+values=("$CHART"/ci/*-values.yaml)
+if [ ${#values[@]} -eq 0 ]; then
+  echo "deploy/test.sh: no values files in $CHART/ci" >&2
+  exit 1
+fi
+
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+for v in "${values[@]}"; do
+  name="$(basename "$v" -values.yaml)"
+  step "helm lint --strict / template: ci/$(basename "$v")"
+  if ! "$HELM" lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$v"; then
+    fail "helm lint --strict with $(basename "$v")"
+  fi
+  if "$HELM" template jobwire "$CHART" --namespace queues --kube-version "$KUBE_VERSION" \
+       -f "$v" > "$RENDERED/$name.yaml"; then
+    echo "rendered $(grep -c '^kind:' "$RENDERED/$name.yaml") objects"
+  else
+    fail "helm template with $(basename "$v")"
+    rm -f "$RENDERED/$name.yaml"
+  fi
+done
+
+# Values the chart must refuse, with the message it must give.
+step "values that must be refused"
+refuse() { # want-message helm-args...
+  local want="$1"; shift
+  local out
+  if out="$("$HELM" template jobwire "$CHART" --kube-version "$KUBE_VERSION" "$@" 2>&1)"; then
+    fail "helm template $* rendered, but should have failed with: $want"
+  elif ! grep -qF -- "$want" <<<"$out"; then
+    fail "helm template $* failed without \"$want\": $out"
+  else
+    echo "refused as expected: $*"
+  fi
+}
+refuse "set exactly one of redis.url" --set image.tag=no-redis-configured # no Redis at all: the image has no embedded redis-server
+refuse "set exactly one of redis.url" --set redis.url=redis://r:6379 --set redis.enabled=true
+refuse "must exceed lifecycle.preStopSleepSeconds" --set redis.url=redis://r:6379 --set terminationGracePeriodSeconds=30
+refuse "must be noeviction" --set redis.enabled=true --set redis.maxmemoryPolicy=allkeys-lru
+refuse "must be always or everysec" --set redis.enabled=true --set redis.appendfsync=no
+refuse "minReplicas must not exceed" --set redis.url=redis://r:6379 --set autoscaling.minReplicas=5 --set autoscaling.maxReplicas=4
+
+step "go test deploy/validate (strict decoding + cross-checks, negative cases, Dockerfile)"
+(cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \
+  | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+.*\.go:[0-9]+:)' | grep -v '^=== RUN' || true
+if ! grep -q '^ok' "$WORK/gotest.log"; then
+  cat "$WORK/gotest.log" >&2
+  fail "go test in deploy/validate"
+fi
+
+echo
+echo "deploy/test.sh: ${#values[@]} values files, $failures failure(s), $(( $(date +%s) - t0 )) s"
+[ "$failures" -eq 0 ]
