@@ -1,5 +1,6 @@
 #include "client/cpp/client.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -7,6 +8,9 @@
 
 namespace jobwire::client {
 namespace {
+
+// The largest message the broker sends: a job with a 64 MiB payload.
+constexpr int kMaxMessageBytes = 64 << 20;
 
 void FillRequest(absl::string_view queue, absl::string_view type, absl::string_view payload,
                  const EnqueueOptions& options, v1::EnqueueRequest* request) {
@@ -44,6 +48,9 @@ static std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  // The broker accepts payloads (and results) of up to 64 MiB; gRPC's default
+  // receive limit is 4 MiB.
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -53,8 +60,8 @@ Client::Client(ClientOptions options)
       channel_(MakeChannel(address_)),
       stub_(v1::Broker::NewStub(channel_)) {}
 
-void Client::SetDeadline(grpc::ClientContext* context) const {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+void Client::SetDeadline(grpc::ClientContext* context, absl::Duration timeout) const {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + std::min(timeout, timeout_)));
 }
 
 absl::StatusOr<Enqueued> Client::Enqueue(absl::string_view queue, absl::string_view type,
@@ -145,7 +152,8 @@ absl::StatusOr<v1::FailResponse> Client::Fail(const v1::FailRequest& request) {
 }
 
 absl::StatusOr<int64_t> Client::ExtendLease(absl::string_view queue, absl::string_view job_id,
-                                            absl::string_view lease_token, int64_t lease_ms) {
+                                            absl::string_view lease_token, int64_t lease_ms,
+                                            absl::Duration timeout) {
   v1::ExtendLeaseRequest request;
   request.set_queue(std::string(queue));
   request.set_job_id(std::string(job_id));
@@ -153,7 +161,7 @@ absl::StatusOr<int64_t> Client::ExtendLease(absl::string_view queue, absl::strin
   request.set_lease_ms(lease_ms);
   v1::ExtendLeaseResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, timeout);
   grpc::Status status = stub_->ExtendLease(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response.lease_expires_at_ms();

@@ -94,8 +94,12 @@ class Client {
   absl::Status Ack(absl::string_view queue, absl::string_view job_id,
                    absl::string_view lease_token, absl::string_view result);
   absl::StatusOr<v1::FailResponse> Fail(const v1::FailRequest& request);
+  // Returns the new lease expiry (epoch ms, Redis clock). The call's deadline
+  // is min(timeout, the client's timeout), so that a renewal never outlives
+  // the lease it renews.
   absl::StatusOr<int64_t> ExtendLease(absl::string_view queue, absl::string_view job_id,
-                                      absl::string_view lease_token, int64_t lease_ms);
+                                      absl::string_view lease_token, int64_t lease_ms,
+                                      absl::Duration timeout = absl::InfiniteDuration());
 
   // Opens a Claim stream on `context` (which the caller may TryCancel).
   std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> Claim(grpc::ClientContext* context,
@@ -105,8 +109,9 @@ class Client {
   absl::Duration timeout() const { return timeout_; }
 
  private:
-  // Sets the client's deadline on `context`.
-  void SetDeadline(grpc::ClientContext* context) const;
+  // Sets the deadline min(timeout, the client's timeout) on `context`.
+  void SetDeadline(grpc::ClientContext* context,
+                   absl::Duration timeout = absl::InfiniteDuration()) const;
 
   const std::string address_;
   const absl::Duration timeout_;

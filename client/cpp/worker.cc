@@ -6,14 +6,21 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <deque>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
+#include <thread>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace jobwire::client {
 namespace {
@@ -21,6 +28,10 @@ namespace {
 constexpr char kNonRetryableUrl[] = "type.jobwire.dev/non-retryable";
 constexpr absl::Duration kInitialBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
+// The broker's lease limits, and its out-of-the-box default.
+constexpr absl::Duration kMinLease = absl::Seconds(1);
+constexpr absl::Duration kMaxLease = absl::Hours(12);
+constexpr absl::Duration kFallbackLease = absl::Seconds(30);
 
 std::string DefaultWorkerId() {
   char host[256] = {0};
@@ -28,8 +39,16 @@ std::string DefaultWorkerId() {
   return absl::StrCat("cpp-", host, "-", getpid());
 }
 
-// "queue/id": queue names cannot hold '/', job ids are unique per queue.
-std::string LeaseKey(const Job& job) { return absl::StrCat(job.queue, "/", job.id); }
+// The lease length of a job delivered with `claimed`: lease_ms when set, else
+// the broker's default as seen in lease_expires_at_ms at receipt (`now`).
+absl::Duration LeaseLength(int64_t lease_ms, const v1::ClaimedJob& claimed, absl::Time now) {
+  if (lease_ms > 0) return absl::Milliseconds(lease_ms);
+  absl::Duration derived = absl::Milliseconds(claimed.lease_expires_at_ms()) -
+                           (now - absl::UnixEpoch());
+  // Outside (0, 12 h]: a skewed clock or a bogus expiry; assume the default.
+  if (derived <= absl::ZeroDuration() || derived > kMaxLease) return kFallbackLease;
+  return std::max(derived, kMinLease);
+}
 
 bool Retryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
@@ -67,31 +86,129 @@ bool IsNonRetryable(const absl::Status& status) {
   return status.GetPayload(kNonRetryableUrl).has_value();
 }
 
-Worker::Worker(WorkerOptions options)
-    : options_(std::move(options)),
-      worker_id_(options_.worker_id.empty() ? DefaultWorkerId() : options_.worker_id),
-      client_(ClientOptions{options_.address, options_.timeout}) {}
+// The worker proper. Run's threads hold a shared_ptr to it, so a handler
+// thread detached by ~Worker keeps everything it touches alive.
+class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
+ public:
+  explicit Impl(WorkerOptions options)
+      : options_(std::move(options)),
+        worker_id_(options_.worker_id.empty() ? DefaultWorkerId() : options_.worker_id),
+        client_(ClientOptions{options_.address, options_.timeout}) {}
 
-Worker::~Worker() {
-  Stop();
-  {
-    absl::MutexLock lock(&mu_);
-    shutdown_ = true;
+  void Register(std::string type, Handler handler) {
+    handlers_[std::move(type)] = std::move(handler);
   }
-  for (std::thread& thread : threads_) thread.join();
-}
+  absl::Status Run();
+  void Stop();
+  // Stops, then joins the threads, detaching those inside an abandoned job.
+  void Release();
+  const std::string& worker_id() const { return worker_id_; }
+
+ private:
+  // A delivered job waiting for, or running on, a handler thread.
+  struct Task {
+    Job job;
+    std::string lease_token;
+  };
+  // Lease bookkeeping of a delivered job, from receipt until it is settled,
+  // for renewal and the Ack retry limit.
+  struct Lease {
+    std::string queue;
+    std::string id;
+    absl::Duration length;
+    absl::Time expires;     // local estimate
+    absl::Time next_renew;  // expires - 2/3 of the lease
+    bool lost = false;
+    bool abandoned = false;  // left behind after the grace: no renewal, no outcome
+  };
+  // A renewal to make, copied out of leases_.
+  struct Due {
+    std::string token;
+    std::string queue;
+    std::string id;
+    absl::Duration length;
+  };
+
+  // Claim streams, one after another, until Stop. Returns the fatal error.
+  absl::Status StreamLoop();
+  // Registers the lease of a job read off the stream and queues it.
+  void Receive(const v1::ClaimedJob& claimed);
+  void HandlerThread(size_t index);
+  void RenewThread();
+  void Renew(const Due& due);
+  void Process(const Task& task);
+  // Runs the handler; returns the result or the failure text in the status.
+  absl::StatusOr<std::string> RunHandler(const Task& task);
+  void Settle(const Task& task, const absl::StatusOr<std::string>& result);
+  // Repeats `call` while it answers UNAVAILABLE / DEADLINE_EXCEEDED and the
+  // lease under `token` lasts and is not abandoned.
+  absl::Status Retry(const std::string& token, const std::function<absl::Status()>& call);
+  // Runs `report` (user code: on_outcome or log) unless the lease under
+  // `token` was abandoned. Run does not return while a report runs.
+  void Report(const std::string& token, const std::function<void()>& report);
+  // Marks the leases of every unsettled job abandoned and drops the jobs not
+  // started yet. Returns how many jobs were abandoned.
+  int AbandonAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Log(const std::string& line);
+
+  const WorkerOptions options_;
+  const std::string worker_id_;
+  Client client_;
+  absl::flat_hash_map<std::string, Handler> handlers_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;  // Run is done: threads may exit
+  int running_ ABSL_GUARDED_BY(mu_) = 0;        // delivered, not yet settled
+  int reporting_ ABSL_GUARDED_BY(mu_) = 0;      // Report calls in progress
+  std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by lease token
+  grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // in_task_[i]: thread i is working on a task (handler, Ack / Fail).
+  std::vector<bool> in_task_ ABSL_GUARDED_BY(mu_);
+
+  std::vector<std::thread> threads_;  // handler threads, then the renewal thread
+};
+
+Worker::Worker(WorkerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+
+Worker::~Worker() { impl_->Release(); }
 
 void Worker::Register(std::string type, Handler handler) {
-  handlers_[std::move(type)] = std::move(handler);
+  impl_->Register(std::move(type), std::move(handler));
 }
 
-void Worker::Stop() {
+absl::Status Worker::Run() { return impl_->Run(); }
+
+void Worker::Stop() { impl_->Stop(); }
+
+const std::string& Worker::worker_id() const { return impl_->worker_id(); }
+
+void Worker::Impl::Stop() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;
   if (stream_context_ != nullptr) stream_context_->TryCancel();
 }
 
-void Worker::Log(const std::string& line) {
+void Worker::Impl::Release() {
+  Stop();
+  std::vector<bool> busy;
+  {
+    absl::MutexLock lock(&mu_);
+    shutdown_ = true;
+    busy = in_task_;
+  }
+  // Threads not inside a task end at once: the task queue is empty after Run.
+  for (size_t i = 0; i < threads_.size(); ++i) {
+    if (i < busy.size() && busy[i]) {
+      threads_[i].detach();
+    } else {
+      threads_[i].join();
+    }
+  }
+}
+
+void Worker::Impl::Log(const std::string& line) {
   if (options_.log) {
     options_.log(line);
   } else {
@@ -99,11 +216,21 @@ void Worker::Log(const std::string& line) {
   }
 }
 
-absl::Status Worker::Run() {
-  for (int i = 0; i < std::max(1, options_.concurrency); ++i) {
-    threads_.emplace_back([this] { HandlerThread(); });
+absl::Status Worker::Impl::Run() {
+  if (options_.lease_ms < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lease_ms must be 0 (the broker default) or more, got ", options_.lease_ms));
   }
-  threads_.emplace_back([this] { RenewThread(); });
+  const size_t concurrency = std::max(1, options_.concurrency);
+  {
+    absl::MutexLock lock(&mu_);
+    in_task_.assign(concurrency, false);
+  }
+  std::shared_ptr<Impl> self = shared_from_this();
+  for (size_t i = 0; i < concurrency; ++i) {
+    threads_.emplace_back([self, i] { self->HandlerThread(i); });
+  }
+  threads_.emplace_back([self] { self->RenewThread(); });
 
   absl::Status status = StreamLoop();
 
@@ -112,13 +239,33 @@ absl::Status Worker::Run() {
   auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0; };
   mu_.AwaitWithTimeout(absl::Condition(&drained), options_.grace);
   if (running_ > 0) {
-    Log(absl::StrCat(running_, " job(s) still running after the grace period"));
+    int abandoned = AbandonAll();
+    Log(absl::StrCat("abandoned ", abandoned,
+                     " job(s) still unsettled after the grace period; the broker retries "
+                     "them when their leases expire"));
+    auto quiet = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return reporting_ == 0; };
+    mu_.Await(absl::Condition(&quiet));
   }
   shutdown_ = true;
   return status;
 }
 
-absl::Status Worker::StreamLoop() {
+int Worker::Impl::AbandonAll() {
+  int abandoned = 0;
+  for (const Task& task : tasks_) {  // delivered, never started
+    leases_.erase(task.lease_token);
+    --running_;
+    ++abandoned;
+  }
+  tasks_.clear();
+  for (auto& [token, lease] : leases_) {
+    if (!lease.abandoned) ++abandoned;
+    lease.abandoned = true;
+  }
+  return abandoned;
+}
+
+absl::Status Worker::Impl::StreamLoop() {
   const int concurrency = std::max(1, options_.concurrency);
   absl::Duration backoff = kInitialBackoff;
   while (true) {
@@ -145,10 +292,7 @@ absl::Status Worker::StreamLoop() {
     v1::ClaimedJob claimed;
     while (reader->Read(&claimed)) {
       backoff = kInitialBackoff;
-      Task task{FromClaimed(claimed), claimed.lease_token()};
-      absl::MutexLock lock(&mu_);
-      ++running_;
-      tasks_.push_back(std::move(task));
+      Receive(claimed);
     }
     absl::Status status = FromGrpc(reader->Finish());
 
@@ -166,7 +310,20 @@ absl::Status Worker::StreamLoop() {
   }
 }
 
-void Worker::HandlerThread() {
+void Worker::Impl::Receive(const v1::ClaimedJob& claimed) {
+  const absl::Time now = absl::Now();
+  const absl::Duration length = LeaseLength(options_.lease_ms, claimed, now);
+  Task task{FromClaimed(claimed), claimed.lease_token()};
+  absl::MutexLock lock(&mu_);
+  ++running_;
+  // Registered before the job is queued, so that it is renewed while it
+  // waits for a handler thread too.
+  leases_[task.lease_token] =
+      Lease{task.job.queue, task.job.id, length, now + length, now + length / 3};
+  tasks_.push_back(std::move(task));
+}
+
+void Worker::Impl::HandlerThread(size_t index) {
   while (true) {
     Task task;
     {
@@ -178,33 +335,37 @@ void Worker::HandlerThread() {
       if (tasks_.empty()) return;
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      in_task_[index] = true;
     }
     Process(task);
     absl::MutexLock lock(&mu_);
-    --running_;
+    in_task_[index] = false;
   }
 }
 
-void Worker::Process(const Task& task) {
-  const std::string key = LeaseKey(task.job);
-  const absl::Duration lease = absl::Milliseconds(options_.lease_ms);
+void Worker::Impl::Process(const Task& task) {
+  absl::StatusOr<std::string> result = RunHandler(task);
+  bool abandoned = false;
   {
     absl::MutexLock lock(&mu_);
-    absl::Time now = absl::Now();
-    leases_[key] = Lease{&task.job, task.lease_token, now + lease, now + lease / 3};
+    auto it = leases_.find(task.lease_token);
+    abandoned = it != leases_.end() && it->second.abandoned;
   }
-  absl::StatusOr<std::string> result = RunHandler(task.job);
-  Settle(task, result);
+  // An abandoned job is left to expire: the broker retries it.
+  if (!abandoned) Settle(task, result);
   absl::MutexLock lock(&mu_);
-  leases_.erase(key);
+  leases_.erase(task.lease_token);
+  --running_;
 }
 
-absl::StatusOr<std::string> Worker::RunHandler(const Job& job) {
+absl::StatusOr<std::string> Worker::Impl::RunHandler(const Task& task) {
+  const Job& job = task.job;
   auto it = handlers_.find(job.type);
   if (it == handlers_.end()) {
     std::string text =
         absl::StrCat("no handler for job type \"", job.type, "\" in worker ", worker_id_);
-    Log(absl::StrCat(text, " (job ", job.queue, "/", job.id, ")"));
+    Report(task.lease_token,
+           [&] { Log(absl::StrCat(text, " (job ", job.queue, "/", job.id, ")")); });
     return absl::NotFoundError(text);
   }
   try {
@@ -222,26 +383,25 @@ absl::StatusOr<std::string> Worker::RunHandler(const Job& job) {
   }
 }
 
-void Worker::Settle(const Task& task, const absl::StatusOr<std::string>& result) {
+void Worker::Impl::Settle(const Task& task, const absl::StatusOr<std::string>& result) {
   const Job& job = task.job;
-  const std::string key = LeaseKey(job);
+  const std::string& token = task.lease_token;
   Outcome outcome;
   if (result.ok()) {
-    absl::Status status = Retry(key, [&] {
-      return client_.Ack(job.queue, job.id, task.lease_token, *result);
-    });
+    absl::Status status =
+        Retry(token, [&] { return client_.Ack(job.queue, job.id, token, *result); });
     outcome = status.ok() ? Outcome{"ack_ok", ""}
                           : Outcome{"ack_error", absl::StatusCodeToString(status.code())};
   } else {
     v1::FailRequest request;
     request.set_queue(job.queue);
     request.set_job_id(job.id);
-    request.set_lease_token(task.lease_token);
+    request.set_lease_token(token);
     // The handler's text is "<CODE>: <message>" already (or the exception's).
     request.set_error(std::string(result.status().message()));
     request.set_non_retryable(IsNonRetryable(result.status()));
     absl::StatusOr<v1::FailResponse> response;
-    absl::Status status = Retry(key, [&] {
+    absl::Status status = Retry(token, [&] {
       response = client_.Fail(request);
       return response.status();
     });
@@ -253,14 +413,28 @@ void Worker::Settle(const Task& task, const absl::StatusOr<std::string>& result)
       outcome = Outcome{"fail_error", absl::StatusCodeToString(status.code())};
     }
   }
-  if (outcome.kind == "ack_error" || outcome.kind == "fail_error") {
-    Log(absl::StrCat(outcome.kind, " ", outcome.detail, " for job ", key));
-  }
-  if (options_.on_outcome) options_.on_outcome(job, outcome);
+  Report(token, [&] {
+    if (outcome.kind == "ack_error" || outcome.kind == "fail_error") {
+      Log(absl::StrCat(outcome.kind, " ", outcome.detail, " for job ", job.queue, "/", job.id));
+    }
+    if (options_.on_outcome) options_.on_outcome(job, outcome);
+  });
 }
 
-absl::Status Worker::Retry(const std::string& lease_key,
-                           const std::function<absl::Status()>& call) {
+void Worker::Impl::Report(const std::string& token, const std::function<void()>& report) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = leases_.find(token);
+    if (it != leases_.end() && it->second.abandoned) return;
+    ++reporting_;
+  }
+  report();
+  absl::MutexLock lock(&mu_);
+  --reporting_;
+}
+
+absl::Status Worker::Impl::Retry(const std::string& token,
+                                 const std::function<absl::Status()>& call) {
   absl::Duration backoff = kInitialBackoff;
   while (true) {
     absl::Status status = call();
@@ -268,8 +442,8 @@ absl::Status Worker::Retry(const std::string& lease_key,
     absl::Time expires = absl::InfinitePast();
     {
       absl::MutexLock lock(&mu_);
-      auto it = leases_.find(lease_key);
-      if (it != leases_.end()) expires = it->second.expires;
+      auto it = leases_.find(token);
+      if (it != leases_.end() && !it->second.abandoned) expires = it->second.expires;
     }
     if (absl::Now() + backoff >= expires) return status;
     absl::SleepFor(Jitter(backoff));
@@ -277,52 +451,55 @@ absl::Status Worker::Retry(const std::string& lease_key,
   }
 }
 
-void Worker::RenewThread() {
-  const absl::Duration lease = absl::Milliseconds(options_.lease_ms);
+void Worker::Impl::RenewThread() {
   while (true) {
-    struct Due {
-      std::string key;
-      std::string queue;
-      std::string id;
-      std::string token;
-    };
     std::vector<Due> due;
     {
       absl::MutexLock lock(&mu_);
-      auto finished = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return shutdown_ && leases_.empty();
-      };
       absl::Time wake = absl::Now() + absl::Milliseconds(200);
-      for (const auto& [key, entry] : leases_) {
-        if (!entry.lost) wake = std::min(wake, entry.next_renew);
+      for (const auto& [token, lease] : leases_) {
+        if (!lease.lost && !lease.abandoned) wake = std::min(wake, lease.next_renew);
       }
-      mu_.AwaitWithDeadline(absl::Condition(&finished), wake);
-      if (shutdown_ && leases_.empty()) return;
+      mu_.AwaitWithDeadline(absl::Condition(&shutdown_), wake);
+      if (shutdown_) return;
       absl::Time now = absl::Now();
-      for (auto& [key, entry] : leases_) {
-        if (entry.lost || entry.next_renew > now) continue;
-        due.push_back(Due{key, entry.job->queue, entry.job->id, entry.lease_token});
+      for (const auto& [token, lease] : leases_) {
+        if (lease.lost || lease.abandoned || lease.next_renew > now) continue;
+        due.push_back(Due{token, lease.queue, lease.id, lease.length});
       }
     }
-    for (const Due& d : due) {
-      absl::Time sent = absl::Now();
-      absl::StatusOr<int64_t> renewed = client_.ExtendLease(d.queue, d.id, d.token,
-                                                            options_.lease_ms);
-      absl::MutexLock lock(&mu_);
-      auto it = leases_.find(d.key);
-      if (it == leases_.end() || it->second.lease_token != d.token) continue;
-      if (renewed.ok()) {
-        it->second.expires = sent + lease;
-        it->second.next_renew = sent + lease / 3;
-      } else if (absl::IsFailedPrecondition(renewed.status()) ||
-                 absl::IsNotFound(renewed.status())) {
-        it->second.lost = true;
-        Log(absl::StrCat("lease of job ", d.key, " lost: ", renewed.status().message()));
-      } else {
-        // Transient: try again soon, while the lease may still be alive.
-        it->second.next_renew = absl::Now() + std::min(lease / 6, absl::Seconds(1));
-      }
+    // Each renewal has a deadline of at most a third of its lease, and they
+    // run side by side, so a hung call delays no other lease past its expiry.
+    if (due.size() == 1) {
+      Renew(due[0]);
+    } else {
+      std::vector<std::thread> calls;
+      calls.reserve(due.size());
+      for (const Due& d : due) calls.emplace_back([this, &d] { Renew(d); });
+      for (std::thread& call : calls) call.join();
     }
+  }
+}
+
+void Worker::Impl::Renew(const Due& due) {
+  const absl::Time sent = absl::Now();
+  // lease_ms 0 asks the broker for its default again.
+  absl::StatusOr<int64_t> renewed = client_.ExtendLease(due.queue, due.id, due.token,
+                                                        options_.lease_ms, due.length / 3);
+  absl::MutexLock lock(&mu_);
+  auto it = leases_.find(due.token);
+  if (it == leases_.end() || it->second.abandoned) return;
+  Lease& lease = it->second;
+  if (renewed.ok()) {
+    lease.expires = sent + lease.length;
+    lease.next_renew = sent + lease.length / 3;
+  } else if (absl::IsFailedPrecondition(renewed.status()) || absl::IsNotFound(renewed.status())) {
+    lease.lost = true;
+    Log(absl::StrCat("lease of job ", due.queue, "/", due.id, " lost: ",
+                     renewed.status().message()));
+  } else {
+    // Transient: try again soon, while the lease may still be alive.
+    lease.next_renew = absl::Now() + std::min(lease.length / 6, absl::Seconds(1));
   }
 }
 

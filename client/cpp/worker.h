@@ -1,8 +1,9 @@
 // jobwire C++ worker: runs registered handlers on jobs pushed over a Claim
 // stream, with the behaviour every client shares (docs/clients.md):
-// max_in_flight = free handler slots, lease renewal every lease_ms / 3 while a
-// handler runs, Ack / Fail retried on UNAVAILABLE until the lease ends, stream
-// reconnect with jittered backoff, graceful Stop.
+// max_in_flight = free handler slots, lease renewal every lease / 3 from
+// delivery until the job is settled, Ack / Fail retried on UNAVAILABLE until
+// the lease ends, stream reconnect with jittered backoff, graceful Stop that
+// abandons handlers still running after the grace.
 //
 //   jobwire::client::Worker worker({.queues = {"emails"}, .concurrency = 8});
 //   worker.Register("send-email", [](const jobwire::client::Job& job)
@@ -14,23 +15,19 @@
 //
 // Thread safety: Register before Run. Stop may be called from any thread.
 // Handlers and on_outcome run on the worker's handler threads, up to
-// `concurrency` at once, so they must be thread-safe.
+// `concurrency` at once, so they must be thread-safe. No on_outcome or log
+// call is made after Run has returned.
 #ifndef JOBWIRE_CLIENT_CPP_WORKER_H_
 #define JOBWIRE_CLIENT_CPP_WORKER_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/cpp/client.h"
 #include "client/cpp/job.h"
@@ -62,15 +59,22 @@ struct WorkerOptions {
   std::vector<std::string> queues;
   // Handlers running at once. REQUIRES: >= 1.
   int concurrency = 1;
-  // Lease per job; renewed every lease_ms / 3 while its handler runs.
-  int64_t lease_ms = 30000;
+  // Lease per job, 1000..43200000 ms; 0 means the broker's default lease
+  // (30 s out of the box). With 0, each job's lease length is taken from its
+  // lease_expires_at_ms minus the local time at receipt (at least 1 s; 30 s
+  // when that is not positive or above 12 h, e.g. on a skewed clock) and
+  // renewals ask for the broker default again. Leases are renewed every length / 3 from receipt until the
+  // job is settled, also while it waits for a free handler thread.
+  // REQUIRES: >= 0 (Run returns INVALID_ARGUMENT otherwise).
+  int64_t lease_ms = 0;
   // Empty means "cpp-<host>-<pid>".
   std::string worker_id;
   // How long Run waits for running handlers after Stop.
   absl::Duration grace = absl::Seconds(25);
-  // Deadline of every unary call.
+  // Deadline of every unary call (ExtendLease: at most length / 3).
   absl::Duration timeout = absl::Seconds(10);
-  // Called once per delivered job with its final outcome. Optional.
+  // Called once per settled job with its final outcome; not for jobs
+  // abandoned after the grace. Optional.
   std::function<void(const Job&, const Outcome&)> on_outcome;
   // Where the worker logs (unknown job types, lost leases, reconnects).
   // Empty means one line on stderr.
@@ -80,7 +84,12 @@ struct WorkerOptions {
 class Worker {
  public:
   explicit Worker(WorkerOptions options);
-  // Stops the worker and waits for handlers still running.
+  // Stops the worker and joins its threads (at worst after one ExtendLease
+  // in flight), except threads still inside a handler abandoned after the
+  // grace: those are detached and never block the destructor. A detached handler runs to its end on state the worker
+  // keeps alive for it (options, handlers, client); its result is discarded.
+  // Anything else it uses must outlive it.
+  // REQUIRES: Run is not running (never called, or returned).
   ~Worker();
 
   Worker(const Worker&) = delete;
@@ -90,59 +99,25 @@ class Worker {
   void Register(std::string type, Handler handler);
 
   // Consumes jobs until Stop, then waits up to `grace` for running handlers
-  // (and their Ack / Fail) and returns OK. Returns INVALID_ARGUMENT at once
-  // when the broker rejects the Claim request. Handlers still running after
-  // `grace` keep running; the destructor waits for them.
+  // (and their Ack / Fail) and returns OK. Jobs still running (or delivered
+  // and not started) after `grace` are abandoned: their leases are no longer
+  // renewed, they are neither Acked nor Failed and on_outcome is not called,
+  // so the broker retries them once their leases expire. Returns
+  // INVALID_ARGUMENT at once when lease_ms is negative or the broker rejects
+  // the Claim request.
   // REQUIRES: called once.
   absl::Status Run();
 
   // Ends the Claim stream (no new jobs) and makes Run return after the drain.
   void Stop();
 
-  const std::string& worker_id() const { return worker_id_; }
+  const std::string& worker_id() const;
 
  private:
-  // A delivered job waiting for, or running on, a handler thread.
-  struct Task {
-    Job job;
-    std::string lease_token;
-  };
-  // Lease bookkeeping of a running job, for renewal and the Ack retry limit.
-  struct Lease {
-    const Job* job;
-    std::string lease_token;
-    absl::Time expires;     // local estimate
-    absl::Time next_renew;  // expires - 2/3 of the lease
-    bool lost = false;
-  };
-
-  // Claim streams, one after another, until Stop. Returns the fatal error.
-  absl::Status StreamLoop();
-  void HandlerThread();
-  void RenewThread();
-  void Process(const Task& task);
-  // Runs the handler; returns the result or the failure text in the status.
-  absl::StatusOr<std::string> RunHandler(const Job& job);
-  void Settle(const Task& task, const absl::StatusOr<std::string>& result);
-  // Repeats `call` while it answers UNAVAILABLE / DEADLINE_EXCEEDED and the
-  // lease under `lease_key` lasts.
-  absl::Status Retry(const std::string& lease_key, const std::function<absl::Status()>& call);
-  void Log(const std::string& line);
-
-  const WorkerOptions options_;
-  const std::string worker_id_;
-  Client client_;
-  absl::flat_hash_map<std::string, Handler> handlers_;
-
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;  // handler threads may exit
-  int running_ ABSL_GUARDED_BY(mu_) = 0;        // delivered, not yet settled
-  std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by LeaseKey
-  grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;
-
-  std::vector<std::thread> threads_;
+  // Everything the worker's threads use, shared with them so that a detached
+  // handler thread never outlives it (defined in worker.cc).
+  class Impl;
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace jobwire::client

@@ -2,6 +2,7 @@
 #include "client/cpp/worker.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -18,10 +19,12 @@ namespace jobwire::client {
 namespace {
 
 using ::jobwire::testing::BrokerTest;
+using ::jobwire::testing::kActive;
 using ::jobwire::testing::kCompleted;
 using ::jobwire::testing::kDead;
 using ::jobwire::testing::kPending;
 using ::jobwire::testing::PickFreePort;
+using ::jobwire::testing::RedisReply;
 using ::jobwire::testing::RedisServer;
 using ::jobwire::testing::Subprocess;
 
@@ -56,6 +59,8 @@ class RunningWorker {
     thread_ = std::thread([this] { status_ = worker_.Run(); });
   }
   ~RunningWorker() { Stop().IgnoreError(); }
+  // Worker::Stop only: Run drains on its own thread.
+  void RequestStop() { worker_.Stop(); }
   absl::Status Stop() {
     worker_.Stop();
     if (thread_.joinable()) thread_.join();
@@ -70,6 +75,9 @@ class RunningWorker {
 
 class WorkerTest : public BrokerTest {
  protected:
+  explicit WorkerTest(std::vector<std::string> broker_flags = {})
+      : BrokerTest(std::move(broker_flags)) {}
+
   void SetUp() override {
     BrokerTest::SetUp();
     client_ = std::make_unique<Client>(ClientOptions{broker_->address()});
@@ -110,8 +118,36 @@ class WorkerTest : public BrokerTest {
     return job.ok() ? *job : v1::Job();
   }
 
+  // Takes the current lease away from the worker holding job `id`, as if it
+  // had expired: renewals and the Ack with the old token are refused, and the
+  // broker's reaper retries the job within about a second.
+  void RevokeLease(const std::string& id) {
+    const std::string job_key = absl::StrCat("jw:{q}:job:", id);
+    absl::StatusOr<RedisReply> reply = redis_->Command("HSET", job_key, "lease_token", "revoked");
+    ASSERT_TRUE(reply.ok() && !reply->is_error()) << job_key;
+    reply = redis_->Command("ZADD", "jw:{q}:active", 0, id);
+    ASSERT_TRUE(reply.ok() && !reply->is_error());
+  }
+
+  // Redis ZADD calls so far (commands run by scripts included). Every lease
+  // renewal is one (extend_lease.lua); -1 when INFO fails.
+  int64_t ZaddCalls() {
+    absl::StatusOr<RedisReply> info = redis_->Command("INFO", "commandstats");
+    if (!info.ok() || info->is_error()) return -1;
+    const std::string kField = "cmdstat_zadd:calls=";
+    size_t at = info->str.find(kField);
+    if (at == std::string::npos) return 0;
+    return std::strtoll(info->str.c_str() + at + kField.size(), nullptr, 10);
+  }
+
   std::unique_ptr<Client> client_;
   OutcomeLog outcomes_;
+};
+
+// A broker whose default lease is 3 s.
+class WorkerShortDefaultLeaseTest : public WorkerTest {
+ protected:
+  WorkerShortDefaultLeaseTest() : WorkerTest({"--default_lease_ms=3000"}) {}
 };
 
 TEST_F(WorkerTest, AcksWithTheHandlersResult) {
@@ -216,25 +252,190 @@ TEST_F(WorkerTest, RenewsTheLeaseOfALongHandler) {
 TEST_F(WorkerTest, StopFinishesRunningHandlersAndTakesNoNewJobs) {
   std::string first = MustEnqueue("slow");
   absl::Notification started;
+  absl::Notification release;
+  std::atomic<int> runs{0};
   auto worker = std::make_unique<RunningWorker>(
-      Options(1), std::vector<std::pair<std::string, Handler>>{
+      Options(2), std::vector<std::pair<std::string, Handler>>{
                       {"slow", [&](const Job&) -> absl::StatusOr<std::string> {
-                         started.Notify();
-                         absl::SleepFor(absl::Milliseconds(500));
+                         if (++runs == 1) started.Notify();
+                         release.WaitForNotificationWithTimeout(absl::Seconds(10));
                          return std::string("finished");
                        }}});
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  worker->RequestStop();
+  // Enqueued during the drain, with a handler slot free: it must stay put.
+  std::string second = MustEnqueue("slow");
+  absl::SleepFor(absl::Milliseconds(500));
+  absl::StatusOr<v1::Job> waiting = client_->GetJob("q", second);
+  JW_ASSERT_OK(waiting.status());
+  EXPECT_EQ(waiting->state(), kPending);
+  release.Notify();
   JW_EXPECT_OK(worker->Stop());
   // Run has returned: the running job was acked before it did.
   absl::StatusOr<v1::Job> job = client_->GetJob("q", first);
   JW_ASSERT_OK(job.status());
   EXPECT_EQ(job->state(), kCompleted);
   EXPECT_EQ(job->result(), "finished");
-  std::string second = MustEnqueue("slow");
-  absl::SleepFor(absl::Milliseconds(300));
   absl::StatusOr<v1::Job> untouched = client_->GetJob("q", second);
   JW_ASSERT_OK(untouched.status());
   EXPECT_EQ(untouched->state(), kPending);
+  EXPECT_EQ(untouched->attempts(), 0);
+  EXPECT_EQ(runs.load(), 1);
+}
+
+TEST_F(WorkerTest, HandlersStillRunningAfterTheGraceAreAbandoned) {
+  EnqueueOptions fast;
+  fast.backoff_base_ms = 50;
+  std::string id = MustEnqueue("stuck", "{}", fast);
+  absl::Notification started;
+  // The abandoned handler outlives its Worker: what it uses afterwards is
+  // shared with it.
+  auto returned = std::make_shared<absl::Notification>();
+  WorkerOptions options = Options(1, /*lease_ms=*/1000);
+  options.grace = absl::Milliseconds(300);
+  auto worker = std::make_unique<RunningWorker>(
+      options, std::vector<std::pair<std::string, Handler>>{
+                   {"stuck", [&started, returned](const Job&) -> absl::StatusOr<std::string> {
+                      started.Notify();
+                      absl::SleepFor(absl::Seconds(3));
+                      returned->Notify();
+                      return std::string("abandoned run");
+                    }}});
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::Time stop = absl::Now();
+  JW_EXPECT_OK(worker->Stop());
+  EXPECT_LT(absl::Now() - stop, absl::Seconds(1));
+  absl::Time destroy = absl::Now();
+  worker.reset();  // does not wait for the stuck handler
+  EXPECT_LT(absl::Now() - destroy, absl::Milliseconds(500));
+  EXPECT_FALSE(returned->HasBeenNotified());
+
+  // No renewal any more: the 1 s lease expires and the job is retried.
+  v1::Job reaped = WaitForState(id, kPending);
+  EXPECT_EQ(reaped.attempts(), 1);
+  EXPECT_EQ(reaped.error(), "lease expired");
+  ASSERT_TRUE(returned->WaitForNotificationWithTimeout(absl::Seconds(5)));
+  absl::SleepFor(absl::Milliseconds(300));  // an Ack of the abandoned run would land now
+
+  RunningWorker second(Options(1, 1000),
+                       {{"stuck", [](const Job&) -> absl::StatusOr<std::string> {
+                          return std::string("second run");
+                        }}});
+  v1::Job job = WaitForState(id, kCompleted);
+  EXPECT_EQ(job.attempts(), 2);
+  EXPECT_EQ(job.result(), "second run");
+  // Nothing was reported for the abandoned run.
+  EXPECT_EQ(outcomes_.WaitFor(1), (std::vector<std::string>{id + " 2 ack_ok"}));
+}
+
+// The same worker gets a job back (its lease was lost) while the old run is
+// still going: each run keeps its own lease, and the old run's end does not
+// stop the renewal of the new one.
+TEST_F(WorkerTest, ALostLeaseReclaimedByTheSameWorkerKeepsBothRunsApart) {
+  EnqueueOptions fast;
+  fast.backoff_base_ms = 50;
+  std::string id = MustEnqueue("twice", "{}", fast);
+  absl::Notification first_started;
+  absl::Notification second_started;
+  WorkerOptions options = Options(2, /*lease_ms=*/1000);
+  options.log = [](const std::string&) {};
+  RunningWorker worker(options, {{"twice", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                    if (job.attempt == 1) {
+                                      first_started.Notify();
+                                      second_started.WaitForNotificationWithTimeout(
+                                          absl::Seconds(10));
+                                      return std::string("first");
+                                    }
+                                    if (job.attempt == 2) second_started.Notify();
+                                    // Longer than the lease: it must be renewed.
+                                    absl::SleepFor(absl::Milliseconds(2500));
+                                    return std::string("second");
+                                  }}});
+  ASSERT_TRUE(first_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  RevokeLease(id);
+  v1::Job job = WaitForState(id, kCompleted);
+  EXPECT_EQ(job.attempts(), 2);
+  EXPECT_EQ(job.result(), "second");
+  EXPECT_EQ(outcomes_.WaitFor(2),
+            (std::vector<std::string>{id + " 1 ack_error FAILED_PRECONDITION", id + " 2 ack_ok"}));
+}
+
+// A job delivered while every handler thread is busy (here: the slot of a
+// lost lease was given back by the broker) is renewed while it waits.
+TEST_F(WorkerTest, AJobWaitingForAHandlerThreadKeepsItsLease) {
+  EnqueueOptions fast;
+  fast.backoff_base_ms = 50;
+  std::string id = MustEnqueue("twice", "{}", fast);
+  absl::Notification first_started;
+  absl::Notification redelivered;
+  WorkerOptions options = Options(1, /*lease_ms=*/1000);
+  options.log = [](const std::string&) {};
+  RunningWorker worker(options, {{"twice", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                    if (job.attempt == 1) {
+                                      first_started.Notify();
+                                      redelivered.WaitForNotificationWithTimeout(
+                                          absl::Seconds(10));
+                                      // Attempt 2 waits this long for the only thread.
+                                      absl::SleepFor(absl::Milliseconds(2500));
+                                      return std::string("first");
+                                    }
+                                    return std::string("second");
+                                  }}});
+  ASSERT_TRUE(first_started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  RevokeLease(id);
+  v1::Job active = WaitForState(id, kActive);
+  for (int i = 0; i < 500 && active.attempts() < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(20));
+    active = WaitForState(id, kActive);
+  }
+  ASSERT_EQ(active.attempts(), 2);
+  redelivered.Notify();
+  v1::Job job = WaitForState(id, kCompleted);
+  EXPECT_EQ(job.attempts(), 2);
+  EXPECT_EQ(job.result(), "second");
+  EXPECT_EQ(outcomes_.WaitFor(2),
+            (std::vector<std::string>{id + " 1 ack_error FAILED_PRECONDITION", id + " 2 ack_ok"}));
+}
+
+// lease_ms 0: the broker's default lease (3 s here), renewed about once a
+// second, not in a tight loop.
+TEST_F(WorkerShortDefaultLeaseTest, RenewsTheBrokersDefaultLease) {
+  std::string id = MustEnqueue("long");
+  const int64_t zadds_before = ZaddCalls();
+  ASSERT_GE(zadds_before, 0);
+  RunningWorker worker(Options(1, /*lease_ms=*/0),
+                       {{"long", [](const Job&) -> absl::StatusOr<std::string> {
+                          absl::SleepFor(absl::Seconds(5));
+                          return std::string("done");
+                        }}});
+  v1::Job job = WaitForState(id, kCompleted, absl::Seconds(15));
+  EXPECT_EQ(job.attempts(), 1);
+  EXPECT_EQ(outcomes_.WaitFor(1), (std::vector<std::string>{id + " 1 ack_ok"}));
+  // One ZADD for the claim, about five renewals, a few for the Ack.
+  const int64_t zadds = ZaddCalls() - zadds_before;
+  EXPECT_GE(zadds, 4);
+  EXPECT_LE(zadds, 15);
+}
+
+// Rejected by the worker itself, before it contacts any broker.
+TEST_F(WorkerTest, NegativeLeaseIsInvalid) {
+  absl::StatusOr<int> port = PickFreePort();
+  JW_ASSERT_OK(port.status());
+  WorkerOptions options = Options(1, /*lease_ms=*/-1);
+  options.address = absl::StrCat("127.0.0.1:", *port);  // nothing listens
+  options.log = [](const std::string&) {};
+  Worker worker(options);
+  absl::Status status;
+  absl::Notification returned;
+  std::thread run([&] {
+    status = worker.Run();
+    returned.Notify();
+  });
+  EXPECT_TRUE(returned.WaitForNotificationWithTimeout(absl::Seconds(2)));
+  worker.Stop();
+  run.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("lease_ms"), absl::string_view::npos) << status;
 }
 
 TEST_F(WorkerTest, InvalidClaimIsFatal) {
