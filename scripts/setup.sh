@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
-  libabsl-dev libhiredis-dev libevent-dev libssl-dev nlohmann-json3-dev
+  libabsl-dev libhiredis-dev libevent-dev libssl-dev nlohmann-json3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools
 )
@@ -31,3 +31,5 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 for lang in python node go; do
   "$root/client/$lang/setup.sh"
 done
+# The operations tests' tools (grpc-health-probe).
+"$root/tests/ops/setup.sh"
