@@ -137,7 +137,12 @@ TEST(DrainTest, WorkerMidJobAcksThroughSecondBrokerAndNothingIsLost) {
   options.on_outcome = [&](const client::Job& job, const client::Outcome& o) {
     outcomes.Add(job.id, o.kind);
   };
-  options.log = [](const std::string&) {};
+  absl::Mutex log_mu;
+  std::vector<std::string> log_lines;
+  options.log = [&](const std::string& line) {
+    absl::MutexLock lock(&log_mu);
+    log_lines.push_back(line);
+  };
   client::Worker worker(options);
   worker.Register("test", [&](const client::Job& job) -> absl::StatusOr<std::string> {
     if (runs++ == 0) {
@@ -172,6 +177,13 @@ TEST(DrainTest, WorkerMidJobAcksThroughSecondBrokerAndNothingIsLost) {
     if (job.result() == "finished-after-drain") ++handed_over;
   }
   EXPECT_EQ(handed_over, 1);
+  // The worker's stream was on the first broker and was ended by its drain.
+  absl::MutexLock lock(&log_mu);
+  bool drained = false;
+  for (const std::string& line : log_lines) {
+    drained = drained || line.find("shutting down; reconnect") != std::string::npos;
+  }
+  EXPECT_TRUE(drained);
 }
 
 class MaxStreamAgeTest : public BrokerTest {

@@ -7,7 +7,7 @@ namespace jobwire::server {
 void HealthReporter::Attach(grpc::HealthCheckServiceInterface* service) {
   absl::MutexLock lock(&mu_);
   service_ = service;
-  PublishLocked();
+  PublishLocked(/*log=*/false);
 }
 
 void HealthReporter::SetRedisUp(bool up) {
@@ -29,12 +29,14 @@ bool HealthReporter::serving() const {
   return redis_up_ && !draining_;
 }
 
-void HealthReporter::PublishLocked() {
+void HealthReporter::PublishLocked(bool log) {
   const bool serving = redis_up_ && !draining_;
-  base::Log(base::LogLevel::kInfo, "health",
-            {{"status", serving ? "SERVING" : "NOT_SERVING"},
-             {"redis", redis_up_ ? "up" : "down"},
-             {"draining", draining_ ? "true" : "false"}});
+  if (log) {
+    base::Log(base::LogLevel::kInfo, "health",
+              {{"status", serving ? "SERVING" : "NOT_SERVING"},
+               {"redis", redis_up_ ? "up" : "down"},
+               {"draining", draining_ ? "true" : "false"}});
+  }
   if (service_ == nullptr) return;
   service_->SetServingStatus("", serving);
   service_->SetServingStatus(kBrokerServiceName, serving);

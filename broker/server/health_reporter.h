@@ -34,7 +34,8 @@ class HealthReporter {
   bool serving() const;
 
  private:
-  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the status on the attached service; `log`: one line about it.
+  void PublishLocked(bool log = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   grpc::HealthCheckServiceInterface* service_ ABSL_GUARDED_BY(mu_) = nullptr;
