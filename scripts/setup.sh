@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libhiredis-dev libevent-dev libssl-dev nlohmann-json3-dev libcli11-dev
+  prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools
 )
@@ -33,3 +34,5 @@ for lang in python node go; do
 done
 # helm and the manifest validator's Go modules (deploy/test.sh).
 "$root/deploy/setup.sh"
+# The operations tests' tools (grpc-health-probe).
+"$root/tests/ops/setup.sh"

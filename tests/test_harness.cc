@@ -328,7 +328,7 @@ absl::Status BrokerProcess::StartOnce() {
   address_ = absl::StrCat("127.0.0.1:", *port);
   std::vector<std::string> argv = {
       broker_path_, absl::StrCat("--listen=", address_),
-      absl::StrCat("--redis_url=redis://127.0.0.1:", redis_port_)};
+      absl::StrCat("--redis_url=redis://127.0.0.1:", redis_port_), "--metrics_listen="};
   argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
   absl::Status spawned = process_.Spawn(argv);
   if (!spawned.ok()) return spawned;
@@ -381,6 +381,10 @@ int BrokerProcess::Stop() {
   // the broker's exit.)
   channel_.reset();
   return process_.Terminate(kStopGrace);
+}
+
+void BrokerProcess::Signal(int sig) {
+  if (process_.pid() > 0) kill(process_.pid(), sig);
 }
 
 std::unique_ptr<v1::Broker::Stub> BrokerProcess::NewStub() const {

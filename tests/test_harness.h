@@ -187,7 +187,8 @@ class RedisServer {
 // Not thread-safe; NewStub() may be called from any thread.
 class BrokerProcess {
  public:
-  // `extra_flags` are appended to --listen and --redis_url, e.g.
+  // `extra_flags` are appended to --listen, --redis_url and
+  // --metrics_listen= (no metrics endpoint unless a test sets one), e.g.
   // {"--completed_retention_ms=500"}. `broker_path` defaults to the binary
   // built by this tree.
   explicit BrokerProcess(int redis_port,
@@ -209,6 +210,10 @@ class BrokerProcess {
   int Stop();
 
   bool Running() { return process_.Running(); }
+
+  // Sends `sig` to the broker without waiting (e.g. SIGTERM to watch the
+  // drain). Stop() still reaps it.
+  void Signal(int sig);
 
   // "127.0.0.1:<port>".
   const std::string& address() const { return address_; }

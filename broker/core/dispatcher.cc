@@ -11,8 +11,8 @@
 namespace jobwire::core {
 
 Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
-                       store::RedisClient* subscriber)
-    : loop_(loop), store_(store), subscriber_(subscriber) {}
+                       store::RedisClient* subscriber, Metrics* metrics)
+    : loop_(loop), store_(store), subscriber_(subscriber), metrics_(metrics) {}
 
 std::string Dispatcher::LeaseKey(const std::string& queue, const std::string& job_id) {
   return absl::StrCat(queue, "\n", job_id);
@@ -38,10 +38,11 @@ void Dispatcher::Close(SessionId id) {
 }
 
 void Dispatcher::OnJobSettled(const std::string& queue, const std::string& job_id,
-                              const std::string& token) {
-  loop_->Post([this, key = LeaseKey(queue, job_id), token] {
+                              const std::string& token, bool acked) {
+  loop_->Post([this, queue, key = LeaseKey(queue, job_id), token, acked] {
     auto it = leases_.find(key);
     if (it == leases_.end() || it->second.token != token) return;
+    if (acked) metrics_->JobRunTime(queue, absl::Now() - it->second.claimed_at);
     SessionId id = it->second.session;
     ReleaseLease(key);
     Fill(id);
@@ -71,6 +72,9 @@ namespace {
 absl::Status ShuttingDown() {
   return absl::UnavailableError("broker is shutting down; reconnect to another replica");
 }
+absl::Status TooOld() {
+  return absl::UnavailableError("claim stream reached its maximum age; reconnect");
+}
 }  // namespace
 
 void Dispatcher::Shutdown() {
@@ -98,6 +102,11 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
                              });
     }
   }
+  if (session->spec.max_age != absl::InfiniteDuration()) {
+    loop_->RunAfter(session->spec.max_age, [this, id] {
+      if (Session* s = Find(id)) s->sink->Close(TooOld());
+    });
+  }
   sessions_[id] = std::move(session);
   Fill(id);
 }
@@ -115,7 +124,7 @@ void Dispatcher::DoClose(SessionId id) {
 
 void Dispatcher::Fill(SessionId id) {
   Session* s = Find(id);
-  if (s == nullptr) return;
+  if (s == nullptr || shutting_down_) return;
   if (s->filling) {
     s->refill = true;
     return;
@@ -135,6 +144,10 @@ void Dispatcher::Fill(SessionId id) {
 void Dispatcher::ClaimFrom(SessionId id, size_t index) {
   Session* s = Find(id);
   if (s == nullptr) return;
+  if (shutting_down_) {
+    s->filling = false;
+    return;
+  }
   int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
   const std::string& queue = s->spec.queues[index];
   store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id,
@@ -181,12 +194,17 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     v1::ClaimedJob& job = outcome->jobs[i];
     std::string key = LeaseKey(queue, job.job().id());
     absl::Time deadline = now + absl::Milliseconds(s->spec.lease_ms);
-    leases_[key] = Lease{id, job.lease_token(), deadline};
+    leases_[key] = Lease{id, job.lease_token(), deadline, now};
     s->in_flight.insert(key);
     ArmLeaseTimer(key, deadline);
     std::string job_id = job.job().id();
     std::string lease_token = job.lease_token();
-    if (!s->sink->Deliver(std::move(job))) {
+    // Claimed at lease expiry minus lease, by the Redis clock like available_at.
+    const absl::Duration wait = absl::Milliseconds(
+        job.lease_expires_at_ms() - s->spec.lease_ms - job.job().available_at_ms());
+    if (s->sink->Deliver(std::move(job))) {
+      metrics_->JobClaimed(queue, wait);
+    } else {
       // The stream ended (its close is already posted): this job and the rest
       // never reach a worker.
       s->filling = false;

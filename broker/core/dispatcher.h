@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
+#include "broker/core/metrics.h"
 #include "broker/store/job_store.h"
 #include "broker/store/redis_client.h"
 #include "jobwire/v1/broker.pb.h"
@@ -54,24 +55,31 @@ struct ClaimSpec {
   int max_in_flight = 1;
   int64_t lease_ms = 30000;
   std::string worker_id;
+  // The stream ends with UNAVAILABLE after this long (so that workers
+  // reconnect and load rebalances across replicas); jobs delivered keep
+  // their leases. InfiniteDuration: never.
+  absl::Duration max_age = absl::InfiniteDuration();
 };
 
 class Dispatcher {
  public:
   using SessionId = uint64_t;
 
-  // `loop`, `store` and `subscriber` (a RedisClient used only for pub/sub)
-  // must outlive the dispatcher.
-  Dispatcher(base::EventLoop* loop, const store::JobStore* store, store::RedisClient* subscriber);
+  // `loop`, `store`, `subscriber` (a RedisClient used only for pub/sub) and
+  // `metrics` must outlive the dispatcher.
+  Dispatcher(base::EventLoop* loop, const store::JobStore* store, store::RedisClient* subscriber,
+             Metrics* metrics);
 
   // Starts delivering to `sink` until Close. Returns the session's id.
   SessionId Open(ClaimSpec spec, std::shared_ptr<JobSink> sink);
   // Stops delivering; the session's outstanding jobs keep their leases.
   void Close(SessionId id);
 
-  // A job was acked or failed through this broker with `token`: frees the
-  // slot of the session that holds it, if any.
-  void OnJobSettled(const std::string& queue, const std::string& job_id, const std::string& token);
+  // A job was acked (`acked`) or failed through this broker with `token`:
+  // frees the slot of the session that holds it, if any, and for an ack
+  // records the claim-to-ack run time.
+  void OnJobSettled(const std::string& queue, const std::string& job_id, const std::string& token,
+                    bool acked);
   // A lease was renewed through this broker: the slot stays taken for
   // `lease_ms` more.
   void OnLeaseExtended(const std::string& queue, const std::string& job_id,
@@ -79,9 +87,9 @@ class Dispatcher {
   // Redis is reachable again: every waiting session claims.
   void OnRedisReconnected();
 
-  // Broker shutdown: ends every open stream with UNAVAILABLE (clients
-  // reconnect, perhaps to another replica) and every stream opened later.
-  // Delivered jobs keep their leases.
+  // Broker shutdown: claims nothing more, ends every open stream with
+  // UNAVAILABLE (clients reconnect, perhaps to another replica) and every
+  // stream opened later. Delivered jobs keep their leases.
   void Shutdown();
 
   // Number of open sessions (for tests and metrics). Thread-safe.
@@ -92,6 +100,7 @@ class Dispatcher {
     SessionId session;
     std::string token;
     absl::Time deadline;  // by the broker's clock
+    absl::Time claimed_at;
   };
   struct Session {
     ClaimSpec spec;
@@ -140,6 +149,7 @@ class Dispatcher {
   base::EventLoop* const loop_;
   const store::JobStore* const store_;
   store::RedisClient* const subscriber_;
+  Metrics* const metrics_;
   std::atomic<SessionId> next_id_{1};
   std::atomic<int64_t> open_sessions_{0};
 

@@ -6,9 +6,9 @@
 
 namespace jobwire::core {
 
-JobLifecycle::JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher,
+JobLifecycle::JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, Metrics* metrics,
                            LifecycleDefaults defaults)
-    : store_(store), dispatcher_(dispatcher), defaults_(defaults) {}
+    : store_(store), dispatcher_(dispatcher), metrics_(metrics), defaults_(defaults) {}
 
 void JobLifecycle::Enqueue(v1::EnqueueRequest request,
                            store::Callback<store::EnqueueOutcome> done) {
@@ -18,7 +18,11 @@ void JobLifecycle::Enqueue(v1::EnqueueRequest request,
     request.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, request.backoff_base_ms()));
   }
   RegisterOnce(request.queue());
-  store_->Enqueue(request, std::move(done));
+  store_->Enqueue(request, [this, queue = request.queue(), done = std::move(done)](
+                               absl::StatusOr<store::EnqueueOutcome> result) {
+    if (result.ok() && !result->duplicate) metrics_->JobEnqueued(queue);
+    done(std::move(result));
+  });
 }
 
 void JobLifecycle::RegisterOnce(const std::string& queue) {
@@ -42,7 +46,10 @@ void JobLifecycle::Ack(const v1::AckRequest& request, store::Callback<bool> done
   store_->Ack(request, [this, queue = request.queue(), id = request.job_id(),
                         token = request.lease_token(),
                         done = std::move(done)](absl::StatusOr<bool> result) {
-    if (result.ok()) dispatcher_->OnJobSettled(queue, id, token);
+    if (result.ok()) {
+      metrics_->JobAcked(queue);
+      dispatcher_->OnJobSettled(queue, id, token, /*acked=*/true);
+    }
     done(std::move(result));
   });
 }
@@ -51,7 +58,10 @@ void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::F
   store_->Fail(request, [this, queue = request.queue(), id = request.job_id(),
                          token = request.lease_token(),
                          done = std::move(done)](absl::StatusOr<store::FailOutcome> result) {
-    if (result.ok()) dispatcher_->OnJobSettled(queue, id, token);
+    if (result.ok()) {
+      metrics_->JobFailed(queue, result->dead);
+      dispatcher_->OnJobSettled(queue, id, token, /*acked=*/false);
+    }
     done(std::move(result));
   });
 }
@@ -69,7 +79,11 @@ void JobLifecycle::ExtendLease(const v1::ExtendLeaseRequest& request,
 }
 
 void JobLifecycle::Cancel(const v1::CancelRequest& request, store::Callback<bool> done) {
-  store_->Cancel(request.queue(), request.job_id(), std::move(done));
+  store_->Cancel(request.queue(), request.job_id(),
+                 [this, queue = request.queue(), done = std::move(done)](absl::StatusOr<bool> result) {
+                   if (result.ok()) metrics_->JobCancelled(queue);
+                   done(std::move(result));
+                 });
 }
 
 void JobLifecycle::GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done) {

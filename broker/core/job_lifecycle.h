@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "broker/core/dispatcher.h"
+#include "broker/core/metrics.h"
 #include "broker/store/job_store.h"
 
 namespace jobwire::core {
@@ -25,8 +26,9 @@ struct LifecycleDefaults {
 // on the Redis event loop thread. Errors are JobStore's.
 class JobLifecycle {
  public:
-  // `store` and `dispatcher` must outlive this object.
-  JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, LifecycleDefaults defaults);
+  // `store`, `dispatcher` and `metrics` must outlive this object.
+  JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, Metrics* metrics,
+               LifecycleDefaults defaults);
 
   // REQUIRES: `request` passed validation. Zero max_attempts and backoff
   // fields take the broker defaults. Records the queue in the registry the
@@ -49,6 +51,7 @@ class JobLifecycle {
 
   const store::JobStore* const store_;
   Dispatcher* const dispatcher_;
+  Metrics* const metrics_;
   const LifecycleDefaults defaults_;
   absl::Mutex mu_;
   absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);

@@ -11,6 +11,7 @@
 
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
+#include "broker/core/metrics.h"
 #include "broker/store/job_store.h"
 
 namespace jobwire::core {
@@ -18,6 +19,7 @@ namespace jobwire::core {
 struct LeaseReaperParams {
   base::EventLoop* loop = nullptr;
   const store::JobStore* store = nullptr;
+  Metrics* metrics = nullptr;
   absl::Duration max_interval = absl::Seconds(1);
   int batch = 500;  // expired leases settled per queue per call
 };

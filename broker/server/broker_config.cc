@@ -37,6 +37,11 @@ ABSL_FLAG(int64_t, backoff_base_ms, kDefaults.backoff_base_ms, "default retry ba
 ABSL_FLAG(int64_t, backoff_max_ms, kDefaults.backoff_max_ms, "default retry backoff cap");
 ABSL_FLAG(int64_t, shutdown_grace_ms, kDefaults.shutdown_grace_ms,
           "on SIGTERM, how long in-flight calls may take to finish");
+ABSL_FLAG(int64_t, max_stream_age_ms, kDefaults.max_stream_age_ms,
+          "a Claim stream ends with UNAVAILABLE after this long, jittered by +-10%, so "
+          "that workers reconnect and load rebalances across replicas; 0 = unlimited");
+ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
+          "host:port of the Prometheus metrics endpoint (/metrics); empty disables it");
 ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
 
 namespace jobwire::server {
@@ -47,7 +52,8 @@ absl::Status ApplyEnvironment() {
   for (const char* name : {"listen", "redis_url", "data_dir", "redis_server_path", "key_prefix",
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
                            "completed_retention_ms", "default_max_attempts", "backoff_base_ms",
-                           "backoff_max_ms", "shutdown_grace_ms", "log_level"}) {
+                           "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
+                           "metrics_listen", "log_level"}) {
     std::string var = absl::StrCat("JOBWIRE_", absl::AsciiStrToUpper(name));
     const char* value = std::getenv(var.c_str());
     if (value == nullptr) continue;
@@ -89,6 +95,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.backoff_base_ms = absl::GetFlag(FLAGS_backoff_base_ms);
   c.backoff_max_ms = absl::GetFlag(FLAGS_backoff_max_ms);
   c.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
+  c.max_stream_age_ms = absl::GetFlag(FLAGS_max_stream_age_ms);
+  c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.log_level = absl::GetFlag(FLAGS_log_level);
 
   using namespace jobwire::service;  // NOLINT: the limits
@@ -102,6 +110,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("backoff_base_ms", c.backoff_base_ms, 1, kMaxBackoffMs),
            CheckRange("backoff_max_ms", c.backoff_max_ms, c.backoff_base_ms, kMaxBackoffMs),
            CheckRange("shutdown_grace_ms", c.shutdown_grace_ms, 0, 3600 * 1000),
+           CheckRange("max_stream_age_ms", c.max_stream_age_ms, 0, 7LL * 24 * 3600 * 1000),
        }) {
     if (!s.ok()) return s;
   }

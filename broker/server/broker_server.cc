@@ -1,8 +1,12 @@
 #include "broker/server/broker_server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "broker/base/logging.h"
+#include "broker/service/rpc_metrics_interceptor.h"
 
 namespace jobwire::server {
 namespace {
@@ -24,6 +28,13 @@ core::LifecycleDefaults DefaultsFrom(const BrokerConfig& c) {
   return d;
 }
 
+service::ServiceOptions ServiceOptionsFrom(const BrokerConfig& c) {
+  service::ServiceOptions o;
+  o.limits = service::Limits{c.max_payload_bytes};
+  if (c.max_stream_age_ms > 0) o.max_stream_age = absl::Milliseconds(c.max_stream_age_ms);
+  return o;
+}
+
 }  // namespace
 
 BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address)
@@ -31,11 +42,12 @@ BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress
       subscriber_(&loop_, address, "pubsub"),
       scripts_(&commands_),
       store_(&commands_, &scripts_, StoreOptionsFrom(config)),
-      dispatcher_(&loop_, &store_, &subscriber_),
-      lifecycle_(&store_, &dispatcher_, DefaultsFrom(config)),
-      reaper_(core::LeaseReaperParams{&loop_, &store_}),
-      service_(&lifecycle_, &dispatcher_, service::Limits{config.max_payload_bytes}),
       admin_store_(&commands_, &scripts_, config.key_prefix),
+      dispatcher_(&loop_, &store_, &subscriber_, &metrics_),
+      lifecycle_(&store_, &dispatcher_, &metrics_, DefaultsFrom(config)),
+      reaper_(core::LeaseReaperParams{&loop_, &store_, &metrics_}),
+      stats_refresher_(core::QueueStatsRefresherParams{&loop_, &store_, &admin_store_, &metrics_}),
+      service_(&lifecycle_, &dispatcher_, &metrics_, ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_),
       admin_service_(&queue_admin_) {}
 
@@ -48,25 +60,36 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   s->commands_.SetOnConnected([raw = s.get()] {
     raw->lifecycle_.OnRedisReconnected();
     raw->dispatcher_.OnRedisReconnected();
+    raw->health_.SetRedisUp(true);
   });
+  s->commands_.SetOnDisconnected([raw = s.get()] { raw->health_.SetRedisUp(false); });
   s->loop_.Start();
   s->commands_.Start();
   s->subscriber_.Start();
   s->reaper_.Start();
+  s->stats_refresher_.Start();
 
+  // grpc.health.v1 (driven by health_) and server reflection, for probes
+  // and grpcurl.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(&s->service_);
   builder.RegisterService(&s->admin_service_);
+  builder.experimental().SetInterceptorCreators(service::MakeRpcMetricsInterceptors(&s->metrics_));
   // Room for a batch of jobs; each payload is limited separately.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::max<int64_t>(64 << 20, config.max_payload_bytes + (1 << 20))));
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     s->reaper_.Stop();
+    s->stats_refresher_.Stop();
     s->loop_.Stop();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
+  s->health_.Attach(s->server_->GetHealthCheckService());
+  s->StartMetricsEndpoint(config.metrics_listen);
   return s;
 }
 
@@ -76,9 +99,11 @@ void BrokerServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ != nullptr) {
-    // End Claim streams at once (clients reconnect elsewhere), let unary
-    // calls finish within the grace period, then close every connection:
-    // gRPC's own deadline would also wait out idle client connections.
+    // Report NOT_SERVING, end Claim streams at once (clients reconnect
+    // elsewhere), let unary calls finish within the grace period, then close
+    // every connection: gRPC's own deadline would also wait out idle client
+    // connections.
+    health_.SetDraining();
     dispatcher_.Shutdown();
     const absl::Time deadline = absl::Now() + grace;
     while (absl::Now() < deadline &&
@@ -90,8 +115,23 @@ void BrokerServer::Shutdown(absl::Duration grace) {
     server_->Wait();
     base::Log(base::LogLevel::kInfo, "grpc server stopped");
   }
+  exposer_.reset();
   reaper_.Stop();
+  stats_refresher_.Stop();
   loop_.Stop();
+}
+
+void BrokerServer::StartMetricsEndpoint(const std::string& listen) {
+  if (listen.empty()) return;
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(listen);
+    exposer_->RegisterCollectable(metrics_.registry());
+    base::Log(base::LogLevel::kInfo, "metrics listening", {{"listen", listen}, {"path", "/metrics"}});
+  } catch (const std::exception& e) {  // civetweb throws when it cannot bind
+    exposer_.reset();
+    base::Log(base::LogLevel::kError, "cannot serve metrics",
+              {{"listen", listen}, {"error", e.what()}});
+  }
 }
 
 }  // namespace jobwire::server

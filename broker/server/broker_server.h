@@ -1,6 +1,8 @@
-// BrokerServer: one running broker. Owns, in start order, the event loop,
-// the Redis connections (commands and pub/sub), the store, the dispatcher,
-// the lifecycle layer, the lease reaper and the gRPC server.
+// BrokerServer: one running broker. Owns, in start order, the metrics, the
+// event loop, the Redis connections (commands and pub/sub), the stores, the
+// dispatcher, the lifecycle layer, the background loops (lease reaper, queue
+// stats refresher), the gRPC server (with health and reflection) and the
+// metrics HTTP endpoint.
 #ifndef JOBWIRE_BROKER_SERVER_BROKER_SERVER_H_
 #define JOBWIRE_BROKER_SERVER_BROKER_SERVER_H_
 
@@ -8,6 +10,7 @@
 #include <string>
 
 #include <grpcpp/grpcpp.h>
+#include <prometheus/exposer.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -15,8 +18,11 @@
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
 #include "broker/core/lease_reaper.h"
+#include "broker/core/metrics.h"
 #include "broker/core/queue_admin.h"
+#include "broker/core/queue_stats_refresher.h"
 #include "broker/server/broker_config.h"
+#include "broker/server/health_reporter.h"
 #include "broker/service/admin_service.h"
 #include "broker/service/broker_service.h"
 #include "broker/store/admin_store.h"
@@ -30,35 +36,45 @@ namespace jobwire::server {
 class BrokerServer {
  public:
   // Connects to `redis_url` (in the background: the broker answers
-  // UNAVAILABLE until Redis is reachable) and listens on config.listen.
-  // INVALID_ARGUMENT for a bad URL, UNAVAILABLE when the port cannot be bound.
+  // UNAVAILABLE until Redis is reachable) and listens on config.listen, and
+  // serves /metrics on config.metrics_listen unless it is empty (a metrics
+  // address that cannot be bound is logged and skipped: metrics never stop
+  // the broker). INVALID_ARGUMENT for a bad URL, UNAVAILABLE when the gRPC
+  // port cannot be bound.
   static absl::StatusOr<std::unique_ptr<BrokerServer>> Start(const BrokerConfig& config,
                                                              const std::string& redis_url);
   ~BrokerServer();  // Shuts down with no grace if Shutdown was not called.
 
-  // Ends Claim streams with UNAVAILABLE, lets unary calls in flight finish
-  // within `grace`, closes every connection, then stops the background work.
-  // Idempotent.
+  // Drains: reports NOT_SERVING, stops handing out jobs, ends Claim streams
+  // with UNAVAILABLE, lets unary calls in flight finish within `grace`,
+  // closes every connection, then stops the background work. Idempotent.
   void Shutdown(absl::Duration grace);
 
   int port() const { return port_; }
 
  private:
   BrokerServer(const BrokerConfig& config, const store::RedisAddress& address);
+  // Serves metrics_ on `listen` (host:port) at /metrics; logs and skips
+  // when it cannot bind. No-op when `listen` is empty.
+  void StartMetricsEndpoint(const std::string& listen);
 
+  core::Metrics metrics_;
   base::EventLoop loop_;
   store::RedisClient commands_;
   store::RedisClient subscriber_;
   store::ScriptRunner scripts_;
   store::JobStore store_;
+  store::AdminStore admin_store_;
   core::Dispatcher dispatcher_;
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;
+  core::QueueStatsRefresher stats_refresher_;
   service::BrokerService service_;
-  store::AdminStore admin_store_;
   core::QueueAdmin queue_admin_;
   service::AdminService admin_service_;
+  HealthReporter health_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
   bool shut_down_ = false;
 };

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 
+#include "absl/random/random.h"
 #include "broker/service/claim_reactor.h"
 #include "broker/service/counted_reactor.h"
 
@@ -18,8 +19,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
-                             Limits limits)
-    : lifecycle_(lifecycle), dispatcher_(dispatcher), limits_(limits) {}
+                             core::Metrics* metrics, ServiceOptions options)
+    : lifecycle_(lifecycle),
+      dispatcher_(dispatcher),
+      metrics_(metrics),
+      limits_(options.limits),
+      max_stream_age_(options.max_stream_age) {}
 
 grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ctx,
                                                  const v1::EnqueueRequest* req,
@@ -89,7 +94,11 @@ grpc::ServerWriteReactor<v1::ClaimedJob>* BrokerService::Claim(grpc::CallbackSer
   spec.max_in_flight = req->max_in_flight() == 0 ? 1 : req->max_in_flight();
   spec.lease_ms = req->lease_ms() == 0 ? lifecycle_->defaults().lease_ms : req->lease_ms();
   spec.worker_id = req->worker_id();
-  return new ClaimReactor(dispatcher_, std::move(spec));
+  if (max_stream_age_ != absl::InfiniteDuration()) {
+    thread_local absl::BitGen bitgen;
+    spec.max_age = max_stream_age_ * absl::Uniform(bitgen, 0.9, 1.1);
+  }
+  return new ClaimReactor(dispatcher_, metrics_, std::move(spec));
 }
 
 grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,

@@ -10,19 +10,29 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/time/time.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
+#include "broker/core/metrics.h"
 #include "broker/service/request_validator.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 
 namespace jobwire::service {
 
+struct ServiceOptions {
+  Limits limits;
+  // Claim streams end with UNAVAILABLE after this age, jittered by +-10% per
+  // stream so that reconnects spread out; InfiniteDuration: never.
+  absl::Duration max_stream_age = absl::InfiniteDuration();
+};
+
 // Thread safety: gRPC calls the handlers concurrently; the only state of
 // its own is an atomic count of unary calls in flight.
 class BrokerService final : public v1::Broker::CallbackService {
  public:
-  // `lifecycle` and `dispatcher` must outlive the service.
-  BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher, Limits limits);
+  // `lifecycle`, `dispatcher` and `metrics` must outlive the service.
+  BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
+                core::Metrics* metrics, ServiceOptions options);
 
   grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
                                     v1::EnqueueResponse* resp) override;
@@ -52,7 +62,9 @@ class BrokerService final : public v1::Broker::CallbackService {
   std::atomic<int64_t> calls_in_flight_{0};
   core::JobLifecycle* const lifecycle_;
   core::Dispatcher* const dispatcher_;
+  core::Metrics* const metrics_;
   const Limits limits_;
+  const absl::Duration max_stream_age_;
 };
 
 // absl and gRPC share the canonical status codes.

@@ -2,8 +2,10 @@
 
 namespace jobwire::service {
 
-ClaimReactor::ClaimReactor(core::Dispatcher* dispatcher, core::ClaimSpec spec)
-    : dispatcher_(dispatcher), sink_(std::make_shared<Sink>(this)) {
+ClaimReactor::ClaimReactor(core::Dispatcher* dispatcher, core::Metrics* metrics,
+                           core::ClaimSpec spec)
+    : dispatcher_(dispatcher), metrics_(metrics), sink_(std::make_shared<Sink>(this)) {
+  metrics_->ClaimStreamOpened();
   session_ = dispatcher_->Open(std::move(spec), sink_);
 }
 
@@ -14,6 +16,7 @@ void ClaimReactor::OnCancel() { sink_->Finish(grpc::Status::CANCELLED); }
 void ClaimReactor::OnDone() {
   sink_->Detach();
   dispatcher_->Close(session_);
+  metrics_->ClaimStreamClosed();
   delete this;
 }
 

@@ -16,15 +16,17 @@
 
 #include "absl/synchronization/mutex.h"
 #include "broker/core/dispatcher.h"
+#include "broker/core/metrics.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::service {
 
 class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
  public:
-  // Opens a dispatcher session for `spec`. `dispatcher` must outlive the
+  // Opens a dispatcher session for `spec` and counts the stream as open in
+  // `metrics` until OnDone. `dispatcher` and `metrics` must outlive the
   // stream.
-  ClaimReactor(core::Dispatcher* dispatcher, core::ClaimSpec spec);
+  ClaimReactor(core::Dispatcher* dispatcher, core::Metrics* metrics, core::ClaimSpec spec);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -52,6 +54,7 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
   };
 
   core::Dispatcher* const dispatcher_;
+  core::Metrics* const metrics_;
   std::shared_ptr<Sink> sink_;
   core::Dispatcher::SessionId session_;
 };

@@ -154,6 +154,7 @@ void RedisClient::OnDisconnect(const redisAsyncContext* ctx, int status) {
   self->ctx_ = nullptr;
   self->connected_ = false;
   self->ScheduleReconnect();
+  if (self->on_disconnected_) self->on_disconnected_();
 }
 
 void RedisClient::Command(std::vector<std::string> args, ReplyCallback callback) {

@@ -68,6 +68,9 @@ class RedisClient {
   // Runs on the loop thread after every successful (re)connect, after
   // subscriptions are re-sent. Set before Start.
   void SetOnConnected(std::function<void()> fn) { on_connected_ = std::move(fn); }
+  // Runs on the loop thread each time an established connection is lost
+  // (not when a connection attempt fails). Set before Start.
+  void SetOnDisconnected(std::function<void()> fn) { on_disconnected_ = std::move(fn); }
 
   base::EventLoop* loop() const { return loop_; }
   const RedisAddress& address() const { return address_; }
@@ -88,6 +91,7 @@ class RedisClient {
   const RedisAddress address_;
   const std::string name_;
   std::function<void()> on_connected_;
+  std::function<void()> on_disconnected_;
 
   // Loop-thread state.
   redisAsyncContext* ctx_ = nullptr;

@@ -13,7 +13,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install "pytest>=7" "grpcio-tools>=1.66,<2" "setuptools>=64" wheel
+"${PIP[@]}" install "pytest>=7" "grpcio-tools>=1.66,<2" "setuptools>=64" wheel prometheus-client
 # The build tools are in the venv now: build without isolation (faster, and
 # works offline once the tools are there).
 "${PIP[@]}" install --no-build-isolation "$HERE"

@@ -1,0 +1,135 @@
+#include "broker/core/metrics.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/strip.h"
+
+namespace jobwire::core {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+// Seconds, from 5 ms to an hour: claim waits and run times both span that.
+const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
+  return kBuckets;
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(std::max(d, absl::ZeroDuration())); }
+
+}  // namespace
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      enqueued_(BuildCounter()
+                    .Name("jobwire_jobs_enqueued_total")
+                    .Help("Jobs stored by Enqueue and EnqueueBatch (duplicates not counted)")
+                    .Register(*registry_)),
+      claimed_(BuildCounter()
+                   .Name("jobwire_jobs_claimed_total")
+                   .Help("Jobs delivered on Claim streams of this broker")
+                   .Register(*registry_)),
+      acked_(BuildCounter()
+                 .Name("jobwire_jobs_acked_total")
+                 .Help("Successful Acks through this broker")
+                 .Register(*registry_)),
+      failed_(BuildCounter()
+                  .Name("jobwire_jobs_failed_total")
+                  .Help("Successful Fails through this broker (retried or dead)")
+                  .Register(*registry_)),
+      retried_(BuildCounter()
+                   .Name("jobwire_jobs_retried_total")
+                   .Help("Fails through this broker that scheduled a retry")
+                   .Register(*registry_)),
+      dead_(BuildCounter()
+                .Name("jobwire_jobs_dead_total")
+                .Help("Jobs made dead through this broker by Fail or Cancel")
+                .Register(*registry_)),
+      lease_expired_(BuildCounter()
+                         .Name("jobwire_jobs_lease_expired_total")
+                         .Help("Expired leases settled by this broker's reaper")
+                         .Register(*registry_)),
+      claim_wait_(BuildHistogram()
+                      .Name("jobwire_job_claim_wait_seconds")
+                      .Help("Time from a job becoming due (available_at) to its claim")
+                      .Register(*registry_)),
+      run_time_(BuildHistogram()
+                    .Name("jobwire_job_run_seconds")
+                    .Help("Time from claim to Ack, for jobs claimed and acked through this broker")
+                    .Register(*registry_)),
+      rpcs_(BuildCounter()
+                .Name("jobwire_rpc_requests_total")
+                .Help("gRPC calls handled, by service, method and status code")
+                .Register(*registry_)),
+      streams_open_(BuildGauge()
+                        .Name("jobwire_claim_streams_open")
+                        .Help("Claim streams open on this broker")
+                        .Register(*registry_)
+                        .Add({})),
+      queue_jobs_(BuildGauge()
+                      .Name("jobwire_queue_jobs")
+                      .Help("Jobs per queue and state (refreshed every few seconds)")
+                      .Register(*registry_)),
+      oldest_due_age_(BuildGauge()
+                          .Name("jobwire_queue_oldest_due_age_seconds")
+                          .Help("How long the longest-waiting due job of the queue has been due")
+                          .Register(*registry_)) {}
+
+void Metrics::JobEnqueued(const std::string& queue) { enqueued_.Add({{"queue", queue}}).Increment(); }
+
+void Metrics::JobClaimed(const std::string& queue, absl::Duration wait) {
+  claimed_.Add({{"queue", queue}}).Increment();
+  claim_wait_.Add({{"queue", queue}}, DurationBuckets()).Observe(Seconds(wait));
+}
+
+void Metrics::JobAcked(const std::string& queue) { acked_.Add({{"queue", queue}}).Increment(); }
+
+void Metrics::JobRunTime(const std::string& queue, absl::Duration run_time) {
+  run_time_.Add({{"queue", queue}}, DurationBuckets()).Observe(Seconds(run_time));
+}
+
+void Metrics::JobFailed(const std::string& queue, bool dead) {
+  failed_.Add({{"queue", queue}}).Increment();
+  (dead ? dead_ : retried_).Add({{"queue", queue}}).Increment();
+}
+
+void Metrics::JobCancelled(const std::string& queue) { dead_.Add({{"queue", queue}}).Increment(); }
+
+void Metrics::LeasesExpired(const std::string& queue, int64_t count) {
+  lease_expired_.Add({{"queue", queue}}).Increment(static_cast<double>(count));
+}
+
+void Metrics::RpcFinished(absl::string_view full_method, absl::string_view code) {
+  // "/jobwire.v1.Broker/Enqueue" -> service "jobwire.v1.Broker", method "Enqueue".
+  absl::string_view path = absl::StripPrefix(full_method, "/");
+  size_t slash = path.rfind('/');
+  absl::string_view service = slash == absl::string_view::npos ? "" : path.substr(0, slash);
+  absl::string_view method = slash == absl::string_view::npos ? path : path.substr(slash + 1);
+  rpcs_
+      .Add({{"service", std::string(service)},
+            {"method", std::string(method)},
+            {"code", std::string(code)}})
+      .Increment();
+}
+
+void Metrics::ClaimStreamOpened() { streams_open_.Increment(); }
+
+void Metrics::ClaimStreamClosed() { streams_open_.Decrement(); }
+
+void Metrics::SetQueueStats(const v1::QueueStats& stats) {
+  const std::string& q = stats.queue();
+  for (const auto& [state, count] : {std::pair<const char*, int64_t>{"pending_due", stats.pending_due()},
+                                     {"pending_scheduled", stats.pending_scheduled()},
+                                     {"active", stats.active()},
+                                     {"completed", stats.completed()},
+                                     {"dead", stats.dead()}}) {
+    queue_jobs_.Add({{"queue", q}, {"state", state}}).Set(static_cast<double>(count));
+  }
+  oldest_due_age_.Add({{"queue", q}}).Set(static_cast<double>(stats.oldest_due_age_ms()) / 1000.0);
+}
+
+}  // namespace jobwire::core

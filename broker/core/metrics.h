@@ -1,0 +1,80 @@
+// Metrics: the broker's Prometheus metrics (prometheus-cpp), kept in one
+// registry that the server exposes over HTTP (see docs/operations.md for
+// every metric, its labels and its meaning). Components get a Metrics*
+// injected and report events through the methods below; nothing else
+// touches prometheus-cpp.
+//
+// Thread safety: every method may be called from any thread.
+#ifndef JOBWIRE_BROKER_CORE_METRICS_H_
+#define JOBWIRE_BROKER_CORE_METRICS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "jobwire/v1/admin.pb.h"
+
+namespace jobwire::core {
+
+class Metrics {
+ public:
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // What the HTTP exposer serves.
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // A new job was stored (not a duplicate of an idempotency key).
+  void JobEnqueued(const std::string& queue);
+  // A job was delivered on a Claim stream; `wait` is claim time minus the
+  // time it became due (available_at), both by the Redis clock.
+  void JobClaimed(const std::string& queue, absl::Duration wait);
+  void JobAcked(const std::string& queue);
+  // Claim-to-ack run time of a job claimed and acked through this broker.
+  void JobRunTime(const std::string& queue, absl::Duration run_time);
+  // A Fail was applied: either a retry was scheduled or the job is dead.
+  void JobFailed(const std::string& queue, bool dead);
+  // A Cancel made a pending job dead.
+  void JobCancelled(const std::string& queue);
+  // The reaper settled `count` expired leases.
+  void LeasesExpired(const std::string& queue, int64_t count);
+
+  // A gRPC call ended. `full_method` is "/package.Service/Method"; `code`
+  // the canonical code name ("OK", "UNAVAILABLE", ...).
+  void RpcFinished(absl::string_view full_method, absl::string_view code);
+
+  void ClaimStreamOpened();
+  void ClaimStreamClosed();
+
+  // Replaces the queue's depth and oldest-due gauges.
+  void SetQueueStats(const v1::QueueStats& stats);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& enqueued_;
+  prometheus::Family<prometheus::Counter>& claimed_;
+  prometheus::Family<prometheus::Counter>& acked_;
+  prometheus::Family<prometheus::Counter>& failed_;
+  prometheus::Family<prometheus::Counter>& retried_;
+  prometheus::Family<prometheus::Counter>& dead_;
+  prometheus::Family<prometheus::Counter>& lease_expired_;
+  prometheus::Family<prometheus::Histogram>& claim_wait_;
+  prometheus::Family<prometheus::Histogram>& run_time_;
+  prometheus::Family<prometheus::Counter>& rpcs_;
+  prometheus::Gauge& streams_open_;
+  prometheus::Family<prometheus::Gauge>& queue_jobs_;
+  prometheus::Family<prometheus::Gauge>& oldest_due_age_;
+};
+
+}  // namespace jobwire::core
+
+#endif  // JOBWIRE_BROKER_CORE_METRICS_H_

@@ -1,0 +1,48 @@
+// QueueStatsRefresher: background loop that refreshes the per-queue depth
+// and oldest-due gauges of Metrics. Every `interval` it lists the registered
+// queues and runs AdminStore::Stats (queue_stats.lua: a few O(log n) reads
+// per queue, no scan) on each, so a scrape never touches Redis. Gauges of a
+// queue keep their last value while Redis is unreachable.
+#ifndef JOBWIRE_BROKER_CORE_QUEUE_STATS_REFRESHER_H_
+#define JOBWIRE_BROKER_CORE_QUEUE_STATS_REFRESHER_H_
+
+#include <atomic>
+
+#include "absl/time/time.h"
+#include "broker/base/event_loop.h"
+#include "broker/core/metrics.h"
+#include "broker/store/admin_store.h"
+#include "broker/store/job_store.h"
+
+namespace jobwire::core {
+
+struct QueueStatsRefresherParams {
+  base::EventLoop* loop = nullptr;
+  const store::JobStore* store = nullptr;  // the queue registry
+  const store::AdminStore* admin = nullptr;
+  Metrics* metrics = nullptr;
+  absl::Duration interval = absl::Seconds(5);
+};
+
+// Thread safety: Start and Stop from one thread; the loop runs on `loop`.
+class QueueStatsRefresher {
+ public:
+  // Every pointer in `params` must outlive the refresher.
+  explicit QueueStatsRefresher(QueueStatsRefresherParams params);
+
+  void Start();
+  // After Stop no new pass begins. REQUIRES: the loop is stopped before this
+  // object is destroyed.
+  void Stop();
+
+ private:
+  void Exec();
+  void Schedule(absl::Duration delay);
+
+  const QueueStatsRefresherParams params_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace jobwire::core
+
+#endif  // JOBWIRE_BROKER_CORE_QUEUE_STATS_REFRESHER_H_

@@ -1,0 +1,48 @@
+// HealthReporter: drives the standard gRPC health service (grpc.health.v1)
+// of one broker. The broker reports SERVING, for the whole server ("") and
+// for jobwire.v1.Broker, only while its Redis command connection is up and
+// it is not draining; NOT_SERVING otherwise (and before Redis first
+// connects). Kubernetes probes and load balancers read it.
+#ifndef JOBWIRE_BROKER_SERVER_HEALTH_REPORTER_H_
+#define JOBWIRE_BROKER_SERVER_HEALTH_REPORTER_H_
+
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace jobwire::server {
+
+// The service names that get a status (besides "", the whole server).
+inline constexpr const char* kBrokerServiceName = "jobwire.v1.Broker";
+
+// Thread safety: every method may be called from any thread.
+class HealthReporter {
+ public:
+  // Starts with Redis down and not draining.
+  HealthReporter() = default;
+
+  // Attaches the server's health service (nullptr detaches it) and
+  // publishes the current status to it. `service` must stay valid until
+  // detached.
+  void Attach(grpc::HealthCheckServiceInterface* service);
+
+  void SetRedisUp(bool up);
+  // Once draining, the broker stays NOT_SERVING.
+  void SetDraining();
+
+  bool serving() const;
+
+ private:
+  // Sets the status on the attached service; `log`: one line about it.
+  void PublishLocked(bool log = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  grpc::HealthCheckServiceInterface* service_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool redis_up_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace jobwire::server
+
+#endif  // JOBWIRE_BROKER_SERVER_HEALTH_REPORTER_H_

@@ -1,0 +1,46 @@
+#include "broker/service/rpc_metrics_interceptor.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace jobwire::service {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+// Counts the call once, when its status is sent.
+class RpcMetricsInterceptor : public grpc::experimental::Interceptor {
+ public:
+  RpcMetricsInterceptor(grpc::experimental::ServerRpcInfo* info, core::Metrics* metrics)
+      : method_(info->method() != nullptr ? info->method() : ""), metrics_(metrics) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      metrics_->RpcFinished(
+          method_, absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+  core::Metrics* const metrics_;
+};
+
+}  // namespace
+
+grpc::experimental::Interceptor* RpcMetricsInterceptorFactory::CreateServerInterceptor(
+    grpc::experimental::ServerRpcInfo* info) {
+  return new RpcMetricsInterceptor(info, metrics_);
+}
+
+std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MakeRpcMetricsInterceptors(core::Metrics* metrics) {
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(std::make_unique<RpcMetricsInterceptorFactory>(metrics));
+  return creators;
+}
+
+}  // namespace jobwire::service

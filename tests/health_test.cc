@@ -1,0 +1,71 @@
+// gRPC health checking and server reflection of the real broker: SERVING
+// only while Redis is reachable, NOT_SERVING while it is not, and back.
+#include <set>
+#include <string>
+
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/health_client.h"
+#include "tests/test_harness.h"
+
+namespace jobwire::testing {
+namespace {
+
+constexpr const char* kBroker = "jobwire.v1.Broker";
+
+class HealthTest : public BrokerTest {};
+
+TEST_F(HealthTest, ServingFollowsRedisReachability) {
+  auto channel = MakeChannel(broker_->address());
+  for (const std::string service : {"", kBroker}) {
+    EXPECT_TRUE(WaitForHealth(channel, service, kServing, absl::Seconds(5))) << service;
+  }
+
+  redis_->Stop();
+  for (const std::string service : {"", kBroker}) {
+    EXPECT_TRUE(WaitForHealth(channel, service, kNotServing, absl::Seconds(5))) << service;
+  }
+  // Not serving, but alive: calls answer UNAVAILABLE rather than hang.
+  v1::Job job;
+  EXPECT_EQ(GetJob(*stub_, "q", "1", &job).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  JW_ASSERT_OK(redis_->Restart());
+  // The reconnect backoff tops out at 2 s.
+  for (const std::string service : {"", kBroker}) {
+    EXPECT_TRUE(WaitForHealth(channel, service, kServing, absl::Seconds(8))) << service;
+  }
+  EXPECT_EQ(GetJob(*stub_, "q", "1", &job).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(HealthTest, UnknownServiceIsNotFound) {
+  HealthStatus status;
+  EXPECT_EQ(CheckHealth(MakeChannel(broker_->address()), "no.such.Service", &status).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(HealthTest, ReflectionListsTheServices) {
+  namespace refl = ::grpc::reflection::v1alpha;
+  auto stub = refl::ServerReflection::NewStub(MakeChannel(broker_->address()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  refl::ServerReflectionRequest request;
+  request.set_list_services("");
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  refl::ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::set<std::string> names;
+  for (const auto& service : response.list_services_response().service()) {
+    names.insert(service.name());
+  }
+  EXPECT_TRUE(names.contains(kBroker));
+  EXPECT_TRUE(names.contains("grpc.health.v1.Health"));
+  EXPECT_TRUE(names.contains("grpc.reflection.v1alpha.ServerReflection"));
+  while (stream->Read(&response)) {
+  }
+  JW_EXPECT_OK(stream->Finish());
+}
+
+}  // namespace
+}  // namespace jobwire::testing
