@@ -41,7 +41,7 @@ void LeaseReaper::Exec() {
                           [this, pass, queue](absl::StatusOr<store::ReapOutcome> outcome) {
                             if (outcome.ok()) {
                               if (outcome->reaped > 0) {
-                                params_.metrics->LeasesExpired(queue, outcome->reaped);
+                                params_.metrics->LeasesExpired(queue, outcome->reaped, outcome->dead);
                                 base::Log(base::LogLevel::kInfo, "expired leases settled",
                                           {{"queue", queue},
                                            {"jobs", absl::StrCat(outcome->reaped)}});

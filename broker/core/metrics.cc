@@ -99,8 +99,10 @@ void Metrics::JobFailed(const std::string& queue, bool dead) {
 
 void Metrics::JobCancelled(const std::string& queue) { dead_.Add({{"queue", queue}}).Increment(); }
 
-void Metrics::LeasesExpired(const std::string& queue, int64_t count) {
+void Metrics::LeasesExpired(const std::string& queue, int64_t count, int64_t dead) {
   lease_expired_.Add({{"queue", queue}}).Increment(static_cast<double>(count));
+  if (dead > 0) dead_.Add({{"queue", queue}}).Increment(static_cast<double>(dead));
+  if (count > dead) retried_.Add({{"queue", queue}}).Increment(static_cast<double>(count - dead));
 }
 
 void Metrics::RpcFinished(absl::string_view full_method, absl::string_view code) {

@@ -45,8 +45,9 @@ class Metrics {
   void JobFailed(const std::string& queue, bool dead);
   // A Cancel made a pending job dead.
   void JobCancelled(const std::string& queue);
-  // The reaper settled `count` expired leases.
-  void LeasesExpired(const std::string& queue, int64_t count);
+  // The reaper settled `count` expired leases, `dead` of which ran out of
+  // attempts (the others were scheduled for a retry).
+  void LeasesExpired(const std::string& queue, int64_t count, int64_t dead);
 
   // A gRPC call ended. `full_method` is "/package.Service/Method"; `code`
   // the canonical code name ("OK", "UNAVAILABLE", ...).

@@ -210,8 +210,9 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                  {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel()},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
-                   if (reply->elements.size() != 2) return done(absl::InternalError("bad reap reply"));
-                   done(ReapOutcome{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1)});
+                   if (reply->elements.size() != 3) return done(absl::InternalError("bad reap reply"));
+                   done(ReapOutcome{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1),
+                                    reply->elements[2].AsInt()});
                  });
 }
 

@@ -51,6 +51,8 @@ struct ReapOutcome {
   int64_t reaped = 0;
   // ms until the earliest remaining lease expires, -1 when none is active.
   int64_t next_expiry_in_ms = -1;
+  // How many of the reaped jobs became dead (the others await a retry).
+  int64_t dead = 0;
 };
 
 // Thread safety: every method may be called from any thread.

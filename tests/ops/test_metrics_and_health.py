@@ -212,6 +212,10 @@ def test_lease_expiry_is_counted(broker):
              15, "lease expiry counted", interval=0.3)
     wait_for(lambda: sample(broker.scrape(), "jobwire_queue_jobs", queue=q, state="dead") == 1,
              15, "dead gauge", interval=0.5)
+    # max_attempts=1: the expiry ended the job, so it counts as dead, not retried.
+    text = broker.scrape()
+    assert sample(text, "jobwire_jobs_dead_total", queue=q) == 1
+    assert sample(text, "jobwire_jobs_retried_total", queue=q) is None
     stream.cancel()
     channel.close()
     client.close()
