@@ -24,7 +24,7 @@ from .client import _NO_PAYLOAD, _batch_item, build_enqueue_request
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 from .worker import (_BROKER_DEFAULT_LEASE_S, _LEASE_LOST, _RECONNECT_MAX_S, _RECONNECT_MIN_S,
-                     _RETRYABLE, default_worker_id, encode_result, error_text)
+                     _RETRYABLE, _init_settings, encode_result, error_text)
 
 __all__ = ["Client", "Worker"]
 
@@ -95,20 +95,8 @@ class Worker:
                  worker_id: Optional[str] = None, grace: float = 25.0,
                  on_outcome: Optional[Callable[[Outcome], Any]] = None, *,
                  timeout: float = DEFAULT_TIMEOUT, channel_options=None):
-        if isinstance(queues, str):
-            queues = [queues]
-        self.queues = list(queues or [])
-        if not self.queues:
-            raise ValueError("Worker needs at least one queue")
-        if int(concurrency) < 1:
-            raise ValueError("concurrency must be >= 1")
-        self.addr = resolve_addr(addr)
-        self.concurrency = int(concurrency)
-        self.lease_ms = int(lease_ms) if lease_ms else None
-        self.worker_id = worker_id or default_worker_id()
-        self.grace = float(grace)
-        self.on_outcome = on_outcome
-        self.timeout = float(timeout)
+        _init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
+                       timeout)
         self._channel_options = channel_options
         self._handlers: Dict[str, Callable] = {}
         self._running = 0

@@ -161,6 +161,25 @@ class _Lease:
             next_at = time.monotonic() + interval
 
 
+def _init_settings(worker, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
+                   timeout) -> None:
+    """Checks and stores the options shared by the sync and asyncio workers."""
+    if isinstance(queues, str):
+        queues = [queues]
+    worker.queues = list(queues or [])
+    if not worker.queues:
+        raise ValueError("Worker needs at least one queue")
+    if int(concurrency) < 1:
+        raise ValueError("concurrency must be >= 1")
+    worker.addr = resolve_addr(addr)
+    worker.concurrency = int(concurrency)
+    worker.lease_ms = int(lease_ms) if lease_ms else None
+    worker.worker_id = worker_id or default_worker_id()
+    worker.grace = float(grace)
+    worker.on_outcome = on_outcome
+    worker.timeout = float(timeout)
+
+
 class Worker:
     """Consumes jobs from ``queues`` (earlier first) with ``concurrency``
     handlers running at once.
@@ -184,20 +203,8 @@ class Worker:
         timeout: float = DEFAULT_TIMEOUT,
         channel_options=None,
     ):
-        if isinstance(queues, str):
-            queues = [queues]
-        self.queues = list(queues or [])
-        if not self.queues:
-            raise ValueError("Worker needs at least one queue")
-        if int(concurrency) < 1:
-            raise ValueError("concurrency must be >= 1")
-        self.addr = resolve_addr(addr)
-        self.concurrency = int(concurrency)
-        self.lease_ms = int(lease_ms) if lease_ms else None
-        self.worker_id = worker_id or default_worker_id()
-        self.grace = float(grace)
-        self.on_outcome = on_outcome
-        self.timeout = float(timeout)
+        _init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
+                       timeout)
 
         self._handlers: Dict[str, Handler] = {}
         self._channel = open_channel(self.addr, channel_options)
