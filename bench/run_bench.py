@@ -72,7 +72,8 @@ def rss_mib(pid):
 
 
 class Stack:
-    """redis-server + broker, fresh for each run (so every run starts empty)."""
+    """redis-server + broker (none when `broker` is empty), fresh for each
+    run so that every run starts empty."""
 
     def __init__(self, broker, workdir):
         self.redis_port = free_port()
@@ -81,6 +82,9 @@ class Stack:
              "--appendonly", "no", "--dir", workdir],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_listening(self.redis_port, self.redis, "redis-server")
+        self.broker = None
+        if not broker:
+            return
         self.port = free_port()
         self.broker = subprocess.Popen(
             [broker, f"--listen=127.0.0.1:{self.port}",
@@ -91,6 +95,8 @@ class Stack:
 
     def close(self):
         for proc in (self.broker, self.redis):
+            if proc is None:
+                continue
             proc.terminate()
             try:
                 proc.wait(timeout=10)
@@ -100,10 +106,14 @@ class Stack:
 
 def run_once(args, scenario, extra):
     with tempfile.TemporaryDirectory(prefix="jobwire-bench-") as workdir:
-        stack = Stack(args.broker, workdir)
+        ceiling = scenario == "ceiling"
+        stack = Stack("" if ceiling else args.broker, workdir)
         try:
             info0, calls0 = redis_info(stack.redis_port)
-            cmd = [args.load, f"--addr=127.0.0.1:{stack.port}", f"--scenario={scenario}"] + extra
+            if ceiling:
+                cmd = [args.ceiling, f"--redis_url=redis://127.0.0.1:{stack.redis_port}"] + extra
+            else:
+                cmd = [args.load, f"--addr=127.0.0.1:{stack.port}", f"--scenario={scenario}"] + extra
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if out.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)} failed: {out.stdout}{out.stderr}")
@@ -114,7 +124,7 @@ def run_once(args, scenario, extra):
             cpu = sum(float(info1[k]) - float(info0[k]) for k in ("used_cpu_sys", "used_cpu_user"))
             result["redis_commands_per_job"] = commands / jobs
             result["redis_cpu_s_per_1000_jobs"] = cpu / jobs * 1000
-            result["broker_peak_rss_mib"] = rss_mib(stack.broker.pid)
+            result["broker_peak_rss_mib"] = 0.0 if ceiling else rss_mib(stack.broker.pid)
             return result
         finally:
             stack.close()
@@ -133,6 +143,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", default=os.path.join(REPO, "build", "broker", "jobwire-broker"))
     parser.add_argument("--load", default=os.path.join(REPO, "build", "bench", "jobwire_bench"))
+    parser.add_argument("--ceiling", default=os.path.join(REPO, "build", "bench", "redis_ceiling"))
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", default="", help="markdown report (default: stdout only)")
@@ -144,6 +155,7 @@ def main():
         ("enqueue, batches of 100 (4 producers)", "enqueue_batch", jobs),
         ("drain (2 workers x 64)", "drain", jobs),
         ("end to end (4 producers, 2 workers x 64)", "e2e", jobs),
+        ("Redis ceiling: the same scripts over hiredis, no broker", "ceiling", jobs),
     ]
     rows = []
     throughput = {}
@@ -156,6 +168,7 @@ def main():
                      fmt([r["redis_cpu_s_per_1000_jobs"] for r in results], 3),
                      fmt([r["broker_peak_rss_mib"] for r in results], 1)))
 
+    share = throughput["e2e"] / throughput["ceiling"]
     # Latency at 25% and 50% of the measured end-to-end maximum, open loop.
     latency_rows = []
     for share in (0.25, 0.5):
@@ -178,6 +191,9 @@ def main():
         "| scenario | jobs/s | Redis commands/job | Redis CPU s / 1,000 jobs | broker peak RSS MiB |",
         "|---|---|---|---|---|",
     ] + [f"| {' | '.join(row)} |" for row in rows] + [
+        "",
+        f"End to end through the broker reaches {share:.0%} of the Redis ceiling (medians; the "
+        "ceiling enqueues all jobs, then claims them 64 at a time and acks each).",
         "",
         "Enqueue-to-handler latency (ms), open loop for 5 s:",
         "",
