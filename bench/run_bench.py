@@ -104,30 +104,40 @@ class Stack:
                 proc.kill()
 
 
-def run_once(args, scenario, extra):
+def measured(broker, make_cmd, timeout=600):
+    """Runs the command `make_cmd(stack)` once against a fresh Redis (and
+    broker, unless `broker` is empty) and returns its JSON line plus what
+    Redis' INFO says around it: commands per job (less the program's own
+    `instrumentation_commands`, if it reports any) and CPU s per 1,000 jobs."""
     with tempfile.TemporaryDirectory(prefix="jobwire-bench-") as workdir:
-        ceiling = scenario == "ceiling"
-        stack = Stack("" if ceiling else args.broker, workdir)
+        stack = Stack(broker, workdir)
         try:
             info0, calls0 = redis_info(stack.redis_port)
-            if ceiling:
-                cmd = [args.ceiling, f"--redis_url=redis://127.0.0.1:{stack.redis_port}"] + extra
-            else:
-                cmd = [args.load, f"--addr=127.0.0.1:{stack.port}", f"--scenario={scenario}"] + extra
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            cmd = make_cmd(stack)
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             if out.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)} failed: {out.stdout}{out.stderr}")
+                raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}): "
+                                   f"{out.stdout[-2000:]}{out.stderr[-2000:]}")
             result = json.loads(out.stdout.strip().splitlines()[-1])
             info1, calls1 = redis_info(stack.redis_port)
             jobs = result["jobs"]
             commands = sum(calls1.values()) - sum(calls0.values()) - 1  # minus our INFO
+            commands -= result.get("instrumentation_commands", 0)
             cpu = sum(float(info1[k]) - float(info0[k]) for k in ("used_cpu_sys", "used_cpu_user"))
             result["redis_commands_per_job"] = commands / jobs
             result["redis_cpu_s_per_1000_jobs"] = cpu / jobs * 1000
-            result["broker_peak_rss_mib"] = 0.0 if ceiling else rss_mib(stack.broker.pid)
+            result["broker_peak_rss_mib"] = rss_mib(stack.broker.pid) if stack.broker else 0.0
             return result
         finally:
             stack.close()
+
+
+def run_once(args, scenario, extra):
+    if scenario == "ceiling":
+        return measured("", lambda stack: [
+            args.ceiling, f"--redis_url=redis://127.0.0.1:{stack.redis_port}"] + extra)
+    return measured(args.broker, lambda stack: [
+        args.load, f"--addr=127.0.0.1:{stack.port}", f"--scenario={scenario}"] + extra)
 
 
 def median_range(values):
@@ -139,14 +149,117 @@ def fmt(values, digits=0):
     return f"{med:,.{digits}f} ({lo:,.{digits}f}–{hi:,.{digits}f})"
 
 
+PEERS_DIR = os.path.join(HERE, "peers")
+CLIENTS_DIR = os.path.join(HERE, "clients")
+
+
+def has_module(name):
+    import importlib.util
+    return importlib.util.find_spec(name) is not None
+
+
+def other_programs(args):
+    """The peers (bench/peers/) and jobwire's Python and Node.js clients
+    (bench/clients/) end to end: (system, needs the broker, argv for a Stack,
+    why it cannot run or None). Each program prints one JSON line; with
+    --rate R --seconds S appended it runs open loop and reports latency."""
+    py = sys.executable
+
+    def url(stack):
+        return f"redis://127.0.0.1:{stack.redis_port}/0"
+
+    setup = "run bench/peers/setup.sh"
+    return [
+        ("jobwire (python client)", True,
+         lambda st: [py, os.path.join(CLIENTS_DIR, "e2e.py"), f"--addr=127.0.0.1:{st.port}"],
+         None if has_module("jobwire") else "jobwire not installed: run client/python/setup.sh"),
+        ("jobwire (node client)", True,
+         lambda st: ["node", os.path.join(CLIENTS_DIR, "e2e.mjs"), f"--addr=127.0.0.1:{st.port}"],
+         None if os.path.exists(os.path.join(REPO, "client", "node", "dist", "index.js"))
+         else "client/node/dist missing: run client/node/build.sh"),
+        ("BullMQ", False,
+         lambda st: ["node", os.path.join(PEERS_DIR, "bullmq", "bench.mjs"), f"--redis-url={url(st)}"],
+         None if os.path.isdir(os.path.join(PEERS_DIR, "bullmq", "node_modules", "bullmq"))
+         else setup),
+        ("asynq", False,
+         lambda st: [args.asynq, f"--redis-url={url(st)}"],
+         None if os.access(args.asynq, os.X_OK) else f"{args.asynq} missing: {setup}"),
+        # asynq's fetcher sleeps TaskCheckInterval (default 1 s) whenever the
+        # queue is empty: its documented knob, at a cost in idle polling.
+        ("asynq (TaskCheckInterval 10ms)", False,
+         lambda st: [args.asynq, f"--redis-url={url(st)}", "--task-check-interval=10ms"],
+         None if os.access(args.asynq, os.X_OK) else f"{args.asynq} missing: {setup}"),
+        ("Celery", False,
+         lambda st: [py, os.path.join(PEERS_DIR, "celery_bench.py"), f"--redis-url={url(st)}"],
+         None if has_module("celery") else setup),
+        ("RQ", False,
+         lambda st: [py, os.path.join(PEERS_DIR, "rq_bench.py"), f"--redis-url={url(st)}"],
+         None if has_module("rq") else setup),
+    ]
+
+
+def write_chart(path, systems, rate):
+    """Per system, throughput end to end (median, range as error bar) and
+    p99 enqueue-to-handler latency at `rate` jobs/s offered, open loop.
+    `systems` is [(name, [jobs/s per run], [p99 ms per run] or [])]."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = systems[::-1]  # barh draws bottom-up
+    fig, (ax1, ax2) = plt.subplots(1, 2, sharey=True,
+                                   figsize=(12, 0.55 * max(len(rows), 4) + 1.8))
+    names = [name for name, _, _ in rows]
+    colors = ["#1f77b4" if n.startswith("jobwire") else "#999999" for n in names]
+
+    def bars(ax, values, fmt_value):
+        meds = [statistics.median(v) if v else 0.0 for v in values]
+        errs = [[m - min(v) if v else 0 for m, v in zip(meds, values)],
+                [max(v) - m if v else 0 for m, v in zip(meds, values)]]
+        ax.barh(names, meds, xerr=errs, color=colors, capsize=3)
+        for y, (m, v) in enumerate(zip(meds, values)):
+            ax.text(m, y, f" {fmt_value(m)}" if v else " not measured", va="center", fontsize=8)
+        return meds
+
+    meds = bars(ax1, [v for _, v, _ in rows], lambda m: f"{m:,.0f}")
+    ax1.set_xlim(0, max(meds + [1]) * 1.3)
+    ax1.set_xlabel("jobs/s, producers and workers at once (median, bar = range)")
+    ax1.set_title("Throughput end to end")
+    lat = [v for _, _, v in rows]
+    bars(ax2, lat, lambda m: f"{m:,.1f} ms")
+    ax2.set_xscale("log")
+    measured_lat = [x for v in lat for x in v]
+    if measured_lat:
+        ax2.set_xlim(min(measured_lat) / 2, max(measured_lat) * 8)
+    ax2.set_xlabel("p99 enqueue-to-handler ms, log scale (median, bar = range)")
+    ax2.set_title(f"p99 latency at {rate:,.0f} jobs/s offered, open loop")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", default=os.path.join(REPO, "build", "broker", "jobwire-broker"))
     parser.add_argument("--load", default=os.path.join(REPO, "build", "bench", "jobwire_bench"))
     parser.add_argument("--ceiling", default=os.path.join(REPO, "build", "bench", "redis_ceiling"))
+    build_dir = os.environ.get("JOBWIRE_BUILD_DIR", os.path.join(REPO, "build"))
+    parser.add_argument("--asynq", default=os.path.join(build_dir, "bench-peers", "asynq-bench"),
+                        help="the asynq peer (bench/peers/setup.sh builds it)")
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the peers (bench/peers/) and the Python and Node.js "
+                             "clients end to end (--no-peers: jobwire_bench only)")
+    parser.add_argument("--peer-rate", type=float, default=200,
+                        help="with --peers: the offered jobs/s, the same for every system, of the "
+                             "open-loop latency runs (0: none)")
+    parser.add_argument("--peer-seconds", type=float, default=5,
+                        help="with --peers: how long each latency run offers load")
     parser.add_argument("--out", default="", help="markdown report (default: stdout only)")
+    parser.add_argument("--chart", default="",
+                        help="PNG chart (default: performance.png next to --out; none without "
+                             "--out); needs --peers and matplotlib")
     args = parser.parse_args()
 
     jobs = [f"--jobs={args.jobs}"]
@@ -159,16 +272,18 @@ def main():
     ]
     rows = []
     throughput = {}
+    runs_of = {}
     for title, scenario, extra in scenarios:
         results = [run_once(args, scenario, extra) for _ in range(args.runs)]
         print(json.dumps({"scenario": scenario, "runs": results}), flush=True)
+        runs_of[scenario] = results
         throughput[scenario] = statistics.median(r["jobs_per_s"] for r in results)
         rows.append((title, fmt([r["jobs_per_s"] for r in results]),
                      fmt([r["redis_commands_per_job"] for r in results], 2),
                      fmt([r["redis_cpu_s_per_1000_jobs"] for r in results], 3),
                      fmt([r["broker_peak_rss_mib"] for r in results], 1)))
 
-    share = throughput["e2e"] / throughput["ceiling"]
+    ceiling_share = throughput["e2e"] / throughput["ceiling"]
     # Latency at 25% and 50% of the measured end-to-end maximum, open loop.
     latency_rows = []
     for share in (0.25, 0.5):
@@ -192,15 +307,92 @@ def main():
         "|---|---|---|---|---|",
     ] + [f"| {' | '.join(row)} |" for row in rows] + [
         "",
-        f"End to end through the broker reaches {share:.0%} of the Redis ceiling (medians; the "
-        "ceiling enqueues all jobs, then claims them 64 at a time and acks each).",
+        f"End to end through the broker reaches {ceiling_share:.0%} of the Redis ceiling (medians; "
+        "the ceiling enqueues all jobs, then claims them 64 at a time and acks each).",
         "",
         "Enqueue-to-handler latency (ms), open loop for 5 s:",
         "",
         "| offered load | p50 | p99 | p99.9 |",
         "|---|---|---|---|",
-    ] + [f"| {' | '.join(row)} |" for row in latency_rows] + [
-        "",
+    ] + [f"| {' | '.join(row)} |" for row in latency_rows] + [""]
+
+    status = 0
+    if args.peers:
+        base = throughput["e2e"]
+        rate = args.peer_rate
+        lat_args = [f"--rate={rate:g}", f"--seconds={args.peer_seconds:g}"]
+
+        def lat_cell(results):
+            if not results:
+                return "not measured"
+            return (f"{fmt([r['p50_ms'] for r in results], 2)} / "
+                    f"{fmt([r['p99_ms'] for r in results], 2)}")
+
+        e2e = runs_of["e2e"]
+        lat = []
+        if rate > 0:
+            lat = [run_once(args, "latency", lat_args) for _ in range(args.runs)]
+            print(json.dumps({"system": "jobwire (C++ client)", "latency_runs": lat}), flush=True)
+        peer_rows = [("jobwire (C++ client, `e2e` above)", "jobwire_bench",
+                      fmt([r["jobs_per_s"] for r in e2e]), "1.00×",
+                      fmt([r["redis_commands_per_job"] for r in e2e], 2),
+                      fmt([r["redis_cpu_s_per_1000_jobs"] for r in e2e], 3), lat_cell(lat),
+                      "EnqueueBatch x100 from 4 producer threads; 2 Workers x concurrency 64")]
+        chart = [("jobwire (C++ client)", [r["jobs_per_s"] for r in e2e],
+                  [r["p99_ms"] for r in lat])]
+        for system, needs_broker, make_cmd, missing in other_programs(args):
+            if missing:
+                print(f"{system}: not run: {missing}", file=sys.stderr, flush=True)
+                peer_rows.append((system, "", f"not run: {missing}", "", "", "", "", ""))
+                continue
+            broker = args.broker if needs_broker else ""
+            try:
+                results = [measured(broker, lambda st: make_cmd(st) + [f"--jobs={args.jobs}"])
+                           for _ in range(args.runs)]
+                lat = [measured(broker, lambda st: make_cmd(st) + lat_args)
+                       for _ in range(args.runs if rate > 0 else 0)]
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+                print(f"{system}: failed: {exc}", file=sys.stderr, flush=True)
+                peer_rows.append((system, "", "failed: " + str(exc).splitlines()[0][:120],
+                                  "", "", "", "", ""))
+                status = 1
+                continue
+            print(json.dumps({"system": system, "runs": results, "latency_runs": lat}), flush=True)
+            rates = [r["jobs_per_s"] for r in results]
+            chart.append((system, rates, [r["p99_ms"] for r in lat]))
+            peer_rows.append((system, results[0].get("version", ""), fmt(rates),
+                              f"{statistics.median(rates) / base:.2f}×",
+                              fmt([r["redis_commands_per_job"] for r in results], 2),
+                              fmt([r["redis_cpu_s_per_1000_jobs"] for r in results], 3),
+                              lat_cell(lat), results[0].get("settings", "")))
+        lat_head = f"p50 / p99 ms at {rate:,.0f} jobs/s" if rate > 0 else "p50 / p99 ms"
+        lines += [
+            "## jobwire, its clients and its peers end to end",
+            "",
+            f"Producers and workers at once, jobs/s from the first enqueue to the last job done, "
+            f"{args.jobs:,} no-op jobs with a ~64-byte JSON payload, median of {args.runs} runs "
+            "(range in brackets), each run against a fresh redis-server on loopback (and a fresh "
+            "broker for jobwire). Redis commands and CPU are INFO commandstats / cpu deltas "
+            "around the whole program, start-up and shut-down included. × jobwire: median "
+            "jobs/s over jobwire's `e2e` median. Latency: enqueue-to-handler, one producer "
+            f"offering the same {rate:,.0f} jobs/s to every system for {args.peer_seconds:g} s, "
+            "one enqueue per job, open loop. Settings, versions and how completion is counted: "
+            "bench/README.md.",
+            "",
+            f"| system | version | jobs/s | × jobwire | Redis commands/job | "
+            f"Redis CPU s / 1,000 jobs | {lat_head} | settings |",
+            "|---|---|---|---|---|---|---|---|",
+        ] + [f"| {' | '.join(row)} |" for row in peer_rows] + [""]
+        chart_path = args.chart or (
+            os.path.join(os.path.dirname(os.path.abspath(args.out)), "performance.png")
+            if args.out else "")
+        if chart_path:
+            write_chart(chart_path, chart, rate)
+            rel = os.path.relpath(chart_path, os.path.dirname(os.path.abspath(args.out or ".")))
+            lines += [f"![throughput and p99 latency per system]({rel})", ""]
+            print(f"chart: {chart_path}", file=sys.stderr)
+
+    lines += [
         f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}. "
         f"Command: `{' '.join(shlex.quote(a) for a in sys.argv)}`, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
@@ -211,7 +403,7 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             f.write(report)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
   }
   jobwire::base::SetLogLevel(level);
 
+  // A peer that closes a socket mid-write (Redis killed or restarted, a
+  // client gone) must surface as EPIPE on that connection, not kill the
+  // process: hiredis writes with plain write(2), which raises SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+
   // Signals are taken by sigwait below; threads started later inherit the mask.
   sigset_t signals;
   sigemptyset(&signals);
