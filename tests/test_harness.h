@@ -211,6 +211,9 @@ class BrokerProcess {
 
   bool Running() { return process_.Running(); }
 
+  // The broker's process id (e.g. to read /proc/<pid>/status), or -1.
+  pid_t pid() const { return process_.pid(); }
+
   // Sends `sig` to the broker without waiting (e.g. SIGTERM to watch the
   // drain). Stop() still reaps it.
   void Signal(int sig);

@@ -6,20 +6,19 @@
 #include <memory>
 
 namespace jobwire::base {
-namespace {
 
-struct Timer {
+struct EventLoop::Timer {
+  EventLoop* loop;
   std::function<void()> fn;
   event* ev = nullptr;
 };
 
-void OnTimer(int, short, void* arg) {
+void EventLoop::OnTimer(int, short, void* arg) {
   std::unique_ptr<Timer> timer(static_cast<Timer*>(arg));
+  timer->loop->timers_.erase(timer.get());
   event_free(timer->ev);
   timer->fn();
 }
-
-}  // namespace
 
 EventLoop::EventLoop() {
   static const int kThreadsEnabled = evthread_use_pthreads();
@@ -32,6 +31,10 @@ EventLoop::EventLoop() {
 
 EventLoop::~EventLoop() {
   Stop();
+  for (Timer* timer : timers_) {
+    event_free(timer->ev);
+    delete timer;
+  }
   event_free(wake_);
   event_base_free(base_);
 }
@@ -56,8 +59,9 @@ void EventLoop::Post(std::function<void()> fn) {
 
 void EventLoop::RunAfter(absl::Duration delay, std::function<void()> fn) {
   Post([this, delay, fn = std::move(fn)]() mutable {
-    auto* timer = new Timer{std::move(fn)};
+    auto* timer = new Timer{this, std::move(fn)};
     timer->ev = evtimer_new(base_, &OnTimer, timer);
+    timers_.insert(timer);
     timeval tv = absl::ToTimeval(std::max(delay, absl::ZeroDuration()));
     evtimer_add(timer->ev, &tv);
   });

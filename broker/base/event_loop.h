@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <thread>
+#include <unordered_set>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -40,7 +41,9 @@ class EventLoop {
   event_base* base() const { return base_; }
 
  private:
+  struct Timer;
   static void OnWake(int fd, short what, void* arg);
+  static void OnTimer(int fd, short what, void* arg);
   void RunPosted();
 
   event_base* base_;
@@ -48,6 +51,9 @@ class EventLoop {
   std::thread thread_;
   absl::Mutex mu_;
   std::deque<std::function<void()>> posted_ ABSL_GUARDED_BY(mu_);
+  // Timers added and not fired yet (loop thread only; freed by the
+  // destructor once the thread has stopped).
+  std::unordered_set<Timer*> timers_;
 };
 
 }  // namespace jobwire::base

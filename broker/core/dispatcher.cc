@@ -11,8 +11,8 @@
 namespace jobwire::core {
 
 Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
-                       store::RedisClient* subscriber, Metrics* metrics)
-    : loop_(loop), store_(store), subscriber_(subscriber), metrics_(metrics) {}
+                       store::RedisClient* subscriber, Metrics* metrics, StreamLimits limits)
+    : loop_(loop), store_(store), subscriber_(subscriber), metrics_(metrics), limits_(limits) {}
 
 std::string Dispatcher::LeaseKey(const std::string& queue, const std::string& job_id) {
   return absl::StrCat(queue, "\n", job_id);
@@ -23,9 +23,26 @@ Dispatcher::Session* Dispatcher::Find(SessionId id) {
   return it == sessions_.end() ? nullptr : it->second.get();
 }
 
-Dispatcher::SessionId Dispatcher::Open(ClaimSpec spec, std::shared_ptr<JobSink> sink) {
+absl::StatusOr<Dispatcher::SessionId> Dispatcher::Open(ClaimSpec spec,
+                                                       std::shared_ptr<JobSink> sink) {
   SessionId id = next_id_++;
-  ++open_sessions_;
+  {
+    absl::MutexLock lock(&count_mu_);
+    if (open_sessions_.load() >= limits_.max_streams) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("too many Claim streams on this broker (--max_claim_streams=",
+                       limits_.max_streams, "); retry later or on another replica"));
+    }
+    int64_t& from_peer = peer_sessions_[spec.peer];
+    if (from_peer >= limits_.max_streams_per_peer) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "too many Claim streams on this connection (--max_claim_streams_per_peer=",
+          limits_.max_streams_per_peer, "); close some or open another connection"));
+    }
+    ++from_peer;
+    session_peer_[id] = spec.peer;
+    ++open_sessions_;
+  }
   loop_->Post([this, id, spec = std::move(spec), sink = std::move(sink)]() mutable {
     DoOpen(id, std::move(spec), std::move(sink));
   });
@@ -33,7 +50,15 @@ Dispatcher::SessionId Dispatcher::Open(ClaimSpec spec, std::shared_ptr<JobSink> 
 }
 
 void Dispatcher::Close(SessionId id) {
-  --open_sessions_;
+  {
+    absl::MutexLock lock(&count_mu_);
+    auto it = session_peer_.find(id);
+    if (it == session_peer_.end()) return;
+    auto peer = peer_sessions_.find(it->second);
+    if (--peer->second == 0) peer_sessions_.erase(peer);
+    session_peer_.erase(it);
+    --open_sessions_;
+  }
   loop_->Post([this, id] { DoClose(id); });
 }
 

@@ -16,8 +16,14 @@
 // the stream is acked or failed through this broker (OnJobSettled) or its
 // lease runs out by the broker's clock (extended by OnLeaseExtended).
 //
+// Open admits a stream only while fewer than StreamLimits streams are open,
+// in all and from the stream's peer (its client connection), so that a flood
+// of Claim calls is refused (RESOURCE_EXHAUSTED) instead of exhausting
+// memory; the counts drop as streams Close.
+//
 // Thread safety: every public method may be called from any thread; all the
-// state lives on the event loop thread (the methods post to it).
+// state lives on the event loop thread (the methods post to it), except the
+// stream counts that Open and Close keep under a mutex.
 #ifndef JOBWIRE_BROKER_CORE_DISPATCHER_H_
 #define JOBWIRE_BROKER_CORE_DISPATCHER_H_
 
@@ -30,6 +36,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
@@ -55,10 +63,19 @@ struct ClaimSpec {
   int max_in_flight = 1;
   int64_t lease_ms = 30000;
   std::string worker_id;
+  // The client connection the stream arrived on (grpc peer(), e.g.
+  // "ipv4:10.0.0.7:51234"): StreamLimits::max_streams_per_peer counts by it.
+  std::string peer;
   // The stream ends with UNAVAILABLE after this long (so that workers
   // reconnect and load rebalances across replicas); jobs delivered keep
   // their leases. InfiniteDuration: never.
   absl::Duration max_age = absl::InfiniteDuration();
+};
+
+// How many Claim streams may be open at once on this broker.
+struct StreamLimits {
+  int64_t max_streams = 10000;
+  int64_t max_streams_per_peer = 1000;  // per ClaimSpec::peer
 };
 
 class Dispatcher {
@@ -68,11 +85,15 @@ class Dispatcher {
   // `loop`, `store`, `subscriber` (a RedisClient used only for pub/sub) and
   // `metrics` must outlive the dispatcher.
   Dispatcher(base::EventLoop* loop, const store::JobStore* store, store::RedisClient* subscriber,
-             Metrics* metrics);
+             Metrics* metrics, StreamLimits limits = {});
 
-  // Starts delivering to `sink` until Close. Returns the session's id.
-  SessionId Open(ClaimSpec spec, std::shared_ptr<JobSink> sink);
+  // Starts delivering to `sink` until Close. Returns the session's id, or
+  // RESOURCE_EXHAUSTED naming the limit when max_streams streams are open,
+  // or max_streams_per_peer from spec.peer; then nothing was opened and the
+  // caller must not Close.
+  absl::StatusOr<SessionId> Open(ClaimSpec spec, std::shared_ptr<JobSink> sink);
   // Stops delivering; the session's outstanding jobs keep their leases.
+  // REQUIRES: `id` came from Open and was not closed yet.
   void Close(SessionId id);
 
   // A job was acked (`acked`) or failed through this broker with `token`:
@@ -150,8 +171,13 @@ class Dispatcher {
   const store::JobStore* const store_;
   store::RedisClient* const subscriber_;
   Metrics* const metrics_;
+  const StreamLimits limits_;
   std::atomic<SessionId> next_id_{1};
-  std::atomic<int64_t> open_sessions_{0};
+  std::atomic<int64_t> open_sessions_{0};  // written under count_mu_
+
+  absl::Mutex count_mu_;
+  absl::flat_hash_map<std::string, int64_t> peer_sessions_ ABSL_GUARDED_BY(count_mu_);
+  absl::flat_hash_map<SessionId, std::string> session_peer_ ABSL_GUARDED_BY(count_mu_);
 
   // Loop thread only.
   bool shutting_down_ = false;

@@ -40,6 +40,11 @@ ABSL_FLAG(int64_t, shutdown_grace_ms, kDefaults.shutdown_grace_ms,
 ABSL_FLAG(int64_t, max_stream_age_ms, kDefaults.max_stream_age_ms,
           "a Claim stream ends with UNAVAILABLE after this long, jittered by +-10%, so "
           "that workers reconnect and load rebalances across replicas; 0 = unlimited");
+ABSL_FLAG(int64_t, max_claim_streams, kDefaults.max_claim_streams,
+          "Claim streams open at once on this broker; more get RESOURCE_EXHAUSTED (1..1000000)");
+ABSL_FLAG(int64_t, max_claim_streams_per_peer, kDefaults.max_claim_streams_per_peer,
+          "Claim streams open at once on one client connection; more get RESOURCE_EXHAUSTED "
+          "(1..1000000)");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "host:port of the Prometheus metrics endpoint (/metrics); empty disables it");
 ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
@@ -53,6 +58,7 @@ absl::Status ApplyEnvironment() {
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
                            "completed_retention_ms", "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
+                           "max_claim_streams", "max_claim_streams_per_peer",
                            "metrics_listen", "log_level"}) {
     std::string var = absl::StrCat("JOBWIRE_", absl::AsciiStrToUpper(name));
     const char* value = std::getenv(var.c_str());
@@ -96,6 +102,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.backoff_max_ms = absl::GetFlag(FLAGS_backoff_max_ms);
   c.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   c.max_stream_age_ms = absl::GetFlag(FLAGS_max_stream_age_ms);
+  c.max_claim_streams = absl::GetFlag(FLAGS_max_claim_streams);
+  c.max_claim_streams_per_peer = absl::GetFlag(FLAGS_max_claim_streams_per_peer);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.log_level = absl::GetFlag(FLAGS_log_level);
 
@@ -111,6 +119,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("backoff_max_ms", c.backoff_max_ms, c.backoff_base_ms, kMaxBackoffMs),
            CheckRange("shutdown_grace_ms", c.shutdown_grace_ms, 0, 3600 * 1000),
            CheckRange("max_stream_age_ms", c.max_stream_age_ms, 0, 7LL * 24 * 3600 * 1000),
+           CheckRange("max_claim_streams", c.max_claim_streams, 1, 1000000),
+           CheckRange("max_claim_streams_per_peer", c.max_claim_streams_per_peer, 1, 1000000),
        }) {
     if (!s.ok()) return s;
   }

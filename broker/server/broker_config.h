@@ -26,6 +26,8 @@ struct BrokerConfig {
   int64_t backoff_max_ms = 3600LL * 1000;
   int64_t shutdown_grace_ms = 25000;
   int64_t max_stream_age_ms = 30LL * 60 * 1000;  // 0: unlimited
+  int64_t max_claim_streams = 10000;
+  int64_t max_claim_streams_per_peer = 1000;  // per client connection
   std::string metrics_listen = "0.0.0.0:9464";   // empty: no metrics endpoint
   std::string log_level = "info";
 };

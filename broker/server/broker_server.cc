@@ -28,6 +28,10 @@ core::LifecycleDefaults DefaultsFrom(const BrokerConfig& c) {
   return d;
 }
 
+core::StreamLimits StreamLimitsFrom(const BrokerConfig& c) {
+  return core::StreamLimits{c.max_claim_streams, c.max_claim_streams_per_peer};
+}
+
 service::ServiceOptions ServiceOptionsFrom(const BrokerConfig& c) {
   service::ServiceOptions o;
   o.limits = service::Limits{c.max_payload_bytes};
@@ -43,7 +47,7 @@ BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress
       scripts_(&commands_),
       store_(&commands_, &scripts_, StoreOptionsFrom(config)),
       admin_store_(&commands_, &scripts_, config.key_prefix),
-      dispatcher_(&loop_, &store_, &subscriber_, &metrics_),
+      dispatcher_(&loop_, &store_, &subscriber_, &metrics_, StreamLimitsFrom(config)),
       lifecycle_(&store_, &dispatcher_, &metrics_, DefaultsFrom(config)),
       reaper_(core::LeaseReaperParams{&loop_, &store_, &metrics_}),
       stats_refresher_(core::QueueStatsRefresherParams{&loop_, &store_, &admin_store_, &metrics_}),

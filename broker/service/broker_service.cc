@@ -94,6 +94,7 @@ grpc::ServerWriteReactor<v1::ClaimedJob>* BrokerService::Claim(grpc::CallbackSer
   spec.max_in_flight = req->max_in_flight() == 0 ? 1 : req->max_in_flight();
   spec.lease_ms = req->lease_ms() == 0 ? lifecycle_->defaults().lease_ms : req->lease_ms();
   spec.worker_id = req->worker_id();
+  spec.peer = ctx->peer();
   if (max_stream_age_ != absl::InfiniteDuration()) {
     thread_local absl::BitGen bitgen;
     spec.max_age = max_stream_age_ * absl::Uniform(bitgen, 0.9, 1.1);

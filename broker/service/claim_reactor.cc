@@ -1,12 +1,21 @@
 #include "broker/service/claim_reactor.h"
 
+#include <cassert>
+
 namespace jobwire::service {
 
 ClaimReactor::ClaimReactor(core::Dispatcher* dispatcher, core::Metrics* metrics,
                            core::ClaimSpec spec)
-    : dispatcher_(dispatcher), metrics_(metrics), sink_(std::make_shared<Sink>(this)) {
+    : dispatcher_(dispatcher),
+      metrics_(metrics),
+      sink_(std::make_shared<Sink>(this, spec.max_in_flight)) {
+  absl::StatusOr<core::Dispatcher::SessionId> session = dispatcher_->Open(std::move(spec), sink_);
+  if (!session.ok()) {
+    sink_->Close(session.status());  // RESOURCE_EXHAUSTED: a stream limit
+    return;
+  }
+  session_ = *session;
   metrics_->ClaimStreamOpened();
-  session_ = dispatcher_->Open(std::move(spec), sink_);
 }
 
 void ClaimReactor::OnWriteDone(bool ok) { sink_->WriteDone(ok); }
@@ -15,15 +24,28 @@ void ClaimReactor::OnCancel() { sink_->Finish(grpc::Status::CANCELLED); }
 
 void ClaimReactor::OnDone() {
   sink_->Detach();
-  dispatcher_->Close(session_);
-  metrics_->ClaimStreamClosed();
+  if (session_.has_value()) {
+    dispatcher_->Close(*session_);
+    metrics_->ClaimStreamClosed();
+  }
   delete this;
 }
 
 bool ClaimReactor::Sink::Deliver(v1::ClaimedJob job) {
   absl::MutexLock lock(&mu_);
   if (reactor_ == nullptr || finished_) return false;
+  // The Dispatcher hands over a job only for a free slot, and a slot of a
+  // job still queued here frees only when its lease ran out: a client that
+  // does not read must not make this queue grow lease after lease. Such
+  // jobs are useless to the client (their tokens are stale; the reaper
+  // gives them to another worker), so drop them, oldest first, keeping the
+  // one being written (gRPC holds a pointer to it).
+  const size_t first_droppable = writing_ ? 1 : 0;
+  while (queue_.size() >= first_droppable + max_queued_) {
+    queue_.erase(queue_.begin() + first_droppable);
+  }
   queue_.push_back(std::move(job));
+  assert(queue_.size() <= max_queued_ + 1);
   if (!writing_) {
     writing_ = true;
     reactor_->StartWrite(&queue_.front());

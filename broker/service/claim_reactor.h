@@ -1,7 +1,13 @@
 // ClaimReactor: the server side of one Claim stream (gRPC callback API).
-// Jobs handed over by the Dispatcher are written one at a time in order;
-// since the Dispatcher never exceeds max_in_flight unfinished jobs, at most
-// that many wait in memory when the client reads slowly.
+// Jobs handed over by the Dispatcher are written one at a time in order. A
+// client that does not read stalls only its own stream (HTTP/2 flow control
+// holds the write in progress); behind that write at most max_in_flight
+// jobs wait in memory: the Dispatcher never exceeds max_in_flight unsettled
+// jobs, and a queued job whose slot freed (its lease ran out unread) is
+// dropped when a new one arrives.
+//
+// A stream refused by the Dispatcher's stream limits ends at once with
+// RESOURCE_EXHAUSTED and never opens a session.
 //
 // Lifetime: gRPC owns the reactor until OnDone, which closes the dispatcher
 // session and deletes it. The Sink shared with the Dispatcher outlives it and
@@ -9,8 +15,10 @@
 #ifndef JOBWIRE_BROKER_SERVICE_CLAIM_REACTOR_H_
 #define JOBWIRE_BROKER_SERVICE_CLAIM_REACTOR_H_
 
+#include <cstddef>
 #include <deque>
 #include <memory>
+#include <optional>
 
 #include <grpcpp/grpcpp.h>
 
@@ -35,7 +43,9 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
  private:
   class Sink : public core::JobSink {
    public:
-    explicit Sink(ClaimReactor* reactor) : reactor_(reactor) {}
+    // At most `max_queued` jobs wait behind the one being written.
+    Sink(ClaimReactor* reactor, int max_queued)
+        : max_queued_(static_cast<size_t>(max_queued < 1 ? 1 : max_queued)), reactor_(reactor) {}
     bool Deliver(v1::ClaimedJob job) override;
     void Close(const absl::Status& status) override;
     // Called from OnWriteDone: drops the written job, starts the next write.
@@ -46,6 +56,7 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
     void Detach();
 
    private:
+    const size_t max_queued_;
     absl::Mutex mu_;
     ClaimReactor* reactor_ ABSL_GUARDED_BY(mu_);
     std::deque<v1::ClaimedJob> queue_ ABSL_GUARDED_BY(mu_);
@@ -56,7 +67,7 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
   core::Dispatcher* const dispatcher_;
   core::Metrics* const metrics_;
   std::shared_ptr<Sink> sink_;
-  core::Dispatcher::SessionId session_;
+  std::optional<core::Dispatcher::SessionId> session_;  // none when refused
 };
 
 }  // namespace jobwire::service

@@ -73,8 +73,7 @@ class AdminStore {
  private:
   Keys KeysFor(const std::string& queue) const { return Keys(key_prefix_, queue); }
 
-  RedisClient* const client_;
-  const ScriptRunner* const scripts_;
+  const ScriptRunner* const scripts_;  // runs every call, on `client`
   const std::string key_prefix_;
 };
 
