@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   Log(LogLevel::kInfo, "jobwire broker listening",
       {{"listen", config->listen},
        {"port", absl::StrCat((*server)->port())},
+       {"tls", config->tls_cert.empty()        ? "off"
+               : config->tls_client_ca.empty() ? "on"
+                                               : "mutual"},
        {"redis", embedded ? absl::StrCat(redis_url, " (embedded, data in ", config->data_dir, ")")
                           : redis_url}});
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "broker/base/logging.h"
+#include "broker/server/transport_security.h"
 #include "broker/service/rpc_metrics_interceptor.h"
 
 namespace jobwire::server {
@@ -55,6 +56,9 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                                                                   const std::string& redis_url) {
   absl::StatusOr<store::RedisAddress> address = store::ParseRedisUrl(redis_url);
   if (!address.ok()) return address.status();
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(config);
+  if (!credentials.ok()) return credentials.status();
   std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address));
 
   s->commands_.SetOnConnected([raw = s.get()] {
@@ -74,7 +78,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(config.listen, *credentials, &s->port_);
   builder.RegisterService(&s->service_);
   builder.RegisterService(&s->admin_service_);
   builder.experimental().SetInterceptorCreators(service::MakeRpcMetricsInterceptors(&s->metrics_));
@@ -89,6 +93,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   s->health_.Attach(s->server_->GetHealthCheckService());
+  WarnIfExposed(config);
   s->StartMetricsEndpoint(config.metrics_listen);
   return s;
 }

@@ -39,7 +39,11 @@ class BrokerServer {
   // UNAVAILABLE until Redis is reachable) and listens on config.listen, and
   // serves /metrics on config.metrics_listen unless it is empty (a metrics
   // address that cannot be bound is logged and skipped: metrics never stop
-  // the broker). INVALID_ARGUMENT for a bad URL, UNAVAILABLE when the gRPC
+  // the broker). The listener speaks TLS (or mutual TLS) as config's tls_*
+  // fields say, and warns at startup when it is exposed beyond loopback
+  // without authentication or without TLS. INVALID_ARGUMENT for a bad URL or
+  // a file without PEM, NOT_FOUND / PERMISSION_DENIED / INTERNAL for a TLS
+  // file that cannot be read, UNAVAILABLE when the gRPC
   // port cannot be bound.
   static absl::StatusOr<std::unique_ptr<BrokerServer>> Start(const BrokerConfig& config,
                                                              const std::string& redis_url);
