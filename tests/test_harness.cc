@@ -18,6 +18,7 @@
 
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
+#include "grpcpp/support/client_interceptor.h"
 #include "hiredis/hiredis.h"
 
 namespace jobwire::testing {
@@ -321,16 +322,58 @@ int64_t RedisServer::DbSize() {
 
 // ------------------------------------------------------------- BrokerProcess
 
+namespace {
+
+// Adds "authorization: Bearer <token>" to every call's metadata.
+class BearerInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerInterceptor(std::string value) : value_(std::move(value)) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::
+                PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->insert({"authorization", value_});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string value_;
+};
+
+class BearerInterceptorFactory
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerInterceptorFactory(std::string token)
+      : value_(absl::StrCat("Bearer ", token)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerInterceptor(value_);
+  }
+
+ private:
+  const std::string value_;
+};
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> MakeChannel(
     const std::string& address,
-    std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& token) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
   if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
-  return grpc::CreateCustomChannel(address, credentials, args);
+  if (token.empty()) return grpc::CreateCustomChannel(address, credentials, args);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::make_unique<BearerInterceptorFactory>(token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, credentials, args, std::move(interceptors));
 }
 
 BrokerProcess::BrokerProcess(int redis_port,
@@ -386,7 +429,7 @@ absl::Status BrokerProcess::StartOnce() {
     }
     absl::SleepFor(absl::Milliseconds(10));
   }
-  channel_ = MakeChannel(address_, security_.credentials);
+  channel_ = MakeChannel(address_, security_.credentials, security_.token);
   std::unique_ptr<v1::Broker::Stub> stub = v1::Broker::NewStub(channel_);
   grpc::Status last(grpc::StatusCode::UNAVAILABLE, "not probed");
   while (absl::Now() < deadline) {
@@ -397,10 +440,6 @@ absl::Status BrokerProcess::StartOnce() {
     }
     grpc::ClientContext context;
     SetDeadline(context, absl::Milliseconds(500));
-    if (!security_.token.empty()) {
-      context.AddMetadata("authorization",
-                          absl::StrCat("Bearer ", security_.token));
-    }
     v1::GetJobRequest request;
     request.set_queue("probe");
     request.set_job_id("0");

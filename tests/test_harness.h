@@ -194,8 +194,8 @@ class RedisServer {
 };
 
 // How a test client reaches the broker: channel credentials (null:
-// plaintext) and a bearer token sent as "authorization: Bearer <token>" by
-// the broker's startup probe (empty: none).
+// plaintext) and a bearer token sent as "authorization: Bearer <token>" on
+// every call (empty: none).
 struct ClientSecurity {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   std::string token;
@@ -266,10 +266,12 @@ class BrokerProcess {
 
 // A channel with short reconnect backoff (the defaults wait up to 2 minutes
 // between attempts, which makes startup probes slow).
-// `credentials` null means plaintext.
+// `credentials` null means plaintext; a non-empty `token` is sent as
+// "authorization: Bearer <token>" on every call (by a client interceptor).
 std::shared_ptr<grpc::Channel> MakeChannel(
     const std::string& address,
-    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+    const std::string& token = "");
 
 // A Claim stream read on a background thread. Received jobs queue up until
 // Next() takes them. Thread-safe.

@@ -38,7 +38,8 @@ service::ServiceOptions ServiceOptionsFrom(const BrokerConfig& c) {
 
 }  // namespace
 
-BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address)
+BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
+                           std::unique_ptr<service::Authorizer> authorizer)
     : commands_(&loop_, address, "commands"),
       subscriber_(&loop_, address, "pubsub"),
       scripts_(&commands_),
@@ -48,9 +49,10 @@ BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress
       lifecycle_(&store_, &dispatcher_, &metrics_, DefaultsFrom(config)),
       reaper_(core::LeaseReaperParams{&loop_, &store_, &metrics_}),
       stats_refresher_(core::QueueStatsRefresherParams{&loop_, &store_, &admin_store_, &metrics_}),
-      service_(&lifecycle_, &dispatcher_, &metrics_, ServiceOptionsFrom(config)),
+      authorizer_(std::move(authorizer)),
+      service_(&lifecycle_, &dispatcher_, &metrics_, authorizer_.get(), ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_),
-      admin_service_(&queue_admin_) {}
+      admin_service_(&queue_admin_, authorizer_.get()) {}
 
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config,
                                                                   const std::string& redis_url) {
@@ -59,7 +61,16 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(config);
   if (!credentials.ok()) return credentials.status();
-  std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address));
+  auto authorizer = std::make_unique<service::Authorizer>();
+  if (!config.auth_tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<service::Authorizer>> loaded =
+        service::Authorizer::FromFile(config.auth_tokens_file);
+    if (!loaded.ok()) return loaded.status();
+    authorizer = std::move(*loaded);
+    base::Log(base::LogLevel::kInfo, "bearer token authentication on",
+              {{"tokens", absl::StrCat(authorizer->token_count())}});
+  }
+  std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address, std::move(authorizer)));
 
   s->commands_.SetOnConnected([raw = s.get()] {
     raw->lifecycle_.OnRedisReconnected();

@@ -24,6 +24,7 @@
 #include "broker/server/broker_config.h"
 #include "broker/server/health_reporter.h"
 #include "broker/service/admin_service.h"
+#include "broker/service/authorizer.h"
 #include "broker/service/broker_service.h"
 #include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
@@ -57,7 +58,8 @@ class BrokerServer {
   int port() const { return port_; }
 
  private:
-  BrokerServer(const BrokerConfig& config, const store::RedisAddress& address);
+  BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
+               std::unique_ptr<service::Authorizer> authorizer);
   // Serves metrics_ on `listen` (host:port) at /metrics; logs and skips
   // when it cannot bind. No-op when `listen` is empty.
   void StartMetricsEndpoint(const std::string& listen);
@@ -73,6 +75,7 @@ class BrokerServer {
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;
   core::QueueStatsRefresher stats_refresher_;
+  const std::unique_ptr<service::Authorizer> authorizer_;
   service::BrokerService service_;
   core::QueueAdmin queue_admin_;
   service::AdminService admin_service_;
