@@ -6,7 +6,14 @@
 #include <memory>
 #include <string>
 
+#include <fstream>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "broker/service/authorizer.h"
+#include "client/cpp/client.h"
+#include "client/cpp/worker.h"
 #include "gtest/gtest.h"
 #include "tests/test_harness.h"
 #include "tests/test_pki.h"
@@ -112,6 +119,69 @@ TEST_F(TlsTest, InconsistentOrUnreadableTlsFilesStopTheBroker) {
   EXPECT_EQ(ExitCodeOf({"--tls_cert=" + pki_->server_cert(),
                         "--tls_key=" + pki_->Path("server.ext")}),
             1);
+}
+
+// The C++ client and Worker over mutual TLS with a bearer token: a job
+// enqueued by the Client is run and acked by the Worker; a Client without
+// the token is refused, one with an unreadable CA file fails with that error.
+TEST_F(TlsTest, CppClientAndWorkerWithMutualTlsAndAToken) {
+  const std::string token = "cpp-client-token-3e1";
+  const std::string tokens = pki_->Path("tokens.json");
+  std::ofstream(tokens) << R"({"tokens": [{"name": "cpp", "sha256": ")"
+                        << service::Sha256Hex(token)
+                        << R"(", "enqueue": ["secure"], "claim": ["secure"]}]})";
+  broker_ = std::make_unique<BrokerProcess>(
+      redis_->port(),
+      std::vector<std::string>{"--tls_cert=" + pki_->server_cert(),
+                               "--tls_key=" + pki_->server_key(),
+                               "--tls_client_ca=" + pki_->ca_cert(),
+                               "--auth_tokens_file=" + tokens});
+  broker_->set_client_security({pki_->Credentials("client"), token});
+  JW_ASSERT_OK(broker_->Start());
+
+  client::ClientOptions options;
+  options.address = broker_->address();
+  options.token = token;
+  options.tls_root_ca = pki_->ca_cert();                  // a path
+  options.tls_client_cert = pki_->Read("client.pem");     // PEM text
+  options.tls_client_key = pki_->client_key();
+  client::Client producer(options);
+  absl::StatusOr<client::Enqueued> enqueued =
+      producer.Enqueue("secure", "echo", "hello");
+  JW_ASSERT_OK(enqueued.status());
+
+  client::ClientOptions anonymous = options;
+  anonymous.token = "wrong";
+  EXPECT_EQ(client::Client(anonymous).Enqueue("secure", "echo", "x").status().code(),
+            absl::StatusCode::kUnauthenticated);
+  client::ClientOptions missing_ca = options;
+  missing_ca.tls_root_ca = "/nonexistent/ca.pem";
+  EXPECT_EQ(client::Client(missing_ca).Enqueue("secure", "echo", "x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  client::WorkerOptions worker_options;
+  worker_options.address = broker_->address();
+  worker_options.queues = {"secure"};
+  worker_options.token = token;
+  worker_options.tls_root_ca = pki_->ca_cert();
+  worker_options.tls_client_cert = pki_->client_cert();
+  worker_options.tls_client_key = pki_->client_key();
+  absl::Notification settled;
+  worker_options.on_outcome = [&](const client::Job&, const client::Outcome&) {
+    if (!settled.HasBeenNotified()) settled.Notify();
+  };
+  client::Worker worker(worker_options);
+  worker.Register("echo", [](const client::Job& job) -> absl::StatusOr<std::string> {
+    return job.payload;
+  });
+  std::thread run([&] { worker.Run().IgnoreError(); });
+  EXPECT_TRUE(settled.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  worker.Stop();
+  run.join();
+  absl::StatusOr<v1::Job> job = producer.GetJob("secure", enqueued->job_id);
+  JW_ASSERT_OK(job.status());
+  EXPECT_EQ(job->state(), kCompleted);
+  EXPECT_EQ(job->result(), "hello");
 }
 
 }  // namespace
