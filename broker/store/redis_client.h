@@ -30,9 +30,9 @@ namespace jobwire::store {
 struct RedisAddress {
   std::string host = "127.0.0.1";
   int port = 6379;
-  std::string user;      // ACL user; empty: AUTH <password> (the default user)
   std::string password;  // empty: no AUTH
   int db = 0;
+  std::string user = "";  // ACL user; empty: AUTH <password> (the default user)
 
   // redis://[user@]host:port/db: never the password.
   std::string ToString() const;
