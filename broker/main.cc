@@ -8,9 +8,20 @@
 #include "broker/server/broker_config.h"
 #include "broker/server/broker_server.h"
 #include "broker/server/embedded_redis.h"
+#include "broker/store/redis_client.h"
 
 using jobwire::base::Log;
 using jobwire::base::LogLevel;
+
+namespace {
+
+// The Redis URL without its password, for the log.
+std::string RedactedRedisUrl(const std::string& url) {
+  absl::StatusOr<jobwire::store::RedisAddress> address = jobwire::store::ParseRedisUrl(url);
+  return address.ok() ? address->ToString() : "(unparsable)";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::StatusOr<jobwire::server::BrokerConfig> config = jobwire::server::LoadConfig(argc, argv);
@@ -57,8 +68,11 @@ int main(int argc, char** argv) {
   Log(LogLevel::kInfo, "jobwire broker listening",
       {{"listen", config->listen},
        {"port", absl::StrCat((*server)->port())},
+       {"tls", config->tls_cert.empty()        ? "off"
+               : config->tls_client_ca.empty() ? "on"
+                                               : "mutual"},
        {"redis", embedded ? absl::StrCat(redis_url, " (embedded, data in ", config->data_dir, ")")
-                          : redis_url}});
+                          : RedactedRedisUrl(redis_url)}});
 
   int sig = 0;
   sigwait(&signals, &sig);

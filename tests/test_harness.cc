@@ -18,6 +18,7 @@
 
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
+#include "grpcpp/support/client_interceptor.h"
 #include "hiredis/hiredis.h"
 
 namespace jobwire::testing {
@@ -42,13 +43,24 @@ RedisReply CopyReply(const redisReply& reply) {
   return out;
 }
 
+// AUTH `password` on `c` when it is not empty; true when that succeeded.
+bool Authenticate(redisContext* c, const std::string& password) {
+  if (password.empty()) return true;
+  auto* reply = static_cast<redisReply*>(
+      redisCommand(c, "AUTH %b", password.data(), password.size()));
+  const bool ok = reply != nullptr && reply->type != REDIS_REPLY_ERROR;
+  if (reply != nullptr) freeReplyObject(reply);
+  return ok;
+}
+
 // PING on a fresh connection; true when the answer is PONG.
-bool Ping(int port) {
+bool Ping(int port, const std::string& password) {
   timeval timeout{0, 200 * 1000};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, timeout);
   bool ok = false;
   if (c != nullptr && c->err == 0) {
     redisSetTimeout(c, timeout);
+    Authenticate(c, password);
     auto* reply = static_cast<redisReply*>(redisCommand(c, "PING"));
     ok = reply != nullptr && reply->type == REDIS_REPLY_STATUS &&
          std::string(reply->str, reply->len) == "PONG";
@@ -124,7 +136,8 @@ absl::StatusOr<int> PickFreePort() {
 Subprocess::~Subprocess() { Terminate(kStopGrace); }
 
 absl::Status Subprocess::Spawn(const std::vector<std::string>& argv,
-                               const std::string& stdout_path) {
+                               const std::string& stdout_path,
+                               const std::string& stderr_path) {
   if (pid_ > 0) return absl::FailedPreconditionError("already running");
   // Everything the child needs is prepared before fork: after fork only
   // async-signal-safe calls are allowed (the parent has gRPC threads).
@@ -152,6 +165,14 @@ absl::Status Subprocess::Spawn(const std::vector<std::string>& argv,
         close(fd);
       }
     }
+    if (!stderr_path.empty()) {
+      const int fd =
+          open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+      }
+    }
     execvp(cargv[0], cargv.data());
     _exit(127);
   }
@@ -164,6 +185,7 @@ bool Subprocess::Running() {
   int status = 0;
   const pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == 0) return true;
+  if (r == pid_) last_status_ = status;
   pid_ = -1;
   return false;
 }
@@ -185,6 +207,7 @@ int Subprocess::Terminate(absl::Duration grace) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   pid_ = -1;
+  last_status_ = status;
   return status;
 }
 
@@ -192,7 +215,8 @@ int Subprocess::Terminate(absl::Duration grace) {
 
 bool RedisReply::is_error() const { return type == REDIS_REPLY_ERROR; }
 
-RedisServer::RedisServer() {
+RedisServer::RedisServer(std::string requirepass)
+    : requirepass_(std::move(requirepass)) {
   char tmpl[] = "/tmp/jobwire-redis-XXXXXX";
   if (mkdtemp(tmpl) != nullptr) dir_ = tmpl;
 }
@@ -226,10 +250,15 @@ absl::Status RedisServer::Start() {
 
 absl::Status RedisServer::StartOnce() {
   const std::string port = absl::StrCat(port_);
-  absl::Status spawned = process_.Spawn(
-      {"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-       "--appendonly", "no", "--dir", dir_, "--loglevel", "warning"},
-      absl::StrCat(dir_, "/redis.log"));
+  std::vector<std::string> argv = {"redis-server", "--port", port,
+                                   "--bind", "127.0.0.1", "--save", "",
+                                   "--appendonly", "no", "--dir", dir_,
+                                   "--loglevel", "warning"};
+  if (!requirepass_.empty()) {
+    argv.insert(argv.end(), {"--requirepass", requirepass_});
+  }
+  absl::Status spawned =
+      process_.Spawn(argv, absl::StrCat(dir_, "/redis.log"));
   if (!spawned.ok()) return spawned;
   const absl::Time deadline = absl::Now() + kStartupTimeout;
   while (absl::Now() < deadline) {
@@ -237,7 +266,7 @@ absl::Status RedisServer::StartOnce() {
       return absl::UnavailableError(
           absl::StrCat("redis-server exited on port ", port));
     }
-    if (Ping(port_)) return absl::OkStatus();
+    if (Ping(port_, requirepass_)) return absl::OkStatus();
     absl::SleepFor(absl::Milliseconds(20));
   }
   process_.Terminate(kStopGrace);
@@ -262,6 +291,10 @@ absl::StatusOr<RedisReply> RedisServer::CommandArgv(
     return absl::UnavailableError(error);
   }
   redisSetTimeout(c, timeout);
+  if (!Authenticate(c, requirepass_)) {
+    redisFree(c);
+    return absl::UnauthenticatedError("redis AUTH failed");
+  }
   std::vector<const char*> args;
   std::vector<size_t> lens;
   for (const std::string& arg : argv) {
@@ -289,14 +322,58 @@ int64_t RedisServer::DbSize() {
 
 // ------------------------------------------------------------- BrokerProcess
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+namespace {
+
+// Adds "authorization: Bearer <token>" to every call's metadata.
+class BearerInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerInterceptor(std::string value) : value_(std::move(value)) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::
+                PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->insert({"authorization", value_});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string value_;
+};
+
+class BearerInterceptorFactory
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerInterceptorFactory(std::string token)
+      : value_(absl::StrCat("Bearer ", token)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerInterceptor(value_);
+  }
+
+ private:
+  const std::string value_;
+};
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeChannel(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& token) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  if (token.empty()) return grpc::CreateCustomChannel(address, credentials, args);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::make_unique<BearerInterceptorFactory>(token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, credentials, args, std::move(interceptors));
 }
 
 BrokerProcess::BrokerProcess(int redis_port,
@@ -328,9 +405,13 @@ absl::Status BrokerProcess::StartOnce() {
   address_ = absl::StrCat("127.0.0.1:", *port);
   std::vector<std::string> argv = {
       broker_path_, absl::StrCat("--listen=", address_),
-      absl::StrCat("--redis_url=redis://127.0.0.1:", redis_port_), "--metrics_listen="};
+      absl::StrCat("--redis_url=",
+                   redis_url_.empty()
+                       ? absl::StrCat("redis://127.0.0.1:", redis_port_)
+                       : redis_url_),
+      "--metrics_listen="};
   argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
-  absl::Status spawned = process_.Spawn(argv);
+  absl::Status spawned = process_.Spawn(argv, "", stderr_path_);
   if (!spawned.ok()) return spawned;
 
   // Wait for the listening socket first: a channel that fails to connect
@@ -348,7 +429,7 @@ absl::Status BrokerProcess::StartOnce() {
     }
     absl::SleepFor(absl::Milliseconds(10));
   }
-  channel_ = MakeChannel(address_);
+  channel_ = MakeChannel(address_, security_.credentials, security_.token);
   std::unique_ptr<v1::Broker::Stub> stub = v1::Broker::NewStub(channel_);
   grpc::Status last(grpc::StatusCode::UNAVAILABLE, "not probed");
   while (absl::Now() < deadline) {

@@ -109,11 +109,17 @@ class Subprocess {
   // Returns INTERNAL when fork fails. An exec failure shows up as the child
   // exiting with status 127.
   // REQUIRES: no child is running.
+  // Likewise stderr with `stderr_path`.
   absl::Status Spawn(const std::vector<std::string>& argv,
-                     const std::string& stdout_path = "");
+                     const std::string& stdout_path = "",
+                     const std::string& stderr_path = "");
 
   // True while the child has not exited. Reaps it when it has.
   bool Running();
+
+  // The wait status of the last child reaped by Running() or Terminate();
+  // -1 before any.
+  int last_status() const { return last_status_; }
 
   // Sends SIGTERM, waits up to `grace` for the child to exit, then sends
   // SIGKILL and waits. Returns the wait status, or -1 when nothing was
@@ -124,6 +130,7 @@ class Subprocess {
 
  private:
   pid_t pid_ = -1;
+  int last_status_ = -1;
 };
 
 // One Redis reply, copied out of hiredis.
@@ -138,10 +145,12 @@ struct RedisReply {
 
 // A real redis-server on 127.0.0.1, without persistence, in a temporary
 // directory. The port is fixed at the first successful Start() and kept by
-// Restart(). Not thread-safe.
+// Restart(). With a `requirepass`, the server demands AUTH and this class's
+// own connections (startup PING, CommandArgv) authenticate with it. Not
+// thread-safe.
 class RedisServer {
  public:
-  RedisServer();
+  explicit RedisServer(std::string requirepass = "");
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
   // Stops the server and removes its directory.
@@ -178,9 +187,18 @@ class RedisServer {
  private:
   absl::Status StartOnce();
 
+  const std::string requirepass_;
   int port_ = 0;
   std::string dir_;
   Subprocess process_;
+};
+
+// How a test client reaches the broker: channel credentials (null:
+// plaintext) and a bearer token sent as "authorization: Bearer <token>" on
+// every call (empty: none).
+struct ClientSecurity {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::string token;
 };
 
 // The real broker binary (JOBWIRE_BROKER_PATH) pointed at a RedisServer.
@@ -197,6 +215,16 @@ class BrokerProcess {
   BrokerProcess(const BrokerProcess&) = delete;
   BrokerProcess& operator=(const BrokerProcess&) = delete;
   ~BrokerProcess();
+
+  // Set before Start(). The credentials (and token) of channel() and of the
+  // startup probe; default plaintext without a token.
+  void set_client_security(ClientSecurity security) {
+    security_ = std::move(security);
+  }
+  // The --redis_url passed to the broker; default redis://127.0.0.1:<port>.
+  void set_redis_url(std::string url) { redis_url_ = std::move(url); }
+  // Where the broker's stderr (its log) goes; default ours.
+  void set_stderr_path(std::string path) { stderr_path_ = std::move(path); }
 
   // Starts the broker on a free port and waits up to 10 s until GetJob on
   // queue "probe", job "0" answers anything but UNAVAILABLE /
@@ -230,6 +258,9 @@ class BrokerProcess {
 
   int redis_port_;
   std::vector<std::string> extra_flags_;
+  ClientSecurity security_;
+  std::string redis_url_;
+  std::string stderr_path_;
   std::string broker_path_;
   std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -238,7 +269,12 @@ class BrokerProcess {
 
 // A channel with short reconnect backoff (the defaults wait up to 2 minutes
 // between attempts, which makes startup probes slow).
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// `credentials` null means plaintext; a non-empty `token` is sent as
+// "authorization: Bearer <token>" on every call (by a client interceptor).
+std::shared_ptr<grpc::Channel> MakeChannel(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+    const std::string& token = "");
 
 // A Claim stream read on a background thread. Received jobs queue up until
 // Next() takes them. Thread-safe.

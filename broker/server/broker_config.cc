@@ -48,6 +48,14 @@ ABSL_FLAG(int64_t, max_claim_streams_per_peer, kDefaults.max_claim_streams_per_p
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "host:port of the Prometheus metrics endpoint (/metrics); empty disables it");
 ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the gRPC listener; enables TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificate(s); when set, clients must present a certificate signed by one "
+          "(mutual TLS). Requires --tls_cert");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "JSON file of bearer tokens (SHA-256 hashed) and their permissions; see "
+          "docs/security.md. Empty: no authentication");
 
 namespace jobwire::server {
 namespace {
@@ -59,7 +67,8 @@ absl::Status ApplyEnvironment() {
                            "completed_retention_ms", "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer",
-                           "metrics_listen", "log_level"}) {
+                           "metrics_listen", "log_level", "tls_cert", "tls_key", "tls_client_ca",
+                           "auth_tokens_file"}) {
     std::string var = absl::StrCat("JOBWIRE_", absl::AsciiStrToUpper(name));
     const char* value = std::getenv(var.c_str());
     if (value == nullptr) continue;
@@ -106,6 +115,10 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.max_claim_streams_per_peer = absl::GetFlag(FLAGS_max_claim_streams_per_peer);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.log_level = absl::GetFlag(FLAGS_log_level);
+  c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  c.tls_key = absl::GetFlag(FLAGS_tls_key);
+  c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  c.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
 
   using namespace jobwire::service;  // NOLINT: the limits
   for (absl::Status s : {
@@ -128,6 +141,12 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   for (char ch : c.key_prefix) ok_prefix = ok_prefix && ch != '{' && ch != '}' && ch != ' ';
   if (!ok_prefix) {
     return absl::InvalidArgumentError("--key_prefix must be non-empty, without braces or spaces");
+  }
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key must be set together");
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls_client_ca requires --tls_cert and --tls_key");
   }
   return c;
 }

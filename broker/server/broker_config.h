@@ -30,10 +30,19 @@ struct BrokerConfig {
   int64_t max_claim_streams_per_peer = 1000;  // per client connection
   std::string metrics_listen = "0.0.0.0:9464";   // empty: no metrics endpoint
   std::string log_level = "info";
+  // TLS on the gRPC listener (PEM paths): both or neither. With
+  // tls_client_ca, clients must present a certificate signed by it.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  // Bearer tokens and their permissions (docs/security.md); empty: every
+  // caller may do everything.
+  std::string auth_tokens_file;
 };
 
 // Parses flags and environment. INVALID_ARGUMENT names the flag and its
-// limit when a value is out of range.
+// limit when a value is out of range, or the flags that must come together
+// (--tls_cert with --tls_key; --tls_client_ca needs both).
 absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv);
 
 }  // namespace jobwire::server

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "broker/base/logging.h"
+#include "broker/server/transport_security.h"
 #include "broker/service/rpc_metrics_interceptor.h"
 
 namespace jobwire::server {
@@ -41,7 +42,8 @@ service::ServiceOptions ServiceOptionsFrom(const BrokerConfig& c) {
 
 }  // namespace
 
-BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address)
+BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
+                           std::unique_ptr<service::Authorizer> authorizer)
     : commands_(&loop_, address, "commands"),
       subscriber_(&loop_, address, "pubsub"),
       scripts_(&commands_),
@@ -51,15 +53,28 @@ BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress
       lifecycle_(&store_, &dispatcher_, &metrics_, DefaultsFrom(config)),
       reaper_(core::LeaseReaperParams{&loop_, &store_, &metrics_}),
       stats_refresher_(core::QueueStatsRefresherParams{&loop_, &store_, &admin_store_, &metrics_}),
-      service_(&lifecycle_, &dispatcher_, &metrics_, ServiceOptionsFrom(config)),
+      authorizer_(std::move(authorizer)),
+      service_(&lifecycle_, &dispatcher_, &metrics_, authorizer_.get(), ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_),
-      admin_service_(&queue_admin_) {}
+      admin_service_(&queue_admin_, authorizer_.get()) {}
 
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config,
                                                                   const std::string& redis_url) {
   absl::StatusOr<store::RedisAddress> address = store::ParseRedisUrl(redis_url);
   if (!address.ok()) return address.status();
-  std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address));
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(config);
+  if (!credentials.ok()) return credentials.status();
+  auto authorizer = std::make_unique<service::Authorizer>();
+  if (!config.auth_tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<service::Authorizer>> loaded =
+        service::Authorizer::FromFile(config.auth_tokens_file);
+    if (!loaded.ok()) return loaded.status();
+    authorizer = std::move(*loaded);
+    base::Log(base::LogLevel::kInfo, "bearer token authentication on",
+              {{"tokens", absl::StrCat(authorizer->token_count())}});
+  }
+  std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address, std::move(authorizer)));
 
   s->commands_.SetOnConnected([raw = s.get()] {
     raw->lifecycle_.OnRedisReconnected();
@@ -78,7 +93,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(config.listen, *credentials, &s->port_);
   builder.RegisterService(&s->service_);
   builder.RegisterService(&s->admin_service_);
   builder.experimental().SetInterceptorCreators(service::MakeRpcMetricsInterceptors(&s->metrics_));
@@ -93,6 +108,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   s->health_.Attach(s->server_->GetHealthCheckService());
+  WarnIfExposed(config);
   s->StartMetricsEndpoint(config.metrics_listen);
   return s;
 }

@@ -24,6 +24,7 @@
 #include "broker/server/broker_config.h"
 #include "broker/server/health_reporter.h"
 #include "broker/service/admin_service.h"
+#include "broker/service/authorizer.h"
 #include "broker/service/broker_service.h"
 #include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
@@ -39,7 +40,11 @@ class BrokerServer {
   // UNAVAILABLE until Redis is reachable) and listens on config.listen, and
   // serves /metrics on config.metrics_listen unless it is empty (a metrics
   // address that cannot be bound is logged and skipped: metrics never stop
-  // the broker). INVALID_ARGUMENT for a bad URL, UNAVAILABLE when the gRPC
+  // the broker). The listener speaks TLS (or mutual TLS) as config's tls_*
+  // fields say, and warns at startup when it is exposed beyond loopback
+  // without authentication or without TLS. INVALID_ARGUMENT for a bad URL or
+  // a file without PEM, NOT_FOUND / PERMISSION_DENIED / INTERNAL for a TLS
+  // file that cannot be read, UNAVAILABLE when the gRPC
   // port cannot be bound.
   static absl::StatusOr<std::unique_ptr<BrokerServer>> Start(const BrokerConfig& config,
                                                              const std::string& redis_url);
@@ -53,7 +58,8 @@ class BrokerServer {
   int port() const { return port_; }
 
  private:
-  BrokerServer(const BrokerConfig& config, const store::RedisAddress& address);
+  BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
+               std::unique_ptr<service::Authorizer> authorizer);
   // Serves metrics_ on `listen` (host:port) at /metrics; logs and skips
   // when it cannot bind. No-op when `listen` is empty.
   void StartMetricsEndpoint(const std::string& listen);
@@ -69,6 +75,7 @@ class BrokerServer {
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;
   core::QueueStatsRefresher stats_refresher_;
+  const std::unique_ptr<service::Authorizer> authorizer_;
   service::BrokerService service_;
   core::QueueAdmin queue_admin_;
   service::AdminService admin_service_;

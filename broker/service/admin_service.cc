@@ -10,29 +10,49 @@
 
 namespace jobwire::service {
 
-AdminService::AdminService(const core::QueueAdmin* admin) : admin_(admin) {}
+AdminService::AdminService(const core::QueueAdmin* admin, const Authorizer* authorizer)
+    : admin_(admin), authorizer_(authorizer) {}
+
+bool AdminService::FinishIfDenied(grpc::ServerUnaryReactor* reactor,
+                                  grpc::CallbackServerContext* ctx, const std::string& queue) {
+  return FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kAdmin, queue));
+}
 
 grpc::ServerUnaryReactor* AdminService::NewReactor() {
   return new CountedReactor(&calls_in_flight_);
 }
 
-grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* ctx,
                                                    const v1::ListQueuesRequest*,
                                                    v1::ListQueuesResponse* resp) {
   auto* reactor = NewReactor();
-  admin_->ListQueues([reactor, resp](absl::StatusOr<std::vector<v1::QueueStats>> queues) {
+  // Any admin permission lets a token list the queues it may administer.
+  absl::StatusOr<const Principal*> caller = authorizer_->Authenticate(*ctx);
+  if (FinishIfError(reactor, caller.status())) return reactor;
+  const Principal* principal = *caller;
+  if (principal != nullptr && principal->admin.empty()) {
+    FinishIfError(reactor, absl::PermissionDeniedError(absl::StrCat(
+                               "token \"", principal->name, "\" may not administer any queue")));
+    return reactor;
+  }
+  admin_->ListQueues([reactor, resp, principal](
+                         absl::StatusOr<std::vector<v1::QueueStats>> queues) {
     if (FinishIfError(reactor, queues.status())) return;
-    for (v1::QueueStats& stats : *queues) *resp->add_queues() = std::move(stats);
+    for (v1::QueueStats& stats : *queues) {
+      if (!Authorizer::Allows(principal, Permission::kAdmin, stats.queue())) continue;
+      *resp->add_queues() = std::move(stats);
+    }
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::GetQueueStats(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::GetQueueStats(grpc::CallbackServerContext* ctx,
                                                       const v1::GetQueueStatsRequest* req,
                                                       v1::QueueStats* resp) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateQueueRequest(req->queue()))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   admin_->Stats(req->queue(), [reactor, resp](absl::StatusOr<v1::QueueStats> stats) {
     if (FinishIfError(reactor, stats.status())) return;
     *resp = *std::move(stats);
@@ -41,11 +61,12 @@ grpc::ServerUnaryReactor* AdminService::GetQueueStats(grpc::CallbackServerContex
   return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* ctx,
                                                  const v1::ListJobsRequest* req,
                                                  v1::ListJobsResponse* resp) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateListJobs(*req))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   store::JobPageRequest page;
   page.state = req->state();
   page.offset = *ParsePageToken(req->page_token());
@@ -63,11 +84,12 @@ grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext*,
   return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::RetryDead(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::RetryDead(grpc::CallbackServerContext* ctx,
                                                   const v1::RetryDeadRequest* req,
                                                   v1::RetryDeadResponse* resp) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateRetryDead(*req))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   std::vector<std::string> ids(req->job_ids().begin(), req->job_ids().end());
   admin_->RetryDead(req->queue(), ids, req->all(), req->type(),
                     [reactor, resp](absl::StatusOr<int64_t> moved) {
@@ -78,11 +100,12 @@ grpc::ServerUnaryReactor* AdminService::RetryDead(grpc::CallbackServerContext*,
   return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::DeleteJob(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::DeleteJob(grpc::CallbackServerContext* ctx,
                                                   const v1::DeleteJobRequest* req,
                                                   v1::DeleteJobResponse*) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateDeleteJob(*req))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   admin_->DeleteJob(req->queue(), req->job_id(), [reactor](absl::StatusOr<bool> deleted) {
     if (FinishIfError(reactor, deleted.status())) return;
     reactor->Finish(grpc::Status::OK);
@@ -90,11 +113,12 @@ grpc::ServerUnaryReactor* AdminService::DeleteJob(grpc::CallbackServerContext*,
   return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::PurgeDead(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::PurgeDead(grpc::CallbackServerContext* ctx,
                                                   const v1::PurgeDeadRequest* req,
                                                   v1::PurgeDeadResponse* resp) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidatePurgeDead(*req))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   admin_->PurgeDead(req->queue(), req->older_than_ms(),
                     [reactor, resp](absl::StatusOr<int64_t> purged) {
                       if (FinishIfError(reactor, purged.status())) return;
@@ -104,21 +128,23 @@ grpc::ServerUnaryReactor* AdminService::PurgeDead(grpc::CallbackServerContext*,
   return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::PauseQueue(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::PauseQueue(grpc::CallbackServerContext* ctx,
                                                    const v1::PauseQueueRequest* req,
                                                    v1::PauseQueueResponse*) {
-  return SetPaused(req->queue(), true);
+  return SetPaused(ctx, req->queue(), true);
 }
 
-grpc::ServerUnaryReactor* AdminService::ResumeQueue(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminService::ResumeQueue(grpc::CallbackServerContext* ctx,
                                                     const v1::ResumeQueueRequest* req,
                                                     v1::ResumeQueueResponse*) {
-  return SetPaused(req->queue(), false);
+  return SetPaused(ctx, req->queue(), false);
 }
 
-grpc::ServerUnaryReactor* AdminService::SetPaused(const std::string& queue, bool paused) {
+grpc::ServerUnaryReactor* AdminService::SetPaused(grpc::CallbackServerContext* ctx,
+                                                  const std::string& queue, bool paused) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateQueueRequest(queue))) return reactor;
+  if (FinishIfDenied(reactor, ctx, queue)) return reactor;
   admin_->SetPaused(queue, paused, [reactor](absl::StatusOr<bool> changed) {
     if (FinishIfError(reactor, changed.status())) return;
     reactor->Finish(grpc::Status::OK);

@@ -1,7 +1,9 @@
 // AdminService: the jobwire.v1.Admin gRPC service (callback API), what
 // operators use to inspect queues, redrive dead jobs and pause work. Each
-// handler validates its request (INVALID_ARGUMENT, nothing changed), hands it
-// to core::QueueAdmin and finishes the call from the Redis callback.
+// handler validates its request (INVALID_ARGUMENT, nothing changed), checks
+// that the caller's token may administer the queue (UNAUTHENTICATED /
+// PERMISSION_DENIED; ListQueues needs some admin permission and lists only
+// the queues the token may administer), hands it to core::QueueAdmin and finishes the call from the Redis callback.
 #ifndef JOBWIRE_BROKER_SERVICE_ADMIN_SERVICE_H_
 #define JOBWIRE_BROKER_SERVICE_ADMIN_SERVICE_H_
 
@@ -11,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "broker/core/queue_admin.h"
+#include "broker/service/authorizer.h"
 #include "jobwire/v1/admin.grpc.pb.h"
 
 namespace jobwire::service {
@@ -19,8 +22,8 @@ namespace jobwire::service {
 // own is an atomic count of calls in flight.
 class AdminService final : public v1::Admin::CallbackService {
  public:
-  // `admin` must outlive the service.
-  explicit AdminService(const core::QueueAdmin* admin);
+  // `admin` and `authorizer` must outlive the service.
+  AdminService(const core::QueueAdmin* admin, const Authorizer* authorizer);
 
   grpc::ServerUnaryReactor* ListQueues(grpc::CallbackServerContext* ctx,
                                        const v1::ListQueuesRequest* req,
@@ -52,10 +55,15 @@ class AdminService final : public v1::Admin::CallbackService {
 
  private:
   grpc::ServerUnaryReactor* NewReactor();
-  grpc::ServerUnaryReactor* SetPaused(const std::string& queue, bool paused);
+  grpc::ServerUnaryReactor* SetPaused(grpc::CallbackServerContext* ctx, const std::string& queue,
+                                      bool paused);
+  // Finishes `reactor` when the caller may not administer `queue`.
+  bool FinishIfDenied(grpc::ServerUnaryReactor* reactor, grpc::CallbackServerContext* ctx,
+                      const std::string& queue);
 
   std::atomic<int64_t> calls_in_flight_{0};
   const core::QueueAdmin* const admin_;
+  const Authorizer* const authorizer_;
 };
 
 }  // namespace jobwire::service

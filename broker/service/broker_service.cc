@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "broker/service/claim_reactor.h"
@@ -19,10 +20,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
-                             core::Metrics* metrics, ServiceOptions options)
+                             core::Metrics* metrics, const Authorizer* authorizer,
+                             ServiceOptions options)
     : lifecycle_(lifecycle),
       dispatcher_(dispatcher),
       metrics_(metrics),
+      authorizer_(authorizer),
       limits_(options.limits),
       max_stream_age_(options.max_stream_age) {}
 
@@ -31,6 +34,9 @@ grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ct
                                                  v1::EnqueueResponse* resp) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateEnqueue(*req, limits_))) return reactor;
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, req->queue()))) {
+    return reactor;
+  }
   lifecycle_->Enqueue(*req, [reactor, resp](absl::StatusOr<store::EnqueueOutcome> out) {
     if (FinishIfError(reactor, out.status())) return;
     resp->set_job_id(out->job_id);
@@ -45,6 +51,12 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
                                                       v1::EnqueueBatchResponse* resp) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateEnqueueBatch(*req))) return reactor;
+  // Every job's queue must be allowed, or nothing is stored.
+  std::vector<absl::string_view> queues;
+  for (const v1::EnqueueRequest& job : req->jobs()) queues.push_back(job.queue());
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, queues))) {
+    return reactor;
+  }
   // One count per job plus one for this loop, so the call cannot finish
   // before every job was handed over.
   auto remaining = std::make_shared<std::atomic<int>>(req->jobs_size() + 1);
@@ -81,6 +93,10 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
 grpc::ServerWriteReactor<v1::ClaimedJob>* BrokerService::Claim(grpc::CallbackServerContext* ctx,
                                                                const v1::ClaimRequest* req) {
   absl::Status valid = ValidateClaim(*req);
+  if (valid.ok()) {
+    std::vector<absl::string_view> queues(req->queues().begin(), req->queues().end());
+    valid = authorizer_->Authorize(*ctx, Permission::kClaim, queues);
+  }
   if (!valid.ok()) {
     class Refused : public grpc::ServerWriteReactor<v1::ClaimedJob> {
      public:
@@ -106,6 +122,9 @@ grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,
                                              const v1::AckRequest* req, v1::AckResponse*) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateAck(*req, limits_))) return reactor;
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
+    return reactor;
+  }
   lifecycle_->Ack(*req, [reactor](absl::StatusOr<bool> out) {
     reactor->Finish(ToGrpcStatus(out.status()));
   });
@@ -116,6 +135,9 @@ grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,
                                               const v1::FailRequest* req, v1::FailResponse* resp) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateFail(*req))) return reactor;
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
+    return reactor;
+  }
   lifecycle_->Fail(*req, [reactor, resp](absl::StatusOr<store::FailOutcome> out) {
     if (FinishIfError(reactor, out.status())) return;
     resp->set_outcome(out->dead ? v1::FailResponse::DEAD : v1::FailResponse::RETRY_SCHEDULED);
@@ -130,6 +152,9 @@ grpc::ServerUnaryReactor* BrokerService::ExtendLease(grpc::CallbackServerContext
                                                      v1::ExtendLeaseResponse* resp) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateExtendLease(*req))) return reactor;
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
+    return reactor;
+  }
   lifecycle_->ExtendLease(*req, [reactor, resp](absl::StatusOr<int64_t> out) {
     if (FinishIfError(reactor, out.status())) return;
     resp->set_lease_expires_at_ms(*out);
@@ -142,6 +167,9 @@ grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx
                                                 const v1::GetJobRequest* req, v1::Job* resp) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateGetJob(*req))) return reactor;
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kRead, req->queue()))) {
+    return reactor;
+  }
   lifecycle_->GetJob(*req, [reactor, resp](absl::StatusOr<v1::Job> out) {
     if (FinishIfError(reactor, out.status())) return;
     *resp = std::move(*out);
@@ -154,6 +182,9 @@ grpc::ServerUnaryReactor* BrokerService::Cancel(grpc::CallbackServerContext* ctx
                                                 const v1::CancelRequest* req, v1::CancelResponse*) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateCancel(*req))) return reactor;
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, req->queue()))) {
+    return reactor;
+  }
   lifecycle_->Cancel(*req, [reactor](absl::StatusOr<bool> out) {
     reactor->Finish(ToGrpcStatus(out.status()));
   });

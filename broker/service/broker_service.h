@@ -1,6 +1,7 @@
 // BrokerService: the jobwire.v1.Broker gRPC service (callback API). Each
-// handler validates its request (INVALID_ARGUMENT, nothing changed), then
-// hands it to the lifecycle layer and finishes the call from the Redis
+// handler validates its request (INVALID_ARGUMENT, nothing changed), checks
+// the caller's token (UNAUTHENTICATED / PERMISSION_DENIED, see Authorizer),
+// then hands it to the lifecycle layer and finishes the call from the Redis
 // callback: no gRPC thread ever waits on Redis.
 #ifndef JOBWIRE_BROKER_SERVICE_BROKER_SERVICE_H_
 #define JOBWIRE_BROKER_SERVICE_BROKER_SERVICE_H_
@@ -14,6 +15,7 @@
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
 #include "broker/core/metrics.h"
+#include "broker/service/authorizer.h"
 #include "broker/service/request_validator.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 
@@ -30,9 +32,10 @@ struct ServiceOptions {
 // its own is an atomic count of unary calls in flight.
 class BrokerService final : public v1::Broker::CallbackService {
  public:
-  // `lifecycle`, `dispatcher` and `metrics` must outlive the service.
+  // `lifecycle`, `dispatcher`, `metrics` and `authorizer` must outlive the
+  // service.
   BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
-                core::Metrics* metrics, ServiceOptions options);
+                core::Metrics* metrics, const Authorizer* authorizer, ServiceOptions options);
 
   grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
                                     v1::EnqueueResponse* resp) override;
@@ -63,6 +66,7 @@ class BrokerService final : public v1::Broker::CallbackService {
   core::JobLifecycle* const lifecycle_;
   core::Dispatcher* const dispatcher_;
   core::Metrics* const metrics_;
+  const Authorizer* const authorizer_;
   const Limits limits_;
   const absl::Duration max_stream_age_;
 };

@@ -4,6 +4,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -40,25 +41,57 @@ struct RedisClient::Subscription {
 };
 
 std::string RedisAddress::ToString() const {
-  return absl::StrCat("redis://", host, ":", port, "/", db);
+  return absl::StrCat("redis://", user.empty() ? "" : absl::StrCat(user, "@"), host, ":", port,
+                      "/", db);
 }
+
+namespace {
+
+// Decodes %XX escapes; false on a malformed escape.
+bool PercentDecode(absl::string_view in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out->push_back(in[i]);
+      continue;
+    }
+    int value = 0;
+    if (i + 2 >= in.size()) return false;
+    for (char c : {in[i + 1], in[i + 2]}) {
+      if (!absl::ascii_isxdigit(c)) return false;
+      const char l = absl::ascii_tolower(c);
+      value = value * 16 + (absl::ascii_isdigit(l) ? l - '0' : l - 'a' + 10);
+    }
+    out->push_back(static_cast<char>(value));
+    i += 2;
+  }
+  return true;
+}
+
+}  // namespace
 
 absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url) {
   constexpr absl::string_view kScheme = "redis://";
   if (!absl::StartsWith(url, kScheme)) {
-    return absl::InvalidArgumentError(absl::StrCat("redis url must start with redis://: ", url));
+    return absl::InvalidArgumentError("redis url must start with redis://");
   }
   absl::string_view rest = url.substr(kScheme.size());
   RedisAddress address;
   if (auto at = rest.rfind('@'); at != absl::string_view::npos) {
     absl::string_view userinfo = rest.substr(0, at);
+    absl::string_view user;
+    absl::string_view password = userinfo;
     if (auto colon = userinfo.find(':'); colon != absl::string_view::npos) {
-      address.password = std::string(userinfo.substr(colon + 1));
-    } else {
-      address.password = std::string(userinfo);
+      user = userinfo.substr(0, colon);
+      password = userinfo.substr(colon + 1);
+    }
+    if (!PercentDecode(user, &address.user) || !PercentDecode(password, &address.password)) {
+      return absl::InvalidArgumentError("bad percent-escape in the user or password of the redis url");
     }
     rest = rest.substr(at + 1);
   }
+  // From here on `url` may be quoted: without its user and password.
+  url = rest;
   if (auto slash = rest.find('/'); slash != absl::string_view::npos) {
     absl::string_view db = rest.substr(slash + 1);
     if (!db.empty() && !absl::SimpleAtoi(db, &address.db)) {
@@ -140,7 +173,18 @@ void RedisClient::OnConnect(const redisAsyncContext* ctx, int status) {
             {{"conn", self->name_}, {"redis", self->address_.ToString()}});
   self->was_connected_ = true;
   auto ignore = [](absl::StatusOr<RedisReply>) {};
-  if (!self->address_.password.empty()) self->Command({"AUTH", self->address_.password}, ignore);
+  if (!self->address_.password.empty()) {
+    std::vector<std::string> auth = {"AUTH"};
+    if (!self->address_.user.empty()) auth.push_back(self->address_.user);
+    auth.push_back(self->address_.password);
+    // Redis's refusal (WRONGPASS ...) never repeats the password.
+    self->Command(std::move(auth), [name = self->name_](absl::StatusOr<RedisReply> reply) {
+      if (reply.ok() && !reply->is_error()) return;
+      base::Log(base::LogLevel::kError, "redis AUTH refused",
+                {{"conn", name},
+                 {"error", reply.ok() ? reply->str : std::string(reply.status().message())}});
+    });
+  }
   if (self->address_.db != 0) self->Command({"SELECT", absl::StrCat(self->address_.db)}, ignore);
   for (auto& [channel, sub] : self->subscriptions_) self->SendSubscribe(sub.get());
   if (self->on_connected_) self->on_connected_();

@@ -6,6 +6,8 @@
 // fails at once with UNAVAILABLE and the client retries the connection with
 // backoff (100 ms doubling to 2 s). Commands in flight when the connection
 // drops also fail with UNAVAILABLE: the caller cannot know whether they ran.
+// With a password in the address, every (re)connect first sends AUTH
+// [user] password (a refused AUTH is logged, without the password).
 #ifndef JOBWIRE_BROKER_STORE_REDIS_CLIENT_H_
 #define JOBWIRE_BROKER_STORE_REDIS_CLIENT_H_
 
@@ -30,11 +32,16 @@ struct RedisAddress {
   int port = 6379;
   std::string password;  // empty: no AUTH
   int db = 0;
+  std::string user = "";  // ACL user; empty: AUTH <password> (the default user)
 
+  // redis://[user@]host:port/db: never the password.
   std::string ToString() const;
 };
 
-// Parses redis://[:password@]host[:port][/db]. INVALID_ARGUMENT otherwise.
+// Parses redis://[[user]:password@]host[:port][/db] (also
+// redis://password@host for the default user); user and password are
+// percent-decoded. INVALID_ARGUMENT otherwise; the message never contains
+// the password.
 absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url);
 
 // Thread safety: every public method may be called from any thread;

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace jobwire::client {
@@ -41,7 +44,50 @@ std::string ResolveAddress(absl::string_view address) {
   return "localhost:50051";
 }
 
-static std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+namespace {
+
+// `pem` itself when it is PEM text, else the content of the file it names.
+absl::StatusOr<std::string> LoadPem(const std::string& pem) {
+  if (pem.empty() || absl::StrContains(pem, "-----BEGIN")) return pem;
+  std::ifstream in(pem, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read PEM file ", pem));
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// The channel credentials `options` ask for; `error` gets a file error.
+std::shared_ptr<grpc::ChannelCredentials> MakeCredentials(const ClientOptions& options,
+                                                          absl::Status* error) {
+  if (!options.tls && options.tls_root_ca.empty() && options.tls_client_cert.empty() &&
+      options.tls_client_key.empty()) {
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  for (auto [source, target] : {std::pair{&options.tls_root_ca, &ssl.pem_root_certs},
+                                std::pair{&options.tls_client_cert, &ssl.pem_cert_chain},
+                                std::pair{&options.tls_client_key, &ssl.pem_private_key}}) {
+    absl::StatusOr<std::string> pem = LoadPem(*source);
+    if (!pem.ok()) {
+      *error = pem.status();
+      continue;
+    }
+    *target = *std::move(pem);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+std::string ResolveAuthorization(const std::string& token) {
+  if (!token.empty()) return absl::StrCat("Bearer ", token);
+  const char* env = std::getenv("JOBWIRE_TOKEN");
+  if (env != nullptr && *env != '\0') return absl::StrCat("Bearer ", env);
+  return "";
+}
+
+}  // namespace
+
+static std::shared_ptr<grpc::Channel> MakeChannel(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to 2 minutes; a broker that
   // restarts should be found again within seconds.
@@ -51,17 +97,19 @@ static std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   // The broker accepts payloads (and results) of up to 64 MiB; gRPC's default
   // receive limit is 4 MiB.
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, credentials, args);
 }
 
 Client::Client(ClientOptions options)
     : address_(ResolveAddress(options.address)),
       timeout_(options.timeout),
-      channel_(MakeChannel(address_)),
+      authorization_(ResolveAuthorization(options.token)),
+      channel_(MakeChannel(address_, MakeCredentials(options, &config_error_))),
       stub_(v1::Broker::NewStub(channel_)) {}
 
 void Client::SetDeadline(grpc::ClientContext* context, absl::Duration timeout) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + std::min(timeout, timeout_)));
+  if (!authorization_.empty()) context->AddMetadata("authorization", authorization_);
 }
 
 absl::StatusOr<Enqueued> Client::Enqueue(absl::string_view queue, absl::string_view type,
@@ -71,6 +119,7 @@ absl::StatusOr<Enqueued> Client::Enqueue(absl::string_view queue, absl::string_v
   FillRequest(queue, type, payload, options, &request);
   v1::EnqueueResponse response;
   grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
   grpc::Status status = stub_->Enqueue(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
@@ -91,6 +140,7 @@ absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> Client::EnqueueBatch(
   }
   v1::EnqueueBatchResponse response;
   grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
   grpc::Status status = stub_->EnqueueBatch(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
@@ -113,6 +163,7 @@ absl::StatusOr<v1::Job> Client::GetJob(absl::string_view queue, absl::string_vie
   request.set_job_id(std::string(job_id));
   v1::Job job;
   grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
   grpc::Status status = stub_->GetJob(&context, request, &job);
   if (!status.ok()) return FromGrpc(status);
@@ -125,6 +176,7 @@ absl::Status Client::Cancel(absl::string_view queue, absl::string_view job_id) {
   request.set_job_id(std::string(job_id));
   v1::CancelResponse response;
   grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
   return FromGrpc(stub_->Cancel(&context, request, &response));
 }
@@ -138,6 +190,7 @@ absl::Status Client::Ack(absl::string_view queue, absl::string_view job_id,
   request.set_result(std::string(result));
   v1::AckResponse response;
   grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
   return FromGrpc(stub_->Ack(&context, request, &response));
 }
@@ -145,6 +198,7 @@ absl::Status Client::Ack(absl::string_view queue, absl::string_view job_id,
 absl::StatusOr<v1::FailResponse> Client::Fail(const v1::FailRequest& request) {
   v1::FailResponse response;
   grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
   grpc::Status status = stub_->Fail(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
@@ -161,6 +215,7 @@ absl::StatusOr<int64_t> Client::ExtendLease(absl::string_view queue, absl::strin
   request.set_lease_ms(lease_ms);
   v1::ExtendLeaseResponse response;
   grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
   SetDeadline(&context, timeout);
   grpc::Status status = stub_->ExtendLease(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
@@ -169,6 +224,8 @@ absl::StatusOr<int64_t> Client::ExtendLease(absl::string_view queue, absl::strin
 
 std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> Client::Claim(
     grpc::ClientContext* context, const v1::ClaimRequest& request) {
+  if (!authorization_.empty()) context->AddMetadata("authorization", authorization_);
+  if (!config_error_.ok()) context->TryCancel();
   return stub_->Claim(context, request);
 }
 

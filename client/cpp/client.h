@@ -34,6 +34,19 @@ struct ClientOptions {
   std::string address;
   // Deadline of every unary call.
   absl::Duration timeout = absl::Seconds(10);
+  // Bearer token sent as "authorization: Bearer <token>" on every call;
+  // empty means $JOBWIRE_TOKEN, else none.
+  std::string token = "";
+  // TLS: on when `tls` is true or any tls_* field is set. Each tls_* field
+  // holds PEM text (starting with "-----BEGIN") or the path of a PEM file.
+  // tls_root_ca: the CA(s) to trust (empty: the system roots);
+  // tls_client_cert / tls_client_key: a certificate for mutual TLS. A file
+  // that cannot be read makes every call fail with its error (Claim: the
+  // stream ends CANCELLED).
+  bool tls = false;
+  std::string tls_root_ca = "";
+  std::string tls_client_cert = "";
+  std::string tls_client_key = "";
 };
 
 // Unset (zero / empty) fields take the broker's defaults.
@@ -109,12 +122,15 @@ class Client {
   absl::Duration timeout() const { return timeout_; }
 
  private:
-  // Sets the deadline min(timeout, the client's timeout) on `context`.
+  // Sets the deadline min(timeout, the client's timeout) on `context`, and
+  // the authorization metadata.
   void SetDeadline(grpc::ClientContext* context,
                    absl::Duration timeout = absl::InfiniteDuration()) const;
 
   const std::string address_;
   const absl::Duration timeout_;
+  const std::string authorization_;  // "Bearer <token>" or empty
+  absl::Status config_error_;        // a TLS file that could not be read
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Broker::Stub> stub_;
 };

@@ -93,7 +93,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   explicit Impl(WorkerOptions options)
       : options_(std::move(options)),
         worker_id_(options_.worker_id.empty() ? DefaultWorkerId() : options_.worker_id),
-        client_(ClientOptions{options_.address, options_.timeout}) {}
+        client_(ClientOptions{options_.address, options_.timeout, options_.token, options_.tls,
+                              options_.tls_root_ca, options_.tls_client_cert,
+                              options_.tls_client_key}) {}
 
   void Register(std::string type, Handler handler) {
     handlers_[std::move(type)] = std::move(handler);

@@ -73,6 +73,12 @@ struct WorkerOptions {
   absl::Duration grace = absl::Seconds(25);
   // Deadline of every unary call (ExtendLease: at most length / 3).
   absl::Duration timeout = absl::Seconds(10);
+  // Bearer token and TLS settings, as in ClientOptions.
+  std::string token;
+  bool tls = false;
+  std::string tls_root_ca;
+  std::string tls_client_cert;
+  std::string tls_client_key;
   // Called once per settled job with its final outcome; not for jobs
   // abandoned after the grace. Optional.
   std::function<void(const Job&, const Outcome&)> on_outcome;

@@ -1,0 +1,203 @@
+// Bearer tokens and per-queue permissions (--auth_tokens_file): missing or
+// unknown tokens get UNAUTHENTICATED, a known token on a queue it may not
+// touch gets PERMISSION_DENIED naming the queue and the permission, never
+// the token; health checks need no token.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "broker/service/authorizer.h"
+#include "gtest/gtest.h"
+#include "jobwire/v1/admin.grpc.pb.h"
+#include "tests/health_client.h"
+#include "tests/test_harness.h"
+
+namespace jobwire::testing {
+namespace {
+
+constexpr char kProducerToken[] = "producer-token-6f1c2d";
+constexpr char kWorkerToken[] = "worker-token-a93b77";
+constexpr char kOpsToken[] = "ops-token-55e0c4";
+
+std::string TokenEntry(const std::string& name, const std::string& token,
+                       const std::string& permissions) {
+  return absl::StrCat(R"({"name": ")", name, R"(", "sha256": ")",
+                      service::Sha256Hex(token), "\"", permissions, "}");
+}
+
+class AuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/jobwire-tokens-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    tokens_file_ = dir_ + "/tokens.json";
+    std::ofstream(tokens_file_)
+        << "{\"tokens\": [\n"
+        << TokenEntry("billing-producer", kProducerToken,
+                      R"(, "enqueue": ["billing.*"])")
+        << ",\n"
+        << TokenEntry("billing-worker", kWorkerToken,
+                      R"(, "claim": ["billing.*", "audit"])")
+        << ",\n"
+        << TokenEntry("ops", kOpsToken,
+                      R"(, "enqueue": ["*"], "claim": ["*"], "admin": ["*"])")
+        << "\n]}\n";
+    redis_ = std::make_unique<RedisServer>();
+    JW_ASSERT_OK(redis_->Start());
+    broker_ = std::make_unique<BrokerProcess>(
+        redis_->port(),
+        std::vector<std::string>{"--auth_tokens_file=" + tokens_file_});
+    broker_->set_client_security({nullptr, kOpsToken});
+    JW_ASSERT_OK(broker_->Start());
+  }
+
+  void TearDown() override {
+    broker_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::unique_ptr<v1::Broker::Stub> StubWith(const std::string& token) const {
+    return v1::Broker::NewStub(MakeChannel(broker_->address(), nullptr, token));
+  }
+
+  std::string dir_;
+  std::string tokens_file_;
+  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<BrokerProcess> broker_;
+};
+
+TEST_F(AuthTest, MissingOrUnknownTokenIsUnauthenticated) {
+  for (const std::string& token :
+       std::vector<std::string>{"", "not-a-token", "producer-token-6f1c2"}) {
+    v1::EnqueueResponse resp;
+    grpc::Status s = Enqueue(*StubWith(token), MakeJob("billing.x"), &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << token << ": " << StatusText(s);
+    if (!token.empty()) {
+      EXPECT_FALSE(absl::StrContains(s.error_message(), token));
+    }
+  }
+  // The health service stays open (Kubernetes probes carry no token).
+  HealthStatus health;
+  JW_EXPECT_OK(CheckHealth(MakeChannel(broker_->address()), "", &health));
+  EXPECT_EQ(health, kServing);
+}
+
+TEST_F(AuthTest, EachTokenMayTouchOnlyItsQueues) {
+  auto producer = StubWith(kProducerToken);
+  auto worker = StubWith(kWorkerToken);
+
+  const std::string id = MustEnqueue(*producer, MakeJob("billing.invoices"));
+  ASSERT_FALSE(id.empty());
+  v1::EnqueueResponse resp;
+  grpc::Status denied = Enqueue(*producer, MakeJob("emails"), &resp);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(absl::StrContains(denied.error_message(), "\"emails\""))
+      << denied.error_message();
+  EXPECT_TRUE(absl::StrContains(denied.error_message(), "enqueue"));
+  EXPECT_FALSE(absl::StrContains(denied.error_message(), kProducerToken));
+
+  // A batch with one forbidden queue stores nothing.
+  v1::EnqueueBatchRequest batch;
+  *batch.add_jobs() = MakeJob("billing.ok");
+  *batch.add_jobs() = MakeJob("other");
+  v1::EnqueueBatchResponse batch_resp;
+  EXPECT_EQ(EnqueueBatch(*producer, batch, &batch_resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  // The producer may read its job but not claim or ack.
+  v1::Job job;
+  JW_EXPECT_OK(GetJob(*producer, "billing.invoices", id, &job));
+  ClaimReader refused(StubWith(kProducerToken), MakeClaim({"billing.invoices"}));
+  std::optional<grpc::Status> end = refused.WaitForEnd(absl::Seconds(5));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(absl::StrContains(end->error_message(), "claim"));
+
+  // A Claim naming one forbidden queue is refused as a whole.
+  ClaimReader mixed(StubWith(kWorkerToken), MakeClaim({"billing.invoices", "emails"}));
+  end = mixed.WaitForEnd(absl::Seconds(5));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  // The worker claims and acks, and may not enqueue or cancel.
+  ClaimReader reader(StubWith(kWorkerToken), MakeClaim({"billing.invoices"}));
+  std::optional<v1::ClaimedJob> claimed = reader.Next(absl::Seconds(5));
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ(Ack(*producer, *claimed).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  JW_EXPECT_OK(Ack(*worker, *claimed, "done"));
+  EXPECT_EQ(Enqueue(*worker, MakeJob("billing.invoices"), &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Cancel(*worker, "billing.invoices", id).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  JW_EXPECT_OK(GetJob(*worker, "billing.invoices", id, &job));
+  EXPECT_EQ(job.state(), kCompleted);
+}
+
+TEST_F(AuthTest, AdminNeedsTheAdminPermission) {
+  MustEnqueue(*StubWith(kProducerToken), MakeJob("billing.invoices"));
+  auto as = [&](const std::string& token) {
+    return v1::Admin::NewStub(MakeChannel(broker_->address(), nullptr, token));
+  };
+  auto call_stats = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::GetQueueStatsRequest req;
+    req.set_queue("billing.invoices");
+    v1::QueueStats stats;
+    return as(token)->GetQueueStats(&ctx, req, &stats);
+  };
+  EXPECT_EQ(call_stats("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::Status denied = call_stats(kProducerToken);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(absl::StrContains(denied.error_message(), "administer"));
+  JW_EXPECT_OK(call_stats(kOpsToken));
+
+  grpc::ClientContext ctx;
+  v1::ListQueuesResponse queues;
+  EXPECT_EQ(as(kWorkerToken)->ListQueues(&ctx, {}, &queues).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  grpc::ClientContext ops_ctx;
+  JW_EXPECT_OK(as(kOpsToken)->ListQueues(&ops_ctx, {}, &queues));
+}
+
+TEST(AuthorizerTest, RejectsMalformedTokenFiles) {
+  using service::Authorizer;
+  const std::string hash = service::Sha256Hex("t");
+  for (const std::string& bad : std::vector<std::string>{
+           std::string("not json"),
+           std::string(R"({"tokens": {}})"),
+           absl::StrCat(R"({"tokens": [{"sha256": ")", hash, R"("}]})"),
+           std::string(R"({"tokens": [{"name": "a", "sha256": "abc"}]})"),
+           absl::StrCat(R"({"tokens": [{"name": "a", "sha256": ")", hash,
+                        R"(", "enqueue": ["a*b"]}]})"),
+           absl::StrCat(R"({"tokens": [{"name": "a", "sha256": ")", hash,
+                        R"(", "enqeue": ["a"]}]})"),
+           absl::StrCat(R"({"tokens": [{"name": "a", "sha256": ")", hash,
+                        R"("}, {"name": "b", "sha256": ")", hash, R"("}]})"),
+       }) {
+    absl::StatusOr<std::unique_ptr<Authorizer>> parsed = Authorizer::FromJson(bad);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    if (!parsed.ok()) {
+      EXPECT_FALSE(absl::StrContains(parsed.status().message(), hash));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Authorizer>> ok = Authorizer::FromJson(
+      absl::StrCat(R"({"tokens": [{"name": "a", "sha256": ")", hash,
+                   R"(", "claim": ["jobs.*", "x"]}]})"));
+  JW_ASSERT_OK(ok.status());
+  service::Principal p = {"a", {}, {}, {"jobs.*", "x"}, {}};
+  EXPECT_TRUE(Authorizer::Allows(&p, service::Permission::kClaim, "jobs.a"));
+  EXPECT_TRUE(Authorizer::Allows(&p, service::Permission::kClaim, "x"));
+  EXPECT_FALSE(Authorizer::Allows(&p, service::Permission::kClaim, "xy"));
+  EXPECT_FALSE(Authorizer::Allows(&p, service::Permission::kClaim, "jobs"));
+  EXPECT_TRUE(Authorizer::Allows(&p, service::Permission::kRead, "jobs.b"));
+  EXPECT_FALSE(Authorizer::Allows(&p, service::Permission::kEnqueue, "jobs.b"));
+}
+
+}  // namespace
+}  // namespace jobwire::testing
