@@ -50,17 +50,16 @@ std::string Truncate(const std::string& text, size_t max) {
 
 }  // namespace
 
-AdminCli::AdminCli(const std::string& address, absl::Duration timeout, std::ostream* out,
-                   bool json)
-    : timeout_(timeout), out_(out), json_(json) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  admin_ = v1::Admin::NewStub(channel);
-  broker_ = v1::Broker::NewStub(channel);
-}
+AdminCli::AdminCli(client::ClientOptions connection, std::ostream* out, bool json)
+    : client_(std::move(connection)),
+      out_(out),
+      json_(json),
+      admin_(v1::Admin::NewStub(client_.channel())),
+      broker_(v1::Broker::NewStub(client_.channel())) {}
 
 std::unique_ptr<grpc::ClientContext> AdminCli::Context() const {
   auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  client_.SetDeadline(context.get());
   return context;
 }
 

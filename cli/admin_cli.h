@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/cpp/client.h"
 #include "jobwire/v1/admin.grpc.pb.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 
@@ -39,8 +40,12 @@ struct EnqueueOptions {
 
 class AdminCli {
  public:
-  // `address` is host:port; every call gets the `timeout` deadline.
-  AdminCli(const std::string& address, absl::Duration timeout, std::ostream* out, bool json);
+  // The connection (address, deadline of every call, token, TLS) is
+  // `connection`'s, as for the C++ client.
+  AdminCli(client::ClientOptions connection, std::ostream* out, bool json);
+
+  // Not OK when a TLS file of the connection options cannot be read.
+  const absl::Status& config_error() const { return client_.config_error(); }
 
   absl::Status Queues();
   absl::Status Stats(const std::string& queue);
@@ -58,7 +63,7 @@ class AdminCli {
   // Prints `message` as JSON (proto field names) when json_ is set.
   void PrintJson(const google::protobuf::Message& message);
 
-  const absl::Duration timeout_;
+  client::Client client_;
   std::ostream* const out_;
   const bool json_;
   std::unique_ptr<v1::Admin::Stub> admin_;

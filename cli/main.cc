@@ -9,7 +9,10 @@
 //   jobwire pause QUEUE / jobwire resume QUEUE
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //
-// --addr (default $JOBWIRE_ADDR, else localhost:50051) picks the broker.
+// --addr (default $JOBWIRE_ADDR, else localhost:50051) picks the broker;
+// --token (default $JOBWIRE_TOKEN) is sent as a bearer token; --tls,
+// --tls-ca, --tls-cert and --tls-key connect over TLS / mutual TLS
+// (docs/security.md).
 // Tables by default, --json for scripts. Exit status: 0 on success, 1 with
 // the broker's "CODE: message" on stderr when a call fails, 2 on bad usage.
 #include <cstdlib>
@@ -33,6 +36,17 @@ int main(int argc, char** argv) {
   app.add_option("--addr", addr, "broker host:port (default $JOBWIRE_ADDR, else localhost:50051)")
       ->capture_default_str();
   app.add_option("--timeout-ms", timeout_ms, "deadline of each call")->capture_default_str();
+  jobwire::client::ClientOptions connection;
+  app.add_option("--token", connection.token,
+                 "bearer token (default $JOBWIRE_TOKEN; prefer the variable: "
+                 "arguments show in ps)");
+  app.add_flag("--tls", connection.tls, "connect over TLS (trusting the system CAs)");
+  app.add_option("--tls-ca", connection.tls_root_ca,
+                 "PEM file of the CA(s) to trust; implies --tls");
+  app.add_option("--tls-cert", connection.tls_client_cert,
+                 "PEM client certificate for mutual TLS; implies --tls");
+  app.add_option("--tls-key", connection.tls_client_key,
+                 "PEM private key of --tls-cert; implies --tls");
 
   bool json = false;
   std::string queue, type, id;
@@ -109,9 +123,13 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
-  AdminCli cli(addr, absl::Milliseconds(timeout_ms), &std::cout, json);
-  absl::Status status;
-  if (*queues) {
+  connection.address = addr;
+  connection.timeout = absl::Milliseconds(timeout_ms);
+  AdminCli cli(std::move(connection), &std::cout, json);
+  absl::Status status = cli.config_error();
+  if (!status.ok()) {
+    // A TLS file could not be read: reported below, nothing is called.
+  } else if (*queues) {
     status = cli.Queues();
   } else if (*stats) {
     status = cli.Stats(queue);

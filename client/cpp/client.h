@@ -121,11 +121,18 @@ class Client {
   const std::string& address() const { return address_; }
   absl::Duration timeout() const { return timeout_; }
 
- private:
+  // For stubs of other services on the same connection (the CLI's Admin
+  // calls): the channel, and SetDeadline for each call's context.
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   // Sets the deadline min(timeout, the client's timeout) on `context`, and
   // the authorization metadata.
   void SetDeadline(grpc::ClientContext* context,
                    absl::Duration timeout = absl::InfiniteDuration()) const;
+  // Not OK when a TLS file of the options could not be read; then every
+  // call of this Client fails with it.
+  const absl::Status& config_error() const { return config_error_; }
+
+ private:
 
   const std::string address_;
   const absl::Duration timeout_;
