@@ -4,10 +4,12 @@
 // the token; health checks need no token.
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "broker/service/authorizer.h"
 #include "gtest/gtest.h"
 #include "jobwire/v1/admin.grpc.pb.h"
@@ -163,6 +165,67 @@ TEST_F(AuthTest, AdminNeedsTheAdminPermission) {
             grpc::StatusCode::PERMISSION_DENIED);
   grpc::ClientContext ops_ctx;
   JW_EXPECT_OK(as(kOpsToken)->ListQueues(&ops_ctx, {}, &queues));
+}
+
+// Where the LISTEN socket on port 50051 is bound, from /proc/net/tcp and
+// /proc/net/tcp6: "loopback" (127.0.0.1, ::ffff:127.0.0.1, ::1), "any"
+// (0.0.0.0, ::), another address in hex, or empty until there is one.
+std::string DefaultListenAddress() {
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream tcp(table);
+    std::string line;
+    std::getline(tcp, line);  // header
+    while (std::getline(tcp, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      if (state != "0A" || !absl::EndsWith(local, ":C383")) continue;
+      const std::string addr = local.substr(0, local.size() - 5);
+      if (addr == "0100007F" || addr == "0000000000000000FFFF00000100007F" ||
+          addr == "00000000000000000000000001000000") {
+        return "loopback";
+      }
+      if (addr.find_first_not_of('0') == std::string::npos) return "any";
+      return addr;
+    }
+  }
+  return "";
+}
+
+// Without --listen the broker binds loopback only, unless a token file
+// authenticates its callers.
+TEST(DefaultListenTest, LoopbackOnlyWithoutTokens) {
+  ASSERT_EQ(DefaultListenAddress(), "") << "port 50051 is taken on this machine";
+  RedisServer redis;
+  JW_ASSERT_OK(redis.Start());
+  char tmpl[] = "/tmp/jobwire-listen-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string tokens_file = std::string(tmpl) + "/tokens.json";
+  std::ofstream(tokens_file) << TokenEntry("ops", kOpsToken, R"(, "admin": ["*"])")
+                                    .insert(0, "{\"tokens\": [")
+                             << "]}";
+  struct Case {
+    std::vector<std::string> extra_flags;
+    std::string want;
+  };
+  for (const Case& c : {Case{{}, "loopback"},
+                        Case{{"--auth_tokens_file=" + tokens_file}, "any"}}) {
+    std::vector<std::string> argv = {JOBWIRE_BROKER_PATH,
+                                     absl::StrCat("--redis_url=redis://127.0.0.1:", redis.port()),
+                                     "--metrics_listen="};
+    argv.insert(argv.end(), c.extra_flags.begin(), c.extra_flags.end());
+    Subprocess broker;
+    JW_ASSERT_OK(broker.Spawn(argv));
+    std::string bound;
+    for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+         bound.empty() && broker.Running() && absl::Now() < deadline;) {
+      absl::SleepFor(absl::Milliseconds(20));
+      bound = DefaultListenAddress();
+    }
+    EXPECT_EQ(bound, c.want) << (c.extra_flags.empty() ? "no tokens" : "tokens");
+    broker.Terminate(absl::Seconds(10));
+  }
+  std::filesystem::remove_all(tmpl);
 }
 
 TEST(AuthorizerTest, RejectsMalformedTokenFiles) {

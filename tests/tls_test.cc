@@ -15,6 +15,7 @@
 #include "client/cpp/client.h"
 #include "client/cpp/worker.h"
 #include "gtest/gtest.h"
+#include "tests/health_client.h"
 #include "tests/test_harness.h"
 #include "tests/test_pki.h"
 
@@ -42,9 +43,9 @@ class TlsTest : public ::testing::Test {
 
   // Starts a broker with TLS; with `mutual`, also --tls_client_ca. The
   // startup probe presents the valid client certificate.
-  void StartBroker(bool mutual) {
-    std::vector<std::string> flags = {"--tls_cert=" + pki_->server_cert(),
-                                      "--tls_key=" + pki_->server_key()};
+  void StartBroker(bool mutual, std::vector<std::string> flags = {}) {
+    flags.push_back("--tls_cert=" + pki_->server_cert());
+    flags.push_back("--tls_key=" + pki_->server_key());
     if (mutual) flags.push_back("--tls_client_ca=" + pki_->ca_cert());
     broker_ = std::make_unique<BrokerProcess>(redis_->port(), flags);
     broker_->set_client_security({pki_->Credentials(mutual ? "client" : ""), ""});
@@ -70,6 +71,27 @@ TEST_F(TlsTest, ClientTrustingTheCaSucceedsAndPlaintextFails) {
   other.pem_root_certs = pki_->Read("other-ca.pem");
   EXPECT_EQ(Probe(broker_->address(), grpc::SslCredentials(other)).error_code(),
             grpc::StatusCode::UNAVAILABLE);
+}
+
+// --health_listen: a plaintext port with only the health service, for the
+// Kubernetes gRPC probe (which cannot speak TLS); it follows Redis like the
+// TLS listener's health service and serves nothing else.
+TEST_F(TlsTest, PlaintextHealthListenerForProbes) {
+  absl::StatusOr<int> health_port = PickFreePort();
+  JW_ASSERT_OK(health_port.status());
+  const std::string health_address = absl::StrCat("127.0.0.1:", *health_port);
+  ASSERT_NO_FATAL_FAILURE(
+      StartBroker(/*mutual=*/true, {"--health_listen=" + health_address}));
+  auto plaintext = MakeChannel(health_address, grpc::InsecureChannelCredentials());
+  EXPECT_TRUE(WaitForHealth(plaintext, "", kServing, absl::Seconds(5)));
+  EXPECT_TRUE(WaitForHealth(plaintext, "jobwire.v1.Broker", kServing, absl::Seconds(5)));
+  EXPECT_EQ(Probe(health_address, grpc::InsecureChannelCredentials()).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+
+  redis_.reset();  // Redis gone: both listeners report NOT_SERVING.
+  EXPECT_TRUE(WaitForHealth(plaintext, "", kNotServing, absl::Seconds(10)));
+  EXPECT_TRUE(WaitForHealth(MakeChannel(broker_->address(), pki_->Credentials("client")), "",
+                            kNotServing, absl::Seconds(10)));
 }
 
 TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheCa) {

@@ -15,7 +15,9 @@ namespace {
 const jobwire::server::BrokerConfig kDefaults;
 }  // namespace
 
-ABSL_FLAG(std::string, listen, kDefaults.listen, "gRPC listen address (host:port)");
+ABSL_FLAG(std::string, listen, "",
+          "gRPC listen address (host:port); default 0.0.0.0:50051 with --auth_tokens_file, "
+          "else 127.0.0.1:50051 (loopback only while nothing authenticates callers)");
 ABSL_FLAG(std::string, redis_url, kDefaults.redis_url,
           "redis://[:password@]host[:port][/db]; empty starts an embedded redis-server");
 ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
@@ -47,6 +49,9 @@ ABSL_FLAG(int64_t, max_claim_streams_per_peer, kDefaults.max_claim_streams_per_p
           "(1..1000000)");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "host:port of the Prometheus metrics endpoint (/metrics); empty disables it");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of a plaintext gRPC listener serving only the health service, for "
+          "probes that cannot speak TLS; empty: none");
 ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the gRPC listener; enables TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
@@ -67,8 +72,8 @@ absl::Status ApplyEnvironment() {
                            "completed_retention_ms", "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer",
-                           "metrics_listen", "log_level", "tls_cert", "tls_key", "tls_client_ca",
-                           "auth_tokens_file"}) {
+                           "metrics_listen", "health_listen", "log_level", "tls_cert",
+                           "tls_key", "tls_client_ca", "auth_tokens_file"}) {
     std::string var = absl::StrCat("JOBWIRE_", absl::AsciiStrToUpper(name));
     const char* value = std::getenv(var.c_str());
     if (value == nullptr) continue;
@@ -114,11 +119,15 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.max_claim_streams = absl::GetFlag(FLAGS_max_claim_streams);
   c.max_claim_streams_per_peer = absl::GetFlag(FLAGS_max_claim_streams_per_peer);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  c.health_listen = absl::GetFlag(FLAGS_health_listen);
   c.log_level = absl::GetFlag(FLAGS_log_level);
   c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   c.tls_key = absl::GetFlag(FLAGS_tls_key);
   c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
   c.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  if (c.listen.empty()) {
+    c.listen = c.auth_tokens_file.empty() ? kDefaults.listen : "0.0.0.0:50051";
+  }
 
   using namespace jobwire::service;  // NOLINT: the limits
   for (absl::Status s : {

@@ -12,7 +12,9 @@
 namespace jobwire::server {
 
 struct BrokerConfig {
-  std::string listen = "0.0.0.0:50051";
+  // LoadConfig: --listen, else 0.0.0.0:50051 with --auth_tokens_file and
+  // 127.0.0.1:50051 without (no authentication: loopback unless told).
+  std::string listen = "127.0.0.1:50051";
   std::string redis_url;  // empty: start an embedded redis-server
   std::string data_dir = "./jobwire-data";
   std::string redis_server_path = "redis-server";
@@ -29,6 +31,9 @@ struct BrokerConfig {
   int64_t max_claim_streams = 10000;
   int64_t max_claim_streams_per_peer = 1000;  // per client connection
   std::string metrics_listen = "0.0.0.0:9464";   // empty: no metrics endpoint
+  // A plaintext gRPC listener serving only grpc.health.v1 (and reflection),
+  // for probes that cannot speak TLS (Kubernetes' gRPC probe); empty: none.
+  std::string health_listen;
   std::string log_level = "info";
   // TLS on the gRPC listener (PEM paths): both or neither. With
   // tls_client_ca, clients must present a certificate signed by it.

@@ -108,6 +108,20 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   s->health_.Attach(s->server_->GetHealthCheckService());
+  if (!config.health_listen.empty()) {
+    // No Broker or Admin service here, and no interceptors: a probe port.
+    grpc::ServerBuilder health_builder;
+    health_builder.AddListeningPort(config.health_listen, grpc::InsecureServerCredentials(),
+                                    &s->health_port_);
+    s->health_server_ = health_builder.BuildAndStart();
+    if (s->health_server_ == nullptr || s->health_port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", config.health_listen, " (--health_listen)"));
+    }
+    s->health_.Attach(s->health_server_->GetHealthCheckService());
+    base::Log(base::LogLevel::kInfo, "health listening",
+              {{"listen", config.health_listen}, {"tls", "off"}});
+  }
   WarnIfExposed(config);
   s->StartMetricsEndpoint(config.metrics_listen);
   return s;
@@ -134,6 +148,11 @@ void BrokerServer::Shutdown(absl::Duration grace) {
     server_->Shutdown(absl::ToChronoTime(absl::Now()));
     server_->Wait();
     base::Log(base::LogLevel::kInfo, "grpc server stopped");
+  }
+  // Last, so that probes see NOT_SERVING for the whole drain.
+  if (health_server_ != nullptr) {
+    health_server_->Shutdown(absl::ToChronoTime(absl::Now()));
+    health_server_->Wait();
   }
   exposer_.reset();
   reaper_.Stop();

@@ -44,8 +44,8 @@ class BrokerServer {
   // fields say, and warns at startup when it is exposed beyond loopback
   // without authentication or without TLS. INVALID_ARGUMENT for a bad URL or
   // a file without PEM, NOT_FOUND / PERMISSION_DENIED / INTERNAL for a TLS
-  // file that cannot be read, UNAVAILABLE when the gRPC
-  // port cannot be bound.
+  // file that cannot be read, UNAVAILABLE when the gRPC port (or the
+  // plaintext health-only port, config.health_listen) cannot be bound.
   static absl::StatusOr<std::unique_ptr<BrokerServer>> Start(const BrokerConfig& config,
                                                              const std::string& redis_url);
   ~BrokerServer();  // Shuts down with no grace if Shutdown was not called.
@@ -81,8 +81,10 @@ class BrokerServer {
   service::AdminService admin_service_;
   HealthReporter health_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> health_server_;  // config.health_listen
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
+  int health_port_ = 0;
   bool shut_down_ = false;
 };
 

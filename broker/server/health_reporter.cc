@@ -6,7 +6,7 @@ namespace jobwire::server {
 
 void HealthReporter::Attach(grpc::HealthCheckServiceInterface* service) {
   absl::MutexLock lock(&mu_);
-  service_ = service;
+  services_.push_back(service);
   PublishLocked(/*log=*/false);
 }
 
@@ -37,9 +37,10 @@ void HealthReporter::PublishLocked(bool log) {
                {"redis", redis_up_ ? "up" : "down"},
                {"draining", draining_ ? "true" : "false"}});
   }
-  if (service_ == nullptr) return;
-  service_->SetServingStatus("", serving);
-  service_->SetServingStatus(kBrokerServiceName, serving);
+  for (grpc::HealthCheckServiceInterface* service : services_) {
+    service->SetServingStatus("", serving);
+    service->SetServingStatus(kBrokerServiceName, serving);
+  }
 }
 
 }  // namespace jobwire::server

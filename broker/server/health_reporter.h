@@ -8,6 +8,8 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
+#include <vector>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
@@ -22,9 +24,9 @@ class HealthReporter {
   // Starts with Redis down and not draining.
   HealthReporter() = default;
 
-  // Attaches the server's health service (nullptr detaches it) and
-  // publishes the current status to it. `service` must stay valid until
-  // detached.
+  // Adds a server's health service (the broker's listener, and the
+  // plaintext health listener when there is one) and publishes the current
+  // status to it. `service` must outlive the reporter's last publication.
   void Attach(grpc::HealthCheckServiceInterface* service);
 
   void SetRedisUp(bool up);
@@ -38,7 +40,7 @@ class HealthReporter {
   void PublishLocked(bool log = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
-  grpc::HealthCheckServiceInterface* service_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<grpc::HealthCheckServiceInterface*> services_ ABSL_GUARDED_BY(mu_);
   bool redis_up_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
