@@ -50,6 +50,22 @@ type Option func(*clientConfig)
 type clientConfig struct {
 	timeout  time.Duration
 	dialOpts []grpc.DialOption
+	sec      securityConfig
+	// secOpts are the dial options made from sec by resolveSecurity;
+	// hasToken tells whether they send a token.
+	secOpts  []grpc.DialOption
+	hasToken bool
+}
+
+// resolveSecurity loads the TLS material and reads $JOBWIRE_TOKEN once, at
+// construction, so that a bad setting is an error of Dial / NewWorker.
+func (c *clientConfig) resolveSecurity() error {
+	opts, hasToken, err := c.sec.dialOptions()
+	if err != nil {
+		return err
+	}
+	c.secOpts, c.hasToken = opts, hasToken
+	return nil
 }
 
 // WithTimeout sets the deadline given to each unary RPC whose context has no
@@ -58,8 +74,9 @@ func WithTimeout(d time.Duration) Option {
 	return func(c *clientConfig) { c.timeout = d }
 }
 
-// WithDialOptions appends gRPC dial options (for example TLS credentials,
-// which then replace the default plaintext transport).
+// WithDialOptions appends gRPC dial options. They come after the options of
+// WithTLS / WithTLSRootCA / WithTLSClientCert / WithToken, so transport
+// credentials given here replace the TLS (or the default plaintext) transport.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(c *clientConfig) { c.dialOpts = append(c.dialOpts, opts...) }
 }
@@ -93,6 +110,7 @@ func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
 		// The broker accepts payloads and results up to --max_payload_bytes.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgSize)),
 	}
+	opts = append(opts, cfg.secOpts...)
 	opts = append(opts, cfg.dialOpts...)
 	target := addr
 	if !strings.Contains(addr, "://") && !strings.HasPrefix(addr, "unix:") {
@@ -118,7 +136,8 @@ type Client struct {
 // Dial builds a Client for the broker at addr ("host:port"; empty means
 // $JOBWIRE_ADDR, else localhost:50051). The channel connects lazily: an
 // unreachable broker shows up as an UNAVAILABLE or DEADLINE_EXCEEDED *Error on
-// the first call, not here.
+// the first call, not here. A TLS file that cannot be read or parsed, or an
+// unusable token, is an error here.
 func Dial(addr string, opts ...Option) (*Client, error) {
 	cfg := clientConfig{timeout: DefaultTimeout}
 	for _, o := range opts {
@@ -126,6 +145,9 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 	}
 	if cfg.timeout <= 0 {
 		cfg.timeout = DefaultTimeout
+	}
+	if err := cfg.resolveSecurity(); err != nil {
+		return nil, err
 	}
 	addr = resolveAddr(addr)
 	conn, err := newConn(addr, &cfg)

@@ -137,8 +137,24 @@ type WorkerOptions struct {
 	Timeout time.Duration
 	// Logger receives the worker's log records (default slog.Default()).
 	Logger *slog.Logger
-	// ClientOptions configure the connection (WithDialOptions, ...).
+	// ClientOptions configure the connection (WithDialOptions, WithToken,
+	// ...). The fields below, when set, are applied after them.
 	ClientOptions []Option
+
+	// Token is the bearer token sent on every call (Claim, Ack, Fail,
+	// ExtendLease); empty means $JOBWIRE_TOKEN (read by NewWorker), else
+	// none. The token needs the claim permission on every queue of Queues.
+	Token string
+	// TLS turns TLS on (with the system roots unless TLSRootCA is set).
+	// TLSRootCA, TLSClientCert and TLSClientKey turn it on by themselves.
+	TLS bool
+	// TLSRootCA is the CA certificate(s) to trust: PEM text (containing
+	// "-----BEGIN") or the path of a PEM file.
+	TLSRootCA string
+	// TLSClientCert and TLSClientKey are a client certificate chain and its
+	// key for mutual TLS, each PEM text or a path; both or neither.
+	TLSClientCert string
+	TLSClientKey  string
 }
 
 // Worker consumes queues over one Claim stream and runs the registered
@@ -160,7 +176,8 @@ type Worker struct {
 }
 
 // NewWorker builds a worker for the broker at addr (empty: $JOBWIRE_ADDR, else
-// localhost:50051). Nothing is connected before Run.
+// localhost:50051). Nothing is connected before Run; a TLS file that cannot be
+// read or parsed, or an unusable token, is an error here.
 func NewWorker(addr string, opts WorkerOptions) (*Worker, error) {
 	if len(opts.Queues) == 0 {
 		return nil, errors.New("jobwire: WorkerOptions.Queues is empty")
@@ -191,6 +208,21 @@ func NewWorker(addr string, opts WorkerOptions) (*Worker, error) {
 	cfg := clientConfig{timeout: opts.Timeout}
 	for _, o := range opts.ClientOptions {
 		o(&cfg)
+	}
+	if opts.Token != "" {
+		WithToken(opts.Token)(&cfg)
+	}
+	if opts.TLS {
+		WithTLS()(&cfg)
+	}
+	if opts.TLSRootCA != "" {
+		WithTLSRootCA(opts.TLSRootCA)(&cfg)
+	}
+	if opts.TLSClientCert != "" || opts.TLSClientKey != "" {
+		WithTLSClientCert(opts.TLSClientCert, opts.TLSClientKey)(&cfg)
+	}
+	if err := cfg.resolveSecurity(); err != nil {
+		return nil, err
 	}
 	return &Worker{
 		addr:     resolveAddr(addr),
@@ -286,7 +318,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	r.slotCond = sync.NewCond(&r.slotMu)
 
 	w.log.Info("jobwire worker starting", "addr", w.addr, "queues", w.opts.Queues,
-		"concurrency", w.opts.Concurrency, "lease_ms", w.opts.LeaseMs)
+		"concurrency", w.opts.Concurrency, "lease_ms", w.opts.LeaseMs,
+		"tls", w.cfg.sec.tlsOn(), "token", w.cfg.hasToken)
 	fatal := r.claimLoop(runCtx)
 
 	drained := make(chan struct{})

@@ -1,19 +1,22 @@
 import * as grpc from '@grpc/grpc-js';
 import { JobwireError, statusName, Status } from './errors';
 import { decodeJson, encodeValue, toNumber } from './codec';
-import { defaultAddress, DEFAULT_TIMEOUT_MS, makeStub, unary, type BrokerClient } from './proto';
+import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
 import type { EnqueueRequest } from './generated/jobwire/v1/EnqueueRequest';
 import type { EnqueueResponse__Output } from './generated/jobwire/v1/EnqueueResponse';
 import type { EnqueueBatchResponse__Output } from './generated/jobwire/v1/EnqueueBatchResponse';
 import type { Job__Output } from './generated/jobwire/v1/Job';
 import type { JobState__Output } from './generated/jobwire/v1/JobState';
 
-export interface ClientOptions {
+export interface ClientOptions extends SecurityOptions {
   /** Broker `host:port`. Default: $JOBWIRE_ADDR, else `localhost:50051`. */
   address?: string;
   /** Deadline of every unary call, in ms. Default 10000. */
   timeoutMs?: number;
-  /** Channel credentials. Default: plaintext. */
+  /**
+   * Channel credentials, for what the tls options cannot express. Exclusive
+   * with them. Default: plaintext (or TLS per the tls options).
+   */
   credentials?: grpc.ChannelCredentials;
   /** Extra grpc-js channel options. */
   channelOptions?: grpc.ChannelOptions;
@@ -131,17 +134,25 @@ export class Client {
   readonly address: string;
   readonly timeoutMs: number;
   private readonly stub: BrokerClient;
+  /** Per-call metadata (the bearer token, kept in the closure only). */
+  private readonly metadata: () => grpc.Metadata;
 
+  /**
+   * Throws JobwireError INVALID_ARGUMENT when a TLS PEM file cannot be read
+   * or does not parse (see SecurityOptions).
+   */
   constructor(options: ClientOptions = {}) {
     this.address = options.address ?? defaultAddress();
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.stub = makeStub(this.address, options.credentials, options.channelOptions);
+    const conn = makeConnection(options);
+    this.metadata = conn.metadata;
+    this.stub = makeStub(this.address, conn.credentials, options.channelOptions);
   }
 
   /** Stores one job. `payload`: bytes unchanged, anything else as JSON. */
   async enqueue(queue: string, type: string, payload?: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
     const req = toEnqueueRequest(queue, type, payload, options);
-    const res = await unary<EnqueueRequest, EnqueueResponse__Output>(this.stub, 'Enqueue', req, this.timeoutMs);
+    const res = await unary<EnqueueRequest, EnqueueResponse__Output>(this.stub, 'Enqueue', req, this.timeoutMs, this.metadata());
     return { jobId: res.jobId, duplicate: res.duplicate };
   }
 
@@ -153,7 +164,7 @@ export class Client {
   async enqueueBatch(queue: string, jobs: BatchJob[]): Promise<BatchResult[]> {
     const reqs = jobs.map((j) => toEnqueueRequest(queue, j.type, j.payload, j.options));
     const res = await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
-      this.stub, 'EnqueueBatch', { jobs: reqs }, this.timeoutMs);
+      this.stub, 'EnqueueBatch', { jobs: reqs }, this.timeoutMs, this.metadata());
     return res.results.map((r): BatchResult => {
       if (r.code === Status.OK) return { ok: true, jobId: r.jobId, duplicate: r.duplicate };
       return {
@@ -169,13 +180,13 @@ export class Client {
   /** Reads one job in whatever state it is. */
   async getJob(queue: string, jobId: string): Promise<JobInfo> {
     const res = await unary<{ queue: string; jobId: string }, Job__Output>(
-      this.stub, 'GetJob', { queue, jobId }, this.timeoutMs);
+      this.stub, 'GetJob', { queue, jobId }, this.timeoutMs, this.metadata());
     return new JobInfo(res);
   }
 
   /** Cancels a PENDING job (it becomes DEAD with error "cancelled"). */
   async cancel(queue: string, jobId: string): Promise<void> {
-    await unary(this.stub, 'Cancel', { queue, jobId }, this.timeoutMs);
+    await unary(this.stub, 'Cancel', { queue, jobId }, this.timeoutMs, this.metadata());
   }
 
   /** Closes the channel. */

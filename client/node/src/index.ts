@@ -4,3 +4,4 @@ export { Worker, Job, errorText } from './worker';
 export type { WorkerOptions, RunOptions, Handler, Outcome, OutcomeKind, Logger } from './worker';
 export { JobwireError, NonRetryableError, Status, statusName } from './errors';
 export { encodeValue } from './codec';
+export type { SecurityOptions } from './proto';

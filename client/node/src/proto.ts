@@ -62,6 +62,120 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.max_send_message_length': 64 * 1024 * 1024,
 };
 
+/**
+ * Bearer token and TLS options, shared by Client and Worker (same meaning as
+ * the C++ client's ClientOptions).
+ */
+export interface SecurityOptions {
+  /**
+   * Bearer token sent as `authorization: Bearer <token>` metadata on every
+   * call. Unset or empty: $JOBWIRE_TOKEN, else no token.
+   */
+  token?: string;
+  /**
+   * Use TLS. TLS is also on when any of tlsRootCa, tlsClientCert,
+   * tlsClientKey is set. Default: plaintext.
+   */
+  tls?: boolean;
+  /** CA certificate(s) to trust: PEM text or the path of a PEM file. Unset: the system roots. */
+  tlsRootCa?: string;
+  /** Client certificate chain for mutual TLS: PEM text or the path of a PEM file (with tlsClientKey). */
+  tlsClientCert?: string;
+  /** Private key of tlsClientCert: PEM text or the path of a PEM file. */
+  tlsClientKey?: string;
+}
+
+/** What a Client / Worker connects with: channel credentials and per-call metadata. */
+export interface Connection {
+  credentials: grpc.ChannelCredentials;
+  /** Fresh metadata for one call (the authorization header when there is a token). */
+  metadata: () => grpc.Metadata;
+}
+
+const PEM_MARKER = '-----BEGIN';
+
+function configError(message: string): JobwireError {
+  return new JobwireError(grpc.status.INVALID_ARGUMENT, message);
+}
+
+/**
+ * `value` itself when it is PEM text, else the content of the file it names.
+ * Errors never quote anything that could be key material: a value that does
+ * not look like a path (multi-line or very long) is not echoed.
+ */
+export function loadPem(value: string, option: string): Buffer {
+  if (value.includes(PEM_MARKER)) return Buffer.from(value, 'utf8');
+  const pathLike = !/[\r\n]/.test(value) && value.length <= 4096;
+  try {
+    return fs.readFileSync(value);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException)?.code ?? 'read error';
+    if (!pathLike) {
+      throw configError(`jobwire: ${option} is neither PEM text (no "${PEM_MARKER}") nor the path of a readable file`);
+    }
+    throw configError(`jobwire: cannot read PEM file ${JSON.stringify(value)} (${option}): ${code}`);
+  }
+}
+
+/** The effective token: `token` when non-empty, else $JOBWIRE_TOKEN, else none. */
+export function resolveToken(token?: string): string | undefined {
+  if (token !== undefined && token !== null && typeof token !== 'string') {
+    throw new TypeError('jobwire: token must be a string');
+  }
+  if (token) return token;
+  const env = process.env.JOBWIRE_TOKEN;
+  return env && env.length > 0 ? env : undefined;
+}
+
+/**
+ * Builds the channel credentials and the per-call metadata from the security
+ * options. Throws JobwireError INVALID_ARGUMENT on a PEM file that cannot be
+ * read, a certificate without its key (or the reverse), PEM that does not
+ * parse, or `credentials` given together with TLS options. The token never
+ * appears in an error.
+ */
+export function makeConnection(options: SecurityOptions & { credentials?: grpc.ChannelCredentials }): Connection {
+  const token = resolveToken(options.token);
+  // grpc-js would reject such a value with an error that quotes it.
+  if (token !== undefined && !/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(token)) {
+    throw configError('jobwire: the token may hold only printable ASCII characters, without leading or trailing spaces');
+  }
+  const authorization = token === undefined ? undefined : `Bearer ${token}`;
+  const metadata = (): grpc.Metadata => {
+    const md = new grpc.Metadata();
+    if (authorization !== undefined) md.set('authorization', authorization);
+    return md;
+  };
+
+  for (const k of ['tlsRootCa', 'tlsClientCert', 'tlsClientKey'] as const) {
+    const v = options[k];
+    if (v !== undefined && v !== null && typeof v !== 'string') {
+      throw new TypeError(`jobwire: ${k} must be a string (PEM text or a file path)`);
+    }
+  }
+  const tlsOn = options.tls === true || !!options.tlsRootCa || !!options.tlsClientCert || !!options.tlsClientKey;
+  if (!tlsOn) {
+    return { credentials: options.credentials ?? grpc.credentials.createInsecure(), metadata };
+  }
+  if (options.credentials) {
+    throw configError('jobwire: give either credentials or the tls options (tls, tlsRootCa, tlsClientCert, tlsClientKey), not both');
+  }
+  if (!!options.tlsClientCert !== !!options.tlsClientKey) {
+    throw configError('jobwire: tlsClientCert and tlsClientKey must be given together (mutual TLS)');
+  }
+  const rootCa = options.tlsRootCa ? loadPem(options.tlsRootCa, 'tlsRootCa') : null;
+  const cert = options.tlsClientCert ? loadPem(options.tlsClientCert, 'tlsClientCert') : null;
+  const key = options.tlsClientKey ? loadPem(options.tlsClientKey, 'tlsClientKey') : null;
+  let credentials: grpc.ChannelCredentials;
+  try {
+    credentials = grpc.credentials.createSsl(rootCa, key, cert);
+  } catch (e) {
+    // Node's TLS errors name the OpenSSL failure, never the PEM content.
+    throw configError(`jobwire: invalid TLS certificate or key: ${(e as Error)?.message ?? String(e)}`);
+  }
+  return { credentials, metadata };
+}
+
 export function makeStub(
   address: string,
   credentials?: grpc.ChannelCredentials,
@@ -76,19 +190,21 @@ export function makeStub(
 }
 
 /**
- * Promise wrapper of a unary call with a deadline; failures reject with a
- * JobwireError carrying the status code and the broker's message.
+ * Promise wrapper of a unary call with a deadline (and the connection's
+ * metadata); failures reject with a JobwireError carrying the status code and
+ * the broker's message.
  */
 export function unary<Req, Res>(
   stub: BrokerClient,
   method: string,
   req: Req,
   timeoutMs: number,
+  metadata: grpc.Metadata = new grpc.Metadata(),
 ): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     const fn = (stub as unknown as Record<string, Function>)[method];
     const deadline = new Date(Date.now() + timeoutMs);
-    fn.call(stub, req, { deadline }, (err: grpc.ServiceError | null, res: Res) => {
+    fn.call(stub, req, metadata, { deadline }, (err: grpc.ServiceError | null, res: Res) => {
       if (err) reject(JobwireError.from(err));
       else resolve(res);
     });

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { JobwireError, NonRetryableError, Status, statusName } from './errors';
 import { decodeJson, encodeValue, toNumber } from './codec';
-import { defaultAddress, DEFAULT_TIMEOUT_MS, makeStub, unary, type BrokerClient } from './proto';
+import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
 import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
 import type { FailResponse__Output } from './generated/jobwire/v1/FailResponse';
@@ -87,7 +87,8 @@ export interface Outcome {
   leaseLost: boolean;
 }
 
-export interface WorkerOptions {
+/** Also takes the bearer token and TLS options of the Client (SecurityOptions). */
+export interface WorkerOptions extends SecurityOptions {
   /** Broker `host:port`. Default: $JOBWIRE_ADDR, else `localhost:50051`. */
   address?: string;
   /** Queues to consume, earlier ones served first. */
@@ -106,7 +107,9 @@ export interface WorkerOptions {
   onOutcome?: (outcome: Outcome) => void;
   /** Where the worker logs; default stderr. `null` silences it. */
   logger?: Logger | null;
+  /** Channel credentials, exclusive with the tls options (as in ClientOptions). */
   credentials?: grpc.ChannelCredentials;
+  /** Extra grpc-js channel options. */
   channelOptions?: grpc.ChannelOptions;
 }
 
@@ -187,7 +190,9 @@ export class Worker extends EventEmitter {
   private readonly handlers = new Map<string, Handler>();
   private readonly onOutcome?: (o: Outcome) => void;
   private readonly log: Logger | null;
-  private readonly credentials?: grpc.ChannelCredentials;
+  private readonly credentials: grpc.ChannelCredentials;
+  /** Per-call metadata (the bearer token, kept in the closure only). */
+  private readonly metadata: () => grpc.Metadata;
   private readonly channelOptions?: grpc.ChannelOptions;
   private stub?: BrokerClient;
 
@@ -204,6 +209,10 @@ export class Worker extends EventEmitter {
   private rejectRun?: (e: Error) => void;
   private signalHandler?: () => void;
 
+  /**
+   * Throws TypeError without queues, and JobwireError INVALID_ARGUMENT when a
+   * TLS PEM file cannot be read or does not parse (see SecurityOptions).
+   */
   constructor(options: WorkerOptions) {
     super();
     if (!options || !Array.isArray(options.queues) || options.queues.length === 0) {
@@ -218,7 +227,9 @@ export class Worker extends EventEmitter {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.onOutcome = options.onOutcome;
     this.log = options.logger === null ? null : options.logger ?? stderrLogger(this.workerId);
-    this.credentials = options.credentials;
+    const conn = makeConnection(options);
+    this.credentials = conn.credentials;
+    this.metadata = conn.metadata;
     this.channelOptions = options.channelOptions;
   }
 
@@ -334,7 +345,7 @@ export class Worker extends EventEmitter {
       leaseMs: this.leaseMs ?? 0,
       workerId: this.workerId,
     };
-    const call = this.stub!.Claim(req);
+    const call = this.stub!.Claim(req, this.metadata());
     const s: StreamState = { call, capacity: free, inFlight: 0, openedAt: Date.now() };
     this.stream = s;
     call.on('data', (cj: ClaimedJob__Output) => this.onClaimed(s, cj));
@@ -480,7 +491,7 @@ export class Worker extends EventEmitter {
     try {
       const res = await unary<object, ExtendLeaseResponse__Output>(this.stub!, 'ExtendLease', {
         queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, leaseMs: this.leaseMs ?? 0,
-      }, Math.min(this.timeoutMs, Math.max(1000, Math.floor(r.leaseMs / 3))));
+      }, Math.min(this.timeoutMs, Math.max(1000, Math.floor(r.leaseMs / 3))), this.metadata());
       // The lease was extended at sentAt (even if the handler has returned
       // meanwhile): that bounds the Ack / Fail retries.
       r.localLeaseDeadline = Math.max(r.localLeaseDeadline, sentAt + r.leaseMs);
@@ -531,7 +542,7 @@ export class Worker extends EventEmitter {
     try {
       await this.withOutcomeRetry(r, () => unary(this.stub!, 'Ack', {
         queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, result,
-      }, this.timeoutMs));
+      }, this.timeoutMs, this.metadata()));
       this.report({ kind: 'ack_ok', job: r.job, leaseLost: r.leaseLost });
     } catch (e) {
       const err = JobwireError.from(e);
@@ -544,7 +555,7 @@ export class Worker extends EventEmitter {
     try {
       const res = await this.withOutcomeRetry(r, () => unary<object, FailResponse__Output>(this.stub!, 'Fail', {
         queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, error: text, nonRetryable, retryAfterMs,
-      }, this.timeoutMs));
+      }, this.timeoutMs, this.metadata()));
       const outcome = res.outcome === 'DEAD' ? 'DEAD' : 'RETRY_SCHEDULED';
       this.report({
         kind: 'fail_ok', job: r.job, failOutcome: outcome, nextAttemptAtMs: toNumber(res.nextAttemptAtMs),
