@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import grpc
 import grpc.aio
 
-from ._channel import CHANNEL_OPTIONS, DEFAULT_TIMEOUT, resolve_addr
+from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_aio_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError, status_code
 from ._types import EnqueueResult, Job, Outcome
 from .client import _NO_PAYLOAD, _batch_item, build_enqueue_request
@@ -31,26 +31,31 @@ __all__ = ["Client", "Worker"]
 log = logging.getLogger("jobwire.worker")
 
 
-def _channel(addr: str, extra=None) -> grpc.aio.Channel:
-    options = dict(CHANNEL_OPTIONS)
-    options.update(dict(extra or ()))
-    return grpc.aio.insecure_channel(addr, options=list(options.items()))
-
-
 class Client:
     """asyncio producer: ``await client.enqueue(...)`` etc., same arguments
-    and results as ``jobwire.Client``."""
+    (``token`` and the ``tls*`` options included) and results as
+    ``jobwire.Client``."""
 
     def __init__(self, addr: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
-                 *, channel_options=None):
+                 *, token: Optional[str] = None, tls: bool = False,
+                 tls_root_ca: PemSource = None, tls_client_cert: PemSource = None,
+                 tls_client_key: PemSource = None, channel_options=None):
         self.addr = resolve_addr(addr)
         self.timeout = float(timeout)
-        self._channel = _channel(self.addr, channel_options)
+        self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
+        self._metadata = self._security.metadata
+        self._channel = open_aio_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerStub(self._channel)
 
+    def __repr__(self) -> str:
+        return "jobwire.aio.Client(addr=%r, tls=%s, token=%s)" % (
+            self.addr, self._security.tls, "set" if self._metadata else "none")
+
     async def _call(self, method, request, timeout):
+        self._security.check()
         try:
-            return await method(request, timeout=self.timeout if timeout is None else timeout)
+            return await method(request, timeout=self.timeout if timeout is None else timeout,
+                                metadata=self._metadata)
         except grpc.aio.AioRpcError as e:
             raise JobwireError.from_rpc_error(e) from None
 
@@ -94,9 +99,14 @@ class Worker:
                  concurrency: int = 1, lease_ms: Optional[int] = None,
                  worker_id: Optional[str] = None, grace: float = 25.0,
                  on_outcome: Optional[Callable[[Outcome], Any]] = None, *,
-                 timeout: float = DEFAULT_TIMEOUT, channel_options=None):
+                 timeout: float = DEFAULT_TIMEOUT, token: Optional[str] = None,
+                 tls: bool = False, tls_root_ca: PemSource = None,
+                 tls_client_cert: PemSource = None, tls_client_key: PemSource = None,
+                 channel_options=None):
         _init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
                        timeout)
+        self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
+        self._metadata = self._security.metadata
         self._channel_options = channel_options
         self._handlers: Dict[str, Callable] = {}
         self._running = 0
@@ -112,6 +122,11 @@ class Worker:
         # Set by stop() / a signal, also before run(): run() then returns at once.
         self._stop_requested = False
         self._wakers: Set[asyncio.Task] = set()
+
+    def __repr__(self) -> str:
+        return "jobwire.aio.Worker(addr=%r, queues=%r, worker_id=%r, tls=%s, token=%s)" % (
+            self.addr, self.queues, self.worker_id, self._security.tls,
+            "set" if self._metadata else "none")
 
     def register(self, job_type: str, fn: Callable) -> Callable:
         if not callable(fn):
@@ -132,7 +147,7 @@ class Worker:
         self._stop_event = asyncio.Event()
         self._cond = asyncio.Condition()
         self._done = asyncio.Event()
-        self._channel = _channel(self.addr, self._channel_options)
+        self._channel = open_aio_channel(self.addr, self._channel_options, self._security)
         self._stub = pb_grpc.BrokerStub(self._channel)
         if self._stop_requested:  # stop() came before run(): nothing to drain
             self._stop_at = time.monotonic()
@@ -208,6 +223,11 @@ class Worker:
         self._done.set()
 
     async def _claim_loop(self) -> None:
+        if self._security.error is not None:
+            self._fatal = self._security.error
+            log.error("jobwire: cannot connect: %s", self._fatal)
+            self._request_stop()
+            return
         backoff = _RECONNECT_MIN_S
         while not self._stop_event.is_set():
             async with self._cond:
@@ -220,7 +240,7 @@ class Worker:
                                   lease_ms=self.lease_ms or 0, worker_id=self.worker_id)
             delivered = False
             try:
-                self._call = self._stub.Claim(req)
+                self._call = self._stub.Claim(req, metadata=self._metadata)
                 async for claimed in self._call:
                     if not delivered:
                         delivered, backoff = True, _RECONNECT_MIN_S
@@ -274,7 +294,8 @@ class Worker:
             await asyncio.sleep(delay)
             sent = time.monotonic()
             try:
-                resp = await self._stub.ExtendLease(req, timeout=min(self.timeout, max(interval, 0.25)))
+                resp = await self._stub.ExtendLease(
+                    req, timeout=min(self.timeout, max(interval, 0.25)), metadata=self._metadata)
             except grpc.aio.AioRpcError as e:
                 if e.code() in _LEASE_LOST:
                     state["lost"] = True
@@ -334,7 +355,7 @@ class Worker:
                 self.timeout, max(state["deadline"] - time.monotonic(), 0.5))
             first = False
             try:
-                return await method(request, timeout=timeout), None
+                return await method(request, timeout=timeout, metadata=self._metadata), None
             except grpc.aio.AioRpcError as e:
                 err = JobwireError.from_rpc_error(e)
             if err.code in _RETRYABLE and time.monotonic() + delay < state["deadline"]:

@@ -5,7 +5,7 @@ from typing import Any, Iterable, List, Mapping, Optional
 
 import grpc
 
-from ._channel import DEFAULT_TIMEOUT, open_channel, resolve_addr
+from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError, status_code
 from ._types import EnqueueResult, Job, encode_payload, to_epoch_ms, to_ms
 from .v1 import broker_pb2 as pb
@@ -86,19 +86,42 @@ class Client:
     ``addr`` defaults to ``$JOBWIRE_ADDR``, else ``localhost:50051``; every
     call has a deadline of ``timeout`` seconds (overridable per call). Every
     failed call raises ``JobwireError`` with the broker's code and message.
+
+    Security (all keyword-only, off by default):
+
+    - ``token``: bearer token sent as ``authorization: Bearer <token>`` on
+      every call; ``None`` / empty means ``$JOBWIRE_TOKEN``, else none.
+    - ``tls``: use TLS with the system roots. TLS is also on when any
+      ``tls_*`` option is set; each is PEM text (``"-----BEGIN ..."``, str or
+      bytes) or the path of a PEM file. ``tls_root_ca``: the CA(s) to trust;
+      ``tls_client_cert`` + ``tls_client_key``: a certificate for mutual TLS.
+
+    A file that cannot be read (or a token a gRPC header cannot carry) makes
+    every call raise ``JobwireError(INVALID_ARGUMENT, ...)``. No error, log
+    line or repr contains the token.
     """
 
     def __init__(self, addr: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
-                 *, channel_options=None):
+                 *, token: Optional[str] = None, tls: bool = False,
+                 tls_root_ca: PemSource = None, tls_client_cert: PemSource = None,
+                 tls_client_key: PemSource = None, channel_options=None):
         self.addr = resolve_addr(addr)
         self.timeout = float(timeout)
-        self._channel = open_channel(self.addr, channel_options)
+        self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
+        self._metadata = self._security.metadata
+        self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerStub(self._channel)
+
+    def __repr__(self) -> str:
+        return "jobwire.Client(addr=%r, tls=%s, token=%s)" % (
+            self.addr, self._security.tls, "set" if self._metadata else "none")
 
     # -- plumbing ---------------------------------------------------------
     def _call(self, method, request, timeout: Optional[float]):
+        self._security.check()
         try:
-            return method(request, timeout=self.timeout if timeout is None else timeout)
+            return method(request, timeout=self.timeout if timeout is None else timeout,
+                          metadata=self._metadata)
         except grpc.RpcError as e:
             raise JobwireError.from_rpc_error(e) from None
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import grpc
 
-from ._channel import DEFAULT_TIMEOUT, open_channel, resolve_addr
+from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError
 from ._types import Job, Outcome, encode_payload
 from .v1 import broker_pb2 as pb
@@ -143,7 +143,8 @@ class _Lease:
             sent = time.monotonic()
             try:
                 resp = self._w._stub.ExtendLease(
-                    req, timeout=min(self._w.timeout, max(interval, 0.25)))
+                    req, timeout=min(self._w.timeout, max(interval, 0.25)),
+                    metadata=self._w._metadata)
             except grpc.RpcError as e:
                 if e.code() in _LEASE_LOST:
                     self.lost = True
@@ -188,6 +189,11 @@ class Worker:
     ``python-<host>-<pid>``; ``grace`` (seconds) bounds how long ``stop()``
     waits for running handlers. ``on_outcome(outcome)`` receives every final
     outcome (see ``jobwire.Outcome``).
+
+    ``token``, ``tls``, ``tls_root_ca``, ``tls_client_cert``,
+    ``tls_client_key``: as for ``jobwire.Client`` (every call, the Claim
+    stream included, carries the token). A TLS file that cannot be read (or
+    an unusable token) makes ``run()`` raise ``JobwireError(INVALID_ARGUMENT)``.
     """
 
     def __init__(
@@ -201,13 +207,20 @@ class Worker:
         on_outcome: Optional[OutcomeHook] = None,
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        token: Optional[str] = None,
+        tls: bool = False,
+        tls_root_ca: PemSource = None,
+        tls_client_cert: PemSource = None,
+        tls_client_key: PemSource = None,
         channel_options=None,
     ):
         _init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
                        timeout)
+        self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
+        self._metadata = self._security.metadata
 
         self._handlers: Dict[str, Handler] = {}
-        self._channel = open_channel(self.addr, channel_options)
+        self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerStub(self._channel)
         self._pool = _Pool("jobwire")
 
@@ -222,6 +235,11 @@ class Worker:
         self._closed = False
         self._run_thread: Optional[threading.Thread] = None
         self._fatal: Optional[JobwireError] = None
+
+    def __repr__(self) -> str:
+        return "jobwire.Worker(addr=%r, queues=%r, worker_id=%r, tls=%s, token=%s)" % (
+            self.addr, self.queues, self.worker_id, self._security.tls,
+            "set" if self._metadata else "none")
 
     # -- registration -----------------------------------------------------
     def register(self, job_type: str, fn: Handler) -> Handler:
@@ -247,7 +265,8 @@ class Worker:
     def run(self, install_signal_handlers: bool = True) -> None:
         """Consume until ``stop()`` (or SIGTERM / SIGINT when
         ``install_signal_handlers`` and called from the main thread). Raises
-        JobwireError if the broker refuses the Claim (INVALID_ARGUMENT)."""
+        JobwireError if the broker refuses the Claim (INVALID_ARGUMENT) or the
+        TLS / token options are unusable (INVALID_ARGUMENT)."""
         with self._lock:
             if self._run_thread is not None:
                 raise RuntimeError("Worker.run() can be called once")
@@ -334,6 +353,11 @@ class Worker:
 
     # -- Claim stream -----------------------------------------------------
     def _claim_loop(self) -> None:
+        if self._security.error is not None:
+            self._fatal = self._security.error
+            log.error("jobwire: cannot connect: %s", self._fatal)
+            self._request_stop()
+            return
         backoff = _RECONNECT_MIN_S
         failures = 0
         while not self._stop_requested.is_set():
@@ -347,7 +371,7 @@ class Worker:
                                   lease_ms=self.lease_ms or 0, worker_id=self.worker_id)
             delivered = False
             try:
-                call = self._stub.Claim(req)
+                call = self._stub.Claim(req, metadata=self._metadata)
                 with self._lock:
                     self._call = call
                 if self._stop_requested.is_set():
@@ -473,7 +497,7 @@ class Worker:
                 timeout = min(self.timeout, max(lease.deadline - time.monotonic(), 0.5))
             first = False
             try:
-                return True, method(request, timeout=timeout), None
+                return True, method(request, timeout=timeout, metadata=self._metadata), None
             except grpc.RpcError as e:
                 err = JobwireError.from_rpc_error(e)
             except ValueError:  # channel closed after the grace: abandoned
