@@ -4,8 +4,10 @@
 #   2. helm lint --strict and helm template with every deploy/helm/jobwire/ci/*-values.yaml
 #   3. values that must be refused are refused (helm template fails)
 #   4. go test in deploy/validate: strict decoding of every rendered object into
-#      the Kubernetes API types plus cross-checks, negative cases proving the
-#      validator fails, and the Dockerfile's COPY sources and apt packages.
+#      the Kubernetes API types plus cross-checks (against the values file it
+#      was rendered from: Secrets made outside the chart, TLS and tokens),
+#      negative cases proving the validator fails, and the Dockerfile's COPY
+#      sources and apt packages.
 # Exits non-zero on any failure.
 set -euo pipefail
 
@@ -82,9 +84,12 @@ refuse "must exceed lifecycle.preStopSleepSeconds" --set redis.url=redis://r:637
 refuse "must be noeviction" --set redis.enabled=true --set redis.maxmemoryPolicy=allkeys-lru
 refuse "must be always or everysec" --set redis.enabled=true --set redis.appendfsync=no
 refuse "minReplicas must not exceed" --set redis.url=redis://r:6379 --set autoscaling.minReplicas=5 --set autoscaling.maxReplicas=4
+refuse "tls.clientAuth=true needs tls.existingSecret" --set redis.url=redis://r:6379 --set tls.clientAuth=true
+refuse "broker.healthPort (50051) must differ" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set broker.healthPort=50051
+refuse "auth.existingSecret needs auth.tokensKey" --set redis.url=redis://r:6379 --set auth.existingSecret=jobwire-tokens --set auth.tokensKey=
 
 step "go test deploy/validate (strict decoding + cross-checks, negative cases, Dockerfile)"
-(cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \
+(cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" JOBWIRE_VALUES_DIR="$CHART/ci" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \
   | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+.*\.go:[0-9]+:)' | grep -v '^=== RUN' || true
 if ! grep -q '^ok' "$WORK/gotest.log"; then
   cat "$WORK/gotest.log" >&2

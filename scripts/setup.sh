@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libhiredis-dev libevent-dev libssl-dev nlohmann-json3-dev libcli11-dev
   prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
   redis-server redis-tools
 )
 

@@ -31,6 +31,8 @@ func init() {
 		"max_payload_bytes", "dedup_window_ms", "completed_retention_ms",
 		"default_max_attempts", "backoff_base_ms", "backoff_max_ms",
 		"shutdown_grace_ms", "log_level", "metrics_listen", "max_stream_age_ms",
+		"max_claim_streams", "max_claim_streams_per_peer", "health_listen",
+		"tls_cert", "tls_key", "tls_client_ca", "auth_tokens_file",
 	} {
 		knownEnv["JOBWIRE_"+strings.ToUpper(f)] = true
 	}
@@ -46,21 +48,28 @@ type workload struct {
 
 type checker struct {
 	errs []error
+	// secrets are the rendered Secrets; external are the names of Secrets
+	// made outside the chart that the values name (existingSecret,
+	// imagePullSecrets). A reference to any other Secret is an error.
+	secrets  map[string]*corev1.Secret
+	external map[string]bool
 }
 
 func (c *checker) errorf(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf(format, args...))
 }
 
-// Check cross-checks one rendered release. It returns every problem found.
-func Check(objs []Object) []error {
-	c := &checker{}
+// Check cross-checks one rendered release. externalSecrets are the Secrets the
+// values say exist outside the chart (see ValuesSecrets); every other Secret a
+// pod refers to must be rendered. It returns every problem found.
+func Check(objs []Object, externalSecrets map[string]bool) []error {
+	secrets := map[string]*corev1.Secret{}
+	c := &checker{secrets: secrets, external: externalSecrets}
 	var workloads []workload
 	var deployments []*appsv1.Deployment
 	var services []*corev1.Service
 	var pdbs []*policyv1.PodDisruptionBudget
 	var hpas []*autoscalingv2.HorizontalPodAutoscaler
-	secrets := map[string]*corev1.Secret{}
 	seen := map[string]bool{}
 	for _, o := range objs {
 		key := o.Kind + "/" + o.Name
@@ -90,16 +99,17 @@ func Check(objs []Object) []error {
 		c.errorf("want exactly one Deployment (the broker), got %d", len(deployments))
 	}
 	for _, w := range workloads {
-		c.checkWorkload(w, secrets)
+		c.checkWorkload(w)
 	}
+	tls := map[string]bool{}
 	for _, d := range deployments {
-		c.checkBroker(d)
+		tls[d.Name] = c.checkBroker(d)
 	}
 	for _, s := range services {
 		c.checkService(s, workloads)
 	}
 	for _, d := range deployments {
-		c.checkBrokerServices(d, services)
+		c.checkBrokerServices(d, services, tls[d.Name])
 	}
 	for _, p := range pdbs {
 		if p.Spec.MaxUnavailable == nil && p.Spec.MinAvailable == nil {
@@ -196,7 +206,71 @@ func (c *checker) checkProbe(who string, ctrs []corev1.Container, pr *corev1.Pro
 	}
 }
 
-func (c *checker) checkWorkload(w workload, secrets map[string]*corev1.Secret) {
+// secretHasKey reports whether a rendered Secret has key k.
+func secretHasKey(s *corev1.Secret, k string) bool {
+	_, inData := s.Data[k]
+	_, inString := s.StringData[k]
+	return inData || inString
+}
+
+// checkSecretRef wants a referenced Secret to be rendered or named in the
+// values; with a key, a rendered Secret must have it.
+func (c *checker) checkSecretRef(who, what, name, key string) {
+	s, ok := c.secrets[name]
+	switch {
+	case ok:
+		if key != "" && !secretHasKey(s, key) {
+			c.errorf("%s: %s refers to key %q that Secret %s does not have", who, what, key, name)
+		}
+	case c.external[name]:
+	default:
+		c.errorf("%s: %s refers to Secret %q, which is neither rendered nor given in values", who, what, name)
+	}
+}
+
+// checkSecretVolume checks a Secret volume's Secret, items and file modes: not
+// readable by every user, but group-readable when a non-root container reads
+// it through the pod's fsGroup (the kubelet makes the files root:fsGroup).
+func (c *checker) checkSecretVolume(who string, v *corev1.Volume, psc *corev1.PodSecurityContext) {
+	sv := v.Secret
+	vwho := fmt.Sprintf("%s volume %s", who, v.Name)
+	if sv.SecretName == "" {
+		c.errorf("%s: no secretName", vwho)
+		return
+	}
+	c.checkSecretRef(who, "volume "+v.Name, sv.SecretName, "")
+	checkMode := func(what string, mode *int32, dflt int32) {
+		m := dflt
+		if mode != nil {
+			m = *mode
+		}
+		if m&0o007 != 0 {
+			c.errorf("%s: %s %#o lets every user in the pod read the Secret (want e.g. 0440)", vwho, what, m)
+		}
+		if m&0o040 == 0 && psc.FSGroup != nil {
+			c.errorf("%s: %s %#o is not group-readable; files are owned by root with group fsGroup %d, so the non-root container cannot read them", vwho, what, m, *psc.FSGroup)
+		}
+	}
+	checkMode("defaultMode", sv.DefaultMode, corev1.SecretVolumeSourceDefaultMode)
+	if psc.FSGroup == nil {
+		c.errorf("%s: Secret volume without a pod fsGroup: its root-owned files are unreadable to a non-root container unless world-readable", vwho)
+	}
+	paths := map[string]bool{}
+	for _, it := range sv.Items {
+		if it.Mode != nil {
+			checkMode("item "+it.Key+" mode", it.Mode, 0)
+		}
+		if paths[it.Path] {
+			c.errorf("%s: two items with path %q", vwho, it.Path)
+		}
+		paths[it.Path] = true
+		if s, ok := c.secrets[sv.SecretName]; ok && !secretHasKey(s, it.Key) {
+			c.errorf("%s: item key %q is not in Secret %s", vwho, it.Key, sv.SecretName)
+		}
+	}
+}
+
+func (c *checker) checkWorkload(w workload) {
 	who := w.kind + " " + w.name
 	if w.selector == nil {
 		c.errorf("%s: no selector", who)
@@ -209,38 +283,65 @@ func (c *checker) checkWorkload(w workload, secrets map[string]*corev1.Secret) {
 	if len(spec.Containers) == 0 {
 		c.errorf("%s: no containers", who)
 	}
-	volumes := map[string]bool{}
-	for _, v := range spec.Volumes {
-		volumes[v.Name] = true
+	volumes := map[string]*corev1.Volume{}
+	for i, v := range spec.Volumes {
+		if volumes[v.Name] != nil {
+			c.errorf("%s: two volumes named %q", who, v.Name)
+		}
+		volumes[v.Name] = &spec.Volumes[i]
 	}
 	for _, pvc := range w.claims {
-		volumes[pvc.Name] = true
+		volumes[pvc.Name] = &corev1.Volume{Name: pvc.Name}
 	}
 	psc := spec.SecurityContext
 	if psc == nil {
 		psc = &corev1.PodSecurityContext{}
+	}
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Secret != nil {
+			c.checkSecretVolume(who, &spec.Volumes[i], psc)
+		}
+		if p := spec.Volumes[i].Projected; p != nil {
+			for _, src := range p.Sources {
+				if src.Secret != nil {
+					c.checkSecretRef(who, "projected volume "+spec.Volumes[i].Name, src.Secret.Name, "")
+				}
+			}
+		}
+	}
+	for _, ps := range spec.ImagePullSecrets {
+		c.checkSecretRef(who, "imagePullSecrets", ps.Name, "")
 	}
 	for _, ct := range spec.Containers {
 		cwho := fmt.Sprintf("%s container %s", who, ct.Name)
 		c.checkProbe(cwho+" readinessProbe", spec.Containers, ct.ReadinessProbe)
 		c.checkProbe(cwho+" livenessProbe", spec.Containers, ct.LivenessProbe)
 		c.checkProbe(cwho+" startupProbe", spec.Containers, ct.StartupProbe)
+		mountPaths := map[string]bool{}
 		for _, m := range ct.VolumeMounts {
-			if !volumes[m.Name] {
+			v := volumes[m.Name]
+			if v == nil {
 				c.errorf("%s: volumeMount %q has no volume", cwho, m.Name)
+				continue
+			}
+			if mountPaths[m.MountPath] {
+				c.errorf("%s: two volumeMounts at %s", cwho, m.MountPath)
+			}
+			mountPaths[m.MountPath] = true
+			if (v.Secret != nil || v.Projected != nil) && !m.ReadOnly {
+				c.errorf("%s: volumeMount %q of a Secret is not readOnly", cwho, m.Name)
 			}
 		}
 		c.checkSecurity(cwho, psc, ct.SecurityContext)
 		for _, e := range ct.Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 				ref := e.ValueFrom.SecretKeyRef
-				if s, ok := secrets[ref.Name]; ok {
-					_, inData := s.Data[ref.Key]
-					_, inString := s.StringData[ref.Key]
-					if !inData && !inString {
-						c.errorf("%s: env %s refers to key %q that Secret %s does not have", cwho, e.Name, ref.Key, ref.Name)
-					}
-				}
+				c.checkSecretRef(cwho, "env "+e.Name, ref.Name, ref.Key)
+			}
+		}
+		for _, ef := range ct.EnvFrom {
+			if ef.SecretRef != nil {
+				c.checkSecretRef(cwho, "envFrom", ef.SecretRef.Name, "")
 			}
 		}
 	}
@@ -336,7 +437,71 @@ func listenPort(addr string) (int32, error) {
 	return int32(n), err
 }
 
-func (c *checker) checkBroker(d *appsv1.Deployment) {
+// fileEnv are the broker flags naming files it reads at startup: with a
+// read-only root filesystem they must come from a mounted Secret.
+var fileEnv = []string{"JOBWIRE_TLS_CERT", "JOBWIRE_TLS_KEY", "JOBWIRE_TLS_CLIENT_CA", "JOBWIRE_AUTH_TOKENS_FILE"}
+
+// checkSecretFile checks that file p is provided by a Secret volume mounted in
+// ct: the longest mountPath containing it, an item with that path (or, with no
+// items, a key of a rendered Secret).
+func (c *checker) checkSecretFile(who, env, p string, ct *corev1.Container, vols []corev1.Volume) {
+	var mount *corev1.VolumeMount
+	rel := ""
+	for i := range ct.VolumeMounts {
+		m := &ct.VolumeMounts[i]
+		mp := path.Clean(m.MountPath)
+		var r string
+		switch {
+		case m.SubPath != "" && p == mp:
+			r = m.SubPath
+		case m.SubPath == "" && strings.HasPrefix(p, mp+"/"):
+			r = strings.TrimPrefix(p, mp+"/")
+		default:
+			continue
+		}
+		if mount == nil || len(mp) > len(path.Clean(mount.MountPath)) {
+			mount, rel = m, r
+		}
+	}
+	if mount == nil {
+		c.errorf("%s: %s %s is on no volumeMount (the image has no such file)", who, env, p)
+		return
+	}
+	var vol *corev1.Volume
+	for i := range vols {
+		if vols[i].Name == mount.Name {
+			vol = &vols[i]
+		}
+	}
+	if vol == nil {
+		return // reported as a volumeMount without a volume
+	}
+	if vol.Secret == nil {
+		c.errorf("%s: %s %s is on volume %s, which is not a Secret volume", who, env, p, vol.Name)
+		return
+	}
+	sv := vol.Secret
+	key := rel
+	if len(sv.Items) > 0 {
+		key = ""
+		for _, it := range sv.Items {
+			if path.Clean(it.Path) == rel {
+				key = it.Key
+			}
+		}
+		if key == "" {
+			c.errorf("%s: %s %s: Secret volume %s has no item with path %q", who, env, p, vol.Name, rel)
+			return
+		}
+	}
+	if s, ok := c.secrets[sv.SecretName]; ok && !secretHasKey(s, key) {
+		c.errorf("%s: %s %s: Secret %s has no key %q", who, env, p, sv.SecretName, key)
+	}
+}
+
+// checkBroker checks the broker Deployment; it reports whether the gRPC
+// listener speaks TLS.
+func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 	who := "Deployment " + d.Name
 	spec := &d.Spec.Template.Spec
 	var broker *corev1.Container
@@ -347,7 +512,7 @@ func (c *checker) checkBroker(d *appsv1.Deployment) {
 	}
 	if broker == nil {
 		c.errorf("%s: no container named broker", who)
-		return
+		return false
 	}
 	cwho := who + " container broker"
 
@@ -396,12 +561,73 @@ func (c *checker) checkBroker(d *appsv1.Deployment) {
 		c.errorf("%s: metrics listen port %d is not a container port", cwho, metricsPort)
 	}
 
-	// Probes: native gRPC probes on the gRPC port.
-	for name, pr := range map[string]*corev1.Probe{"readinessProbe": broker.ReadinessProbe, "livenessProbe": broker.LivenessProbe} {
-		if pr == nil || pr.GRPC == nil {
-			c.errorf("%s: %s is not a grpc probe", cwho, name)
-		} else if pr.GRPC.Port != grpcPort {
-			c.errorf("%s: %s probes port %d, the broker listens on %d", cwho, name, pr.GRPC.Port, grpcPort)
+	// Files the broker reads (TLS material, tokens): literal absolute paths
+	// into mounted Secrets.
+	for _, name := range fileEnv {
+		e, ok := envValue(broker, name)
+		if !ok {
+			continue
+		}
+		if e.ValueFrom != nil || !path.IsAbs(e.Value) {
+			c.errorf("%s: %s must be a literal absolute path (a file of a mounted Secret)", cwho, name)
+			continue
+		}
+		c.checkSecretFile(cwho, name, e.Value, broker, spec.Volumes)
+	}
+	for _, a := range broker.Args {
+		for _, f := range []string{"--tls_", "--auth_tokens_file", "--health_listen", "--listen"} {
+			if strings.HasPrefix(a, f) {
+				c.errorf("%s: set %s through its JOBWIRE_ env variable, not args (the checks read the env)", cwho, strings.TrimSuffix(strings.SplitN(a, "=", 2)[0], "_"))
+			}
+		}
+	}
+
+	// TLS: cert and key together, a client CA only with them, and a plaintext
+	// health listener for the kubelet's gRPC probes, which cannot speak TLS.
+	_, hasCert := envValue(broker, "JOBWIRE_TLS_CERT")
+	_, hasKey := envValue(broker, "JOBWIRE_TLS_KEY")
+	_, hasCA := envValue(broker, "JOBWIRE_TLS_CLIENT_CA")
+	tls := hasCert || hasKey
+	if hasCert != hasKey {
+		c.errorf("%s: JOBWIRE_TLS_CERT and JOBWIRE_TLS_KEY come together (the broker exits otherwise)", cwho)
+	}
+	if hasCA && !tls {
+		c.errorf("%s: JOBWIRE_TLS_CLIENT_CA without JOBWIRE_TLS_CERT/KEY (the broker exits)", cwho)
+	}
+	healthPort := int32(0)
+	if e, ok := envValue(broker, "JOBWIRE_HEALTH_LISTEN"); ok {
+		p, err := listenPort(e.Value)
+		if err != nil {
+			c.errorf("%s: JOBWIRE_HEALTH_LISTEN %q: %v", cwho, e.Value, err)
+		} else {
+			healthPort = p
+			if !hasContainerPort(spec.Containers, p) {
+				c.errorf("%s: health listen port %d is not a container port", cwho, p)
+			}
+			if p == grpcPort || p == metricsPort {
+				c.errorf("%s: health listen port %d is also the gRPC or metrics port", cwho, p)
+			}
+		}
+	} else if tls {
+		c.errorf("%s: TLS on the gRPC listener but no JOBWIRE_HEALTH_LISTEN: the kubelet's gRPC probe cannot speak TLS", cwho)
+	}
+
+	// Probes: native gRPC probes on the gRPC port, or the plaintext health
+	// port (which they must use with TLS).
+	for _, np := range []struct {
+		name string
+		pr   *corev1.Probe
+	}{{"readinessProbe", broker.ReadinessProbe}, {"livenessProbe", broker.LivenessProbe}} {
+		pr := np.pr
+		switch {
+		case pr == nil || pr.GRPC == nil:
+			c.errorf("%s: %s is not a grpc probe", cwho, np.name)
+		case tls && pr.GRPC.Port == grpcPort:
+			c.errorf("%s: %s probes the TLS gRPC port %d; the kubelet's gRPC probe has no TLS, probe the plaintext health port (JOBWIRE_HEALTH_LISTEN)", cwho, np.name, grpcPort)
+		case tls && healthPort != 0 && pr.GRPC.Port != healthPort:
+			c.errorf("%s: %s probes port %d, not the health port %d", cwho, np.name, pr.GRPC.Port, healthPort)
+		case !tls && pr.GRPC.Port != grpcPort && (healthPort == 0 || pr.GRPC.Port != healthPort):
+			c.errorf("%s: %s probes port %d, the broker listens on %d", cwho, np.name, pr.GRPC.Port, grpcPort)
 		}
 	}
 
@@ -448,6 +674,7 @@ func (c *checker) checkBroker(d *appsv1.Deployment) {
 	if !strings.HasPrefix(ann["prometheus.io/path"], "/") {
 		c.errorf("%s: pod annotation prometheus.io/path %q is not a path", who, ann["prometheus.io/path"])
 	}
+	return tls
 }
 
 func (c *checker) checkService(s *corev1.Service, ws []workload) {
@@ -475,12 +702,18 @@ func (c *checker) checkService(s *corev1.Service, ws []workload) {
 }
 
 // checkBrokerServices wants a headless Service <deployment>-headless (client
-// round_robin) and a regular ClusterIP Service selecting the broker.
-func (c *checker) checkBrokerServices(d *appsv1.Deployment, svcs []*corev1.Service) {
+// round_robin) and a regular ClusterIP Service selecting the broker; with TLS,
+// no port may claim cleartext HTTP/2 (appProtocol kubernetes.io/h2c).
+func (c *checker) checkBrokerServices(d *appsv1.Deployment, svcs []*corev1.Service, tls bool) {
 	var headless, regular int
 	for _, s := range svcs {
 		if len(s.Spec.Selector) == 0 || !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
 			continue
+		}
+		for _, p := range s.Spec.Ports {
+			if tls && p.AppProtocol != nil && *p.AppProtocol == "kubernetes.io/h2c" {
+				c.errorf("Service %s port %s: appProtocol kubernetes.io/h2c (cleartext HTTP/2), but the broker speaks TLS", s.Name, p.Name)
+			}
 		}
 		if s.Spec.ClusterIP == corev1.ClusterIPNone {
 			headless++

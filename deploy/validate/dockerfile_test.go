@@ -195,7 +195,7 @@ func TestDockerfile(t *testing.T) {
 	checkDirs("", buildSubdirs(string(cmake)))
 
 	// The build stage installs the C++ build packages of scripts/setup.sh
-	// (less tests, benchmarks and redis).
+	// (less tests, benchmarks, the fuzzer's clang toolchain and redis).
 	stages := aptPackages(ins)
 	if len(stages) < 2 || len(stages[0]) == 0 || len(stages[len(stages)-1]) == 0 {
 		t.Fatalf("want apt-get install in the build and the final stage, got %v", stages)
@@ -209,7 +209,9 @@ func TestDockerfile(t *testing.T) {
 	if m == nil {
 		t.Fatal("scripts/setup.sh: no packages=( ... ) list")
 	}
-	notInImage := map[string]bool{"libgtest-dev": true, "libgmock-dev": true, "libbenchmark-dev": true, "redis-server": true, "redis-tools": true}
+	notInImage := map[string]bool{"libgtest-dev": true, "libgmock-dev": true, "libbenchmark-dev": true, "redis-server": true, "redis-tools": true,
+		// fuzz/run.sh's instrumented build (JOBWIRE_FUZZ needs the test tree).
+		"clang": true, "libclang-rt-14-dev": true}
 	for _, p := range strings.Fields(string(m[1])) {
 		if !notInImage[p] && !containsWord(build, p) {
 			t.Errorf("scripts/setup.sh installs %s but the Dockerfile build stage does not", p)

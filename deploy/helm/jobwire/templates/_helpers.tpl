@@ -126,3 +126,24 @@ preStop sleep seconds and the drain time in whole seconds.
 {{- $t }}
 {{- end }}
 {{- end }}
+
+{{/*
+Checks the TLS, auth and health-port values; fails the render otherwise.
+*/}}
+{{- define "jobwire.validateSecurity" -}}
+{{- if and .Values.tls.clientAuth (not .Values.tls.existingSecret) }}
+{{- fail "jobwire: tls.clientAuth=true needs tls.existingSecret (a Secret with tls.crt, tls.key and the client CA in ca.crt)" }}
+{{- end }}
+{{- if .Values.tls.existingSecret }}
+{{- $h := int .Values.broker.healthPort }}
+{{- if or (lt $h 1) (gt $h 65535) }}
+{{- fail (printf "jobwire: broker.healthPort (%d) must be a port number (1-65535); with TLS the probes use it" $h) }}
+{{- end }}
+{{- if or (eq $h (int .Values.broker.grpcPort)) (eq $h (int .Values.broker.metricsPort)) }}
+{{- fail (printf "jobwire: broker.healthPort (%d) must differ from broker.grpcPort and broker.metricsPort" $h) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.auth.existingSecret (not .Values.auth.tokensKey) }}
+{{- fail "jobwire: auth.existingSecret needs auth.tokensKey (the Secret's key holding the tokens file)" }}
+{{- end }}
+{{- end }}

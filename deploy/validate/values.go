@@ -1,0 +1,111 @@
+package validate
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// ValuesSecrets returns the names of the Secrets that a chart values file says
+// exist outside the chart: every non-empty string under a key named
+// existingSecret (redis, tls, auth, ...) and every imagePullSecrets[].name.
+// The rendered pods may refer to these Secrets, and to rendered ones only.
+func ValuesSecrets(data []byte) (map[string]bool, error) {
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("values: %v", err)
+	}
+	out := map[string]bool{}
+	var walk func(any)
+	walk = func(n any) {
+		switch n := n.(type) {
+		case map[string]any:
+			for k, child := range n {
+				switch k {
+				case "existingSecret":
+					if s, ok := child.(string); ok && s != "" {
+						out[s] = true
+					}
+				case "imagePullSecrets":
+					if l, ok := child.([]any); ok {
+						for _, e := range l {
+							if m, ok := e.(map[string]any); ok {
+								if s, ok := m["name"].(string); ok && s != "" {
+									out[s] = true
+								}
+							}
+						}
+					}
+				}
+				walk(child)
+			}
+		case []any:
+			for _, child := range n {
+				walk(child)
+			}
+		}
+	}
+	walk(v)
+	return out, nil
+}
+
+// CheckSecurityValues checks that a render honours the values' tls and auth
+// settings, so a template that ignored them (a plaintext broker behind
+// values that ask for TLS) fails: with tls.existingSecret the broker has
+// JOBWIRE_TLS_CERT/KEY and a volume of that Secret, JOBWIRE_TLS_CLIENT_CA
+// exactly when tls.clientAuth; with auth.existingSecret, JOBWIRE_AUTH_TOKENS_FILE
+// and a volume of that Secret; without them, none of these variables.
+func CheckSecurityValues(objs []Object, values []byte) []error {
+	var v struct {
+		TLS struct {
+			ExistingSecret string `json:"existingSecret"`
+			ClientAuth     bool   `json:"clientAuth"`
+		} `json:"tls"`
+		Auth struct {
+			ExistingSecret string `json:"existingSecret"`
+		} `json:"auth"`
+	}
+	if err := yaml.Unmarshal(values, &v); err != nil {
+		return []error{fmt.Errorf("values: %v", err)}
+	}
+	var errs []error
+	for _, o := range objs {
+		d, ok := o.Obj.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		spec := &d.Spec.Template.Spec
+		secretVolume := func(name string) bool {
+			for _, vol := range spec.Volumes {
+				if vol.Secret != nil && vol.Secret.SecretName == name {
+					return true
+				}
+			}
+			return false
+		}
+		for _, ct := range spec.Containers {
+			if ct.Name != "broker" {
+				continue
+			}
+			want := func(env string, on bool, why string) {
+				if _, has := envValue(&ct, env); has != on {
+					errs = append(errs, fmt.Errorf("Deployment %s: %s is %s, but %s", d.Name, env, map[bool]string{true: "set", false: "not set"}[has], why))
+				}
+			}
+			tls := v.TLS.ExistingSecret != ""
+			why := fmt.Sprintf("values tls.existingSecret is %q", v.TLS.ExistingSecret)
+			want("JOBWIRE_TLS_CERT", tls, why)
+			want("JOBWIRE_TLS_KEY", tls, why)
+			want("JOBWIRE_HEALTH_LISTEN", tls, why)
+			want("JOBWIRE_TLS_CLIENT_CA", tls && v.TLS.ClientAuth, fmt.Sprintf("values tls.clientAuth is %v", v.TLS.ClientAuth))
+			want("JOBWIRE_AUTH_TOKENS_FILE", v.Auth.ExistingSecret != "", fmt.Sprintf("values auth.existingSecret is %q", v.Auth.ExistingSecret))
+			for _, name := range []string{v.TLS.ExistingSecret, v.Auth.ExistingSecret} {
+				if name != "" && !secretVolume(name) {
+					errs = append(errs, fmt.Errorf("Deployment %s: no volume of Secret %s, which the values name", d.Name, name))
+				}
+			}
+		}
+	}
+	return errs
+}
