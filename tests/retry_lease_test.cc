@@ -206,8 +206,9 @@ class LeaseTest : public LifecycleTest {
     first_ = *first;
     EXPECT_EQ(first_.job().attempts(), 1);
 
-    // Expiry at lease_expires_at, found by the reaper within ~1 s, retried
-    // after a 10 ms backoff.
+    // Expiry at lease_expires_at, reaped then (the broker woke its reaper
+    // for the lease it granted, though an idle reaper runs only every 5 s),
+    // retried after a 10 ms backoff.
     const int64_t expires = first_.lease_expires_at_ms();
     absl::Time received_at;
     std::optional<v1::ClaimedJob> second = reader_->NextBefore(

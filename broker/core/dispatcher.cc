@@ -222,6 +222,7 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     leases_[key] = Lease{id, job.lease_token(), deadline, now};
     s->in_flight.insert(key);
     ArmLeaseTimer(key, deadline);
+    if (on_lease_granted_) on_lease_granted_(deadline);
     std::string job_id = job.job().id();
     std::string lease_token = job.lease_token();
     // Claimed at lease expiry minus lease, by the Redis clock like available_at.

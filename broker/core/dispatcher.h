@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -95,6 +96,13 @@ class Dispatcher {
   // Stops delivering; the session's outstanding jobs keep their leases.
   // REQUIRES: `id` came from Open and was not closed yet.
   void Close(SessionId id);
+
+  // Called on the loop thread with the expiry (broker clock) of every lease
+  // this broker grants (the LeaseReaper's wake-up). Set before the first
+  // Open; optional.
+  void SetOnLeaseGranted(std::function<void(absl::Time)> fn) {
+    on_lease_granted_ = std::move(fn);
+  }
 
   // A job was acked (`acked`) or failed through this broker with `token`:
   // frees the slot of the session that holds it, if any, and for an ack
@@ -171,6 +179,7 @@ class Dispatcher {
   const store::JobStore* const store_;
   store::RedisClient* const subscriber_;
   Metrics* const metrics_;
+  std::function<void(absl::Time)> on_lease_granted_;
   const StreamLimits limits_;
   std::atomic<SessionId> next_id_{1};
   std::atomic<int64_t> open_sessions_{0};  // written under count_mu_

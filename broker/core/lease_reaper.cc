@@ -24,21 +24,44 @@ void LeaseReaper::Start() { Schedule(absl::ZeroDuration()); }
 void LeaseReaper::Stop() { stopped_ = true; }
 
 void LeaseReaper::Schedule(absl::Duration delay) {
-  params_.loop->RunAfter(delay, [this] {
-    if (!stopped_) Exec();
+  delay = std::max(delay, absl::ZeroDuration());
+  next_pass_ = absl::Now() + delay;
+  params_.loop->RunAfter(delay, [this, epoch = ++epoch_] {
+    if (stopped_ || epoch != epoch_) return;
+    next_pass_ = absl::InfiniteFuture();
+    Exec();
   });
 }
 
+void LeaseReaper::OnLeaseGranted(absl::Time expiry) {
+  // 1 ms past the expiry: reap.lua compares with the Redis clock.
+  expiry += absl::Milliseconds(1);
+  if (in_pass_) {
+    granted_during_pass_ = std::min(granted_during_pass_, expiry);
+  } else if (expiry < next_pass_) {
+    Schedule(expiry - absl::Now());
+  }
+}
+
 void LeaseReaper::Exec() {
-  params_.store->ListQueues([this](absl::StatusOr<std::vector<std::string>> queues) {
+  in_pass_ = true;
+  // Ends the pass: the next one at `next`, or earlier for a lease granted
+  // while this one ran.
+  auto finish = [this](absl::Duration next) {
+    in_pass_ = false;
+    next = std::min(next, granted_during_pass_ - absl::Now());
+    granted_during_pass_ = absl::InfiniteFuture();
+    Schedule(next);
+  };
+  params_.store->ListQueues([this, finish](absl::StatusOr<std::vector<std::string>> queues) {
     if (!queues.ok() || queues->empty()) {
-      Schedule(params_.max_interval);
+      finish(params_.max_interval);
       return;
     }
     auto pass = std::make_shared<Pass>(Pass{queues->size(), params_.max_interval});
     for (const std::string& queue : *queues) {
       params_.store->Reap(queue, params_.batch,
-                          [this, pass, queue](absl::StatusOr<store::ReapOutcome> outcome) {
+                          [this, pass, queue, finish](absl::StatusOr<store::ReapOutcome> outcome) {
                             if (outcome.ok()) {
                               if (outcome->reaped > 0) {
                                 params_.metrics->LeasesExpired(queue, outcome->reaped, outcome->dead);
@@ -53,7 +76,7 @@ void LeaseReaper::Exec() {
                                     pass->next, absl::Milliseconds(outcome->next_expiry_in_ms + 1));
                               }
                             }
-                            if (--pass->remaining == 0) Schedule(pass->next);
+                            if (--pass->remaining == 0) finish(pass->next);
                           });
     }
   });

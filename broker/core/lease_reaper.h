@@ -1,8 +1,13 @@
 // LeaseReaper: background loop that settles expired leases (reap.lua) in
-// every registered queue. It runs at least every `max_interval` and earlier
-// when Redis reports a lease expiring sooner, so an expiry is handled within
-// about max_interval. Safe on every replica at once: reap.lua handles each
-// expiry once.
+// every registered queue. A pass runs at the earliest lease expiry it knows
+// of: the earliest one Redis reports after each pass (leases of every
+// replica), and the ones this broker grants meanwhile (OnLeaseGranted); and
+// at least every `max_interval`. So an expiry is handled at once, except a
+// lease granted by another replica after this one's last pass, shorter than
+// max_interval, whose broker then dies: it is handled by the next pass,
+// within max_interval of being granted. Idle, a broker runs one pass (4
+// Redis commands per queue) per max_interval. Safe on every replica at
+// once: reap.lua handles each expiry once.
 #ifndef JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 #define JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 
@@ -20,7 +25,7 @@ struct LeaseReaperParams {
   base::EventLoop* loop = nullptr;
   const store::JobStore* store = nullptr;
   Metrics* metrics = nullptr;
-  absl::Duration max_interval = absl::Seconds(1);
+  absl::Duration max_interval = absl::Seconds(5);
   int batch = 500;  // expired leases settled per queue per call
 };
 
@@ -34,12 +39,22 @@ class LeaseReaper {
   // object is destroyed.
   void Stop();
 
+  // This broker granted a lease expiring at `expiry`: a pass runs then, if
+  // none is due before. REQUIRES: called on the loop thread.
+  void OnLeaseGranted(absl::Time expiry);
+
  private:
   void Exec();
+  // The next pass runs `delay` from now, replacing the one scheduled.
   void Schedule(absl::Duration delay);
 
   const LeaseReaperParams params_;
   std::atomic<bool> stopped_{false};
+  // On the loop thread only:
+  uint64_t epoch_ = 0;  // of the pass scheduled last; older timers do nothing
+  absl::Time next_pass_ = absl::InfiniteFuture();  // when it runs
+  bool in_pass_ = false;
+  absl::Time granted_during_pass_ = absl::InfiniteFuture();  // earliest expiry
 };
 
 }  // namespace jobwire::core

@@ -82,6 +82,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     raw->health_.SetRedisUp(true);
   });
   s->commands_.SetOnDisconnected([raw = s.get()] { raw->health_.SetRedisUp(false); });
+  s->dispatcher_.SetOnLeaseGranted(
+      [raw = s.get()](absl::Time expiry) { raw->reaper_.OnLeaseGranted(expiry); });
   s->loop_.Start();
   s->commands_.Start();
   s->subscriber_.Start();
