@@ -15,12 +15,28 @@
 //                  last ack
 //   latency        workers idle; one producer enqueues at --rate jobs/s for
 //                  --seconds; enqueue-to-handler latency percentiles
+// Scale checks (bench/README.md, "Scale checks"):
+//   backlog_drain  --jobs queued, then --backlog more behind them; workers
+//                  claim and ack the first --jobs while the backlog stays
+//                  pending
+//   due_burst      workers idle; --jobs enqueued to become due at one moment
+//                  (--due_in_ms after the enqueue starts); due moment to last
+//                  ack, and a GetJob probe every --probe_interval_ms
+//   idle_streams   --streams raw Claim streams over --channels connections,
+//                  held open with nothing to claim
+//   idle_workers   --workers Workers, warmed up with one job, then idle
+//
+// With --pause, a scenario that prints a phase line ({"phase": ...}) waits
+// for a line on stdin before it goes on, so that the driver can measure the
+// broker and Redis at that point; without it, idle_streams and idle_workers
+// hold their streams for --seconds.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,15 +52,28 @@
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "broker host:port");
-ABSL_FLAG(std::string, scenario, "e2e", "enqueue, enqueue_batch, drain, e2e or latency");
+ABSL_FLAG(std::string, scenario, "e2e",
+          "enqueue, enqueue_batch, drain, e2e, latency, backlog_drain, due_burst, idle_streams "
+          "or idle_workers");
 ABSL_FLAG(std::string, queue, "bench", "queue name");
-ABSL_FLAG(int, jobs, 20000, "jobs per run (enqueue, enqueue_batch, drain, e2e)");
+ABSL_FLAG(int, jobs, 20000,
+          "jobs per run (enqueue, enqueue_batch, drain, e2e, backlog_drain, due_burst)");
 ABSL_FLAG(int, producers, 4, "producer threads");
 ABSL_FLAG(int, batch, 100, "jobs per EnqueueBatch");
 ABSL_FLAG(int, workers, 2, "Worker instances (one Claim stream each)");
 ABSL_FLAG(int, concurrency, 64, "handlers per worker (max_in_flight)");
 ABSL_FLAG(double, rate, 1000, "latency: offered jobs per second");
-ABSL_FLAG(double, seconds, 5, "latency: how long to offer load");
+ABSL_FLAG(double, seconds, 5,
+          "latency: how long to offer load; idle_streams, idle_workers without --pause: how "
+          "long to hold");
+ABSL_FLAG(int64_t, backlog, 1000, "backlog_drain: jobs left pending behind the --jobs drained");
+ABSL_FLAG(int64_t, due_in_ms, 0,
+          "due_burst: all jobs become due this long after the enqueue starts (0: 1 s + 1 ms "
+          "per 20 jobs)");
+ABSL_FLAG(int64_t, probe_interval_ms, 10, "due_burst: one GetJob probe per interval");
+ABSL_FLAG(int, streams, 10000, "idle_streams: Claim streams to hold open");
+ABSL_FLAG(int, channels, 10, "idle_streams: client connections the streams are spread over");
+ABSL_FLAG(bool, pause, false, "after each phase line, wait for a line on stdin");
 
 namespace {
 
@@ -52,6 +81,7 @@ using Clock = std::chrono::steady_clock;
 using jobwire::client::BatchJob;
 using jobwire::client::Client;
 using jobwire::client::ClientOptions;
+using jobwire::client::EnqueueOptions;
 using jobwire::client::Job;
 using jobwire::client::Outcome;
 using jobwire::client::Worker;
@@ -142,9 +172,11 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-// Enqueues `jobs` jobs from --producers threads, batched or not. Returns the
-// number that failed.
-int64_t Produce(int64_t jobs, bool batched) {
+// Enqueues `jobs` jobs from --producers threads, batched or not, each with
+// `options`; payloads carry `stamp_ns` as sent_ns (0: the time of sending).
+// Returns the number that failed.
+int64_t Produce(int64_t jobs, bool batched, const EnqueueOptions& options = {},
+                int64_t stamp_ns = 0) {
   const int producers = absl::GetFlag(FLAGS_producers);
   const int batch = absl::GetFlag(FLAGS_batch);
   const std::string queue = absl::GetFlag(FLAGS_queue);
@@ -155,13 +187,14 @@ int64_t Produce(int64_t jobs, bool batched) {
       Client client(ClientOptions{absl::GetFlag(FLAGS_addr)});
       for (int64_t n = p; n < jobs;) {
         if (!batched) {
-          if (!client.Enqueue(queue, "noop", Payload(n, NowNs())).ok()) ++failed;
+          std::string payload = Payload(n, stamp_ns ? stamp_ns : NowNs());
+          if (!client.Enqueue(queue, "noop", payload, options).ok()) ++failed;
           n += producers;
           continue;
         }
         std::vector<BatchJob> chunk;
         for (; n < jobs && static_cast<int>(chunk.size()) < batch; n += producers) {
-          chunk.push_back(BatchJob{"noop", Payload(n, NowNs()), {}});
+          chunk.push_back(BatchJob{"noop", Payload(n, stamp_ns ? stamp_ns : NowNs()), options});
         }
         auto results = client.EnqueueBatch(queue, chunk);
         if (!results.ok()) {
@@ -182,6 +215,243 @@ double Percentile(std::vector<int64_t>& sorted_ns, double p) {
   if (sorted_ns.empty()) return 0;
   size_t i = std::min(sorted_ns.size() - 1, static_cast<size_t>(p * sorted_ns.size()));
   return static_cast<double>(sorted_ns[i]) / 1e6;  // ms
+}
+
+double MeanMs(const std::vector<int64_t>& ns) {
+  if (ns.empty()) return 0;
+  return static_cast<double>(std::accumulate(ns.begin(), ns.end(), int64_t{0})) /
+         static_cast<double>(ns.size()) / 1e6;
+}
+
+int64_t Ns(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+// p50 / p99 / max (ms) of `ns`, keys prefixed with `name`.
+nlohmann::json Summary(const std::string& name, std::vector<int64_t> ns) {
+  std::sort(ns.begin(), ns.end());
+  return {{name + "_count", ns.size()},
+          {name + "_p50_ms", Percentile(ns, 0.50)},
+          {name + "_p99_ms", Percentile(ns, 0.99)},
+          {name + "_max_ms", ns.empty() ? 0 : static_cast<double>(ns.back()) / 1e6}};
+}
+
+// Prints a phase line. With --pause, then waits for a line on stdin (the
+// driver measures meanwhile); without it, sleeps --seconds when `hold`.
+void Phase(const nlohmann::json& line, bool hold) {
+  std::cout << line.dump() << std::endl;
+  if (absl::GetFlag(FLAGS_pause)) {
+    std::string reply;
+    std::getline(std::cin, reply);
+  } else if (hold) {
+    absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_seconds)));
+  }
+}
+
+// backlog_drain: --jobs are enqueued first, then --backlog behind them, all
+// due now; workers then claim and ack the first --jobs (they come first in
+// the ready set) while the backlog stays pending in the same sets.
+nlohmann::json BacklogDrain() {
+  const int64_t jobs = absl::GetFlag(FLAGS_jobs);
+  const int64_t backlog = absl::GetFlag(FLAGS_backlog);
+  auto load_start = Clock::now();
+  int64_t failed = Produce(jobs, true) + Produce(backlog, true);
+  double load_s = Seconds(Clock::now() - load_start);
+  Phase({{"phase", "loaded"}, {"pending", jobs + backlog}, {"load_seconds", load_s}}, false);
+  Sink sink;
+  sink.SetTarget(jobs);
+  auto start = Clock::now();
+  WorkerPool pool(&sink, false);
+  double s = Seconds(sink.WaitDone(absl::Minutes(5)) - start);
+  nlohmann::json out{{"jobs", jobs}, {"backlog", backlog}, {"failed", failed},
+                     {"acked", sink.acked()}, {"load_seconds", load_s},
+                     {"load_jobs_per_s", (jobs + backlog) / load_s}, {"seconds", s},
+                     {"jobs_per_s", jobs / s}};
+  if (sink.acked() < jobs) out["error"] = "not all jobs acked within 5 minutes";
+  return out;
+}
+
+// due_burst: with workers idle, --jobs are enqueued with one run_at, --due_in_ms
+// after the enqueue starts. Measures from that due moment to each handler
+// start and to the last ack, and probes GetJob every --probe_interval_ms from
+// the end of the enqueue to the last ack.
+nlohmann::json DueBurst() {
+  const int64_t jobs = absl::GetFlag(FLAGS_jobs);
+  const int64_t due_in_ms = absl::GetFlag(FLAGS_due_in_ms) > 0 ? absl::GetFlag(FLAGS_due_in_ms)
+                                                               : 1000 + jobs / 20;
+  const std::string queue = absl::GetFlag(FLAGS_queue);
+  const ClientOptions client_options{absl::GetFlag(FLAGS_addr)};
+  Sink sink;
+  sink.SetTarget(jobs);
+  WorkerPool pool(&sink, true);
+  // The probe reads a job of the same queue that is due in an hour.
+  Client client(client_options);
+  EnqueueOptions later;
+  later.delay_ms = 3600 * 1000;
+  absl::StatusOr<jobwire::client::Enqueued> probe_job =
+      client.Enqueue(queue, "noop", Payload(-1, 0), later);
+  if (!probe_job.ok()) return {{"error", probe_job.status().ToString()}};
+  absl::SleepFor(absl::Milliseconds(300));  // streams open
+
+  // Handler lateness is measured against `due` (the payloads carry it).
+  EnqueueOptions at;
+  at.run_at_ms = absl::ToUnixMillis(absl::Now()) + due_in_ms;
+  const Clock::time_point due = Clock::now() + std::chrono::milliseconds(due_in_ms);
+  auto enqueue_start = Clock::now();
+  int64_t failed = Produce(jobs, true, at, Ns(due.time_since_epoch()));
+  auto enqueued = Clock::now();
+
+  std::atomic<bool> stop{false};
+  std::vector<int64_t> before_due, burst;  // probe round trips, ns
+  int64_t probe_errors = 0;
+  std::thread prober([&] {
+    Client probe_client(client_options);
+    const auto interval = std::chrono::milliseconds(absl::GetFlag(FLAGS_probe_interval_ms));
+    for (auto next = Clock::now(); !stop.load(); next = std::max(next + interval, Clock::now())) {
+      std::this_thread::sleep_until(next);
+      auto t0 = Clock::now();
+      bool ok = probe_client.GetJob(queue, probe_job->job_id).ok();
+      int64_t rtt = Ns(Clock::now() - t0);
+      if (!ok) ++probe_errors;
+      (t0 < due ? before_due : burst).push_back(rtt);
+    }
+  });
+  Clock::time_point done = sink.WaitDone(absl::Minutes(5));
+  stop = true;
+  prober.join();
+
+  std::vector<int64_t> lateness = sink.Latencies();
+  std::sort(lateness.begin(), lateness.end());
+  double s = Seconds(done - due);
+  nlohmann::json out{{"jobs", jobs}, {"failed", failed}, {"acked", sink.acked()},
+                     {"due_in_ms", due_in_ms},
+                     {"enqueue_seconds", Seconds(enqueued - enqueue_start)},
+                     {"seconds", s}, {"jobs_per_s", jobs / s},
+                     {"first_start_ms", lateness.empty() ? 0 : lateness.front() / 1e6},
+                     {"start_p50_ms", Percentile(lateness, 0.50)},
+                     {"start_p99_ms", Percentile(lateness, 0.99)},
+                     {"probe_interval_ms", absl::GetFlag(FLAGS_probe_interval_ms)},
+                     {"probe_errors", probe_errors}};
+  out.update(Summary("probe_idle", before_due));
+  out.update(Summary("probe_burst", burst));
+  if (enqueued > due) {
+    out["error"] = absl::StrCat("the enqueue took ", Seconds(enqueued - enqueue_start),
+                                " s, past the due moment: raise --due_in_ms");
+  } else if (sink.acked() < jobs) {
+    out["error"] = "not all jobs acked within 5 minutes";
+  }
+  return out;
+}
+
+// idle_streams: --streams Claim streams (max_in_flight 1, nothing to claim)
+// over --channels connections, on the generated async stub. Each channel
+// gets a local subchannel pool, so that gRPC gives it a connection of its own
+// instead of sharing one among equal channels.
+nlohmann::json IdleStreams() {
+  const int streams = absl::GetFlag(FLAGS_streams);
+  const int channels = std::max(1, absl::GetFlag(FLAGS_channels));
+  std::vector<std::unique_ptr<jobwire::v1::Broker::Stub>> stubs;
+  for (int c = 0; c < channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_addr),
+                                             grpc::InsecureChannelCredentials(), args);
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
+      return {{"error", "cannot connect"}};
+    }
+    stubs.push_back(jobwire::v1::Broker::NewStub(channel));
+  }
+  Phase({{"phase", "connected"}, {"channels", channels}}, false);
+
+  // Tags: 2 * i + 2 when stream i has started, 2 * i + 3 when it has ended.
+  grpc::CompletionQueue cq;
+  absl::Mutex mu;
+  int started = 0, start_failed = 0, ended = 0;
+  nlohmann::json ended_by_code = nlohmann::json::object();
+  struct Stream {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientAsyncReaderInterface<jobwire::v1::ClaimedJob>> reader;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Stream>> open;
+  std::thread poller([&] {
+    void* tag;
+    bool ok;
+    while (cq.Next(&tag, &ok)) {
+      intptr_t t = reinterpret_cast<intptr_t>(tag) - 2;
+      absl::MutexLock lock(&mu);
+      if (t % 2 == 0) {
+        ++(ok ? started : start_failed);
+      } else {
+        ++ended;
+        std::string code = std::to_string(open[t / 2]->status.error_code());
+        ended_by_code[code] = ended_by_code.value(code, 0) + 1;
+      }
+    }
+  });
+  jobwire::v1::ClaimRequest request;
+  request.add_queues(absl::GetFlag(FLAGS_queue));
+  request.set_max_in_flight(1);
+  request.set_worker_id("bench-idle");
+  auto start = Clock::now();
+  for (int i = 0; i < streams; ++i) {
+    auto stream = std::make_unique<Stream>();
+    stream->reader = stubs[i % channels]->PrepareAsyncClaim(&stream->context, request, &cq);
+    Stream* raw = stream.get();
+    {
+      absl::MutexLock lock(&mu);  // the poller reads `open`
+      open.push_back(std::move(stream));
+    }
+    raw->reader->StartCall(reinterpret_cast<void*>(static_cast<intptr_t>(2 * i + 2)));
+    raw->reader->Finish(&raw->status, reinterpret_cast<void*>(static_cast<intptr_t>(2 * i + 3)));
+  }
+  auto all_started = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return started + start_failed == streams;
+  };
+  nlohmann::json out{{"streams", streams}, {"channels", channels}};
+  {
+    absl::MutexLock lock(&mu);
+    mu.AwaitWithTimeout(absl::Condition(&all_started), absl::Minutes(2));
+    out.update({{"started", started}, {"open_seconds", Seconds(Clock::now() - start)}});
+  }
+  Phase({{"phase", "open"}, {"started", out["started"]}}, true);
+  {
+    absl::MutexLock lock(&mu);
+    out.update({{"start_failed", start_failed}, {"ended_while_open", ended},
+                {"ended_while_open_by_code", ended_by_code}});
+  }
+  for (auto& stream : open) stream->context.TryCancel();
+  auto all_ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return ended == streams; };
+  {
+    absl::MutexLock lock(&mu);
+    mu.AwaitWithTimeout(absl::Condition(&all_ended), absl::Minutes(1));
+  }
+  cq.Shutdown();
+  poller.join();
+  if (out["ended_while_open"] != 0 || out["started"] != streams) {
+    out["error"] = "not every stream stayed open";
+  }
+  return out;
+}
+
+// idle_workers: --workers Workers of --concurrency; one job warms them up (and
+// registers the queue), then they sit idle.
+nlohmann::json IdleWorkers() {
+  Sink sink;
+  sink.SetTarget(1);
+  WorkerPool pool(&sink, false);
+  Client client(ClientOptions{absl::GetFlag(FLAGS_addr)});
+  bool ok = client.Enqueue(absl::GetFlag(FLAGS_queue), "noop", Payload(0, NowNs())).ok();
+  sink.WaitDone(absl::Seconds(30));
+  nlohmann::json out{{"workers", absl::GetFlag(FLAGS_workers)},
+                     {"concurrency", absl::GetFlag(FLAGS_concurrency)},
+                     {"warmup_acked", sink.acked()}};
+  if (!ok || sink.acked() != 1) {
+    out["error"] = "the warm-up job was not acked";
+    return out;
+  }
+  Phase({{"phase", "idle"}}, true);
+  return out;
 }
 
 nlohmann::json Run(const std::string& scenario) {
@@ -233,9 +503,18 @@ nlohmann::json Run(const std::string& scenario) {
     std::vector<int64_t> lat = sink.Latencies();
     std::sort(lat.begin(), lat.end());
     out.update({{"offered_per_s", rate}, {"jobs", total}, {"failed", failed},
-                {"acked", sink.acked()}, {"p50_ms", Percentile(lat, 0.50)},
+                {"acked", sink.acked()}, {"mean_ms", MeanMs(lat)},
+                {"p50_ms", Percentile(lat, 0.50)},
                 {"p99_ms", Percentile(lat, 0.99)}, {"p999_ms", Percentile(lat, 0.999)},
                 {"max_ms", lat.empty() ? 0 : static_cast<double>(lat.back()) / 1e6}});
+  } else if (scenario == "backlog_drain") {
+    out.update(BacklogDrain());
+  } else if (scenario == "due_burst") {
+    out.update(DueBurst());
+  } else if (scenario == "idle_streams") {
+    out.update(IdleStreams());
+  } else if (scenario == "idle_workers") {
+    out.update(IdleWorkers());
   } else {
     out["error"] = "unknown scenario";
   }

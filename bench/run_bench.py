@@ -6,7 +6,8 @@ bench/jobwire_bench (the C++ load generator) --runs times, and measures around
 every run, from Redis' INFO: commands per job (commandstats delta) and Redis
 CPU seconds per 1,000 jobs (used_cpu_sys + used_cpu_user delta); plus the
 broker's peak RSS. Writes a markdown report with the median of the runs and
-their range, the machine and the command line.
+their range, the machine and the command line. Then the scale checks
+(bench/scale_checks.py; --no-scale skips them) and, with --peers, the peers.
 
   .venv/bin/python bench/run_bench.py --out docs/performance.md
 """
@@ -16,92 +17,17 @@ import json
 import os
 import platform
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+import scale_checks
+from bench_stack import Stack, redis_info, rss_mib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port, proc, what, timeout=15.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited early ({proc.returncode})")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} not listening on {port}")
-
-
-def redis_info(port):
-    """INFO as a dict; commandstats as {cmd: calls}."""
-    out = subprocess.run(["redis-cli", "-p", str(port), "INFO", "all"], capture_output=True,
-                         text=True, check=True).stdout
-    info, calls = {}, {}
-    for line in out.splitlines():
-        if ":" not in line or line.startswith("#"):
-            continue
-        key, value = line.split(":", 1)
-        if key.startswith("cmdstat_"):
-            fields = dict(f.split("=") for f in value.split(","))
-            calls[key[len("cmdstat_"):]] = int(fields["calls"])
-        else:
-            info[key] = value
-    return info, calls
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):  # peak resident set
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-class Stack:
-    """redis-server + broker (none when `broker` is empty), fresh for each
-    run so that every run starts empty."""
-
-    def __init__(self, broker, workdir):
-        self.redis_port = free_port()
-        self.redis = subprocess.Popen(
-            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", workdir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_listening(self.redis_port, self.redis, "redis-server")
-        self.broker = None
-        if not broker:
-            return
-        self.port = free_port()
-        self.broker = subprocess.Popen(
-            [broker, f"--listen=127.0.0.1:{self.port}",
-             f"--redis_url=redis://127.0.0.1:{self.redis_port}", "--log_level=warning",
-             "--metrics_listen="],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_listening(self.port, self.broker, "broker")
-
-    def close(self):
-        for proc in (self.broker, self.redis):
-            if proc is None:
-                continue
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def measured(broker, make_cmd, timeout=600):
@@ -256,6 +182,7 @@ def main():
                              "open-loop latency runs (0: none)")
     parser.add_argument("--peer-seconds", type=float, default=5,
                         help="with --peers: how long each latency run offers load")
+    scale_checks.add_arguments(parser)
     parser.add_argument("--out", default="", help="markdown report (default: stdout only)")
     parser.add_argument("--chart", default="",
                         help="PNG chart (default: performance.png next to --out; none without "
@@ -317,6 +244,10 @@ def main():
     ] + [f"| {' | '.join(row)} |" for row in latency_rows] + [""]
 
     status = 0
+    if args.scale:
+        results, errors = scale_checks.run(args)
+        lines += scale_checks.report(args, results, errors)
+        status = 1 if errors else 0
     if args.peers:
         base = throughput["e2e"]
         rate = args.peer_rate

@@ -1,0 +1,290 @@
+"""The benchmark's scale checks (bench/README.md, "Scale checks"): each runs
+once against a fresh redis-server and broker, through one scenario of
+jobwire_bench, and is compared with its target. run_bench.py runs them and
+puts the table into its report, unless --no-scale.
+
+jobwire_bench runs with --pause: at each phase line it prints ({"phase": ...})
+it waits for a line on stdin while this driver measures the broker and Redis.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from bench_stack import Stack, cpu_seconds, metric, redis_info, rss_mib
+
+SMALL_BACKLOG = 1000  # the claim rate with this many pending is the reference
+
+
+def add_arguments(parser):
+    parser.add_argument("--scale", action=argparse.BooleanOptionalAction, default=True,
+                        help="run the scale checks (--no-scale: skip them)")
+    parser.add_argument("--scale-backlog", type=int, default=1_000_000,
+                        help="claim rate: jobs pending behind the --jobs drained, compared with "
+                             f"{SMALL_BACKLOG:,} pending; Redis memory per job is read after "
+                             "loading them")
+    parser.add_argument("--scale-due-jobs", type=int, default=100_000,
+                        help="scheduled jobs that all become due at one moment")
+    parser.add_argument("--scale-streams", type=int, default=10_000,
+                        help="idle Claim streams held open for the broker's RSS")
+    parser.add_argument("--scale-idle-workers", type=int, default=100,
+                        help="idle workers for Redis commands/s and broker CPU")
+    parser.add_argument("--scale-idle-seconds", type=float, default=10,
+                        help="how long the idle window is measured")
+    parser.add_argument("--scale-pickup-rate", type=float, default=20,
+                        help="idle pickup: jobs/s offered, one at a time, to idle workers")
+    parser.add_argument("--scale-pickup-seconds", type=float, default=5,
+                        help="idle pickup: how long they are offered")
+
+
+def staged(args, scenario, extra, on_phase=None, broker_args=(), metrics=False, timeout=900):
+    """Runs jobwire_bench --scenario=`scenario` --pause against a fresh stack.
+    `on_phase(stack, line)` is called with {"phase": "start"} before the
+    program starts and with each phase line it prints; what it returns is
+    kept by phase name. Returns (the program's final JSON line, that dict)."""
+    with tempfile.TemporaryDirectory(prefix="jobwire-bench-") as workdir:
+        stack = Stack(args.broker, workdir, broker_args, metrics)
+        seen, result = {}, None
+        try:
+            seen["start"] = on_phase(stack, {"phase": "start"}) if on_phase else {}
+            cmd = [args.load, f"--addr=127.0.0.1:{stack.port}", f"--scenario={scenario}",
+                   "--pause"] + extra
+            with open(os.path.join(workdir, "stderr"), "w+") as err:
+                proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=err, text=True)
+                watchdog = threading.Timer(timeout, proc.kill)
+                watchdog.start()
+                try:
+                    for line in proc.stdout:
+                        line = json.loads(line)
+                        if "phase" not in line:
+                            result = line
+                            continue
+                        seen[line["phase"]] = on_phase(stack, line) if on_phase else {}
+                        proc.stdin.write("\n")
+                        proc.stdin.flush()
+                    proc.wait()
+                finally:
+                    watchdog.cancel()
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                if proc.returncode != 0 or result is None:
+                    err.seek(0)
+                    raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): "
+                                       f"{json.dumps(result)} {err.read()[-2000:]}")
+            return result, seen
+        finally:
+            stack.close()
+
+
+def claim_rate(args, backlog):
+    """Drain rate of --jobs with `backlog` more pending, and Redis' used_memory
+    before and after loading them all."""
+    def on_phase(stack, line):
+        info, _ = redis_info(stack.redis_port)
+        return {"used_memory": int(info["used_memory"])}
+
+    result, seen = staged(args, "backlog_drain",
+                          [f"--jobs={args.jobs}", f"--backlog={backlog}"], on_phase)
+    pending = args.jobs + backlog
+    result["pending"] = pending
+    result["memory_delta"] = seen["loaded"]["used_memory"] - seen["start"]["used_memory"]
+    result["bytes_per_job"] = result["memory_delta"] / pending
+    return result
+
+
+def due_burst(args):
+    result, _ = staged(args, "due_burst", [f"--jobs={args.scale_due_jobs}"])
+    return result
+
+
+def idle_streams(args):
+    """The broker's RSS before and with --scale-streams idle Claim streams, the
+    stream limits raised above them."""
+    streams = args.scale_streams
+
+    def on_phase(stack, line):
+        out = {}
+        if line["phase"] == "open":  # wait until the broker has admitted them all
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                out["gauge"] = metric(stack.metrics_port, "jobwire_claim_streams_open")
+                if out["gauge"] is not None and out["gauge"] >= streams:
+                    break
+                time.sleep(0.2)
+            time.sleep(1)
+        out["rss_mib"] = rss_mib(stack.broker.pid, "VmRSS")
+        return out
+
+    limits = [f"--max_claim_streams={min(1_000_000, max(10_000, 2 * streams))}",
+              f"--max_claim_streams_per_peer={min(1_000_000, max(1_000, streams))}"]
+    result, seen = staged(args, "idle_streams", [f"--streams={streams}"], on_phase,
+                          broker_args=limits, metrics=True)
+    result.update(rss_start_mib=seen["start"]["rss_mib"],
+                  rss_before_mib=seen["connected"]["rss_mib"],
+                  rss_open_mib=seen["open"]["rss_mib"], broker_gauge=seen["open"]["gauge"],
+                  broker_args=limits)
+    return result
+
+
+def idle_workers(args):
+    """Redis commands/s and the broker's (and Redis') CPU while the broker and
+    --scale-idle-workers warmed-up workers sit idle."""
+    def on_phase(stack, line):
+        if line["phase"] != "idle":
+            return {}
+        time.sleep(1)  # every worker's stream is open
+        info0, calls0 = redis_info(stack.redis_port)
+        cpu0, t0 = cpu_seconds(stack.broker.pid), time.monotonic()
+        time.sleep(args.scale_idle_seconds)
+        info1, calls1 = redis_info(stack.redis_port)
+        cpu1, t1 = cpu_seconds(stack.broker.pid), time.monotonic()
+        seconds = t1 - t0
+        by_command = {k: v - calls0.get(k, 0) for k, v in calls1.items()}
+        by_command["info"] = by_command.get("info", 0) - 1  # the first INFO
+        by_command = {k: v for k, v in by_command.items() if v > 0}
+        redis_cpu = sum(float(info1[k]) - float(info0[k])
+                        for k in ("used_cpu_sys", "used_cpu_user"))
+        return {"seconds": seconds, "commands": sum(by_command.values()),
+                "commands_per_s": sum(by_command.values()) / seconds,
+                "by_command": dict(sorted(by_command.items(), key=lambda kv: -kv[1])),
+                "broker_cpu_percent": (cpu1 - cpu0) / seconds * 100,
+                "redis_cpu_percent": redis_cpu / seconds * 100}
+
+    result, seen = staged(args, "idle_workers",
+                          [f"--workers={args.scale_idle_workers}", "--concurrency=1"], on_phase)
+    result.update(seen["idle"])
+    return result
+
+
+def idle_pickup(args):
+    result, _ = staged(args, "latency", [f"--rate={args.scale_pickup_rate:g}",
+                                         f"--seconds={args.scale_pickup_seconds:g}"])
+    return result
+
+
+CHECKS = [
+    ("claim_small", lambda args: claim_rate(args, SMALL_BACKLOG)),
+    ("claim_large", lambda args: claim_rate(args, args.scale_backlog)),
+    ("due_burst", due_burst),
+    ("idle_streams", idle_streams),
+    ("idle_workers", idle_workers),
+    ("idle_pickup", idle_pickup),
+]
+
+
+def run(args):
+    """Runs every check; returns ({name: result or None}, {name: error})."""
+    results, errors = {}, {}
+    for name, check in CHECKS:
+        try:
+            results[name] = check(args)
+            print(json.dumps({"scale_check": name, "result": results[name]}), flush=True)
+        except (RuntimeError, ValueError, OSError) as exc:
+            results[name] = None
+            errors[name] = str(exc)
+            print(f"scale check {name}: failed: {exc}", file=sys.stderr, flush=True)
+    return results, errors
+
+
+def yes_no(ok):
+    return "yes" if ok else "**no**"
+
+
+def report(args, results, errors):
+    """The report's "Scale checks" section, as markdown lines."""
+    rows, notes = [], []
+
+    def failed(*names):
+        bad = [n for n in names if results.get(n) is None]
+        for n in bad:
+            notes.append(f"- `{n}` failed: {errors.get(n, '')[:300]}")
+        return bad
+
+    small, large = results.get("claim_small"), results.get("claim_large")
+    if not failed("claim_small", "claim_large"):
+        ratio = large["jobs_per_s"] / small["jobs_per_s"]
+        rows.append((f"Claim + ack rate, {args.scale_backlog:,} jobs pending vs "
+                     f"{SMALL_BACKLOG:,}", "does not drop (ratio ≥ 0.90, one run each)",
+                     f"{large['jobs_per_s']:,.0f} vs {small['jobs_per_s']:,.0f} jobs/s "
+                     f"(ratio {ratio:.2f})", yes_no(ratio >= 0.9)))
+        rows.append(("Redis memory per pending job (~64-byte JSON payload)", "< 300 bytes",
+                     f"{large['bytes_per_job']:,.0f} bytes (used_memory "
+                     f"+{large['memory_delta'] / 2**20:,.1f} MiB for {large['pending']:,} jobs)",
+                     yes_no(large["bytes_per_job"] < 300)))
+        notes.append(
+            f"- Claim rate: {args.jobs:,} jobs enqueued first, then the backlog behind them "
+            f"(EnqueueBatch of 100 from 4 threads; {large['load_jobs_per_s']:,.0f} jobs/s, "
+            f"{large['load_seconds']:.1f} s for {large['pending']:,}); then 2 Workers x 64 claim "
+            f"and ack the first {args.jobs:,} while the backlog stays pending. With "
+            f"{SMALL_BACKLOG:,} pending Redis held {small['bytes_per_job']:,.0f} bytes per job.")
+    burst = results.get("due_burst")
+    if not failed("due_burst"):
+        rows.append((f"{burst['jobs']:,} scheduled jobs due at once",
+                     "drains; the broker stays responsive",
+                     f"due → last ack {burst['seconds']:.2f} s ({burst['jobs_per_s']:,.0f} "
+                     f"jobs/s); GetJob probe p99 {burst['probe_burst_p99_ms']:.1f} ms "
+                     f"(idle: {burst['probe_idle_p99_ms']:.1f} ms)",
+                     yes_no(burst["probe_errors"] == 0 and burst["acked"] >= burst["jobs"])))
+        notes.append(
+            f"- Due burst: 2 idle Workers x 64; {burst['jobs']:,} jobs enqueued in "
+            f"{burst['enqueue_seconds']:.1f} s with one run_at {burst['due_in_ms']:,} ms after "
+            f"the enqueue began. First handler {burst['first_start_ms']:.1f} ms after the due "
+            f"moment, handler start p50 {burst['start_p50_ms']:,.0f} ms / p99 "
+            f"{burst['start_p99_ms']:,.0f} ms after it. GetJob of another job of the queue "
+            f"every {burst['probe_interval_ms']} ms: during the burst "
+            f"{burst['probe_burst_count']:,} probes, p50 {burst['probe_burst_p50_ms']:.1f} / "
+            f"p99 {burst['probe_burst_p99_ms']:.1f} / max {burst['probe_burst_max_ms']:.1f} ms; "
+            f"before it (idle) p50 {burst['probe_idle_p50_ms']:.1f} / p99 "
+            f"{burst['probe_idle_p99_ms']:.1f} ms; {burst['probe_errors']} errors.")
+    streams = results.get("idle_streams")
+    if not failed("idle_streams"):
+        per = (streams["rss_open_mib"] - streams["rss_before_mib"]) * 1024 / streams["streams"]
+        rows.append((f"Broker RSS with {streams['streams']:,} open Claim streams", "< 100 MiB",
+                     f"{streams['rss_open_mib']:,.1f} MiB (before: "
+                     f"{streams['rss_before_mib']:,.1f} MiB; {per:,.1f} KiB per stream)",
+                     yes_no(streams["rss_open_mib"] < 100)))
+        notes.append(
+            f"- Claim streams: raw Claim calls (max_in_flight 1, nothing to claim) over "
+            f"{streams['channels']} client connections, opened in "
+            f"{streams['open_seconds']:.1f} s; the broker's jobwire_claim_streams_open gauge "
+            f"read {streams['broker_gauge']:,.0f}; broker run with "
+            f"{' '.join('`' + a + '`' for a in streams['broker_args'])}. VmRSS of the broker: "
+            f"{streams['rss_start_mib']:,.1f} MiB fresh, {streams['rss_before_mib']:,.1f} MiB "
+            f"with the connections open, {streams['rss_open_mib']:,.1f} MiB with the streams.")
+    idle = results.get("idle_workers")
+    if not failed("idle_workers"):
+        rows.append((f"Redis commands while idle ({idle['workers']} idle workers, one queue)",
+                     "< 5/s per queue", f"{idle['commands_per_s']:.1f}/s",
+                     yes_no(idle["commands_per_s"] < 5)))
+        rows.append(("Broker CPU, same window", "< 1%",
+                     f"{idle['broker_cpu_percent']:.2f}%", yes_no(idle["broker_cpu_percent"] < 1)))
+        top = ", ".join(f"{k} {v}" for k, v in idle["by_command"].items())
+        notes.append(
+            f"- Idle: {idle['workers']} Workers (concurrency 1), warmed up with one job; "
+            f"{idle['commands']} Redis commands in {idle['seconds']:.1f} s ({top}; commandstats "
+            f"counts the commands scripts run); Redis CPU {idle['redis_cpu_percent']:.2f}%.")
+    pickup = results.get("idle_pickup")
+    if not failed("idle_pickup"):
+        rows.append((f"Idle pickup, {pickup['offered_per_s']:g} jobs/s",
+                     "mean < 1 ms enqueue to handler",
+                     f"mean {pickup['mean_ms']:.2f} ms, p50 {pickup['p50_ms']:.2f} ms, "
+                     f"p99 {pickup['p99_ms']:.2f} ms", yes_no(pickup["mean_ms"] < 1)))
+        notes.append(
+            f"- Idle pickup: the `latency` scenario, 2 idle Workers x 64, one Enqueue at a "
+            f"time for {args.scale_pickup_seconds:g} s ({pickup['jobs']} jobs), open loop.")
+    return [
+        "## Scale checks",
+        "",
+        "Each check ran once, against a fresh redis-server and broker on loopback; the "
+        "targets are the performance issue's. What each does: bench/README.md.",
+        "",
+        "| check | target | measured | meets target |",
+        "|---|---|---|---|",
+    ] + [f"| {' | '.join(row)} |" for row in rows] + [""] + notes + [""]
