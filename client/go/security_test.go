@@ -35,30 +35,11 @@ const (
 	unknownToken  = "go-unknown-token-77ab30e9c2d4f" // in no tokens file
 )
 
-// pkiScript makes ca.pem, server.{pem,key} (SAN IP:127.0.0.1, DNS:localhost),
-// client.{pem,key} signed by the CA, and other-client.{pem,key} signed by
-// another CA. EC keys keep it fast.
-const pkiScript = `set -e
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-ca() {
-  key "$1.key"
-  openssl req -x509 -new -key "$1.key" -out "$1.pem" -days 1 -subj "/CN=$2" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-}
-leaf() {  # stem ca cn extensions
-  key "$1.key"
-  openssl req -new -key "$1.key" -out "$1.csr" -subj "/CN=$3"
-  printf '%s\n' "$4" > "$1.ext"
-  openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial \
-    -out "$1.pem" -days 1 -extfile "$1.ext" 2>/dev/null
-}
-ca ca "jobwire go test CA"
-ca other-ca "another go test CA"
-leaf server ca localhost "subjectAltName=IP:127.0.0.1,DNS:localhost
-extendedKeyUsage=serverAuth"
-leaf client ca go-test-client "extendedKeyUsage=clientAuth"
-leaf other-client other-ca other-client "extendedKeyUsage=clientAuth"
-`
+// pkiScript, shared by every language's TLS tests, makes ca.pem,
+// server.{pem,key} (SAN IP:127.0.0.1, DNS:localhost), client.{pem,key} (the
+// same CA), other-ca.pem and other-client.{pem,key} in the directory it is
+// given.
+const pkiScript = "../../tests/make_test_pki.sh"
 
 // testPKI is a directory of PEM files made by pkiScript.
 type testPKI struct{ dir string }
@@ -88,8 +69,7 @@ func getPKI(t *testing.T) *testPKI {
 		if pkiErr = os.MkdirAll(dir, 0o700); pkiErr != nil {
 			return
 		}
-		cmd := exec.Command("sh", "-c", pkiScript)
-		cmd.Dir = dir
+		cmd := exec.Command("sh", pkiScript, dir)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pkiErr = fmt.Errorf("openssl: %v\n%s", err, out)
 			return

@@ -133,30 +133,10 @@ export function uniqueQueue(prefix = 'q') {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${++seq}`;
 }
 
-// The openssl script of tests/test_pki.cc: a CA, a server certificate for
-// 127.0.0.1 / localhost, a client certificate of that CA, and a client
-// certificate of another CA. EC keys keep it fast.
-const PKI_SCRIPT = `set -e
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-ca() {
-  key "$1.key"
-  openssl req -x509 -new -key "$1.key" -out "$1.pem" -days 1 -subj "/CN=$2" \\
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-}
-leaf() {  # stem ca cn extensions
-  key "$1.key"
-  openssl req -new -key "$1.key" -out "$1.csr" -subj "/CN=$3"
-  printf '%s\\n' "$4" > "$1.ext"
-  openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial \\
-    -out "$1.pem" -days 1 -extfile "$1.ext" 2>/dev/null
-}
-ca ca "jobwire test CA"
-ca other-ca "another test CA"
-leaf server ca localhost "subjectAltName=IP:127.0.0.1,DNS:localhost
-extendedKeyUsage=serverAuth"
-leaf client ca test-client "extendedKeyUsage=clientAuth"
-leaf other-client other-ca other-client "extendedKeyUsage=clientAuth"
-`;
+// The PKI script every language's TLS tests share: a CA, a server
+// certificate for 127.0.0.1 / localhost, a client certificate of that CA, and
+// a client certificate of another CA.
+const PKI_SCRIPT = path.join(REPO_ROOT, 'tests', 'make_test_pki.sh');
 
 /**
  * A throwaway PKI in a temp dir (openssl CLI). Returns { dir, path(name),
@@ -165,9 +145,8 @@ leaf other-client other-ca other-client "extendedKeyUsage=clientAuth"
  */
 export function makePki() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jobwire-node-pki-'));
-  fs.writeFileSync(path.join(dir, 'make.sh'), PKI_SCRIPT);
   try {
-    execFileSync('sh', ['make.sh'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync('sh', [PKI_SCRIPT, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     fs.rmSync(dir, { recursive: true, force: true });
     throw new Error(`openssl failed: ${e.stderr?.toString() ?? e.message}`);

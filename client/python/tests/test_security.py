@@ -25,27 +25,8 @@ WORKER_TOKEN = "worker-" + uuid.uuid4().hex       # "billing-worker": claim bill
 OPS_TOKEN = "ops-" + uuid.uuid4().hex             # "ops": enqueue + claim everything
 ALL_TOKENS = (PRODUCER_TOKEN, WORKER_TOKEN, OPS_TOKEN)
 
-PKI_SCRIPT = r"""set -e
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-ca() {
-  key "$1.key"
-  openssl req -x509 -new -key "$1.key" -out "$1.pem" -days 1 -subj "/CN=$2" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-}
-leaf() {  # stem ca cn extensions
-  key "$1.key"
-  openssl req -new -key "$1.key" -out "$1.csr" -subj "/CN=$3"
-  printf '%s\n' "$4" > "$1.ext"
-  openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial \
-    -out "$1.pem" -days 1 -extfile "$1.ext" 2>/dev/null
-}
-ca ca "jobwire test CA"
-ca other-ca "another test CA"
-leaf server ca localhost "subjectAltName=IP:127.0.0.1,DNS:localhost
-extendedKeyUsage=serverAuth"
-leaf client ca test-client "extendedKeyUsage=clientAuth"
-leaf other-client other-ca other-client "extendedKeyUsage=clientAuth"
-"""
+# The PKI script every language's TLS tests share.
+PKI_SCRIPT = Path(__file__).resolve().parents[3] / "tests" / "make_test_pki.sh"
 
 
 def sha256(token: str) -> str:
@@ -57,8 +38,8 @@ def pki(tmp_path_factory) -> Path:
     if not shutil.which("openssl"):
         pytest.fail("openssl not found on PATH")
     d = tmp_path_factory.mktemp("pki")
-    (d / "make.sh").write_text(PKI_SCRIPT)
-    r = subprocess.run(["sh", "make.sh"], cwd=d, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(["sh", str(PKI_SCRIPT), str(d)], capture_output=True, text=True,
+                       timeout=60)
     assert r.returncode == 0, "openssl failed:\n%s%s" % (r.stdout, r.stderr)
     return d
 
