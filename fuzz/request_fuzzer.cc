@@ -199,7 +199,7 @@ void RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
       v1::AckRequest r;
       if (!Parse(data, size, &r) || !service::ValidateAck(r, kLimits).ok()) return;
       ResolveToken(r);
-      Run<bool>([&](auto cb) { life.Ack(r, std::move(cb)); });
+      Run<std::vector<absl::Status>>([&](auto cb) { life.Ack(r.queue(), {&r}, std::move(cb)); });
       return;
     }
     case RequestKind::kFail: {

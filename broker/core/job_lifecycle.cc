@@ -42,16 +42,24 @@ void JobLifecycle::OnRedisReconnected() {
   registered_.clear();
 }
 
-void JobLifecycle::Ack(const v1::AckRequest& request, store::Callback<bool> done) {
-  store_->Ack(request, [this, queue = request.queue(), id = request.job_id(),
-                        token = request.lease_token(),
-                        done = std::move(done)](absl::StatusOr<bool> result) {
-    if (result.ok()) {
-      metrics_->JobAcked(queue);
-      dispatcher_->OnJobSettled(queue, id, token, /*acked=*/true);
-    }
-    done(std::move(result));
-  });
+void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
+                       store::Callback<std::vector<absl::Status>> done) {
+  std::vector<std::pair<std::string, std::string>> refs;  // (job id, lease token)
+  refs.reserve(acks.size());
+  for (const v1::AckRequest* ack : acks) refs.emplace_back(ack->job_id(), ack->lease_token());
+  store_->Ack(queue, acks,
+              [this, queue, refs = std::move(refs),
+               done = std::move(done)](absl::StatusOr<std::vector<absl::Status>> result) {
+                if (result.ok()) {
+                  for (size_t i = 0; i < refs.size(); ++i) {
+                    if (!(*result)[i].ok()) continue;
+                    metrics_->JobAcked(queue);
+                    dispatcher_->OnJobSettled(queue, refs[i].first, refs[i].second,
+                                              /*acked=*/true);
+                  }
+                }
+                done(std::move(result));
+              });
 }
 
 void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::FailOutcome> done) {

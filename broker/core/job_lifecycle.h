@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
@@ -34,7 +35,10 @@ class JobLifecycle {
   // fields take the broker defaults. Records the queue in the registry the
   // first time this process (or this Redis connection) sees it.
   void Enqueue(v1::EnqueueRequest request, store::Callback<store::EnqueueOutcome> done);
-  void Ack(const v1::AckRequest& request, store::Callback<bool> done);
+  // Completes `acks`, all of `queue`, with one script call; one status per
+  // ack (see JobStore::Ack). Each completed job frees its Claim stream slot.
+  void Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
+           store::Callback<std::vector<absl::Status>> done);
   void Fail(const v1::FailRequest& request, store::Callback<store::FailOutcome> done);
   // lease_ms 0 takes the default lease.
   void ExtendLease(const v1::ExtendLeaseRequest& request, store::Callback<int64_t> done);

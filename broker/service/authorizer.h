@@ -37,7 +37,7 @@ namespace jobwire::service {
 
 enum class Permission {
   kEnqueue,  // Enqueue, EnqueueBatch, GetJob, Cancel
-  kClaim,    // Claim, Ack, Fail, ExtendLease, GetJob
+  kClaim,    // Claim, Ack, AckBatch, Fail, ExtendLease, GetJob
   kAdmin,    // the Admin service
   kRead,     // GetJob: kEnqueue or kClaim
 };

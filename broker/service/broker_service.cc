@@ -4,7 +4,9 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
+#include "absl/synchronization/mutex.h"
 #include "broker/service/claim_reactor.h"
 #include "broker/service/counted_reactor.h"
 
@@ -125,9 +127,75 @@ grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
     return reactor;
   }
-  lifecycle_->Ack(*req, [reactor](absl::StatusOr<bool> out) {
-    reactor->Finish(ToGrpcStatus(out.status()));
-  });
+  lifecycle_->Ack(req->queue(), {req},
+                  [reactor](absl::StatusOr<std::vector<absl::Status>> out) {
+                    reactor->Finish(ToGrpcStatus(out.ok() ? out->front() : out.status()));
+                  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BrokerService::AckBatch(grpc::CallbackServerContext* ctx,
+                                                  const v1::AckBatchRequest* req,
+                                                  v1::AckBatchResponse* resp) {
+  auto* reactor = NewUnaryReactor();
+  if (FinishIfError(reactor, ValidateAckBatch(*req))) return reactor;
+  std::vector<absl::string_view> queues;
+  for (const v1::AckRequest& ack : req->acks()) queues.push_back(ack.queue());
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, queues))) {
+    return reactor;
+  }
+  // Valid acks grouped by queue (one script call each), in request order.
+  absl::flat_hash_map<absl::string_view, std::vector<int>> by_queue;
+  for (int i = 0; i < req->acks_size(); ++i) {
+    v1::AckResult* result = resp->add_results();
+    absl::Status valid =
+        ValidateAck(req->acks(i), limits_, "acks[" + std::to_string(i) + "].");
+    if (valid.ok()) {
+      by_queue[req->acks(i).queue()].push_back(i);
+    } else {
+      result->set_code(static_cast<int>(valid.code()));
+      result->set_message(std::string(valid.message()));
+    }
+  }
+  if (by_queue.empty()) {
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  // The call fails as a whole when Redis cannot be reached for any queue.
+  struct Pending {
+    explicit Pending(int groups) : remaining(groups) {}
+    std::atomic<int> remaining;
+    absl::Mutex mu;
+    absl::Status error ABSL_GUARDED_BY(mu);
+  };
+  auto pending = std::make_shared<Pending>(static_cast<int>(by_queue.size()));
+  for (auto& [queue, indexes] : by_queue) {
+    std::vector<const v1::AckRequest*> acks;
+    for (int i : indexes) acks.push_back(&req->acks(i));
+    lifecycle_->Ack(
+        std::string(queue), acks,
+        [reactor, resp, pending, indexes = std::move(indexes)](
+            absl::StatusOr<std::vector<absl::Status>> out) {
+          if (out.ok()) {
+            for (size_t k = 0; k < indexes.size(); ++k) {
+              v1::AckResult* result = resp->mutable_results(indexes[k]);
+              result->set_code(static_cast<int>((*out)[k].code()));
+              result->set_message(std::string((*out)[k].message()));
+            }
+          } else {
+            absl::MutexLock lock(&pending->mu);
+            if (pending->error.ok()) pending->error = out.status();
+          }
+          if (--pending->remaining > 0) return;
+          absl::Status error;
+          {
+            absl::MutexLock lock(&pending->mu);
+            error = pending->error;
+          }
+          if (!error.ok()) resp->clear_results();
+          reactor->Finish(ToGrpcStatus(error));
+        });
+  }
   return reactor;
 }
 

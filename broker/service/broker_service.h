@@ -46,6 +46,9 @@ class BrokerService final : public v1::Broker::CallbackService {
                                                   const v1::ClaimRequest* req) override;
   grpc::ServerUnaryReactor* Ack(grpc::CallbackServerContext* ctx, const v1::AckRequest* req,
                                 v1::AckResponse* resp) override;
+  grpc::ServerUnaryReactor* AckBatch(grpc::CallbackServerContext* ctx,
+                                     const v1::AckBatchRequest* req,
+                                     v1::AckBatchResponse* resp) override;
   grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, const v1::FailRequest* req,
                                  v1::FailResponse* resp) override;
   grpc::ServerUnaryReactor* ExtendLease(grpc::CallbackServerContext* ctx,

@@ -44,14 +44,16 @@ absl::Status CheckLease(absl::string_view field, int64_t lease_ms) {
                                      " ms (1 s .. 12 h), got ", lease_ms));
 }
 
-absl::Status CheckJobRef(absl::string_view queue, absl::string_view job_id) {
-  JW_RETURN_IF_ERROR(ValidateQueueName("queue", queue));
-  return CheckName("job_id", job_id, kMaxJobIdLength);
+// `p` is prepended to field names ("acks[3].").
+absl::Status CheckJobRef(absl::string_view queue, absl::string_view job_id,
+                         absl::string_view p = "") {
+  JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat(p, "queue"), queue));
+  return CheckName(absl::StrCat(p, "job_id"), job_id, kMaxJobIdLength);
 }
 
-absl::Status CheckLeaseToken(absl::string_view token) {
-  if (token.empty()) return Invalid("lease_token", "is required");
-  return CheckMaxBytes("lease_token", token, kMaxTokenLength);
+absl::Status CheckLeaseToken(absl::string_view token, absl::string_view p = "") {
+  if (token.empty()) return Invalid(absl::StrCat(p, "lease_token"), "is required");
+  return CheckMaxBytes(absl::StrCat(p, "lease_token"), token, kMaxTokenLength);
 }
 
 }  // namespace
@@ -116,10 +118,15 @@ absl::Status ValidateClaim(const v1::ClaimRequest& r) {
   return CheckMaxBytes("worker_id", r.worker_id(), kMaxWorkerIdLength);
 }
 
-absl::Status ValidateAck(const v1::AckRequest& r, const Limits& limits) {
-  JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
-  JW_RETURN_IF_ERROR(CheckLeaseToken(r.lease_token()));
-  return CheckMaxBytes("result", r.result(), limits.max_payload_bytes);
+absl::Status ValidateAck(const v1::AckRequest& r, const Limits& limits, absl::string_view p) {
+  JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id(), p));
+  JW_RETURN_IF_ERROR(CheckLeaseToken(r.lease_token(), p));
+  return CheckMaxBytes(absl::StrCat(p, "result"), r.result(), limits.max_payload_bytes);
+}
+
+absl::Status ValidateAckBatch(const v1::AckBatchRequest& r) {
+  if (r.acks_size() >= 1 && r.acks_size() <= kMaxBatchAcks) return absl::OkStatus();
+  return Invalid("acks", absl::StrCat("must hold 1..", kMaxBatchAcks, " acks, got ", r.acks_size()));
 }
 
 absl::Status ValidateFail(const v1::FailRequest& r) {

@@ -21,6 +21,7 @@ inline constexpr int kMaxTokenLength = 128;
 inline constexpr int kMaxWorkerIdLength = 256;
 inline constexpr int kMaxErrorLength = 64 * 1024;
 inline constexpr int kMaxBatchJobs = 1000;
+inline constexpr int kMaxBatchAcks = 1000;
 inline constexpr int kMaxClaimQueues = 32;
 inline constexpr int kMaxInFlight = 1000;
 inline constexpr int kMaxPriority = 1000;
@@ -47,7 +48,11 @@ absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
 // Checks the batch size only; each job is checked with ValidateEnqueue.
 absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r);
 absl::Status ValidateClaim(const v1::ClaimRequest& r);
-absl::Status ValidateAck(const v1::AckRequest& r, const Limits& limits);
+// `field_prefix` as for ValidateEnqueue ("acks[3].").
+absl::Status ValidateAck(const v1::AckRequest& r, const Limits& limits,
+                         absl::string_view field_prefix = "");
+// Checks the batch size only; each ack is checked with ValidateAck.
+absl::Status ValidateAckBatch(const v1::AckBatchRequest& r);
 absl::Status ValidateFail(const v1::FailRequest& r);
 absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r);
 absl::Status ValidateGetJob(const v1::GetJobRequest& r);

@@ -136,16 +136,35 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
       });
 }
 
-void JobStore::Ack(const v1::AckRequest& r, Callback<bool> done) const {
-  Keys keys = KeysFor(r.queue());
-  scripts_->Eval(scripts_->Get("ack"), {keys.Job(r.job_id()), keys.Active(), keys.Completed()},
-                 {r.job_id(), r.lease_token(), r.result(),
-                  absl::StrCat(options_.completed_retention_ms)},
-                 [queue = r.queue(), id = r.job_id(), done = std::move(done)](
+void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
+                   Callback<std::vector<absl::Status>> done) const {
+  Keys keys = KeysFor(queue);
+  std::vector<std::string> args = {keys.JobPrefix(), absl::StrCat(options_.completed_retention_ms)};
+  std::vector<std::string> ids;
+  args.reserve(2 + 3 * acks.size());
+  ids.reserve(acks.size());
+  for (const v1::AckRequest* ack : acks) {
+    args.push_back(ack->job_id());
+    args.push_back(ack->lease_token());
+    args.push_back(ack->result());
+    ids.push_back(ack->job_id());
+  }
+  scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed()}, std::move(args),
+                 [queue, ids = std::move(ids), done = std::move(done)](
                      absl::StatusOr<RedisReply> reply) {
-                   auto checked = CheckScriptStatus(std::move(reply), queue, id, "active");
-                   if (!checked.ok()) return done(checked.status());
-                   done(true);
+                   if (!reply.ok()) return done(reply.status());
+                   if (reply->type != RedisReply::Type::kArray ||
+                       reply->elements.size() != ids.size()) {
+                     return done(absl::InternalError("bad ack reply"));
+                   }
+                   std::vector<absl::Status> statuses;
+                   statuses.reserve(ids.size());
+                   for (size_t i = 0; i < ids.size(); ++i) {
+                     statuses.push_back(
+                         CheckScriptStatus(std::move(reply->elements[i]), queue, ids[i], "active")
+                             .status());
+                   }
+                   done(std::move(statuses));
                  });
 }
 

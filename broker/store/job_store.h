@@ -69,8 +69,12 @@ class JobStore {
   void Claim(const std::string& queue, int max_jobs, int64_t lease_ms, const std::string& worker_id,
              Callback<ClaimOutcome> done) const;
 
-  // ack.lua. NOT_FOUND, FAILED_PRECONDITION (stale token, not active).
-  void Ack(const v1::AckRequest& request, Callback<bool> done) const;
+  // ack.lua: completes `acks`, every one of them in `queue`, in one script
+  // call. On success, one status per ack in order: OK, NOT_FOUND or
+  // FAILED_PRECONDITION (stale token, not active). REQUIRES: `acks` is not
+  // empty; the pointers need only live until the call returns.
+  void Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
+           Callback<std::vector<absl::Status>> done) const;
 
   // fail.lua. NOT_FOUND, FAILED_PRECONDITION (stale token, not active).
   void Fail(const v1::FailRequest& request, Callback<FailOutcome> done) const;

@@ -238,8 +238,9 @@ TEST_F(JobStoreTest, ReleaseGivesAnUndeliveredClaimBack) {
   ack.set_queue(queue);
   ack.set_job_id(id);
   ack.set_lease_token(token);
-  auto acked = Sync<bool>([&](auto cb) { store_->Ack(ack, cb); });
-  EXPECT_EQ(acked.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto acked = Sync<std::vector<absl::Status>>([&](auto cb) { store_->Ack(queue, {&ack}, cb); });
+  ASSERT_TRUE(acked.ok()) << acked.status();
+  EXPECT_EQ(acked->at(0).code(), absl::StatusCode::kFailedPrecondition);
 
   // Claimable again, as attempt 1 with a new token.
   auto reclaimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", cb); });

@@ -195,6 +195,24 @@ absl::Status Client::Ack(absl::string_view queue, absl::string_view job_id,
   return FromGrpc(stub_->Ack(&context, request, &response));
 }
 
+absl::StatusOr<std::vector<absl::Status>> Client::AckBatch(const v1::AckBatchRequest& request) {
+  v1::AckBatchResponse response;
+  grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
+  SetDeadline(&context);
+  grpc::Status status = stub_->AckBatch(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  if (response.results_size() != request.acks_size()) {
+    return absl::InternalError("AckBatch answered a different number of results");
+  }
+  std::vector<absl::Status> results;
+  results.reserve(response.results_size());
+  for (const v1::AckResult& result : response.results()) {
+    results.emplace_back(static_cast<absl::StatusCode>(result.code()), result.message());
+  }
+  return results;
+}
+
 absl::StatusOr<v1::FailResponse> Client::Fail(const v1::FailRequest& request) {
   v1::FailResponse response;
   grpc::ClientContext context;

@@ -106,6 +106,10 @@ class Client {
   // The per-job calls of a worker (Worker makes them; see broker.proto).
   absl::Status Ack(absl::string_view queue, absl::string_view job_id,
                    absl::string_view lease_token, absl::string_view result);
+  // Up to 1000 acks in one call; one status per ack in order. The call fails
+  // as a whole only when the batch is rejected (empty, too large, a queue the
+  // token may not claim from) or the broker or Redis is unreachable.
+  absl::StatusOr<std::vector<absl::Status>> AckBatch(const v1::AckBatchRequest& request);
   absl::StatusOr<v1::FailResponse> Fail(const v1::FailRequest& request);
   // Returns the new lease expiry (epoch ms, Redis clock). The call's deadline
   // is min(timeout, the client's timeout), so that a renewal never outlives

@@ -21,6 +21,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "client/cpp/ack_coalescer.h"
 
 namespace jobwire::client {
 namespace {
@@ -156,6 +157,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   const WorkerOptions options_;
   const std::string worker_id_;
   Client client_;
+  AckCoalescer acks_{&client_};  // every Ack goes through it (AckBatch calls)
   absl::flat_hash_map<std::string, Handler> handlers_;
 
   absl::Mutex mu_;
@@ -390,8 +392,14 @@ void Worker::Impl::Settle(const Task& task, const absl::StatusOr<std::string>& r
   const std::string& token = task.lease_token;
   Outcome outcome;
   if (result.ok()) {
-    absl::Status status =
-        Retry(token, [&] { return client_.Ack(job.queue, job.id, token, *result); });
+    absl::Status status = Retry(token, [&] {
+      v1::AckRequest request;
+      request.set_queue(job.queue);
+      request.set_job_id(job.id);
+      request.set_lease_token(token);
+      request.set_result(*result);
+      return acks_.Ack(std::move(request));
+    });
     outcome = status.ok() ? Outcome{"ack_ok", ""}
                           : Outcome{"ack_error", absl::StatusCodeToString(status.code())};
   } else {
