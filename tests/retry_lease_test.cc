@@ -294,6 +294,72 @@ TEST_F(LifecycleTest, RepeatedAckWithTheSameTokenIsOkAndChangesNothing) {
   EXPECT_EQ(after_repeats.attempts(), 1);
 }
 
+TEST_F(LifecycleTest, AckBatchSettlesEachAckOnItsOwnAndFreesTheirSlots) {
+  const std::string q1 = "ackbatch.one", q2 = "ackbatch.two";
+  const std::string a = MustEnqueue(*stub_, MakeJob(q1));
+  const std::string b = MustEnqueue(*stub_, MakeJob(q1));
+  const std::string c = MustEnqueue(*stub_, MakeJob(q2));
+  auto reader = OpenClaim(MakeClaim({q1, q2}, 3));
+  std::map<std::string, v1::ClaimedJob> claimed;  // by "queue/id"
+  for (int i = 0; i < 3; ++i) {
+    std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+    ASSERT_TRUE(job.has_value()) << "job " << i;
+    claimed[job->job().queue() + "/" + job->job().id()] = *job;
+  }
+  ASSERT_EQ(claimed.size(), 3u);
+  const v1::ClaimedJob& ja = claimed[q1 + "/" + a];
+  const v1::ClaimedJob& jb = claimed[q1 + "/" + b];
+  const v1::ClaimedJob& jc = claimed[q2 + "/" + c];
+
+  struct Item {
+    std::string queue, id, token, result;
+    grpc::StatusCode code;
+  };
+  const std::vector<Item> items = {
+      {q1, a, ja.lease_token(), "result a", grpc::StatusCode::OK},
+      {q2, c, jc.lease_token(), "result c", grpc::StatusCode::OK},
+      {q1, b, ja.lease_token(), "stale", grpc::StatusCode::FAILED_PRECONDITION},
+      {q1, "000000009999", jb.lease_token(), "", grpc::StatusCode::NOT_FOUND},
+      {"bad queue", b, jb.lease_token(), "", grpc::StatusCode::INVALID_ARGUMENT},
+      {q1, a, ja.lease_token(), "repeat", grpc::StatusCode::OK},
+  };
+  v1::AckBatchRequest batch;
+  for (const Item& item : items) {
+    v1::AckRequest* ack = batch.add_acks();
+    ack->set_queue(item.queue);
+    ack->set_job_id(item.id);
+    ack->set_lease_token(item.token);
+    ack->set_result(item.result);
+  }
+  v1::AckBatchResponse response;
+  JW_ASSERT_OK(AckBatch(*stub_, batch, &response));
+  ASSERT_EQ(response.results_size(), static_cast<int>(items.size()));
+  for (size_t i = 0; i < items.size(); ++i) {
+    EXPECT_EQ(response.results(i).code(), static_cast<int>(items[i].code))
+        << "ack " << i << ": " << response.results(i).message();
+  }
+  EXPECT_TRUE(absl::StartsWith(response.results(4).message(), "acks[4].queue:"))
+      << response.results(4).message();
+
+  // a and c completed with their first results; b is still held.
+  v1::Job job;
+  JW_ASSERT_OK(GetJob(*stub_, q1, a, &job));
+  EXPECT_EQ(job.state(), kCompleted) << StateName(job.state());
+  EXPECT_EQ(job.result(), "result a");
+  JW_ASSERT_OK(GetJob(*stub_, q2, c, &job));
+  EXPECT_EQ(job.state(), kCompleted) << StateName(job.state());
+  EXPECT_EQ(job.result(), "result c");
+  JW_ASSERT_OK(GetJob(*stub_, q1, b, &job));
+  EXPECT_EQ(job.state(), kActive) << StateName(job.state());
+
+  // The two acked jobs freed their slots: two new jobs arrive, a third does
+  // not (b still holds the last slot).
+  for (int i = 0; i < 3; ++i) MustEnqueue(*stub_, MakeJob(q1));
+  EXPECT_TRUE(reader->Next(kPrompt).has_value());
+  EXPECT_TRUE(reader->Next(kPrompt).has_value());
+  EXPECT_FALSE(reader->Next(kQuiet).has_value());
+}
+
 TEST_F(LifecycleTest, ExtendLeaseKeepsTheJobPastItsFirstLease) {
   const std::string queue = "lease.extend";
   v1::EnqueueRequest request = MakeJob(queue);

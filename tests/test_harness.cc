@@ -618,6 +618,14 @@ grpc::Status Ack(v1::Broker::StubInterface& stub, const v1::ClaimedJob& claimed,
              claimed.lease_token(), result);
 }
 
+grpc::Status AckBatch(v1::Broker::StubInterface& stub,
+                      const v1::AckBatchRequest& request,
+                      v1::AckBatchResponse* response) {
+  grpc::ClientContext context;
+  SetDeadline(context, kRpcDeadline);
+  return stub.AckBatch(&context, request, response);
+}
+
 grpc::Status Fail(v1::Broker::StubInterface& stub,
                   const v1::FailRequest& request, v1::FailResponse* response) {
   grpc::ClientContext context;

@@ -366,6 +366,9 @@ grpc::Status Ack(v1::Broker::StubInterface& stub, const std::string& queue,
                  const std::string& result = "");
 grpc::Status Ack(v1::Broker::StubInterface& stub, const v1::ClaimedJob& claimed,
                  const std::string& result = "");
+grpc::Status AckBatch(v1::Broker::StubInterface& stub,
+                      const v1::AckBatchRequest& request,
+                      v1::AckBatchResponse* response);
 grpc::Status Fail(v1::Broker::StubInterface& stub,
                   const v1::FailRequest& request, v1::FailResponse* response);
 grpc::Status ExtendLease(v1::Broker::StubInterface& stub,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_harness.h"
 
@@ -109,6 +110,26 @@ TEST_F(ValidationTest, BatchSizeOutsideOneToThousandIsRejected) {
     EXPECT_TRUE(absl::StrContains(status.error_message(), "jobs"))
         << status.error_message();
     EXPECT_EQ(redis_->DbSize(), 0);
+  }
+}
+
+TEST_F(ValidationTest, AckBatchSizeOutsideOneToThousandIsRejected) {
+  for (int acks : {0, 1001}) {
+    SCOPED_TRACE(acks);
+    v1::AckBatchRequest batch;
+    for (int i = 0; i < acks; ++i) {
+      v1::AckRequest* ack = batch.add_acks();
+      ack->set_queue("batch.q");
+      ack->set_job_id("000000000001");
+      ack->set_lease_token("t");
+    }
+    v1::AckBatchResponse response;
+    grpc::Status status = AckBatch(*stub_, batch, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << StatusText(status);
+    EXPECT_THAT(status.error_message(),
+                ::testing::StartsWith("acks: must hold 1..1000 acks"));
+    EXPECT_EQ(response.results_size(), 0);
   }
 }
 

@@ -131,10 +131,14 @@ class WorkerTest : public BrokerTest {
 
   // Redis ZADD calls so far (commands run by scripts included). Every lease
   // renewal is one (extend_lease.lua); -1 when INFO fails.
-  int64_t ZaddCalls() {
+  int64_t ZaddCalls() { return CommandCalls("zadd"); }
+
+  // Calls of a Redis command so far, commands run by scripts included; -1
+  // when INFO fails.
+  int64_t CommandCalls(const std::string& command) {
     absl::StatusOr<RedisReply> info = redis_->Command("INFO", "commandstats");
     if (!info.ok() || info->is_error()) return -1;
-    const std::string kField = "cmdstat_zadd:calls=";
+    const std::string kField = "cmdstat_" + command + ":calls=";
     size_t at = info->str.find(kField);
     if (at == std::string::npos) return 0;
     return std::strtoll(info->str.c_str() + at + kField.size(), nullptr, 10);
@@ -235,6 +239,32 @@ TEST_F(WorkerTest, RunsUpToConcurrencyHandlersAtOnce) {
                         }}});
   for (const std::string& id : ids) WaitForState(id, kCompleted);
   EXPECT_EQ(peak.load(), kConcurrency);
+}
+
+TEST_F(WorkerTest, AcksFinishingTogetherShareAckBatchCalls) {
+  constexpr int kJobs = 64;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kJobs; ++i) ids.push_back(MustEnqueue("together"));
+  // Every handler waits until all of them run, so that the acks finish at once.
+  absl::Mutex mu;
+  int started = 0;
+  RunningWorker worker(Options(kJobs),
+                       {{"together", [&](const Job& job) -> absl::StatusOr<std::string> {
+                          absl::MutexLock lock(&mu);
+                          ++started;
+                          auto all = [&] { return started >= kJobs; };
+                          mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(10));
+                          return "done " + job.id;
+                        }}});
+  for (const std::string& id : ids) {
+    EXPECT_EQ(WaitForState(id, kCompleted).result(), "done " + id);
+  }
+  EXPECT_EQ(outcomes_.WaitFor(kJobs).size(), static_cast<size_t>(kJobs));
+  // ack.lua runs ZREMRANGEBYSCORE once per call, and no other script does:
+  // with every ack sent on its own there would be 64 calls.
+  const int64_t ack_script_calls = CommandCalls("zremrangebyscore");
+  EXPECT_GE(ack_script_calls, 1);
+  EXPECT_LE(ack_script_calls, kJobs / 2);
 }
 
 TEST_F(WorkerTest, RenewsTheLeaseOfALongHandler) {
