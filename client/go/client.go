@@ -1,6 +1,6 @@
 // Package jobwire is the Go client of the jobwire job-queue broker: a
-// producer Client (Enqueue, EnqueueBatch, GetJob, Cancel) and a Worker that
-// consumes queues over one Claim stream. It follows docs/clients.md.
+// producer Client (Enqueue, EnqueueBatch, GetJob, Cancel, AckBatch) and a
+// Worker that consumes queues over one Claim stream. It follows docs/clients.md.
 package jobwire
 
 import (
@@ -125,7 +125,8 @@ func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
 }
 
 // Client is a producer: it enqueues, reads and cancels jobs over one gRPC
-// channel. It is safe for concurrent use.
+// channel (and acks claimed jobs in batches with AckBatch). It is safe for
+// concurrent use.
 type Client struct {
 	conn    *grpc.ClientConn
 	stub    jobwirepb.BrokerClient
@@ -330,6 +331,79 @@ func (c *Client) EnqueueBatch(ctx context.Context, queue string, jobs []BatchJob
 		out[i].Duplicate = r.GetDuplicate()
 	}
 	return out, nil
+}
+
+// BatchAck is one ack of an AckBatch call: the job, the lease token it was
+// claimed with, and its result (the payload rule: []byte unchanged, nil as
+// empty, anything else JSON-encoded).
+type BatchAck struct {
+	Queue      string
+	JobID      string
+	LeaseToken string
+	Result     any
+}
+
+// AckResult is the outcome of one ack of a batch: Err is nil when the job is
+// COMPLETED with the result (or was already, by an Ack with the same token),
+// else an *Error with the broker's per-ack code and message
+// (INVALID_ARGUMENT naming "acks[<i>].<field>", NOT_FOUND, or
+// FAILED_PRECONDITION when the token is not the job's current lease).
+type AckResult struct {
+	Err error
+}
+
+// AckBatch acks up to 1000 claimed jobs, of one or several queues, in one
+// call; each ack is settled on its own, as Ack would (the batch is not
+// atomic). It returns one result per ack, in order; per-ack errors are in
+// AckResult.Err, not returned. The returned error is a call-level *Error
+// (INVALID_ARGUMENT for an empty or oversized batch, PERMISSION_DENIED,
+// UNAUTHENTICATED, UNAVAILABLE, in which case some acks may be stored: repeat
+// them all with the same tokens), or a plain error when a result cannot be
+// JSON-encoded (nothing is sent). Workers send their acks this way by
+// themselves; this is for callers that claim through Stub.
+func (c *Client) AckBatch(ctx context.Context, acks []BatchAck) ([]AckResult, error) {
+	req := &jobwirepb.AckBatchRequest{Acks: make([]*jobwirepb.AckRequest, 0, len(acks))}
+	for i, a := range acks {
+		result, err := EncodePayload(a.Result)
+		if err != nil {
+			return nil, fmt.Errorf("ack %d: %w", i, err)
+		}
+		req.Acks = append(req.Acks, &jobwirepb.AckRequest{
+			Queue: a.Queue, JobId: a.JobID, LeaseToken: a.LeaseToken, Result: result,
+		})
+	}
+	ctx, cancel := withDeadline(ctx, c.timeout)
+	defer cancel()
+	errs, err := ackBatch(ctx, c.stub, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AckResult, len(errs))
+	for i, e := range errs {
+		out[i].Err = e
+	}
+	return out, nil
+}
+
+// ackBatch makes one AckBatch call. It returns one error per ack, in order
+// (nil: acked; else an *Error), or the call's *Error.
+func ackBatch(ctx context.Context, stub jobwirepb.BrokerClient, req *jobwirepb.AckBatchRequest) ([]error, error) {
+	resp, err := stub.AckBatch(ctx, req)
+	if err != nil {
+		return nil, toError(err)
+	}
+	results := resp.GetResults()
+	if len(results) != len(req.GetAcks()) {
+		return nil, newError(codes.Internal,
+			fmt.Sprintf("AckBatch answered %d results for %d acks", len(results), len(req.GetAcks())))
+	}
+	errs := make([]error, len(results))
+	for i, r := range results {
+		if code := codes.Code(r.GetCode()); code != codes.OK {
+			errs[i] = newError(code, r.GetMessage())
+		}
+	}
+	return errs, nil
 }
 
 // GetJob reads one job in whatever state it is.

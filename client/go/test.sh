@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs the Go client's tests against a real redis-server (from PATH) and the
 # real broker ($JOBWIRE_BROKER_BIN, else <repo>/build/broker/jobwire-broker).
-# Builds first when the generated stubs are missing. Extra arguments go to
-# `go test` (for example: ./test.sh -race -v).
+# Builds first when the generated stubs are missing or older than
+# broker.proto. Extra arguments go to `go test` (for example:
+# ./test.sh -race -v).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
-if [ ! -f "$HERE/jobwirepb/broker.pb.go" ] || [ ! -f "$HERE/jobwirepb/broker_grpc.pb.go" ]; then
+PROTO="$HERE/../../proto/jobwire/v1/broker.proto"
+stale() { [ ! -f "$1" ] || [ "$PROTO" -nt "$1" ]; }
+if stale "$HERE/jobwirepb/broker.pb.go" || stale "$HERE/jobwirepb/broker_grpc.pb.go"; then
   "$HERE/build.sh"
 fi
 cd "$HERE"

@@ -132,8 +132,10 @@ type WorkerOptions struct {
 	// OnOutcome, when set, receives every final outcome. It is called from
 	// the job's goroutine; it should not block for long.
 	OnOutcome func(Outcome)
-	// Timeout is the deadline of each unary call (Ack, Fail, ExtendLease);
-	// default 10 s.
+	// Timeout is the deadline of each unary call (AckBatch, Fail,
+	// ExtendLease); default 10 s. Acks are sent in AckBatch calls, each
+	// carrying the acks of the jobs that finished while the previous one was
+	// in flight.
 	Timeout time.Duration
 	// Logger receives the worker's log records (default slog.Default()).
 	Logger *slog.Logger
@@ -141,7 +143,7 @@ type WorkerOptions struct {
 	// ...). The fields below, when set, are applied after them.
 	ClientOptions []Option
 
-	// Token is the bearer token sent on every call (Claim, Ack, Fail,
+	// Token is the bearer token sent on every call (Claim, AckBatch, Fail,
 	// ExtendLease); empty means $JOBWIRE_TOKEN (read by NewWorker), else
 	// none. The token needs the claim permission on every queue of Queues.
 	Token string
@@ -316,6 +318,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		free:    w.opts.Concurrency,
 	}
 	r.slotCond = sync.NewCond(&r.slotMu)
+	r.acks = newAckCoalescer(r.sendAcks)
 
 	w.log.Info("jobwire worker starting", "addr", w.addr, "queues", w.opts.Queues,
 		"concurrency", w.opts.Concurrency, "lease_ms", w.opts.LeaseMs,
@@ -348,6 +351,7 @@ type runner struct {
 	hardCtx   context.Context
 	jobs      sync.WaitGroup
 	abandoned atomic.Bool
+	acks      *ackCoalescer // every Ack goes through it (AckBatch calls)
 
 	slotMu   sync.Mutex
 	slotCond *sync.Cond
@@ -682,13 +686,15 @@ func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) e
 	}
 }
 
+// ack acks the job through the coalescer (in an AckBatch call with the acks
+// of other jobs finishing meanwhile), retried for this job alone.
 func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
-	err := r.callWithRetry(lease, func(ctx context.Context) error {
-		_, err := r.stub.Ack(ctx, &jobwirepb.AckRequest{
-			Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken, Result: result,
-		})
-		return err
-	})
+	req := &jobwirepb.AckRequest{
+		Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken, Result: result,
+	}
+	// The AckBatch call carrying the ack has a deadline of its own
+	// (sendAcks), not this attempt's ctx.
+	err := r.callWithRetry(lease, func(context.Context) error { return r.acks.ack(req) })
 	if r.abandoned.Load() {
 		return
 	}
@@ -700,6 +706,14 @@ func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 		return
 	}
 	r.outcome(Outcome{Kind: OutcomeAckOK, Job: job, Result: result})
+}
+
+// sendAcks makes one AckBatch call for the coalescer, with the unary
+// deadline (Timeout); it is cancelled when the stop grace runs out.
+func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
+	ctx, cancel := context.WithTimeout(r.hardCtx, r.w.opts.Timeout)
+	defer cancel()
+	return ackBatch(ctx, r.stub, &jobwirepb.AckBatchRequest{Acks: acks})
 }
 
 func (r *runner) fail(job *Job, lease *leaseState, herr error) {
