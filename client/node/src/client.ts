@@ -2,6 +2,8 @@ import * as grpc from '@grpc/grpc-js';
 import { JobwireError, statusName, Status } from './errors';
 import { decodeJson, encodeValue, toNumber } from './codec';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
+import { sendAckBatch } from './ack_coalescer';
+import type { AckRequest } from './generated/jobwire/v1/AckRequest';
 import type { EnqueueRequest } from './generated/jobwire/v1/EnqueueRequest';
 import type { EnqueueResponse__Output } from './generated/jobwire/v1/EnqueueResponse';
 import type { EnqueueBatchResponse__Output } from './generated/jobwire/v1/EnqueueBatchResponse';
@@ -56,6 +58,25 @@ export interface BatchJob {
 export type BatchResult =
   | { ok: true; jobId: string; duplicate: boolean }
   | { ok: false; code: number; codeName: string; message: string; error: JobwireError };
+
+/** One ack of ackBatch: the job, the lease token its claim carried, its result. */
+export interface BatchAck {
+  queue: string;
+  jobId: string;
+  leaseToken: string;
+  /** Bytes unchanged, `undefined` empty, anything else JSON (as a handler's return value). */
+  result?: unknown;
+}
+
+/** A per-ack result of ackBatch: stored (ok) or the ack's own error. */
+export type AckBatchResult =
+  | { ok: true }
+  | { ok: false; code: number; codeName: string; message: string; error: JobwireError };
+
+/** The `ok: false` form of a per-item error of a batch call. */
+function itemError(code: number, message: string) {
+  return { ok: false as const, code, codeName: statusName(code), message, error: new JobwireError(code, message) };
+}
 
 export type JobStateName = JobState__Output;
 
@@ -165,16 +186,25 @@ export class Client {
     const reqs = jobs.map((j) => toEnqueueRequest(queue, j.type, j.payload, j.options));
     const res = await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
       this.stub, 'EnqueueBatch', { jobs: reqs }, this.timeoutMs, this.metadata());
-    return res.results.map((r): BatchResult => {
-      if (r.code === Status.OK) return { ok: true, jobId: r.jobId, duplicate: r.duplicate };
-      return {
-        ok: false,
-        code: r.code,
-        codeName: statusName(r.code),
-        message: r.message,
-        error: new JobwireError(r.code, r.message),
-      };
-    });
+    return res.results.map((r): BatchResult =>
+      r.code === Status.OK ? { ok: true, jobId: r.jobId, duplicate: r.duplicate } : itemError(r.code, r.message));
+  }
+
+  /**
+   * Completes up to 1000 active jobs, of one or several queues, in one call
+   * (what a Worker does with its acks); one result per ack, in order. Each
+   * ack is settled on its own: per-ack errors (INVALID_ARGUMENT, NOT_FOUND,
+   * FAILED_PRECONDITION for a stale token) are returned (ok: false), not
+   * thrown. A call-level error (empty or oversized batch, UNAUTHENTICATED,
+   * PERMISSION_DENIED, broker unreachable) rejects; after UNAVAILABLE some
+   * acks may be stored: repeat them all with the same tokens.
+   */
+  async ackBatch(acks: BatchAck[]): Promise<AckBatchResult[]> {
+    const reqs = acks.map((a): AckRequest => ({
+      queue: a.queue, jobId: a.jobId, leaseToken: a.leaseToken, result: encodeValue(a.result),
+    }));
+    const results = await sendAckBatch(this.stub, reqs, this.timeoutMs, this.metadata());
+    return results.map((r): AckBatchResult => (r.code === Status.OK ? { ok: true } : itemError(r.code, r.message)));
   }
 
   /** Reads one job in whatever state it is. */

@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { JobwireError, NonRetryableError, Status, statusName } from './errors';
 import { decodeJson, encodeValue, toNumber } from './codec';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
+import { AckCoalescer, sendAckBatch } from './ack_coalescer';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
 import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
 import type { FailResponse__Output } from './generated/jobwire/v1/FailResponse';
@@ -101,7 +102,7 @@ export interface WorkerOptions extends SecurityOptions {
   workerId?: string;
   /** How long stop() waits for running handlers and their Ack/Fail (default 25000). */
   graceMs?: number;
-  /** Deadline of each unary call (Ack, Fail, ExtendLease), default 10000. */
+  /** Deadline of each unary call (AckBatch, Fail, ExtendLease), default 10000. */
   timeoutMs?: number;
   /** Receives every final outcome (also emitted as the 'outcome' event). */
   onOutcome?: (outcome: Outcome) => void;
@@ -176,7 +177,9 @@ function safeString(v: unknown): string {
 
 /**
  * Consumes queues over one Claim stream and runs registered handlers,
- * at most `concurrency` at once. Emits 'outcome' (Outcome).
+ * at most `concurrency` at once. Acks go through an AckCoalescer (AckBatch
+ * calls, one in flight at a time); Fails are unary calls. Emits 'outcome'
+ * (Outcome).
  */
 export class Worker extends EventEmitter {
   readonly address: string;
@@ -195,6 +198,8 @@ export class Worker extends EventEmitter {
   private readonly metadata: () => grpc.Metadata;
   private readonly channelOptions?: grpc.ChannelOptions;
   private stub?: BrokerClient;
+  /** Sends the Acks of all running jobs as AckBatch calls (made by run()). */
+  private acks?: AckCoalescer;
 
   private running = false;
   private stopping = false;
@@ -259,6 +264,8 @@ export class Worker extends EventEmitter {
     if (this.running || this.stopPromise) throw new Error('jobwire Worker: run() was already called');
     this.running = true;
     this.stub = makeStub(this.address, this.credentials, this.channelOptions);
+    const stub = this.stub;
+    this.acks = new AckCoalescer((acks) => sendAckBatch(stub, acks, this.timeoutMs, this.metadata()));
     const done = new Promise<void>((resolve, reject) => {
       this.resolveRun = resolve;
       this.rejectRun = reject;
@@ -540,9 +547,10 @@ export class Worker extends EventEmitter {
 
   private async sendAck(r: Running, result: Buffer): Promise<void> {
     try {
-      await this.withOutcomeRetry(r, () => unary(this.stub!, 'Ack', {
+      // Through the coalescer (AckBatch); a retry queues this ack again, same token.
+      await this.withOutcomeRetry(r, () => this.acks!.ack({
         queue: r.job.queue, jobId: r.job.id, leaseToken: r.token, result,
-      }, this.timeoutMs, this.metadata()));
+      }));
       this.report({ kind: 'ack_ok', job: r.job, leaseLost: r.leaseLost });
     } catch (e) {
       const err = JobwireError.from(e);

@@ -85,7 +85,7 @@ after(async () => {
   else process.env.JOBWIRE_TOKEN = savedEnvToken;
 });
 
-test('mTLS + tokens: enqueue, and a Worker runs jobs end to end (Claim, ExtendLease, Ack, Fail)', async () => {
+test('mTLS + tokens: enqueue, and a Worker runs jobs end to end (Claim, ExtendLease, AckBatch, Fail)', async () => {
   const q = uniqueQueue('jobs.e2e');
   const producer = client({ token: TOKENS.producer, ...mtlsPaths() });
   const { lines, logger } = captureLogger();
