@@ -17,7 +17,7 @@ Worker::
     w.run()
 """
 from ._errors import JobwireError, NonRetryableError
-from ._types import EnqueueResult, Job, JobState, Outcome
+from ._types import AckResult, EnqueueResult, Job, JobState, Outcome
 from .client import Client
 from .worker import Worker
 
@@ -27,13 +27,14 @@ __all__ = [
     "Job",
     "JobState",
     "EnqueueResult",
+    "AckResult",
     "Outcome",
     "JobwireError",
     "NonRetryableError",
 ]
 __version__ = "0.1.0"
 
-for _cls in (Client, Worker, Job, JobState, EnqueueResult, Outcome, JobwireError,
+for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, JobwireError,
              NonRetryableError):
     _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...
 del _cls

@@ -31,6 +31,14 @@ def encode_payload(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def encode_result(value: Any) -> bytes:
+    """Handler return value → Ack result: bytes unchanged, None → empty,
+    anything else JSON."""
+    if value is None:
+        return b""
+    return encode_payload(value)
+
+
 def to_ms(value: Any, what: str) -> int:
     """Milliseconds from an int/float (ms) or a timedelta."""
     if isinstance(value, _dt.timedelta):
@@ -131,6 +139,23 @@ class EnqueueResult:
 
     job_id: str
     duplicate: bool = False
+    error: Optional[JobwireError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class AckResult:
+    """Outcome of one ack of ``ack_batch``. ``error`` is None when the job is
+    COMPLETED with the result (or already was, by an ack with the same
+    token), else a JobwireError with the per-ack code and message:
+    INVALID_ARGUMENT (the message names ``acks[<i>].<field>``), NOT_FOUND, or
+    FAILED_PRECONDITION (the token is not the job's current lease)."""
+
+    queue: str
+    job_id: str
     error: Optional[JobwireError] = None
 
     @property

@@ -17,14 +17,15 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import grpc
 import grpc.aio
 
+from ._ack_coalescer import AioAckCoalescer, aio_batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_aio_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError, status_code
-from ._types import EnqueueResult, Job, Outcome
-from .client import _NO_PAYLOAD, _batch_item, build_enqueue_request
+from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
+from .client import _NO_PAYLOAD, _ack_item, _batch_item, build_ack_results, build_enqueue_request
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 from .worker import (_BROKER_DEFAULT_LEASE_S, _LEASE_LOST, _RECONNECT_MAX_S, _RECONNECT_MIN_S,
-                     _RETRYABLE, _init_settings, encode_result, error_text)
+                     _RETRYABLE, _init_settings, error_text)
 
 __all__ = ["Client", "Worker"]
 
@@ -82,6 +83,13 @@ class Client:
                 EnqueueResult(job_id=r.job_id, duplicate=r.duplicate,
                               error=JobwireError(status_code(r.code), r.message))
                 for r in resp.results]
+
+    async def ack_batch(self, acks: Iterable[Mapping[str, Any]], *,
+                        timeout: Optional[float] = None) -> List[AckResult]:
+        """As ``jobwire.Client.ack_batch``."""
+        reqs = [_ack_item(a) for a in acks]
+        resp = await self._call(self._stub.AckBatch, pb.AckBatchRequest(acks=reqs), timeout)
+        return build_ack_results(reqs, resp)
 
     async def get_job(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> Job:
         return Job.from_proto(await self._call(
@@ -149,6 +157,8 @@ class Worker:
         self._done = asyncio.Event()
         self._channel = open_aio_channel(self.addr, self._channel_options, self._security)
         self._stub = pb_grpc.BrokerStub(self._channel)
+        # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
+        self._acks = AioAckCoalescer(aio_batch_sender(self._stub, self._metadata))
         if self._stop_requested:  # stop() came before run(): nothing to drain
             self._stop_at = time.monotonic()
             self._stop_event.set()
@@ -348,16 +358,24 @@ class Worker:
                 self._running -= 1
                 self._cond.notify_all()
 
+    async def _unary_fail(self, request, timeout: float):
+        return await self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
+
     async def _send_final(self, method, request, state):
+        """Ack / Fail (``await method(request, timeout)``), retried on
+        UNAVAILABLE / DEADLINE_EXCEEDED until the lease (as last known)
+        expires. Returns (response, None) or (None, JobwireError)."""
         delay, first = 0.1, True
         while True:
             timeout = self.timeout if first else min(
                 self.timeout, max(state["deadline"] - time.monotonic(), 0.5))
             first = False
             try:
-                return await method(request, timeout=timeout, metadata=self._metadata), None
+                return await method(request, timeout), None
             except grpc.aio.AioRpcError as e:
                 err = JobwireError.from_rpc_error(e)
+            except JobwireError as e:  # from the ack coalescer
+                err = e
             if err.code in _RETRYABLE and time.monotonic() + delay < state["deadline"]:
                 await asyncio.sleep(random.uniform(delay / 2, delay))
                 delay = min(delay * 2, 2.0)
@@ -366,7 +384,7 @@ class Worker:
 
     async def _ack(self, job, token, state, result: bytes) -> None:
         resp, err = await self._send_final(
-            self._stub.Ack, pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=token,
+            self._acks.ack, pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=token,
                                           result=result), state)
         if err is None:
             await self._report(Outcome("ack_ok", job, lease_lost=state["lost"]))
@@ -377,8 +395,8 @@ class Worker:
 
     async def _fail(self, job, token, state, text: str, non_retryable: bool) -> None:
         resp, err = await self._send_final(
-            self._stub.Fail, pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=token,
-                                            error=text, non_retryable=non_retryable), state)
+            self._unary_fail, pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=token,
+                                             error=text, non_retryable=non_retryable), state)
         if err is None:
             await self._report(Outcome("fail_ok", job,
                                        fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome),

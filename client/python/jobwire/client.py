@@ -1,13 +1,14 @@
-"""Producer side: Client.enqueue / enqueue_batch / get_job / cancel."""
+"""Producer side: Client.enqueue / enqueue_batch / get_job / cancel, and
+ack_batch for callers that claim jobs themselves."""
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Mapping, Optional
+from typing import Any, Iterable, List, Mapping, Optional, Sequence
 
 import grpc
 
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError, status_code
-from ._types import EnqueueResult, Job, encode_payload, to_epoch_ms, to_ms
+from ._types import AckResult, EnqueueResult, Job, encode_payload, encode_result, to_epoch_ms, to_ms
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 
@@ -78,6 +79,44 @@ def _batch_item(queue: str, item: Any) -> "pb.EnqueueRequest":
     if unknown:
         raise TypeError("unknown enqueue options: %s" % ", ".join(sorted(unknown)))
     return build_enqueue_request(queue, job_type, payload, **options)
+
+
+_ACK_KEYS = ("queue", "job_id", "lease_token")
+
+
+def _ack_item(item: Any) -> "pb.AckRequest":
+    if not isinstance(item, Mapping):
+        raise TypeError(
+            "ack_batch acks must be dicts {queue, job_id, lease_token, result}, got %r" % (item,)
+        )
+    missing = [k for k in _ACK_KEYS if k not in item]
+    if missing:
+        raise TypeError("ack_batch ack without %s: %r" % (", ".join(missing), item))
+    unknown = set(item) - set(_ACK_KEYS) - {"result"}
+    if unknown:
+        raise TypeError("ack_batch ack has unknown keys: %s" % ", ".join(sorted(unknown)))
+    return pb.AckRequest(queue=item["queue"], job_id=item["job_id"],
+                         lease_token=item["lease_token"],
+                         result=encode_result(item.get("result")))
+
+
+def ack_batch_errors(requests: Sequence["pb.AckRequest"],
+                     resp: "pb.AckBatchResponse") -> List[Optional[JobwireError]]:
+    """The per-ack errors of an AckBatch answer, in request order (None: the
+    ack was stored). Raises JobwireError(INTERNAL) when the broker answered
+    a different number of results (shared with the workers' coalescers)."""
+    if len(resp.results) != len(requests):
+        raise JobwireError(grpc.StatusCode.INTERNAL, "AckBatch answered %d results for %d acks"
+                           % (len(resp.results), len(requests)))
+    return [None if r.code == 0 else JobwireError(status_code(r.code), r.message)
+            for r in resp.results]
+
+
+def build_ack_results(requests: Sequence["pb.AckRequest"],
+                      resp: "pb.AckBatchResponse") -> List[AckResult]:
+    """``ack_batch``'s answer: one AckResult per request, in order."""
+    return [AckResult(queue=req.queue, job_id=req.job_id, error=err)
+            for req, err in zip(requests, ack_batch_errors(requests, resp))]
 
 
 class Client:
@@ -187,3 +226,20 @@ class Client:
     def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
         """Cancel a PENDING job (it becomes DEAD with error "cancelled")."""
         self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)
+
+    # -- acks of jobs claimed elsewhere -----------------------------------
+    def ack_batch(self, acks: Iterable[Mapping[str, Any]],
+                  *, timeout: Optional[float] = None) -> List[AckResult]:
+        """Ack up to 1000 claimed jobs, of one or several queues, in one call,
+        each ``{"queue", "job_id", "lease_token", "result"}`` (``result``:
+        bytes unchanged, None or absent → empty, anything else JSON). Each ack
+        is settled on its own, as Ack would: one ``AckResult`` per ack, in
+        order; a refused ack has ``.error`` set (returned, not raised).
+        A call-level error raises JobwireError: INVALID_ARGUMENT (empty or
+        oversized batch), UNAUTHENTICATED, PERMISSION_DENIED (nothing
+        changed), UNAVAILABLE / DEADLINE_EXCEEDED (some acks may be stored:
+        repeat them all with the same tokens). Workers batch their own acks;
+        this is for callers that claim through the raw stubs."""
+        reqs = [_ack_item(a) for a in acks]
+        resp = self._call(self._stub.AckBatch, pb.AckBatchRequest(acks=reqs), timeout)
+        return build_ack_results(reqs, resp)

@@ -1,5 +1,6 @@
 """Worker side: one Claim stream, a thread pool of handlers, lease renewal,
-Ack / Fail with retries, reconnects, graceful stop (docs/clients.md)."""
+Ack (coalesced into AckBatch calls) / Fail with retries, reconnects, graceful
+stop (docs/clients.md)."""
 from __future__ import annotations
 
 import logging
@@ -14,9 +15,10 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import grpc
 
+from ._ack_coalescer import AckCoalescer, batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError
-from ._types import Job, Outcome, encode_payload
+from ._types import Job, Outcome, encode_result
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 
@@ -44,14 +46,6 @@ def error_text(exc: BaseException) -> str:
     if len(data) > _MAX_ERROR_BYTES:
         text = data[: _MAX_ERROR_BYTES].decode("utf-8", "ignore")
     return text
-
-
-def encode_result(value: Any) -> bytes:
-    """Handler return value → Ack result: bytes unchanged, None → empty,
-    anything else JSON."""
-    if value is None:
-        return b""
-    return encode_payload(value)
 
 
 class _Pool:
@@ -223,6 +217,8 @@ class Worker:
         self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerStub(self._channel)
         self._pool = _Pool("jobwire")
+        # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
+        self._acks = AckCoalescer(batch_sender(self._stub, self._metadata))
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -463,7 +459,7 @@ class Worker:
 
     def _ack(self, job: Job, lease: _Lease, result: bytes) -> None:
         req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
-        ok, resp, err = self._send_final(self._stub.Ack, req, lease)
+        ok, resp, err = self._send_final(self._acks.ack, req, lease)
         if ok:
             self._report(Outcome("ack_ok", job, lease_lost=lease.lost))
         elif err is not None:
@@ -474,7 +470,7 @@ class Worker:
     def _fail(self, job: Job, lease: _Lease, text: str, non_retryable: bool) -> None:
         req = pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=lease.token,
                              error=text, non_retryable=non_retryable)
-        ok, resp, err = self._send_final(self._stub.Fail, req, lease)
+        ok, resp, err = self._send_final(self._unary_fail, req, lease)
         if ok:
             outcome = pb.FailResponse.Outcome.Name(resp.outcome)
             self._report(Outcome("fail_ok", job, fail_outcome=outcome,
@@ -485,10 +481,14 @@ class Worker:
             self._report(Outcome("fail_error", job, code=err.code, error=err.message,
                                  lease_lost=lease.lost))
 
+    def _unary_fail(self, request, timeout: float):
+        return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
+
     def _send_final(self, method, request, lease: _Lease):
-        """Ack / Fail, retried on UNAVAILABLE / DEADLINE_EXCEEDED until the
-        lease (as last known) expires. Returns (ok, response, JobwireError);
-        (False, None, None) when the worker was shut down meanwhile."""
+        """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
+        DEADLINE_EXCEEDED until the lease (as last known) expires. Returns
+        (ok, response, JobwireError); (False, None, None) when the worker was
+        shut down meanwhile."""
         delay = 0.1
         first = True
         while True:
@@ -497,9 +497,11 @@ class Worker:
                 timeout = min(self.timeout, max(lease.deadline - time.monotonic(), 0.5))
             first = False
             try:
-                return True, method(request, timeout=timeout, metadata=self._metadata), None
+                return True, method(request, timeout), None
             except grpc.RpcError as e:
                 err = JobwireError.from_rpc_error(e)
+            except JobwireError as e:  # from the ack coalescer
+                err = e
             except ValueError:  # channel closed after the grace: abandoned
                 return False, None, None
             if self._closed:

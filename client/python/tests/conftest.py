@@ -3,16 +3,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
+from typing import Dict, Tuple
 
 import pytest
+
+_RPC_SAMPLE = re.compile(r"^jobwire_rpc_requests_total\{([^}]*)\} (\S+)$", re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 REPO = Path(__file__).resolve().parents[3]
 BROKER_BIN = os.environ.get("JOBWIRE_BROKER_BIN") or str(REPO / "build" / "broker" / "jobwire-broker")
@@ -59,11 +65,13 @@ def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
 
 
 class Broker:
-    """One broker process; can be SIGKILLed and restarted on the same port."""
+    """One broker process; can be SIGKILLed and restarted on the same port.
+    Its Prometheus endpoint is on a port of its own (``scrape_rpcs``)."""
 
     def __init__(self, redis_url: str, log_dir: Path, *extra: str):
         self.port = free_port()
         self.addr = "127.0.0.1:%d" % self.port
+        self.metrics_port = free_port()
         self.redis_url = redis_url
         self.extra = list(extra)
         self.log_path = log_dir / ("broker-%d.log" % self.port)
@@ -75,13 +83,27 @@ class Broker:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [BROKER_BIN, "--listen=" + self.addr, "--redis_url=" + self.redis_url,
-             "--log_level=warning", *self.extra],
+             "--metrics_listen=127.0.0.1:%d" % self.metrics_port, "--log_level=warning",
+             *self.extra],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
         try:
             wait_port(self.port, self.proc)
         except RuntimeError as e:
             pytest.fail("broker did not start: %s\n%s" % (e, self.log_path.read_text()))
+
+    def scrape_rpcs(self) -> Dict[Tuple[str, str], float]:
+        """{(method, code): calls} from jobwire_rpc_requests_total on /metrics."""
+        wait_port(self.metrics_port, self.proc)  # bound just after the gRPC port
+        url = "http://127.0.0.1:%d/metrics" % self.metrics_port
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            text = resp.read().decode()
+        calls: Dict[Tuple[str, str], float] = {}
+        for m in _RPC_SAMPLE.finditer(text):
+            labels = dict(_LABEL.findall(m.group(1)))
+            key = (labels.get("method", ""), labels.get("code", ""))
+            calls[key] = calls.get(key, 0.0) + float(m.group(2))
+        return calls
 
     def kill(self) -> None:
         _stop(self.proc, signal.SIGKILL)

@@ -1,0 +1,189 @@
+"""Turns the Acks of a Worker's concurrent handlers into AckBatch calls (the
+design of client/cpp/ack_coalescer.h).
+
+An ack that finds no AckBatch in flight is sent at once, with whatever is
+queued (up to 1000 acks in one call); acks that finish while a call is in
+flight are queued and go in the next call. Coalescing so adds no delay, and
+under load the calls per job drop to about 1 / (acks finishing during one
+round trip). Each ack gets its own outcome: its per-ack result, or the
+call's error when the whole call failed; retrying (UNAVAILABLE ...) is left
+to the caller, per job.
+
+``AckCoalescer`` is for handler threads (the sending thread is the one whose
+ack found no call in flight); ``AioAckCoalescer`` for asyncio tasks (a task
+of its own sends while acks are queued).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import threading
+from typing import Awaitable, Callable, Deque, List, Optional
+
+import grpc
+import grpc.aio
+
+from ._errors import JobwireError
+from .client import ack_batch_errors
+from .v1 import broker_pb2 as pb
+
+log = logging.getLogger("jobwire.worker")
+
+# The most acks sent in one AckBatch (the broker's limit).
+MAX_BATCH = 1000
+
+# send(requests, timeout) -> one error per request, in order (None: acked);
+# raises JobwireError when the call failed as a whole.
+SendBatch = Callable[[List["pb.AckRequest"], float], List[Optional[JobwireError]]]
+AioSendBatch = Callable[[List["pb.AckRequest"], float], Awaitable[List[Optional[JobwireError]]]]
+
+
+def batch_sender(stub, metadata) -> SendBatch:
+    """``send`` for AckCoalescer: one AckBatch call on ``stub`` (a BrokerStub)
+    with the per-call ``metadata`` (the bearer token)."""
+    def send(requests: List["pb.AckRequest"], timeout: float) -> List[Optional[JobwireError]]:
+        try:
+            resp = stub.AckBatch(pb.AckBatchRequest(acks=requests), timeout=timeout,
+                                 metadata=metadata)
+        except grpc.RpcError as e:
+            raise JobwireError.from_rpc_error(e) from None
+        except ValueError:  # channel closed: the worker was shut down
+            raise JobwireError(grpc.StatusCode.CANCELLED, "channel closed") from None
+        return ack_batch_errors(requests, resp)
+    return send
+
+
+def aio_batch_sender(stub, metadata) -> AioSendBatch:
+    """``send`` for AioAckCoalescer: as ``batch_sender`` on a grpc.aio stub."""
+    async def send(requests: List["pb.AckRequest"],
+                   timeout: float) -> List[Optional[JobwireError]]:
+        try:
+            resp = await stub.AckBatch(pb.AckBatchRequest(acks=requests), timeout=timeout,
+                                       metadata=metadata)
+        except grpc.aio.AioRpcError as e:
+            raise JobwireError.from_rpc_error(e) from None
+        return ack_batch_errors(requests, resp)
+    return send
+
+
+class _Entry:
+    __slots__ = ("request", "timeout", "error", "done")
+
+    def __init__(self, request: "pb.AckRequest", timeout: float):
+        self.request = request
+        self.timeout = timeout
+        self.error: Optional[JobwireError] = None
+        self.done = False
+
+
+_INTERRUPTED = JobwireError(grpc.StatusCode.CANCELLED, "AckBatch interrupted")
+
+
+def _call_failed(exc: BaseException) -> JobwireError:
+    """The error each ack of a call that raised ``exc`` gets."""
+    if isinstance(exc, JobwireError):
+        return exc
+    log.error("jobwire: AckBatch call raised %r", exc, exc_info=exc)
+    return JobwireError(grpc.StatusCode.UNKNOWN, "AckBatch: %s: %s" % (type(exc).__name__, exc))
+
+
+def _settle(batch: List[_Entry], errors: List[Optional[JobwireError]]) -> None:
+    for entry, err in zip(batch, errors):
+        # A distinct exception object per ack: each is raised in its own thread.
+        entry.error = None if err is None else JobwireError(err.code, err.message)
+        entry.done = True
+
+
+class AckCoalescer:
+    """Thread safety: ``ack`` may be called from any number of threads."""
+
+    def __init__(self, send: SendBatch):
+        self._send = send
+        self._cond = threading.Condition()
+        self._queued: Deque[_Entry] = collections.deque()  # guarded by _cond
+        self._sending = False  # guarded by _cond
+
+    def ack(self, request: "pb.AckRequest", timeout: float) -> None:
+        """Acks one job, as a unary Ack would: returns when it was stored,
+        raises JobwireError with its per-ack error, or with the AckBatch
+        call's error (UNAVAILABLE ...) when the whole call failed. Blocks
+        until the call carrying it has answered; that call's deadline is the
+        longest ``timeout`` of the acks it carries."""
+        entry = _Entry(request, timeout)
+        with self._cond:
+            self._queued.append(entry)
+            while True:
+                self._cond.wait_for(lambda: entry.done or not self._sending)
+                if entry.done:
+                    break
+                # No call in flight: this thread sends what is queued.
+                self._sending = True
+                batch = [self._queued.popleft()
+                         for _ in range(min(len(self._queued), MAX_BATCH))]
+                errors = [_INTERRUPTED] * len(batch)  # unless the call answers
+                self._cond.release()
+                try:
+                    errors = self._send_batch(batch)
+                finally:
+                    self._cond.acquire()
+                    _settle(batch, errors)
+                    self._sending = False
+                    self._cond.notify_all()
+        if entry.error is not None:
+            raise entry.error
+
+    def _send_batch(self, batch: List[_Entry]) -> List[Optional[JobwireError]]:
+        try:
+            return self._send([e.request for e in batch], max(e.timeout for e in batch))
+        except Exception as e:  # noqa: BLE001 - every waiter needs an answer
+            return [_call_failed(e)] * len(batch)
+
+
+class AioAckCoalescer:
+    """For the tasks of one event loop (not thread-safe)."""
+
+    def __init__(self, send: AioSendBatch):
+        self._send = send
+        self._queued: Deque["tuple[_Entry, asyncio.Future]"] = collections.deque()
+        self._sender: Optional[asyncio.Task] = None  # sends while acks are queued
+
+    async def ack(self, request: "pb.AckRequest", timeout: float) -> None:
+        """As ``AckCoalescer.ack``, awaited."""
+        entry = _Entry(request, timeout)
+        answered = asyncio.get_running_loop().create_future()
+        self._queued.append((entry, answered))
+        if self._sender is None:  # no call in flight: send at once
+            self._sender = asyncio.create_task(self._send_queued())
+        # shield: an ack whose task is cancelled leaves the call to the others.
+        await asyncio.shield(answered)
+        if entry.error is not None:
+            raise entry.error
+
+    async def _send_queued(self) -> None:
+        items: List["tuple[_Entry, asyncio.Future]"] = []
+        try:
+            while self._queued:
+                items = [self._queued.popleft()
+                         for _ in range(min(len(self._queued), MAX_BATCH))]
+                batch = [entry for entry, _ in items]
+                try:
+                    errors = await self._send([e.request for e in batch],
+                                              max(e.timeout for e in batch))
+                except Exception as e:  # noqa: BLE001 - every waiter needs an answer
+                    errors = [_call_failed(e)] * len(batch)
+                self._answer(items, errors)
+                items = []
+        finally:
+            self._sender = None
+            # Cancelled (the loop is closing): answer whatever is left.
+            items.extend(self._queued)
+            self._queued.clear()
+            self._answer(items, [_INTERRUPTED] * len(items))
+
+    @staticmethod
+    def _answer(items, errors: List[Optional[JobwireError]]) -> None:
+        _settle([entry for entry, _ in items], errors)
+        for _, answered in items:
+            if not answered.done():
+                answered.set_result(None)

@@ -1,0 +1,197 @@
+"""AckBatch: Client.ack_batch's per-ack results, and the Workers' acks
+coalesced into AckBatch calls (counted on the broker's /metrics)."""
+import asyncio
+import threading
+import uuid
+
+import grpc
+import pytest
+
+from jobwire import AckResult, Client, JobState, JobwireError, Worker, aio
+from jobwire.v1 import broker_pb2, broker_pb2_grpc
+from conftest import running, wait_for
+
+UNKNOWN_JOB_ID = "999999999999"
+
+
+def claim(addr, queues, n):
+    """Claims n jobs through a raw Claim stream: [(job_id, queue, token)].
+    The stream is then closed; the jobs stay ACTIVE under their leases."""
+    with grpc.insecure_channel(addr) as ch:
+        call = broker_pb2_grpc.BrokerStub(ch).Claim(
+            broker_pb2.ClaimRequest(queues=queues, max_in_flight=n, lease_ms=60_000,
+                                    worker_id="pytest-raw-claim"), timeout=10)
+        got = []
+        for c in call:
+            got.append((c.job.id, c.job.queue, c.lease_token))
+            if len(got) == n:
+                break
+        call.cancel()
+    return got
+
+
+@pytest.fixture
+def two_queues():
+    tag = uuid.uuid4().hex[:12]
+    return "pytest-ackb-a-" + tag, "pytest-ackb-b-" + tag
+
+
+def seed_mixed_batch(client, broker, qa, qb):
+    """Three ACTIVE jobs (one in qa, two in qb) and a batch of six acks of
+    both queues: [(ack, expected code)], and the three job ids."""
+    a = client.enqueue(qa, "t", {"n": 1}).job_id
+    b1 = client.enqueue(qb, "t", {"n": 2}).job_id
+    b2 = client.enqueue(qb, "t", {"n": 3}).job_id
+    # Job ids count per queue: a job is (queue, id).
+    tokens = {(q, job_id): token for job_id, q, token in claim(broker.addr, [qa, qb], 3)}
+    assert set(tokens) == {(qa, a), (qb, b1), (qb, b2)}
+    ta, tb1, tb2 = tokens[qa, a], tokens[qb, b1], tokens[qb, b2]
+    cases = [
+        ({"queue": qa, "job_id": a, "lease_token": ta, "result": {"done": "a"}}, None),
+        # The token of another job: not this job's current lease.
+        ({"queue": qb, "job_id": b1, "lease_token": tb2}, grpc.StatusCode.FAILED_PRECONDITION),
+        ({"queue": qb, "job_id": UNKNOWN_JOB_ID, "lease_token": tb1}, grpc.StatusCode.NOT_FOUND),
+        ({"queue": qb, "job_id": b1, "lease_token": ""}, grpc.StatusCode.INVALID_ARGUMENT),
+        ({"queue": qb, "job_id": b2, "lease_token": tb2, "result": b"\x00raw"}, None),
+        # Never claimed, so no lease: refused, and the job stays PENDING.
+        ({"queue": qa, "job_id": client.enqueue(qa, "t").job_id, "lease_token": ta},
+         grpc.StatusCode.FAILED_PRECONDITION),
+    ]
+    return cases, (a, b1, b2)
+
+
+def check_mixed_batch(client, cases, results, ids):
+    a, b1, b2 = ids
+    assert len(results) == len(cases)
+    for i, ((ack, code), r) in enumerate(zip(cases, results)):
+        assert isinstance(r, AckResult)
+        assert (r.queue, r.job_id) == (ack["queue"], ack["job_id"]), i
+        if code is None:
+            assert r.ok and r.error is None, (i, r)
+        else:
+            assert not r.ok and isinstance(r.error, JobwireError), (i, r)
+            assert r.error.code == code, (i, r.error)
+    assert results[3].error.message.startswith("acks[3].lease_token"), results[3].error.message
+    job_a = client.get_job(cases[0][0]["queue"], a)
+    assert job_a.state == JobState.COMPLETED and job_a.result_json() == {"done": "a"}
+    job_b2 = client.get_job(cases[4][0]["queue"], b2)
+    assert job_b2.state == JobState.COMPLETED and job_b2.result == b"\x00raw"
+    # Nothing changed for the refused acks.
+    job_b1 = client.get_job(cases[1][0]["queue"], b1)
+    assert job_b1.state == JobState.ACTIVE and job_b1.result == b"" and job_b1.attempts == 1
+    never = client.get_job(cases[5][0]["queue"], cases[5][0]["job_id"])
+    assert never.state == JobState.PENDING and never.attempts == 0
+
+
+def test_ack_batch_mixed_results_across_two_queues(broker, client, two_queues):
+    qa, qb = two_queues
+    cases, ids = seed_mixed_batch(client, broker, qa, qb)
+    results = client.ack_batch([ack for ack, _ in cases])
+    check_mixed_batch(client, cases, results, ids)
+    # Repeating a stored ack with the same token answers OK and changes nothing.
+    again = client.ack_batch([dict(cases[0][0], result="other")])
+    assert again[0].ok
+    assert client.get_job(qa, ids[0]).result_json() == {"done": "a"}
+
+
+def test_ack_batch_call_level_errors_raise(client, queue):
+    with pytest.raises(JobwireError) as ei:
+        client.ack_batch([])
+    assert ei.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    too_many = [{"queue": queue, "job_id": str(i + 1), "lease_token": "t"} for i in range(1001)]
+    with pytest.raises(JobwireError) as ei:
+        client.ack_batch(too_many)
+    assert ei.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(TypeError):
+        client.ack_batch([{"queue": queue, "job_id": "1"}])  # no lease_token
+
+
+def test_aio_ack_batch_mixed_results_and_empty(broker, client, two_queues):
+    qa, qb = two_queues
+    cases, ids = seed_mixed_batch(client, broker, qa, qb)
+
+    async def main():
+        async with aio.Client(broker.addr, timeout=5) as c:
+            results = await c.ack_batch([ack for ack, _ in cases])
+            with pytest.raises(JobwireError) as ei:
+                await c.ack_batch([])
+            assert ei.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            return results
+    check_mixed_batch(client, cases, asyncio.run(main()), ids)
+
+
+JOBS = 300
+CONCURRENCY = 16
+
+
+def rpc_calls(broker):
+    """{method: calls handled} from the broker's /metrics, all codes summed."""
+    calls = {}
+    for (method, _), n in broker.scrape_rpcs().items():
+        calls[method] = calls.get(method, 0) + n
+    return calls
+
+
+def check_coalesced(broker, before, job_ids, outcomes, client, queue):
+    """Every job COMPLETED with its own ack_ok outcome, through fewer
+    AckBatch calls than jobs and no unary Ack."""
+    assert all(o.kind == "ack_ok" for o in outcomes), [o for o in outcomes if o.kind != "ack_ok"]
+    assert sorted(o.job.id for o in outcomes) == sorted(job_ids)
+    for job_id in job_ids:
+        job = client.get_job(queue, job_id)
+        assert job.state == JobState.COMPLETED and job.result_json() == {"id": job_id}
+    after = rpc_calls(broker)
+    assert after.get("Ack", 0) - before.get("Ack", 0) == 0
+    ack_batches = after.get("AckBatch", 0) - before.get("AckBatch", 0)
+    assert 0 < ack_batches < len(job_ids)
+
+
+def enqueue_jobs(client, queue):
+    ids = []
+    for _ in range(JOBS // 100):
+        results = client.enqueue_batch(queue, [{"type": "quick"}] * 100)
+        assert all(r.ok for r in results)
+        ids += [r.job_id for r in results]
+    return ids
+
+
+def test_worker_coalesces_acks_into_ack_batch_calls(own_broker, queue):
+    client = Client(own_broker.addr, timeout=5)
+    before = rpc_calls(own_broker)
+    job_ids = enqueue_jobs(client, queue)
+    outcomes, lock = [], threading.Lock()
+
+    def on_outcome(o):
+        with lock:
+            outcomes.append(o)
+    w = Worker(own_broker.addr, queue, concurrency=CONCURRENCY, on_outcome=on_outcome)
+    w.register("quick", lambda job: {"id": job.id})
+    with running(w):
+        wait_for(lambda: len(outcomes) >= JOBS, timeout=30, what="%d outcomes" % JOBS)
+    check_coalesced(own_broker, before, job_ids, outcomes, client, queue)
+    client.close()
+
+
+def test_aio_worker_coalesces_acks_into_ack_batch_calls(own_broker, queue):
+    client = Client(own_broker.addr, timeout=5)
+    before = rpc_calls(own_broker)
+    job_ids = enqueue_jobs(client, queue)
+    outcomes = []
+
+    async def main():
+        w = aio.Worker(own_broker.addr, queue, concurrency=CONCURRENCY,
+                       on_outcome=outcomes.append)
+
+        @w.handler("quick")
+        async def quick(job):
+            return {"id": job.id}
+
+        run = asyncio.create_task(w.run(install_signal_handlers=False))
+        deadline = asyncio.get_running_loop().time() + 30
+        while len(outcomes) < JOBS and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        await w.stop()
+        await run
+    asyncio.run(main())
+    check_coalesced(own_broker, before, job_ids, outcomes, client, queue)
+    client.close()
