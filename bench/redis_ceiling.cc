@@ -6,9 +6,10 @@
 //
 //   redis_ceiling --redis_url=redis://127.0.0.1:6379 --jobs=20000
 //
-// Phase 1 enqueues --jobs jobs with up to --pipeline calls in flight; phase 2
-// claims them --claim_batch at a time (--pipeline claims in flight) and acks
-// each claimed batch with one ack.lua call. Prints one JSON object: the time of each phase and jobs/s over both.
+// Phase 1 enqueues --jobs jobs, --enqueue_batch per enqueue.lua call, with up
+// to --pipeline calls in flight; phase 2 claims them --claim_batch at a time
+// (--pipeline claims in flight) and acks each claimed batch with one ack.lua
+// call. Prints one JSON object: the time of each phase and jobs/s over both.
 #include <algorithm>
 #include <memory>
 #include <chrono>
@@ -34,6 +35,7 @@ ABSL_FLAG(std::string, queue, "ceiling", "queue name");
 ABSL_FLAG(int, jobs, 20000, "jobs per run");
 ABSL_FLAG(int, pipeline, 256, "calls in flight");
 ABSL_FLAG(int, claim_batch, 64, "jobs per claim.lua call");
+ABSL_FLAG(int, enqueue_batch, 100, "jobs per enqueue.lua call (the e2e producers' EnqueueBatch)");
 
 namespace {
 
@@ -42,11 +44,12 @@ using jobwire::store::ClaimOutcome;
 using jobwire::store::EnqueueOutcome;
 using jobwire::store::JobStore;
 
-// Keeps `window` enqueues in flight until `total` are done. Loop thread.
+// Keeps `window` enqueue.lua calls of up to `batch` jobs in flight until
+// `total` jobs are stored. Loop thread.
 class EnqueueLoop {
  public:
-  EnqueueLoop(const JobStore* store, jobwire::v1::EnqueueRequest request, int64_t total)
-      : store_(store), request_(std::move(request)), total_(total) {}
+  EnqueueLoop(const JobStore* store, jobwire::v1::EnqueueRequest request, int batch, int64_t total)
+      : store_(store), request_(std::move(request)), batch_(batch), total_(total) {}
   void Run(int window) {
     for (int i = 0; i < window; ++i) Next();
   }
@@ -55,16 +58,21 @@ class EnqueueLoop {
  private:
   void Next() {
     if (issued_ >= total_) return;
-    ++issued_;
-    store_->Enqueue(request_, [this](absl::StatusOr<EnqueueOutcome> out) {
-      if (!out.ok()) std::cerr << "enqueue: " << out.status() << "\n";
-      if (++done_ == total_) finished_.Notify();
-      Next();
-    });
+    const int64_t n = std::min<int64_t>(batch_, total_ - issued_);
+    issued_ += n;
+    std::vector<jobwire::v1::EnqueueRequest> jobs(n, request_);
+    store_->Enqueue(request_.queue(), jobs,
+                    [this, n](absl::StatusOr<std::vector<EnqueueOutcome>> out) {
+                      if (!out.ok()) std::cerr << "enqueue: " << out.status() << "\n";
+                      done_ += n;
+                      if (done_ == total_) finished_.Notify();
+                      Next();
+                    });
   }
 
   const JobStore* const store_;
   const jobwire::v1::EnqueueRequest request_;
+  const int batch_;
   const int64_t total_;
   int64_t issued_ = 0;
   int64_t done_ = 0;
@@ -166,7 +174,7 @@ int main(int argc, char** argv) {
   request.set_max_attempts(3);
   request.set_backoff_base_ms(1000);
   request.set_backoff_max_ms(3600000);
-  EnqueueLoop enqueue(&store, request, jobs);
+  EnqueueLoop enqueue(&store, request, absl::GetFlag(FLAGS_enqueue_batch), jobs);
   DrainLoop drain(&store, queue, batch, jobs);
 
   auto t0 = Clock::now();

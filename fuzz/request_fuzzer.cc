@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -165,15 +166,21 @@ void RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
     case RequestKind::kEnqueue: {
       v1::EnqueueRequest r;
       if (!Parse(data, size, &r) || !service::ValidateEnqueue(r, kLimits).ok()) return;
-      Run<store::EnqueueOutcome>([&](auto cb) { life.Enqueue(r, std::move(cb)); });
+      Run<std::vector<store::EnqueueOutcome>>(
+          [&](auto cb) { life.Enqueue(r.queue(), {r}, std::move(cb)); });
       return;
     }
     case RequestKind::kEnqueueBatch: {
       v1::EnqueueBatchRequest r;
       if (!Parse(data, size, &r) || !service::ValidateEnqueueBatch(r).ok()) return;
+      // As BrokerService: the valid jobs, one call per queue.
+      std::map<std::string, std::vector<v1::EnqueueRequest>> by_queue;
       for (const v1::EnqueueRequest& job : r.jobs()) {
-        if (!service::ValidateEnqueue(job, kLimits).ok()) continue;
-        Run<store::EnqueueOutcome>([&](auto cb) { life.Enqueue(job, std::move(cb)); });
+        if (service::ValidateEnqueue(job, kLimits).ok()) by_queue[job.queue()].push_back(job);
+      }
+      for (auto& [queue, jobs] : by_queue) {
+        Run<std::vector<store::EnqueueOutcome>>(
+            [&](auto cb) { life.Enqueue(queue, std::move(jobs), std::move(cb)); });
       }
       return;
     }

@@ -1,45 +1,59 @@
--- enqueue.lua: stores one new pending job, or finds the job that already
--- holds the idempotency key. The key and the job are written together.
+-- enqueue.lua: stores new pending jobs of one queue, in order. A job whose
+-- idempotency key is already held stores nothing and answers the holder's
+-- id (so does a later job of the same call repeating an earlier one's key).
+-- Each job's hash, set entry and key are written together.
 --
 -- KEYS[1]  {p}:{q}:seq         job id counter
 -- KEYS[2]  {p}:{q}:ready       due jobs
 -- KEYS[3]  {p}:{q}:scheduled   jobs due later
--- KEYS[4]  {p}:{q}:idem:<key>  idempotency key (unused when ARGV[7] is '')
 -- ARGV[1]  job key prefix {p}:{q}:job:
--- ARGV[2]  type             ARGV[3]  payload
--- ARGV[4]  priority         ARGV[5]  delay_ms (>= 0)
--- ARGV[6]  run_at_ms (0 = not set; a past time means now)
--- ARGV[7]  idempotency key ('' = none)
--- ARGV[8]  dedup window ms  ARGV[9]  max_attempts
--- ARGV[10] backoff base ms  ARGV[11] backoff max ms
--- ARGV[12] notify channel {p}:{q}:notify
--- Returns {job_id, duplicate}: duplicate is 1 when the idempotency key was
--- known (nothing written), else 0. Publishes the delay until the job is due.
-local idem = ARGV[7]
-if idem ~= '' then
-  local existing = redis.call('GET', KEYS[4])
-  if existing then return {existing, 1} end
-end
-
+-- ARGV[2]  idempotency key prefix {p}:{q}:idem:
+-- ARGV[3]  dedup window ms
+-- ARGV[4]  notify channel {p}:{q}:notify
+-- ARGV[5 + 9k .. 13 + 9k]: the k-th job (k = 0, 1, ...; at least one):
+--   type, payload, priority, delay_ms (>= 0),
+--   run_at_ms (0 = not set; a past time means now),
+--   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms
+-- Returns {id1, duplicate1, id2, duplicate2, ...}: duplicate is 1 when the
+-- idempotency key was known (nothing written), else 0. Publishes 0 when a new
+-- job is due now and the delay of the earliest new job due later, if any.
 local now = now_ms()
-local id = string.format('%012d', redis.call('INCR', KEYS[1]))
-local priority = tonumber(ARGV[4])
-local available_at = now + tonumber(ARGV[5])
-local run_at = tonumber(ARGV[6])
-if run_at > available_at then available_at = run_at end
+local out = {}
+local due_now = false
+local next_delay = nil
+for i = 5, #ARGV, 9 do
+  local idem = ARGV[i + 5]
+  local existing = idem ~= '' and redis.call('GET', ARGV[2] .. idem)
+  if existing then
+    out[#out + 1] = existing
+    out[#out + 1] = 1
+  else
+    local id = string.format('%012d', redis.call('INCR', KEYS[1]))
+    local priority = tonumber(ARGV[i + 2])
+    local available_at = now + tonumber(ARGV[i + 3])
+    local run_at = tonumber(ARGV[i + 4])
+    if run_at > available_at then available_at = run_at end
 
-redis.call('HSET', ARGV[1] .. id,
-  'type', ARGV[2], 'payload', ARGV[3], 'priority', ARGV[4], 'state', 'pending',
-  'attempts', '0', 'max_attempts', ARGV[9], 'available_at', int(available_at),
-  'created_at', int(now), 'idempotency_key', idem,
-  'backoff_base', ARGV[10], 'backoff_max', ARGV[11])
-if available_at <= now then
-  redis.call('ZADD', KEYS[2], ready_score(priority, available_at), id)
-else
-  redis.call('ZADD', KEYS[3], int(available_at), id)
+    redis.call('HSET', ARGV[1] .. id,
+      'type', ARGV[i], 'payload', ARGV[i + 1], 'priority', ARGV[i + 2], 'state', 'pending',
+      'attempts', '0', 'max_attempts', ARGV[i + 6], 'available_at', int(available_at),
+      'created_at', int(now), 'idempotency_key', idem,
+      'backoff_base', ARGV[i + 7], 'backoff_max', ARGV[i + 8])
+    if available_at <= now then
+      redis.call('ZADD', KEYS[2], ready_score(priority, available_at), id)
+      due_now = true
+    else
+      redis.call('ZADD', KEYS[3], int(available_at), id)
+      local delay = available_at - now
+      if not next_delay or delay < next_delay then next_delay = delay end
+    end
+    if idem ~= '' then
+      redis.call('SET', ARGV[2] .. idem, id, 'PX', ARGV[3])
+    end
+    out[#out + 1] = id
+    out[#out + 1] = 0
+  end
 end
-if idem ~= '' then
-  redis.call('SET', KEYS[4], id, 'PX', ARGV[8])
-end
-redis.call('PUBLISH', ARGV[12], int(available_at - now))
-return {id, 0}
+if due_now then redis.call('PUBLISH', ARGV[4], '0') end
+if next_delay then redis.call('PUBLISH', ARGV[4], int(next_delay)) end
+return out

@@ -169,6 +169,56 @@ TEST_F(LifecycleTest, DueLowPriorityJobsAreNotBlockedByScheduledHighPriority) {
       << "scheduled job " << extra->job().id() << " claimed early";
 }
 
+TEST_F(LifecycleTest, EnqueueBatchStoresEachJobAndWakesWaitingStreams) {
+  // Streams wait before the batch: its one notify per queue and kind (due
+  // now, due later) must wake them.
+  const std::string q1 = "batch.one", q2 = "batch.two";
+  auto reader1 = OpenClaim(MakeClaim({q1}, 10));
+  auto reader2 = OpenClaim(MakeClaim({q2}, 10));
+  absl::SleepFor(absl::Milliseconds(100));  // both streams waiting
+
+  v1::EnqueueBatchRequest batch;
+  *batch.add_jobs() = MakeJob(q1, "due-1");
+  *batch.add_jobs() = MakeJob(q2, "due-2");
+  v1::EnqueueRequest keyed = MakeJob(q1, "keyed");
+  keyed.set_idempotency_key("same-key");
+  *batch.add_jobs() = keyed;
+  *batch.add_jobs() = keyed;  // repeats the key inside the batch
+  v1::EnqueueRequest later = MakeJob(q2, "later");
+  later.set_delay_ms(700);
+  *batch.add_jobs() = later;
+  const int64_t t0 = NowMs();
+  v1::EnqueueBatchResponse response;
+  JW_ASSERT_OK(EnqueueBatch(*stub_, batch, &response));
+  ASSERT_EQ(response.results_size(), 5);
+  for (const v1::EnqueueResult& result : response.results()) {
+    ASSERT_EQ(result.code(), 0) << result.message();
+  }
+  EXPECT_FALSE(response.results(2).duplicate());
+  EXPECT_TRUE(response.results(3).duplicate());
+  EXPECT_EQ(response.results(3).job_id(), response.results(2).job_id());
+  EXPECT_NE(response.results(0).job_id(), response.results(2).job_id());
+
+  std::multiset<std::string> got1;
+  for (int i = 0; i < 2; ++i) {
+    std::optional<v1::ClaimedJob> claimed = reader1->Next(kPrompt);
+    ASSERT_TRUE(claimed.has_value()) << "q1 job " << i;
+    got1.insert(claimed->job().payload());
+  }
+  EXPECT_EQ(got1, (std::multiset<std::string>{"due-1", "keyed"}));
+  EXPECT_FALSE(reader1->Next(kQuiet).has_value()) << "the repeated key stored a job";
+
+  std::optional<v1::ClaimedJob> due2 = reader2->Next(kPrompt);
+  ASSERT_TRUE(due2.has_value());
+  EXPECT_EQ(due2->job().payload(), "due-2");
+  absl::Time received_at;
+  std::optional<v1::ClaimedJob> later2 =
+      reader2->NextBefore(absl::FromUnixMillis(t0 + 700 + 1000), &received_at);
+  ASSERT_TRUE(later2.has_value()) << "the delayed job was not delivered when due";
+  EXPECT_EQ(later2->job().payload(), "later");
+  EXPECT_GE(absl::ToUnixMillis(received_at), t0 + 700 - 1);
+}
+
 TEST_F(LifecycleTest, MaxInFlightIsHonoured) {
   const std::string queue = "inflight";
   for (int i = 0; i < 10; ++i) MustEnqueue(*stub_, MakeJob(queue));

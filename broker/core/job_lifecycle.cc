@@ -10,19 +10,26 @@ JobLifecycle::JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher,
                            LifecycleDefaults defaults)
     : store_(store), dispatcher_(dispatcher), metrics_(metrics), defaults_(defaults) {}
 
-void JobLifecycle::Enqueue(v1::EnqueueRequest request,
-                           store::Callback<store::EnqueueOutcome> done) {
-  if (request.max_attempts() == 0) request.set_max_attempts(defaults_.max_attempts);
-  if (request.backoff_base_ms() == 0) request.set_backoff_base_ms(defaults_.backoff_base_ms);
-  if (request.backoff_max_ms() == 0) {
-    request.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, request.backoff_base_ms()));
+void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
+                           store::Callback<std::vector<store::EnqueueOutcome>> done) {
+  for (v1::EnqueueRequest& job : jobs) {
+    if (job.max_attempts() == 0) job.set_max_attempts(defaults_.max_attempts);
+    if (job.backoff_base_ms() == 0) job.set_backoff_base_ms(defaults_.backoff_base_ms);
+    if (job.backoff_max_ms() == 0) {
+      job.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, job.backoff_base_ms()));
+    }
   }
-  RegisterOnce(request.queue());
-  store_->Enqueue(request, [this, queue = request.queue(), done = std::move(done)](
-                               absl::StatusOr<store::EnqueueOutcome> result) {
-    if (result.ok() && !result->duplicate) metrics_->JobEnqueued(queue);
-    done(std::move(result));
-  });
+  RegisterOnce(queue);
+  store_->Enqueue(queue, jobs,
+                  [this, queue, done = std::move(done)](
+                      absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
+                    if (result.ok()) {
+                      for (const store::EnqueueOutcome& out : *result) {
+                        if (!out.duplicate) metrics_->JobEnqueued(queue);
+                      }
+                    }
+                    done(std::move(result));
+                  });
 }
 
 void JobLifecycle::RegisterOnce(const std::string& queue) {

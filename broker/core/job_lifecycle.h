@@ -31,10 +31,13 @@ class JobLifecycle {
   JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, Metrics* metrics,
                LifecycleDefaults defaults);
 
-  // REQUIRES: `request` passed validation. Zero max_attempts and backoff
-  // fields take the broker defaults. Records the queue in the registry the
-  // first time this process (or this Redis connection) sees it.
-  void Enqueue(v1::EnqueueRequest request, store::Callback<store::EnqueueOutcome> done);
+  // Stores `jobs`, all of `queue`, with one script call; one outcome per job
+  // (see JobStore::Enqueue). REQUIRES: each job passed validation. Zero
+  // max_attempts and backoff fields take the broker defaults. Records the
+  // queue in the registry the first time this process (or this Redis
+  // connection) sees it.
+  void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
+               store::Callback<std::vector<store::EnqueueOutcome>> done);
   // Completes `acks`, all of `queue`, with one script call; one status per
   // ack (see JobStore::Ack). Each completed job frees its Claim stream slot.
   void Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,

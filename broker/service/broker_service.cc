@@ -39,12 +39,13 @@ grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ct
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, req->queue()))) {
     return reactor;
   }
-  lifecycle_->Enqueue(*req, [reactor, resp](absl::StatusOr<store::EnqueueOutcome> out) {
-    if (FinishIfError(reactor, out.status())) return;
-    resp->set_job_id(out->job_id);
-    resp->set_duplicate(out->duplicate);
-    reactor->Finish(grpc::Status::OK);
-  });
+  lifecycle_->Enqueue(req->queue(), {*req},
+                      [reactor, resp](absl::StatusOr<std::vector<store::EnqueueOutcome>> out) {
+                        if (FinishIfError(reactor, out.status())) return;
+                        resp->set_job_id(out->front().job_id);
+                        resp->set_duplicate(out->front().duplicate);
+                        reactor->Finish(grpc::Status::OK);
+                      });
   return reactor;
 }
 
@@ -59,36 +60,46 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, queues))) {
     return reactor;
   }
-  // One count per job plus one for this loop, so the call cannot finish
-  // before every job was handed over.
-  auto remaining = std::make_shared<std::atomic<int>>(req->jobs_size() + 1);
-  auto finish_one = [reactor, remaining] {
-    if (--*remaining == 0) reactor->Finish(grpc::Status::OK);
-  };
-  for (int i = 0; i < req->jobs_size(); ++i) resp->add_results();
+  // Valid jobs grouped by queue (one script call each), in request order.
+  absl::flat_hash_map<absl::string_view, std::vector<int>> by_queue;
   for (int i = 0; i < req->jobs_size(); ++i) {
-    v1::EnqueueResult* result = resp->mutable_results(i);
+    v1::EnqueueResult* result = resp->add_results();
     absl::Status valid =
         ValidateEnqueue(req->jobs(i), limits_, "jobs[" + std::to_string(i) + "].");
-    if (!valid.ok()) {
+    if (valid.ok()) {
+      by_queue[req->jobs(i).queue()].push_back(i);
+    } else {
       result->set_code(static_cast<int>(valid.code()));
       result->set_message(std::string(valid.message()));
-      finish_one();
-      continue;
     }
-    lifecycle_->Enqueue(req->jobs(i),
-                        [result, finish_one](absl::StatusOr<store::EnqueueOutcome> out) {
-                          if (out.ok()) {
-                            result->set_job_id(out->job_id);
-                            result->set_duplicate(out->duplicate);
-                          } else {
-                            result->set_code(static_cast<int>(out.status().code()));
-                            result->set_message(std::string(out.status().message()));
-                          }
-                          finish_one();
-                        });
   }
-  finish_one();
+  if (by_queue.empty()) {
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  auto remaining = std::make_shared<std::atomic<int>>(static_cast<int>(by_queue.size()));
+  for (auto& [queue, indexes] : by_queue) {
+    std::vector<v1::EnqueueRequest> jobs;
+    jobs.reserve(indexes.size());
+    for (int i : indexes) jobs.push_back(req->jobs(i));
+    lifecycle_->Enqueue(
+        std::string(queue), std::move(jobs),
+        [reactor, resp, remaining, indexes = std::move(indexes)](
+            absl::StatusOr<std::vector<store::EnqueueOutcome>> out) {
+          // A failed call (Redis unreachable) fails only its own queue's jobs.
+          for (size_t k = 0; k < indexes.size(); ++k) {
+            v1::EnqueueResult* result = resp->mutable_results(indexes[k]);
+            if (out.ok()) {
+              result->set_job_id((*out)[k].job_id);
+              result->set_duplicate((*out)[k].duplicate);
+            } else {
+              result->set_code(static_cast<int>(out.status().code()));
+              result->set_message(std::string(out.status().message()));
+            }
+          }
+          if (--*remaining == 0) reactor->Finish(grpc::Status::OK);
+        });
+  }
   return reactor;
 }
 

@@ -94,20 +94,34 @@ std::string JobStore::NotifyChannel(const std::string& queue) const {
   return KeysFor(queue).NotifyChannel();
 }
 
-void JobStore::Enqueue(const v1::EnqueueRequest& r, Callback<EnqueueOutcome> done) const {
-  Keys keys = KeysFor(r.queue());
-  scripts_->Eval(
-      scripts_->Get("enqueue"),
-      {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Idempotency(r.idempotency_key())},
-      {keys.JobPrefix(), r.type(), r.payload(), absl::StrCat(r.priority()),
-       absl::StrCat(r.delay_ms()), absl::StrCat(r.run_at_ms()), r.idempotency_key(),
-       absl::StrCat(options_.dedup_window_ms), absl::StrCat(r.max_attempts()),
-       absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()), keys.NotifyChannel()},
-      [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-        if (!reply.ok()) return done(reply.status());
-        if (reply->elements.size() != 2) return done(absl::InternalError("bad enqueue reply"));
-        done(EnqueueOutcome{reply->elements[0].str, reply->elements[1].AsInt() == 1});
-      });
+void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
+                       Callback<std::vector<EnqueueOutcome>> done) const {
+  Keys keys = KeysFor(queue);
+  std::vector<std::string> args = {keys.JobPrefix(), keys.IdempotencyPrefix(),
+                                   absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel()};
+  args.reserve(4 + 9 * jobs.size());
+  for (const v1::EnqueueRequest& r : jobs) {
+    args.insert(args.end(),
+                {r.type(), r.payload(), absl::StrCat(r.priority()), absl::StrCat(r.delay_ms()),
+                 absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
+                 absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms())});
+  }
+  scripts_->Eval(scripts_->Get("enqueue"), {keys.Seq(), keys.Ready(), keys.Scheduled()},
+                 std::move(args),
+                 [count = jobs.size(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   if (reply->type != RedisReply::Type::kArray ||
+                       reply->elements.size() != 2 * count) {
+                     return done(absl::InternalError("bad enqueue reply"));
+                   }
+                   std::vector<EnqueueOutcome> out;
+                   out.reserve(count);
+                   for (size_t i = 0; i < count; ++i) {
+                     out.push_back(EnqueueOutcome{reply->elements[2 * i].str,
+                                                  reply->elements[2 * i + 1].AsInt() == 1});
+                   }
+                   done(std::move(out));
+                 });
 }
 
 void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,

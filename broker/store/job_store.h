@@ -61,9 +61,11 @@ class JobStore {
   // `client` and `scripts` must outlive the store.
   JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options);
 
-  // enqueue.lua. REQUIRES: `request` is valid with max_attempts and backoff
-  // resolved (non-zero).
-  void Enqueue(const v1::EnqueueRequest& request, Callback<EnqueueOutcome> done) const;
+  // enqueue.lua: stores `jobs`, every one of them in `queue`, in one script
+  // call; one outcome per job, in order. REQUIRES: `jobs` is not empty and
+  // each job is valid with max_attempts and backoff resolved (non-zero).
+  void Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
+               Callback<std::vector<EnqueueOutcome>> done) const;
 
   // claim.lua: leases up to `max_jobs` due jobs of `queue`.
   void Claim(const std::string& queue, int max_jobs, int64_t lease_ms, const std::string& worker_id,

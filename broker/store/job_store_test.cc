@@ -55,9 +55,9 @@ class JobStoreTest : public ::testing::Test {
     r.set_max_attempts(max_attempts);
     r.set_backoff_base_ms(base);
     r.set_backoff_max_ms(cap);
-    auto out = Sync<EnqueueOutcome>([&](auto cb) { store_->Enqueue(r, cb); });
+    auto out = Sync<std::vector<EnqueueOutcome>>([&](auto cb) { store_->Enqueue(queue, {r}, cb); });
     EXPECT_TRUE(out.ok()) << out.status();
-    return out.ok() ? out->job_id : "";
+    return out.ok() ? out->at(0).job_id : "";
   }
 
   // Claims up to `n` jobs one call at a time; returns their types in order.
