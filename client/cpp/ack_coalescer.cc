@@ -16,11 +16,15 @@ absl::Status AckCoalescer::Ack(v1::AckRequest request) {
     };
     mu_.Await(absl::Condition(&turn));
     if (entry.done) break;
-    // No call in flight: this thread sends what is queued, its own ack first
-    // among them unless more than kMaxBatch wait ahead of it.
+    // No call in flight: this thread sends what is queued (as much as fits
+    // one call; its own ack may have to wait for the next).
     sending_ = true;
     std::vector<Entry*> batch;
+    size_t bytes = 0;
     while (!queued_.empty() && static_cast<int>(batch.size()) < kMaxBatch) {
+      const size_t size = queued_.front()->request.result().size();
+      if (!batch.empty() && bytes + size > kMaxBatchBytes) break;
+      bytes += size;
       batch.push_back(queued_.front());
       queued_.pop_front();
     }

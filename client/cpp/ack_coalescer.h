@@ -1,9 +1,9 @@
 // AckCoalescer: turns the Acks of a Worker's concurrent handler threads into
 // AckBatch calls. A thread whose ack finds no AckBatch in flight sends every
-// queued ack (up to 1000) in one call and hands the answers out; acks queued
-// while that call is in flight go in the next one. An ack alone is sent at
-// once, so coalescing adds no delay; under load the calls per job drop to
-// about 1 / (acks finishing during one round trip).
+// queued ack (up to 1000 acks and 8 MiB of results) in one call and hands the
+// answers out; acks queued while that call is in flight go in the next one.
+// An ack alone is sent at once, so coalescing adds no delay; under load the
+// calls per job drop to about 1 / (acks finishing during one round trip).
 #ifndef JOBWIRE_CLIENT_CPP_ACK_COALESCER_H_
 #define JOBWIRE_CLIENT_CPP_ACK_COALESCER_H_
 
@@ -22,6 +22,9 @@ class AckCoalescer {
  public:
   // The most acks sent in one AckBatch (the broker's limit).
   static constexpr int kMaxBatch = 1000;
+  // The most result bytes sent in one AckBatch, unless one result alone is
+  // larger: well under the broker's 64 MiB request limit.
+  static constexpr size_t kMaxBatchBytes = 8 << 20;
 
   // `client` must outlive the coalescer.
   explicit AckCoalescer(Client* client) : client_(client) {}

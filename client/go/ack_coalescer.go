@@ -10,6 +10,10 @@ import (
 // maxAckBatch is the most acks sent in one AckBatch call (the broker's limit).
 const maxAckBatch = 1000
 
+// maxAckBatchBytes is the most result bytes sent in one AckBatch call, unless
+// one result alone is larger: well under the broker's 64 MiB request limit.
+const maxAckBatchBytes = 8 << 20
+
 // ackCoalescer turns the Acks of a Worker's concurrent job goroutines into
 // AckBatch calls (the design of client/cpp/ack_coalescer.h). A goroutine
 // whose ack finds no call in flight sends every queued ack (up to
@@ -82,10 +86,17 @@ func (c *ackCoalescer) ack(req *jobwirepb.AckRequest) error {
 	return e.err
 }
 
-// take removes and returns the oldest queued acks, at most maxAckBatch.
+// take removes and returns the oldest queued acks that fit one call: at most
+// maxAckBatch acks and maxAckBatchBytes of results (always at least one).
 // REQUIRES: c.mu held.
 func (c *ackCoalescer) take() []*ackEntry {
-	n := min(len(c.queued), maxAckBatch)
+	n, size := 0, 0
+	for _, e := range c.queued {
+		if n == maxAckBatch || (n > 0 && size+len(e.req.GetResult()) > maxAckBatchBytes) {
+			break
+		}
+		n, size = n+1, size+len(e.req.GetResult())
+	}
 	batch := slices.Clone(c.queued[:n])
 	left := copy(c.queued, c.queued[n:])
 	clear(c.queued[left:])

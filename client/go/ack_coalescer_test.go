@@ -192,3 +192,32 @@ func TestAckCoalescerSplitsAtMaxAckBatch(t *testing.T) {
 		t.Errorf("%d calls of sizes %v..., want [1 %d 5]", len(sizes), sizes[:min(len(sizes), 5)], maxAckBatch)
 	}
 }
+
+func TestAckCoalescerSplitsAtMaxAckBatchBytes(t *testing.T) {
+	f := &fakeAckBatch{}
+	c := newAckCoalescer(f.send)
+	f.gate.Lock()
+	first := ackAll(c, []string{"first"})
+	for len(f.callSizes()) != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// Five acks of 3 MiB results: two fit one call (6 MiB), a third does not.
+	result := make([]byte, 3<<20)
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.ack(&jobwirepb.AckRequest{JobId: fmt.Sprintf("ok-big-%d", i), Result: result}); err != nil {
+				t.Errorf("ack %d: %v", i, err)
+			}
+		}()
+	}
+	waitQueued(t, c, 5)
+	f.gate.Unlock()
+	first()
+	wg.Wait()
+	if got := fmt.Sprint(f.callSizes()); got != "[1 2 2 1]" {
+		t.Errorf("call sizes %s, want [1 2 2 1]", got)
+	}
+}

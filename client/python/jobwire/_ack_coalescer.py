@@ -32,6 +32,23 @@ log = logging.getLogger("jobwire.worker")
 
 # The most acks sent in one AckBatch (the broker's limit).
 MAX_BATCH = 1000
+# The most result bytes in one AckBatch, unless one result alone is larger:
+# well under the broker's 64 MiB request limit.
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+
+
+def _take(queued: Deque) -> list:
+    """Removes and returns the oldest queued items (``_Entry`` or tuples
+    starting with one) that fit one AckBatch: at most MAX_BATCH acks and
+    MAX_BATCH_BYTES of results (always at least one)."""
+    n, size = 0, 0
+    for item in queued:
+        entry = item[0] if isinstance(item, tuple) else item
+        result_size = len(entry.request.result)
+        if n == MAX_BATCH or (n > 0 and size + result_size > MAX_BATCH_BYTES):
+            break
+        n, size = n + 1, size + result_size
+    return [queued.popleft() for _ in range(n)]
 
 # send(requests, timeout) -> one error per request, in order (None: acked);
 # raises JobwireError when the call failed as a whole.
@@ -119,8 +136,7 @@ class AckCoalescer:
                     break
                 # No call in flight: this thread sends what is queued.
                 self._sending = True
-                batch = [self._queued.popleft()
-                         for _ in range(min(len(self._queued), MAX_BATCH))]
+                batch = _take(self._queued)
                 errors = [_INTERRUPTED] * len(batch)  # unless the call answers
                 self._cond.release()
                 try:
@@ -164,8 +180,7 @@ class AioAckCoalescer:
         items: List["tuple[_Entry, asyncio.Future]"] = []
         try:
             while self._queued:
-                items = [self._queued.popleft()
-                         for _ in range(min(len(self._queued), MAX_BATCH))]
+                items = _take(self._queued)
                 batch = [entry for entry, _ in items]
                 try:
                     errors = await self._send([e.request for e in batch],

@@ -195,3 +195,21 @@ def test_aio_worker_coalesces_acks_into_ack_batch_calls(own_broker, queue):
     asyncio.run(main())
     check_coalesced(own_broker, before, job_ids, outcomes, client, queue)
     client.close()
+
+
+def test_a_batch_holds_at_most_1000_acks_and_8_mib_of_results():
+    from collections import deque
+
+    from jobwire import _ack_coalescer
+    from jobwire.v1 import broker_pb2 as pb
+
+    def entries(count, result_bytes):
+        return deque(_ack_coalescer._Entry(pb.AckRequest(job_id=str(i), result=b"x" * result_bytes), 1.0)
+                     for i in range(count))
+
+    queued = entries(1005, 0)
+    assert [len(_ack_coalescer._take(queued)) for _ in range(2)] == [1000, 5]
+    queued = entries(5, 3 << 20)  # two fit in 8 MiB, a third does not
+    assert [len(_ack_coalescer._take(queued)) for _ in range(3)] == [2, 2, 1]
+    queued = entries(1, 9 << 20)  # one larger than the limit still goes alone
+    assert len(_ack_coalescer._take(queued)) == 1
