@@ -178,9 +178,9 @@ void RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
       for (const v1::EnqueueRequest& job : r.jobs()) {
         if (service::ValidateEnqueue(job, kLimits).ok()) by_queue[job.queue()].push_back(job);
       }
-      for (auto& [queue, jobs] : by_queue) {
+      for (auto& entry : by_queue) {
         Run<std::vector<store::EnqueueOutcome>>(
-            [&](auto cb) { life.Enqueue(queue, std::move(jobs), std::move(cb)); });
+            [&](auto cb) { life.Enqueue(entry.first, std::move(entry.second), std::move(cb)); });
       }
       return;
     }
