@@ -370,7 +370,7 @@ nlohmann::json IdleStreams() {
   nlohmann::json ended_by_code = nlohmann::json::object();
   struct Stream {
     grpc::ClientContext context;
-    std::unique_ptr<grpc::ClientAsyncReaderInterface<jobwire::v1::ClaimedJob>> reader;
+    std::unique_ptr<grpc::ClientAsyncReaderInterface<jobwire::v1::ClaimResponse>> reader;
     grpc::Status status;
   };
   std::vector<std::unique_ptr<Stream>> open;

@@ -219,6 +219,25 @@ TEST_F(LifecycleTest, EnqueueBatchStoresEachJobAndWakesWaitingStreams) {
   EXPECT_GE(absl::ToUnixMillis(received_at), t0 + 700 - 1);
 }
 
+TEST_F(LifecycleTest, JobsClaimedTogetherArriveInOneMessage) {
+  const std::string queue = "together";
+  std::set<std::string> pending;
+  for (int i = 0; i < 50; ++i) pending.insert(MustEnqueue(*stub_, MakeJob(queue)));
+  auto reader = OpenClaim(MakeClaim({queue}, 20));
+  std::set<std::string> got;
+  for (int i = 0; i < 20; ++i) {
+    std::optional<v1::ClaimedJob> claimed = reader->Next(kPrompt);
+    ASSERT_TRUE(claimed.has_value()) << "job " << i;
+    EXPECT_TRUE(pending.count(claimed->job().id())) << claimed->job().id();
+    EXPECT_FALSE(claimed->lease_token().empty());
+    got.insert(claimed->job().id());
+  }
+  EXPECT_EQ(got.size(), 20u) << "a job arrived twice";
+  EXPECT_FALSE(reader->Next(kQuiet).has_value()) << "more than max_in_flight";
+  // One claim.lua call filled all 20 slots: one message.
+  EXPECT_EQ(reader->messages(), 1);
+}
+
 TEST_F(LifecycleTest, MaxInFlightIsHonoured) {
   const std::string queue = "inflight";
   for (int i = 0; i < 10; ++i) MustEnqueue(*stub_, MakeJob(queue));

@@ -196,7 +196,7 @@ TEST_F(SlowReaderTest, NonReadingStreamStallsOnlyItself) {
   // that its jobs come back and are claimed for it again and again.
   auto stalled_stub = v1::Broker::NewStub(OwnConnection(broker_->address()));
   grpc::ClientContext stalled_context;
-  std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> stalled =
+  std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> stalled =
       stalled_stub->Claim(&stalled_context, MakeClaim({"flood"}, kJobs, /*lease_ms=*/1000));
 
   // Wait until the broker has claimed all of them for it.

@@ -486,14 +486,18 @@ ClaimReader::~ClaimReader() {
 }
 
 void ClaimReader::Run(v1::ClaimRequest request) {
-  std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> reader =
+  std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> reader =
       stub_->Claim(&context_, request);
-  v1::ClaimedJob job;
-  while (reader->Read(&job)) {
+  v1::ClaimResponse message;
+  while (reader->Read(&message)) {
     absl::MutexLock lock(&mu_);
-    queue_.emplace_back(std::move(job), absl::Now());
-    ++received_;
-    job = v1::ClaimedJob();
+    ++messages_;
+    const absl::Time now = absl::Now();
+    for (v1::ClaimedJob& job : *message.mutable_jobs()) {
+      queue_.emplace_back(std::move(job), now);
+      ++received_;
+    }
+    message.Clear();
   }
   grpc::Status status = reader->Finish();
   absl::MutexLock lock(&mu_);
@@ -531,6 +535,11 @@ std::optional<grpc::Status> ClaimReader::WaitForEnd(absl::Duration timeout) {
 int ClaimReader::received() const {
   absl::MutexLock lock(&mu_);
   return received_;
+}
+
+int ClaimReader::messages() const {
+  absl::MutexLock lock(&mu_);
+  return messages_;
 }
 
 void ClaimReader::Cancel() { context_.TryCancel(); }

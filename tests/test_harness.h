@@ -305,6 +305,8 @@ class ClaimReader {
 
   // Number of jobs received so far (taken or not).
   int received() const;
+  // Number of stream messages received so far (each carries 1+ jobs).
+  int messages() const;
 
   // Cancels the call (ClientContext::TryCancel). The thread ends soon after.
   void Cancel();
@@ -318,6 +320,7 @@ class ClaimReader {
   std::deque<std::pair<v1::ClaimedJob, absl::Time>> queue_
       ABSL_GUARDED_BY(mu_);
   int received_ ABSL_GUARDED_BY(mu_) = 0;
+  int messages_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<grpc::Status> end_status_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

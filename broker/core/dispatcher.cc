@@ -215,33 +215,36 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     return;
   }
   const absl::Time now = absl::Now();
-  for (size_t i = 0; i < outcome->jobs.size(); ++i) {
-    v1::ClaimedJob& job = outcome->jobs[i];
+  const size_t claimed = outcome->jobs.size();
+  std::vector<absl::Duration> waits;
+  waits.reserve(claimed);
+  for (const v1::ClaimedJob& job : outcome->jobs) {
     std::string key = LeaseKey(queue, job.job().id());
     absl::Time deadline = now + absl::Milliseconds(s->spec.lease_ms);
     leases_[key] = Lease{id, job.lease_token(), deadline, now};
     s->in_flight.insert(key);
     ArmLeaseTimer(key, deadline);
     if (on_lease_granted_) on_lease_granted_(deadline);
-    std::string job_id = job.job().id();
-    std::string lease_token = job.lease_token();
     // Claimed at lease expiry minus lease, by the Redis clock like available_at.
-    const absl::Duration wait = absl::Milliseconds(
-        job.lease_expires_at_ms() - s->spec.lease_ms - job.job().available_at_ms());
-    if (s->sink->Deliver(std::move(job))) {
-      metrics_->JobClaimed(queue, wait);
-    } else {
-      // The stream ended (its close is already posted): this job and the rest
-      // never reach a worker.
+    waits.push_back(absl::Milliseconds(job.lease_expires_at_ms() - s->spec.lease_ms -
+                                       job.job().available_at_ms()));
+  }
+  if (claimed > 0) {
+    std::vector<std::pair<std::string, std::string>> refs;  // (job id, token)
+    refs.reserve(claimed);
+    for (const v1::ClaimedJob& job : outcome->jobs) {
+      refs.emplace_back(job.job().id(), job.lease_token());
+    }
+    if (!s->sink->Deliver(std::move(outcome->jobs))) {
+      // The stream ended (its close is already posted): the jobs never reach
+      // a worker.
       s->filling = false;
-      GiveBack(queue, job_id, lease_token);
-      for (size_t j = i + 1; j < outcome->jobs.size(); ++j) {
-        GiveBack(queue, outcome->jobs[j].job().id(), outcome->jobs[j].lease_token());
-      }
+      for (const auto& [job_id, lease_token] : refs) GiveBack(queue, job_id, lease_token);
       return;
     }
+    for (const absl::Duration& wait : waits) metrics_->JobClaimed(queue, wait);
   }
-  if (static_cast<int>(outcome->jobs.size()) >= requested) {
+  if (static_cast<int>(claimed) >= requested) {
     WakeOne(queue);  // the queue may hold more for the next waiter
   } else {
     s->drained.insert(queue);

@@ -49,12 +49,14 @@
 namespace jobwire::core {
 
 // Where a stream's jobs go. Deliver is called on the loop thread and must
-// not block; it returns false when the stream has ended (the job then stays
-// leased and comes back when its lease expires).
+// not block; it returns false when the stream has ended (the Dispatcher then
+// gives the jobs back with release.lua).
 class JobSink {
  public:
   virtual ~JobSink() = default;
-  virtual bool Deliver(v1::ClaimedJob job) = 0;
+  // Hands `jobs` (claimed together, at least one) to the stream. Returns
+  // false, having taken none of them, when the stream has ended.
+  virtual bool Deliver(std::vector<v1::ClaimedJob> jobs) = 0;
   // Ends the stream with `status` (called at broker shutdown).
   virtual void Close(const absl::Status& status) = 0;
 };

@@ -103,7 +103,7 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::ClaimedJob>* BrokerService::Claim(grpc::CallbackServerContext* ctx,
+grpc::ServerWriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::CallbackServerContext* ctx,
                                                                const v1::ClaimRequest* req) {
   absl::Status valid = ValidateClaim(*req);
   if (valid.ok()) {
@@ -111,7 +111,7 @@ grpc::ServerWriteReactor<v1::ClaimedJob>* BrokerService::Claim(grpc::CallbackSer
     valid = authorizer_->Authorize(*ctx, Permission::kClaim, queues);
   }
   if (!valid.ok()) {
-    class Refused : public grpc::ServerWriteReactor<v1::ClaimedJob> {
+    class Refused : public grpc::ServerWriteReactor<v1::ClaimResponse> {
      public:
       explicit Refused(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
       void OnDone() override { delete this; }

@@ -42,7 +42,7 @@ class BrokerService final : public v1::Broker::CallbackService {
   grpc::ServerUnaryReactor* EnqueueBatch(grpc::CallbackServerContext* ctx,
                                          const v1::EnqueueBatchRequest* req,
                                          v1::EnqueueBatchResponse* resp) override;
-  grpc::ServerWriteReactor<v1::ClaimedJob>* Claim(grpc::CallbackServerContext* ctx,
+  grpc::ServerWriteReactor<v1::ClaimResponse>* Claim(grpc::CallbackServerContext* ctx,
                                                   const v1::ClaimRequest* req) override;
   grpc::ServerUnaryReactor* Ack(grpc::CallbackServerContext* ctx, const v1::AckRequest* req,
                                 v1::AckResponse* resp) override;

@@ -1,6 +1,6 @@
 #include "broker/service/claim_reactor.h"
 
-#include <cassert>
+#include <utility>
 
 namespace jobwire::service {
 
@@ -31,31 +31,36 @@ void ClaimReactor::OnDone() {
   delete this;
 }
 
-bool ClaimReactor::Sink::Deliver(v1::ClaimedJob job) {
+bool ClaimReactor::Sink::Deliver(std::vector<v1::ClaimedJob> jobs) {
   absl::MutexLock lock(&mu_);
   if (reactor_ == nullptr || finished_) return false;
+  for (v1::ClaimedJob& job : jobs) waiting_.push_back(std::move(job));
   // The Dispatcher hands over a job only for a free slot, and a slot of a
-  // job still queued here frees only when its lease ran out: a client that
+  // job still waiting here frees only when its lease ran out: a client that
   // does not read must not make this queue grow lease after lease. Such
   // jobs are useless to the client (their tokens are stale; the reaper
-  // gives them to another worker), so drop them, oldest first, keeping the
-  // one being written (gRPC holds a pointer to it).
-  const size_t first_droppable = writing_ ? 1 : 0;
-  while (queue_.size() >= first_droppable + max_queued_) {
-    queue_.erase(queue_.begin() + first_droppable);
-  }
-  queue_.push_back(std::move(job));
-  assert(queue_.size() <= max_queued_ + 1);
-  if (!writing_) {
-    writing_ = true;
-    reactor_->StartWrite(&queue_.front());
-  }
+  // gives them to another worker), so drop them, oldest first.
+  while (waiting_.size() > max_queued_) waiting_.pop_front();
+  if (!writing_) StartWrite();
   return true;
+}
+
+void ClaimReactor::Sink::StartWrite() {
+  message_.Clear();
+  size_t bytes = 0;
+  while (!waiting_.empty()) {
+    const size_t size = waiting_.front().ByteSizeLong();
+    if (message_.jobs_size() > 0 && bytes + size > kMaxMessageBytes) break;
+    bytes += size;
+    *message_.add_jobs() = std::move(waiting_.front());
+    waiting_.pop_front();
+  }
+  writing_ = true;
+  reactor_->StartWrite(&message_);
 }
 
 void ClaimReactor::Sink::WriteDone(bool ok) {
   absl::MutexLock lock(&mu_);
-  queue_.pop_front();
   writing_ = false;
   if (!ok) {
     // The client is gone; OnDone follows once Finish is called.
@@ -65,10 +70,7 @@ void ClaimReactor::Sink::WriteDone(bool ok) {
     }
     return;
   }
-  if (!queue_.empty() && !finished_ && reactor_ != nullptr) {
-    writing_ = true;
-    reactor_->StartWrite(&queue_.front());
-  }
+  if (!waiting_.empty() && !finished_ && reactor_ != nullptr) StartWrite();
 }
 
 void ClaimReactor::Sink::Finish(const grpc::Status& status) {

@@ -1,10 +1,12 @@
 // ClaimReactor: the server side of one Claim stream (gRPC callback API).
-// Jobs handed over by the Dispatcher are written one at a time in order. A
-// client that does not read stalls only its own stream (HTTP/2 flow control
-// holds the write in progress); behind that write at most max_in_flight
-// jobs wait in memory: the Dispatcher never exceeds max_in_flight unsettled
-// jobs, and a queued job whose slot freed (its lease ran out unread) is
-// dropped when a new one arrives.
+// Jobs handed over by the Dispatcher are written in order, one message at a
+// time: a message carries every job that arrived while the previous one was
+// being written (and a claim's jobs together). A client that does not read
+// stalls only its own stream (HTTP/2 flow control holds the write in
+// progress); behind that write at most max_in_flight jobs wait in memory:
+// the Dispatcher never exceeds max_in_flight unsettled jobs, and a waiting
+// job whose slot freed (its lease ran out unread) is dropped when a new one
+// arrives.
 //
 // A stream refused by the Dispatcher's stream limits ends at once with
 // RESOURCE_EXHAUSTED and never opens a session.
@@ -19,6 +21,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -29,8 +32,12 @@
 
 namespace jobwire::service {
 
-class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
+class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse> {
  public:
+  // A message holds jobs up to this many bytes (at least one job, whatever
+  // its size), well under gRPC clients' default 4 MiB receive limit.
+  static constexpr size_t kMaxMessageBytes = 1 << 20;
+
   // Opens a dispatcher session for `spec` and counts the stream as open in
   // `metrics` until OnDone. `dispatcher` and `metrics` must outlive the
   // stream.
@@ -43,12 +50,12 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
  private:
   class Sink : public core::JobSink {
    public:
-    // At most `max_queued` jobs wait behind the one being written.
+    // At most `max_queued` jobs wait behind the message being written.
     Sink(ClaimReactor* reactor, int max_queued)
         : max_queued_(static_cast<size_t>(max_queued < 1 ? 1 : max_queued)), reactor_(reactor) {}
-    bool Deliver(v1::ClaimedJob job) override;
+    bool Deliver(std::vector<v1::ClaimedJob> jobs) override;
     void Close(const absl::Status& status) override;
-    // Called from OnWriteDone: drops the written job, starts the next write.
+    // Called from OnWriteDone: starts the next write if jobs wait.
     void WriteDone(bool ok);
     // Ends the stream with `status` once (no-op afterwards).
     void Finish(const grpc::Status& status);
@@ -56,10 +63,15 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimedJob> {
     void Detach();
 
    private:
+    // Moves the oldest waiting jobs (up to kMaxMessageBytes) into message_
+    // and writes it.
+    void StartWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
     const size_t max_queued_;
     absl::Mutex mu_;
     ClaimReactor* reactor_ ABSL_GUARDED_BY(mu_);
-    std::deque<v1::ClaimedJob> queue_ ABSL_GUARDED_BY(mu_);
+    std::deque<v1::ClaimedJob> waiting_ ABSL_GUARDED_BY(mu_);
+    v1::ClaimResponse message_ ABSL_GUARDED_BY(mu_);  // being written (gRPC holds a pointer)
     bool writing_ ABSL_GUARDED_BY(mu_) = false;
     bool finished_ ABSL_GUARDED_BY(mu_) = false;
   };

@@ -240,7 +240,7 @@ absl::StatusOr<int64_t> Client::ExtendLease(absl::string_view queue, absl::strin
   return response.lease_expires_at_ms();
 }
 
-std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> Client::Claim(
+std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> Client::Claim(
     grpc::ClientContext* context, const v1::ClaimRequest& request) {
   if (!authorization_.empty()) context->AddMetadata("authorization", authorization_);
   if (!config_error_.ok()) context->TryCancel();

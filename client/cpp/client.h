@@ -119,8 +119,8 @@ class Client {
                                       absl::Duration timeout = absl::InfiniteDuration());
 
   // Opens a Claim stream on `context` (which the caller may TryCancel).
-  std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> Claim(grpc::ClientContext* context,
-                                                            const v1::ClaimRequest& request);
+  std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> Claim(
+      grpc::ClientContext* context, const v1::ClaimRequest& request);
 
   const std::string& address() const { return address_; }
   absl::Duration timeout() const { return timeout_; }

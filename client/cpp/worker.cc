@@ -134,8 +134,8 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
 
   // Claim streams, one after another, until Stop. Returns the fatal error.
   absl::Status StreamLoop();
-  // Registers the lease of a job read off the stream and queues it.
-  void Receive(const v1::ClaimedJob& claimed);
+  // Registers the leases of the jobs of a stream message and queues them.
+  void Receive(const v1::ClaimResponse& message);
   void HandlerThread(size_t index);
   void RenewThread();
   void Renew(const Due& due);
@@ -291,12 +291,13 @@ absl::Status Worker::Impl::StreamLoop() {
     request.set_max_in_flight(free_slots);
     request.set_lease_ms(options_.lease_ms);
     request.set_worker_id(worker_id_);
-    std::unique_ptr<grpc::ClientReader<v1::ClaimedJob>> reader = client_.Claim(&context, request);
+    std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> reader =
+        client_.Claim(&context, request);
 
-    v1::ClaimedJob claimed;
-    while (reader->Read(&claimed)) {
+    v1::ClaimResponse message;
+    while (reader->Read(&message)) {
       backoff = kInitialBackoff;
-      Receive(claimed);
+      Receive(message);
     }
     absl::Status status = FromGrpc(reader->Finish());
 
@@ -314,17 +315,19 @@ absl::Status Worker::Impl::StreamLoop() {
   }
 }
 
-void Worker::Impl::Receive(const v1::ClaimedJob& claimed) {
+void Worker::Impl::Receive(const v1::ClaimResponse& message) {
   const absl::Time now = absl::Now();
-  const absl::Duration length = LeaseLength(options_.lease_ms, claimed, now);
-  Task task{FromClaimed(claimed), claimed.lease_token()};
   absl::MutexLock lock(&mu_);
-  ++running_;
-  // Registered before the job is queued, so that it is renewed while it
-  // waits for a handler thread too.
-  leases_[task.lease_token] =
-      Lease{task.job.queue, task.job.id, length, now + length, now + length / 3};
-  tasks_.push_back(std::move(task));
+  for (const v1::ClaimedJob& claimed : message.jobs()) {
+    const absl::Duration length = LeaseLength(options_.lease_ms, claimed, now);
+    Task task{FromClaimed(claimed), claimed.lease_token()};
+    ++running_;
+    // Registered before the job is queued, so that it is renewed while it
+    // waits for a handler thread too.
+    leases_[task.lease_token] =
+        Lease{task.job.queue, task.job.id, length, now + length, now + length / 3};
+    tasks_.push_back(std::move(task));
+  }
 }
 
 void Worker::Impl::HandlerThread(size_t index) {

@@ -35,11 +35,14 @@ func claimAll(t *testing.T, c *jobwire.Client, queues []string, n int) map[strin
 	}
 	tokens := map[string]string{}
 	for len(tokens) < n {
-		cj, err := stream.Recv()
+		msg, err := stream.Recv()
 		if err != nil {
 			t.Fatalf("Claim.Recv after %d of %d jobs: %v", len(tokens), n, err)
 		}
-		tokens[cj.GetJob().GetQueue()+"/"+cj.GetJob().GetId()] = cj.GetLeaseToken()
+		// One message carries every job claimed since the previous one.
+		for _, cj := range msg.GetJobs() {
+			tokens[cj.GetJob().GetQueue()+"/"+cj.GetJob().GetId()] = cj.GetLeaseToken()
+		}
 	}
 	return tokens
 }

@@ -461,7 +461,9 @@ func (r *runner) claimLoop(ctx context.Context) error {
 }
 
 // claimOnce opens one Claim stream with max_in_flight = free and starts every
-// job it delivers. It returns when the stream ends.
+// job it delivers. Each stream message carries one or more jobs (all those
+// claimed since the previous message), which are started one by one in
+// order. It returns when the stream ends.
 func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -477,19 +479,27 @@ func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err e
 	}
 	r.w.log.Debug("jobwire worker: Claim stream open", "max_in_flight", free)
 	for {
-		cj, err := stream.Recv()
+		msg, err := stream.Recv()
 		if err != nil {
 			return delivered, err
 		}
-		delivered = true
-		lease := r.newLease(cj)
-		if r.takeSlot() {
-			r.w.log.Warn("jobwire worker: job delivered beyond the concurrency (a lease was lost while its handler runs), starting it anyway",
-				"job_id", cj.GetJob().GetId(), "queue", cj.GetJob().GetQueue(), "concurrency", o.Concurrency)
+		for _, cj := range msg.GetJobs() {
+			delivered = true
+			r.start(cj)
 		}
-		r.jobs.Add(1)
-		go r.process(cj, lease)
 	}
+}
+
+// start takes a slot for a job just read off the Claim stream, registers its
+// lease (from now) and runs it in its own goroutine.
+func (r *runner) start(cj *jobwirepb.ClaimedJob) {
+	lease := r.newLease(cj)
+	if r.takeSlot() {
+		r.w.log.Warn("jobwire worker: job delivered beyond the concurrency (a lease was lost while its handler runs), starting it anyway",
+			"job_id", cj.GetJob().GetId(), "queue", cj.GetJob().GetQueue(), "concurrency", r.w.opts.Concurrency)
+	}
+	r.jobs.Add(1)
+	go r.process(cj, lease)
 }
 
 // leaseState is the lease of one job being processed.

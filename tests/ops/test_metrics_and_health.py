@@ -124,6 +124,16 @@ def sample(text: str, name: str, **labels) -> float | None:
     return found
 
 
+def claimed_jobs(stream, n):
+    """The first n jobs of a Claim stream (whose messages carry one or more
+    jobs each, in claim order); never more than n arrive (max_in_flight)."""
+    got = []
+    while len(got) < n:
+        got.extend(next(stream).jobs)
+    assert len(got) == n, [j.job.id for j in got]
+    return got
+
+
 def test_metrics_count_operations(broker):
     client = Client(broker.addr)
     channel = grpc.insecure_channel(broker.addr)
@@ -136,7 +146,7 @@ def test_metrics_count_operations(broker):
     assert first.job_id == again.job_id
 
     ctx_stream = stub.Claim(pb.ClaimRequest(queues=[q], max_in_flight=5, lease_ms=30000, worker_id="ops"))
-    got = [next(ctx_stream) for _ in range(5)]
+    got = claimed_jobs(ctx_stream, 5)
     text = broker.scrape()
     assert sample(text, "jobwire_claim_streams_open") == 1
     stub.Ack(pb.AckRequest(queue=q, job_id=got[0].job.id, lease_token=got[0].lease_token), timeout=10)
@@ -207,7 +217,7 @@ def test_lease_expiry_is_counted(broker):
     q = "ops-exp"
     client.enqueue(q, "t", {}, max_attempts=1)
     stream = stub.Claim(pb.ClaimRequest(queues=[q], max_in_flight=1, lease_ms=1000, worker_id="ops"))
-    next(stream)  # held, never acked: the reaper takes the lease back
+    claimed_jobs(stream, 1)  # held, never acked: the reaper takes the lease back
     wait_for(lambda: sample(broker.scrape(), "jobwire_jobs_lease_expired_total", queue=q) == 1,
              15, "lease expiry counted", interval=0.3)
     wait_for(lambda: sample(broker.scrape(), "jobwire_queue_jobs", queue=q, state="dead") == 1,

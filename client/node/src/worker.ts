@@ -6,6 +6,7 @@ import { decodeJson, encodeValue, toNumber } from './codec';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
 import { AckCoalescer, sendAckBatch } from './ack_coalescer';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
+import type { ClaimResponse__Output } from './generated/jobwire/v1/ClaimResponse';
 import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
 import type { FailResponse__Output } from './generated/jobwire/v1/FailResponse';
 import type { ExtendLeaseResponse__Output } from './generated/jobwire/v1/ExtendLeaseResponse';
@@ -120,7 +121,7 @@ export interface RunOptions {
 }
 
 interface StreamState {
-  call: grpc.ClientReadableStream<ClaimedJob__Output>;
+  call: grpc.ClientReadableStream<ClaimResponse__Output>;
   capacity: number;
   inFlight: number;
   openedAt: number;
@@ -355,7 +356,7 @@ export class Worker extends EventEmitter {
     const call = this.stub!.Claim(req, this.metadata());
     const s: StreamState = { call, capacity: free, inFlight: 0, openedAt: Date.now() };
     this.stream = s;
-    call.on('data', (cj: ClaimedJob__Output) => this.onClaimed(s, cj));
+    call.on('data', (msg: ClaimResponse__Output) => this.onMessage(s, msg));
     call.on('error', () => { /* handled in 'status' */ });
     call.on('status', (st: grpc.StatusObject) => this.onStreamEnd(s, st));
     this.armRegrow();
@@ -399,6 +400,14 @@ export class Worker extends EventEmitter {
       s.call.cancel();
       this.openStream();
     }, REGROW_IDLE_MS);
+  }
+
+  /**
+   * One Claim stream message: every job claimed for the stream since the
+   * previous message (1..max_in_flight), taken one by one in claim order.
+   */
+  private onMessage(s: StreamState, msg: ClaimResponse__Output): void {
+    for (const cj of msg.jobs ?? []) this.onClaimed(s, cj);
   }
 
   private onClaimed(s: StreamState, cj: ClaimedJob__Output): void {

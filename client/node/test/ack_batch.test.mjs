@@ -36,8 +36,9 @@ function claim(queues, n, leaseMs) {
     const got = new Map();
     const call = stub.Claim({ queues, maxInFlight: n, leaseMs, workerId: 'node-test-raw' });
     const timer = setTimeout(() => { call.cancel(); reject(new Error(`claimed ${got.size} of ${n} jobs: ${[...got.keys()]}`)); }, 10_000);
-    call.on('data', (cj) => {
-      got.set(`${cj.job.queue}/${cj.job.id}`, cj.leaseToken);
+    // Each message carries 1..n jobs (ClaimResponse.jobs), in claim order.
+    call.on('data', (msg) => {
+      for (const cj of msg.jobs) got.set(`${cj.job.queue}/${cj.job.id}`, cj.leaseToken);
       if (got.size === n) {
         clearTimeout(timer);
         call.cancel();

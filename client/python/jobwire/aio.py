@@ -251,10 +251,13 @@ class Worker:
             delivered = False
             try:
                 self._call = self._stub.Claim(req, metadata=self._metadata)
-                async for claimed in self._call:
+                # Each message carries one or more jobs (all claimed for this
+                # stream since the previous message), in claim order.
+                async for message in self._call:
                     if not delivered:
                         delivered, backoff = True, _RECONNECT_MIN_S
-                    self._dispatch(claimed)
+                    for claimed in message.jobs:
+                        self._dispatch(claimed)
                 log.info("jobwire: claim stream ended by the broker; reopening")
             except grpc.aio.AioRpcError as e:
                 if self._stop_event.is_set():

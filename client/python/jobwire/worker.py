@@ -372,14 +372,19 @@ class Worker:
                     self._call = call
                 if self._stop_requested.is_set():
                     call.cancel()
-                for claimed in call:
+                # Each message carries one or more jobs (all claimed for this
+                # stream since the previous message), in claim order.
+                for message in call:
                     if not delivered:
                         delivered = True
                         if failures:
                             log.info("jobwire: claim stream delivering again")
                         failures = 0
                         backoff = _RECONNECT_MIN_S
-                    self._dispatch(claimed)
+                    # Every job of a message read is leased to this worker:
+                    # all are started, even if stop() came meanwhile.
+                    for claimed in message.jobs:
+                        self._dispatch(claimed)
                 log.info("jobwire: claim stream ended by the broker; reopening")
             except grpc.RpcError as e:
                 if self._stop_requested.is_set():

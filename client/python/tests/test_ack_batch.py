@@ -22,10 +22,11 @@ def claim(addr, queues, n):
             broker_pb2.ClaimRequest(queues=queues, max_in_flight=n, lease_ms=60_000,
                                     worker_id="pytest-raw-claim"), timeout=10)
         got = []
-        for c in call:
-            got.append((c.job.id, c.job.queue, c.lease_token))
-            if len(got) == n:
+        for message in call:  # each message: one or more jobs, in claim order
+            got.extend((c.job.id, c.job.queue, c.lease_token) for c in message.jobs)
+            if len(got) >= n:
                 break
+        assert len(got) == n, got  # never more than max_in_flight
         call.cancel()
     return got
 
