@@ -169,25 +169,31 @@ def write_chart(path, systems, rate):
 # Printed only for the targets a run misses.
 MISSED_WHY = {
     "bullmq": (
-        "Throughput against BullMQ and the Redis ceiling: on 2 cores the load generator "
-        "(gRPC client), the broker and Redis share the CPU, and each job costs three gRPC "
-        "messages on both sides of the hop (its share of an EnqueueBatch, one ClaimedJob "
-        "message on the stream, one unary Ack). In `perf` the broker spends about a third of "
-        "its time in the kernel (thread hand-offs between gRPC's threads and the Redis event "
-        "loop, socket I/O) and a sixth in gRPC core, against 10% in its own code; Redis "
-        "runs at about half a core. BullMQ talks to Redis directly (32 commands per job "
-        "against jobwire's 18, but no second hop). What would close it: batched Acks "
-        "(an AckBatch RPC, or acks on a bidirectional Claim stream, coalesced by the "
-        "Worker) and several jobs per Claim stream message, which cut the gRPC messages per "
-        "job from ~2 to ~2/N; claim.lua and ack.lua already settle many jobs per call. "
-        "In this run the Redis ceiling for the current scripts is {ceiling_vs_bullmq:.1f}x "
-        "BullMQ: where that is below 3x, the target also needs fewer Redis operations per "
-        "job (one script call per batch of acks)."),
+        "Throughput against BullMQ and the Redis ceiling: on 2 cores the load generator, "
+        "the broker and Redis share the CPU. Per job, around a 40,000-job `e2e` run "
+        "(/proc CPU times, 2026-12-01): the load generator (4 producer threads, 2 Workers "
+        "x 64 handler threads) ~68 µs, the broker ~50 µs, Redis ~72 µs, so ~190 µs of CPU "
+        "per job, about 10,500 jobs/s with both cores busy. The gRPC side is already "
+        "batched: producers send EnqueueBatch (one enqueue.lua per batch), Workers "
+        "coalesce acks into AckBatch (one ack.lua per batch), and a Claim stream message "
+        "carries every job claimed since the previous one. Redis' share is the scripts: "
+        "about 10.6 commands per job, and commandstats show the Lua calls costing about as "
+        "much again as the commands they run (the job hash is written with 13 fields and "
+        "read back whole for the claim). In this run the ceiling for the same scripts is "
+        "{ceiling_vs_bullmq:.1f}x BullMQ, so 3x BullMQ would need most of the ceiling. "
+        "What would close the gap further: a compact job hash (default-valued fields "
+        "omitted, short names: fewer fields to write and to convert, see the memory "
+        "item), and fewer thread hand-offs in the Worker (each job wakes the stream "
+        "reader, a handler thread and the ack sender)."),
     "ceiling": None,  # same cause as "bullmq"
     "p99": (
-        "p99 latency at 50% load: the same thread hand-offs as above; each job crosses the "
-        "gRPC server threads, the broker's event loop and the client's completion-queue "
-        "and handler threads."),
+        "p99 latency at 50% load: 50% of the measured maximum keeps the 2 cores about as "
+        "busy as the load generator, broker and Redis can share without queueing; each "
+        "job crosses the producer's gRPC call, the broker's gRPC threads and Redis event "
+        "loop, the Worker's stream reader and a handler thread, and a wake-up of a "
+        "sleeping thread costs 0.1-0.2 ms on this VM. The p50 stays near 1.4 ms; the tail "
+        "is scheduling. Closing it needs fewer hops (Redis I/O on the gRPC threads, short "
+        "handlers run on the stream reader's thread)."),
     "pickup": (
         "Idle pickup: an idle enqueue-to-handler path is two gRPC calls (Enqueue, the Claim "
         "stream message), two Redis round trips (enqueue.lua with its PUBLISH, claim.lua) "
@@ -197,23 +203,30 @@ MISSED_WHY = {
         "loop thread, and a worker that runs short handlers on the thread that reads the "
         "stream."),
     "memory": (
-        "Redis memory per job: the job hash holds about 14 fields with long names "
-        "(`available_at`, `backoff_base_ms`, ...) and writes fields that hold defaults "
-        "(an empty idempotency key, zero backoff overrides), ~330 bytes as a listpack; the "
-        "ready zset adds ~100 bytes per member (skiplist node + dict entry above 128 "
-        "members). Omitting default-valued fields and using short field names would take "
-        "the hash to about half; that is a change of the key layout (docs/redis-layout.md) "
-        "and of every script."),
+        "Redis memory per job: MEMORY USAGE of a pending job's hash with this payload is "
+        "304 bytes (a listpack of 13 fields with long names, defaults written out: "
+        "priority 0, an empty idempotency key, the default backoff); the rest, ~150 "
+        "bytes, is the key's entry in the keyspace and the job's member in the ready zset "
+        "(skiplist node and dict entry). With default-valued fields omitted the hash "
+        "measures 176 bytes with today's names (type, payload, created_at) and 144 bytes "
+        "with one-letter names, which would bring a job to about 290-320 bytes. That is "
+        "a new key layout (docs/redis-layout.md, version 2) and a change to every "
+        "script; not done yet."),
     "rss": (
-        "Broker RSS with idle Claim streams: about 18 KiB per stream, the same over 1 or "
-        "100 connections, so it is per-call state in gRPC core (the call arena, HTTP/2 "
-        "stream and flow-control buffers) rather than the broker's session (a few hundred "
-        "bytes). Closing it needs gRPC channel arguments that shrink per-stream buffers, "
-        "or fewer streams: a worker process opening one stream for all its queues (the API "
-        "already allows it)."),
+        "Broker RSS with idle Claim streams: about 19 KiB per stream. jemalloc's heap "
+        "profile of the broker (jeprof, 10,000 streams) puts ~10.5 KiB per stream in the "
+        "call arena gRPC core creates for each incoming stream "
+        "(grpc_core::Arena::CreateWithAlloc from FilterStackCall::Create: the HTTP/2 "
+        "stream, every filter's call data, the metadata batches), ~2.3 KiB in arena "
+        "growth and ~1.4 KiB in the broker's own reactor and session; the rest is "
+        "allocator overhead. gRPC 1.51 has no channel argument that shrinks the call "
+        "arena. Closing it needs fewer streams (a worker process needs one stream for "
+        "all its queues and all its concurrency; the API allows it) or a lighter "
+        "transport than a gRPC call per stream."),
     "runtime": (
-        "Benchmark run time: the peers dominate (Celery and RQ process about 350-600 jobs/s, "
-        "so 3 runs of each take minutes); --no-peers or fewer --jobs shortens it."),
+        "Benchmark run time: the peers dominate (Celery and RQ process a few hundred jobs/s "
+        "on this machine, so 3 runs of each take minutes, plus a 5 s latency run per run "
+        "and system); --no-peers or fewer --jobs shortens it."),
 }
 
 

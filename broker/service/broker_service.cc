@@ -6,11 +6,38 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "broker/service/claim_reactor.h"
 #include "broker/service/counted_reactor.h"
 
 namespace jobwire::service {
+
+namespace {
+
+// The first step of a batch call: adds one result per item and checks each
+// item with `validate(item, "<field>[i].")`, writing an invalid item's error
+// into its result. Returns the indexes of the valid items grouped by queue
+// (one script call per queue), in request order.
+template <typename Item, typename Result, typename Validate>
+absl::flat_hash_map<absl::string_view, std::vector<int>> ValidByQueue(
+    const google::protobuf::RepeatedPtrField<Item>& items, absl::string_view field,
+    google::protobuf::RepeatedPtrField<Result>* results, const Validate& validate) {
+  absl::flat_hash_map<absl::string_view, std::vector<int>> by_queue;
+  for (int i = 0; i < items.size(); ++i) {
+    Result* result = results->Add();
+    absl::Status valid = validate(items[i], absl::StrCat(field, "[", i, "]."));
+    if (valid.ok()) {
+      by_queue[items[i].queue()].push_back(i);
+    } else {
+      result->set_code(static_cast<int>(valid.code()));
+      result->set_message(std::string(valid.message()));
+    }
+  }
+  return by_queue;
+}
+
+}  // namespace
 
 grpc::ServerUnaryReactor* BrokerService::NewUnaryReactor() {
   return new CountedReactor(&calls_in_flight_);
@@ -60,19 +87,10 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, queues))) {
     return reactor;
   }
-  // Valid jobs grouped by queue (one script call each), in request order.
-  absl::flat_hash_map<absl::string_view, std::vector<int>> by_queue;
-  for (int i = 0; i < req->jobs_size(); ++i) {
-    v1::EnqueueResult* result = resp->add_results();
-    absl::Status valid =
-        ValidateEnqueue(req->jobs(i), limits_, "jobs[" + std::to_string(i) + "].");
-    if (valid.ok()) {
-      by_queue[req->jobs(i).queue()].push_back(i);
-    } else {
-      result->set_code(static_cast<int>(valid.code()));
-      result->set_message(std::string(valid.message()));
-    }
-  }
+  auto by_queue = ValidByQueue(req->jobs(), "jobs", resp->mutable_results(),
+                               [this](const v1::EnqueueRequest& job, absl::string_view prefix) {
+                                 return ValidateEnqueue(job, limits_, prefix);
+                               });
   if (by_queue.empty()) {
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -155,19 +173,10 @@ grpc::ServerUnaryReactor* BrokerService::AckBatch(grpc::CallbackServerContext* c
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, queues))) {
     return reactor;
   }
-  // Valid acks grouped by queue (one script call each), in request order.
-  absl::flat_hash_map<absl::string_view, std::vector<int>> by_queue;
-  for (int i = 0; i < req->acks_size(); ++i) {
-    v1::AckResult* result = resp->add_results();
-    absl::Status valid =
-        ValidateAck(req->acks(i), limits_, "acks[" + std::to_string(i) + "].");
-    if (valid.ok()) {
-      by_queue[req->acks(i).queue()].push_back(i);
-    } else {
-      result->set_code(static_cast<int>(valid.code()));
-      result->set_message(std::string(valid.message()));
-    }
-  }
+  auto by_queue = ValidByQueue(req->acks(), "acks", resp->mutable_results(),
+                               [this](const v1::AckRequest& ack, absl::string_view prefix) {
+                                 return ValidateAck(ack, limits_, prefix);
+                               });
   if (by_queue.empty()) {
     reactor->Finish(grpc::Status::OK);
     return reactor;
