@@ -364,7 +364,9 @@ def main():
     ] + [f"| {' | '.join(row)} |" for row in rows] + [
         "",
         f"End to end through the broker reaches {ceiling_share:.0%} of the Redis ceiling (medians; "
-        "the ceiling enqueues all jobs, then claims them 64 at a time and acks each).",
+        "the ceiling enqueues all jobs, 100 per enqueue.lua call like the producers' "
+        "EnqueueBatch, then claims them 64 at a time and acks each claimed batch with one "
+        "ack.lua call).",
         "",
         "Enqueue-to-handler latency (ms), open loop for 5 s:",
         "",
