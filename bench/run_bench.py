@@ -203,15 +203,17 @@ MISSED_WHY = {
         "loop thread, and a worker that runs short handlers on the thread that reads the "
         "stream."),
     "memory": (
-        "Redis memory per job: MEMORY USAGE of a pending job's hash with this payload is "
-        "304 bytes (a listpack of 13 fields with long names, defaults written out: "
-        "priority 0, an empty idempotency key, the default backoff); the rest, ~150 "
-        "bytes, is the key's entry in the keyspace and the job's member in the ready zset "
-        "(skiplist node and dict entry). With default-valued fields omitted the hash "
-        "measures 176 bytes with today's names (type, payload, created_at) and 144 bytes "
-        "with one-letter names, which would bring a job to about 290-320 bytes. That is "
-        "a new key layout (docs/redis-layout.md, version 2) and a change to every "
-        "script; not done yet."),
+        "Redis memory per job: MEMORY USAGE of a pending job's key with this payload is "
+        "328 bytes (its name, and a listpack of 13 fields with long names and the "
+        "defaults written out: priority 0, an empty idempotency key, the default "
+        "backoff); the other ~126 bytes are the job's member in the ready zset (skiplist "
+        "node and dict entry). With default-valued fields omitted the key measures 200 "
+        "bytes with today's names (type, payload, created_at), 184 with one-letter names "
+        "and the state kept, 168 with the state implied: a job of about 326, 310 or 294 "
+        "bytes. Only the last is under 300, barely; it is a new key layout "
+        "(docs/redis-layout.md, version 2) and a change to every script. Well under 300 "
+        "needs no key per job at all (the jobs of a queue as fields of one hash), a "
+        "different layout again."),
     "rss": (
         "Broker RSS with idle Claim streams: about 19 KiB per stream. jemalloc's heap "
         "profile of the broker (jeprof, 10,000 streams) puts ~10.5 KiB per stream in the "
