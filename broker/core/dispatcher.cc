@@ -214,35 +214,10 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     Wait(id, *s);
     return;
   }
-  const absl::Time now = absl::Now();
   const size_t claimed = outcome->jobs.size();
-  std::vector<absl::Duration> waits;
-  waits.reserve(claimed);
-  for (const v1::ClaimedJob& job : outcome->jobs) {
-    std::string key = LeaseKey(queue, job.job().id());
-    absl::Time deadline = now + absl::Milliseconds(s->spec.lease_ms);
-    leases_[key] = Lease{id, job.lease_token(), deadline, now};
-    s->in_flight.insert(key);
-    ArmLeaseTimer(key, deadline);
-    if (on_lease_granted_) on_lease_granted_(deadline);
-    // Claimed at lease expiry minus lease, by the Redis clock like available_at.
-    waits.push_back(absl::Milliseconds(job.lease_expires_at_ms() - s->spec.lease_ms -
-                                       job.job().available_at_ms()));
-  }
-  if (claimed > 0) {
-    std::vector<std::pair<std::string, std::string>> refs;  // (job id, token)
-    refs.reserve(claimed);
-    for (const v1::ClaimedJob& job : outcome->jobs) {
-      refs.emplace_back(job.job().id(), job.lease_token());
-    }
-    if (!s->sink->Deliver(std::move(outcome->jobs))) {
-      // The stream ended (its close is already posted): the jobs never reach
-      // a worker.
-      s->filling = false;
-      for (const auto& [job_id, lease_token] : refs) GiveBack(queue, job_id, lease_token);
-      return;
-    }
-    for (const absl::Duration& wait : waits) metrics_->JobClaimed(queue, wait);
+  if (claimed > 0 && !GrantAndDeliver(id, *s, queue, std::move(outcome->jobs))) {
+    s->filling = false;  // the stream ended (its close is already posted)
+    return;
   }
   if (static_cast<int>(claimed) >= requested) {
     WakeOne(queue);  // the queue may hold more for the next waiter
@@ -256,6 +231,33 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     return;
   }
   FinishFill(id, *s);
+}
+
+bool Dispatcher::GrantAndDeliver(SessionId id, Session& s, const std::string& queue,
+                                 std::vector<v1::ClaimedJob> jobs) {
+  const absl::Time now = absl::Now();
+  const absl::Time deadline = now + absl::Milliseconds(s.spec.lease_ms);
+  std::vector<std::pair<std::string, std::string>> granted;  // (job id, lease token)
+  std::vector<absl::Duration> waits;
+  granted.reserve(jobs.size());
+  waits.reserve(jobs.size());
+  for (const v1::ClaimedJob& job : jobs) {
+    std::string key = LeaseKey(queue, job.job().id());
+    leases_[key] = Lease{id, job.lease_token(), deadline, now};
+    s.in_flight.insert(key);
+    ArmLeaseTimer(key, deadline);
+    granted.emplace_back(job.job().id(), job.lease_token());
+    // Claimed at lease expiry minus lease, by the Redis clock like available_at.
+    waits.push_back(absl::Milliseconds(job.lease_expires_at_ms() - s.spec.lease_ms -
+                                       job.job().available_at_ms()));
+  }
+  if (on_lease_granted_) on_lease_granted_(deadline);
+  if (!s.sink->Deliver(std::move(jobs))) {
+    for (const auto& [job_id, lease_token] : granted) GiveBack(queue, job_id, lease_token);
+    return false;
+  }
+  for (const absl::Duration& wait : waits) metrics_->JobClaimed(queue, wait);
+  return true;
 }
 
 void Dispatcher::FinishFill(SessionId id, Session& s) {

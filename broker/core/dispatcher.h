@@ -164,6 +164,11 @@ class Dispatcher {
                 const std::string& lease_token);
   void OnClaimed(SessionId id, const std::string& queue, size_t index, int requested,
                  absl::StatusOr<store::ClaimOutcome> outcome);
+  // Records the leases of `jobs` (claimed from `queue`, at least one) for
+  // session `s` and hands them to its stream. When the stream has ended,
+  // gives them back (GiveBack) and returns false.
+  bool GrantAndDeliver(SessionId id, Session& s, const std::string& queue,
+                       std::vector<v1::ClaimedJob> jobs);
   void FinishFill(SessionId id, Session& s);
   void Wait(SessionId id, Session& s);
   void Unwait(Session& s);
