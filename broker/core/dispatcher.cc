@@ -79,7 +79,11 @@ void Dispatcher::OnLeaseExtended(const std::string& queue, const std::string& jo
   loop_->Post([this, key = LeaseKey(queue, job_id), token, lease_ms] {
     auto it = leases_.find(key);
     if (it == leases_.end() || it->second.token != token) return;
-    it->second.deadline = std::max(it->second.deadline, absl::Now() + absl::Milliseconds(lease_ms));
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(lease_ms);
+    if (deadline <= it->second.deadline) return;
+    expiries_.erase({it->second.deadline, key});
+    it->second.deadline = deadline;
+    expiries_.emplace(deadline, key);
   });
 }
 
@@ -140,7 +144,12 @@ void Dispatcher::DoClose(SessionId id) {
   Session* s = Find(id);
   if (s == nullptr) return;
   Unwait(*s);
-  for (const std::string& key : s->in_flight) leases_.erase(key);
+  for (const std::string& key : s->in_flight) {
+    auto it = leases_.find(key);
+    if (it == leases_.end()) continue;
+    expiries_.erase({it->second.deadline, key});
+    leases_.erase(it);
+  }
   // Wake-ups this session carried go to the next waiter.
   std::vector<std::string> pass_on(s->woken_for.begin(), s->woken_for.end());
   sessions_.erase(id);
@@ -244,13 +253,14 @@ bool Dispatcher::GrantAndDeliver(SessionId id, Session& s, const std::string& qu
   for (const v1::ClaimedJob& job : jobs) {
     std::string key = LeaseKey(queue, job.job().id());
     leases_[key] = Lease{id, job.lease_token(), deadline, now};
+    expiries_.emplace(deadline, key);
     s.in_flight.insert(key);
-    ArmLeaseTimer(key, deadline);
     granted.emplace_back(job.job().id(), job.lease_token());
     // Claimed at lease expiry minus lease, by the Redis clock like available_at.
     waits.push_back(absl::Milliseconds(job.lease_expires_at_ms() - s.spec.lease_ms -
                                        job.job().available_at_ms()));
   }
+  ArmExpiryTimer();
   if (on_lease_granted_) on_lease_granted_(deadline);
   if (!s.sink->Deliver(std::move(jobs))) {
     for (const auto& [job_id, lease_token] : granted) GiveBack(queue, job_id, lease_token);
@@ -340,26 +350,40 @@ void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {
   });
 }
 
-void Dispatcher::ArmLeaseTimer(const std::string& key, absl::Time deadline) {
-  loop_->RunAfter(deadline - absl::Now(), [this, key] { OnLeaseTimer(key); });
+void Dispatcher::ArmExpiryTimer() {
+  if (expiries_.empty()) return;
+  const absl::Time earliest = expiries_.begin()->first;
+  if (expiry_timer_at_ <= earliest) return;
+  expiry_timer_at_ = earliest;
+  const uint64_t seq = ++expiry_timer_seq_;
+  loop_->RunAfter(earliest - absl::Now(), [this, seq] {
+    if (seq != expiry_timer_seq_) return;  // superseded by an earlier one
+    expiry_timer_at_ = absl::InfiniteFuture();
+    OnLeasesExpired();
+  });
 }
 
-void Dispatcher::OnLeaseTimer(const std::string& key) {
-  auto it = leases_.find(key);
-  if (it == leases_.end()) return;
-  if (absl::Now() < it->second.deadline) {
-    ArmLeaseTimer(key, it->second.deadline);  // extended meanwhile
-    return;
+void Dispatcher::OnLeasesExpired() {
+  const absl::Time now = absl::Now();
+  while (!expiries_.empty() && expiries_.begin()->first <= now) {
+    const std::string key = expiries_.begin()->second;
+    auto it = leases_.find(key);
+    if (it == leases_.end()) {  // not expected: the set mirrors leases_
+      expiries_.erase(expiries_.begin());
+      continue;
+    }
+    SessionId id = it->second.session;
+    ReleaseLease(key);
+    Fill(id);
   }
-  SessionId id = it->second.session;
-  ReleaseLease(key);
-  Fill(id);
+  ArmExpiryTimer();
 }
 
 void Dispatcher::ReleaseLease(const std::string& key) {
   auto it = leases_.find(key);
   if (it == leases_.end()) return;
   if (Session* s = Find(it->second.session)) s->in_flight.erase(key);
+  expiries_.erase({it->second.deadline, key});
   leases_.erase(it);
 }
 

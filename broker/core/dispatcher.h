@@ -32,6 +32,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -175,8 +176,12 @@ class Dispatcher {
   void WakeOne(const std::string& queue);
   void OnNotify(const std::string& queue, const std::string& message);
   void ArmQueueTimer(const std::string& queue, int64_t delay_ms);
-  void ArmLeaseTimer(const std::string& key, absl::Time deadline);
-  void OnLeaseTimer(const std::string& key);
+  // Arms the one lease timer at the earliest lease deadline, unless it is
+  // armed that early already.
+  void ArmExpiryTimer();
+  // Frees the slots of every lease past its deadline, then re-arms.
+  void OnLeasesExpired();
+  // Forgets a lease: its slot in the session and its deadline.
   void ReleaseLease(const std::string& key);
   Session* Find(SessionId id);
 
@@ -200,6 +205,12 @@ class Dispatcher {
   absl::flat_hash_map<SessionId, std::unique_ptr<Session>> sessions_;
   absl::flat_hash_map<std::string, QueueState> queues_;
   absl::flat_hash_map<std::string, Lease> leases_;  // by LeaseKey
+  // (deadline, lease key) of every lease in leases_, earliest first; one
+  // timer (expiry_timer_*) fires at the earliest, so the pending timers do
+  // not grow with the claim rate.
+  std::set<std::pair<absl::Time, std::string>> expiries_;
+  absl::Time expiry_timer_at_ = absl::InfiniteFuture();
+  uint64_t expiry_timer_seq_ = 0;
 };
 
 }  // namespace jobwire::core
