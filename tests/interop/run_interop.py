@@ -142,10 +142,14 @@ def tail(path, lines=15):
 
 
 def read_log(path):
-    """Lines "<event> <job_id> <attempt> <lang> [detail]"."""
+    """Lines "<event> <job_id> <attempt> <lang> [detail]". A last line without
+    its newline is being written right now (the logs are read while workers
+    run) and is left for the next read."""
     events = []
     with open(path) as f:
         for line in f:
+            if not line.endswith("\n"):
+                break
             parts = line.split()
             if len(parts) < 4:
                 raise ValueError(f"{path}: malformed line {line!r}")
