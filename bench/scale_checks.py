@@ -19,6 +19,7 @@ import time
 from bench_stack import Stack, cpu_seconds, metric, redis_info, rss_mib
 
 SMALL_BACKLOG = 1000  # the claim rate with this many pending is the reference
+CLAIM_ROUNDS = 3  # drains per claim-rate check; the median is compared
 
 
 def add_arguments(parser):
@@ -91,7 +92,8 @@ def claim_rate(args, backlog):
         return {"used_memory": int(info["used_memory"])}
 
     result, seen = staged(args, "backlog_drain",
-                          [f"--jobs={args.jobs}", f"--backlog={backlog}"], on_phase)
+                          [f"--jobs={args.jobs}", f"--backlog={backlog}",
+                           f"--rounds={CLAIM_ROUNDS}"], on_phase)
     pending = args.jobs + backlog
     result["pending"] = pending
     result["memory_delta"] = seen["loaded"]["used_memory"] - seen["start"]["used_memory"]
@@ -211,18 +213,22 @@ def report(args, results, errors):
     if not failed("claim_small", "claim_large"):
         ratio = large["jobs_per_s"] / small["jobs_per_s"]
         rows.append((f"Claim + ack rate, {args.scale_backlog:,} jobs pending vs "
-                     f"{SMALL_BACKLOG:,}", "does not drop (ratio ≥ 0.90, one run each)",
-                     f"{large['jobs_per_s']:,.0f} vs {small['jobs_per_s']:,.0f} jobs/s "
+                     f"{SMALL_BACKLOG:,}",
+                     f"does not drop (ratio of medians of {CLAIM_ROUNDS} drains ≥ 0.90)",
+                     f"{large['jobs_per_s']:,.0f} ({large['min_jobs_per_s']:,.0f}–"
+                     f"{large['max_jobs_per_s']:,.0f}) vs {small['jobs_per_s']:,.0f} "
+                     f"({small['min_jobs_per_s']:,.0f}–{small['max_jobs_per_s']:,.0f}) jobs/s "
                      f"(ratio {ratio:.2f})", yes_no(ratio >= 0.9)))
         rows.append(("Redis memory per pending job (~64-byte JSON payload)", "< 300 bytes",
                      f"{large['bytes_per_job']:,.0f} bytes (used_memory "
                      f"+{large['memory_delta'] / 2**20:,.1f} MiB for {large['pending']:,} jobs)",
                      yes_no(large["bytes_per_job"] < 300)))
         notes.append(
-            f"- Claim rate: {args.jobs:,} jobs enqueued first, then the backlog behind them "
-            f"(EnqueueBatch of 100 from 4 threads; {large['load_jobs_per_s']:,.0f} jobs/s, "
+            f"- Claim rate: the backlog enqueued, then {args.jobs:,} jobs at priority 1 ahead of "
+            f"it (EnqueueBatch of 100 from 4 threads; {large['load_jobs_per_s']:,.0f} jobs/s, "
             f"{large['load_seconds']:.1f} s for {large['pending']:,}); then 2 Workers x 64 claim "
-            f"and ack the first {args.jobs:,} while the backlog stays pending. With "
+            f"and ack those {args.jobs:,} while the backlog stays pending; {CLAIM_ROUNDS} such "
+            f"drains, each after enqueueing its {args.jobs:,}. With "
             f"{SMALL_BACKLOG:,} pending Redis held {small['bytes_per_job']:,.0f} bytes per job.")
     burst = results.get("due_burst")
     if not failed("due_burst"):
