@@ -488,6 +488,77 @@ TEST_F(RetentionTest, CompletedJobIsRemovedAfterRetention) {
       << StateName(job.state());
 }
 
+// Calls of `command` so far, from INFO commandstats (0 if never called).
+int64_t CommandCalls(RedisServer& redis, const std::string& command) {
+  absl::StatusOr<RedisReply> info = redis.Command("INFO", "commandstats");
+  if (!info.ok()) return -1;
+  const std::string prefix = absl::StrCat("cmdstat_", command, ":calls=");
+  const size_t at = info->str.find(prefix);
+  if (at == std::string::npos) return 0;
+  return std::stoll(info->str.substr(at + prefix.size()));
+}
+
+TEST_F(LifecycleTest, ConcurrentEnqueuesShareScriptCallsAndKeepTheirOwnOutcomes) {
+  const std::string queue = "coalesced";
+  constexpr int kThreads = 32;
+  constexpr int kPerThread = 25;
+  const int64_t publishes_before = CommandCalls(*redis_, "publish");
+  // Threads 0 and 1 send the same idempotency keys, so some pairs race
+  // inside one script call and some across calls.
+  struct Sent {
+    std::string key;
+    v1::EnqueueResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::vector<Sent>> sent(kThreads, std::vector<Sent>(kPerThread));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        v1::EnqueueRequest request = MakeJob(queue, absl::StrCat("t", t, "-", i));
+        if (t < 2) request.set_idempotency_key(absl::StrCat("key-", i));
+        sent[t][i].key = request.idempotency_key();
+        sent[t][i].status = Enqueue(*stub_, request, &sent[t][i].response);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  std::set<std::string> stored;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kPerThread; ++i) {
+      SCOPED_TRACE(absl::StrCat("thread ", t, " job ", i));
+      const Sent& s = sent[t][i];
+      ASSERT_TRUE(s.status.ok()) << StatusText(s.status);
+      if (t < 2) continue;
+      EXPECT_FALSE(s.response.duplicate());
+      EXPECT_TRUE(stored.insert(s.response.job_id()).second) << "id given twice";
+      v1::Job job;
+      JW_ASSERT_OK(GetJob(*stub_, queue, s.response.job_id(), &job));
+      EXPECT_EQ(job.payload(), absl::StrCat("t", t, "-", i)) << "another caller's job";
+    }
+  }
+  for (int i = 0; i < kPerThread; ++i) {
+    SCOPED_TRACE(absl::StrCat("key-", i));
+    const v1::EnqueueResponse& a = sent[0][i].response;
+    const v1::EnqueueResponse& b = sent[1][i].response;
+    EXPECT_EQ(a.job_id(), b.job_id());
+    EXPECT_NE(a.duplicate(), b.duplicate()) << "exactly one of the pair stores the job";
+    EXPECT_TRUE(stored.insert(a.job_id()).second);
+  }
+  const int64_t jobs = (kThreads - 2) * kPerThread + kPerThread;
+  EXPECT_EQ(static_cast<int64_t>(stored.size()), jobs);
+  absl::StatusOr<RedisReply> ready =
+      redis_->Command("ZCARD", absl::StrCat("jw:{", queue, "}:ready"));
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(ready->integer, jobs);
+  // enqueue.lua publishes once per call that stores a job due now: one
+  // publish per job would mean one script call per Enqueue.
+  const int64_t publishes = CommandCalls(*redis_, "publish") - publishes_before;
+  EXPECT_GT(publishes, 0);
+  EXPECT_LT(publishes, jobs) << "concurrent Enqueues were not coalesced";
+}
+
 TEST_F(LifecycleTest, EnqueueBatchReportsEachJobInOrder) {
   const std::string queue = "batch";
   v1::EnqueueBatchRequest batch;

@@ -8,7 +8,11 @@ namespace jobwire::core {
 
 JobLifecycle::JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, Metrics* metrics,
                            LifecycleDefaults defaults)
-    : store_(store), dispatcher_(dispatcher), metrics_(metrics), defaults_(defaults) {}
+    : store_(store),
+      dispatcher_(dispatcher),
+      metrics_(metrics),
+      defaults_(defaults),
+      enqueues_(store) {}
 
 void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
                            store::Callback<std::vector<store::EnqueueOutcome>> done) {
@@ -20,16 +24,16 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
     }
   }
   RegisterOnce(queue);
-  store_->Enqueue(queue, jobs,
-                  [this, queue, done = std::move(done)](
-                      absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
-                    if (result.ok()) {
-                      for (const store::EnqueueOutcome& out : *result) {
-                        if (!out.duplicate) metrics_->JobEnqueued(queue);
+  enqueues_.Enqueue(queue, std::move(jobs),
+                    [this, queue, done = std::move(done)](
+                        absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
+                      if (result.ok()) {
+                        for (const store::EnqueueOutcome& out : *result) {
+                          if (!out.duplicate) metrics_->JobEnqueued(queue);
+                        }
                       }
-                    }
-                    done(std::move(result));
-                  });
+                      done(std::move(result));
+                    });
 }
 
 void JobLifecycle::RegisterOnce(const std::string& queue) {

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "broker/core/dispatcher.h"
+#include "broker/core/enqueue_coalescer.h"
 #include "broker/core/metrics.h"
 #include "broker/store/job_store.h"
 
@@ -31,8 +32,9 @@ class JobLifecycle {
   JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, Metrics* metrics,
                LifecycleDefaults defaults);
 
-  // Stores `jobs`, all of `queue`, with one script call; one outcome per job
-  // (see JobStore::Enqueue). REQUIRES: each job passed validation. Zero
+  // Stores `jobs`, all of `queue`, in one script call, perhaps together with
+  // other enqueues of the queue (EnqueueCoalescer); one outcome per job (see
+  // JobStore::Enqueue). REQUIRES: each job passed validation. Zero
   // max_attempts and backoff fields take the broker defaults. Records the
   // queue in the registry the first time this process (or this Redis
   // connection) sees it.
@@ -60,6 +62,7 @@ class JobLifecycle {
   Dispatcher* const dispatcher_;
   Metrics* const metrics_;
   const LifecycleDefaults defaults_;
+  EnqueueCoalescer enqueues_;
   absl::Mutex mu_;
   absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);
 };
