@@ -559,6 +559,30 @@ TEST_F(LifecycleTest, ConcurrentEnqueuesShareScriptCallsAndKeepTheirOwnOutcomes)
   EXPECT_LT(publishes, jobs) << "concurrent Enqueues were not coalesced";
 }
 
+// A stream waiting with free slots found its queue empty: an ack that frees
+// one more slot must not send it claiming again (only a job becoming due
+// does), so each job costs one claim.lua call.
+TEST_F(LifecycleTest, AckOnAWaitingStreamCostsNoClaim) {
+  const std::string queue = "quiet";
+  auto reader = OpenClaim(MakeClaim({queue}, 8));
+  MustEnqueue(*stub_, MakeJob(queue, "warm-up"));
+  std::optional<v1::ClaimedJob> warm = reader->Next(kPrompt);
+  ASSERT_TRUE(warm.has_value());
+  JW_ASSERT_OK(Ack(*stub_, *warm));
+  absl::SleepFor(absl::Milliseconds(200));
+
+  constexpr int kJobs = 10;
+  const int64_t claims_before = CommandCalls(*redis_, "zpopmin");  // once per claim.lua
+  for (int i = 0; i < kJobs; ++i) {
+    MustEnqueue(*stub_, MakeJob(queue, absl::StrCat("job-", i)));
+    std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+    ASSERT_TRUE(job.has_value());
+    JW_ASSERT_OK(Ack(*stub_, *job));
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - claims_before, kJobs);
+}
+
 TEST_F(LifecycleTest, EnqueueBatchReportsEachJobInOrder) {
   const std::string queue = "batch";
   v1::EnqueueBatchRequest batch;

@@ -70,7 +70,7 @@ void Dispatcher::OnJobSettled(const std::string& queue, const std::string& job_i
     if (acked) metrics_->JobRunTime(queue, absl::Now() - it->second.claimed_at);
     SessionId id = it->second.session;
     ReleaseLease(key);
-    Fill(id);
+    OnSlotFreed(id);
   });
 }
 
@@ -154,6 +154,12 @@ void Dispatcher::DoClose(SessionId id) {
   std::vector<std::string> pass_on(s->woken_for.begin(), s->woken_for.end());
   sessions_.erase(id);
   for (const std::string& queue : pass_on) WakeOne(queue);
+}
+
+void Dispatcher::OnSlotFreed(SessionId id) {
+  Session* s = Find(id);
+  if (s == nullptr || !s->waiting.empty()) return;
+  Fill(id);
 }
 
 void Dispatcher::Fill(SessionId id) {
@@ -374,7 +380,7 @@ void Dispatcher::OnLeasesExpired() {
     }
     SessionId id = it->second.session;
     ReleaseLease(key);
-    Fill(id);
+    OnSlotFreed(id);
   }
   ArmExpiryTimer();
 }

@@ -14,7 +14,9 @@
 // generation counter per queue closes the race between a claim in flight and
 // a notification arriving meanwhile. A slot frees when a job delivered on
 // the stream is acked or failed through this broker (OnJobSettled) or its
-// lease runs out by the broker's clock (extended by OnLeaseExtended).
+// lease runs out by the broker's clock (extended by OnLeaseExtended); the
+// stream claims again then only if it was full, since a waiting stream
+// found its queues short and is woken when they are not.
 //
 // Open admits a stream only while fewer than StreamLimits streams are open,
 // in all and from the stream's peer (its client connection), so that a flood
@@ -158,6 +160,11 @@ class Dispatcher {
   void DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> sink);
   void DoClose(SessionId id);
   void Fill(SessionId id);
+  // A slot of session `id` was freed. A session waiting on its queues had
+  // free slots and found every queue short, so one more slot changes
+  // nothing (a job that becomes due wakes it); only a session that is not
+  // waiting (it was full, or is filling) claims again.
+  void OnSlotFreed(SessionId id);
   void ClaimFrom(SessionId id, size_t index);
   // Hands a claimed job that no stream will deliver back to its queue
   // (release.lua) and forgets its lease.
