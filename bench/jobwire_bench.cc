@@ -13,8 +13,10 @@
 //                  --concurrency claim and ack them all
 //   e2e            producers (batched) and workers at once: first enqueue to
 //                  last ack
-//   latency        workers idle; one producer enqueues at --rate jobs/s for
-//                  --seconds; enqueue-to-handler latency percentiles
+//   e2e_single     the same with one job per Enqueue call
+//   latency        workers idle; Enqueue calls start at --rate jobs/s for
+//                  --seconds, open loop (not waiting for answers);
+//                  enqueue-to-handler latency percentiles
 // Scale checks (bench/README.md, "Scale checks"):
 //   backlog_drain  --backlog queued, then --rounds times: --jobs more ahead
 //                  of it, which workers claim and ack while the backlog
@@ -49,11 +51,13 @@
 #include "absl/time/time.h"
 #include "client/cpp/client.h"
 #include "client/cpp/worker.h"
+#include "grpcpp/grpcpp.h"
+#include "jobwire/v1/broker.grpc.pb.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "broker host:port");
 ABSL_FLAG(std::string, scenario, "e2e",
-          "enqueue, enqueue_batch, drain, e2e, latency, backlog_drain, due_burst, idle_streams "
+          "enqueue, enqueue_batch, drain, e2e, e2e_single, latency, backlog_drain, due_burst, idle_streams "
           "or idle_workers");
 ABSL_FLAG(std::string, queue, "bench", "queue name");
 ABSL_FLAG(int, jobs, 20000,
@@ -235,6 +239,57 @@ nlohmann::json Summary(const std::string& name, std::vector<int64_t> ns) {
           {name + "_p50_ms", Percentile(ns, 0.50)},
           {name + "_p99_ms", Percentile(ns, 0.99)},
           {name + "_max_ms", ns.empty() ? 0 : static_cast<double>(ns.back()) / 1e6}};
+}
+
+struct OpenLoop {
+  int64_t failed = 0;
+  double sent_per_s = 0;       // calls started per second of the send phase
+  double max_send_lag_ms = 0;  // latest start of a call after its scheduled time
+};
+
+// Open loop: Enqueue call n starts at start + n / rate on the async stub,
+// whether or not earlier calls have answered (one synchronous caller cannot
+// offer more than 1 / round trip). Each payload's sent_ns is the call's
+// scheduled time, so a late start counts in the job's latency. Returns once
+// every call has answered.
+OpenLoop OfferLoad(double rate, int64_t total) {
+  struct Call {
+    grpc::ClientContext context;
+    jobwire::v1::EnqueueRequest request;
+    jobwire::v1::EnqueueResponse response;
+  };
+  auto stub = jobwire::v1::Broker::NewStub(
+      grpc::CreateChannel(absl::GetFlag(FLAGS_addr), grpc::InsecureChannelCredentials()));
+  absl::Mutex mu;
+  int64_t answering = 0;  // calls started, not answered yet
+  int64_t failed = 0;
+  Clock::duration max_lag{};
+  const auto start = Clock::now();
+  for (int64_t n = 0; n < total; ++n) {
+    const auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(n * 1e9 / rate));
+    std::this_thread::sleep_until(due);
+    max_lag = std::max(max_lag, Clock::now() - due);
+    auto* call = new Call;
+    call->request.set_queue(absl::GetFlag(FLAGS_queue));
+    call->request.set_type("noop");
+    call->request.set_payload(Payload(n, Ns(due.time_since_epoch())));
+    {
+      absl::MutexLock lock(&mu);
+      ++answering;
+    }
+    stub->async()->Enqueue(&call->context, &call->request, &call->response,
+                           [&mu, &answering, &failed, call](const grpc::Status& status) {
+                             delete call;
+                             absl::MutexLock lock(&mu);
+                             if (!status.ok()) ++failed;
+                             --answering;
+                           });
+  }
+  const double send_seconds = Seconds(Clock::now() - start);
+  absl::MutexLock lock(&mu);
+  auto all_answered = [&answering]() { return answering == 0; };
+  mu.Await(absl::Condition(&all_answered));
+  return {failed, total / std::max(send_seconds, 1e-9), Seconds(max_lag) * 1e3};
 }
 
 // Prints a phase line. With --pause, then waits for a line on stdin (the
@@ -477,7 +532,7 @@ nlohmann::json Run(const std::string& scenario) {
     int64_t failed = Produce(jobs, scenario == "enqueue_batch");
     double s = Seconds(Clock::now() - start);
     out.update({{"jobs", jobs}, {"failed", failed}, {"seconds", s}, {"jobs_per_s", jobs / s}});
-  } else if (scenario == "drain" || scenario == "e2e") {
+  } else if (scenario == "drain" || scenario == "e2e" || scenario == "e2e_single") {
     Sink sink;
     sink.SetTarget(jobs);
     int64_t failed = 0;
@@ -491,7 +546,7 @@ nlohmann::json Run(const std::string& scenario) {
       pool = std::make_unique<WorkerPool>(&sink, false);
       absl::SleepFor(absl::Milliseconds(300));  // streams open
       start = Clock::now();
-      failed = Produce(jobs, true);
+      failed = Produce(jobs, scenario == "e2e");
     }
     Clock::time_point done = sink.WaitDone(absl::Minutes(5));
     double s = Seconds(done - start);
@@ -504,20 +559,13 @@ nlohmann::json Run(const std::string& scenario) {
     const double rate = absl::GetFlag(FLAGS_rate);
     const int64_t total = static_cast<int64_t>(rate * absl::GetFlag(FLAGS_seconds));
     sink.SetTarget(total);
-    Client client(ClientOptions{absl::GetFlag(FLAGS_addr)});
-    const std::string queue = absl::GetFlag(FLAGS_queue);
-    int64_t failed = 0;
-    auto start = Clock::now();
-    for (int64_t n = 0; n < total; ++n) {
-      // Open loop: job n is sent at start + n / rate, whatever came before.
-      auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(n * 1e9 / rate));
-      std::this_thread::sleep_until(due);
-      if (!client.Enqueue(queue, "noop", Payload(n, NowNs())).ok()) ++failed;
-    }
+    OpenLoop sent = OfferLoad(rate, total);
+    const int64_t failed = sent.failed;
     sink.WaitDone(absl::Seconds(30));
     std::vector<int64_t> lat = sink.Latencies();
     std::sort(lat.begin(), lat.end());
-    out.update({{"offered_per_s", rate}, {"jobs", total}, {"failed", failed},
+    out.update({{"offered_per_s", rate}, {"sent_per_s", sent.sent_per_s},
+                {"max_send_lag_ms", sent.max_send_lag_ms}, {"jobs", total}, {"failed", failed},
                 {"acked", sink.acked()}, {"mean_ms", MeanMs(lat)},
                 {"p50_ms", Percentile(lat, 0.50)},
                 {"p99_ms", Percentile(lat, 0.99)}, {"p999_ms", Percentile(lat, 0.999)},
