@@ -5,9 +5,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <set>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/test_harness.h"
@@ -55,6 +58,52 @@ TEST(BrokerProcessTest, EmbeddedRedisPersistsJobsAcrossRestarts) {
     EXPECT_EQ(stored.payload(), "kept-across-restart");
     EXPECT_EQ(stored.state(), kPending);
   }
+  std::filesystem::remove_all(dir);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The broker checks Redis' hash-max-listpack-value on connect: at Redis'
+// default (64) a job hash with a larger payload loses the compact encoding,
+// so it warns; at 1024 it does not, and its embedded Redis runs with 1024.
+TEST(BrokerProcessTest, WarnsWhenRedisWouldStoreLargerPayloadsUncompacted) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / absl::StrCat("jobwire-listpack-", getpid()))
+          .string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string warning = R"("hash-max-listpack-value":"64")";
+  // The check is sent on connect, ahead of the Enqueue on the same Redis
+  // connection: once the Enqueue is answered, its log line is written.
+  auto log_of_broker = [&](int redis_port, std::vector<std::string> flags,
+                           const std::string& name) {
+    BrokerProcess broker(redis_port, std::move(flags));
+    broker.set_stderr_path(dir + "/" + name);
+    absl::Status started = broker.Start();
+    EXPECT_TRUE(started.ok()) << started;
+    if (started.ok()) MustEnqueue(*broker.NewStub(), MakeJob("listpack", "p"));
+    broker.Stop();
+    return ReadFile(dir + "/" + name);
+  };
+
+  RedisServer redis;
+  JW_ASSERT_OK(redis.Start());
+  EXPECT_NE(log_of_broker(redis.port(), {}, "default.log").find(warning), std::string::npos)
+      << "no warning at Redis' default hash-max-listpack-value";
+
+  ASSERT_TRUE(redis.Command("CONFIG", "SET", "hash-max-listpack-value", "1024").ok());
+  const std::string tuned = log_of_broker(redis.port(), {}, "tuned.log");
+  EXPECT_EQ(tuned.find("hash-max-listpack-value"), std::string::npos) << tuned;
+
+  const std::string embedded =
+      log_of_broker(0, {"--redis_url=", "--data_dir=" + dir + "/data"}, "embedded.log");
+  EXPECT_NE(embedded.find("redis connected"), std::string::npos) << embedded;
+  EXPECT_EQ(embedded.find("hash-max-listpack-value"), std::string::npos) << embedded;
   std::filesystem::remove_all(dir);
 }
 

@@ -77,6 +77,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address, std::move(authorizer)));
 
   s->commands_.SetOnConnected([raw = s.get()] {
+    raw->store_.CheckRedisSettings();
     raw->lifecycle_.OnRedisReconnected();
     raw->dispatcher_.OnRedisReconnected();
     raw->health_.SetRedisUp(true);

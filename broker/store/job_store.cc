@@ -5,6 +5,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "broker/base/logging.h"
 
 namespace jobwire::store {
 namespace {
@@ -92,6 +93,24 @@ JobStore::JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOption
 
 std::string JobStore::NotifyChannel(const std::string& queue) const {
   return KeysFor(queue).NotifyChannel();
+}
+
+void JobStore::CheckRedisSettings() const {
+  client_->Command({"CONFIG", "GET", "hash-max-listpack-value"},
+                   [](absl::StatusOr<RedisReply> reply) {
+                     // An error reply or no CONFIG command: nothing to check.
+                     if (!reply.ok() || reply->type != RedisReply::Type::kArray ||
+                         reply->elements.size() != 2) {
+                       return;
+                     }
+                     const int64_t value = reply->elements[1].AsInt(-1);
+                     if (value < 0 || value >= kHashMaxListpackValue) return;
+                     base::Log(base::LogLevel::kWarning,
+                               "redis hash-max-listpack-value is low: a job whose payload "
+                               "exceeds it takes about 2.7x the memory (docs/redis-layout.md)",
+                               {{"hash-max-listpack-value", absl::StrCat(value)},
+                                {"recommended", absl::StrCat(kHashMaxListpackValue)}});
+                   });
 }
 
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,

@@ -24,6 +24,14 @@ namespace jobwire::store {
 template <typename T>
 using Callback = std::function<void(absl::StatusOr<T>)>;
 
+// The Redis setting hash-max-listpack-value that this store expects: with
+// it, a job hash whose payload (and every other value) is at most this many
+// bytes keeps Redis' compact listpack encoding. At Redis' default of 64, a
+// larger payload turns the hash into a hashtable: a pending job with a
+// 200-byte payload takes 1,352 bytes instead of 496 (MEMORY USAGE, Redis
+// 7.0). See docs/redis-layout.md.
+inline constexpr int64_t kHashMaxListpackValue = 1024;
+
 struct StoreOptions {
   std::string key_prefix = "jw";
   int64_t dedup_window_ms = 24 * 3600 * 1000;
@@ -60,6 +68,11 @@ class JobStore {
  public:
   // `client` and `scripts` must outlive the store.
   JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options);
+
+  // Reads Redis' hash-max-listpack-value and logs a warning when it is below
+  // kHashMaxListpackValue (nothing when CONFIG is refused, as managed Redis
+  // services may do). Call after each connect.
+  void CheckRedisSettings() const;
 
   // enqueue.lua: stores `jobs`, every one of them in `queue`, in one script
   // call; one outcome per job, in order. REQUIRES: `jobs` is not empty and
