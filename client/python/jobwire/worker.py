@@ -114,6 +114,7 @@ class _Lease:
         # successful renewal; bounds the Ack / Fail retries.
         self.deadline = time.monotonic() + lease_s
         self.lost = False
+        self.handled = False  # the handler phase is over (Worker._handled)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
@@ -223,6 +224,10 @@ class Worker:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._running = 0  # jobs held: delivered, final Ack/Fail not done
+        # Jobs whose handler has not returned: the broker frees a job's slot
+        # when its final Ack / Fail arrives, so a job counts toward
+        # concurrency only until that call is sent (on_outcome may still run).
+        self._handling = 0
         self._call = None  # the open Claim stream
         self._stop_requested = threading.Event()
         self._stop_at: Optional[float] = None
@@ -413,7 +418,8 @@ class Worker:
     def _dispatch(self, claimed) -> None:
         with self._cond:
             self._running += 1
-            over = self._running > self.concurrency
+            self._handling += 1
+            over = self._handling > self.concurrency
         if over:
             log.warning("jobwire: job %s delivered beyond concurrency %d (a lease was lost "
                         "while its handler runs); starting it anyway",
@@ -458,9 +464,18 @@ class Worker:
             self._ack(job, lease, result)
         finally:
             lease.stop()
+            self._handled(lease)
             with self._cond:
                 self._running -= 1
                 self._cond.notify_all()
+
+    def _handled(self, lease: _Lease) -> None:
+        """The job's handler phase is over: it stops counting toward
+        concurrency (once per job; see _handling)."""
+        with self._cond:
+            if not lease.handled:
+                lease.handled = True
+                self._handling -= 1
 
     def _ack(self, job: Job, lease: _Lease, result: bytes) -> None:
         req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
@@ -494,6 +509,7 @@ class Worker:
         DEADLINE_EXCEEDED until the lease (as last known) expires. Returns
         (ok, response, JobwireError); (False, None, None) when the worker was
         shut down meanwhile."""
+        self._handled(lease)
         delay = 0.1
         first = True
         while True:

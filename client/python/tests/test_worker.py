@@ -130,6 +130,28 @@ def test_concurrency_n_handlers_at_once(broker, client, queue):
     assert state["max"] == n
 
 
+def test_slow_on_outcome_is_not_taken_for_over_delivery(broker, client, queue, caplog):
+    # The broker frees a slot when the Ack arrives, so with a slow on_outcome
+    # the next job comes while the previous one's thread is still reporting:
+    # that is not a lost lease, and the worker must not say so.
+    outcomes = Outcomes()
+
+    def slow_report(outcome):
+        time.sleep(0.1)
+        outcomes(outcome)
+
+    w = Worker(broker.addr, [queue], concurrency=1, on_outcome=slow_report,
+               worker_id="py-test-slow-report")
+    w.register("quick", lambda job: None)
+    caplog.set_level("WARNING", logger="jobwire.worker")
+    with running(w):
+        for i in range(8):
+            client.enqueue(queue, "quick", {"i": i})
+        wait_for(lambda: len(outcomes.items) == 8, timeout=20, what="8 outcomes")
+    assert [o.kind for o in outcomes.items] == ["ack_ok"] * 8
+    assert not [r for r in caplog.records if "beyond concurrency" in r.getMessage()]
+
+
 def test_lease_renewal_keeps_long_handler(broker, client, queue):
     outcomes = Outcomes()
     w = Worker(broker.addr, queue, lease_ms=1000, on_outcome=outcomes)
