@@ -173,7 +173,9 @@ MISSED_WHY = {
         "the broker and Redis share the CPU. Per job, around a 40,000-job `e2e` run "
         "(/proc CPU times, 2026-12-01): the load generator (4 producer threads, 2 Workers "
         "x 64 handler threads) ~68 µs, the broker ~50 µs, Redis ~72 µs, so ~190 µs of CPU "
-        "per job, about 10,500 jobs/s with both cores busy. The gRPC side is already "
+        "per job, about 10,500 jobs/s with both cores busy; perf of the load generator "
+        "puts ~48% of its CPU in the kernel, mostly switching threads (each job wakes a "
+        "handler thread, and the ack's answer wakes it again). The gRPC side is already "
         "batched: producers send EnqueueBatch (one enqueue.lua per batch), Workers "
         "coalesce acks into AckBatch (one ack.lua per batch), and a Claim stream message "
         "carries every job claimed since the previous one. Redis' share is the scripts: "
@@ -187,21 +189,31 @@ MISSED_WHY = {
         "reader, a handler thread and the ack sender)."),
     "ceiling": None,  # same cause as "bullmq"
     "p99": (
-        "p99 latency at 50% load: 50% of the measured maximum keeps the 2 cores about as "
-        "busy as the load generator, broker and Redis can share without queueing; each "
-        "job crosses the producer's gRPC call, the broker's gRPC threads and Redis event "
-        "loop, the Worker's stream reader and a handler thread, and a wake-up of a "
-        "sleeping thread costs 0.1-0.2 ms on this VM. The p50 stays near 1.4 ms; the tail "
-        "is scheduling. Closing it needs fewer hops (Redis I/O on the gRPC threads, short "
-        "handlers run on the stream reader's thread)."),
+        "p99 latency at 50% load: the load is one Enqueue call per job, open loop, at half "
+        "of the one-job-per-call end-to-end maximum (`e2e_single`). Every job takes the idle "
+        "path described below (about 2 ms of hops between sleeping threads), and at this "
+        "rate the 2 cores are shared by the producer's and the Workers' threads, the "
+        "broker's gRPC and Redis threads and Redis, so a job that arrives while they are "
+        "busy waits its turn at each hop: the tail is queueing for the CPU. What would close "
+        "it is what closes the idle pickup, fewer hops, plus less CPU per job (see the "
+        "throughput item)."),
     "pickup": (
-        "Idle pickup: an idle enqueue-to-handler path is two gRPC calls (Enqueue, the Claim "
-        "stream message), two Redis round trips (enqueue.lua with its PUBLISH, claim.lua) "
-        "and about six thread wake-ups across three processes; on an idle shared VM each "
-        "wake-up of a sleeping thread costs 0.1-0.2 ms. Closing it needs fewer hops: "
-        "running the Redis I/O on the gRPC callback threads instead of a separate event "
-        "loop thread, and a worker that runs short handlers on the thread that reads the "
-        "stream."),
+        "Idle pickup: where an idle job's time goes, measured 2026-12-01 (60 jobs at 20/s, "
+        "Redis MONITOR timestamps against the handler's wall clock; MONITOR slows each "
+        "Redis step a little): from the Enqueue call to enqueue.lua starting in Redis "
+        "~1.1 ms (the producer's gRPC call, the broker's gRPC thread, the hand-off to the "
+        "broker's Redis event loop thread, Redis), enqueue.lua to its PUBLISH ~0.2 ms, "
+        "PUBLISH to claim.lua starting ~0.45 ms (the broker's event loop wakes on the "
+        "notification and sends the claim), claim.lua to the handler starting ~0.5 ms (the "
+        "Claim stream message, the Worker's stream reader, a handler thread). Each step "
+        "wakes a sleeping thread; on this VM a Redis round trip alone takes 0.13 ms "
+        "(redis-benchmark -c 1 PING) and one sequential Enqueue 0.58 ms. What would close "
+        "it: Redis I/O from the gRPC threads (no hand-off to the event loop thread), a claim "
+        "sent right behind the enqueue when this broker has a waiting stream (saves the "
+        "PUBLISH round trip; the notification it makes redundant must then be told apart "
+        "from other brokers', and a script that falls back from EVALSHA to EVAL must not "
+        "let the claim overtake it), and a Worker that runs short handlers on the thread "
+        "that reads the stream."),
     "memory": (
         "Redis memory per job: MEMORY USAGE of a pending job's key with this payload is "
         "328 bytes (its name, and a listpack of 13 fields with long names and the "
@@ -213,7 +225,10 @@ MISSED_WHY = {
         "bytes. Only the last is under 300, barely; it is a new key layout "
         "(docs/redis-layout.md, version 2) and a change to every script. Well under 300 "
         "needs no key per job at all (the jobs of a queue as fields of one hash), a "
-        "different layout again."),
+        "different layout again. This payload (~60 bytes) stays under Redis' default "
+        "hash-max-listpack-value of 64; a longer one turns the job hash into a hashtable "
+        "(1,352 bytes for a 200-byte payload) unless Redis runs with 1024, as the embedded "
+        "and the Helm chart's Redis do (496 bytes; docs/redis-layout.md)."),
     "rss": (
         "Broker RSS with idle Claim streams: about 19 KiB per stream. jemalloc's heap "
         "profile of the broker (jeprof, 10,000 streams) puts ~10.5 KiB per stream in the "
