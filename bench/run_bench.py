@@ -242,7 +242,7 @@ MISSED_WHY = {
         "transport than a gRPC call per stream."),
     "runtime": (
         "Benchmark run time: the peers dominate (Celery and RQ process a few hundred jobs/s "
-        "on this machine, so 3 runs of each take minutes, plus a 5 s latency run per run "
+        "on this machine, so 3 runs of each take minutes, plus a 3 s latency run per run "
         "and system); --no-peers or fewer --jobs shortens it."),
 }
 
@@ -323,7 +323,7 @@ def main():
     parser.add_argument("--peer-rate", type=float, default=200,
                         help="with --peers: the offered jobs/s, the same for every system, of the "
                              "open-loop latency runs (0: none)")
-    parser.add_argument("--peer-seconds", type=float, default=5,
+    parser.add_argument("--peer-seconds", type=float, default=3,
                         help="with --peers: how long each latency run offers load")
     scale_checks.add_arguments(parser)
     parser.add_argument("--out", default="", help="markdown report (default: stdout only)")
