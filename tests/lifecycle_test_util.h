@@ -1,4 +1,5 @@
-// Shared by the lifecycle tests (lifecycle_test.cc, retry_lease_test.cc).
+// Shared by the lifecycle tests (lifecycle_test.cc, retry_lease_test.cc,
+// redis_calls_test.cc).
 //
 // Timing checks have a strict lower bound (a job must never come early) and
 // a generous upper bound (the machine is shared). Times on the wire come from

@@ -1,0 +1,117 @@
+// Redis work per job through the real broker and a real Redis, counted with
+// INFO commandstats: concurrent Enqueues share enqueue.lua calls
+// (EnqueueCoalescer), and a Claim stream waiting on an empty queue does not
+// claim again when an ack frees a slot (Dispatcher).
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "tests/lifecycle_test_util.h"
+#include "tests/test_harness.h"
+
+namespace jobwire::testing {
+namespace {
+
+// Calls of `command` so far, from INFO commandstats (0 if never called).
+int64_t CommandCalls(RedisServer& redis, const std::string& command) {
+  absl::StatusOr<RedisReply> info = redis.Command("INFO", "commandstats");
+  if (!info.ok()) return -1;
+  const std::string prefix = absl::StrCat("cmdstat_", command, ":calls=");
+  const size_t at = info->str.find(prefix);
+  if (at == std::string::npos) return 0;
+  return std::stoll(info->str.substr(at + prefix.size()));
+}
+
+TEST_F(LifecycleTest, ConcurrentEnqueuesShareScriptCallsAndKeepTheirOwnOutcomes) {
+  const std::string queue = "coalesced";
+  constexpr int kThreads = 32;
+  constexpr int kPerThread = 25;
+  const int64_t publishes_before = CommandCalls(*redis_, "publish");
+  // Threads 0 and 1 send the same idempotency keys, so some pairs race
+  // inside one script call and some across calls.
+  struct Sent {
+    std::string key;
+    v1::EnqueueResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::vector<Sent>> sent(kThreads, std::vector<Sent>(kPerThread));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        v1::EnqueueRequest request = MakeJob(queue, absl::StrCat("t", t, "-", i));
+        if (t < 2) request.set_idempotency_key(absl::StrCat("key-", i));
+        sent[t][i].key = request.idempotency_key();
+        sent[t][i].status = Enqueue(*stub_, request, &sent[t][i].response);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  std::set<std::string> stored;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kPerThread; ++i) {
+      SCOPED_TRACE(absl::StrCat("thread ", t, " job ", i));
+      const Sent& s = sent[t][i];
+      ASSERT_TRUE(s.status.ok()) << StatusText(s.status);
+      if (t < 2) continue;
+      EXPECT_FALSE(s.response.duplicate());
+      EXPECT_TRUE(stored.insert(s.response.job_id()).second) << "id given twice";
+      v1::Job job;
+      JW_ASSERT_OK(GetJob(*stub_, queue, s.response.job_id(), &job));
+      EXPECT_EQ(job.payload(), absl::StrCat("t", t, "-", i)) << "another caller's job";
+    }
+  }
+  for (int i = 0; i < kPerThread; ++i) {
+    SCOPED_TRACE(absl::StrCat("key-", i));
+    const v1::EnqueueResponse& a = sent[0][i].response;
+    const v1::EnqueueResponse& b = sent[1][i].response;
+    EXPECT_EQ(a.job_id(), b.job_id());
+    EXPECT_NE(a.duplicate(), b.duplicate()) << "exactly one of the pair stores the job";
+    EXPECT_TRUE(stored.insert(a.job_id()).second);
+  }
+  const int64_t jobs = (kThreads - 2) * kPerThread + kPerThread;
+  EXPECT_EQ(static_cast<int64_t>(stored.size()), jobs);
+  absl::StatusOr<RedisReply> ready =
+      redis_->Command("ZCARD", absl::StrCat("jw:{", queue, "}:ready"));
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(ready->integer, jobs);
+  // enqueue.lua publishes once per call that stores a job due now: one
+  // publish per job would mean one script call per Enqueue.
+  const int64_t publishes = CommandCalls(*redis_, "publish") - publishes_before;
+  EXPECT_GT(publishes, 0);
+  EXPECT_LT(publishes, jobs) << "concurrent Enqueues were not coalesced";
+}
+
+// A stream waiting with free slots found its queue empty: an ack that frees
+// one more slot must not send it claiming again (only a job becoming due
+// does), so each job costs one claim.lua call.
+TEST_F(LifecycleTest, AckOnAWaitingStreamCostsNoClaim) {
+  const std::string queue = "quiet";
+  auto reader = OpenClaim(MakeClaim({queue}, 8));
+  MustEnqueue(*stub_, MakeJob(queue, "warm-up"));
+  std::optional<v1::ClaimedJob> warm = reader->Next(kPrompt);
+  ASSERT_TRUE(warm.has_value());
+  JW_ASSERT_OK(Ack(*stub_, *warm));
+  absl::SleepFor(absl::Milliseconds(200));
+
+  constexpr int kJobs = 10;
+  const int64_t claims_before = CommandCalls(*redis_, "zpopmin");  // once per claim.lua
+  for (int i = 0; i < kJobs; ++i) {
+    MustEnqueue(*stub_, MakeJob(queue, absl::StrCat("job-", i)));
+    std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+    ASSERT_TRUE(job.has_value());
+    JW_ASSERT_OK(Ack(*stub_, *job));
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - claims_before, kJobs);
+}
+
+}  // namespace
+}  // namespace jobwire::testing
