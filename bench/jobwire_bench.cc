@@ -57,8 +57,8 @@
 
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "broker host:port");
 ABSL_FLAG(std::string, scenario, "e2e",
-          "enqueue, enqueue_batch, drain, e2e, e2e_single, latency, backlog_drain, due_burst, idle_streams "
-          "or idle_workers");
+          "enqueue, enqueue_batch, drain, e2e, e2e_single, latency, backlog_drain, due_burst, "
+          "idle_streams or idle_workers");
 ABSL_FLAG(std::string, queue, "bench", "queue name");
 ABSL_FLAG(int, jobs, 20000,
           "jobs per run (enqueue, enqueue_batch, drain, e2e, backlog_drain, due_burst)");
@@ -258,11 +258,15 @@ OpenLoop OfferLoad(double rate, int64_t total) {
     jobwire::v1::EnqueueRequest request;
     jobwire::v1::EnqueueResponse response;
   };
+  // Shared with the callbacks, so that none touches it after it is gone.
+  struct Tally {
+    absl::Mutex mu;
+    int64_t answering ABSL_GUARDED_BY(mu) = 0;  // calls started, not answered yet
+    int64_t failed ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto tally = std::make_shared<Tally>();
   auto stub = jobwire::v1::Broker::NewStub(
       grpc::CreateChannel(absl::GetFlag(FLAGS_addr), grpc::InsecureChannelCredentials()));
-  absl::Mutex mu;
-  int64_t answering = 0;  // calls started, not answered yet
-  int64_t failed = 0;
   Clock::duration max_lag{};
   const auto start = Clock::now();
   for (int64_t n = 0; n < total; ++n) {
@@ -274,22 +278,24 @@ OpenLoop OfferLoad(double rate, int64_t total) {
     call->request.set_type("noop");
     call->request.set_payload(Payload(n, Ns(due.time_since_epoch())));
     {
-      absl::MutexLock lock(&mu);
-      ++answering;
+      absl::MutexLock lock(&tally->mu);
+      ++tally->answering;
     }
     stub->async()->Enqueue(&call->context, &call->request, &call->response,
-                           [&mu, &answering, &failed, call](const grpc::Status& status) {
+                           [tally, call](const grpc::Status& status) {
                              delete call;
-                             absl::MutexLock lock(&mu);
-                             if (!status.ok()) ++failed;
-                             --answering;
+                             absl::MutexLock lock(&tally->mu);
+                             if (!status.ok()) ++tally->failed;
+                             --tally->answering;
                            });
   }
   const double send_seconds = Seconds(Clock::now() - start);
-  absl::MutexLock lock(&mu);
-  auto all_answered = [&answering]() { return answering == 0; };
-  mu.Await(absl::Condition(&all_answered));
-  return {failed, total / std::max(send_seconds, 1e-9), Seconds(max_lag) * 1e3};
+  absl::MutexLock lock(&tally->mu);
+  auto all_answered = [&tally]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tally->mu) {
+    return tally->answering == 0;
+  };
+  tally->mu.Await(absl::Condition(&all_answered));
+  return {tally->failed, total / std::max(send_seconds, 1e-9), Seconds(max_lag) * 1e3};
 }
 
 // Prints a phase line. With --pause, then waits for a line on stdin (the
