@@ -1,13 +1,16 @@
 // AckCoalescer: turns the Acks of a Worker's concurrent handler threads into
-// AckBatch calls. A thread whose ack finds no AckBatch in flight sends every
-// queued ack (up to 1000 acks and 8 MiB of results) in one call and hands the
-// answers out; acks queued while that call is in flight go in the next one.
-// An ack alone is sent at once, so coalescing adds no delay; under load the
-// calls per job drop to about 1 / (acks finishing during one round trip).
+// AckBatch calls. An ack that finds no AckBatch in flight is sent at once by
+// the thread that queued it, together with every ack queued meanwhile (up to
+// 1000 acks and 8 MiB of results); that thread keeps sending, one call at a
+// time, until a call returns with nothing left queued. Every other thread
+// queues its ack and returns without waiting, so under load a handler thread
+// goes straight back to work and the calls per job drop to about
+// 1 / (acks finishing during one round trip). An ack alone is never delayed.
 #ifndef JOBWIRE_CLIENT_CPP_ACK_COALESCER_H_
 #define JOBWIRE_CLIENT_CPP_ACK_COALESCER_H_
 
 #include <deque>
+#include <functional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -17,7 +20,7 @@
 
 namespace jobwire::client {
 
-// Thread safety: Ack may be called from any number of threads.
+// Thread safety: Ack and AckAndWait may be called from any number of threads.
 class AckCoalescer {
  public:
   // The most acks sent in one AckBatch (the broker's limit).
@@ -26,24 +29,34 @@ class AckCoalescer {
   // larger: well under the broker's 64 MiB request limit.
   static constexpr size_t kMaxBatchBytes = 8 << 20;
 
+  // Receives an ack's own outcome (the per-ack status, or the AckBatch
+  // call's error, UNAVAILABLE, ..., when the whole call failed) and its
+  // request back, for a retry.
+  using Done = std::function<void(absl::Status status, v1::AckRequest request)>;
+
   // `client` must outlive the coalescer.
   explicit AckCoalescer(Client* client) : client_(client) {}
 
-  // Acks one job, as Client::Ack would, and returns its own outcome: the
-  // per-ack status, or the AckBatch call's error (UNAVAILABLE, ...) when the
-  // whole call failed. Blocks until the call carrying it has answered.
-  absl::Status Ack(v1::AckRequest request);
+  // Queues one ack. `done` is called exactly once, on the thread that sends
+  // the call carrying it: this one (before Ack returns) when no call was in
+  // flight, else the sending thread. While this thread sends, it also runs
+  // the `done` of the other acks in its calls, so `done` must not block for
+  // long.
+  void Ack(v1::AckRequest request, Done done);
+
+  // Acks one job, as Client::Ack would, and returns its outcome once the
+  // call carrying it has answered.
+  absl::Status AckAndWait(v1::AckRequest request);
 
  private:
   struct Entry {
     v1::AckRequest request;
-    absl::Status status;
-    bool done = false;
+    Done done;
   };
 
   Client* const client_;
   absl::Mutex mu_;
-  std::deque<Entry*> queued_ ABSL_GUARDED_BY(mu_);
+  std::deque<Entry> queued_ ABSL_GUARDED_BY(mu_);
   bool sending_ ABSL_GUARDED_BY(mu_) = false;
 };
 

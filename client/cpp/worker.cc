@@ -9,6 +9,7 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -112,6 +113,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   struct Task {
     Job job;
     std::string lease_token;
+    // Set when the handler has run and its Ack is to be sent again: the
+    // first try's AckBatch call answered UNAVAILABLE / DEADLINE_EXCEEDED.
+    std::optional<v1::AckRequest> retry_ack;
   };
   // Lease bookkeeping of a delivered job, from receipt until it is settled,
   // for renewal and the Ack retry limit.
@@ -139,10 +143,21 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void HandlerThread(size_t index);
   void RenewThread();
   void Renew(const Due& due);
-  void Process(const Task& task);
+  void Process(Task task);
   // Runs the handler; returns the result or the failure text in the status.
   absl::StatusOr<std::string> RunHandler(const Task& task);
-  void Settle(const Task& task, const absl::StatusOr<std::string>& result);
+  // Queues the Ack of a handler's result without waiting for its answer:
+  // OnAcked settles the job on whichever thread sends the call.
+  void Ack(Task task, std::string result);
+  void OnAcked(Task task, const absl::Status& status, v1::AckRequest request);
+  // Sends task.retry_ack until it is answered or its lease ends.
+  void RetryAck(const Task& task);
+  void Fail(const Task& task, const absl::Status& failure);
+  // Reports the final outcome and releases the job's slot.
+  void Settled(const Task& task, const Outcome& outcome);
+  // The local estimate of the expiry of the lease under `token`, or
+  // InfinitePast when it is settled or abandoned.
+  absl::Time LeaseExpiry(const std::string& token);
   // Repeats `call` while it answers UNAVAILABLE / DEADLINE_EXCEEDED and the
   // lease under `token` lasts and is not abandoned.
   absl::Status Retry(const std::string& token, const std::function<absl::Status()>& call);
@@ -157,7 +172,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   const WorkerOptions options_;
   const std::string worker_id_;
   Client client_;
-  AckCoalescer acks_{&client_};  // every Ack goes through it (AckBatch calls)
+  // Every Ack goes through it (AckBatch calls); a handler thread whose ack
+  // finds a call in flight returns to work without waiting for the answer.
+  AckCoalescer acks_{&client_};
   absl::flat_hash_map<std::string, Handler> handlers_;
 
   absl::Mutex mu_;
@@ -320,7 +337,7 @@ void Worker::Impl::Receive(const v1::ClaimResponse& message) {
   absl::MutexLock lock(&mu_);
   for (const v1::ClaimedJob& claimed : message.jobs()) {
     const absl::Duration length = LeaseLength(options_.lease_ms, claimed, now);
-    Task task{FromClaimed(claimed), claimed.lease_token()};
+    Task task{FromClaimed(claimed), claimed.lease_token(), std::nullopt};
     ++running_;
     // Registered before the job is queued, so that it is renewed while it
     // waits for a handler thread too.
@@ -344,25 +361,30 @@ void Worker::Impl::HandlerThread(size_t index) {
       tasks_.pop_front();
       in_task_[index] = true;
     }
-    Process(task);
+    Process(std::move(task));
     absl::MutexLock lock(&mu_);
     in_task_[index] = false;
   }
 }
 
-void Worker::Impl::Process(const Task& task) {
-  absl::StatusOr<std::string> result = RunHandler(task);
-  bool abandoned = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = leases_.find(task.lease_token);
-    abandoned = it != leases_.end() && it->second.abandoned;
+void Worker::Impl::Process(Task task) {
+  if (task.retry_ack.has_value()) {
+    RetryAck(task);
+    return;
   }
-  // An abandoned job is left to expire: the broker retries it.
-  if (!abandoned) Settle(task, result);
-  absl::MutexLock lock(&mu_);
-  leases_.erase(task.lease_token);
-  --running_;
+  absl::StatusOr<std::string> result = RunHandler(task);
+  if (LeaseExpiry(task.lease_token) == absl::InfinitePast()) {
+    // Abandoned after the grace: left to expire, so that the broker retries it.
+    absl::MutexLock lock(&mu_);
+    leases_.erase(task.lease_token);
+    --running_;
+    return;
+  }
+  if (result.ok()) {
+    Ack(std::move(task), *std::move(result));
+  } else {
+    Fail(task, result.status());
+  }
 }
 
 absl::StatusOr<std::string> Worker::Impl::RunHandler(const Task& task) {
@@ -390,48 +412,79 @@ absl::StatusOr<std::string> Worker::Impl::RunHandler(const Task& task) {
   }
 }
 
-void Worker::Impl::Settle(const Task& task, const absl::StatusOr<std::string>& result) {
-  const Job& job = task.job;
-  const std::string& token = task.lease_token;
-  Outcome outcome;
-  if (result.ok()) {
-    absl::Status status = Retry(token, [&] {
-      v1::AckRequest request;
-      request.set_queue(job.queue);
-      request.set_job_id(job.id);
-      request.set_lease_token(token);
-      request.set_result(*result);
-      return acks_.Ack(std::move(request));
-    });
-    outcome = status.ok() ? Outcome{"ack_ok", ""}
-                          : Outcome{"ack_error", absl::StatusCodeToString(status.code())};
-  } else {
-    v1::FailRequest request;
-    request.set_queue(job.queue);
-    request.set_job_id(job.id);
-    request.set_lease_token(token);
-    // The handler's text is "<CODE>: <message>" already (or the exception's).
-    request.set_error(std::string(result.status().message()));
-    request.set_non_retryable(IsNonRetryable(result.status()));
-    absl::StatusOr<v1::FailResponse> response;
-    absl::Status status = Retry(token, [&] {
-      response = client_.Fail(request);
-      return response.status();
-    });
-    if (status.ok()) {
-      outcome = Outcome{"fail_ok", response->outcome() == v1::FailResponse::DEAD
-                                       ? "DEAD"
-                                       : "RETRY_SCHEDULED"};
-    } else {
-      outcome = Outcome{"fail_error", absl::StatusCodeToString(status.code())};
-    }
+void Worker::Impl::Ack(Task task, std::string result) {
+  v1::AckRequest request;
+  request.set_queue(task.job.queue);
+  request.set_job_id(task.job.id);
+  request.set_lease_token(task.lease_token);
+  request.set_result(std::move(result));
+  acks_.Ack(std::move(request),
+            [this, task = std::move(task)](absl::Status status, v1::AckRequest sent) mutable {
+              OnAcked(std::move(task), status, std::move(sent));
+            });
+}
+
+void Worker::Impl::OnAcked(Task task, const absl::Status& status, v1::AckRequest request) {
+  if (Retryable(status) && absl::Now() + kInitialBackoff < LeaseExpiry(task.lease_token)) {
+    // Retried by a handler thread, so that this one (sending other acks)
+    // never sleeps in a backoff.
+    task.retry_ack = std::move(request);
+    absl::MutexLock lock(&mu_);
+    tasks_.push_back(std::move(task));
+    return;
   }
-  Report(token, [&] {
+  Settled(task, status.ok() ? Outcome{"ack_ok", ""}
+                            : Outcome{"ack_error", absl::StatusCodeToString(status.code())});
+}
+
+void Worker::Impl::RetryAck(const Task& task) {
+  absl::SleepFor(Jitter(kInitialBackoff));
+  absl::Status status = Retry(task.lease_token, [&] { return acks_.AckAndWait(*task.retry_ack); });
+  Settled(task, status.ok() ? Outcome{"ack_ok", ""}
+                            : Outcome{"ack_error", absl::StatusCodeToString(status.code())});
+}
+
+void Worker::Impl::Fail(const Task& task, const absl::Status& failure) {
+  const Job& job = task.job;
+  v1::FailRequest request;
+  request.set_queue(job.queue);
+  request.set_job_id(job.id);
+  request.set_lease_token(task.lease_token);
+  // The handler's text is "<CODE>: <message>" already (or the exception's).
+  request.set_error(std::string(failure.message()));
+  request.set_non_retryable(IsNonRetryable(failure));
+  absl::StatusOr<v1::FailResponse> response;
+  absl::Status status = Retry(task.lease_token, [&] {
+    response = client_.Fail(request);
+    return response.status();
+  });
+  if (status.ok()) {
+    Settled(task, Outcome{"fail_ok", response->outcome() == v1::FailResponse::DEAD
+                                         ? "DEAD"
+                                         : "RETRY_SCHEDULED"});
+  } else {
+    Settled(task, Outcome{"fail_error", absl::StatusCodeToString(status.code())});
+  }
+}
+
+void Worker::Impl::Settled(const Task& task, const Outcome& outcome) {
+  const Job& job = task.job;
+  Report(task.lease_token, [&] {
     if (outcome.kind == "ack_error" || outcome.kind == "fail_error") {
       Log(absl::StrCat(outcome.kind, " ", outcome.detail, " for job ", job.queue, "/", job.id));
     }
     if (options_.on_outcome) options_.on_outcome(job, outcome);
   });
+  absl::MutexLock lock(&mu_);
+  leases_.erase(task.lease_token);
+  --running_;
+}
+
+absl::Time Worker::Impl::LeaseExpiry(const std::string& token) {
+  absl::MutexLock lock(&mu_);
+  auto it = leases_.find(token);
+  if (it == leases_.end() || it->second.abandoned) return absl::InfinitePast();
+  return it->second.expires;
 }
 
 void Worker::Impl::Report(const std::string& token, const std::function<void()>& report) {
@@ -452,13 +505,7 @@ absl::Status Worker::Impl::Retry(const std::string& token,
   while (true) {
     absl::Status status = call();
     if (!Retryable(status)) return status;
-    absl::Time expires = absl::InfinitePast();
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = leases_.find(token);
-      if (it != leases_.end() && !it->second.abandoned) expires = it->second.expires;
-    }
-    if (absl::Now() + backoff >= expires) return status;
+    if (absl::Now() + backoff >= LeaseExpiry(token)) return status;
     absl::SleepFor(Jitter(backoff));
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
