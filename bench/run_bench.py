@@ -315,7 +315,9 @@ def main():
     build_dir = os.environ.get("JOBWIRE_BUILD_DIR", os.path.join(REPO, "build"))
     parser.add_argument("--asynq", default=os.path.join(build_dir, "bench-peers", "asynq-bench"),
                         help="the asynq peer (bench/peers/setup.sh builds it)")
-    parser.add_argument("--jobs", type=int, default=10000)
+    parser.add_argument("--jobs", type=int, default=5000,
+                        help="jobs per run, the same for every system (5,000 keeps the whole "
+                             "benchmark under 10 minutes on 2 shared cores)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True,
                         help="also run the peers (bench/peers/) and the Python and Node.js "
