@@ -20,11 +20,12 @@ import grpc.aio
 from ._ack_coalescer import AioAckCoalescer, aio_batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_aio_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError, status_code
+from ._lease_renewer import LEASE_LOST
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from .client import _NO_PAYLOAD, _ack_item, _batch_item, build_ack_results, build_enqueue_request
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
-from .worker import (_BROKER_DEFAULT_LEASE_S, _LEASE_LOST, _RECONNECT_MAX_S, _RECONNECT_MIN_S,
+from .worker import (_BROKER_DEFAULT_LEASE_S, _RECONNECT_MAX_S, _RECONNECT_MIN_S,
                      _RETRYABLE, _init_settings, error_text)
 
 __all__ = ["Client", "Worker"]
@@ -310,7 +311,7 @@ class Worker:
                 resp = await self._stub.ExtendLease(
                     req, timeout=min(self.timeout, max(interval, 0.25)), metadata=self._metadata)
             except grpc.aio.AioRpcError as e:
-                if e.code() in _LEASE_LOST:
+                if e.code() in LEASE_LOST:
                     state["lost"] = True
                     log.warning("jobwire: lease of job %s/%s lost (%s); renewal stops",
                                 job.queue, job.id, e.code().name)

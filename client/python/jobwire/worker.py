@@ -18,6 +18,7 @@ import grpc
 from ._ack_coalescer import AckCoalescer, batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError
+from ._lease_renewer import Lease, LeaseRenewer
 from ._types import Job, Outcome, encode_result
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
@@ -28,7 +29,6 @@ Handler = Callable[[Job], Any]
 OutcomeHook = Callable[[Outcome], None]
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-_LEASE_LOST = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND)
 _MAX_ERROR_BYTES = 64 * 1024
 _BROKER_DEFAULT_LEASE_S = 30.0
 _RECONNECT_MIN_S = 0.1
@@ -102,61 +102,6 @@ class _Pool:
             self._tasks.put(None)
 
 
-class _Lease:
-    """Renews one job's lease every lease/3 while its handler runs."""
-
-    def __init__(self, worker: "Worker", job: Job, token: str, lease_s: float):
-        self._w = worker
-        self.job = job
-        self.token = token
-        self.lease_s = lease_s
-        # Local (monotonic) estimate of the lease end, from the last claim or
-        # successful renewal; bounds the Ack / Fail retries.
-        self.deadline = time.monotonic() + lease_s
-        self.lost = False
-        self.handled = False  # the handler phase is over (Worker._handled)
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, daemon=True,
-                                        name="jobwire-lease-%s" % self.job.id)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        t = self._thread
-        if t is not None and t is not threading.current_thread():
-            t.join(timeout=self._w.timeout + 1)
-
-    def _loop(self) -> None:
-        interval = max(self.lease_s / 3.0, 0.05)
-        next_at = time.monotonic() + interval
-        req = pb.ExtendLeaseRequest(queue=self.job.queue, job_id=self.job.id,
-                                    lease_token=self.token, lease_ms=self._w.lease_ms or 0)
-        while not self._stop.wait(max(0.0, next_at - time.monotonic())):
-            sent = time.monotonic()
-            try:
-                resp = self._w._stub.ExtendLease(
-                    req, timeout=min(self._w.timeout, max(interval, 0.25)),
-                    metadata=self._w._metadata)
-            except grpc.RpcError as e:
-                if e.code() in _LEASE_LOST:
-                    self.lost = True
-                    log.warning("jobwire: lease of job %s/%s lost (%s: %s); renewal stops",
-                                self.job.queue, self.job.id, e.code().name, e.details())
-                    return
-                log.info("jobwire: lease renewal of job %s failed (%s: %s); retrying",
-                         self.job.id, e.code().name, e.details())
-                next_at = time.monotonic() + min(interval, 1.0)
-                continue
-            except ValueError:  # channel closed: the worker was shut down
-                return
-            self.deadline = sent + self.lease_s
-            self.job.lease_expires_at_ms = resp.lease_expires_at_ms
-            next_at = time.monotonic() + interval
-
-
 def _init_settings(worker, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
                    timeout) -> None:
     """Checks and stores the options shared by the sync and asyncio workers."""
@@ -220,6 +165,8 @@ class Worker:
         self._pool = _Pool("jobwire")
         # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
         self._acks = AckCoalescer(batch_sender(self._stub, self._metadata))
+        # Renews the lease of every running handler, from one thread.
+        self._renewer = LeaseRenewer(self._stub, self._metadata)
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -350,6 +297,7 @@ class Worker:
                 return
             self._closed = True
         self._pool.shutdown()
+        self._renewer.close()
         self._channel.close()
 
     # -- Claim stream -----------------------------------------------------
@@ -437,7 +385,7 @@ class Worker:
         return est if 1.0 <= est <= 43200.0 else _BROKER_DEFAULT_LEASE_S
 
     def _process(self, job: Job, token: str) -> None:
-        lease = _Lease(self, job, token, self._lease_seconds(job))
+        lease = Lease(job, token, self._lease_seconds(job), self.lease_ms or 0, self.timeout)
         try:
             fn = self._handlers.get(job.type)
             if fn is None:
@@ -445,16 +393,16 @@ class Worker:
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
                 self._fail(job, lease, text, non_retryable=False)
                 return
-            lease.start()
+            self._renewer.add(lease)
             try:
                 value = fn(job)
             except BaseException as e:  # noqa: B036 - every handler failure is a Fail
-                lease.stop()
+                self._renewer.remove(lease)
                 log.info("jobwire: job %s/%s attempt %d failed: %s",
                          job.queue, job.id, job.attempt, error_text(e)[:500])
                 self._fail(job, lease, error_text(e), non_retryable=isinstance(e, NonRetryableError))
                 return
-            lease.stop()
+            self._renewer.remove(lease)
             try:
                 result = encode_result(value)
             except (TypeError, ValueError) as e:
@@ -463,13 +411,13 @@ class Worker:
                 return
             self._ack(job, lease, result)
         finally:
-            lease.stop()
+            self._renewer.remove(lease)
             self._handled(lease)
             with self._cond:
                 self._running -= 1
                 self._cond.notify_all()
 
-    def _handled(self, lease: _Lease) -> None:
+    def _handled(self, lease: Lease) -> None:
         """The job's handler phase is over: it stops counting toward
         concurrency (once per job; see _handling)."""
         with self._cond:
@@ -477,7 +425,7 @@ class Worker:
                 lease.handled = True
                 self._handling -= 1
 
-    def _ack(self, job: Job, lease: _Lease, result: bytes) -> None:
+    def _ack(self, job: Job, lease: Lease, result: bytes) -> None:
         req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
         ok, resp, err = self._send_final(self._acks.ack, req, lease)
         if ok:
@@ -487,7 +435,7 @@ class Worker:
             self._report(Outcome("ack_error", job, code=err.code, error=err.message,
                                  lease_lost=lease.lost))
 
-    def _fail(self, job: Job, lease: _Lease, text: str, non_retryable: bool) -> None:
+    def _fail(self, job: Job, lease: Lease, text: str, non_retryable: bool) -> None:
         req = pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=lease.token,
                              error=text, non_retryable=non_retryable)
         ok, resp, err = self._send_final(self._unary_fail, req, lease)
@@ -504,7 +452,7 @@ class Worker:
     def _unary_fail(self, request, timeout: float):
         return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
 
-    def _send_final(self, method, request, lease: _Lease):
+    def _send_final(self, method, request, lease: Lease):
         """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
         DEADLINE_EXCEEDED until the lease (as last known) expires. Returns
         (ok, response, JobwireError); (False, None, None) when the worker was

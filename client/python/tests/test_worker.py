@@ -1,4 +1,5 @@
 """Worker behaviour against the real broker (docs/clients.md, Worker)."""
+import subprocess
 import threading
 import time
 
@@ -170,6 +171,60 @@ def test_lease_renewal_keeps_long_handler(broker, client, queue):
     assert job.attempts == 1 and job.error == "" and job.result_json() == "done"
     assert expiries[-1] > expiries[0]  # renewed while running
     assert outcomes.kinds(r.job_id) == [("ack_ok", 1, None)]
+
+
+def test_one_renewer_keeps_several_long_handlers(broker, client, queue):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, queue, concurrency=4, lease_ms=1000, on_outcome=outcomes)
+    expiries = {}
+
+    @w.handler("long")
+    def long_job(job):
+        first = job.lease_expires_at_ms
+        time.sleep(2.5)  # 2.5 leases: only renewals keep it
+        expiries[job.id] = (first, job.lease_expires_at_ms)
+        return "done"
+
+    with running(w):
+        ids = [client.enqueue(queue, "long", b"", max_attempts=1).job_id for _ in range(4)]
+        for job_id in ids:
+            job = wait_state(client, queue, job_id, JobState.COMPLETED, timeout=10)
+            assert job.attempts == 1 and job.result_json() == "done"
+    for job_id in ids:
+        assert expiries[job_id][1] > expiries[job_id][0] + 1500  # renewed, more than once
+        assert outcomes.kinds(job_id) == [("ack_ok", 1, None)]
+
+
+def test_lost_lease_stops_renewal_and_is_reported(broker, client, queue, redis_url, caplog):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, queue, lease_ms=1000, on_outcome=outcomes)
+    started = threading.Event()
+    release = threading.Event()
+
+    @w.handler("long")
+    def long_job(job):
+        if job.attempt == 1:
+            started.set()
+            release.wait(10)
+        return "attempt %d" % job.attempt
+
+    caplog.set_level("WARNING", logger="jobwire.worker")
+    with running(w):
+        job_id = client.enqueue(queue, "long", b"", max_attempts=3).job_id
+        assert started.wait(10)
+        # The lease changes hands, as if it had expired and been claimed again:
+        # the next renewal is refused.
+        subprocess.run(["redis-cli", "-u", redis_url, "HSET", "jw:{%s}:job:%s" % (queue, job_id),
+                        "lease_token", "taken-over"], check=True, capture_output=True)
+        wait_for(lambda: [r for r in caplog.records if "lost" in r.getMessage()], timeout=5,
+                 what="the lost-lease warning")
+        release.set()
+        wait_for(lambda: [o for o in outcomes.items if o.job.attempt == 1], timeout=10,
+                 what="attempt 1's outcome")
+    [first] = [o for o in outcomes.items if o.job.attempt == 1]
+    assert first.kind == "ack_error" and first.lease_lost
+    assert first.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert len([r for r in caplog.records if "lost" in r.getMessage()]) == 1  # renewal stopped
 
 
 def test_broker_killed_and_restarted(own_broker, queue):
