@@ -10,8 +10,9 @@ call's error when the whole call failed; retrying (UNAVAILABLE ...) is left
 to the caller, per job.
 
 ``AckCoalescer`` is for handler threads (the sending thread is the one whose
-ack found no call in flight); ``AioAckCoalescer`` for asyncio tasks (a task
-of its own sends while acks are queued).
+ack found no call in flight; the others queue their ack and go on without
+waiting for its answer); ``AioAckCoalescer`` for asyncio tasks (a task of
+its own sends while acks are queued).
 """
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def _take(queued: Deque) -> list:
 # send(requests, timeout) -> one error per request, in order (None: acked);
 # raises JobwireError when the call failed as a whole.
 SendBatch = Callable[[List["pb.AckRequest"], float], List[Optional[JobwireError]]]
+# done(error) for AckCoalescer.submit: None when the ack was stored.
+AckDone = Callable[[Optional[JobwireError]], None]
 AioSendBatch = Callable[[List["pb.AckRequest"], float], Awaitable[List[Optional[JobwireError]]]]
 
 
@@ -113,41 +116,71 @@ def _settle(batch: List[_Entry], errors: List[Optional[JobwireError]]) -> None:
 
 
 class AckCoalescer:
-    """Thread safety: ``ack`` may be called from any number of threads."""
+    """Thread safety: ``submit`` and ``ack`` may be called from any number of
+    threads."""
 
     def __init__(self, send: SendBatch):
         self._send = send
-        self._cond = threading.Condition()
-        self._queued: Deque[_Entry] = collections.deque()  # guarded by _cond
-        self._sending = False  # guarded by _cond
+        self._lock = threading.Lock()
+        # (entry, done) pairs; guarded by _lock.
+        self._queued: "Deque[tuple[_Entry, AckDone]]" = collections.deque()
+        self._sending = False  # guarded by _lock
+
+    def submit(self, request: "pb.AckRequest", timeout: float, done: "AckDone") -> None:
+        """Queues one ack; ``done(error)`` receives its outcome exactly once
+        (None: stored; else a JobwireError with its per-ack error, or the
+        AckBatch call's error, UNAVAILABLE ..., when the whole call failed).
+
+        When no call is in flight this thread sends: the queued acks, one
+        call after another, until a call returns with nothing queued, running
+        the ``done`` of every ack in its calls (so ``done`` must be quick).
+        Otherwise it returns at once and the sending thread takes the ack into
+        its next call. A call's deadline is the longest ``timeout`` of the
+        acks it carries."""
+        with self._lock:
+            self._queued.append((_Entry(request, timeout), done))
+            if self._sending:
+                return
+            self._sending = True
+        try:
+            while True:
+                with self._lock:
+                    if not self._queued:
+                        self._sending = False
+                        return
+                    items = _take(self._queued)
+                batch = [entry for entry, _ in items]
+                errors = [_INTERRUPTED] * len(batch)  # unless the call answers
+                try:
+                    errors = self._send_batch(batch)
+                finally:
+                    _settle(batch, errors)
+                    for entry, answer in items:
+                        try:
+                            answer(entry.error)
+                        except Exception:  # noqa: BLE001 - the other acks still need theirs
+                            log.exception("jobwire: ack outcome callback raised")
+        except BaseException:
+            with self._lock:  # interrupted: let the next ack send
+                self._sending = False
+            raise
 
     def ack(self, request: "pb.AckRequest", timeout: float) -> None:
         """Acks one job, as a unary Ack would: returns when it was stored,
         raises JobwireError with its per-ack error, or with the AckBatch
         call's error (UNAVAILABLE ...) when the whole call failed. Blocks
-        until the call carrying it has answered; that call's deadline is the
-        longest ``timeout`` of the acks it carries."""
-        entry = _Entry(request, timeout)
-        with self._cond:
-            self._queued.append(entry)
-            while True:
-                self._cond.wait_for(lambda: entry.done or not self._sending)
-                if entry.done:
-                    break
-                # No call in flight: this thread sends what is queued.
-                self._sending = True
-                batch = _take(self._queued)
-                errors = [_INTERRUPTED] * len(batch)  # unless the call answers
-                self._cond.release()
-                try:
-                    errors = self._send_batch(batch)
-                finally:
-                    self._cond.acquire()
-                    _settle(batch, errors)
-                    self._sending = False
-                    self._cond.notify_all()
-        if entry.error is not None:
-            raise entry.error
+        until the call carrying it has answered."""
+        answered = threading.Event()
+        outcome: List[Optional[JobwireError]] = []
+
+        def done(error: Optional[JobwireError]) -> None:
+            outcome.append(error)
+            answered.set()
+
+        self.submit(request, timeout, done)
+        answered.wait()
+        if outcome[0] is not None:
+            raise outcome[0]
 
     def _send_batch(self, batch: List[_Entry]) -> List[Optional[JobwireError]]:
         try:

@@ -386,6 +386,7 @@ class Worker:
 
     def _process(self, job: Job, token: str) -> None:
         lease = Lease(job, token, self._lease_seconds(job), self.lease_ms or 0, self.timeout)
+        acking = False  # the Ack was queued: its answer settles the job
         try:
             fn = self._handlers.get(job.type)
             if fn is None:
@@ -410,12 +411,18 @@ class Worker:
                            % (type(e).__name__, e), non_retryable=False)
                 return
             self._ack(job, lease, result)
+            acking = True
         finally:
             self._renewer.remove(lease)
             self._handled(lease)
-            with self._cond:
-                self._running -= 1
-                self._cond.notify_all()
+            if not acking:
+                self._settled()
+
+    def _settled(self) -> None:
+        """The job's final Ack / Fail is answered (or given up): its slot frees."""
+        with self._cond:
+            self._running -= 1
+            self._cond.notify_all()
 
     def _handled(self, lease: Lease) -> None:
         """The job's handler phase is over: it stops counting toward
@@ -426,11 +433,42 @@ class Worker:
                 self._handling -= 1
 
     def _ack(self, job: Job, lease: Lease, result: bytes) -> None:
+        """Queues the Ack without waiting for its answer (this thread may be
+        the one that sends it, and the Acks of other jobs with it)."""
         req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
-        ok, resp, err = self._send_final(self._acks.ack, req, lease)
-        if ok:
+        self._handled(lease)
+        self._acks.submit(req, self.timeout, lambda err: self._acked(job, lease, req, err))
+
+    def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError]) -> None:
+        # On the thread sending the AckBatch call: must not block.
+        if (err is not None and err.code in _RETRYABLE and not self._closed
+                and time.monotonic() + 0.1 < lease.deadline):
+            # Retried with backoff on a handler thread (the sender sleeps for no one).
+            try:
+                self._pool.submit(self._retry_ack, job, lease, req)
+                return
+            except RuntimeError:  # the pool shut down meanwhile
+                pass
+        try:
+            self._report_ack(job, lease, err)
+        finally:
+            self._settled()
+
+    def _retry_ack(self, job: Job, lease: Lease, req) -> None:
+        try:
+            time.sleep(random.uniform(0.05, 0.1))
+            ok, _, err = self._send_final(self._acks.ack, req, lease)
+            if ok or err is not None:
+                self._report_ack(job, lease, err)
+        finally:
+            self._settled()
+
+    def _report_ack(self, job: Job, lease: Lease, err: Optional[JobwireError]) -> None:
+        if self._closed and err is not None:
+            return  # shut down meanwhile (the call was cut): abandoned
+        if err is None:
             self._report(Outcome("ack_ok", job, lease_lost=lease.lost))
-        elif err is not None:
+        else:
             log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
             self._report(Outcome("ack_error", job, code=err.code, error=err.message,
                                  lease_lost=lease.lost))
