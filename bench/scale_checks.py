@@ -19,7 +19,7 @@ import time
 from bench_stack import Stack, cpu_seconds, metric, redis_info, rss_mib
 
 SMALL_BACKLOG = 1000  # the claim rate with this many pending is the reference
-CLAIM_ROUNDS = 3  # drains per claim-rate check; the median is compared
+CLAIM_ROUNDS = 5  # drains per claim-rate check; the median is compared
 
 
 def add_arguments(parser):
@@ -29,6 +29,10 @@ def add_arguments(parser):
                         help="claim rate: jobs pending behind the --jobs drained, compared with "
                              f"{SMALL_BACKLOG:,} pending; Redis memory per job is read after "
                              "loading them")
+    parser.add_argument("--scale-claim-jobs", type=int, default=10_000,
+                        help="claim rate: jobs enqueued ahead of the backlog and drained, per "
+                             "round (a round of 5,000 lasts about half a second: too short to "
+                             "compare on a shared machine)")
     parser.add_argument("--scale-due-jobs", type=int, default=100_000,
                         help="scheduled jobs that all become due at one moment")
     parser.add_argument("--scale-streams", type=int, default=10_000,
@@ -85,16 +89,16 @@ def staged(args, scenario, extra, on_phase=None, broker_args=(), metrics=False, 
 
 
 def claim_rate(args, backlog):
-    """Drain rate of --jobs with `backlog` more pending, and Redis' used_memory
+    """Drain rate of --scale-claim-jobs with `backlog` more pending, and Redis' used_memory
     before and after loading them all."""
     def on_phase(stack, line):
         info, _ = redis_info(stack.redis_port)
         return {"used_memory": int(info["used_memory"])}
 
     result, seen = staged(args, "backlog_drain",
-                          [f"--jobs={args.jobs}", f"--backlog={backlog}",
+                          [f"--jobs={args.scale_claim_jobs}", f"--backlog={backlog}",
                            f"--rounds={CLAIM_ROUNDS}"], on_phase)
-    pending = args.jobs + backlog
+    pending = args.scale_claim_jobs + backlog
     result["pending"] = pending
     result["memory_delta"] = seen["loaded"]["used_memory"] - seen["start"]["used_memory"]
     result["bytes_per_job"] = result["memory_delta"] / pending
@@ -224,11 +228,12 @@ def report(args, results, errors):
                      f"+{large['memory_delta'] / 2**20:,.1f} MiB for {large['pending']:,} jobs)",
                      yes_no(large["bytes_per_job"] < 300)))
         notes.append(
-            f"- Claim rate: the backlog enqueued, then {args.jobs:,} jobs at priority 1 ahead of "
-            f"it (EnqueueBatch of 100 from 4 threads; {large['load_jobs_per_s']:,.0f} jobs/s, "
-            f"{large['load_seconds']:.1f} s for {large['pending']:,}); then 2 Workers x 64 claim "
-            f"and ack those {args.jobs:,} while the backlog stays pending; {CLAIM_ROUNDS} such "
-            f"drains, each after enqueueing its {args.jobs:,}. With "
+            f"- Claim rate: the backlog enqueued, then {args.scale_claim_jobs:,} jobs at "
+            f"priority 1 ahead of it (EnqueueBatch of 100 from 4 threads; "
+            f"{large['load_jobs_per_s']:,.0f} jobs/s, {large['load_seconds']:.1f} s for "
+            f"{large['pending']:,}); then 2 Workers x 64 claim and ack those "
+            f"{args.scale_claim_jobs:,} while the backlog stays pending; {CLAIM_ROUNDS} such "
+            f"drains, each after enqueueing its {args.scale_claim_jobs:,}. With "
             f"{SMALL_BACKLOG:,} pending Redis held {small['bytes_per_job']:,.0f} bytes per job.")
     burst = results.get("due_burst")
     if not failed("due_burst"):
