@@ -313,7 +313,8 @@ void Phase(const nlohmann::json& line, bool hold) {
 // backlog_drain: --backlog jobs are enqueued, then --rounds times --jobs more
 // at priority 1 (claimed before the backlog), which workers claim and ack
 // while the backlog stays pending in the same sets. jobs_per_s is the median
-// round's.
+// round's. Each round starts with a "round" phase line (with --pause the
+// driver decides when: it alternates the rounds of two backlogs).
 nlohmann::json BacklogDrain() {
   const int64_t jobs = absl::GetFlag(FLAGS_jobs);
   const int64_t backlog = absl::GetFlag(FLAGS_backlog);
@@ -327,6 +328,7 @@ nlohmann::json BacklogDrain() {
   std::vector<double> rates;
   int64_t acked = 0;
   for (int r = 0; r < rounds; ++r) {
+    Phase({{"phase", "round"}, {"round", r}}, false);
     if (r > 0) failed += Produce(jobs, true, first);
     Sink sink;
     sink.SetTarget(jobs);

@@ -47,62 +47,114 @@ def add_arguments(parser):
                         help="idle pickup: how long they are offered")
 
 
-def staged(args, scenario, extra, on_phase=None, broker_args=(), metrics=False, timeout=900):
-    """Runs jobwire_bench --scenario=`scenario` --pause against a fresh stack.
-    `on_phase(stack, line)` is called with {"phase": "start"} before the
-    program starts and with each phase line it prints; what it returns is
-    kept by phase name. Returns (the program's final JSON line, that dict)."""
-    with tempfile.TemporaryDirectory(prefix="jobwire-bench-") as workdir:
-        stack = Stack(args.broker, workdir, broker_args, metrics)
-        seen, result = {}, None
+class Staged:
+    """jobwire_bench --scenario=`scenario` --pause against a fresh stack, driven
+    phase by phase: start(), then next_phase() returns each phase line the
+    program prints (it then waits until go_on()), and None once it has ended
+    (its final JSON line is then in `result`). close() always."""
+
+    def __init__(self, args, scenario, extra, broker_args=(), metrics=False, timeout=900):
+        self._workdir = tempfile.TemporaryDirectory(prefix="jobwire-bench-")
+        self.stack = Stack(args.broker, self._workdir.name, broker_args, metrics)
+        self._cmd = [args.load, f"--addr=127.0.0.1:{self.stack.port}",
+                     f"--scenario={scenario}", "--pause"] + extra
+        self._timeout = timeout
+        self._proc = self._err = self._watchdog = None
+        self.result = None
+
+    def start(self):
+        self._err = open(os.path.join(self._workdir.name, "stderr"), "w+")
+        self._proc = subprocess.Popen(self._cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._err, text=True)
+        self._watchdog = threading.Timer(self._timeout, self._proc.kill)
+        self._watchdog.start()
+
+    def next_phase(self):
+        for line in self._proc.stdout:
+            line = json.loads(line)
+            if "phase" in line:
+                return line
+            self.result = line
+        self._proc.wait()
+        if self._proc.returncode != 0 or self.result is None:
+            self._err.seek(0)
+            raise RuntimeError(f"{' '.join(self._cmd)} failed ({self._proc.returncode}): "
+                               f"{json.dumps(self.result)} {self._err.read()[-2000:]}")
+        return None
+
+    def go_on(self):
+        self._proc.stdin.write("\n")
+        self._proc.stdin.flush()
+
+    def close(self):
         try:
-            seen["start"] = on_phase(stack, {"phase": "start"}) if on_phase else {}
-            cmd = [args.load, f"--addr=127.0.0.1:{stack.port}", f"--scenario={scenario}",
-                   "--pause"] + extra
-            with open(os.path.join(workdir, "stderr"), "w+") as err:
-                proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=err, text=True)
-                watchdog = threading.Timer(timeout, proc.kill)
-                watchdog.start()
-                try:
-                    for line in proc.stdout:
-                        line = json.loads(line)
-                        if "phase" not in line:
-                            result = line
-                            continue
-                        seen[line["phase"]] = on_phase(stack, line) if on_phase else {}
-                        proc.stdin.write("\n")
-                        proc.stdin.flush()
-                    proc.wait()
-                finally:
-                    watchdog.cancel()
-                    if proc.poll() is None:
-                        proc.kill()
-                        proc.wait()
-                if proc.returncode != 0 or result is None:
-                    err.seek(0)
-                    raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): "
-                                       f"{json.dumps(result)} {err.read()[-2000:]}")
-            return result, seen
+            if self._watchdog:
+                self._watchdog.cancel()
+            if self._proc and self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+            if self._err:
+                self._err.close()
         finally:
-            stack.close()
+            self.stack.close()
+            self._workdir.cleanup()
 
 
-def claim_rate(args, backlog):
-    """Drain rate of --scale-claim-jobs with `backlog` more pending, and Redis' used_memory
-    before and after loading them all."""
-    def on_phase(stack, line):
-        info, _ = redis_info(stack.redis_port)
-        return {"used_memory": int(info["used_memory"])}
+def staged(args, scenario, extra, on_phase=None, broker_args=(), metrics=False, timeout=900):
+    """Runs a Staged program to its end. `on_phase(stack, line)` is called with
+    {"phase": "start"} before the program starts and with each phase line it
+    prints; what it returns is kept by phase name. Returns (the program's
+    final JSON line, that dict)."""
+    run = Staged(args, scenario, extra, broker_args, metrics, timeout)
+    try:
+        seen = {"start": on_phase(run.stack, {"phase": "start"}) if on_phase else {}}
+        run.start()
+        while (line := run.next_phase()) is not None:
+            seen[line["phase"]] = on_phase(run.stack, line) if on_phase else {}
+            run.go_on()
+        return run.result, seen
+    finally:
+        run.close()
 
-    result, seen = staged(args, "backlog_drain",
-                          [f"--jobs={args.scale_claim_jobs}", f"--backlog={backlog}",
-                           f"--rounds={CLAIM_ROUNDS}"], on_phase)
-    pending = args.scale_claim_jobs + backlog
-    result["pending"] = pending
-    result["memory_delta"] = seen["loaded"]["used_memory"] - seen["start"]["used_memory"]
-    result["bytes_per_job"] = result["memory_delta"] / pending
-    return result
+
+def claim_rates(args):
+    """claim_small and claim_large: the drain rate of --scale-claim-jobs behind
+    SMALL_BACKLOG and behind --scale-backlog pending jobs, each on its own
+    stack, their rounds alternating (small, large, small, ...) so that both
+    see the machine as it is at the time; plus Redis' used_memory before and
+    after loading each."""
+    backlogs = {"claim_large": args.scale_backlog, "claim_small": SMALL_BACKLOG}
+    runs = {}
+    try:
+        memory = {}
+        for name, backlog in backlogs.items():  # loaded one after the other
+            run = runs[name] = Staged(args, "backlog_drain", [
+                f"--jobs={args.scale_claim_jobs}", f"--backlog={backlog}",
+                f"--rounds={CLAIM_ROUNDS}"])
+            before = int(redis_info(run.stack.redis_port)[0]["used_memory"])
+            run.start()
+            if (run.next_phase() or {}).get("phase") != "loaded":
+                raise RuntimeError(f"{name}: no 'loaded' phase")
+            memory[name] = int(redis_info(run.stack.redis_port)[0]["used_memory"]) - before
+            run.go_on()
+            run.next_phase()  # waits to start round 0
+        for _ in range(CLAIM_ROUNDS):
+            for name in ("claim_small", "claim_large"):
+                runs[name].go_on()
+                runs[name].next_phase()  # the next round's line, or the end
+        results = {}
+        for name, run in runs.items():
+            result = run.result
+            if result is None:
+                raise RuntimeError(f"{name}: no result after {CLAIM_ROUNDS} rounds")
+            result["pending"] = args.scale_claim_jobs + backlogs[name]
+            result["memory_delta"] = memory[name]
+            result["bytes_per_job"] = memory[name] / result["pending"]
+            results[name] = result
+        return results
+    finally:
+        for run in runs.values():
+            run.close()
 
 
 def due_burst(args):
@@ -175,27 +227,31 @@ def idle_pickup(args):
     return result
 
 
+# (names, check): a check of one name returns its result, one of several
+# names a dict of results by name.
 CHECKS = [
-    ("claim_small", lambda args: claim_rate(args, SMALL_BACKLOG)),
-    ("claim_large", lambda args: claim_rate(args, args.scale_backlog)),
-    ("due_burst", due_burst),
-    ("idle_streams", idle_streams),
-    ("idle_workers", idle_workers),
-    ("idle_pickup", idle_pickup),
+    (("claim_small", "claim_large"), claim_rates),
+    (("due_burst",), due_burst),
+    (("idle_streams",), idle_streams),
+    (("idle_workers",), idle_workers),
+    (("idle_pickup",), idle_pickup),
 ]
 
 
 def run(args):
     """Runs every check; returns ({name: result or None}, {name: error})."""
     results, errors = {}, {}
-    for name, check in CHECKS:
+    for names, check in CHECKS:
         try:
-            results[name] = check(args)
-            print(json.dumps({"scale_check": name, "result": results[name]}), flush=True)
+            out = check(args)
+            for name in names:
+                results[name] = out[name] if len(names) > 1 else out
+                print(json.dumps({"scale_check": name, "result": results[name]}), flush=True)
         except (RuntimeError, ValueError, OSError) as exc:
-            results[name] = None
-            errors[name] = str(exc)
-            print(f"scale check {name}: failed: {exc}", file=sys.stderr, flush=True)
+            for name in names:
+                results[name] = None
+                errors[name] = str(exc)
+            print(f"scale check {', '.join(names)}: failed: {exc}", file=sys.stderr, flush=True)
     return results, errors
 
 
@@ -233,7 +289,8 @@ def report(args, results, errors):
             f"{large['load_jobs_per_s']:,.0f} jobs/s, {large['load_seconds']:.1f} s for "
             f"{large['pending']:,}); then 2 Workers x 64 claim and ack those "
             f"{args.scale_claim_jobs:,} while the backlog stays pending; {CLAIM_ROUNDS} such "
-            f"drains, each after enqueueing its {args.scale_claim_jobs:,}. With "
+            f"drains, each after enqueueing its {args.scale_claim_jobs:,}, taking turns with "
+            f"those of the {SMALL_BACKLOG:,}-job backlog (its own Redis and broker). With "
             f"{SMALL_BACKLOG:,} pending Redis held {small['bytes_per_job']:,.0f} bytes per job.")
     burst = results.get("due_burst")
     if not failed("due_burst"):
