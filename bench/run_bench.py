@@ -198,8 +198,9 @@ MISSED_WHY = {
         "rate the 2 cores are shared by the producer's and the Workers' threads, the "
         "broker's gRPC and Redis threads and Redis, so a job that arrives while they are "
         "busy waits its turn at each hop: the tail is queueing for the CPU. What would close "
-        "it is what closes the idle pickup, fewer hops, plus less CPU per job (see the "
-        "throughput item)."),
+        "it is what closes the idle pickup, fewer hops, plus less CPU per job (about 155 µs "
+        "in 40,000-job `e2e` runs on 2026-12-01: the load generator ~39 µs, the broker "
+        "~47 µs, Redis ~69 µs)."),
     "pickup": (
         "Idle pickup: where an idle job's time goes, measured 2026-12-01 (60 jobs at 20/s, "
         "Redis MONITOR timestamps against the handler's wall clock; MONITOR slows each "
