@@ -9,8 +9,8 @@
 #include <deque>
 #include <iostream>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <typeinfo>
