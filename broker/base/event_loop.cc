@@ -9,13 +9,15 @@ namespace jobwire::base {
 
 struct EventLoop::Timer {
   EventLoop* loop;
+  TimerId id;
   std::function<void()> fn;
   event* ev = nullptr;
 };
 
 void EventLoop::OnTimer(int, short, void* arg) {
   std::unique_ptr<Timer> timer(static_cast<Timer*>(arg));
-  timer->loop->timers_.erase(timer.get());
+  timer->loop->timers_.erase(timer->id);
+  --timer->loop->pending_timers_;
   event_free(timer->ev);
   timer->fn();
 }
@@ -31,7 +33,7 @@ EventLoop::EventLoop() {
 
 EventLoop::~EventLoop() {
   Stop();
-  for (Timer* timer : timers_) {
+  for (auto& [id, timer] : timers_) {
     event_free(timer->ev);
     delete timer;
   }
@@ -57,14 +59,45 @@ void EventLoop::Post(std::function<void()> fn) {
   event_active(wake_, EV_TIMEOUT, 0);
 }
 
-void EventLoop::RunAfter(absl::Duration delay, std::function<void()> fn) {
-  Post([this, delay, fn = std::move(fn)]() mutable {
-    auto* timer = new Timer{this, std::move(fn)};
-    timer->ev = evtimer_new(base_, &OnTimer, timer);
-    timers_.insert(timer);
-    timeval tv = absl::ToTimeval(std::max(delay, absl::ZeroDuration()));
-    evtimer_add(timer->ev, &tv);
-  });
+EventLoop::TimerId EventLoop::RunAfter(absl::Duration delay, std::function<void()> fn) {
+  const TimerId id = next_timer_id_++;
+  ++pending_timers_;
+  if (InLoopThread()) {
+    Arm(id, delay, std::move(fn));
+  } else {
+    Post([this, id, delay, fn = std::move(fn)]() mutable { Arm(id, delay, std::move(fn)); });
+  }
+  return id;
+}
+
+void EventLoop::Cancel(TimerId id) {
+  if (id == 0) return;
+  if (InLoopThread() && timers_.contains(id)) {
+    Disarm(id);
+  } else {
+    // Posted after the Arm of a RunAfter from another thread that may still
+    // be waiting in posted_ (posts run in order); finds nothing when the
+    // timer fired meanwhile.
+    Post([this, id] { Disarm(id); });
+  }
+}
+
+void EventLoop::Arm(TimerId id, absl::Duration delay, std::function<void()> fn) {
+  auto* timer = new Timer{this, id, std::move(fn)};
+  timer->ev = evtimer_new(base_, &OnTimer, timer);
+  timers_[id] = timer;
+  timeval tv = absl::ToTimeval(std::max(delay, absl::ZeroDuration()));
+  evtimer_add(timer->ev, &tv);
+}
+
+void EventLoop::Disarm(TimerId id) {
+  auto it = timers_.find(id);
+  if (it == timers_.end()) return;  // fired or cancelled already
+  Timer* timer = it->second;
+  timers_.erase(it);
+  --pending_timers_;
+  event_free(timer->ev);
+  delete timer;
 }
 
 bool EventLoop::InLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }

@@ -74,6 +74,15 @@ void Dispatcher::OnJobSettled(const std::string& queue, const std::string& job_i
   });
 }
 
+void Dispatcher::ReturnUnsent(std::vector<v1::ClaimedJob> jobs) {
+  if (jobs.empty()) return;
+  loop_->Post([this, jobs = std::move(jobs)] {
+    for (const v1::ClaimedJob& job : jobs) {
+      GiveBack(job.job().queue(), job.job().id(), job.lease_token());
+    }
+  });
+}
+
 void Dispatcher::OnLeaseExtended(const std::string& queue, const std::string& job_id,
                                  const std::string& token, int64_t lease_ms) {
   loop_->Post([this, key = LeaseKey(queue, job_id), token, lease_ms] {
@@ -132,7 +141,7 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
     }
   }
   if (session->spec.max_age != absl::InfiniteDuration()) {
-    loop_->RunAfter(session->spec.max_age, [this, id] {
+    session->max_age_timer = loop_->RunAfter(session->spec.max_age, [this, id] {
       if (Session* s = Find(id)) s->sink->Close(TooOld());
     });
   }
@@ -144,6 +153,7 @@ void Dispatcher::DoClose(SessionId id) {
   Session* s = Find(id);
   if (s == nullptr) return;
   Unwait(*s);
+  loop_->Cancel(s->max_age_timer);
   for (const std::string& key : s->in_flight) {
     auto it = leases_.find(key);
     if (it == leases_.end()) continue;
@@ -344,14 +354,11 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
 void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {
   QueueState& q = queues_[queue];
   absl::Time deadline = absl::Now() + absl::Milliseconds(delay_ms);
-  if (q.timer_armed && q.timer_deadline <= deadline) return;
-  q.timer_armed = true;
+  if (q.timer != 0 && q.timer_deadline <= deadline) return;
+  loop_->Cancel(q.timer);
   q.timer_deadline = deadline;
-  uint64_t seq = ++q.timer_seq;
-  loop_->RunAfter(absl::Milliseconds(delay_ms), [this, queue, seq] {
-    QueueState& q = queues_[queue];
-    if (q.timer_seq != seq) return;
-    q.timer_armed = false;
+  q.timer = loop_->RunAfter(absl::Milliseconds(delay_ms), [this, queue] {
+    queues_[queue].timer = 0;
     WakeOne(queue);
   });
 }
@@ -360,10 +367,10 @@ void Dispatcher::ArmExpiryTimer() {
   if (expiries_.empty()) return;
   const absl::Time earliest = expiries_.begin()->first;
   if (expiry_timer_at_ <= earliest) return;
+  loop_->Cancel(expiry_timer_);
   expiry_timer_at_ = earliest;
-  const uint64_t seq = ++expiry_timer_seq_;
-  loop_->RunAfter(earliest - absl::Now(), [this, seq] {
-    if (seq != expiry_timer_seq_) return;  // superseded by an earlier one
+  expiry_timer_ = loop_->RunAfter(earliest - absl::Now(), [this] {
+    expiry_timer_ = 0;
     expiry_timer_at_ = absl::InfiniteFuture();
     OnLeasesExpired();
   });

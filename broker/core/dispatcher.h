@@ -102,6 +102,12 @@ class Dispatcher {
   // REQUIRES: `id` came from Open and was not closed yet.
   void Close(SessionId id);
 
+  // Jobs a sink accepted (Deliver returned true) but will never send, since
+  // its stream ended before they were written: each is given back to its
+  // queue (release.lua: pending, due now, attempt undone) unless its lease
+  // moved on meanwhile.
+  void ReturnUnsent(std::vector<v1::ClaimedJob> jobs);
+
   // Called on the loop thread with the expiry (broker clock) of every lease
   // this broker grants (the LeaseReaper's wake-up). Set before the first
   // Open; optional.
@@ -146,14 +152,14 @@ class Dispatcher {
     std::vector<uint64_t> start_generation;
     absl::flat_hash_set<std::string> woken_for;  // queues whose wake-up this fill carries
     absl::flat_hash_set<std::string> drained;    // queues found short in this fill
+    base::EventLoop::TimerId max_age_timer = 0;  // ends the stream at spec.max_age
   };
   struct QueueState {
     std::list<SessionId> waiters;
     uint64_t generation = 0;
     bool subscribed = false;
-    bool timer_armed = false;
+    base::EventLoop::TimerId timer = 0;  // wakes a waiter at timer_deadline
     absl::Time timer_deadline;
-    uint64_t timer_seq = 0;
   };
 
   // Loop thread only.
@@ -217,7 +223,7 @@ class Dispatcher {
   // not grow with the claim rate.
   std::set<std::pair<absl::Time, std::string>> expiries_;
   absl::Time expiry_timer_at_ = absl::InfiniteFuture();
-  uint64_t expiry_timer_seq_ = 0;
+  base::EventLoop::TimerId expiry_timer_ = 0;
 };
 
 }  // namespace jobwire::core

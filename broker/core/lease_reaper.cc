@@ -19,15 +19,19 @@ struct Pass {
 
 LeaseReaper::LeaseReaper(LeaseReaperParams params) : params_(params) {}
 
-void LeaseReaper::Start() { Schedule(absl::ZeroDuration()); }
+void LeaseReaper::Start() {
+  params_.loop->Post([this] { Schedule(absl::ZeroDuration()); });
+}
 
 void LeaseReaper::Stop() { stopped_ = true; }
 
 void LeaseReaper::Schedule(absl::Duration delay) {
   delay = std::max(delay, absl::ZeroDuration());
   next_pass_ = absl::Now() + delay;
-  params_.loop->RunAfter(delay, [this, epoch = ++epoch_] {
-    if (stopped_ || epoch != epoch_) return;
+  params_.loop->Cancel(timer_);
+  timer_ = params_.loop->RunAfter(delay, [this] {
+    timer_ = 0;
+    if (stopped_) return;
     next_pass_ = absl::InfiniteFuture();
     Exec();
   });

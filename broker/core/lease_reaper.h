@@ -51,7 +51,7 @@ class LeaseReaper {
   const LeaseReaperParams params_;
   std::atomic<bool> stopped_{false};
   // On the loop thread only:
-  uint64_t epoch_ = 0;  // of the pass scheduled last; older timers do nothing
+  base::EventLoop::TimerId timer_ = 0;  // of the pass scheduled next
   absl::Time next_pass_ = absl::InfiniteFuture();  // when it runs
   bool in_pass_ = false;
   absl::Time granted_during_pass_ = absl::InfiniteFuture();  // earliest expiry

@@ -1,5 +1,6 @@
 #include "broker/service/claim_reactor.h"
 
+#include <iterator>
 #include <utility>
 
 namespace jobwire::service {
@@ -8,7 +9,7 @@ ClaimReactor::ClaimReactor(core::Dispatcher* dispatcher, core::Metrics* metrics,
                            core::ClaimSpec spec)
     : dispatcher_(dispatcher),
       metrics_(metrics),
-      sink_(std::make_shared<Sink>(this, spec.max_in_flight)) {
+      sink_(std::make_shared<Sink>(this, dispatcher, spec.max_in_flight)) {
   absl::StatusOr<core::Dispatcher::SessionId> session = dispatcher_->Open(std::move(spec), sink_);
   if (!session.ok()) {
     sink_->Close(session.status());  // RESOURCE_EXHAUSTED: a stream limit
@@ -68,6 +69,7 @@ void ClaimReactor::Sink::WriteDone(bool ok) {
       finished_ = true;
       reactor_->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
     }
+    ReturnWaiting();
     return;
   }
   if (!waiting_.empty() && !finished_ && reactor_ != nullptr) StartWrite();
@@ -78,6 +80,7 @@ void ClaimReactor::Sink::Finish(const grpc::Status& status) {
   if (finished_ || reactor_ == nullptr) return;
   finished_ = true;
   reactor_->Finish(status);
+  ReturnWaiting();
 }
 
 void ClaimReactor::Sink::Close(const absl::Status& status) {
@@ -87,6 +90,15 @@ void ClaimReactor::Sink::Close(const absl::Status& status) {
 void ClaimReactor::Sink::Detach() {
   absl::MutexLock lock(&mu_);
   reactor_ = nullptr;
+  ReturnWaiting();
+}
+
+void ClaimReactor::Sink::ReturnWaiting() {
+  if (waiting_.empty()) return;
+  std::vector<v1::ClaimedJob> unsent(std::make_move_iterator(waiting_.begin()),
+                                     std::make_move_iterator(waiting_.end()));
+  waiting_.clear();
+  dispatcher_->ReturnUnsent(std::move(unsent));
 }
 
 }  // namespace jobwire::service

@@ -11,6 +11,15 @@
 // A stream refused by the Dispatcher's stream limits ends at once with
 // RESOURCE_EXHAUSTED and never opens a session.
 //
+// However the stream ends (the client cancels, a write fails, the stream
+// reaches its maximum age, the broker drains), the jobs still waiting behind
+// the message being written never reached the client: they go back to the
+// Dispatcher as the stream is finished (Dispatcher::ReturnUnsent), which
+// gives them back to their queues with their attempt undone. A finished
+// stream whose client does not read may wait long for OnDone, so this does
+// not wait for it. The jobs of a message whose write failed are not
+// given back: the client may have read them, so their leases stand.
+//
 // Lifetime: gRPC owns the reactor until OnDone, which closes the dispatcher
 // session and deletes it. The Sink shared with the Dispatcher outlives it and
 // refuses jobs once the stream has ended.
@@ -51,8 +60,11 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse> {
   class Sink : public core::JobSink {
    public:
     // At most `max_queued` jobs wait behind the message being written.
-    Sink(ClaimReactor* reactor, int max_queued)
-        : max_queued_(static_cast<size_t>(max_queued < 1 ? 1 : max_queued)), reactor_(reactor) {}
+    // `dispatcher` takes back the jobs that wait when the stream ends.
+    Sink(ClaimReactor* reactor, core::Dispatcher* dispatcher, int max_queued)
+        : max_queued_(static_cast<size_t>(max_queued < 1 ? 1 : max_queued)),
+          dispatcher_(dispatcher),
+          reactor_(reactor) {}
     bool Deliver(std::vector<v1::ClaimedJob> jobs) override;
     void Close(const absl::Status& status) override;
     // Called from OnWriteDone: starts the next write if jobs wait.
@@ -66,8 +78,11 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse> {
     // Moves the oldest waiting jobs (up to kMaxMessageBytes) into message_
     // and writes it.
     void StartWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+    // Hands every waiting job back to the dispatcher (the stream ended).
+    void ReturnWaiting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
     const size_t max_queued_;
+    core::Dispatcher* const dispatcher_;
     absl::Mutex mu_;
     ClaimReactor* reactor_ ABSL_GUARDED_BY(mu_);
     std::deque<v1::ClaimedJob> waiting_ ABSL_GUARDED_BY(mu_);
