@@ -40,6 +40,7 @@ ABSL_FLAG(int, enqueue_batch, 100, "jobs per enqueue.lua call (the e2e producers
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using jobwire::store::AckOutcome;
 using jobwire::store::ClaimOutcome;
 using jobwire::store::EnqueueOutcome;
 using jobwire::store::JobStore;
@@ -105,12 +106,12 @@ class DrainLoop {
         acks[i].set_lease_token(out->jobs[i].lease_token());
         refs.push_back(&acks[i]);
       }
-      store_->Ack(queue_, refs, [this](absl::StatusOr<std::vector<absl::Status>> acked) {
+      store_->Ack(queue_, refs, [this](absl::StatusOr<std::vector<AckOutcome>> acked) {
         if (!acked.ok()) {
           ++errors_;
         } else {
-          for (const absl::Status& status : *acked) {
-            if (!status.ok()) ++errors_;
+          for (const AckOutcome& ack : *acked) {
+            if (!ack.status.ok()) ++errors_;
             if (++acked_ == total_) finished_.Notify();
           }
         }

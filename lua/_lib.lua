@@ -35,25 +35,40 @@ end
 -- Settles a failed run of an active job: schedules a retry (state pending,
 -- due after the backoff or retry_after_ms when > 0) or, when the attempts are
 -- used up or non_retryable is true, makes it dead. Publishes the retry's delay
--- on `channel` so that claimers arm a timer. Returns outcome ('retry' or
--- 'dead') and the retry's due time (0 when dead).
+-- on `channel` so that claimers arm a timer. `token` (the failed run's lease
+-- token, '' for none) is recorded with the outcome, so that a repeated Fail
+-- with it answers the same outcome whatever happened to the job since; the
+-- job's lease token is cleared. Reads every field it needs before the first
+-- write: a hash missing one of them (partial; a bug or a hand edit) is made
+-- dead with an error naming what is missing, so that it stays visible in a
+-- set. Returns outcome ('retry', 'dead' or 'corrupt', which is dead too) and
+-- the retry's due time (0 when dead).
 local function settle_failure(job_key, active_key, scheduled_key, dead_key, channel,
-                              id, err, non_retryable, retry_after, now)
+                              id, token, err, non_retryable, retry_after, now)
   local f = redis.call('HMGET', job_key, 'attempts', 'max_attempts', 'backoff_base', 'backoff_max')
+  local attempts, max_attempts = tonumber(f[1]), tonumber(f[2])
+  local base, cap = tonumber(f[3]), tonumber(f[4])
   redis.call('ZREM', active_key, id)
-  if non_retryable or tonumber(f[1]) >= tonumber(f[2]) then
+  local corrupt = not (attempts and max_attempts and base and cap)
+  if corrupt or non_retryable or attempts >= max_attempts then
+    if corrupt then
+      err = 'job hash lacks attempts, max_attempts or backoff fields; last error: ' .. err
+    end
     redis.call('HSET', job_key, 'state', 'dead', 'error', err, 'finished_at', int(now),
-               'lease_expires_at', '0')
+               'lease_expires_at', '0', 'lease_token', '', 'failed_token', token,
+               'fail_outcome', 'dead', 'fail_next_at', '0')
     redis.call('ZADD', dead_key, int(now), id)
+    if corrupt then return 'corrupt', 0 end
     return 'dead', 0
   end
   local delay = retry_after
   if delay <= 0 then
-    delay = backoff_ms(tonumber(f[3]), tonumber(f[4]), tonumber(f[1]))
+    delay = backoff_ms(base, cap, attempts)
   end
   local at = now + delay
   redis.call('HSET', job_key, 'state', 'pending', 'error', err, 'available_at', int(at),
-             'lease_expires_at', '0')
+             'lease_expires_at', '0', 'lease_token', '', 'failed_token', token,
+             'fail_outcome', 'retry', 'fail_next_at', int(at))
   redis.call('ZADD', scheduled_key, int(at), id)
   redis.call('PUBLISH', channel, int(delay))
   return 'retry', at

@@ -2,7 +2,7 @@
 -- current lease, and stores their results; a completed job hash then expires
 -- after the retention time. Each job is settled on its own: one job's error
 -- does not stop the others. Repeating a successful ack with the same token
--- changes nothing.
+-- changes nothing and answers OK marked as a repeat.
 --
 -- KEYS[1] {p}:{q}:active
 -- KEYS[2] {p}:{q}:completed
@@ -10,8 +10,9 @@
 -- ARGV[2] completed retention ms
 -- ARGV[3 + 3k], ARGV[4 + 3k], ARGV[5 + 3k]: job id, lease token, result of
 -- the k-th job (k = 0, 1, ...; at least one job)
--- Returns one reply per job, in order: {'OK'} | {'NOT_FOUND'} | {'STALE'}
--- (token is not the current lease) | {'STATE', state} (the job is not active).
+-- Returns one reply per job, in order: {'OK'} | {'OK', 'repeat'} (already
+-- completed with this token) | {'NOT_FOUND'} | {'STALE'} (token is not the
+-- current lease) | {'STATE', state} (the job is not active).
 local prefix = ARGV[1]
 local retention = tonumber(ARGV[2])
 local now = now_ms()
@@ -26,7 +27,7 @@ for i = 3, #ARGV, 3 do
   elseif f[2] ~= token then
     out[#out + 1] = {'STALE'}
   elseif f[1] == 'completed' then
-    out[#out + 1] = {'OK'}
+    out[#out + 1] = {'OK', 'repeat'}
   elseif f[1] ~= 'active' then
     out[#out + 1] = {'STATE', f[1]}
   else

@@ -10,10 +10,13 @@
 -- ARGV[4] '1' for newest first, '0' for oldest first
 -- ARGV[5] type filter ('' for every type)
 -- ARGV[6] scan limit: entries to look at, at most (>= page size)
+-- ARGV[7] max bytes of payload, result and error text in the page (the page
+--         ends before the job that would pass it; it holds at least one)
 -- Returns {next_offset, id1, fields1, id2, fields2, ...} where fieldsN is the
 -- job hash (HGETALL) and next_offset is -1 when the sequence is exhausted.
 local prefix, offset, want = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local newest_first, type_filter, limit = ARGV[4] == '1', ARGV[5], tonumber(ARGV[6])
+local max_bytes, bytes, full = tonumber(ARGV[7]), 0, false
 
 local sets = {}
 for i = 1, #KEYS do
@@ -25,7 +28,7 @@ local found, scanned, pos, base, total = 0, 0, offset, 0, 0
 for _, key in ipairs(sets) do
   local n = redis.call('ZCARD', key)
   total = total + n
-  if pos < base + n and found < want and scanned < limit then
+  if pos < base + n and found < want and scanned < limit and not full then
     local start = pos - base
     local stop = math.min(n - 1, start + (limit - scanned) - 1)
     local ids
@@ -36,9 +39,16 @@ for _, key in ipairs(sets) do
     end
     for _, id in ipairs(ids) do
       if found >= want then break end
+      local key = prefix .. id
+      local size = redis.call('HSTRLEN', key, 'payload') + redis.call('HSTRLEN', key, 'result') +
+                   redis.call('HSTRLEN', key, 'error')
+      if found > 0 and bytes + size > max_bytes then
+        full = true
+        break
+      end
       scanned = scanned + 1
       pos = pos + 1
-      local fields = redis.call('HGETALL', prefix .. id)
+      local fields = redis.call('HGETALL', key)
       if #fields > 0 then
         local matches = type_filter == ''
         if not matches then
@@ -47,6 +57,7 @@ for _, key in ipairs(sets) do
           end
         end
         if matches then
+          bytes = bytes + size
           out[#out + 1] = id
           out[#out + 1] = fields
           found = found + 1

@@ -201,8 +201,8 @@ void Dispatcher::ClaimFrom(SessionId id, size_t index) {
   int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
   const std::string& queue = s->spec.queues[index];
   store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id,
-                [this, id, queue, index, free](absl::StatusOr<store::ClaimOutcome> outcome) {
-                  OnClaimed(id, queue, index, free, std::move(outcome));
+                [this, id, queue, index](absl::StatusOr<store::ClaimOutcome> outcome) {
+                  OnClaimed(id, queue, index, std::move(outcome));
                 });
 }
 
@@ -218,7 +218,7 @@ void Dispatcher::GiveBack(const std::string& queue, const std::string& job_id,
   });
 }
 
-void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index, int requested,
+void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
                            absl::StatusOr<store::ClaimOutcome> outcome) {
   Session* s = Find(id);
   if (s == nullptr) {
@@ -244,8 +244,8 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     s->filling = false;  // the stream ended (its close is already posted)
     return;
   }
-  if (static_cast<int>(claimed) >= requested) {
-    WakeOne(queue);  // the queue may hold more for the next waiter
+  if (outcome->more) {
+    WakeOne(queue);  // the queue holds more for the next waiter
   } else {
     s->drained.insert(queue);
     if (outcome->next_due_in_ms >= 0) ArmQueueTimer(queue, outcome->next_due_in_ms);

@@ -9,7 +9,8 @@
 //   - the queue's timer fires: a timer per queue is armed for the earliest
 //     scheduled job that a claim or a notification told about;
 //   - Redis reconnects (every waiting stream).
-// A stream whose claim came back full, or that was woken for a queue it did
+// A stream whose claim left due jobs in the queue (it stopped at its free
+// slots or the claim's byte bound), or that was woken for a queue it did
 // not drain, passes the wake-up on to the next waiter of that queue. A
 // generation counter per queue closes the race between a claim in flight and
 // a notification arriving meanwhile. A slot frees when a job delivered on
@@ -176,7 +177,7 @@ class Dispatcher {
   // (release.lua) and forgets its lease.
   void GiveBack(const std::string& queue, const std::string& job_id,
                 const std::string& lease_token);
-  void OnClaimed(SessionId id, const std::string& queue, size_t index, int requested,
+  void OnClaimed(SessionId id, const std::string& queue, size_t index,
                  absl::StatusOr<store::ClaimOutcome> outcome);
   // Records the leases of `jobs` (claimed from `queue`, at least one) for
   // session `s` and hands them to its stream. When the stream has ended,

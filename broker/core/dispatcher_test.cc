@@ -70,7 +70,13 @@ class DispatcherTest : public ::testing::Test {
     FAIL() << "no redis connection";
   }
 
-  void TearDown() override { loop_.Stop(); }
+  void TearDown() override {
+    loop_.Stop();
+    // Redis clients first: freeing one fails its pending replies, whose
+    // callbacks reach the dispatcher.
+    commands_.reset();
+    subscriber_.reset();
+  }
 
   // Returns once everything posted to the loop before the call has run.
   void Settle() {

@@ -60,16 +60,19 @@ void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::Ack
   for (const v1::AckRequest* ack : acks) refs.emplace_back(ack->job_id(), ack->lease_token());
   store_->Ack(queue, acks,
               [this, queue, refs = std::move(refs),
-               done = std::move(done)](absl::StatusOr<std::vector<absl::Status>> result) {
-                if (result.ok()) {
-                  for (size_t i = 0; i < refs.size(); ++i) {
-                    if (!(*result)[i].ok()) continue;
-                    metrics_->JobAcked(queue);
-                    dispatcher_->OnJobSettled(queue, refs[i].first, refs[i].second,
-                                              /*acked=*/true);
-                  }
+               done = std::move(done)](absl::StatusOr<std::vector<store::AckOutcome>> result) {
+                if (!result.ok()) return done(result.status());
+                std::vector<absl::Status> statuses;
+                statuses.reserve(result->size());
+                for (size_t i = 0; i < refs.size(); ++i) {
+                  const store::AckOutcome& ack = (*result)[i];
+                  statuses.push_back(ack.status);
+                  if (!ack.status.ok() || ack.repeat) continue;
+                  metrics_->JobAcked(queue);
+                  dispatcher_->OnJobSettled(queue, refs[i].first, refs[i].second,
+                                            /*acked=*/true);
                 }
-                done(std::move(result));
+                done(std::move(statuses));
               });
 }
 
@@ -77,7 +80,7 @@ void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::F
   store_->Fail(request, [this, queue = request.queue(), id = request.job_id(),
                          token = request.lease_token(),
                          done = std::move(done)](absl::StatusOr<store::FailOutcome> result) {
-    if (result.ok()) {
+    if (result.ok() && !result->repeat) {
       metrics_->JobFailed(queue, result->dead);
       dispatcher_->OnJobSettled(queue, id, token, /*acked=*/false);
     }

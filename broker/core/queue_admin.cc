@@ -63,7 +63,7 @@ void QueueAdmin::ListJobs(const std::string& queue, const store::JobPageRequest&
 void QueueAdmin::RetryDead(const std::string& queue, const std::vector<std::string>& job_ids,
                            bool all, const std::string& type,
                            store::Callback<int64_t> done) const {
-  if (all) return RetryFrom(queue, type, 0, 0, std::move(done));
+  if (all) return RetryFrom(queue, type, 0, "", 0, std::move(done));
   admin_->RetryDeadIds(queue, job_ids, type,
                        [done = std::move(done)](absl::StatusOr<store::RetryBatch> batch) {
                          if (!batch.ok()) return done(batch.status());
@@ -72,15 +72,16 @@ void QueueAdmin::RetryDead(const std::string& queue, const std::vector<std::stri
 }
 
 void QueueAdmin::RetryFrom(const std::string& queue, const std::string& type, int64_t offset,
-                           int64_t moved, store::Callback<int64_t> done) const {
+                           const std::string& bound, int64_t moved,
+                           store::Callback<int64_t> done) const {
   admin_->RetryDeadScan(
-      queue, type, offset, kBatch,
+      queue, type, offset, kBatch, bound,
       [this, queue, type, moved, done = std::move(done)](
           absl::StatusOr<store::RetryBatch> batch) mutable {
         if (!batch.ok()) return done(batch.status());
         int64_t total = moved + batch->moved;
         if (batch->next_offset < 0) return done(total);
-        RetryFrom(queue, type, batch->next_offset, total, std::move(done));
+        RetryFrom(queue, type, batch->next_offset, batch->bound, total, std::move(done));
       });
 }
 

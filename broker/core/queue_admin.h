@@ -44,6 +44,7 @@ class QueueAdmin {
 
  private:
   void RetryFrom(const std::string& queue, const std::string& type, int64_t offset,
+                 const std::string& bound,
                  int64_t moved, store::Callback<int64_t> done) const;
   void PurgeFrom(const std::string& queue, int64_t older_than_ms, int64_t purged,
                  store::Callback<int64_t> done) const;

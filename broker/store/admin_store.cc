@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "broker/store/job_store.h"
 
 namespace jobwire::store {
 namespace {
@@ -58,7 +59,7 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
   scripts_->Eval(scripts_->Get("list_jobs"), std::move(keys),
                  {k.JobPrefix(), absl::StrCat(request.offset), absl::StrCat(request.page_size),
                   request.newest_first ? "1" : "0", request.type,
-                  absl::StrCat(request.scan_limit)},
+                  absl::StrCat(request.scan_limit), absl::StrCat(request.max_bytes)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (!IsArray(*reply, 1)) return done(absl::InternalError("bad list reply"));
@@ -74,11 +75,13 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
 
 namespace {
 
-Callback<RedisReply> RetryReply(Callback<RetryBatch> done) {
-  return [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+Callback<RedisReply> RetryReply(const std::string& queue, Callback<RetryBatch> done) {
+  return [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
     if (!reply.ok()) return done(reply.status());
-    if (!IsArray(*reply, 2)) return done(absl::InternalError("bad retry_dead reply"));
-    done(RetryBatch{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1)});
+    if (!IsArray(*reply, 4)) return done(absl::InternalError("bad retry_dead reply"));
+    LogSkippedJobs(queue, "retry_dead", reply->elements[3]);
+    done(RetryBatch{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1),
+                    reply->elements[2].str});
   };
 }
 
@@ -90,16 +93,17 @@ void AdminStore::RetryDeadIds(const std::string& queue, const std::vector<std::s
   std::vector<std::string> args = {k.JobPrefix(), k.NotifyChannel(), type, "ids"};
   args.insert(args.end(), ids.begin(), ids.end());
   scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready()}, std::move(args),
-                 RetryReply(std::move(done)));
+                 RetryReply(queue, std::move(done)));
 }
 
 void AdminStore::RetryDeadScan(const std::string& queue, const std::string& type, int64_t offset,
-                               int batch, Callback<RetryBatch> done) const {
+                               int batch, const std::string& bound,
+                               Callback<RetryBatch> done) const {
   Keys k = KeysFor(queue);
   scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready()},
                  {k.JobPrefix(), k.NotifyChannel(), type, "scan", absl::StrCat(offset),
-                  absl::StrCat(batch)},
-                 RetryReply(std::move(done)));
+                  absl::StrCat(batch), bound},
+                 RetryReply(queue, std::move(done)));
 }
 
 void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,

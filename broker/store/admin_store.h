@@ -32,12 +32,18 @@ struct JobPageRequest {
   bool newest_first = true;
   std::string type;  // empty: every type
   int scan_limit = 50;  // entries looked at, at most (>= page_size)
+  // Payload, result and error bytes in the page, at most (a page holds at
+  // least one job): bounds the reply in Redis and the broker.
+  int64_t max_bytes = 2 << 20;
 };
 
 struct RetryBatch {
   int64_t moved = 0;
-  // Scan mode: where the next batch starts; -1 when the dead set is done.
+  // Scan mode: where the next batch starts; -1 when the scan is done.
   int64_t next_offset = -1;
+  // Scan mode: the bound the next batch passes back (the dead set as it was
+  // when the scan's first batch ran).
+  std::string bound;
 };
 
 class AdminStore {
@@ -55,9 +61,11 @@ class AdminStore {
   // retry_dead.lua with the given ids (skips those not dead or not of `type`).
   void RetryDeadIds(const std::string& queue, const std::vector<std::string>& ids,
                     const std::string& type, Callback<RetryBatch> done) const;
-  // retry_dead.lua on the next `batch` entries of the dead set from `offset`.
+  // retry_dead.lua on the next `batch` entries of the dead set from `offset`
+  // within `bound` (empty for the first batch of a scan, then the previous
+  // batch's RetryBatch::bound).
   void RetryDeadScan(const std::string& queue, const std::string& type, int64_t offset,
-                     int batch, Callback<RetryBatch> done) const;
+                     int batch, const std::string& bound, Callback<RetryBatch> done) const;
 
   // delete_job.lua. NOT_FOUND.
   void DeleteJob(const std::string& queue, const std::string& job_id, Callback<bool> done) const;

@@ -5,6 +5,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "broker/base/logging.h"
 
 namespace jobwire::store {
@@ -42,6 +43,10 @@ absl::StatusOr<RedisReply> CheckScriptStatus(absl::StatusOr<RedisReply> reply,
     return absl::FailedPreconditionError(absl::StrCat(
         "lease_token is not the current lease of ", JobRef(queue, id),
         " (the lease expired or the job was claimed again)"));
+  }
+  if (code == "CORRUPT" && reply->elements.size() > 1) {
+    return absl::DataLossError(absl::StrCat(JobRef(queue, id), " has no valid ",
+                                            reply->elements[1].str, " field"));
   }
   if (code == "STATE" && reply->elements.size() > 1) {
     return absl::FailedPreconditionError(absl::StrCat(JobRef(queue, id), " is ",
@@ -148,14 +153,20 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
                      const std::string& worker_id, Callback<ClaimOutcome> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(
-      scripts_->Get("claim"), {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused()},
-      {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), RandomToken(), worker_id},
+      scripts_->Get("claim"),
+      {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead()},
+      {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), RandomToken(), worker_id,
+       absl::StrCat(kMaxClaimBytes)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        if (reply->elements.empty()) return done(absl::InternalError("bad claim reply"));
+        if (reply->type != RedisReply::Type::kArray || reply->elements.size() < 3) {
+          return done(absl::InternalError("bad claim reply"));
+        }
         ClaimOutcome out;
         out.next_due_in_ms = reply->elements[0].AsInt(-1);
-        for (size_t i = 1; i + 1 < reply->elements.size(); i += 2) {
+        out.more = reply->elements[1].AsInt() == 1;
+        LogSkippedJobs(queue, "claim", reply->elements[2]);
+        for (size_t i = 3; i + 1 < reply->elements.size(); i += 2) {
           v1::ClaimedJob claimed;
           *claimed.mutable_job() = JobFromHash(queue, reply->elements[i].str, reply->elements[i + 1]);
           for (size_t f = 0; f + 1 < reply->elements[i + 1].elements.size(); f += 2) {
@@ -171,7 +182,7 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
 }
 
 void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
-                   Callback<std::vector<absl::Status>> done) const {
+                   Callback<std::vector<AckOutcome>> done) const {
   Keys keys = KeysFor(queue);
   std::vector<std::string> args = {keys.JobPrefix(), absl::StrCat(options_.completed_retention_ms)};
   std::vector<std::string> ids;
@@ -191,14 +202,17 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
                        reply->elements.size() != ids.size()) {
                      return done(absl::InternalError("bad ack reply"));
                    }
-                   std::vector<absl::Status> statuses;
-                   statuses.reserve(ids.size());
+                   std::vector<AckOutcome> outcomes;
+                   outcomes.reserve(ids.size());
                    for (size_t i = 0; i < ids.size(); ++i) {
-                     statuses.push_back(
+                     const bool repeat = reply->elements[i].elements.size() == 2 &&
+                                         reply->elements[i].elements[1].str == "repeat";
+                     outcomes.push_back(AckOutcome{
                          CheckScriptStatus(std::move(reply->elements[i]), queue, ids[i], "active")
-                             .status());
+                             .status(),
+                         repeat});
                    }
-                   done(std::move(statuses));
+                   done(std::move(outcomes));
                  });
 }
 
@@ -212,8 +226,9 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
       [queue = r.queue(), id = r.job_id(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         auto checked = CheckScriptStatus(std::move(reply), queue, id, "active");
         if (!checked.ok()) return done(checked.status());
-        if (checked->elements.size() != 3) return done(absl::InternalError("bad fail reply"));
-        done(FailOutcome{checked->elements[1].str == "dead", checked->elements[2].AsInt()});
+        if (checked->elements.size() != 4) return done(absl::InternalError("bad fail reply"));
+        done(FailOutcome{checked->elements[1].str == "dead", checked->elements[2].AsInt(),
+                         checked->elements[3].AsInt() == 1});
       });
 }
 
@@ -259,11 +274,14 @@ void JobStore::Release(const std::string& queue, const std::string& job_id,
 
 void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("reap"), {keys.Active(), keys.Scheduled(), keys.Dead()},
-                 {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel()},
-                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+  scripts_->Eval(scripts_->Get("reap"),
+                 {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed()},
+                 {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
+                  absl::StrCat(options_.completed_retention_ms)},
+                 [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
-                   if (reply->elements.size() != 3) return done(absl::InternalError("bad reap reply"));
+                   if (reply->elements.size() != 4) return done(absl::InternalError("bad reap reply"));
+                   LogSkippedJobs(queue, "reap", reply->elements[3]);
                    done(ReapOutcome{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1),
                                     reply->elements[2].AsInt()});
                  });
@@ -297,6 +315,17 @@ void JobStore::ListQueues(Callback<std::vector<std::string>> done) const {
                      for (const auto& e : reply->elements) queues.push_back(e.str);
                      done(std::move(queues));
                    });
+}
+
+void LogSkippedJobs(const std::string& queue, const std::string& script, const RedisReply& ids) {
+  if (ids.elements.empty()) return;
+  std::vector<std::string> names;
+  for (const RedisReply& id : ids.elements) names.push_back(id.str);
+  base::Log(base::LogLevel::kWarning, "job hash missing or partial; job skipped",
+            {{"queue", queue},
+             {"script", script},
+             {"jobs", absl::StrJoin(names, ",")},
+             {"count", absl::StrCat(names.size())}});
 }
 
 }  // namespace jobwire::store

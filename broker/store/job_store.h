@@ -43,16 +43,30 @@ struct EnqueueOutcome {
   bool duplicate = false;
 };
 
+// A claim returns at most about this many bytes of payload and error text
+// (and at least one job, whatever its size): kept well below Redis' and the
+// broker's comfort whatever --max_payload_bytes allows.
+inline constexpr int64_t kMaxClaimBytes = 4 << 20;
+
 struct ClaimOutcome {
   std::vector<v1::ClaimedJob> jobs;
-  // Meaningful when fewer jobs than asked came back: ms until the earliest
-  // scheduled job is due (0 = now), or -1 when none is scheduled.
+  // True when due jobs are left in the queue (the claim stopped at its count
+  // or byte bound).
+  bool more = false;
+  // Meaningful when !more: ms until the earliest scheduled job is due (0 =
+  // now), or -1 when none is scheduled.
   int64_t next_due_in_ms = -1;
+};
+
+struct AckOutcome {
+  absl::Status status;  // OK, NOT_FOUND or FAILED_PRECONDITION
+  bool repeat = false;  // OK for an ack that had been applied before
 };
 
 struct FailOutcome {
   bool dead = false;
   int64_t next_attempt_at_ms = 0;  // 0 when dead
+  bool repeat = false;  // the same token's fail had been applied before
 };
 
 struct ReapOutcome {
@@ -80,18 +94,20 @@ class JobStore {
   void Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                Callback<std::vector<EnqueueOutcome>> done) const;
 
-  // claim.lua: leases up to `max_jobs` due jobs of `queue`.
+  // claim.lua: leases up to `max_jobs` due jobs of `queue`, at most about
+  // kMaxClaimBytes of them (at least one).
   void Claim(const std::string& queue, int max_jobs, int64_t lease_ms, const std::string& worker_id,
              Callback<ClaimOutcome> done) const;
 
   // ack.lua: completes `acks`, every one of them in `queue`, in one script
-  // call. On success, one status per ack in order: OK, NOT_FOUND or
-  // FAILED_PRECONDITION (stale token, not active). REQUIRES: `acks` is not
-  // empty; the pointers need only live until the call returns.
+  // call. On success, one outcome per ack in order: OK (a repeat or not),
+  // NOT_FOUND or FAILED_PRECONDITION (stale token, not active). REQUIRES:
+  // `acks` is not empty; the pointers need only live until the call returns.
   void Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
-           Callback<std::vector<absl::Status>> done) const;
+           Callback<std::vector<AckOutcome>> done) const;
 
-  // fail.lua. NOT_FOUND, FAILED_PRECONDITION (stale token, not active).
+  // fail.lua. NOT_FOUND, FAILED_PRECONDITION (stale token, not active). A
+  // repeated fail answers the outcome the token's first fail got.
   void Fail(const v1::FailRequest& request, Callback<FailOutcome> done) const;
 
   // extend_lease.lua; returns the new expiry. NOT_FOUND, FAILED_PRECONDITION.
@@ -102,11 +118,13 @@ class JobStore {
   void Cancel(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
 
   // release.lua: gives back a claim that was never delivered (pending, due
-  // now, attempt undone). NOT_FOUND, FAILED_PRECONDITION (the job moved on).
+  // now, attempt undone). NOT_FOUND, FAILED_PRECONDITION (the job moved on),
+  // DATA_LOSS (its hash lacks a field the release needs; nothing written).
   void Release(const std::string& queue, const std::string& job_id, const std::string& token,
                Callback<bool> done) const;
 
-  // reap.lua: settles up to `max_jobs` expired leases of `queue`.
+  // reap.lua: settles up to `max_jobs` expired leases of `queue` and trims
+  // its completed index to the retention.
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
 
   // register_queue.lua: records `queue` in the registry.
@@ -134,6 +152,11 @@ class JobStore {
 
 // Builds a Job from the flat field/value array of HGETALL. Exposed for tests.
 v1::Job JobFromHash(const std::string& queue, const std::string& id, const RedisReply& fields);
+
+// Logs a warning naming the ids a script (`script`) skipped in `queue` for a
+// missing or partial job hash: `ids` is the script's array of them (nothing
+// when empty).
+void LogSkippedJobs(const std::string& queue, const std::string& script, const RedisReply& ids);
 
 }  // namespace jobwire::store
 

@@ -3,80 +3,16 @@
 // claims must return.
 #include "broker/store/job_store.h"
 
-#include <future>
 #include <set>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "broker/base/event_loop.h"
+#include "broker/store/job_store_test_util.h"
 #include "gtest/gtest.h"
-#include "tests/test_harness.h"
 
 namespace jobwire::store {
 namespace {
-
-// Runs an asynchronous store call and waits for its callback.
-template <typename T, typename F>
-absl::StatusOr<T> Sync(F call) {
-  std::promise<absl::StatusOr<T>> promise;
-  call([&promise](absl::StatusOr<T> result) { promise.set_value(std::move(result)); });
-  return promise.get_future().get();
-}
-
-class JobStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(redis_.Start().ok());
-    client_ = std::make_unique<RedisClient>(&loop_, RedisAddress{"127.0.0.1", redis_.port(), "", 0}, "test");
-    scripts_ = std::make_unique<ScriptRunner>(client_.get());
-    store_ = std::make_unique<JobStore>(client_.get(), scripts_.get(), StoreOptions{});
-    loop_.Start();
-    client_->Start();
-    // Wait for the connection.
-    for (int i = 0; i < 100; ++i) {
-      if (Sync<RedisReply>([&](auto cb) { client_->Command({"PING"}, cb); }).ok()) return;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    FAIL() << "no redis connection";
-  }
-
-  void TearDown() override { loop_.Stop(); }
-
-  std::string Enqueue(const std::string& queue, const std::string& type, int priority,
-                      int64_t delay_ms, int max_attempts = 3, int64_t base = 1000,
-                      int64_t cap = 3600000) {
-    v1::EnqueueRequest r;
-    r.set_queue(queue);
-    r.set_type(type);
-    r.set_priority(priority);
-    r.set_delay_ms(delay_ms);
-    r.set_max_attempts(max_attempts);
-    r.set_backoff_base_ms(base);
-    r.set_backoff_max_ms(cap);
-    auto out = Sync<std::vector<EnqueueOutcome>>([&](auto cb) { store_->Enqueue(queue, {r}, cb); });
-    EXPECT_TRUE(out.ok()) << out.status();
-    return out.ok() ? out->at(0).job_id : "";
-  }
-
-  // Claims up to `n` jobs one call at a time; returns their types in order.
-  std::vector<std::string> ClaimTypes(const std::string& queue, int n) {
-    std::vector<std::string> types;
-    auto out = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, n, 30000, "w", cb); });
-    EXPECT_TRUE(out.ok()) << out.status();
-    if (out.ok()) {
-      for (const auto& job : out->jobs) types.push_back(job.job().type());
-    }
-    return types;
-  }
-
-  testing::RedisServer redis_;
-  base::EventLoop loop_;
-  std::unique_ptr<RedisClient> client_;
-  std::unique_ptr<ScriptRunner> scripts_;
-  std::unique_ptr<JobStore> store_;
-};
 
 struct SeedJob {
   std::string type;
@@ -238,9 +174,9 @@ TEST_F(JobStoreTest, ReleaseGivesAnUndeliveredClaimBack) {
   ack.set_queue(queue);
   ack.set_job_id(id);
   ack.set_lease_token(token);
-  auto acked = Sync<std::vector<absl::Status>>([&](auto cb) { store_->Ack(queue, {&ack}, cb); });
+  auto acked = Sync<std::vector<AckOutcome>>([&](auto cb) { store_->Ack(queue, {&ack}, cb); });
   ASSERT_TRUE(acked.ok()) << acked.status();
-  EXPECT_EQ(acked->at(0).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(acked->at(0).status.code(), absl::StatusCode::kFailedPrecondition);
 
   // Claimable again, as attempt 1 with a new token.
   auto reclaimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", cb); });

@@ -158,6 +158,15 @@ def test_metrics_count_operations(broker):
     r = stub.Fail(pb.FailRequest(queue=q, job_id=got[4].job.id, lease_token=got[4].lease_token,
                                  error="boom", non_retryable=True), timeout=10)
     assert r.outcome == pb.FailResponse.DEAD
+    # Repeats (a client retrying after UNAVAILABLE) answer OK with the same
+    # outcome and are not counted again.
+    stub.Ack(pb.AckRequest(queue=q, job_id=got[0].job.id, lease_token=got[0].lease_token), timeout=10)
+    again = stub.Fail(pb.FailRequest(queue=q, job_id=got[3].job.id, lease_token=got[3].lease_token,
+                                     error="later", retry_after_ms=600000), timeout=10)
+    assert again.outcome == pb.FailResponse.RETRY_SCHEDULED
+    again = stub.Fail(pb.FailRequest(queue=q, job_id=got[4].job.id, lease_token=got[4].lease_token,
+                                     error="boom", non_retryable=True), timeout=10)
+    assert again.outcome == pb.FailResponse.DEAD
     with pytest.raises(grpc.RpcError) as stale:
         stub.Ack(pb.AckRequest(queue=q, job_id=got[0].job.id, lease_token="stale"), timeout=10)
     assert stale.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -202,9 +211,9 @@ def test_metrics_count_operations(broker):
     rpc = "jobwire_rpc_requests_total"
     svc = "jobwire.v1.Broker"
     assert sample(text, rpc, service=svc, method="Enqueue", code="OK") == 7
-    assert sample(text, rpc, service=svc, method="Ack", code="OK") == 3
+    assert sample(text, rpc, service=svc, method="Ack", code="OK") == 4
     assert sample(text, rpc, service=svc, method="Ack", code="FAILED_PRECONDITION") == 1
-    assert sample(text, rpc, service=svc, method="Fail", code="OK") == 2
+    assert sample(text, rpc, service=svc, method="Fail", code="OK") == 4
     assert sample(text, rpc, service=svc, method="Claim", code="CANCELLED") == 1
     channel.close()
     client.close()

@@ -1,0 +1,370 @@
+// The scripts against a real redis-server where the state is not the happy
+// path: a job hash that is missing or lacks fields, a reply that would be
+// huge, a quiet queue whose completed index outlives its jobs, a Fail
+// repeated after the job moved on, a RetryDead scan racing jobs that die
+// again. Each case states the state before and what must hold after.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "broker/store/job_store_test_util.h"
+#include "gtest/gtest.h"
+
+namespace jobwire::store {
+namespace {
+
+class ScriptSafetyTest : public JobStoreTest {
+ public:
+  // A field of a job hash ("" when missing), read straight from Redis.
+  std::string Field(const std::string& queue, const std::string& id, const std::string& field) {
+    auto r = redis_.Command("HGET", KeysOf(queue).Job(id), field);
+    return r.ok() ? r->str : "";
+  }
+  bool InSet(const std::string& key, const std::string& id) {
+    auto r = redis_.Command("ZSCORE", key, id);
+    return r.ok() && !r->str.empty();
+  }
+  bool Exists(const std::string& key) {
+    auto r = redis_.Command("EXISTS", key);
+    return r.ok() && r->integer == 1;
+  }
+  void Damage(const std::vector<std::string>& argv) { ASSERT_TRUE(redis_.CommandArgv(argv).ok()); }
+};
+
+// One damaged job next to a sound one: the script must not fail, must not
+// write a hash that is missing, must leave the damaged job in a set where an
+// operator sees it (or in none when its hash is gone), and must still settle
+// the sound job.
+struct DamageCase {
+  std::string name;
+  // Given the queue and the two job ids (damaged first), damages the first
+  // job and runs the script; returns what the script answered.
+  std::function<absl::Status(ScriptSafetyTest&, const std::string&, const std::string&,
+                             const std::string&)>
+      run;
+  std::function<void(ScriptSafetyTest&, const std::string&, const std::string&,
+                     const std::string&)>
+      check;
+};
+
+TEST_F(ScriptSafetyTest, DamagedJobHashesAreSkippedAndTheRestIsSettled) {
+  const std::vector<DamageCase> cases = {
+      {"reap_missing_hash",
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad, const std::string&) {
+         auto claimed = t.Claim(q, 2, /*lease_ms=*/1);
+         if (!claimed.ok() || claimed->jobs.size() != 2) return absl::InternalError("claim");
+         t.Damage({"DEL", t.KeysOf(q).Job(bad)});
+         absl::SleepFor(absl::Milliseconds(10));
+         return Sync<ReapOutcome>([&](auto cb) { t.store_->Reap(q, 100, cb); }).status();
+       },
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad,
+          const std::string& good) {
+         EXPECT_FALSE(t.Exists(t.KeysOf(q).Job(bad)));
+         EXPECT_FALSE(t.InSet(t.KeysOf(q).Active(), bad));
+         EXPECT_EQ(t.Field(q, good, "state"), "pending");
+         EXPECT_TRUE(t.InSet(t.KeysOf(q).Scheduled(), good));
+       }},
+      {"reap_partial_hash",
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad, const std::string&) {
+         auto claimed = t.Claim(q, 2, /*lease_ms=*/1);
+         if (!claimed.ok() || claimed->jobs.size() != 2) return absl::InternalError("claim");
+         t.Damage({"HDEL", t.KeysOf(q).Job(bad), "max_attempts"});
+         absl::SleepFor(absl::Milliseconds(10));
+         return Sync<ReapOutcome>([&](auto cb) { t.store_->Reap(q, 100, cb); }).status();
+       },
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad,
+          const std::string& good) {
+         EXPECT_EQ(t.Field(q, bad, "state"), "dead");
+         EXPECT_TRUE(t.InSet(t.KeysOf(q).Dead(), bad));
+         EXPECT_TRUE(absl::StrContains(t.Field(q, bad, "error"), "max_attempts"));
+         EXPECT_FALSE(t.InSet(t.KeysOf(q).Active(), bad));
+         EXPECT_EQ(t.Field(q, good, "state"), "pending");
+       }},
+      {"claim_missing_hash",
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad, const std::string&) {
+         t.Damage({"DEL", t.KeysOf(q).Job(bad)});
+         auto claimed = t.Claim(q, 2);
+         if (!claimed.ok()) return claimed.status();
+         if (claimed->jobs.size() != 1) return absl::InternalError("claimed not 1 job");
+         return absl::OkStatus();
+       },
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad,
+          const std::string& good) {
+         EXPECT_FALSE(t.Exists(t.KeysOf(q).Job(bad)));  // not created by the claim
+         EXPECT_FALSE(t.InSet(t.KeysOf(q).Ready(), bad));
+         EXPECT_FALSE(t.InSet(t.KeysOf(q).Active(), bad));
+         EXPECT_EQ(t.Field(q, good, "state"), "active");
+       }},
+      {"claim_promotes_partial_scheduled_hash",
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad, const std::string&) {
+         // Both due later; the damaged one is made due at once by hand.
+         t.Damage({"ZREM", t.KeysOf(q).Ready(), bad});
+         t.Damage({"ZADD", t.KeysOf(q).Scheduled(), "0", bad});
+         t.Damage({"HDEL", t.KeysOf(q).Job(bad), "priority"});
+         auto claimed = t.Claim(q, 2);
+         if (!claimed.ok()) return claimed.status();
+         if (claimed->jobs.size() != 1) return absl::InternalError("claimed not 1 job");
+         return absl::OkStatus();
+       },
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad,
+          const std::string& good) {
+         EXPECT_EQ(t.Field(q, bad, "state"), "dead");
+         EXPECT_TRUE(t.InSet(t.KeysOf(q).Dead(), bad));
+         EXPECT_FALSE(t.InSet(t.KeysOf(q).Scheduled(), bad));
+         EXPECT_EQ(t.Field(q, good, "state"), "active");
+       }},
+      {"release_partial_hash",
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad, const std::string&) {
+         auto claimed = t.Claim(q, 2);
+         if (!claimed.ok() || claimed->jobs.size() != 2) return absl::InternalError("claim");
+         t.Damage({"HDEL", t.KeysOf(q).Job(bad), "priority"});
+         for (const auto& job : claimed->jobs) {
+           auto released = Sync<bool>([&](auto cb) {
+             t.store_->Release(q, job.job().id(), job.lease_token(), cb);
+           });
+           if (job.job().id() == bad &&
+               released.status().code() != absl::StatusCode::kDataLoss) {
+             return absl::InternalError(absl::StrCat("damaged release: ", released.status().ToString()));
+           }
+           if (job.job().id() != bad && !released.ok()) return released.status();
+         }
+         return absl::OkStatus();
+       },
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad,
+          const std::string& good) {
+         // Nothing written to the damaged job: its lease expires instead.
+         EXPECT_EQ(t.Field(q, bad, "state"), "active");
+         EXPECT_EQ(t.Field(q, bad, "attempts"), "1");
+         EXPECT_TRUE(t.InSet(t.KeysOf(q).Active(), bad));
+         EXPECT_EQ(t.Field(q, good, "state"), "pending");
+         EXPECT_EQ(t.Field(q, good, "attempts"), "0");
+       }},
+      {"fail_partial_hash",
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad, const std::string&) {
+         auto claimed = t.Claim(q, 2);
+         if (!claimed.ok() || claimed->jobs.size() != 2) return absl::InternalError("claim");
+         t.Damage({"HDEL", t.KeysOf(q).Job(bad), "backoff_base"});
+         for (const auto& job : claimed->jobs) {
+           auto failed = t.Fail(job);
+           if (!failed.ok()) return failed.status();
+         }
+         return absl::OkStatus();
+       },
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad,
+          const std::string& good) {
+         EXPECT_EQ(t.Field(q, bad, "state"), "dead");
+         EXPECT_TRUE(t.InSet(t.KeysOf(q).Dead(), bad));
+         EXPECT_FALSE(t.InSet(t.KeysOf(q).Active(), bad));
+         EXPECT_EQ(t.Field(q, good, "state"), "pending");
+       }},
+      {"retry_dead_partial_hash",
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad, const std::string&) {
+         auto claimed = t.Claim(q, 2);
+         if (!claimed.ok() || claimed->jobs.size() != 2) return absl::InternalError("claim");
+         for (const auto& job : claimed->jobs) {
+           if (!t.Fail(job, /*non_retryable=*/true).ok()) return absl::InternalError("fail");
+         }
+         t.Damage({"HDEL", t.KeysOf(q).Job(bad), "priority"});
+         auto batch = Sync<RetryBatch>([&](auto cb) { t.admin_->RetryDeadScan(q, "", 0, 10, "", cb); });
+         if (!batch.ok()) return batch.status();
+         while (batch.ok() && batch->next_offset >= 0) {
+           const std::string bound = batch->bound;
+           const int64_t offset = batch->next_offset;
+           batch = Sync<RetryBatch>(
+               [&](auto cb) { t.admin_->RetryDeadScan(q, "", offset, 10, bound, cb); });
+         }
+         return batch.status();
+       },
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& bad,
+          const std::string& good) {
+         EXPECT_EQ(t.Field(q, bad, "state"), "dead");
+         EXPECT_TRUE(t.InSet(t.KeysOf(q).Dead(), bad));
+         EXPECT_EQ(t.Field(q, good, "state"), "pending");
+         EXPECT_TRUE(t.InSet(t.KeysOf(q).Ready(), good));
+       }},
+  };
+  for (const DamageCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string queue = "damage_" + c.name;
+    // The damaged job is claimed first: a higher priority.
+    const std::string bad = Enqueue(queue, "t", 5, 0);
+    const std::string good = Enqueue(queue, "t", 0, 0);
+    absl::Status ran = c.run(*this, queue, bad, good);
+    EXPECT_TRUE(ran.ok()) << ran;
+    c.check(*this, queue, bad, good);
+  }
+}
+
+// A claim stops at about kMaxClaimBytes of payload (at least one job,
+// whatever its size), and says that due jobs are left.
+TEST_F(ScriptSafetyTest, ClaimIsBoundedByBytes) {
+  const std::string queue = "big";
+  const std::string mib(1 << 20, 'x');
+  for (int i = 0; i < 10; ++i) Enqueue(queue, "t", 0, 0, 3, 1000, 3600000, mib);
+  auto first = Claim(queue, 10);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->jobs.size(), static_cast<size_t>(kMaxClaimBytes / (1 << 20)));
+  EXPECT_TRUE(first->more);
+
+  const std::string queue2 = "huge";
+  Enqueue(queue2, "t", 0, 0, 3, 1000, 3600000, std::string(kMaxClaimBytes + 1, 'y'));
+  Enqueue(queue2, "t", 0, 0);
+  auto huge = Claim(queue2, 10);
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  EXPECT_EQ(huge->jobs.size(), 1u);
+  EXPECT_TRUE(huge->more);
+  auto rest = Claim(queue2, 10);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->jobs.size(), 1u);
+  EXPECT_FALSE(rest->more);
+}
+
+// An admin page stops at its byte bound too, and the next page goes on from
+// there.
+TEST_F(ScriptSafetyTest, ListPageIsBoundedByBytes) {
+  const std::string queue = "listed";
+  const std::string mib(1 << 20, 'x');
+  for (int i = 0; i < 5; ++i) Enqueue(queue, "t", 0, 0, 3, 1000, 3600000, mib);
+  JobPageRequest request;
+  request.state = v1::PENDING;
+  request.page_size = 50;
+  request.scan_limit = 50;
+  request.newest_first = false;
+  request.max_bytes = 2 << 20;
+  auto page = Sync<JobPage>([&](auto cb) { admin_->ListJobs(queue, request, cb); });
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->jobs.size(), 2u);
+  EXPECT_EQ(page->next_offset, 2);
+}
+
+class CompletedRetentionTest : public ScriptSafetyTest {
+ protected:
+  CompletedRetentionTest() { options_.completed_retention_ms = 200; }
+};
+
+// With no later Ack to trim it, the reaper's pass drops completed-index
+// entries past the retention (their hashes have expired).
+TEST_F(CompletedRetentionTest, ReapTrimsTheCompletedIndexOfAQuietQueue) {
+  const std::string queue = "quiet";
+  Enqueue(queue, "t", 0, 0);
+  auto claimed = Claim(queue, 1);
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->jobs.size(), 1u);
+  ASSERT_TRUE(Ack(claimed->jobs[0]).ok());
+  ASSERT_EQ(redis_.Command("ZCARD", KeysOf(queue).Completed())->integer, 1);
+  absl::SleepFor(absl::Milliseconds(400));
+  ASSERT_TRUE(Sync<ReapOutcome>([&](auto cb) { store_->Reap(queue, 100, cb); }).ok());
+  EXPECT_EQ(redis_.Command("ZCARD", KeysOf(queue).Completed())->integer, 0);
+}
+
+// A Fail repeated with the same token answers what the first one answered,
+// whatever happened to the job since, changes nothing, and says it is a
+// repeat; so does a repeated Ack.
+struct RepeatCase {
+  std::string name;
+  bool non_retryable;
+  // What happens to the job between the Fail and its repeat.
+  std::function<void(ScriptSafetyTest&, const std::string&, const std::string&)> meanwhile;
+  std::string want_state;  // the job's state after the repeat
+};
+
+TEST_F(ScriptSafetyTest, ARepeatedFailAnswersItsFirstOutcome) {
+  const std::vector<RepeatCase> cases = {
+      {"nothing_happened", false, [](ScriptSafetyTest&, const std::string&, const std::string&) {},
+       "pending"},
+      {"retry_claimed_again", false,
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& id) {
+         t.Damage({"ZADD", t.KeysOf(q).Scheduled(), "0", id});  // due now
+         auto again = t.Claim(q, 1);
+         ASSERT_TRUE(again.ok());
+         ASSERT_EQ(again->jobs.size(), 1u);
+       },
+       "active"},
+      {"retry_cancelled", false,
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& id) {
+         ASSERT_TRUE(Sync<bool>([&](auto cb) { t.store_->Cancel(q, id, cb); }).ok());
+       },
+       "dead"},
+      {"dead_then_redriven", true,
+       [](ScriptSafetyTest& t, const std::string& q, const std::string& id) {
+         auto moved = Sync<RetryBatch>([&](auto cb) { t.admin_->RetryDeadIds(q, {id}, "", cb); });
+         ASSERT_TRUE(moved.ok());
+         ASSERT_EQ(moved->moved, 1);
+       },
+       "pending"},
+  };
+  for (const RepeatCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string queue = "repeat_" + c.name;
+    const std::string id = Enqueue(queue, "t", 0, 0);
+    auto claimed = Claim(queue, 1);
+    ASSERT_TRUE(claimed.ok());
+    ASSERT_EQ(claimed->jobs.size(), 1u);
+    auto first = Fail(claimed->jobs[0], c.non_retryable);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_FALSE(first->repeat);
+    c.meanwhile(*this, queue, id);
+    const std::string attempts = Field(queue, id, "attempts");
+    auto repeated = Fail(claimed->jobs[0], c.non_retryable);
+    ASSERT_TRUE(repeated.ok()) << repeated.status();
+    EXPECT_TRUE(repeated->repeat);
+    EXPECT_EQ(repeated->dead, first->dead);
+    EXPECT_EQ(repeated->next_attempt_at_ms, first->next_attempt_at_ms);
+    EXPECT_EQ(Field(queue, id, "state"), c.want_state);
+    EXPECT_EQ(Field(queue, id, "attempts"), attempts);
+  }
+
+  const std::string queue = "repeat_ack";
+  Enqueue(queue, "t", 0, 0);
+  auto claimed = Claim(queue, 1);
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->jobs.size(), 1u);
+  auto acked = Ack(claimed->jobs[0]);
+  ASSERT_TRUE(acked.ok() && acked->status.ok());
+  EXPECT_FALSE(acked->repeat);
+  auto again = Ack(claimed->jobs[0]);
+  ASSERT_TRUE(again.ok() && again->status.ok());
+  EXPECT_TRUE(again->repeat);
+}
+
+// RetryDead over the whole dead set, while every job it retries dies again
+// at once (as a broken handler would make it): each job is retried once and
+// the scan ends.
+TEST_F(ScriptSafetyTest, RetryDeadScanCoversTheDeadSetAsItWasWhenItStarted) {
+  const std::string queue = "redrive";
+  constexpr int kJobs = 250;
+  constexpr int kBatch = 40;
+  for (int i = 0; i < kJobs; ++i) Enqueue(queue, "t", 0, 0);
+  auto kill_all_pending = [&] {
+    for (;;) {
+      auto claimed = Claim(queue, 1000);
+      ASSERT_TRUE(claimed.ok());
+      if (claimed->jobs.empty()) return;
+      for (const auto& job : claimed->jobs) ASSERT_TRUE(Fail(job, /*non_retryable=*/true).ok());
+    }
+  };
+  kill_all_pending();
+  ASSERT_EQ(redis_.Command("ZCARD", KeysOf(queue).Dead())->integer, kJobs);
+
+  int64_t moved = 0, offset = 0;
+  std::string bound;
+  int calls = 0;
+  for (; calls < 100; ++calls) {
+    auto batch = Sync<RetryBatch>(
+        [&](auto cb) { admin_->RetryDeadScan(queue, "", offset, kBatch, bound, cb); });
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    moved += batch->moved;
+    kill_all_pending();  // the retried jobs die again during the scan
+    if (batch->next_offset < 0) break;
+    offset = batch->next_offset;
+    bound = batch->bound;
+  }
+  EXPECT_LT(calls, 100) << "the scan did not end";
+  EXPECT_EQ(moved, kJobs);
+}
+
+}  // namespace
+}  // namespace jobwire::store
