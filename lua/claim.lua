@@ -15,10 +15,13 @@
 -- KEYS[3] {p}:{q}:active
 -- KEYS[4] {p}:{q}:paused (when it exists, nothing is claimed)
 -- KEYS[5] {p}:{q}:dead
+-- KEYS[6] {p}:{q}:claim:<ARGV[4]> (the record of this call: the ids it
+--         leased, space-separated, expiring with the lease)
 -- ARGV[1] job key prefix {p}:{q}:job:
 -- ARGV[2] max jobs to claim (>= 1)
 -- ARGV[3] lease ms
--- ARGV[4] lease token prefix (random, unique per call; job i gets prefix.i)
+-- ARGV[4] claim id: lease token prefix (random, unique per call; job i gets
+--         claim_id.i)
 -- ARGV[5] worker id
 -- ARGV[6] max bytes of payload and error text in all (>= 1)
 -- Returns {next_due_in_ms, more, skipped, id1, fields1, id2, fields2, ...}
@@ -56,6 +59,7 @@ local out = {0, 0, skipped}
 local popped = redis.call('ZPOPMIN', KEYS[1], want)
 local claimed, bytes = 0, 0
 local expires = int(now + tonumber(ARGV[3]))
+local ids = {}
 for i = 1, #popped, 2 do
   local id = popped[i]
   local key = prefix .. id
@@ -81,7 +85,11 @@ for i = 1, #popped, 2 do
     redis.call('ZADD', KEYS[3], expires, id)
     out[#out + 1] = id
     out[#out + 1] = redis.call('HGETALL', key)
+    ids[#ids + 1] = id
   end
+end
+if claimed > 0 then
+  redis.call('SET', KEYS[6], table.concat(ids, ' '), 'PX', ARGV[3])
 end
 
 if redis.call('ZCARD', KEYS[1]) > 0 then

@@ -96,8 +96,28 @@ void Dispatcher::OnLeaseExtended(const std::string& queue, const std::string& jo
   });
 }
 
+void Dispatcher::ReleaseLostClaims() {
+  std::vector<std::pair<std::string, std::string>> lost;
+  lost.swap(lost_claims_);
+  for (auto& [queue, claim_id] : lost) {
+    store_->ReleaseClaim(queue, claim_id, [this, queue, claim_id](absl::StatusOr<int64_t> released) {
+      if (!released.ok()) {
+        if (released.status().code() == absl::StatusCode::kUnavailable) {
+          lost_claims_.emplace_back(queue, claim_id);  // the next reconnect tries again
+        }
+        return;
+      }
+      if (*released > 0) {
+        base::Log(base::LogLevel::kInfo, "jobs of a claim whose reply was lost given back",
+                  {{"queue", queue}, {"jobs", absl::StrCat(*released)}});
+      }
+    });
+  }
+}
+
 void Dispatcher::OnRedisReconnected() {
   loop_->Post([this] {
+    ReleaseLostClaims();
     std::vector<SessionId> ids;
     for (const auto& [id, s] : sessions_) {
       if (!s->waiting.empty()) ids.push_back(id);
@@ -200,8 +220,13 @@ void Dispatcher::ClaimFrom(SessionId id, size_t index) {
   }
   int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
   const std::string& queue = s->spec.queues[index];
-  store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id,
-                [this, id, queue, index](absl::StatusOr<store::ClaimOutcome> outcome) {
+  std::string claim_id = store::JobStore::NewClaimId();
+  store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id, claim_id,
+                [this, id, queue, index, claim_id](absl::StatusOr<store::ClaimOutcome> outcome) {
+                  if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kUnavailable) {
+                    // The script may have run with its reply lost.
+                    lost_claims_.emplace_back(queue, claim_id);
+                  }
                   OnClaimed(id, queue, index, std::move(outcome));
                 });
 }

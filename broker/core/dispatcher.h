@@ -9,6 +9,10 @@
 //   - the queue's timer fires: a timer per queue is armed for the earliest
 //     scheduled job that a claim or a notification told about;
 //   - Redis reconnects (every waiting stream).
+// A claim answered UNAVAILABLE may have run with its reply lost (the
+// connection dropped after the script): on reconnect its jobs are given back
+// by its claim id (JobStore::ReleaseClaim) instead of waiting for their
+// leases to expire.
 // A stream whose claim left due jobs in the queue (it stopped at its free
 // slots or the claim's byte bound), or that was woken for a queue it did
 // not drain, passes the wake-up on to the next waiter of that queue. A
@@ -125,7 +129,8 @@ class Dispatcher {
   // `lease_ms` more.
   void OnLeaseExtended(const std::string& queue, const std::string& job_id,
                        const std::string& token, int64_t lease_ms);
-  // Redis is reachable again: every waiting session claims.
+  // Redis is reachable again: the jobs of claims whose reply was lost are
+  // given back (release_claim.lua), then every waiting session claims.
   void OnRedisReconnected();
 
   // Broker shutdown: claims nothing more, ends every open stream with
@@ -195,6 +200,8 @@ class Dispatcher {
   void ArmExpiryTimer();
   // Frees the slots of every lease past its deadline, then re-arms.
   void OnLeasesExpired();
+  // Runs release_claim.lua for every claim in lost_claims_.
+  void ReleaseLostClaims();
   // Forgets a lease: its slot in the session and its deadline.
   void ReleaseLease(const std::string& key);
   Session* Find(SessionId id);
@@ -219,6 +226,10 @@ class Dispatcher {
   absl::flat_hash_map<SessionId, std::unique_ptr<Session>> sessions_;
   absl::flat_hash_map<std::string, QueueState> queues_;
   absl::flat_hash_map<std::string, Lease> leases_;  // by LeaseKey
+  // (queue, claim id) of claims answered UNAVAILABLE: each may have run with
+  // its reply lost. Released on the next reconnect; at most one per session
+  // and queue, since a session claims again only after a reconnect.
+  std::vector<std::pair<std::string, std::string>> lost_claims_;
   // (deadline, lease key) of every lease in leases_, earliest first; one
   // timer (expiry_timer_*) fires at the earliest, so the pending timers do
   // not grow with the claim rate.

@@ -149,13 +149,17 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  });
 }
 
+std::string JobStore::NewClaimId() { return RandomToken(); }
+
 void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
-                     const std::string& worker_id, Callback<ClaimOutcome> done) const {
+                     const std::string& worker_id, const std::string& claim_id,
+                     Callback<ClaimOutcome> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(
       scripts_->Get("claim"),
-      {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead()},
-      {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), RandomToken(), worker_id,
+      {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
+       keys.Claim(claim_id)},
+      {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id, worker_id,
        absl::StrCat(kMaxClaimBytes)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
@@ -179,6 +183,21 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
         }
         done(std::move(out));
       });
+}
+
+void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_id,
+                            Callback<int64_t> done) const {
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("release_claim"),
+                 {keys.Claim(claim_id), keys.Active(), keys.Ready()},
+                 {keys.JobPrefix(), claim_id, keys.NotifyChannel()},
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   if (reply->type != RedisReply::Type::kInteger) {
+                     return done(absl::InternalError("bad release_claim reply"));
+                   }
+                   done(reply->integer);
+                 });
 }
 
 void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,

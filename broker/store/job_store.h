@@ -94,10 +94,23 @@ class JobStore {
   void Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                Callback<std::vector<EnqueueOutcome>> done) const;
 
+  // A new claim id: random, unique per Claim call.
+  static std::string NewClaimId();
+
   // claim.lua: leases up to `max_jobs` due jobs of `queue`, at most about
-  // kMaxClaimBytes of them (at least one).
+  // kMaxClaimBytes of them (at least one), under `claim_id` (from
+  // NewClaimId; it prefixes their lease tokens). When the answer is
+  // UNAVAILABLE the call may have run and its reply been lost: ReleaseClaim
+  // with the same id, once Redis is back, gives such jobs back.
   void Claim(const std::string& queue, int max_jobs, int64_t lease_ms, const std::string& worker_id,
-             Callback<ClaimOutcome> done) const;
+             const std::string& claim_id, Callback<ClaimOutcome> done) const;
+
+  // release_claim.lua: gives back every job that the Claim call `claim_id`
+  // leased and that is still active under that lease (pending, due now,
+  // attempt undone). Returns how many; 0 when the call never ran or its
+  // leases have expired.
+  void ReleaseClaim(const std::string& queue, const std::string& claim_id,
+                    Callback<int64_t> done) const;
 
   // ack.lua: completes `acks`, every one of them in `queue`, in one script
   // call. On success, one outcome per ack in order: OK (a repeat or not),

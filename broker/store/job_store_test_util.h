@@ -71,7 +71,7 @@ class JobStoreTest : public ::testing::Test {
   }
 
   absl::StatusOr<ClaimOutcome> Claim(const std::string& queue, int n, int64_t lease_ms = 30000) {
-    return Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, n, lease_ms, "w", cb); });
+    return Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, n, lease_ms, "w", JobStore::NewClaimId(), cb); });
   }
 
   // Claims up to `n` jobs one call at a time; returns their types in order.
