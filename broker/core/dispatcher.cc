@@ -152,8 +152,7 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
   session->sink = std::move(sink);
   for (const std::string& queue : session->spec.queues) {
     QueueState& q = queues_[queue];
-    if (!q.subscribed) {
-      q.subscribed = true;
+    if (q.streams++ == 0) {
       subscriber_->Subscribe(store_->NotifyChannel(queue),
                              [this, queue](const std::string&, const std::string& message) {
                                OnNotify(queue, message);
@@ -182,6 +181,15 @@ void Dispatcher::DoClose(SessionId id) {
   }
   // Wake-ups this session carried go to the next waiter.
   std::vector<std::string> pass_on(s->woken_for.begin(), s->woken_for.end());
+  // A queue no stream reads any more is forgotten: its subscription, timer
+  // and state (so they do not grow with every queue ever read).
+  for (const std::string& queue : s->spec.queues) {
+    auto q = queues_.find(queue);
+    if (q == queues_.end() || --q->second.streams > 0) continue;
+    subscriber_->Unsubscribe(store_->NotifyChannel(queue));
+    loop_->Cancel(q->second.timer);
+    queues_.erase(q);
+  }
   sessions_.erase(id);
   for (const std::string& queue : pass_on) WakeOne(queue);
 }
@@ -350,7 +358,9 @@ void Dispatcher::Unwait(Session& s) {
 }
 
 void Dispatcher::WakeOne(const std::string& queue) {
-  QueueState& q = queues_[queue];
+  auto found = queues_.find(queue);
+  if (found == queues_.end()) return;  // no stream reads it any more
+  QueueState& q = found->second;
   ++q.generation;
   if (q.waiters.empty()) return;
   SessionId id = q.waiters.front();
@@ -377,13 +387,17 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
 }
 
 void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {
-  QueueState& q = queues_[queue];
+  auto found = queues_.find(queue);
+  if (found == queues_.end()) return;  // no stream reads it any more
+  QueueState& q = found->second;
   absl::Time deadline = absl::Now() + absl::Milliseconds(delay_ms);
   if (q.timer != 0 && q.timer_deadline <= deadline) return;
   loop_->Cancel(q.timer);
   q.timer_deadline = deadline;
   q.timer = loop_->RunAfter(absl::Milliseconds(delay_ms), [this, queue] {
-    queues_[queue].timer = 0;
+    auto found = queues_.find(queue);
+    if (found == queues_.end()) return;
+    found->second.timer = 0;
     WakeOne(queue);
   });
 }

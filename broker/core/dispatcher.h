@@ -5,7 +5,8 @@
 // each of its queues. A waiting stream is woken, one per event, when:
 //   - a job of the queue becomes due now (the queue's notify channel, which
 //     enqueue.lua, fail.lua and reap.lua publish to; every broker replica
-//     subscribes to the queues its streams read);
+//     subscribes to the queues its streams read, and unsubscribes and drops
+//     a queue's state when its last stream closes);
 //   - the queue's timer fires: a timer per queue is armed for the earliest
 //     scheduled job that a claim or a notification told about;
 //   - Redis reconnects (every waiting stream).
@@ -140,6 +141,9 @@ class Dispatcher {
 
   // Number of open sessions (for tests and metrics). Thread-safe.
   int64_t open_sessions() const { return open_sessions_.load(); }
+  // Queues some open session reads (each with a subscription and state).
+  // Loop thread only.
+  size_t queues_tracked() const { return queues_.size(); }
 
  private:
   struct Lease {
@@ -163,7 +167,7 @@ class Dispatcher {
   struct QueueState {
     std::list<SessionId> waiters;
     uint64_t generation = 0;
-    bool subscribed = false;
+    int streams = 0;  // open sessions reading the queue; at 0 the state goes
     base::EventLoop::TimerId timer = 0;  // wakes a waiter at timer_deadline
     absl::Time timer_deadline;
   };

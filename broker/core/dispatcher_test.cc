@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "broker/base/event_loop.h"
@@ -150,6 +151,52 @@ TEST_F(DispatcherTest, AnEarlierScheduledJobReplacesTheQueueTimer) {
   EXPECT_EQ(sink->delivered(), 0u);
   dispatcher_->Close(*id);
   Settle();
+}
+
+// A queue's subscription and state live while some stream reads it, so they
+// do not grow with every queue ever read.
+TEST_F(DispatcherTest, QueuesNoStreamReadsAreForgotten) {
+  for (int i = 0; i < 100; ++i) {
+    ClaimSpec spec;
+    spec.queues = {absl::StrCat("q", i), "shared"};
+    auto id = dispatcher_->Open(spec, std::make_shared<RecordingSink>());
+    ASSERT_TRUE(id.ok());
+    Settle();
+    dispatcher_->Close(*id);
+  }
+  absl::SleepFor(absl::Milliseconds(200));  // the unsubscribes are confirmed
+  Settle();
+  std::promise<std::pair<size_t, size_t>> counts;
+  loop_.Post([&] {
+    counts.set_value({dispatcher_->queues_tracked(), subscriber_->subscription_count()});
+  });
+  EXPECT_EQ(counts.get_future().get(), std::make_pair(size_t{0}, size_t{0}));
+}
+
+// A queue read again right after its last stream closed (its unsubscribe
+// still in flight) is subscribed again: a new job wakes the new stream.
+TEST_F(DispatcherTest, AQueueReadAgainAtOnceIsStillNotified) {
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    const std::string queue = absl::StrCat("again", round % 2);
+    ClaimSpec spec;
+    spec.queues = {queue};
+    auto first = dispatcher_->Open(spec, std::make_shared<RecordingSink>());
+    ASSERT_TRUE(first.ok());
+    Settle();
+    if (round % 3 == 0) absl::SleepFor(absl::Milliseconds(50));  // subscribed by now
+    dispatcher_->Close(*first);
+    auto sink = std::make_shared<RecordingSink>();
+    auto second = dispatcher_->Open(spec, sink);
+    ASSERT_TRUE(second.ok());
+    Settle();
+    absl::SleepFor(absl::Milliseconds(100));  // the new stream waits on the queue
+    EnqueueDelayed(queue, 0);
+    for (int i = 0; i < 100 && sink->delivered() == 0; ++i) absl::SleepFor(absl::Milliseconds(20));
+    EXPECT_EQ(sink->delivered(), 1u);
+    dispatcher_->Close(*second);
+    Settle();
+  }
 }
 
 }  // namespace

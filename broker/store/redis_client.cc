@@ -38,6 +38,11 @@ struct RedisClient::Subscription {
   RedisClient* client;
   std::string channel;
   MessageHandler handler;
+  // UNSUBSCRIBE sent, its confirmation not in yet: hiredis still calls this
+  // subscription until then.
+  bool unsubscribing = false;
+  // Subscribe was called again meanwhile: subscribe anew once confirmed.
+  bool resubscribe = false;
 };
 
 std::string RedisAddress::ToString() const {
@@ -186,7 +191,16 @@ void RedisClient::OnConnect(const redisAsyncContext* ctx, int status) {
     });
   }
   if (self->address_.db != 0) self->Command({"SELECT", absl::StrCat(self->address_.db)}, ignore);
-  for (auto& [channel, sub] : self->subscriptions_) self->SendSubscribe(sub.get());
+  for (auto it = self->subscriptions_.begin(); it != self->subscriptions_.end();) {
+    Subscription* sub = it->second.get();
+    if (sub->unsubscribing && !sub->resubscribe) {
+      it = self->subscriptions_.erase(it);  // the old connection took it along
+      continue;
+    }
+    sub->unsubscribing = sub->resubscribe = false;
+    self->SendSubscribe(sub);
+    ++it;
+  }
   if (self->on_connected_) self->on_connected_();
 }
 
@@ -233,9 +247,35 @@ void RedisClient::OnReply(redisAsyncContext* ctx, void* reply, void* privdata) {
 void RedisClient::Subscribe(const std::string& channel, MessageHandler handler) {
   RunInLoop([this, channel, handler = std::move(handler)]() mutable {
     auto& sub = subscriptions_[channel];
-    if (sub != nullptr) return;
+    if (sub != nullptr) {
+      if (sub->unsubscribing) {
+        sub->handler = std::move(handler);
+        sub->resubscribe = true;
+      }
+      return;
+    }
     sub.reset(new Subscription{this, channel, std::move(handler)});
     if (connected_) SendSubscribe(sub.get());
+  });
+}
+
+void RedisClient::Unsubscribe(const std::string& channel) {
+  RunInLoop([this, channel] {
+    auto it = subscriptions_.find(channel);
+    if (it == subscriptions_.end()) return;
+    Subscription* sub = it->second.get();
+    if (!connected_) {
+      subscriptions_.erase(it);  // not sent again on the next connect
+      return;
+    }
+    sub->resubscribe = false;
+    if (sub->unsubscribing) return;
+    sub->unsubscribing = true;
+    const char* argv[] = {"UNSUBSCRIBE", sub->channel.data()};
+    size_t argvlen[] = {11, sub->channel.size()};
+    // hiredis takes no callback for UNSUBSCRIBE: the subscription's own
+    // callback gets the confirmation (OnMessage).
+    redisAsyncCommandArgv(ctx_, nullptr, nullptr, 2, argv, argvlen);
   });
 }
 
@@ -256,6 +296,17 @@ void RedisClient::OnMessage(redisAsyncContext*, void* reply, void* privdata) {
     // Confirmed: anything published before this point was missed, so tell
     // the handler with an empty message that it should catch up.
     sub->handler(sub->channel, std::string());
+  } else if (kind == "unsubscribe" && sub->unsubscribing) {
+    // hiredis has dropped its entry for the channel and will not call this
+    // subscription again.
+    RedisClient* self = sub->client;
+    if (sub->resubscribe) {
+      sub->unsubscribing = sub->resubscribe = false;
+      self->SendSubscribe(sub);
+    } else {
+      const std::string channel = sub->channel;  // erase destroys sub
+      self->subscriptions_.erase(channel);
+    }
   }
 }
 

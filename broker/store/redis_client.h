@@ -69,8 +69,17 @@ class RedisClient {
 
   // Subscribes this connection to `channel` now (if connected) and after
   // every reconnect. A connection with subscriptions must not be used for
-  // Command. `handler` runs on the loop thread for each message.
+  // Command. `handler` runs on the loop thread for each message. Subscribing
+  // to a channel already subscribed does nothing, except while it is being
+  // unsubscribed: then `handler` replaces the old one and the channel is
+  // subscribed again once the unsubscribe is confirmed.
   void Subscribe(const std::string& channel, MessageHandler handler);
+  // Ends the subscription to `channel` (no-op when there is none). The
+  // handler may still see messages published before Redis processed the
+  // UNSUBSCRIBE; it is destroyed once the unsubscribe is confirmed.
+  void Unsubscribe(const std::string& channel);
+  // Channels subscribed or being unsubscribed (for tests). Loop thread only.
+  size_t subscription_count() const { return subscriptions_.size(); }
 
   // Runs on the loop thread after every successful (re)connect, after
   // subscriptions are re-sent. Set before Start.
