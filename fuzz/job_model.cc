@@ -691,6 +691,14 @@ void JobModel::Clear() {
   purge_.reset();
 }
 
+bool JobModel::Holds(const std::string& queue, State state) const {
+  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
+       ++it) {
+    if (it->second.state == state) return true;
+  }
+  return false;
+}
+
 std::string JobModel::LatestJob(const std::string& queue, bool claimed) const {
   const auto* first = &last_claimed_;
   const auto* second = &last_enqueued_;

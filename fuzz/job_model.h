@@ -103,6 +103,13 @@ class JobModel {
   // FLUSHALL: everything is gone.
   void Clear();
 
+  // Whether the model holds a job of `queue` in `state` (the fuzzer reads
+  // the Redis clock around a call only when its answer depends on it).
+  bool Holds(const std::string& queue, State state) const;
+  bool Holds(const std::string& queue, const std::string& id) const {
+    return jobs_.count(JobRef(queue, id)) > 0;
+  }
+
   // The job of `queue` claimed (or enqueued) last and still held, else the
   // other one; "" when neither.
   std::string LatestJob(const std::string& queue, bool claimed) const;

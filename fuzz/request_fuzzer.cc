@@ -95,9 +95,8 @@ std::string WriteReproducer() {
 }
 
 // Aborts when the oracle has a finding; `what` names the step.
-void CheckFinding(const std::string& what) {
+void DieOnFinding(const std::string& what) {
   const std::optional<Finding>& f = stack->model->finding();
-  if (!f) return;
   std::string dir = WriteReproducer();
   Die(absl::StrCat("oracle finding: rule ", f->rule, ", ", what, ", job ", f->job, ": ",
                    f->detail, "\nreproducer (", stack->since_flush.size(),
@@ -129,10 +128,17 @@ int64_t RedisNowMs() {
   return t->elements[0].AsInt() * 1000 + t->elements[1].AsInt() / 1000;
 }
 
+// The clock window of a call whose answer the model judges by time; none
+// (zeros) when `needed` is false.
+TimeWindow StartWindow(bool needed) { return TimeWindow{needed ? RedisNowMs() : 0, 0}; }
+void EndWindow(TimeWindow& w) {
+  if (w.from_ms != 0) w.to_ms = RedisNowMs();
+}
+
 // Reads back every job the model marks as touched and compares it.
 void ReadBack() {
   std::vector<JobRef> refs = stack->model->TakeTouched();
-  if (refs.empty()) return;
+  if (refs.empty()) return stack->model->EndInput();
   std::vector<std::string> keys;
   keys.reserve(refs.size());
   for (const JobRef& ref : refs) keys.push_back(store::Keys(kPrefix, ref.first).Job(ref.second));
@@ -152,7 +158,7 @@ void CheckState(const char* when) {
   if (violations->empty()) {
     ++stack->checks;
     stack->model->OnStoredJobCount(job_hashes);
-    CheckFinding(absl::StrCat("state check ", when));
+    if (stack->model->finding()) DieOnFinding(absl::StrCat("state check ", when));
     return;
   }
   for (const std::string& v : *violations) std::fprintf(stderr, "violation: %s\n", v.c_str());
@@ -275,7 +281,7 @@ bool RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
       int64_t lease_ms = r.lease_ms() == 0 ? life.defaults().lease_ms : r.lease_ms();
       for (const std::string& queue : r.queues()) {
         if (free <= 0) break;
-        TimeWindow window{RedisNowMs(), 0};
+        TimeWindow window = StartWindow(model.Holds(queue, JobModel::State::kPending));
         auto out = Sync<store::ClaimOutcome>([&](auto cb) {
           stack->store->Claim(queue, free, lease_ms, r.worker_id(), std::move(cb));
         });
@@ -305,9 +311,9 @@ bool RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
       v1::FailRequest r;
       if (!Parse(data, size, &r) || !service::ValidateFail(r).ok()) return false;
       ResolveToken(r);
-      TimeWindow window{RedisNowMs(), 0};
+      TimeWindow window = StartWindow(model.Holds(r.queue(), r.job_id()));
       auto out = Sync<store::FailOutcome>([&](auto cb) { life.Fail(r, std::move(cb)); });
-      window.to_ms = RedisNowMs();
+      EndWindow(window);
       model.OnFail(r, window, out);
       return true;
     }
@@ -401,10 +407,10 @@ bool RunAdmin(RequestKind kind, const uint8_t* data, size_t size) {
     case RequestKind::kPurgeDead: {
       v1::PurgeDeadRequest r;
       if (!Parse(data, size, &r) || !service::ValidatePurgeDead(r).ok()) return false;
-      TimeWindow window{RedisNowMs(), 0};
+      TimeWindow window = StartWindow(model.Holds(r.queue(), JobModel::State::kDead));
       auto out = Sync<int64_t>(
           [&](auto cb) { admin.PurgeDead(r.queue(), r.older_than_ms(), std::move(cb)); });
-      window.to_ms = RedisNowMs();
+      EndWindow(window);
       model.OnPurgeDead(r.queue(), r.older_than_ms(), window, out);
       return true;
     }
@@ -429,7 +435,7 @@ void Reap() {
       [](auto cb) { stack->store->ListQueues(std::move(cb)); });
   if (!queues.ok()) return stack->model->OnUnexpected("", queues.status());
   for (const std::string& queue : *queues) {
-    TimeWindow window{RedisNowMs(), 0};
+    TimeWindow window = StartWindow(stack->model->Holds(queue, JobModel::State::kActive));
     store::ReapOutcome total;
     for (;;) {
       auto out = Sync<store::ReapOutcome>(
@@ -439,10 +445,12 @@ void Reap() {
       total.dead += out->dead;
       if (out->reaped < kReapBatch) break;
     }
-    window.to_ms = RedisNowMs();
+    EndWindow(window);
     stack->model->OnReaped(queue, window, total);
     ReadBack();
-    CheckFinding(absl::StrCat("reaper pass after input ", stack->inputs));
+    if (stack->model->finding()) {
+      DieOnFinding(absl::StrCat("reaper pass after input ", stack->inputs));
+    }
   }
 }
 
@@ -465,7 +473,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ran) {
     ++stack->dispatched;
     ReadBack();
-    CheckFinding(absl::StrCat(RequestKindName(kind), " input ", stack->inputs));
+    if (stack->model->finding()) {
+      DieOnFinding(absl::StrCat(RequestKindName(kind), " input ", stack->inputs));
+    }
   }
   if (stack->inputs % kCheckEvery == 0) {
     // Check first: the reaper drops stale members of an active set, one of
