@@ -80,8 +80,19 @@ bool JobModel::JudgeCode(const char* what, const JobRef& ref, const Job* job,
     ++counts_[absl::StrCat(what, " ", absl::StatusCodeToString(want))];
     return true;
   }
-  std::string held = job == nullptr ? "holds no such job"
-                                    : absl::StrCat("holds it ", StateName(job->state));
+  std::string held = "holds no such job";
+  if (job != nullptr) {
+    const char* settle = job->settled == Job::Settled::kAck    ? "an Ack with this token"
+                         : job->settled == Job::Settled::kFail ? "a Fail with this token"
+                                                               : "no Ack or Fail since";
+    held = absl::StrCat("holds it ", StateName(job->state), " (attempts ", job->attempts,
+                        "; last moved by ",
+                        job->settled != Job::Settled::kNone && token != nullptr &&
+                                *token == job->settled_token
+                            ? settle
+                            : "something else: claim, Cancel, RetryDead or the reaper",
+                        ")");
+  }
   std::string says = absl::StrCat(what, " answered ", got.ok() ? "OK" : got.ToString(),
                                   "; the model ", held, " and expects ",
                                   absl::StatusCodeToString(want));
