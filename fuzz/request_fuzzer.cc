@@ -2,20 +2,27 @@
 // Admin services (the first byte picks the message, fuzz/request_kind.h),
 // through the validators and, when a request validates, through the
 // lifecycle / admin layers against a real redis-server started once by this
-// process. Every kCheckEvery inputs and at exit the stored state must keep
-// the invariant of fuzz/state_checker.h; a violation, a crash, a sanitizer
-// report or a Redis call that never answers ends the run.
+// process. Every answer is judged by the oracle of fuzz/job_model.h (a
+// shadow model of every job the fuzzer created), and the jobs an input
+// touched are read back from Redis and compared with the model. Every
+// kCheckEvery inputs and at exit the stored state must also keep the
+// invariant of fuzz/state_checker.h. A finding, a crash, a sanitizer report
+// or a Redis call that never answers ends the run.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
@@ -25,8 +32,11 @@
 #include "broker/service/request_validator.h"
 #include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
+#include "broker/store/keys.h"
 #include "broker/store/redis_client.h"
 #include "broker/store/script_runner.h"
+#include "fuzz/job_model.h"
+#include "fuzz/job_view.h"
 #include "fuzz/request_kind.h"
 #include "fuzz/state_checker.h"
 #include "jobwire/v1/admin.pb.h"
@@ -37,11 +47,13 @@ namespace jobwire::fuzz {
 namespace {
 
 constexpr char kPrefix[] = "jw";
-constexpr int kCheckEvery = 500;  // inputs between invariant checks
+constexpr int kCheckEvery = 500;  // inputs between invariant checks and reaper passes
 constexpr int kFlushEvery = 5000;  // inputs between FLUSHALLs (keeps checks fast)
+constexpr int kReapBatch = 1000;
 
 // The layers below the gRPC handlers, wired as BrokerServer wires them (no
-// reaper or stats loop: the fuzzer reaps itself).
+// reaper or stats loop: the fuzzer reaps itself, so that no lease expires
+// behind the model's back).
 struct Stack {
   testing::RedisServer redis;
   base::EventLoop loop;
@@ -54,8 +66,9 @@ struct Stack {
   std::unique_ptr<core::Dispatcher> dispatcher;
   std::unique_ptr<core::JobLifecycle> lifecycle;
   std::unique_ptr<core::QueueAdmin> admin;
-  // Latest lease token per "queue\njob_id", from this process's claims.
-  absl::flat_hash_map<std::string, std::string> tokens;
+  std::unique_ptr<JobModel> model;
+  // The inputs since the last FLUSHALL: a finding's reproducer.
+  std::vector<std::string> since_flush;
   int64_t inputs = 0;
   int64_t dispatched = 0;  // inputs that validated and reached Redis
   int64_t checks = 0;
@@ -68,11 +81,32 @@ void Die(const std::string& what) {
   std::abort();
 }
 
+// Writes the inputs since the last FLUSHALL, in order, to a new directory:
+// replaying them (`jobwire_request_fuzzer <dir>/*`) rebuilds the state the
+// finding was made in (time-dependent steps, leases and retries, may differ).
+std::string WriteReproducer() {
+  const char* base = std::getenv("JOBWIRE_FUZZ_FINDINGS_DIR");
+  std::string dir = absl::StrCat(base != nullptr ? base : ".", "/finding-", getpid());
+  if (std::system(absl::StrCat("mkdir -p '", dir, "'").c_str()) != 0) return "(not written)";
+  for (size_t i = 0; i < stack->since_flush.size(); ++i) {
+    std::ofstream(absl::StrFormat("%s/%06d", dir, i), std::ios::binary) << stack->since_flush[i];
+  }
+  return dir;
+}
+
+// Aborts when the oracle has a finding; `what` names the step.
+void DieOnFinding(const std::string& what) {
+  const std::optional<Finding>& f = stack->model->finding();
+  std::string dir = WriteReproducer();
+  Die(absl::StrCat("oracle finding: rule ", f->rule, ", ", what, ", job ", f->job, ": ",
+                   f->detail, "\nreproducer (", stack->since_flush.size(),
+                   " inputs since the last FLUSHALL): ", dir, "/*"));
+}
+
 // Runs an asynchronous call and waits for its callback (a call that never
 // answers is a finding).
 template <typename T, typename F>
 absl::StatusOr<T> Sync(F call) {
-  ++stack->dispatched;
   auto promise = std::make_shared<std::promise<absl::StatusOr<T>>>();
   std::future<absl::StatusOr<T>> future = promise->get_future();
   call([promise](absl::StatusOr<T> result) { promise->set_value(std::move(result)); });
@@ -82,19 +116,49 @@ absl::StatusOr<T> Sync(F call) {
   return future.get();
 }
 
-// Sync, when only the call's effect matters (errors are expected: most
-// fuzz inputs name jobs that do not exist or carry stale tokens).
-template <typename T, typename F>
-void Run(F call) {
-  (void)Sync<T>(std::move(call));
+absl::StatusOr<store::RedisReply> Command(std::vector<std::string> argv) {
+  return Sync<store::RedisReply>(
+      [&](auto cb) { stack->commands->Command(std::move(argv), std::move(cb)); });
+}
+
+// Redis TIME in epoch ms, computed as lua/_lib.lua's now_ms().
+int64_t RedisNowMs() {
+  auto t = Command({"TIME"});
+  if (!t.ok() || t->elements.size() != 2) Die("TIME failed");
+  return t->elements[0].AsInt() * 1000 + t->elements[1].AsInt() / 1000;
+}
+
+// The clock window of a call whose answer the model judges by time; none
+// (zeros) when `needed` is false.
+TimeWindow StartWindow(bool needed) { return TimeWindow{needed ? RedisNowMs() : 0, 0}; }
+void EndWindow(TimeWindow& w) {
+  if (w.from_ms != 0) w.to_ms = RedisNowMs();
+}
+
+// Reads back every job the model marks as touched and compares it.
+void ReadBack() {
+  std::vector<JobRef> refs = stack->model->TakeTouched();
+  if (refs.empty()) return stack->model->EndInput();
+  std::vector<std::string> keys;
+  keys.reserve(refs.size());
+  for (const JobRef& ref : refs) keys.push_back(store::Keys(kPrefix, ref.first).Job(ref.second));
+  auto reply = Command(ReadJobsCommand(keys));
+  if (!reply.ok()) Die(absl::StrCat("reading jobs back failed: ", reply.status().ToString()));
+  auto views = ParseReadJobsReply(*reply, keys.size());
+  if (!views) Die("reading jobs back: unexpected reply");
+  for (size_t i = 0; i < refs.size(); ++i) stack->model->OnStored(refs[i], (*views)[i]);
+  stack->model->EndInput();
 }
 
 void CheckState(const char* when) {
+  int64_t job_hashes = 0;
   absl::StatusOr<std::vector<std::string>> violations =
-      CheckStoredState(stack->redis, kPrefix);
+      CheckStoredState(stack->redis, kPrefix, &job_hashes);
   if (!violations.ok()) Die(absl::StrCat("state check failed: ", violations.status().ToString()));
   if (violations->empty()) {
     ++stack->checks;
+    stack->model->OnStoredJobCount(job_hashes);
+    if (stack->model->finding()) DieOnFinding(absl::StrCat("state check ", when));
     return;
   }
   for (const std::string& v : *violations) std::fprintf(stderr, "violation: %s\n", v.c_str());
@@ -104,9 +168,14 @@ void CheckState(const char* when) {
 void AtExit() {
   if (stack == nullptr) return;
   CheckState("at exit");
-  std::fprintf(stderr, "request_fuzzer: %lld inputs, %lld reached Redis, %lld state checks passed\n",
+  std::fprintf(stderr,
+               "request_fuzzer: %lld inputs, %lld reached Redis, %lld state checks passed, "
+               "%zu jobs in the model\n",
                static_cast<long long>(stack->inputs), static_cast<long long>(stack->dispatched),
-               static_cast<long long>(stack->checks + 1));
+               static_cast<long long>(stack->checks), stack->model->jobs());
+  std::string counts;
+  for (const auto& [what, n] : stack->model->counts()) absl::StrAppend(&counts, " ", what, "=", n, ";");
+  std::fprintf(stderr, "request_fuzzer: oracle observed%s\n", counts.c_str());
 }
 
 void Start() {
@@ -116,7 +185,7 @@ void Start() {
   stack->commands = std::make_unique<store::RedisClient>(&stack->loop, address, "commands");
   stack->subscriber = std::make_unique<store::RedisClient>(&stack->loop, address, "pubsub");
   stack->scripts = std::make_unique<store::ScriptRunner>(stack->commands.get());
-  store::StoreOptions options;
+  store::StoreOptions options;  // 24 h retention and dedup window: nothing expires in a run
   options.key_prefix = kPrefix;
   stack->store = std::make_unique<store::JobStore>(stack->commands.get(), stack->scripts.get(),
                                                    options);
@@ -127,11 +196,11 @@ void Start() {
   stack->lifecycle = std::make_unique<core::JobLifecycle>(
       stack->store.get(), stack->dispatcher.get(), &stack->metrics, core::LifecycleDefaults{});
   stack->admin = std::make_unique<core::QueueAdmin>(stack->store.get(), stack->admin_store.get());
+  stack->model = std::make_unique<JobModel>(options.completed_retention_ms);
   stack->loop.Start();
   stack->commands->Start();
   for (int i = 0; i < 250; ++i) {
-    auto pong = Sync<store::RedisReply>(
-        [](auto cb) { stack->commands->Command({"PING"}, std::move(cb)); });
+    auto pong = Command({"PING"});
     if (pong.ok()) {
       std::atexit(AtExit);
       return;
@@ -141,16 +210,22 @@ void Start() {
   Die("no connection to the fuzzer's redis-server");
 }
 
-std::string TokenKey(const std::string& queue, const std::string& job_id) {
-  return absl::StrCat(queue, "\n", job_id);
+// Replaces a "_" job id by the job claimed (or enqueued) last in that queue.
+template <typename Request>
+void ResolveJob(Request& r, bool claimed) {
+  if (r.job_id() != kLatestJob) return;
+  std::string id = stack->model->LatestJob(r.queue(), claimed);
+  if (!id.empty()) r.set_job_id(id);
 }
 
-// Replaces a "*" lease token by the latest token of that job.
+// Replaces a "_" job id (see ResolveJob) and a "*" lease token by the
+// latest token claimed for that job.
 template <typename Request>
 void ResolveToken(Request& r) {
+  ResolveJob(r, /*claimed=*/true);
   if (r.lease_token() != kLatestToken) return;
-  auto it = stack->tokens.find(TokenKey(r.queue(), r.job_id()));
-  if (it != stack->tokens.end()) r.set_lease_token(it->second);
+  std::string token = stack->model->LatestToken(r.queue(), r.job_id());
+  if (!token.empty()) r.set_lease_token(token);
 }
 
 template <typename Message>
@@ -160,105 +235,142 @@ bool Parse(const uint8_t* data, size_t size, Message* m) {
 
 const service::Limits kLimits;
 
-void RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
+// The job as JobLifecycle::Enqueue stores it (the broker defaults applied).
+v1::EnqueueRequest WithDefaults(v1::EnqueueRequest job, const core::LifecycleDefaults& d) {
+  if (job.max_attempts() == 0) job.set_max_attempts(d.max_attempts);
+  if (job.backoff_base_ms() == 0) job.set_backoff_base_ms(d.backoff_base_ms);
+  if (job.backoff_max_ms() == 0) job.set_backoff_max_ms(std::max(d.backoff_max_ms, job.backoff_base_ms()));
+  return job;
+}
+
+void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs) {
   core::JobLifecycle& life = *stack->lifecycle;
+  for (v1::EnqueueRequest& job : jobs) job = WithDefaults(std::move(job), life.defaults());
+  auto out = Sync<std::vector<store::EnqueueOutcome>>(
+      [&](auto cb) { life.Enqueue(queue, jobs, std::move(cb)); });
+  if (!out.ok()) return stack->model->OnUnexpected(queue, out.status());
+  stack->model->OnEnqueue(queue, jobs, *out);
+}
+
+// Returns whether the request validated (and so reached Redis).
+bool RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
+  core::JobLifecycle& life = *stack->lifecycle;
+  JobModel& model = *stack->model;
   switch (kind) {
     case RequestKind::kEnqueue: {
       v1::EnqueueRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateEnqueue(r, kLimits).ok()) return;
-      Run<std::vector<store::EnqueueOutcome>>(
-          [&](auto cb) { life.Enqueue(r.queue(), {r}, std::move(cb)); });
-      return;
+      if (!Parse(data, size, &r) || !service::ValidateEnqueue(r, kLimits).ok()) return false;
+      Enqueue(r.queue(), {r});
+      return true;
     }
     case RequestKind::kEnqueueBatch: {
       v1::EnqueueBatchRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateEnqueueBatch(r).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateEnqueueBatch(r).ok()) return false;
       // As BrokerService: the valid jobs, one call per queue.
       std::map<std::string, std::vector<v1::EnqueueRequest>> by_queue;
       for (const v1::EnqueueRequest& job : r.jobs()) {
         if (service::ValidateEnqueue(job, kLimits).ok()) by_queue[job.queue()].push_back(job);
       }
-      for (auto& entry : by_queue) {
-        Run<std::vector<store::EnqueueOutcome>>(
-            [&](auto cb) { life.Enqueue(entry.first, std::move(entry.second), std::move(cb)); });
-      }
-      return;
+      for (auto& entry : by_queue) Enqueue(entry.first, std::move(entry.second));
+      return true;
     }
     case RequestKind::kClaim: {
       v1::ClaimRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateClaim(r).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateClaim(r).ok()) return false;
       int free = r.max_in_flight() == 0 ? 1 : r.max_in_flight();
       int64_t lease_ms = r.lease_ms() == 0 ? life.defaults().lease_ms : r.lease_ms();
       for (const std::string& queue : r.queues()) {
         if (free <= 0) break;
+        TimeWindow window = StartWindow(model.Holds(queue, JobModel::State::kPending));
         auto out = Sync<store::ClaimOutcome>([&](auto cb) {
           stack->store->Claim(queue, free, lease_ms, r.worker_id(), std::move(cb));
         });
-        if (!out.ok()) continue;
-        for (const v1::ClaimedJob& job : out->jobs) {
-          stack->tokens[TokenKey(queue, job.job().id())] = job.lease_token();
+        if (!out.ok()) {
+          model.OnUnexpected(queue, out.status());
+          break;
         }
+        model.OnClaim(queue, free, lease_ms, r.worker_id(), window, out->jobs);
         free -= static_cast<int>(out->jobs.size());
       }
-      return;
+      return true;
     }
     case RequestKind::kAck: {
       v1::AckRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateAck(r, kLimits).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateAck(r, kLimits).ok()) return false;
       ResolveToken(r);
-      Run<std::vector<absl::Status>>([&](auto cb) { life.Ack(r.queue(), {&r}, std::move(cb)); });
-      return;
+      auto out = Sync<std::vector<absl::Status>>(
+          [&](auto cb) { life.Ack(r.queue(), {&r}, std::move(cb)); });
+      if (!out.ok() || out->size() != 1) {
+        model.OnUnexpected(r.queue(), out.ok() ? absl::InternalError("not one answer") : out.status());
+      } else {
+        model.OnAck(r, (*out)[0]);
+      }
+      return true;
     }
     case RequestKind::kFail: {
       v1::FailRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateFail(r).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateFail(r).ok()) return false;
       ResolveToken(r);
-      Run<store::FailOutcome>([&](auto cb) { life.Fail(r, std::move(cb)); });
-      return;
+      TimeWindow window = StartWindow(model.Holds(r.queue(), r.job_id()));
+      auto out = Sync<store::FailOutcome>([&](auto cb) { life.Fail(r, std::move(cb)); });
+      EndWindow(window);
+      model.OnFail(r, window, out);
+      return true;
     }
     case RequestKind::kExtendLease: {
       v1::ExtendLeaseRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateExtendLease(r).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateExtendLease(r).ok()) return false;
       ResolveToken(r);
-      Run<int64_t>([&](auto cb) { life.ExtendLease(r, std::move(cb)); });
-      return;
+      int64_t lease_ms = r.lease_ms() == 0 ? life.defaults().lease_ms : r.lease_ms();
+      auto out = Sync<int64_t>([&](auto cb) { life.ExtendLease(r, std::move(cb)); });
+      model.OnExtendLease(r, lease_ms, out);
+      return true;
     }
     case RequestKind::kGetJob: {
       v1::GetJobRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateGetJob(r).ok()) return;
-      Run<v1::Job>([&](auto cb) { life.GetJob(r, std::move(cb)); });
-      return;
+      if (!Parse(data, size, &r) || !service::ValidateGetJob(r).ok()) return false;
+      ResolveJob(r, /*claimed=*/false);
+      auto out = Sync<v1::Job>([&](auto cb) { life.GetJob(r, std::move(cb)); });
+      model.OnGetJob(r.queue(), r.job_id(), out);
+      return true;
     }
     case RequestKind::kCancel: {
       v1::CancelRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateCancel(r).ok()) return;
-      Run<bool>([&](auto cb) { life.Cancel(r, std::move(cb)); });
-      return;
+      if (!Parse(data, size, &r) || !service::ValidateCancel(r).ok()) return false;
+      ResolveJob(r, /*claimed=*/false);
+      auto out = Sync<bool>([&](auto cb) { life.Cancel(r, std::move(cb)); });
+      model.OnCancel(r, out.status());
+      return true;
     }
     default:
-      return;
+      return false;
   }
 }
 
 // Mirrors broker/service/admin_service.cc: validation, then QueueAdmin.
-void RunAdmin(RequestKind kind, const uint8_t* data, size_t size) {
+bool RunAdmin(RequestKind kind, const uint8_t* data, size_t size) {
   const core::QueueAdmin& admin = *stack->admin;
+  JobModel& model = *stack->model;
   switch (kind) {
     case RequestKind::kListQueues: {
       v1::ListQueuesRequest r;
-      if (!Parse(data, size, &r)) return;
-      Run<std::vector<v1::QueueStats>>([&](auto cb) { admin.ListQueues(std::move(cb)); });
-      return;
+      if (!Parse(data, size, &r)) return false;
+      auto out = Sync<std::vector<v1::QueueStats>>([&](auto cb) { admin.ListQueues(std::move(cb)); });
+      if (!out.ok()) return model.OnUnexpected("", out.status()), true;
+      model.OnListQueues(*out);
+      return true;
     }
     case RequestKind::kGetQueueStats: {
       v1::GetQueueStatsRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateQueueRequest(r.queue()).ok()) return;
-      Run<v1::QueueStats>([&](auto cb) { admin.Stats(r.queue(), std::move(cb)); });
-      return;
+      if (!Parse(data, size, &r) || !service::ValidateQueueRequest(r.queue()).ok()) return false;
+      auto out = Sync<v1::QueueStats>([&](auto cb) { admin.Stats(r.queue(), std::move(cb)); });
+      if (!out.ok()) return model.OnUnexpected(r.queue(), out.status()), true;
+      model.OnStats(*out);
+      return true;
     }
     case RequestKind::kListJobs: {
       v1::ListJobsRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateListJobs(r).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateListJobs(r).ok()) return false;
       store::JobPageRequest page;
       page.state = r.state();
       page.offset = *service::ParsePageToken(r.page_token());
@@ -266,50 +378,79 @@ void RunAdmin(RequestKind kind, const uint8_t* data, size_t size) {
       page.newest_first = !r.oldest_first();
       page.type = r.type();
       page.scan_limit = page.type.empty() ? page.page_size : std::min(10 * page.page_size, 10000);
-      Run<store::JobPage>([&](auto cb) { admin.ListJobs(r.queue(), page, std::move(cb)); });
-      return;
+      auto out = Sync<store::JobPage>([&](auto cb) { admin.ListJobs(r.queue(), page, std::move(cb)); });
+      if (!out.ok()) return model.OnUnexpected(r.queue(), out.status()), true;
+      model.OnListJobs(r.queue(), r.state(), r.type(), out->jobs);
+      return true;
     }
     case RequestKind::kRetryDead: {
       v1::RetryDeadRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateRetryDead(r).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateRetryDead(r).ok()) return false;
       std::vector<std::string> ids(r.job_ids().begin(), r.job_ids().end());
-      Run<int64_t>(
+      for (std::string& id : ids) {
+        if (id == kLatestJob) id = stack->model->LatestJob(r.queue(), /*claimed=*/true);
+        if (id.empty()) id = kLatestJob;
+      }
+      auto out = Sync<int64_t>(
           [&](auto cb) { admin.RetryDead(r.queue(), ids, r.all(), r.type(), std::move(cb)); });
-      return;
+      model.OnRetryDead(r.queue(), ids, r.all(), r.type(), out);
+      return true;
     }
     case RequestKind::kDeleteJob: {
       v1::DeleteJobRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateDeleteJob(r).ok()) return;
-      Run<bool>([&](auto cb) { admin.DeleteJob(r.queue(), r.job_id(), std::move(cb)); });
-      return;
+      if (!Parse(data, size, &r) || !service::ValidateDeleteJob(r).ok()) return false;
+      ResolveJob(r, /*claimed=*/false);
+      auto out = Sync<bool>([&](auto cb) { admin.DeleteJob(r.queue(), r.job_id(), std::move(cb)); });
+      model.OnDeleteJob(r.queue(), r.job_id(), out.status());
+      return true;
     }
     case RequestKind::kPurgeDead: {
       v1::PurgeDeadRequest r;
-      if (!Parse(data, size, &r) || !service::ValidatePurgeDead(r).ok()) return;
-      Run<int64_t>(
+      if (!Parse(data, size, &r) || !service::ValidatePurgeDead(r).ok()) return false;
+      TimeWindow window = StartWindow(model.Holds(r.queue(), JobModel::State::kDead));
+      auto out = Sync<int64_t>(
           [&](auto cb) { admin.PurgeDead(r.queue(), r.older_than_ms(), std::move(cb)); });
-      return;
+      EndWindow(window);
+      model.OnPurgeDead(r.queue(), r.older_than_ms(), window, out);
+      return true;
     }
     case RequestKind::kPauseQueue:
     case RequestKind::kResumeQueue: {
       v1::PauseQueueRequest r;  // same shape as ResumeQueueRequest
-      if (!Parse(data, size, &r) || !service::ValidateQueueRequest(r.queue()).ok()) return;
+      if (!Parse(data, size, &r) || !service::ValidateQueueRequest(r.queue()).ok()) return false;
       bool pause = kind == RequestKind::kPauseQueue;
-      Run<bool>([&](auto cb) { admin.SetPaused(r.queue(), pause, std::move(cb)); });
-      return;
+      auto out = Sync<bool>([&](auto cb) { admin.SetPaused(r.queue(), pause, std::move(cb)); });
+      model.OnSetPaused(r.queue(), pause, out);
+      return true;
     }
     default:
-      return;
+      return false;
   }
 }
 
-// Takes expired leases back on every queue seen, as the LeaseReaper does.
+// Takes expired leases back on every queue seen, as the LeaseReaper does,
+// and tells the model what each queue's pass reported.
 void Reap() {
   auto queues = Sync<std::vector<std::string>>(
       [](auto cb) { stack->store->ListQueues(std::move(cb)); });
-  if (!queues.ok()) return;
+  if (!queues.ok()) return stack->model->OnUnexpected("", queues.status());
   for (const std::string& queue : *queues) {
-    Run<store::ReapOutcome>([&](auto cb) { stack->store->Reap(queue, 1000, std::move(cb)); });
+    TimeWindow window = StartWindow(stack->model->Holds(queue, JobModel::State::kActive));
+    store::ReapOutcome total;
+    for (;;) {
+      auto out = Sync<store::ReapOutcome>(
+          [&](auto cb) { stack->store->Reap(queue, kReapBatch, std::move(cb)); });
+      if (!out.ok()) return stack->model->OnUnexpected(queue, out.status());
+      total.reaped += out->reaped;
+      total.dead += out->dead;
+      if (out->reaped < kReapBatch) break;
+    }
+    EndWindow(window);
+    stack->model->OnReaped(queue, window, total);
+    ReadBack();
+    if (stack->model->finding()) {
+      DieOnFinding(absl::StrCat("reaper pass after input ", stack->inputs));
+    }
   }
 }
 
@@ -324,18 +465,27 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace jobwire::fuzz;  // NOLINT
   if (size == 0) return 0;
+  stack->since_flush.emplace_back(reinterpret_cast<const char*>(data), size);
   auto kind = static_cast<RequestKind>(data[0] % kRequestKinds);
-  if (kind <= RequestKind::kCancel) {
-    RunBroker(kind, data + 1, size - 1);
-  } else {
-    RunAdmin(kind, data + 1, size - 1);
+  bool ran = kind <= RequestKind::kCancel ? RunBroker(kind, data + 1, size - 1)
+                                          : RunAdmin(kind, data + 1, size - 1);
+  ++stack->inputs;
+  if (ran) {
+    ++stack->dispatched;
+    ReadBack();
+    if (stack->model->finding()) {
+      DieOnFinding(absl::StrCat(RequestKindName(kind), " input ", stack->inputs));
+    }
   }
-  if (++stack->inputs % kCheckEvery == 0) {
-    Reap();
+  if (stack->inputs % kCheckEvery == 0) {
+    // Check first: the reaper drops stale members of an active set, one of
+    // the violations the checker looks for.
     CheckState(absl::StrCat("after input ", stack->inputs).c_str());
+    Reap();
   }
   if (stack->inputs % kFlushEvery == 0) {
-    stack->tokens.clear();
+    stack->model->Clear();
+    stack->since_flush.clear();
     (void)stack->redis.Command("FLUSHALL");
     stack->lifecycle->OnRedisReconnected();  // register queues again
   }

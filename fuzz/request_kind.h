@@ -30,10 +30,25 @@ enum class RequestKind : uint8_t {
 };
 inline constexpr int kRequestKinds = 16;
 
+// The request message's name ("Enqueue", "PurgeDead"), for messages.
+inline const char* RequestKindName(RequestKind kind) {
+  static constexpr const char* kNames[kRequestKinds] = {
+      "Enqueue",    "EnqueueBatch",  "Claim",    "Ack",       "Fail",      "ExtendLease",
+      "GetJob",     "Cancel",        "ListQueues", "GetQueueStats", "ListJobs", "RetryDead",
+      "DeleteJob",  "PurgeDead",     "PauseQueue", "ResumeQueue"};
+  return kNames[static_cast<int>(kind) % kRequestKinds];
+}
+
 // A lease token of "*" in an Ack, Fail or ExtendLease input stands for the
 // token of the latest claim of that job in this fuzz process, so that
 // inputs can reach the settle paths (real tokens are random).
 inline constexpr char kLatestToken[] = "*";
+
+// A job id of "_" stands for the job of that queue that this fuzz process
+// claimed last (Ack, Fail, ExtendLease, RetryDead) or enqueued last (GetJob,
+// Cancel, DeleteJob), falling back to the other, so that inputs reach live
+// jobs (ids are counters that restart at each FLUSHALL).
+inline constexpr char kLatestJob[] = "_";
 
 }  // namespace jobwire::fuzz
 

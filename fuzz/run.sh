@@ -6,7 +6,8 @@
 #   fuzz/run.sh [seconds]     (default 60)
 #
 # Installs clang and its runtime (Debian: clang, libclang-rt-14-dev) when
-# missing. A crash, sanitizer report or state-invariant violation stops the
+# missing. A crash, sanitizer report, oracle finding or state-invariant
+# violation stops the
 # run with a non-zero exit and a crash-* / leak-* / timeout-* file in
 # build-fuzz/artifacts/ (reproduce: build-fuzz/fuzz/jobwire_request_fuzzer <file>).
 set -euo pipefail
@@ -27,6 +28,8 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Re
 cmake --build "$build" -j "${JOBWIRE_BUILD_JOBS:-2}" --target jobwire_request_fuzzer
 
 mkdir -p "$build/corpus" "$build/artifacts"
+# An oracle finding also writes the inputs that led to it here (finding-<pid>/).
+export JOBWIRE_FUZZ_FINDINGS_DIR="${JOBWIRE_FUZZ_FINDINGS_DIR:-$build/artifacts}"
 # Leaks are checked at exit only: per-input leak checks cost much and would
 # flag gRPC/protobuf caches that live for the whole process.
 exec "$build/fuzz/jobwire_request_fuzzer" -max_total_time="$seconds" -max_len=4096 \

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "fuzz/request_kind.h"
 #include "google/protobuf/message.h"
 #include "jobwire/v1/admin.pb.h"
@@ -33,6 +34,10 @@ v1::EnqueueRequest Job(const std::string& queue, const std::string& type) {
   r.set_payload("payload");
   return r;
 }
+
+// The id enqueue.lua gives the n-th job of a queue (ids count from 1 again
+// after each of the fuzzer's FLUSHALLs).
+std::string Id(int n) { return absl::StrFormat("%012d", n); }
 
 template <typename Request>
 Request Settle(const std::string& queue, const std::string& job_id) {
@@ -70,6 +75,9 @@ void WriteAll() {
   v1::EnqueueBatchRequest b;
   for (int i = 0; i < 3; ++i) *b.add_jobs() = Job("q", absl::StrCat("t", i));
   Write("batch-three", K::kEnqueueBatch, b);
+  b.mutable_jobs(1)->set_idempotency_key("k1");
+  b.mutable_jobs(2)->set_idempotency_key("k1");
+  Write("batch-same-key", K::kEnqueueBatch, b);
   *b.add_jobs() = Job("bad queue", "t");
   Write("batch-one-invalid", K::kEnqueueBatch, b);
 
@@ -82,7 +90,7 @@ void WriteAll() {
   c.set_worker_id("w");
   Write("claim-many", K::kClaim, c);
 
-  for (const char* id : {"1", "2", "3"}) {
+  for (const std::string& id : {Id(1), Id(2), Id(3), std::string(kLatestJob)}) {
     Write(absl::StrCat("ack-", id), K::kAck, Settle<v1::AckRequest>("q", id));
     v1::FailRequest f = Settle<v1::FailRequest>("q", id);
     f.set_error("boom");
@@ -93,21 +101,23 @@ void WriteAll() {
     x.set_lease_ms(5000);
     Write(absl::StrCat("extend-", id), K::kExtendLease, x);
   }
-  v1::FailRequest f = Settle<v1::FailRequest>("q", "1");
+  v1::FailRequest f = Settle<v1::FailRequest>("q", Id(1));
   f.set_retry_after_ms(1);
   Write("fail-retry-now", K::kFail, f);
-  v1::AckRequest a = Settle<v1::AckRequest>("q", "1");
+  v1::AckRequest a = Settle<v1::AckRequest>("q", Id(1));
   a.set_result("result");
   Write("ack-result", K::kAck, a);
 
   v1::GetJobRequest g;
   g.set_queue("q");
-  g.set_job_id("1");
+  g.set_job_id(Id(1));
   Write("get-job", K::kGetJob, g);
   v1::CancelRequest x;
   x.set_queue("q");
-  x.set_job_id("2");
+  x.set_job_id(Id(2));
   Write("cancel", K::kCancel, x);
+  x.set_job_id(kLatestJob);
+  Write("cancel-latest", K::kCancel, x);
 
   Write("list-queues", K::kListQueues, v1::ListQueuesRequest());
   v1::GetQueueStatsRequest s;
@@ -128,13 +138,18 @@ void WriteAll() {
   r.set_all(true);
   Write("retry-dead-all", K::kRetryDead, r);
   r.set_all(false);
-  r.add_job_ids("1");
-  r.add_job_ids("2");
+  r.add_job_ids(Id(1));
+  r.add_job_ids(Id(2));
   Write("retry-dead-ids", K::kRetryDead, r);
+  r.clear_job_ids();
+  r.add_job_ids(kLatestJob);
+  Write("retry-dead-latest", K::kRetryDead, r);
   v1::DeleteJobRequest d;
   d.set_queue("q");
-  d.set_job_id("3");
+  d.set_job_id(Id(3));
   Write("delete-job", K::kDeleteJob, d);
+  d.set_job_id(kLatestJob);
+  Write("delete-latest", K::kDeleteJob, d);
   v1::PurgeDeadRequest p;
   p.set_queue("q");
   Write("purge-dead", K::kPurgeDead, p);

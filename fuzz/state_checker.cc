@@ -7,6 +7,7 @@ namespace {
 constexpr char kCheckScript[] = R"lua(
 local prefix = ARGV[1]
 local bad = {}
+local jobs = 0
 local sets = {'ready', 'scheduled', 'active', 'completed', 'dead'}
 local want = {pending = {ready = true, scheduled = true}, active = {active = true},
               completed = {completed = true}, dead = {dead = true}}
@@ -22,6 +23,7 @@ repeat
       note('unparsed key ' .. key)
     elseif string.sub(rest, 1, 4) == 'job:' then
       local id = string.sub(rest, 5)
+      jobs = jobs + 1
       if redis.call('TYPE', key).ok ~= 'hash' then
         note(key .. ' is not a hash')
       else
@@ -59,19 +61,22 @@ repeat
     end
   end
 until cursor == '0'
-return bad
+return {bad, jobs}
 )lua";
 
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> CheckStoredState(testing::RedisServer& redis,
-                                                          const std::string& key_prefix) {
+                                                          const std::string& key_prefix,
+                                                          int64_t* job_hashes) {
   absl::StatusOr<testing::RedisReply> reply =
       redis.CommandArgv({"EVAL", kCheckScript, "0", key_prefix});
   if (!reply.ok()) return reply.status();
   if (reply->is_error()) return absl::InternalError(reply->str);
+  if (reply->elements.size() != 2) return absl::InternalError("unexpected check reply");
   std::vector<std::string> violations;
-  for (const testing::RedisReply& e : reply->elements) violations.push_back(e.str);
+  for (const testing::RedisReply& e : reply->elements[0].elements) violations.push_back(e.str);
+  *job_hashes = reply->elements[1].integer;
   return violations;
 }
 

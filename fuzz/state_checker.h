@@ -9,6 +9,7 @@
 #ifndef JOBWIRE_FUZZ_STATE_CHECKER_H_
 #define JOBWIRE_FUZZ_STATE_CHECKER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,12 @@
 
 namespace jobwire::fuzz {
 
-// Returns one line per violation under `key_prefix` (empty: all is well), or
-// the error when Redis cannot be asked. Thread-compatible.
+// Returns one line per violation under `key_prefix` (empty: all is well) and
+// sets `*job_hashes` to the number of job hashes seen, or returns the error
+// when Redis cannot be asked. Thread-compatible.
 absl::StatusOr<std::vector<std::string>> CheckStoredState(testing::RedisServer& redis,
-                                                          const std::string& key_prefix);
+                                                          const std::string& key_prefix,
+                                                          int64_t* job_hashes);
 
 }  // namespace jobwire::fuzz
 

@@ -1,0 +1,561 @@
+#include "fuzz/job_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+
+namespace jobwire::fuzz {
+namespace {
+
+std::string Name(const JobRef& ref) { return absl::StrCat(ref.first, "/", ref.second); }
+
+bool IsDocumented(absl::StatusCode c) {
+  return c == absl::StatusCode::kOk || c == absl::StatusCode::kNotFound ||
+         c == absl::StatusCode::kFailedPrecondition;
+}
+
+}  // namespace
+
+const char* StateName(JobModel::State s) {
+  switch (s) {
+    case JobModel::State::kPending:
+      return "pending";
+    case JobModel::State::kActive:
+      return "active";
+    case JobModel::State::kCompleted:
+      return "completed";
+    case JobModel::State::kDead:
+      return "dead";
+  }
+  return "?";
+}
+
+void JobModel::Note(const std::string& rule, const std::string& job, const std::string& detail) {
+  if (!finding_) finding_ = Finding{rule, job, detail};
+}
+
+JobModel::Job* JobModel::Find(const std::string& queue, const std::string& id) {
+  auto it = jobs_.find(JobRef(queue, id));
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void JobModel::Touch(const std::string& queue, const std::string& id) {
+  touched_.emplace_back(queue, id);
+}
+
+void JobModel::OnUnexpected(const std::string& job, const absl::Status& answer) {
+  Note("unexpected-error", job, absl::StrCat("answered ", answer.ToString()));
+}
+
+absl::StatusCode JobModel::ExpectSettle(const Job* job, const std::string& token, bool fail) const {
+  if (job == nullptr) return absl::StatusCode::kNotFound;
+  if (job->state == State::kActive && token == job->token) return absl::StatusCode::kOk;
+  // An identical repeat of the settle that moved the job, while it stays put.
+  if (job->settled_token == token && !token.empty()) {
+    if (!fail && job->settled == Job::Settled::kAck && job->state == State::kCompleted) {
+      return absl::StatusCode::kOk;
+    }
+    State left = job->fail_outcome.dead ? State::kDead : State::kPending;
+    if (fail && job->settled == Job::Settled::kFail && job->state == left) {
+      return absl::StatusCode::kOk;
+    }
+  }
+  return absl::StatusCode::kFailedPrecondition;
+}
+
+bool JobModel::JudgeCode(const char* what, const JobRef& ref, const Job* job,
+                         const std::string* token, absl::StatusCode want, const absl::Status& got) {
+  if (got.code() == want) {
+    ++counts_[absl::StrCat(what, " ", absl::StatusCodeToString(want))];
+    return true;
+  }
+  std::string held = "holds no such job";
+  if (job != nullptr) {
+    const char* settle = job->settled == Job::Settled::kAck    ? "an Ack with this token"
+                         : job->settled == Job::Settled::kFail ? "a Fail with this token"
+                                                               : "no Ack or Fail since";
+    held = absl::StrCat("holds it ", StateName(job->state), " (attempts ", job->attempts,
+                        "; last moved by ",
+                        job->settled != Job::Settled::kNone && token != nullptr &&
+                                *token == job->settled_token
+                            ? settle
+                            : "something else: claim, Cancel, RetryDead or the reaper",
+                        ")");
+  }
+  std::string says = absl::StrCat(what, " answered ", got.ok() ? "OK" : got.ToString(),
+                                  "; the model ", held, " and expects ",
+                                  absl::StatusCodeToString(want));
+  if (!IsDocumented(got.code())) {
+    Note("unexpected-error", Name(ref), says);
+  } else if (want == absl::StatusCode::kNotFound || got.code() == absl::StatusCode::kNotFound) {
+    Note("not-found", Name(ref), says);
+  } else if (got.ok()) {
+    if (token != nullptr && *token != job->token) {
+      Note("stale-token", Name(ref),
+           absl::StrCat(says, " (token \"", *token, "\", current \"", job->token, "\")"));
+    } else {
+      Note("wrong-state", Name(ref), says);
+    }
+  } else {
+    Note("refused", Name(ref), says);
+  }
+  return false;
+}
+
+void JobModel::OnEnqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
+                         const std::vector<store::EnqueueOutcome>& out) {
+  if (out.size() != jobs.size()) {
+    return Note("unexpected-error", queue,
+                absl::StrCat("Enqueue of ", jobs.size(), " jobs answered ", out.size()));
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const v1::EnqueueRequest& e = jobs[i];
+    const store::EnqueueOutcome& o = out[i];
+    JobRef ref(queue, o.job_id);
+    auto holder = e.idempotency_key().empty() ? idem_.end()
+                                              : idem_.find({queue, e.idempotency_key()});
+    if (o.duplicate) {
+      if (holder == idem_.end()) {
+        Note("enqueue-duplicate", Name(ref),
+             absl::StrCat("duplicate = true, but no job the model holds has idempotency key \"",
+                          e.idempotency_key(), "\""));
+      } else if (holder->second != o.job_id) {
+        Note("enqueue-duplicate", Name(ref),
+             absl::StrCat("duplicate of key \"", e.idempotency_key(), "\" answered id ",
+                          o.job_id, ", the key names ", holder->second));
+      }
+      if (Find(queue, o.job_id) != nullptr) Touch(queue, o.job_id);
+      continue;
+    }
+    if (holder != idem_.end()) {
+      Note("enqueue-duplicate", Name(ref),
+           absl::StrCat("stored a new job though idempotency key \"", e.idempotency_key(),
+                        "\" names job ", holder->second));
+    }
+    if (o.job_id.empty() || Find(queue, o.job_id) != nullptr) {
+      Note("enqueue-id", Name(ref), "a new job got an id that is empty or already held");
+    }
+    ++counts_["enqueued"];
+    last_enqueued_[queue] = o.job_id;
+    Job& job = jobs_[ref];
+    job = Job();
+    job.type = e.type();
+    job.payload = e.payload();
+    job.idempotency_key = e.idempotency_key();
+    job.priority = e.priority();
+    job.max_attempts = e.max_attempts();
+    job.backoff_base = e.backoff_base_ms();
+    job.backoff_max = e.backoff_max_ms();
+    job.delay_ms = e.delay_ms();
+    job.run_at_ms = e.run_at_ms();
+    job.fresh = true;
+    if (!e.idempotency_key().empty()) idem_[{queue, e.idempotency_key()}] = o.job_id;
+    Touch(queue, o.job_id);
+  }
+}
+
+void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
+                       const std::string& worker_id, TimeWindow window,
+                       const std::vector<v1::ClaimedJob>& jobs) {
+  const bool paused = paused_[queue];
+  if (paused && !jobs.empty()) {
+    return Note("claim-paused", queue,
+                absl::StrCat("Claim delivered ", jobs.size(), " job(s) of a paused queue"));
+  }
+  // The claim's Redis time: every lease of one claim expires lease_ms after it.
+  const int64_t now = jobs.empty() ? window.from_ms : jobs[0].lease_expires_at_ms() - lease_ms;
+  using Key = std::tuple<int64_t, int64_t, std::string>;  // claim order
+  auto key = [](const Job& j, const std::string& id) {
+    return Key(-j.priority, j.due_at.value_or(0), id);
+  };
+  std::optional<Key> last;
+  std::set<std::string> seen;
+  for (const v1::ClaimedJob& c : jobs) {
+    const std::string& id = c.job().id();
+    JobRef ref(queue, id);
+    Job* job = Find(queue, id);
+    if (job == nullptr || !seen.insert(id).second) {
+      Note("claim-state", Name(ref), "Claim delivered a job the model does not hold, or twice");
+      continue;
+    }
+    if (job->state != State::kPending) {
+      Note("claim-state", Name(ref),
+           absl::StrCat("Claim delivered a job the model holds ", StateName(job->state)));
+    }
+    if (c.lease_expires_at_ms() - lease_ms != now) {
+      Note("claim-job", Name(ref), "the leases of one claim do not share one claim time");
+    }
+    if (job->due_at && *job->due_at > now) {
+      Note("claim-early", Name(ref),
+           absl::StrCat("claimed at ", now, ", due only at ", *job->due_at));
+    }
+    if (c.job().attempts() != job->attempts + 1) {
+      Note("claim-attempts", Name(ref),
+           absl::StrCat("claimed with attempts ", c.job().attempts(), ", the model expects ",
+                        job->attempts + 1));
+    }
+    if (c.lease_token().empty() || c.lease_token() == job->last_claimed) {
+      Note("claim-token", Name(ref),
+           absl::StrCat("lease token \"", c.lease_token(), "\" is empty or not new"));
+    }
+    Key k = key(*job, id);
+    if (!last || k > *last) last = k;
+    ++counts_["claimed"];
+    last_claimed_[queue] = id;
+    job->state = State::kActive;
+    job->attempts += 1;
+    job->token = job->last_claimed = c.lease_token();
+    job->claimed_at = now;
+    job->lease_expires_at = c.lease_expires_at_ms();
+    job->worker_id = worker_id;
+    job->settled = Job::Settled::kNone;
+    Compare("claim-job", ref, *job, ViewOfJob(c.job()));
+    Touch(queue, id);
+  }
+  if (paused) return;
+  // Due jobs left behind: none when the claim took fewer than it could, and
+  // none ahead of a claimed job. Claim promotes at most 1000 scheduled jobs
+  // per call, so a queue with more pending jobs is not judged.
+  int pending = 0;
+  std::optional<JobRef> behind, ahead;
+  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
+       ++it) {
+    const Job& j = it->second;
+    if (j.state != State::kPending) continue;
+    ++pending;
+    if (!j.due_at || *j.due_at > now) continue;
+    if (!behind) behind = it->first;
+    if (last && key(j, it->first.second) < *last && !ahead) ahead = it->first;
+  }
+  if (pending > 1000 || !behind) return;
+  if (static_cast<int>(jobs.size()) < want) {
+    Note("claim-missed", Name(*behind),
+         absl::StrCat("Claim of up to ", want, " job(s) at ", now, " delivered ", jobs.size(),
+                      " and left this due job pending"));
+  } else if (ahead) {
+    Note("claim-order", Name(*ahead),
+         "Claim left this due job pending but delivered one that comes after it (priority, "
+         "due time, id)");
+  }
+}
+
+void JobModel::OnAck(const v1::AckRequest& r, const absl::Status& answer) {
+  JobRef ref(r.queue(), r.job_id());
+  Job* job = Find(r.queue(), r.job_id());
+  absl::StatusCode want = ExpectSettle(job, r.lease_token(), /*fail=*/false);
+  if (!JudgeCode("Ack", ref, job, &r.lease_token(), want, answer) || job == nullptr) return;
+  Touch(ref.first, ref.second);
+  if (!answer.ok() || job->state != State::kActive) return;  // refused, or a repeat
+  job->state = State::kCompleted;
+  job->result = r.result();
+  job->lease_expires_at = 0;
+  job->finished_at.reset();
+  job->settled = Job::Settled::kAck;
+  job->settled_token = r.lease_token();
+}
+
+void JobModel::ExpectBackoff(const char* rule, const JobRef& ref, const Job& job, int64_t due,
+                             TimeWindow w, int64_t retry_after_ms) {
+  int64_t lo = retry_after_ms, hi = retry_after_ms;
+  if (retry_after_ms <= 0) {  // lua/_lib.lua backoff_ms: d plus up to 10% jitter
+    double d = static_cast<double>(job.backoff_base) * std::pow(2.0, job.attempts - 1);
+    d = std::min(d, static_cast<double>(job.backoff_max));
+    lo = static_cast<int64_t>(std::floor(d));
+    hi = static_cast<int64_t>(std::floor(d * 1.1)) + 1;
+  }
+  if (due < w.from_ms + lo || due > w.to_ms + hi) {
+    Note(rule, Name(ref),
+         absl::StrCat("retry due at ", due, ", outside [", w.from_ms + lo, ", ", w.to_ms + hi,
+                      "] (delay ", lo, "..", hi, " ms after a call within [", w.from_ms, ", ",
+                      w.to_ms, "], attempts ", job.attempts, ")"));
+  }
+}
+
+void JobModel::OnFail(const v1::FailRequest& r, TimeWindow window,
+                      const absl::StatusOr<store::FailOutcome>& answer) {
+  JobRef ref(r.queue(), r.job_id());
+  Job* job = Find(r.queue(), r.job_id());
+  absl::StatusCode want = ExpectSettle(job, r.lease_token(), /*fail=*/true);
+  if (!JudgeCode("Fail", ref, job, &r.lease_token(), want, answer.status()) || job == nullptr) {
+    return;
+  }
+  Touch(ref.first, ref.second);
+  if (!answer.ok()) return;
+  if (job->state != State::kActive) {  // a repeat: the same answer again
+    if (answer->dead != job->fail_outcome.dead ||
+        answer->next_attempt_at_ms != job->fail_outcome.next_attempt_at_ms) {
+      Note("repeat-outcome", Name(ref),
+           absl::StrCat("repeated Fail answered dead=", answer->dead, " at ",
+                        answer->next_attempt_at_ms, ", the first answered dead=",
+                        job->fail_outcome.dead, " at ", job->fail_outcome.next_attempt_at_ms));
+    }
+    return;
+  }
+  const bool dead = r.non_retryable() || job->attempts >= job->max_attempts;
+  if (answer->dead != dead) {
+    Note("fail-outcome", Name(ref),
+         absl::StrCat("Fail answered dead=", answer->dead, " for attempts ", job->attempts, "/",
+                      job->max_attempts, ", non_retryable=", r.non_retryable()));
+  } else if (dead && answer->next_attempt_at_ms != 0) {
+    Note("fail-outcome", Name(ref), "a dead outcome with a next attempt time");
+  } else if (!dead) {
+    ExpectBackoff("fail-outcome", ref, *job, answer->next_attempt_at_ms, window,
+                  r.retry_after_ms());
+  }
+  job->state = dead ? State::kDead : State::kPending;
+  if (!dead) job->due_at = answer->next_attempt_at_ms;
+  job->error = r.error();
+  job->lease_expires_at = 0;
+  job->finished_at.reset();
+  job->settled = Job::Settled::kFail;
+  job->settled_token = r.lease_token();
+  job->fail_outcome = *answer;
+}
+
+void JobModel::OnExtendLease(const v1::ExtendLeaseRequest& r, int64_t lease_ms,
+                             const absl::StatusOr<int64_t>& answer) {
+  JobRef ref(r.queue(), r.job_id());
+  Job* job = Find(r.queue(), r.job_id());
+  absl::StatusCode want = job == nullptr ? absl::StatusCode::kNotFound
+                          : job->state == State::kActive && job->token == r.lease_token()
+                              ? absl::StatusCode::kOk
+                              : absl::StatusCode::kFailedPrecondition;
+  if (!JudgeCode("ExtendLease", ref, job, &r.lease_token(), want, answer.status()) ||
+      job == nullptr) {
+    return;
+  }
+  Touch(ref.first, ref.second);
+  if (!answer.ok()) return;
+  // The new expiry is lease_ms after a Redis time no earlier than the claim
+  // or the previous extension.
+  if (*answer - lease_ms < job->claimed_at) {
+    Note("lease-expiry", Name(ref),
+         absl::StrCat("ExtendLease by ", lease_ms, " ms answered expiry ", *answer,
+                      ", before the lease was granted or last renewed (", job->claimed_at, ")"));
+  }
+  job->claimed_at = std::max(job->claimed_at, *answer - lease_ms);
+  job->lease_expires_at = *answer;
+}
+
+void JobModel::OnCancel(const v1::CancelRequest& r, const absl::Status& answer) {
+  JobRef ref(r.queue(), r.job_id());
+  Job* job = Find(r.queue(), r.job_id());
+  absl::StatusCode want = job == nullptr                 ? absl::StatusCode::kNotFound
+                          : job->state == State::kPending ? absl::StatusCode::kOk
+                                                          : absl::StatusCode::kFailedPrecondition;
+  if (!JudgeCode("Cancel", ref, job, nullptr, want, answer) || job == nullptr) return;
+  Touch(ref.first, ref.second);
+  if (!answer.ok()) return;
+  job->state = State::kDead;
+  job->error = "cancelled";
+  job->finished_at.reset();
+  job->settled = Job::Settled::kNone;
+}
+
+void JobModel::OnGetJob(const std::string& queue, const std::string& id,
+                        const absl::StatusOr<v1::Job>& answer) {
+  JobRef ref(queue, id);
+  Job* job = Find(queue, id);
+  absl::StatusCode want = job == nullptr ? absl::StatusCode::kNotFound : absl::StatusCode::kOk;
+  if (!JudgeCode("GetJob", ref, job, nullptr, want, answer.status()) || !answer.ok()) return;
+  Compare("read-job", ref, *job, ViewOfJob(*answer));
+}
+
+void JobModel::OnListJobs(const std::string& queue, v1::JobState state, const std::string& type,
+                          const std::vector<v1::Job>& jobs) {
+  for (const v1::Job& j : jobs) {
+    JobRef ref(queue, j.id());
+    Job* job = Find(queue, j.id());
+    if (job == nullptr) {
+      Note("read-job", Name(ref), "ListJobs returned a job the model does not hold");
+    } else if (static_cast<int>(job->state) + 1 != static_cast<int>(state)) {  // v1 enum order
+      Note("read-job", Name(ref),
+           absl::StrCat("ListJobs of state ", v1::JobState_Name(state), " returned a job the model holds ",
+                        StateName(job->state)));
+    } else if (!type.empty() && job->type != type) {
+      Note("read-job", Name(ref), absl::StrCat("ListJobs of type \"", type, "\" returned type \"",
+                                               job->type, "\""));
+    } else {
+      Compare("read-job", ref, *job, ViewOfJob(j));
+    }
+  }
+}
+
+void JobModel::OnStats(const v1::QueueStats& stats) {
+  const std::string& queue = stats.queue();
+  int64_t count[4] = {0, 0, 0, 0};
+  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
+       ++it) {
+    ++count[static_cast<int>(it->second.state)];
+  }
+  int64_t got[4] = {stats.pending_due() + stats.pending_scheduled(), stats.active(),
+                    stats.completed(), stats.dead()};
+  for (int s = 0; s < 4; ++s) {
+    if (got[s] != count[s]) {
+      return Note("stats", queue,
+                  absl::StrCat("stats count ", got[s], " ", StateName(static_cast<State>(s)),
+                               " jobs, the model holds ", count[s]));
+    }
+  }
+  if (stats.paused() != paused_[queue]) {
+    Note("stats", queue, absl::StrCat("stats say paused=", stats.paused()));
+  }
+}
+
+void JobModel::OnListQueues(const std::vector<v1::QueueStats>& queues) {
+  std::set<std::string> listed;
+  for (const v1::QueueStats& q : queues) {
+    listed.insert(q.queue());
+    OnStats(q);
+  }
+  for (const auto& [ref, job] : jobs_) {
+    if (!listed.count(ref.first)) {
+      return Note("list-queues", ref.first, "ListQueues leaves out a queue that has jobs");
+    }
+  }
+}
+
+void JobModel::OnRetryDead(const std::string& queue, const std::vector<std::string>& ids,
+                           bool all, const std::string& type,
+                           const absl::StatusOr<int64_t>& answer) {
+  if (!answer.ok()) return OnUnexpected(queue, answer.status());
+  std::vector<std::string> moved;
+  auto movable = [&](const Job& j) {
+    return j.state == State::kDead && (type.empty() || j.type == type);
+  };
+  if (all) {
+    for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
+         ++it) {
+      if (movable(it->second)) moved.push_back(it->first.second);
+    }
+  } else {
+    for (const std::string& id : ids) {
+      Job* job = Find(queue, id);
+      if (job == nullptr) continue;
+      Touch(queue, id);  // left alone unless it moves
+      if (movable(*job) && std::find(moved.begin(), moved.end(), id) == moved.end()) {
+        moved.push_back(id);
+      }
+    }
+  }
+  if (*answer != static_cast<int64_t>(moved.size())) {
+    Note("retry-count", queue,
+         absl::StrCat("RetryDead answered moved=", *answer, ", the model holds ", moved.size(),
+                      " dead job(s) it should move"));
+  }
+  counts_["retried dead"] += static_cast<int64_t>(moved.size());
+  for (const std::string& id : moved) {
+    Job& job = *Find(queue, id);
+    job.state = State::kPending;
+    job.attempts = 0;
+    job.token.clear();
+    job.due_at.reset();
+    job.lease_expires_at = 0;
+    job.settled = Job::Settled::kNone;
+    Touch(queue, id);
+  }
+}
+
+void JobModel::FreeIdempotencyKey(const JobRef& ref, const Job& job) {
+  if (job.idempotency_key.empty()) return;
+  auto it = idem_.find({ref.first, job.idempotency_key});
+  if (it != idem_.end() && it->second == ref.second) idem_.erase(it);
+}
+
+void JobModel::OnDeleteJob(const std::string& queue, const std::string& id,
+                           const absl::Status& answer) {
+  JobRef ref(queue, id);
+  Job* job = Find(queue, id);
+  absl::StatusCode want = job == nullptr ? absl::StatusCode::kNotFound : absl::StatusCode::kOk;
+  if (!JudgeCode("DeleteJob", ref, job, nullptr, want, answer) || !answer.ok()) return;
+  FreeIdempotencyKey(ref, *job);
+  jobs_.erase(ref);
+  removed_.push_back(ref);
+}
+
+void JobModel::OnPurgeDead(const std::string& queue, int64_t older_than_ms, TimeWindow window,
+                           const absl::StatusOr<int64_t>& answer) {
+  if (!answer.ok()) return OnUnexpected(queue, answer.status());
+  purge_ = Pending{queue, *answer};
+  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
+       ++it) {
+    if (it->second.state != State::kDead) continue;
+    it->second.purge_window = window;
+    it->second.purge_older_than = older_than_ms;
+    Touch(queue, it->first.second);
+  }
+}
+
+void JobModel::OnSetPaused(const std::string& queue, bool paused,
+                           const absl::StatusOr<bool>& answer) {
+  if (!answer.ok()) return OnUnexpected(queue, answer.status());
+  bool& was = paused_[queue];
+  if (*answer != (was != paused)) {
+    Note("pause-answer", queue,
+         absl::StrCat(paused ? "Pause" : "Resume", " answered changed=", *answer,
+                      ", the model has paused=", was));
+  }
+  was = paused;
+}
+
+void JobModel::OnReaped(const std::string& queue, TimeWindow window,
+                        const store::ReapOutcome& total) {
+  reap_ = Pending{queue, total.reaped, 0, total.dead, 0};
+  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
+       ++it) {
+    if (it->second.state != State::kActive) continue;
+    it->second.reap_window = window;
+    Touch(queue, it->first.second);
+  }
+}
+
+std::vector<JobRef> JobModel::TakeTouched() {
+  std::vector<JobRef> out = std::move(touched_);
+  out.insert(out.end(), removed_.begin(), removed_.end());
+  touched_.clear();
+  removed_.clear();
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void JobModel::Clear() {
+  jobs_.clear();
+  idem_.clear();
+  paused_.clear();
+  last_claimed_.clear();
+  last_enqueued_.clear();
+  touched_.clear();
+  removed_.clear();
+  reap_.reset();
+  purge_.reset();
+}
+
+bool JobModel::Holds(const std::string& queue, State state) const {
+  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
+       ++it) {
+    if (it->second.state == state) return true;
+  }
+  return false;
+}
+
+std::string JobModel::LatestJob(const std::string& queue, bool claimed) const {
+  const auto* first = &last_claimed_;
+  const auto* second = &last_enqueued_;
+  if (!claimed) std::swap(first, second);
+  for (const auto* ids : {first, second}) {
+    auto it = ids->find(queue);
+    if (it != ids->end() && jobs_.count(JobRef(queue, it->second))) return it->second;
+  }
+  return "";
+}
+
+std::string JobModel::LatestToken(const std::string& queue, const std::string& id) const {
+  auto it = jobs_.find(JobRef(queue, id));
+  return it == jobs_.end() ? "" : it->second.last_claimed;
+}
+
+}  // namespace jobwire::fuzz

@@ -1,0 +1,53 @@
+// JobView: what one answer of the store says about one job, in one shape
+// whether it came from a job hash read back from Redis (HGETALL and PTTL) or
+// from a Job message (Claim deliveries, GetJob, ListJobs), so that the
+// request fuzzer's oracle (fuzz/job_model.h) compares both the same way.
+// Also the read-only script that fetches job hashes in one round trip.
+#ifndef JOBWIRE_FUZZ_JOB_VIEW_H_
+#define JOBWIRE_FUZZ_JOB_VIEW_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/store/redis_reply.h"
+#include "jobwire/v1/broker.pb.h"
+
+namespace jobwire::fuzz {
+
+struct JobView {
+  bool exists = false;
+  std::string state;  // pending / active / completed / dead (or what was stored)
+  int64_t attempts = 0;
+  int64_t max_attempts = 0;
+  int64_t priority = 0;
+  int64_t available_at = 0;
+  int64_t lease_expires_at = 0;
+  int64_t finished_at = 0;
+  int64_t created_at = 0;
+  int64_t backoff_base = 0;
+  int64_t backoff_max = 0;
+  std::string type, payload, result, error, idempotency_key, worker_id;
+  // Only in job hashes (a Job message carries neither): the stored lease
+  // token ("" when the field is absent) and the key's PTTL (-1: none).
+  std::optional<std::string> lease_token;
+  std::optional<int64_t> pttl;
+};
+
+// The view of a Job message. Absent fields read as 0 / "".
+JobView ViewOfJob(const v1::Job& job);
+
+// EVAL argv that reads the hashes `job_keys` (one round trip, changes
+// nothing). REQUIRES: job_keys is not empty.
+std::vector<std::string> ReadJobsCommand(const std::vector<std::string>& job_keys);
+
+// The views in `reply` to ReadJobsCommand, one per key in order (exists is
+// false for a key that holds no hash); nullopt when the reply has another
+// shape.
+std::optional<std::vector<JobView>> ParseReadJobsReply(const store::RedisReply& reply,
+                                                       size_t keys);
+
+}  // namespace jobwire::fuzz
+
+#endif  // JOBWIRE_FUZZ_JOB_VIEW_H_
