@@ -117,9 +117,20 @@ class Run:
         self.max = e.get("max")
         self.t = None          # the start record (None: never started)
         self.t_first = e["t"]  # its first record of any kind
+        # when it was claimed: the lease end it was delivered with, minus the
+        # lease asked for (None: not recorded)
+        exp, lease = e.get("exp"), e.get("lease")
+        self.claimed = (exp - lease) / 1000.0 if exp and lease else None
+        self.lease_end = exp / 1000.0 if exp else None
         self.end = None        # "ok" / "raised": the handler returned / raised
         self.outcomes = []     # outcome records, whatever their kind
         self.unsettled = False
+
+    def order(self):
+        """The time it was claimed, else its start, else its first record."""
+        if self.claimed is not None:
+            return self.claimed
+        return self.t if self.t is not None else self.t_first
 
     def kinds(self):
         return [o["ev"] for o in self.outcomes]
@@ -142,8 +153,8 @@ class Run:
 
 
 def runs_of(wevents):
-    """token -> Run, and job id -> [(t, token)] of its deliveries (starts
-    and dropped deliveries, in time order)."""
+    """token -> Run, and job id -> [(claim time, token)] of its deliveries
+    (started or dropped), in claim order."""
     runs = collections.OrderedDict()
     for e in wevents:
         if e["ev"] in ("sigterm", "signal"):
@@ -164,7 +175,7 @@ def runs_of(wevents):
     deliveries = collections.defaultdict(list)
     for tok, run in runs.items():
         if run.t is not None or "expired_dropped" in run.kinds():
-            deliveries[run.job].append((run.t if run.t is not None else run.t_first, tok))
+            deliveries[run.job].append((run.order(), tok))
     for d in deliveries.values():
         d.sort()
     return runs, deliveries
@@ -275,15 +286,17 @@ def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=()
         if len(oks) > 1:
             violation("completed_twice", f"{u}: {oks}")
 
-    # stale acks accepted: an ack_ok for a run of a job that another run
-    # (another lease token) started after it: the Ack was accepted for a
-    # superseded lease, or the job ran again after an accepted Ack
+    # stale acks accepted: an ack_ok for a run of a job that was claimed
+    # again (another lease token) after it: the Ack was accepted for a
+    # superseded lease, or the job ran again after an accepted Ack. Claim
+    # order, not start order: a delivery can sit in a frozen worker's stream
+    # and start after the lease that superseded it.
     superseded_before_ack = 0
     for jid, jruns in by_job.items():
         for r in jruns:
             if not r.ack_ok():
                 continue
-            t0 = r.t if r.t is not None else r.t_first
+            t0 = r.order()
             ack_t = next(o["t"] for o in r.outcomes if o["ev"] == "ack_ok")
             later = [(t, tok) for t, tok in deliveries.get(jid, []) if tok != r.tok and t > t0]
             if later:
@@ -291,7 +304,7 @@ def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=()
                 superseded_before_ack += before
                 violation("stale_acks_accepted", (
                     f"job {jid} uid {r.uid}: ack_ok of run {r.tok} (att {r.att}) by {r.who} "
-                    f"at {ack_t:.3f}, started {t0:.3f}; later deliveries "
+                    f"at {ack_t:.3f}, claimed {t0:.3f}; claimed later "
                     f"{[(runs[tok].who, runs[tok].att, round(t, 3)) for t, tok in later]} "
                     + ("(superseded before the Ack)" if before else
                        "(ran again after the accepted Ack)")))
@@ -361,6 +374,11 @@ def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=()
         o.get("code") for r in runs.values() for o in r.outcomes if o["ev"] == "fail_error"))
     info["fail_ok"] = dict(collections.Counter(
         o.get("out") for r in runs.values() for o in r.outcomes if o["ev"] == "fail_ok"))
+    # started after the lease they were delivered with had ended (local
+    # clock): a delivery held in a frozen worker's stream
+    info["runs_started_after_lease_end"] = sum(
+        1 for r in runs.values() if r.t is not None and r.lease_end is not None
+        and r.t > r.lease_end)
     info["runs_interrupted_by_kill"] = sum(1 for r in runs.values() if r.t is not None
                                            and not r.outcomes and r.who in killed)
     info["runs_unsettled_at_exit"] = sum(1 for r in runs.values() if r.unsettled)

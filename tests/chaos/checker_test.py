@@ -39,10 +39,13 @@ def enq(uid, job, t=1.0, calls=("ok",)):
 
 
 def run(uid, job, tok, t, who="w0.1", att=1, mx=10, end="ok", outcome="ack_ok", code=None,
-        out=None):
-    """Worker records of one run: start, end (unless end=None: the handler
-    was still running) and an outcome (unless outcome=None)."""
-    base = {"who": who, "uid": uid, "job": job, "att": att, "tok": tok}
+        out=None, claimed=None):
+    """Worker records of one run claimed at `claimed` (default: t) with a
+    2 s lease and started at t: start, end (unless end=None: the handler was
+    still running) and an outcome (unless outcome=None)."""
+    exp = int(((t if claimed is None else claimed) + 2.0) * 1000)
+    base = {"who": who, "uid": uid, "job": job, "att": att, "tok": tok, "exp": exp,
+            "lease": 2000}
     recs = [dict(base, t=t, ev="start", max=mx)]
     if end is not None:
         recs.append(dict(base, t=t + 0.1, ev="end", ok=end == "ok"))
@@ -147,6 +150,18 @@ CASES = [
      + run("u1", "j1", "b.1", 5, who="w1.1", att=1, outcome="ack_error",
            code="FAILED_PRECONDITION"),
      {"j1": job("j1", "COMPLETED", 1)}, {}, {"stale_acks_accepted": 1}, {}),
+    ("clean: a delivery held in a frozen worker's stream starts after the lease "
+     "that superseded it was acked; its own Ack is refused",
+     enq("u1", "j1"),
+     run("u1", "j1", "b.1", 4, who="w1.1", att=2)
+     + run("u1", "j1", "a.1", 9, claimed=1, outcome="ack_error", code="FAILED_PRECONDITION"),
+     {"j1": job("j1", "COMPLETED", 2)}, {}, {}, {"runs_started_after_lease_end": 1}),
+    ("stale Ack of a run claimed first and started last",
+     enq("u1", "j1"),
+     run("u1", "j1", "b.1", 4, who="w1.1", att=2, outcome="ack_error",
+         code="FAILED_PRECONDITION")
+     + run("u1", "j1", "a.1", 9, claimed=1),
+     {"j1": job("j1", "COMPLETED", 2)}, {}, {"stale_acks_accepted": 1}, {}),
     ("ran again after an accepted Ack, and acked twice",
      enq("u1", "j1"),
      run("u1", "j1", "a.1", 2) + run("u1", "j1", "b.1", 5, who="w1.1", att=2),

@@ -17,7 +17,7 @@ def pause_effect(rec, runs, deliveries):
     FAILED_PRECONDITION, or was delivered again under another token before
     SIGCONT (its lease expired during the pause).
 
-    runs: token -> Run; deliveries: job id -> [(t, token)]."""
+    runs: token -> Run; deliveries: job id -> [(claim time, token)]."""
     refused, redelivered = [], []
     t_stop = rec.get("t_stopped", rec.get("t_start", 0))
     t_cont = rec.get("t_end", float("inf"))

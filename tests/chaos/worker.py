@@ -3,10 +3,12 @@
 a short random time (about 5% of first attempts raise, to exercise Fail), and
 returns {"uid": ...}. Every run is named by its lease token (tok), so the
 checker counts runs and matches outcomes to runs without the broker's attempt
-counter:
+counter, and ordered by when they were claimed (exp - lease: the lease end
+the delivery carried, minus the lease the worker asks for):
 
-  start   uid job att max tok      the handler starts
-  end     uid job att tok ok       the handler returns (ok) or raises
+  start   uid job att max tok exp lease
+                                   the handler starts
+  end     uid job att tok ... ok   the handler returns (ok) or raises
   <kind>  uid job att tok ...      every outcome the Worker reports, whatever
                                    its kind: ack_ok, ack_error(code),
                                    ack_unknown, fail_ok(out), fail_error(code),
@@ -20,7 +22,8 @@ reported after it, even after the Worker closed, are still recorded.
 
 The lease token is not part of the public Job: ChaosWorker reads it where
 the Worker hands it to its private _process(job, token, ...) and sets
-job._lease_token, which the handler and on_outcome (same Job object) read.
+job._lease_token (and job._delivered_exp_ms, the lease end as delivered,
+before any renewal), which the handler and on_outcome (same Job object) read.
 The worker refuses to start if that seam is not there."""
 import argparse
 import inspect
@@ -46,6 +49,7 @@ class ChaosWorker(Worker):
 
     def _process(self, job, token, *rest):
         job._lease_token = token
+        job._delivered_exp_ms = job.lease_expires_at_ms
         super()._process(job, token, *rest)
 
     def _report(self, outcome):
@@ -101,7 +105,8 @@ def main():
 
     def run_fields(job):
         return {"uid": uid_of(job), "job": job.id, "att": job.attempt,
-                "tok": getattr(job, "_lease_token", None)}
+                "tok": getattr(job, "_lease_token", None),
+                "exp": getattr(job, "_delivered_exp_ms", 0), "lease": args.lease_ms}
 
     def handle(job):
         f = run_fields(job)
