@@ -52,6 +52,42 @@ def signal_proc(proc, sig):
             pass
 
 
+def proc_state(pid):
+    """The state letter of /proc/<pid>/stat (R, S, T = stopped, Z, ...), or
+    None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def wait_stopped(pid, timeout=1.0):
+    """True once the process is in state T (SIGSTOP took effect)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc_state(pid) == "T":
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def redis_blocked(port, wait=0.5):
+    """True when Redis does not answer a PING within `wait` seconds (frozen
+    or paused): the evidence that a redis_pause took effect."""
+    try:
+        r = Resp(port, timeout=wait)
+    except OSError:
+        return True
+    try:
+        r.call("PING")
+        return False
+    except (OSError, ConnectionError):  # socket.timeout is an OSError
+        return True
+    finally:
+        r.close()
+
+
 class Resp:
     """A minimal Redis (RESP2) client on one socket: enough for PING,
     CLIENT KILL / PAUSE, MGET. Every call has a timeout."""
@@ -104,6 +140,30 @@ def redis_call(port, *args, timeout=2.0):
         return r.call(*args)
     finally:
         r.close()
+
+
+# Worker history events that are not an outcome of a run.
+NOT_OUTCOMES = ("start", "end", "sigterm", "signal")
+
+
+def open_runs(path):
+    """Lease tokens of runs started and without an outcome in one worker
+    history (an `unsettled` line counts as the run's outcome)."""
+    pending = set()
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e["ev"] == "start":
+                    pending.add(e.get("tok"))
+                elif e["ev"] not in NOT_OUTCOMES:
+                    pending.discard(e.get("tok"))
+    except (OSError, TypeError):
+        pass
+    return pending
 
 
 # --------------------------------------------------------------------------
@@ -207,6 +267,7 @@ class Workers:
         self.held = [False] * self.n
         self.lock = threading.Lock()
         self.unexpected_exits = []
+        self.killed = set()    # incarnations ended by SIGKILL (their open runs are explained)
         self.stderr = [None] * self.n
 
     def start(self, i):
@@ -233,23 +294,9 @@ class Workers:
                 self.start(i)
 
     def in_flight(self, i):
-        """Runs started and not settled in the current incarnation's history."""
-        pending = set()
-        try:
-            with open(self.hist[i]) as f:
-                for line in f:
-                    try:
-                        e = json.loads(line)
-                    except ValueError:
-                        continue
-                    key = (e.get("job"), e.get("att"))
-                    if e["ev"] == "start":
-                        pending.add(key)
-                    else:
-                        pending.discard(key)
-        except OSError:
-            pass
-        return len(pending)
+        """Runs (lease tokens) started and without an outcome in the current
+        incarnation's history."""
+        return len(open_runs(self.hist[i]))
 
     def stop_all(self, timeout):
         with self.lock:
@@ -264,6 +311,7 @@ class Workers:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     status = p.wait()
+                    self.killed.add(f"w{i}.{self.incarnation[i]}")
                     self.unexpected_exits.append((f"w{i}.{self.incarnation[i]}",
                                                   f"killed: no exit {timeout} s after SIGTERM"))
                     continue

@@ -8,23 +8,58 @@ import subprocess
 import threading
 import time
 
-from chaos_system import Resp, log, redis_call
+from chaos_system import Resp, log, open_runs, redis_blocked, redis_call, wait_stopped
 
 FAULTS = ["worker_kill", "worker_pause", "broker_kill", "broker_term", "broker_freeze",
           "broker_partition", "redis_kill", "redis_pause"]
+
+MIN_GAP_S = 1.0           # quiet between two faults, at least
+GAP_S = (1.5, 3.0)        # and normally
+TERM_EXTRA_S = 2.5        # after a broker_term (its drain)
+
+
+def fault_secs(rng, kind, lease):
+    """A seeded duration of one fault (seconds)."""
+    lo, hi = {
+        "worker_kill": (0.2, 1.0),           # until restart
+        "worker_pause": (2.0 * lease + 0.5, 2.5 * lease + 1.5),
+        "broker_kill": (1.0, 3.0),           # down time
+        "broker_term": (1.0, 3.0),           # down time after exit
+        "broker_freeze": (2.0, 4.0),
+        "broker_partition": (3.0, 5.0),
+        "redis_kill": (1.0, 3.0),
+        # longer than every client deadline (producer 2 s, worker 3 s)
+        "redis_pause": (3.5, 5.0),
+    }[kind]
+    return rng.uniform(lo, hi)
+
+
+def full_round_s(args):
+    """Seconds from the start that always hold one fault of every kind: the
+    longest durations and the shortest gaps (44 s with the defaults)."""
+    lease = args.lease_ms / 1000.0
+    longest = {"worker_kill": 1.0, "worker_pause": 2.5 * lease + 1.5, "broker_kill": 3.0,
+               "broker_term": 3.0, "broker_freeze": 4.0, "broker_partition": 5.0,
+               "redis_kill": 3.0, "redis_pause": 5.0}
+    return args.warmup + sum(longest.values()) + len(FAULTS) * MIN_GAP_S + TERM_EXTRA_S
+
 
 # --------------------------------------------------------------------------
 # the nemesis
 
 def make_schedule(rng, duration, args):
     """[(planned start s, fault, target, seconds)], one fault at a time:
-    every kind once per round in a seeded order, rounds until `duration`."""
+    every kind once per round in a seeded order, rounds until `duration`.
+    The first round always fits when duration >= full_round_s(args): its
+    gaps shrink (to MIN_GAP_S at least) if the drawn ones would not fit."""
     lease = args.lease_ms / 1000.0
     sched = []
     t = args.warmup
+    first = True
     while True:
         kinds = list(FAULTS)
         rng.shuffle(kinds)
+        faults = []
         for kind in kinds:
             if kind.startswith("worker"):
                 target = f"w{rng.randrange(args.workers)}"
@@ -34,25 +69,34 @@ def make_schedule(rng, duration, args):
                 target = "redis"
                 if kind == "redis_pause":
                     target = rng.choice(["redis:sigstop", "redis:client_pause"])
-            secs = {
-                "worker_kill": rng.uniform(0.2, 1.0),          # until restart
-                "worker_pause": rng.uniform(2.0 * lease + 0.5, 2.5 * lease + 1.5),
-                "broker_kill": rng.uniform(1.0, 3.0),          # down time
-                "broker_term": rng.uniform(1.0, 3.0),          # down time after exit
-                "broker_freeze": rng.uniform(2.0, 4.0),
-                "broker_partition": rng.uniform(3.0, 5.0),
-                "redis_kill": rng.uniform(1.0, 3.0),
-                # longer than every client deadline (producer 2 s, worker 3 s)
-                "redis_pause": rng.uniform(3.5, 5.0),
-            }[kind]
+            secs = fault_secs(rng, kind, lease)
+            gap = rng.uniform(*GAP_S) + (TERM_EXTRA_S if kind == "broker_term" else 0)
+            faults.append([kind, target, secs, gap])
+        if first:
+            # the gaps before the last fault of the round must fit
+            busy = sum(f[2] for f in faults)
+            gaps = sum(f[3] for f in faults[:-1])
+            room = duration - t - busy
+            if gaps > room > 0:
+                for f in faults[:-1]:
+                    extra = TERM_EXTRA_S if f[0] == "broker_term" else 0
+                    f[3] = max(MIN_GAP_S + extra, f[3] * room / gaps)
+            first = False
+        for kind, target, secs, gap in faults:
             if t + secs > duration:
                 return sched
             sched.append((round(t, 1), kind, target, round(secs, 1)))
             # the next fault starts after this one plus a quiet gap
-            t += secs + rng.uniform(1.5, 3.0) + (2.5 if kind == "broker_term" else 0)
+            t += secs + gap
 
 
 class Nemesis(threading.Thread):
+    """Injects the schedule. Each executed fault is a dict in `done`: the
+    plan, the actual times (start/end: seconds from t0; t_start/t_end:
+    epoch), the evidence it took effect, and `effect` (True / False; None
+    for worker_pause, which the checker judges from the histories: see
+    fault_effects.py)."""
+
     def __init__(self, schedule, t0, redis, brokers, workers, rng, stop_event):
         super().__init__(daemon=True, name="nemesis")
         self.schedule = schedule
@@ -72,57 +116,82 @@ class Nemesis(threading.Thread):
                 return
             if self.stop_event.is_set():
                 return
+            now = time.time()
             rec = {"planned": planned, "kind": kind, "target": target, "secs": secs,
-                   "start": round(time.time() - self.t0, 1)}
+                   "start": round(now - self.t0, 1), "t_start": round(now, 3)}
             try:
                 getattr(self, kind)(target, secs, rec)
             except Exception as e:  # noqa: BLE001 - recorded, the run fails
                 rec["error"] = repr(e)
+                rec.setdefault("effect", False)
                 self.errors.append(f"{kind} {target}: {e!r}")
                 log(f"nemesis: {kind} {target} failed: {e!r}")
-            rec["end"] = round(time.time() - self.t0, 1)
+            now = time.time()
+            rec["end"] = round(now - self.t0, 1)
+            rec["t_end"] = round(now, 3)
             self.done.append(rec)
             log(f"nemesis: {kind} {rec.get('target')} {secs}s done "
-                f"{ {k: v for k, v in rec.items() if k not in ('planned', 'kind', 'target', 'secs')} }")
+                f"{ {k: v for k, v in rec.items() if k not in ('planned', 'kind', 'target', 'secs', 't_start', 't_end')} }")
 
     # -- workers
     def _pick_busy_worker(self, preferred, rec):
         """The preferred worker if it is mid-job, else another that is
-        (up to 2 s of looking), else the preferred one."""
+        (up to 2 s of looking), else the preferred one. Returns with
+        workers.lock held and the worker held (the caller releases both)."""
+        w = self.workers
         deadline = time.time() + 2.0
-        order = [preferred] + [i for i in range(self.workers.n) if i != preferred]
-        while time.time() < deadline:
+        order = [preferred] + [i for i in range(w.n) if i != preferred]
+        while True:
+            w.lock.acquire()
             for i in order:
-                n = self.workers.in_flight(i)
-                if n > 0:
-                    rec["in_flight"] = n
+                n = w.in_flight(i)
+                if n > 0 or time.time() >= deadline:
+                    if n == 0:
+                        i = preferred
+                    rec["in_flight_seen"] = n
+                    w.held[i] = True
+                    rec["target"] = f"w{i}.{w.incarnation[i]}"
                     return i
-            time.sleep(0.05)
-        rec["in_flight"] = 0
-        return preferred
+            w.lock.release()
+            time.sleep(0.01)
 
     def worker_kill(self, target, secs, rec):
+        """Effect: a live worker killed (status -9) with a run in flight."""
         w = self.workers
         i = self._pick_busy_worker(int(target[1:]), rec)
-        with w.lock:
-            w.held[i] = True
+        try:
             p = w.procs[i]
-            rec["target"] = f"w{i}.{w.incarnation[i]}"
+            rec["alive_before"] = p.poll() is None
             p.kill()
-            p.wait()
+            rec["status"] = p.wait()
+            w.killed.add(rec["target"])
+            # its history is final now: the runs the kill interrupted
+            rec["runs_interrupted"] = w.in_flight(i)
+        finally:
+            w.lock.release()
+        rec["effect"] = (rec["alive_before"] and rec["status"] == -signal.SIGKILL
+                         and rec["runs_interrupted"] > 0)
         time.sleep(secs)
         with w.lock:
             w.start(i)
             w.held[i] = False
 
     def worker_pause(self, target, secs, rec):
+        """Evidence: the runs it held when stopped (held_tokens). Effect
+        (judged by the checker): one of them got a refused outcome
+        (FAILED_PRECONDITION) or was run again under another token, i.e. its
+        lease expired during the pause."""
         w = self.workers
         i = self._pick_busy_worker(int(target[1:]), rec)
-        with w.lock:
-            w.held[i] = True
+        try:
             p = w.procs[i]
-            rec["target"] = f"w{i}.{w.incarnation[i]}"
             os.kill(p.pid, signal.SIGSTOP)
+            rec["stopped"] = wait_stopped(p.pid)
+            rec["t_stopped"] = round(time.time(), 3)
+            rec["held_tokens"] = sorted(str(t) for t in open_runs(w.hist[i]))
+        finally:
+            w.lock.release()
+        rec["effect"] = None
         try:
             time.sleep(secs)
         finally:
@@ -135,20 +204,27 @@ class Nemesis(threading.Thread):
         return self.brokers[int(target[1:])]
 
     def broker_kill(self, target, secs, rec):
+        """Effect: a live replica killed (status -9)."""
         b = self._broker(target)
         b.held = True
         try:
+            rec["alive_before"] = b.alive()
             b.proc.kill()
-            b.exits.append((b.proc.wait(), "kill -9"))
+            status = b.proc.wait()
+            rec["status"] = status
+            rec["effect"] = rec["alive_before"] and status == -signal.SIGKILL
+            b.exits.append((status, "kill -9"))
             time.sleep(secs)
             b.start()
         finally:
             b.held = False
 
     def broker_term(self, target, secs, rec):
+        """Effect: a live replica exited 0 on SIGTERM (its drain)."""
         b = self._broker(target)
         b.held = True
         try:
+            rec["alive_before"] = b.alive()
             t = time.time()
             b.proc.terminate()
             try:
@@ -158,6 +234,8 @@ class Nemesis(threading.Thread):
                 status = "no exit after SIGTERM"
                 self.errors.append(f"broker {target} did not exit within grace+10 s of SIGTERM")
             rec["drain_s"] = round(time.time() - t, 1)
+            rec["status"] = status
+            rec["effect"] = rec["alive_before"] and status == 0
             b.exits.append((status, "SIGTERM"))
             if status != 0:
                 self.errors.append(f"broker {target} exited with {status} after SIGTERM")
@@ -167,10 +245,14 @@ class Nemesis(threading.Thread):
             b.held = False
 
     def broker_freeze(self, target, secs, rec):
+        """Effect: the replica was seen stopped (state T)."""
         b = self._broker(target)
         b.held = True
+        rec["alive_before"] = b.alive()
         os.kill(b.proc.pid, signal.SIGSTOP)
         try:
+            rec["stopped"] = wait_stopped(b.proc.pid)
+            rec["effect"] = rec["alive_before"] and rec["stopped"]
             time.sleep(secs)
         finally:
             os.kill(b.proc.pid, signal.SIGCONT)
@@ -179,37 +261,53 @@ class Nemesis(threading.Thread):
     def broker_partition(self, target, secs, rec):
         """Cut replica `target` off from Redis: kill every connection Redis
         has on that replica's loopback address, every 100 ms, for `secs`.
-        The broker reconnects (with backoff) and is cut again at once."""
+        The broker reconnects (with backoff) and is cut again at once.
+        Effect: CLIENT KILL closed at least one connection."""
         b = self._broker(target)
         laddr = f"{b.redis_host}:{self.redis.port}"
         killed = 0
+        rounds_with_kill = 0
         r = Resp(self.redis.port)
         try:
             end = time.time() + secs
             while time.time() < end:
-                killed += r.call("CLIENT", "KILL", "LADDR", laddr)
+                n = r.call("CLIENT", "KILL", "LADDR", laddr)
+                killed += n
+                rounds_with_kill += n > 0
                 time.sleep(0.1)
         finally:
             r.close()
         rec["connections_killed"] = killed
+        rec["kill_rounds_that_cut"] = rounds_with_kill
+        rec["effect"] = killed > 0
 
     # -- redis
     def redis_kill(self, target, secs, rec):
+        """Effect: a live Redis killed (status -9)."""
+        rec["alive_before"] = self.redis.alive()
         self.redis.proc.kill()
-        self.redis.proc.wait()
+        rec["status"] = self.redis.proc.wait()
+        rec["effect"] = rec["alive_before"] and rec["status"] == -signal.SIGKILL
         time.sleep(secs)
         t = time.time()
         self.redis.start()
         rec["restart_s"] = round(time.time() - t, 1)
 
     def redis_pause(self, target, secs, rec):
+        """Effect: a PING on a new connection got no answer within 0.5 s
+        (and, for SIGSTOP, Redis was seen stopped)."""
+        t = time.time()
         if target.endswith("client_pause"):
             redis_call(self.redis.port, "CLIENT", "PAUSE", int(secs * 1000), "ALL")
-            time.sleep(secs)
+            rec["ping_blocked"] = redis_blocked(self.redis.port)
+            rec["effect"] = rec["ping_blocked"]
+            time.sleep(max(0.0, secs - (time.time() - t)))
         else:
             os.kill(self.redis.proc.pid, signal.SIGSTOP)
             try:
-                time.sleep(secs)
+                rec["stopped"] = wait_stopped(self.redis.proc.pid)
+                rec["ping_blocked"] = redis_blocked(self.redis.port)
+                rec["effect"] = rec["stopped"] and rec["ping_blocked"]
+                time.sleep(max(0.0, secs - (time.time() - t)))
             finally:
                 os.kill(self.redis.proc.pid, signal.SIGCONT)
-
