@@ -53,15 +53,14 @@ void JobModel::OnUnexpected(const std::string& job, const absl::Status& answer) 
 absl::StatusCode JobModel::ExpectSettle(const Job* job, const std::string& token, bool fail) const {
   if (job == nullptr) return absl::StatusCode::kNotFound;
   if (job->state == State::kActive && token == job->token) return absl::StatusCode::kOk;
-  // An identical repeat of the settle that moved the job, while it stays put.
-  if (job->settled_token == token && !token.empty()) {
-    if (!fail && job->settled == Job::Settled::kAck && job->state == State::kCompleted) {
-      return absl::StatusCode::kOk;
-    }
-    State left = job->fail_outcome.dead ? State::kDead : State::kPending;
-    if (fail && job->settled == Job::Settled::kFail && job->state == left) {
-      return absl::StatusCode::kOk;
-    }
+  if (token.empty()) return absl::StatusCode::kFailedPrecondition;
+  // A Fail repeated with the token of the last failed run answers its outcome
+  // again, whatever moved the job since; an Ack repeated while the job stays
+  // completed answers OK.
+  if (fail && job->fail_token == token) return absl::StatusCode::kOk;
+  if (!fail && job->settled == Job::Settled::kAck && job->settled_token == token &&
+      job->state == State::kCompleted) {
+    return absl::StatusCode::kOk;
   }
   return absl::StatusCode::kFailedPrecondition;
 }
@@ -74,16 +73,13 @@ bool JobModel::JudgeCode(const char* what, const JobRef& ref, const Job* job,
   }
   std::string held = "holds no such job";
   if (job != nullptr) {
-    const char* settle = job->settled == Job::Settled::kAck    ? "an Ack with this token"
-                         : job->settled == Job::Settled::kFail ? "a Fail with this token"
-                                                               : "no Ack or Fail since";
+    const char* settle =
+        token != nullptr && !token->empty() && *token == job->fail_token ? "a Fail with this token"
+        : job->settled == Job::Settled::kAck && token != nullptr && *token == job->settled_token
+            ? "an Ack with this token"
+            : "something else: claim, Cancel, RetryDead or the reaper";
     held = absl::StrCat("holds it ", StateName(job->state), " (attempts ", job->attempts,
-                        "; last moved by ",
-                        job->settled != Job::Settled::kNone && token != nullptr &&
-                                *token == job->settled_token
-                            ? settle
-                            : "something else: claim, Cancel, RetryDead or the reaper",
-                        ")");
+                        "; last settled by ", settle, ")");
   }
   std::string says = absl::StrCat(what, " answered ", got.ok() ? "OK" : got.ToString(),
                                   "; the model ", held, " and expects ",
@@ -284,15 +280,19 @@ void JobModel::OnFail(const v1::FailRequest& r, TimeWindow window,
   }
   Touch(ref.first, ref.second);
   if (!answer.ok()) return;
-  if (job->state != State::kActive) {  // a repeat: the same answer again
+  if (r.lease_token() == job->fail_token) {  // a repeat: the same answer again
     if (answer->dead != job->fail_outcome.dead ||
-        answer->next_attempt_at_ms != job->fail_outcome.next_attempt_at_ms) {
+        answer->next_attempt_at_ms != job->fail_outcome.next_attempt_at_ms || !answer->repeat) {
       Note("repeat-outcome", Name(ref),
            absl::StrCat("repeated Fail answered dead=", answer->dead, " at ",
-                        answer->next_attempt_at_ms, ", the first answered dead=",
-                        job->fail_outcome.dead, " at ", job->fail_outcome.next_attempt_at_ms));
+                        answer->next_attempt_at_ms, " repeat=", answer->repeat,
+                        ", the first answered dead=", job->fail_outcome.dead, " at ",
+                        job->fail_outcome.next_attempt_at_ms));
     }
     return;
+  }
+  if (answer->repeat) {
+    Note("repeat-outcome", Name(ref), "a first Fail answered as a repeat");
   }
   const bool dead = r.non_retryable() || job->attempts >= job->max_attempts;
   if (answer->dead != dead) {
@@ -310,8 +310,8 @@ void JobModel::OnFail(const v1::FailRequest& r, TimeWindow window,
   job->error = r.error();
   job->lease_expires_at = 0;
   job->finished_at.reset();
-  job->settled = Job::Settled::kFail;
-  job->settled_token = r.lease_token();
+  job->settled = Job::Settled::kNone;
+  job->fail_token = r.lease_token();
   job->fail_outcome = *answer;
 }
 

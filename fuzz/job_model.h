@@ -138,11 +138,14 @@ class JobModel {
     // Learned from the first read-back after the change that set them.
     std::optional<int64_t> due_at, finished_at, created_at;
     std::string result, error, worker_id;
-    // The successful settle that an identical repeat answers again: set by
-    // Ack (kCompleted) and Fail (kPending retry / kDead), cleared when the
-    // job moves on.
-    enum class Settled { kNone, kAck, kFail } settled = Settled::kNone;
+    // The Ack that completed the job, which an identical repeat answers
+    // again (kAck), cleared when the job moves on.
+    enum class Settled { kNone, kAck } settled = Settled::kNone;
     std::string settled_token;
+    // The last failed run settled by a Fail: its token and the outcome a Fail
+    // repeated with that token answers again, whatever happened to the job
+    // since (lua/fail.lua). Replaced by the next Fail, cleared by a reap.
+    std::string fail_token;
     store::FailOutcome fail_outcome;
     // Set by Reap / PurgeDead until the read-back says what happened.
     std::optional<TimeWindow> reap_window, purge_window;

@@ -47,6 +47,7 @@ void JobModel::ResolveReap(const JobRef& ref, Job& job, const JobView& v) {
   job.lease_expires_at = 0;
   job.finished_at.reset();
   job.settled = Job::Settled::kNone;
+  job.fail_token.clear();  // reap.lua records an untokened failed run
   if (!dead) {
     ExpectBackoff("reap-outcome", ref, job, v.available_at, w, 0);
     job.due_at = v.available_at;

@@ -99,7 +99,9 @@ void Dispatcher::OnLeaseExtended(const std::string& queue, const std::string& jo
 void Dispatcher::ReleaseLostClaims() {
   std::vector<std::pair<std::string, std::string>> lost;
   lost.swap(lost_claims_);
-  for (auto& [queue, claim_id] : lost) {
+  for (const auto& claim : lost) {
+    const std::string& queue = claim.first;
+    const std::string& claim_id = claim.second;
     store_->ReleaseClaim(queue, claim_id, [this, queue, claim_id](absl::StatusOr<int64_t> released) {
       if (!released.ok()) {
         if (released.status().code() == absl::StatusCode::kUnavailable) {

@@ -62,8 +62,22 @@ void LeaseReaper::Exec() {
       finish(params_.max_interval);
       return;
     }
-    auto pass = std::make_shared<Pass>(Pass{queues->size(), params_.max_interval});
+    const store::StoreOptions& options = params_.store->options();
+    const bool trim_dead = options.dead_retention_ms > 0 || options.dead_max_per_queue > 0;
+    auto pass = std::make_shared<Pass>(
+        Pass{queues->size() * (trim_dead ? 2 : 1), params_.max_interval});
     for (const std::string& queue : *queues) {
+      if (trim_dead) {
+        params_.store->TrimDead(queue, params_.batch,
+                                [this, pass, queue, finish](absl::StatusOr<int64_t> removed) {
+                                  if (removed.ok() && *removed > 0) {
+                                    base::Log(base::LogLevel::kInfo, "dead jobs removed",
+                                              {{"queue", queue}, {"jobs", absl::StrCat(*removed)}});
+                                    if (*removed >= params_.batch) pass->next = absl::ZeroDuration();
+                                  }
+                                  if (--pass->remaining == 0) finish(pass->next);
+                                });
+      }
       params_.store->Reap(queue, params_.batch,
                           [this, pass, queue, finish](absl::StatusOr<store::ReapOutcome> outcome) {
                             if (outcome.ok()) {

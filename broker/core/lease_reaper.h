@@ -7,7 +7,9 @@
 // max_interval, whose broker then dies: it is handled by the next pass,
 // within max_interval of being granted. Idle, a broker runs one pass (4
 // Redis commands per queue) per max_interval. Safe on every replica at
-// once: reap.lua handles each expiry once.
+// once: reap.lua handles each expiry once. When the store bounds dead jobs
+// (StoreOptions::dead_retention_ms / dead_max_per_queue), each pass also
+// trims every queue's dead set (trim_dead.lua), a batch per queue per pass.
 #ifndef JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 #define JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 

@@ -33,6 +33,11 @@ ABSL_FLAG(int64_t, dedup_window_ms, kDefaults.dedup_window_ms,
           "how long an idempotency key is remembered");
 ABSL_FLAG(int64_t, completed_retention_ms, kDefaults.completed_retention_ms,
           "how long a completed job and its result are kept");
+ABSL_FLAG(int64_t, dead_retention_ms, kDefaults.dead_retention_ms,
+          "dead jobs older than this are removed by the reaper; 0 = kept until purged");
+ABSL_FLAG(int64_t, dead_max_per_queue, kDefaults.dead_max_per_queue,
+          "at most this many dead jobs per queue, the oldest removed first by the reaper; "
+          "0 = no bound");
 ABSL_FLAG(int32_t, default_max_attempts, kDefaults.default_max_attempts,
           "attempts when an Enqueue gives none (1..1000)");
 ABSL_FLAG(int64_t, backoff_base_ms, kDefaults.backoff_base_ms, "default retry backoff base");
@@ -69,7 +74,8 @@ namespace {
 absl::Status ApplyEnvironment() {
   for (const char* name : {"listen", "redis_url", "data_dir", "redis_server_path", "key_prefix",
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
-                           "completed_retention_ms", "default_max_attempts", "backoff_base_ms",
+                           "completed_retention_ms", "dead_retention_ms", "dead_max_per_queue",
+                           "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer",
                            "metrics_listen", "health_listen", "log_level", "tls_cert",
@@ -111,6 +117,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_bytes);
   c.dedup_window_ms = absl::GetFlag(FLAGS_dedup_window_ms);
   c.completed_retention_ms = absl::GetFlag(FLAGS_completed_retention_ms);
+  c.dead_retention_ms = absl::GetFlag(FLAGS_dead_retention_ms);
+  c.dead_max_per_queue = absl::GetFlag(FLAGS_dead_max_per_queue);
   c.default_max_attempts = absl::GetFlag(FLAGS_default_max_attempts);
   c.backoff_base_ms = absl::GetFlag(FLAGS_backoff_base_ms);
   c.backoff_max_ms = absl::GetFlag(FLAGS_backoff_max_ms);
@@ -136,6 +144,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("dedup_window_ms", c.dedup_window_ms, 1, 365LL * 24 * 3600 * 1000),
            CheckRange("completed_retention_ms", c.completed_retention_ms, 1,
                       365LL * 24 * 3600 * 1000),
+           CheckRange("dead_retention_ms", c.dead_retention_ms, 0, 10LL * 365 * 24 * 3600 * 1000),
+           CheckRange("dead_max_per_queue", c.dead_max_per_queue, 0, 1000000000),
            CheckRange("default_max_attempts", c.default_max_attempts, 1, kMaxAttempts),
            CheckRange("backoff_base_ms", c.backoff_base_ms, 1, kMaxBackoffMs),
            CheckRange("backoff_max_ms", c.backoff_max_ms, c.backoff_base_ms, kMaxBackoffMs),

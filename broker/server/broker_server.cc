@@ -17,6 +17,8 @@ store::StoreOptions StoreOptionsFrom(const BrokerConfig& c) {
   o.key_prefix = c.key_prefix;
   o.dedup_window_ms = c.dedup_window_ms;
   o.completed_retention_ms = c.completed_retention_ms;
+  o.dead_retention_ms = c.dead_retention_ms;
+  o.dead_max_per_queue = c.dead_max_per_queue;
   return o;
 }
 

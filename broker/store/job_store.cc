@@ -306,6 +306,21 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                  });
 }
 
+void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> done) const {
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("trim_dead"), {keys.Dead()},
+                 {keys.JobPrefix(), keys.IdempotencyPrefix(),
+                  absl::StrCat(options_.dead_retention_ms), absl::StrCat(options_.dead_max_per_queue),
+                  absl::StrCat(batch)},
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   if (reply->type != RedisReply::Type::kInteger) {
+                     return done(absl::InternalError("bad trim_dead reply"));
+                   }
+                   done(reply->integer);
+                 });
+}
+
 void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) const {
   scripts_->Eval(scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)}, {queue},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {

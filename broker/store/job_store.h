@@ -36,6 +36,10 @@ struct StoreOptions {
   std::string key_prefix = "jw";
   int64_t dedup_window_ms = 24 * 3600 * 1000;
   int64_t completed_retention_ms = 24 * 3600 * 1000;
+  // Bounds on each queue's dead jobs, enforced by the reaper (TrimDead); 0 =
+  // none (the default: dead jobs are kept until an operator acts).
+  int64_t dead_retention_ms = 0;
+  int64_t dead_max_per_queue = 0;
 };
 
 struct EnqueueOutcome {
@@ -139,6 +143,11 @@ class JobStore {
   // reap.lua: settles up to `max_jobs` expired leases of `queue` and trims
   // its completed index to the retention.
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
+
+  // trim_dead.lua: removes up to `batch` dead jobs of `queue` past
+  // options().dead_retention_ms or beyond options().dead_max_per_queue
+  // (oldest first); returns how many. REQUIRES: one of them is set.
+  void TrimDead(const std::string& queue, int batch, Callback<int64_t> done) const;
 
   // register_queue.lua: records `queue` in the registry.
   void RegisterQueue(const std::string& queue, Callback<bool> done) const;
