@@ -283,7 +283,8 @@ bool RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
         if (free <= 0) break;
         TimeWindow window = StartWindow(model.Holds(queue, JobModel::State::kPending));
         auto out = Sync<store::ClaimOutcome>([&](auto cb) {
-          stack->store->Claim(queue, free, lease_ms, r.worker_id(), std::move(cb));
+          stack->store->Claim(queue, free, lease_ms, r.worker_id(), store::JobStore::NewClaimId(),
+                              std::move(cb));
         });
         if (!out.ok()) {
           model.OnUnexpected(queue, out.status());

@@ -39,7 +39,11 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
 void JobLifecycle::RegisterOnce(const std::string& queue) {
   {
     absl::MutexLock lock(&mu_);
-    if (!registered_.insert(queue).second) return;
+    if (registered_.contains(queue)) return;
+    // A cache, not a registry: bounded so that it does not grow with every
+    // queue name ever enqueued to (registering again is harmless).
+    if (registered_.size() >= kMaxRegisteredCache) registered_.clear();
+    registered_.insert(queue);
   }
   store_->RegisterQueue(queue, [this, queue](absl::StatusOr<bool> added) {
     if (added.ok()) return;

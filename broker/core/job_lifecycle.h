@@ -64,6 +64,10 @@ class JobLifecycle {
   const LifecycleDefaults defaults_;
   EnqueueCoalescer enqueues_;
   absl::Mutex mu_;
+  // Queues this broker has registered since it connected (so that an
+  // enqueue registers its queue once); cleared when it reaches
+  // kMaxRegisteredCache entries.
+  static constexpr size_t kMaxRegisteredCache = 10000;
   absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);
 };
 
