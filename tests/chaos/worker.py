@@ -5,6 +5,7 @@ returns {"uid": ...}. Every final outcome is recorded through on_outcome:
 
   start   uid job att max
   ack_ok / ack_error(code) / fail_ok(out) / fail_error(code)   uid job att
+  ack_unknown(code) / fail_unknown(code) / expired_dropped     uid job att
 
 SIGTERM stops it gracefully (the Worker's own signal handling)."""
 import argparse
