@@ -103,8 +103,7 @@ def test_delivery_whose_lease_ended_is_dropped_and_delivered_again(broker, clien
         wait_state(client, queue, job_id, JobState.COMPLETED)
         time.sleep(0.3)  # nothing more comes
         kinds = outcomes.kinds(job_id)
-    check_dropped_then_redelivered(client, queue, job_id, runs, kinds,
-                                   getattr(w, "stats", dict)())
+    check_dropped_then_redelivered(client, queue, job_id, runs, kinds, w.stats())
     [warning] = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
     assert queue in warning and job_id in warning and "ms ago" in warning
 
@@ -133,7 +132,7 @@ def test_aio_delivery_whose_lease_ended_is_dropped_and_delivered_again(broker, c
         await asyncio.sleep(0.3)  # nothing more comes
         await w.stop()
         await task
-        return job_id, getattr(w, "stats", dict)()
+        return job_id, w.stats()
 
     job_id, stats = asyncio.run(main())
     check_dropped_then_redelivered(client, queue, job_id, runs, outcomes.kinds(job_id), stats)
