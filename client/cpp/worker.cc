@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cpp/ack_coalescer.h"
 
@@ -34,6 +35,12 @@ constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
 constexpr absl::Duration kMinLease = absl::Seconds(1);
 constexpr absl::Duration kMaxLease = absl::Hours(12);
 constexpr absl::Duration kFallbackLease = absl::Seconds(30);
+// Ack / Fail retries: backoff from kInitialBackoff doubling to this.
+constexpr absl::Duration kMaxRetryBackoff = absl::Seconds(2);
+// The next-to-last Ack / Fail attempt goes out this long before the
+// estimated lease end, so that it reaches the broker while the lease holds;
+// the last one goes out at the end.
+constexpr absl::Duration kFinalLead = absl::Milliseconds(100);
 
 std::string DefaultWorkerId() {
   char host[256] = {0};
@@ -54,6 +61,37 @@ absl::Duration LeaseLength(int64_t lease_ms, const v1::ClaimedJob& claimed, absl
 
 bool Retryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+}
+
+// The wait before the next Ack / Fail attempt after one answered
+// UNAVAILABLE / DEADLINE_EXCEEDED: `wait` (the jittered backoff), clipped so
+// that an attempt is made kFinalLead before the lease end and a last one at
+// the end. `left`: time until the estimated lease end. nullopt when the lease
+// has ended (no attempt is left: the outcome is unknown).
+std::optional<absl::Duration> RetryWait(absl::Duration wait, absl::Duration left) {
+  if (left <= absl::ZeroDuration()) return std::nullopt;
+  if (left > kFinalLead && wait >= left - kFinalLead) return left - kFinalLead;
+  return std::min(wait, left);
+}
+
+// How long ago the lease of a delivery ended, or nullopt while it lasts. It
+// has ended when the local wall clock is at or past `expires_at_ms` (epoch ms
+// on the Redis clock: this assumes the worker's and Redis's clocks agree to
+// well within a lease, e.g. NTP), or when `local_expiry` (the worker's own
+// estimate: receipt or last renewal plus the lease length) has passed.
+std::optional<absl::Duration> LeaseEndedAgo(absl::Time now, int64_t expires_at_ms,
+                                            absl::Time local_expiry) {
+  absl::Duration ago = now - local_expiry;
+  if (expires_at_ms > 0) ago = std::max(ago, now - absl::FromUnixMillis(expires_at_ms));
+  if (ago < absl::ZeroDuration()) return std::nullopt;
+  return ago;
+}
+
+// The outcome of an Ack / Fail (`verb`: "ack" or "fail") that ended with the
+// error `status`: unknown when it may have been stored, else refused.
+Outcome Unsettled(absl::string_view verb, const absl::Status& status) {
+  return Outcome{absl::StrCat(verb, Retryable(status) ? "_unknown" : "_error"),
+                 absl::StatusCodeToString(status.code())};
 }
 
 // A uniformly random duration in [0, limit] ("full jitter").
@@ -107,6 +145,10 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // Stops, then joins the threads, detaching those inside an abandoned job.
   void Release();
   const std::string& worker_id() const { return worker_id_; }
+  WorkerStats stats() {
+    absl::MutexLock lock(&mu_);
+    return WorkerStats{expired_dropped_};
+  }
 
  private:
   // A delivered job waiting for, or running on, a handler thread.
@@ -125,6 +167,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
     absl::Duration length;
     absl::Time expires;     // local estimate
     absl::Time next_renew;  // expires - 2/3 of the lease
+    int64_t expires_at_ms;  // Redis clock: from the claim or the last renewal
     bool lost = false;
     bool abandoned = false;  // left behind after the grace: no renewal, no outcome
   };
@@ -144,6 +187,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void RenewThread();
   void Renew(const Due& due);
   void Process(Task task);
+  // Drops the delivery of `task` if its lease has ended (no handler, no Ack
+  // / Fail: the broker delivers the job again); returns whether it did.
+  bool DropIfExpired(const Task& task);
   // Runs the handler; returns the result or the failure text in the status.
   absl::StatusOr<std::string> RunHandler(const Task& task);
   // Queues the Ack of a handler's result without waiting for its answer:
@@ -159,7 +205,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // InfinitePast when it is settled or abandoned.
   absl::Time LeaseExpiry(const std::string& token);
   // Repeats `call` while it answers UNAVAILABLE / DEADLINE_EXCEEDED and the
-  // lease under `token` lasts and is not abandoned.
+  // lease under `token` lasts and is not abandoned, the last attempts just
+  // before and at the lease end (RetryWait). An UNAVAILABLE /
+  // DEADLINE_EXCEEDED status returned means the outcome is unknown.
   absl::Status Retry(const std::string& token, const std::function<absl::Status()>& call);
   // Runs `report` (user code: on_outcome or log) unless the lease under
   // `token` was abandoned. Run does not return while a report runs.
@@ -182,6 +230,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;  // Run is done: threads may exit
   int running_ ABSL_GUARDED_BY(mu_) = 0;        // delivered, not yet settled
   int reporting_ ABSL_GUARDED_BY(mu_) = 0;      // Report calls in progress
+  int64_t expired_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by lease token
   grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;
@@ -204,6 +253,8 @@ absl::Status Worker::Run() { return impl_->Run(); }
 void Worker::Stop() { impl_->Stop(); }
 
 const std::string& Worker::worker_id() const { return impl_->worker_id(); }
+
+WorkerStats Worker::stats() const { return impl_->stats(); }
 
 void Worker::Impl::Stop() {
   absl::MutexLock lock(&mu_);
@@ -341,8 +392,9 @@ void Worker::Impl::Receive(const v1::ClaimResponse& message) {
     ++running_;
     // Registered before the job is queued, so that it is renewed while it
     // waits for a handler thread too.
-    leases_[task.lease_token] =
-        Lease{task.job.queue, task.job.id, length, now + length, now + length / 3};
+    Lease lease{task.job.queue, task.job.id, length, now + length, now + length / 3,
+                claimed.lease_expires_at_ms()};
+    leases_[task.lease_token] = std::move(lease);
     tasks_.push_back(std::move(task));
   }
 }
@@ -372,6 +424,7 @@ void Worker::Impl::Process(Task task) {
     RetryAck(task);
     return;
   }
+  if (DropIfExpired(task)) return;
   absl::StatusOr<std::string> result = RunHandler(task);
   if (LeaseExpiry(task.lease_token) == absl::InfinitePast()) {
     // Abandoned after the grace: left to expire, so that the broker retries it.
@@ -385,6 +438,29 @@ void Worker::Impl::Process(Task task) {
   } else {
     Fail(task, result.status());
   }
+}
+
+bool Worker::Impl::DropIfExpired(const Task& task) {
+  std::optional<absl::Duration> ago;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = leases_.find(task.lease_token);
+    if (it == leases_.end() || it->second.abandoned) return false;
+    ago = LeaseEndedAgo(absl::Now(), it->second.expires_at_ms, it->second.expires);
+    if (!ago.has_value()) return false;
+    ++expired_dropped_;
+  }
+  const Job& job = task.job;
+  Report(task.lease_token, [&] {
+    Log(absl::StrCat("delivery of job ", job.queue, "/", job.id, " (attempt ", job.attempt,
+                     ") dropped: its lease ended ", absl::ToInt64Milliseconds(*ago),
+                     " ms ago, before its handler could start"));
+    if (options_.on_outcome) options_.on_outcome(job, Outcome{"expired_dropped", ""});
+  });
+  absl::MutexLock lock(&mu_);
+  leases_.erase(task.lease_token);
+  --running_;
+  return true;
 }
 
 absl::StatusOr<std::string> Worker::Impl::RunHandler(const Task& task) {
@@ -425,7 +501,7 @@ void Worker::Impl::Ack(Task task, std::string result) {
 }
 
 void Worker::Impl::OnAcked(Task task, const absl::Status& status, v1::AckRequest request) {
-  if (Retryable(status) && absl::Now() + kInitialBackoff < LeaseExpiry(task.lease_token)) {
+  if (Retryable(status) && absl::Now() < LeaseExpiry(task.lease_token)) {
     // Retried by a handler thread, so that this one (sending other acks)
     // never sleeps in a backoff.
     task.retry_ack = std::move(request);
@@ -433,15 +509,15 @@ void Worker::Impl::OnAcked(Task task, const absl::Status& status, v1::AckRequest
     tasks_.push_back(std::move(task));
     return;
   }
-  Settled(task, status.ok() ? Outcome{"ack_ok", ""}
-                            : Outcome{"ack_error", absl::StatusCodeToString(status.code())});
+  Settled(task, status.ok() ? Outcome{"ack_ok", ""} : Unsettled("ack", status));
 }
 
 void Worker::Impl::RetryAck(const Task& task) {
-  absl::SleepFor(Jitter(kInitialBackoff));
+  std::optional<absl::Duration> wait =
+      RetryWait(Jitter(kInitialBackoff), LeaseExpiry(task.lease_token) - absl::Now());
+  if (wait.has_value()) absl::SleepFor(*wait);
   absl::Status status = Retry(task.lease_token, [&] { return acks_.AckAndWait(*task.retry_ack); });
-  Settled(task, status.ok() ? Outcome{"ack_ok", ""}
-                            : Outcome{"ack_error", absl::StatusCodeToString(status.code())});
+  Settled(task, status.ok() ? Outcome{"ack_ok", ""} : Unsettled("ack", status));
 }
 
 void Worker::Impl::Fail(const Task& task, const absl::Status& failure) {
@@ -463,14 +539,14 @@ void Worker::Impl::Fail(const Task& task, const absl::Status& failure) {
                                          ? "DEAD"
                                          : "RETRY_SCHEDULED"});
   } else {
-    Settled(task, Outcome{"fail_error", absl::StatusCodeToString(status.code())});
+    Settled(task, Unsettled("fail", status));
   }
 }
 
 void Worker::Impl::Settled(const Task& task, const Outcome& outcome) {
   const Job& job = task.job;
   Report(task.lease_token, [&] {
-    if (outcome.kind == "ack_error" || outcome.kind == "fail_error") {
+    if (outcome.kind != "ack_ok" && outcome.kind != "fail_ok") {
       Log(absl::StrCat(outcome.kind, " ", outcome.detail, " for job ", job.queue, "/", job.id));
     }
     if (options_.on_outcome) options_.on_outcome(job, outcome);
@@ -505,9 +581,12 @@ absl::Status Worker::Impl::Retry(const std::string& token,
   while (true) {
     absl::Status status = call();
     if (!Retryable(status)) return status;
-    if (absl::Now() + backoff >= LeaseExpiry(token)) return status;
-    absl::SleepFor(Jitter(backoff));
-    backoff = std::min(backoff * 2, absl::Seconds(2));
+    // Abandoned or settled: InfinitePast, no attempt left.
+    std::optional<absl::Duration> wait =
+        RetryWait(Jitter(backoff), LeaseExpiry(token) - absl::Now());
+    if (!wait.has_value()) return status;
+    absl::SleepFor(*wait);
+    backoff = std::min(backoff * 2, kMaxRetryBackoff);
   }
 }
 
@@ -552,6 +631,7 @@ void Worker::Impl::Renew(const Due& due) {
   Lease& lease = it->second;
   if (renewed.ok()) {
     lease.expires = sent + lease.length;
+    lease.expires_at_ms = *renewed;
     lease.next_renew = sent + lease.length / 3;
   } else if (absl::IsFailedPrecondition(renewed.status()) || absl::IsNotFound(renewed.status())) {
     lease.lost = true;

@@ -2,7 +2,9 @@
 // stream, with the behaviour every client shares (docs/clients.md):
 // max_in_flight = free handler slots, lease renewal every lease / 3 from
 // delivery until the job is settled, Ack / Fail retried on UNAVAILABLE until
-// the lease ends, stream reconnect with jittered backoff, graceful Stop that
+// the lease ends (ack_unknown / fail_unknown when still unanswered then),
+// deliveries whose lease has ended before their handler starts dropped,
+// stream reconnect with jittered backoff, graceful Stop that
 // abandons handlers still running after the grace.
 //
 //   jobwire::client::Worker worker({.queues = {"emails"}, .concurrency = 8});
@@ -45,11 +47,25 @@ bool IsNonRetryable(const absl::Status& status);
 
 // The final outcome of one delivered job, as reported to on_outcome.
 struct Outcome {
-  // "ack_ok", "ack_error", "fail_ok" or "fail_error".
+  // "ack_ok", "ack_error", "ack_unknown", "fail_ok", "fail_error",
+  // "fail_unknown" or "expired_dropped". *_error: the broker refused the Ack
+  // / Fail. *_unknown: it was still answered UNAVAILABLE / DEADLINE_EXCEEDED
+  // when the lease ended, so it may or may not have been stored.
+  // expired_dropped: the delivery's lease had ended before its handler could
+  // start; no handler ran and nothing was sent (the broker delivers the job
+  // again).
   std::string kind;
-  // For *_error the status code name (e.g. "FAILED_PRECONDITION"); for
-  // fail_ok "RETRY_SCHEDULED" or "DEAD"; empty for ack_ok.
+  // For *_error and *_unknown the status code name of the last answer (e.g.
+  // "FAILED_PRECONDITION", "UNAVAILABLE"); for fail_ok "RETRY_SCHEDULED" or
+  // "DEAD"; empty for ack_ok and expired_dropped.
   std::string detail;
+};
+
+// Counters of a Worker (Worker::stats()).
+struct WorkerStats {
+  // Deliveries whose lease had ended before their handler could start
+  // (dropped: no handler, no Ack / Fail).
+  int64_t expired_deliveries_dropped = 0;
 };
 
 struct WorkerOptions {
@@ -118,6 +134,9 @@ class Worker {
   void Stop();
 
   const std::string& worker_id() const;
+
+  // The worker's counters. May be called from any thread, at any time.
+  WorkerStats stats() const;
 
  private:
   // Everything the worker's threads use, shared with them so that a detached

@@ -149,5 +149,50 @@ TEST_F(WorkerRestartTest, AnAckRefusedWhileTheBrokerIsDownIsSentAgain) {
   JW_EXPECT_OK(worker.Stop());
 }
 
+// The broker stays down until past the lease end: the Ack is sent again up
+// to the lease end, then reported as ack_unknown (it may or may not have been
+// stored), not as ack_error. The broker retries the job once it is back.
+TEST_F(WorkerRestartTest, AnAckStillUnansweredWhenTheLeaseEndsIsUnknown) {
+  std::string id = Enqueue();
+  absl::Notification started;
+  absl::Notification broker_down;
+  std::atomic<int64_t> lease_end_ms{0};
+  std::atomic<int64_t> reported_ms{0};
+  OutcomeLog outcomes;
+  WorkerOptions options = Options();
+  options.lease_ms = 3000;
+  options.on_outcome = [&](const Job& job, const Outcome& outcome) {
+    int64_t none = 0;
+    reported_ms.compare_exchange_strong(none, absl::ToUnixMillis(absl::Now()));
+    outcomes.Add(job, outcome);
+  };
+  RunningWorker worker(options, {{"t", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                    if (job.attempt == 1) {
+                                      started.Notify();
+                                      broker_down.WaitForNotification();
+                                      // No renewal since the claim: the lease ends here.
+                                      lease_end_ms = job.lease_expires_at_ms;
+                                    }
+                                    return absl::StrCat("attempt ", job.attempt);
+                                  }}});
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  StopBroker();
+  broker_down.Notify();
+  for (int i = 0; i < 500 && lease_end_ms == 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_NE(lease_end_ms.load(), 0);
+  absl::SleepFor(absl::FromUnixMillis(lease_end_ms) + absl::Seconds(1) - absl::Now());
+  StartBroker();
+
+  v1::Job job = WaitCompleted(id);
+  EXPECT_EQ(job.state(), kCompleted);
+  EXPECT_EQ(job.attempts(), 2);
+  EXPECT_EQ(outcomes.WaitFor(2),
+            (std::vector<std::string>{id + " 1 ack_unknown UNAVAILABLE", id + " 2 ack_ok"}));
+  // Given up only once the lease had ended (not a backoff earlier).
+  EXPECT_GE(reported_ms.load(), lease_end_ms.load() - 50)
+      << "gave up " << lease_end_ms - reported_ms << " ms before the lease ended";
+  JW_EXPECT_OK(worker.Stop());
+}
+
 }  // namespace
 }  // namespace jobwire::client

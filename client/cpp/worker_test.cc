@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "client/cpp/tcp_proxy_test_util.h"
 #include "client/cpp/worker_test_util.h"
 #include "gtest/gtest.h"
 #include "tests/test_harness.h"
@@ -379,6 +380,99 @@ TEST_F(WorkerTest, AJobWaitingForAHandlerThreadKeepsItsLease) {
   EXPECT_EQ(job.result(), "second");
   EXPECT_EQ(outcomes_.WaitFor(2),
             (std::vector<std::string>{id + " 1 ack_error FAILED_PRECONDITION", id + " 2 ack_ok"}));
+}
+
+// A delivery that reaches the worker after its lease ended (here: the
+// connection hung until 300 ms past it, as for a worker resuming from
+// SIGSTOP) is dropped: no handler, no Ack / Fail. The broker delivers the
+// job again.
+TEST_F(WorkerTest, ADeliveryWhoseLeaseEndedBeforeItsHandlerStartsIsDropped) {
+  const std::string& broker = broker_->address();
+  TcpProxy proxy(std::stoi(broker.substr(broker.rfind(':') + 1)));
+  JW_ASSERT_OK(proxy.Start());
+  absl::Mutex mu;
+  std::vector<int> runs;
+  std::vector<std::string> logs;
+  WorkerOptions options = Options(1, /*lease_ms=*/2000);
+  options.address = proxy.address();
+  options.log = [&](const std::string& line) {
+    absl::MutexLock lock(&mu);
+    logs.push_back(line);
+  };
+  RunningWorker worker(options, {{"late", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                    absl::MutexLock lock(&mu);
+                                    runs.push_back(job.attempt);
+                                    return absl::StrCat("attempt ", job.attempt);
+                                  }}});
+  std::string warmup = MustEnqueue("late");  // the Claim stream is open
+  EXPECT_EQ(WaitForState(warmup, kCompleted).attempts(), 1);
+  ASSERT_EQ(outcomes_.WaitFor(1).size(), 1u);
+
+  proxy.Pause();
+  EnqueueOptions retries;
+  retries.max_attempts = 5;
+  std::string id = MustEnqueue("late", "{}", retries);
+  v1::Job claimed = WaitForState(id, kActive);  // for the hung stream
+  ASSERT_EQ(claimed.attempts(), 1);
+  absl::SleepFor(absl::FromUnixMillis(claimed.lease_expires_at_ms()) + absl::Milliseconds(300) -
+                 absl::Now());
+  proxy.Resume();
+
+  v1::Job job = WaitForState(id, kCompleted, absl::Seconds(20));
+  EXPECT_EQ(job.attempts(), 2);
+  EXPECT_EQ(job.result(), "attempt 2");
+  EXPECT_EQ(outcomes_.WaitFor(3), (std::vector<std::string>{warmup + " 1 ack_ok",
+                                                            id + " 1 expired_dropped",
+                                                            id + " 2 ack_ok"}));
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(runs, (std::vector<int>{1, 2}));  // the warm-up, then attempt 2 only
+  EXPECT_EQ(worker.worker().stats().expired_deliveries_dropped, 1);
+  int dropped = 0;
+  for (const std::string& line : logs) {
+    if (line.find("dropped") == std::string::npos) continue;
+    ++dropped;
+    EXPECT_NE(line.find(absl::StrCat("q/", id)), std::string::npos) << line;
+    EXPECT_NE(line.find(" ms ago"), std::string::npos) << line;
+  }
+  EXPECT_EQ(dropped, 1);
+}
+
+// An Ack whose calls time out (the connection hangs) is sent again until the
+// lease ends: here the connection comes back 0.4 s before the end, later
+// than the old rule ("stop when the next backoff would pass the lease end")
+// may have given up.
+TEST_F(WorkerTest, AnAckTimingOutIsSentAgainUntilTheLeaseEnds) {
+  const std::string& broker = broker_->address();
+  TcpProxy proxy(std::stoi(broker.substr(broker.rfind(':') + 1)));
+  JW_ASSERT_OK(proxy.Start());
+  absl::Notification started;
+  absl::Notification hung;
+  std::atomic<int64_t> lease_end_ms{0};
+  WorkerOptions options = Options(1, /*lease_ms=*/4000);
+  options.address = proxy.address();
+  options.timeout = absl::Milliseconds(300);
+  options.log = [](const std::string&) {};
+  RunningWorker worker(options, {{"t", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                    if (job.attempt == 1) {
+                                      started.Notify();
+                                      hung.WaitForNotification();
+                                      // No renewal since the claim: the lease ends here.
+                                      lease_end_ms = job.lease_expires_at_ms;
+                                    }
+                                    return absl::StrCat("attempt ", job.attempt);
+                                  }}});
+  std::string id = MustEnqueue("t");
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  proxy.Pause();
+  hung.Notify();
+  for (int i = 0; i < 500 && lease_end_ms == 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_NE(lease_end_ms.load(), 0);
+  absl::SleepFor(absl::FromUnixMillis(lease_end_ms) - absl::Milliseconds(400) - absl::Now());
+  proxy.Resume();
+
+  v1::Job job = WaitForState(id, kCompleted);
+  EXPECT_EQ(job.attempts(), 1);
+  EXPECT_EQ(outcomes_.WaitFor(1), std::vector<std::string>{id + " 1 ack_ok"});
 }
 
 // lease_ms 0: the broker's default lease (3 s here), renewed about once a

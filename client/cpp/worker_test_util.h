@@ -45,6 +45,7 @@ class RunningWorker {
     thread_ = std::thread([this] { status_ = worker_.Run(); });
   }
   ~RunningWorker() { Stop().IgnoreError(); }
+  const Worker& worker() const { return worker_; }
   // Worker::Stop only: Run drains on its own thread.
   void RequestStop() { worker_.Stop(); }
   absl::Status Stop() {

@@ -85,22 +85,31 @@ type Handler func(ctx context.Context, job *Job) (any, error)
 // OutcomeKind names a final outcome of a job run.
 type OutcomeKind string
 
-// The final outcomes reported to WorkerOptions.OnOutcome.
+// The final outcomes reported to WorkerOptions.OnOutcome. *Error: the broker
+// refused the Ack / Fail. *Unknown: it was still answered UNAVAILABLE /
+// DEADLINE_EXCEEDED when the lease ended, so it may or may not have been
+// stored. ExpiredDropped: the delivery's lease had ended before its handler
+// could start; no handler ran and nothing was sent (the broker delivers the
+// job again).
 const (
-	OutcomeAckOK     OutcomeKind = "ack_ok"
-	OutcomeAckError  OutcomeKind = "ack_error"
-	OutcomeFailOK    OutcomeKind = "fail_ok"
-	OutcomeFailError OutcomeKind = "fail_error"
+	OutcomeAckOK          OutcomeKind = "ack_ok"
+	OutcomeAckError       OutcomeKind = "ack_error"
+	OutcomeAckUnknown     OutcomeKind = "ack_unknown"
+	OutcomeFailOK         OutcomeKind = "fail_ok"
+	OutcomeFailError      OutcomeKind = "fail_error"
+	OutcomeFailUnknown    OutcomeKind = "fail_unknown"
+	OutcomeExpiredDropped OutcomeKind = "expired_dropped"
 )
 
 // Outcome is one final outcome of a job run, given to WorkerOptions.OnOutcome.
 type Outcome struct {
 	Kind OutcomeKind
 	Job  *Job
-	// Code is the gRPC code of the refused Ack / Fail (ack_error, fail_error);
-	// OK otherwise.
+	// Code is the gRPC code of the last answer to the Ack / Fail (ack_error,
+	// fail_error, ack_unknown, fail_unknown); OK otherwise.
 	Code codes.Code
-	// Err is the *Error of the refused Ack / Fail (ack_error, fail_error).
+	// Err is the *Error of that answer (ack_error, fail_error, ack_unknown,
+	// fail_unknown).
 	Err error
 	// FailOutcome is "RETRY_SCHEDULED" or "DEAD" (fail_ok).
 	FailOutcome string
@@ -108,9 +117,9 @@ type Outcome struct {
 	NextAttemptAtMs int64
 	// HandlerErr is the error the job was failed with (fail_ok, fail_error).
 	HandlerErr error
-	// ErrorText is the text sent with Fail (fail_ok, fail_error).
+	// ErrorText is the text sent with Fail (fail_ok, fail_error, fail_unknown).
 	ErrorText string
-	// Result is the bytes sent with Ack (ack_ok, ack_error).
+	// Result is the bytes sent with Ack (ack_ok, ack_error, ack_unknown).
 	Result []byte
 }
 
@@ -175,6 +184,20 @@ type Worker struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	doneCh   chan struct{}
+
+	expiredDropped atomic.Int64
+}
+
+// WorkerStats are counters of a Worker.
+type WorkerStats struct {
+	// ExpiredDeliveriesDropped counts deliveries whose lease had ended
+	// before their handler could start (dropped: no handler, no Ack / Fail).
+	ExpiredDeliveriesDropped int64
+}
+
+// Stats returns the worker's counters. Safe to call at any time.
+func (w *Worker) Stats() WorkerStats {
+	return WorkerStats{ExpiredDeliveriesDropped: w.expiredDropped.Load()}
 }
 
 // NewWorker builds a worker for the broker at addr (empty: $JOBWIRE_ADDR, else
@@ -571,6 +594,12 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 		job.LeaseExpiresAtMs = info.GetLeaseExpiresAtMs()
 	}
 
+	if ago, ended := leaseEndedAgo(time.Now(), job.LeaseExpiresAtMs, lease.expiry()); ended {
+		r.releaseSlot()
+		r.dropExpired(job, ago)
+		return
+	}
+
 	jctx, jcancel := context.WithCancelCause(r.hardCtx)
 	defer jcancel(nil)
 
@@ -607,6 +636,16 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 	} else {
 		r.fail(job, lease, herr)
 	}
+}
+
+// dropExpired drops a delivery whose lease has ended: no handler, no Ack /
+// Fail (the broker's reaper delivers the job again).
+func (r *runner) dropExpired(job *Job, ago time.Duration) {
+	r.w.expiredDropped.Add(1)
+	r.w.log.Warn("jobwire worker: delivery dropped, its lease ended before its handler could start",
+		"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt,
+		"lease_ended_ago", ago.Round(time.Millisecond).String())
+	r.outcome(Outcome{Kind: OutcomeExpiredDropped, Job: job})
 }
 
 // runHandler runs h, recovering a panic, and encodes its result.
@@ -669,7 +708,10 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 }
 
 // callWithRetry calls fn, retrying UNAVAILABLE / DEADLINE_EXCEEDED with
-// backoff until the job's lease expires (at least one call is made).
+// backoff until the job's lease has ended by the local estimate, the last
+// attempts just before and at its end (retryWait). At least one call is
+// made. An UNAVAILABLE / DEADLINE_EXCEEDED error returned means the outcome
+// is unknown.
 func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) error) error {
 	bo := backoffState{base: 100 * time.Millisecond, max: 2 * time.Second}
 	for {
@@ -679,15 +721,14 @@ func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) e
 		if err == nil {
 			return nil
 		}
-		code := status.Code(err)
-		if code != codes.Unavailable && code != codes.DeadlineExceeded {
+		if !retryable(err) {
 			return err
 		}
 		if lease.lost.Load() || r.hardCtx.Err() != nil {
 			return err
 		}
-		delay := max(bo.next(), 20*time.Millisecond)
-		if time.Now().Add(delay).After(lease.expiry()) {
+		delay, ok := retryWait(max(bo.next(), 20*time.Millisecond), time.Until(lease.expiry()))
+		if !ok {
 			return err
 		}
 		if !sleepCtx(r.hardCtx, delay) {
@@ -710,9 +751,16 @@ func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 	}
 	if err != nil {
 		e := toError(err)
-		r.w.log.Warn("jobwire worker: Ack refused", "job_id", job.ID, "queue", job.Queue,
-			"attempt", job.Attempt, "error", e)
-		r.outcome(Outcome{Kind: OutcomeAckError, Job: job, Code: status.Code(err), Err: e, Result: result})
+		kind := OutcomeAckError
+		if retryable(err) {
+			kind = OutcomeAckUnknown
+			r.w.log.Warn("jobwire worker: Ack unanswered when the lease ended, it may or may not be stored",
+				"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)
+		} else {
+			r.w.log.Warn("jobwire worker: Ack refused", "job_id", job.ID, "queue", job.Queue,
+				"attempt", job.Attempt, "error", e)
+		}
+		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e, Result: result})
 		return
 	}
 	r.outcome(Outcome{Kind: OutcomeAckOK, Job: job, Result: result})
@@ -743,14 +791,27 @@ func (r *runner) fail(job *Job, lease *leaseState, herr error) {
 	}
 	if err != nil {
 		e := toError(err)
-		r.w.log.Warn("jobwire worker: Fail refused", "job_id", job.ID, "queue", job.Queue,
-			"attempt", job.Attempt, "error", e)
-		r.outcome(Outcome{Kind: OutcomeFailError, Job: job, Code: status.Code(err), Err: e,
+		kind := OutcomeFailError
+		if retryable(err) {
+			kind = OutcomeFailUnknown
+			r.w.log.Warn("jobwire worker: Fail unanswered when the lease ended, it may or may not be stored",
+				"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)
+		} else {
+			r.w.log.Warn("jobwire worker: Fail refused", "job_id", job.ID, "queue", job.Queue,
+				"attempt", job.Attempt, "error", e)
+		}
+		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e,
 			HandlerErr: herr, ErrorText: text})
 		return
 	}
 	r.outcome(Outcome{Kind: OutcomeFailOK, Job: job, FailOutcome: resp.GetOutcome().String(),
 		NextAttemptAtMs: resp.GetNextAttemptAtMs(), HandlerErr: herr, ErrorText: text})
+}
+
+// retryable: the Ack / Fail may be sent again (UNAVAILABLE, DEADLINE_EXCEEDED).
+func retryable(err error) bool {
+	code := status.Code(err)
+	return code == codes.Unavailable || code == codes.DeadlineExceeded
 }
 
 func (r *runner) outcome(o Outcome) {

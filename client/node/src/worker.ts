@@ -5,6 +5,7 @@ import { JobwireError, NonRetryableError, Status, statusName } from './errors';
 import { decodeJson, encodeValue, toNumber } from './codec';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
 import { AckCoalescer, sendAckBatch } from './ack_coalescer';
+import { leaseEndedAgoMs, retryWait } from './lease_rules';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
 import type { ClaimResponse__Output } from './generated/jobwire/v1/ClaimResponse';
 import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
@@ -67,7 +68,21 @@ export class Job {
 
 export type Handler = (job: Job) => unknown | Promise<unknown>;
 
-export type OutcomeKind = 'ack_ok' | 'ack_error' | 'fail_ok' | 'fail_error';
+/**
+ * `*_error`: the broker refused the Ack / Fail. `*_unknown`: it was still
+ * answered UNAVAILABLE / DEADLINE_EXCEEDED when the lease ended, so it may or
+ * may not have been stored. `expired_dropped`: the delivery's lease had
+ * ended before its handler could start; no handler ran and nothing was sent
+ * (the broker delivers the job again).
+ */
+export type OutcomeKind =
+  | 'ack_ok' | 'ack_error' | 'ack_unknown' | 'fail_ok' | 'fail_error' | 'fail_unknown' | 'expired_dropped';
+
+/** Counters of a Worker (Worker.stats()). */
+export interface WorkerStats {
+  /** Deliveries whose lease had ended before their handler could start (dropped). */
+  expiredDeliveriesDropped: number;
+}
 
 /** A final outcome of one job run, as given to onOutcome / the 'outcome' event. */
 export interface Outcome {
@@ -77,10 +92,10 @@ export interface Outcome {
   failOutcome?: 'RETRY_SCHEDULED' | 'DEAD';
   /** fail_ok with RETRY_SCHEDULED: when the retry is due (epoch ms). */
   nextAttemptAtMs?: number;
-  /** ack_error / fail_error: the gRPC status code and its name. */
+  /** ack_error / fail_error / ack_unknown / fail_unknown: the gRPC status code and its name. */
   code?: number;
   codeName?: string;
-  /** ack_error / fail_error: the refusal. */
+  /** ack_error / fail_error: the refusal; ack_unknown / fail_unknown: the last error. */
   error?: JobwireError;
   /** fail_*: the error text sent to the broker, and whether non_retryable was set. */
   failText?: string;
@@ -143,6 +158,11 @@ interface Running {
   abandoned: boolean;
   abort: AbortController;
   done: Promise<void>;
+}
+
+/** The Ack / Fail may be sent again (and its outcome is unknown if it never gets through). */
+function isRetryable(err: JobwireError): boolean {
+  return err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -214,6 +234,7 @@ export class Worker extends EventEmitter {
   private resolveRun?: () => void;
   private rejectRun?: (e: Error) => void;
   private signalHandler?: () => void;
+  private expiredDropped = 0;
 
   /**
    * Throws TypeError without queues, and JobwireError INVALID_ARGUMENT when a
@@ -254,6 +275,11 @@ export class Worker extends EventEmitter {
   /** Number of jobs held right now (handler running or its Ack/Fail pending). */
   get activeJobs(): number {
     return this.busy.size;
+  }
+
+  /** The worker's counters. */
+  stats(): WorkerStats {
+    return { expiredDeliveriesDropped: this.expiredDropped };
   }
 
   /**
@@ -443,9 +469,12 @@ export class Worker extends EventEmitter {
       done: Promise.resolve(),
     };
     this.busy.add(r);
-    // A job delivered after stop() (the stream was already cancelled) is not
-    // started: it is failed (retryable) at once, and doStop waits for that.
-    const work = this.stopping ? this.failStopping(r) : this.process(r);
+    // A delivery whose lease has ended is dropped. A job delivered after
+    // stop() (the stream was already cancelled) is not started: it is failed
+    // (retryable) at once, and doStop waits for that.
+    const endedAgo = leaseEndedAgoMs(Date.now(), job.leaseExpiresAtMs, r.localLeaseDeadline);
+    const work = endedAgo !== undefined ? this.dropExpired(r, endedAgo)
+      : this.stopping ? this.failStopping(r) : this.process(r);
     r.done = work.catch((e) => {
       this.log?.error(`internal error processing job ${job.id}: ${String(e?.stack ?? e)}`);
     }).finally(() => this.settle(r));
@@ -461,6 +490,15 @@ export class Worker extends EventEmitter {
   }
 
   // ---- One job ------------------------------------------------------------
+
+  /** No handler, no Ack / Fail: the broker's reaper delivers the job again. */
+  private async dropExpired(r: Running, endedAgoMs: number): Promise<void> {
+    r.finished = true;
+    this.expiredDropped++;
+    this.log?.warn(`delivery of job ${r.job.id} in queue ${r.job.queue} (attempt ${r.job.attempt}) dropped: ` +
+      `its lease ended ${Math.round(endedAgoMs)} ms ago, before its handler could start`);
+    this.report({ kind: 'expired_dropped', job: r.job, leaseLost: r.leaseLost });
+  }
 
   private async failStopping(r: Running): Promise<void> {
     r.finished = true;
@@ -534,7 +572,10 @@ export class Worker extends EventEmitter {
 
   /**
    * Runs an Ack or Fail, retrying on UNAVAILABLE / DEADLINE_EXCEEDED with
-   * backoff until the lease expires (or the stop grace is over).
+   * backoff until the lease has ended by the local estimate, the last
+   * attempts just before and at its end (retryWait), or the stop grace is
+   * over. An UNAVAILABLE / DEADLINE_EXCEEDED error thrown means the outcome
+   * is unknown.
    */
   private async withOutcomeRetry<T>(r: Running, call: () => Promise<T>): Promise<T> {
     let attempt = 0;
@@ -543,12 +584,14 @@ export class Worker extends EventEmitter {
         return await call();
       } catch (e) {
         const err = JobwireError.from(e);
-        const retryable = err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED;
+        const retryable = isRetryable(err);
         const cap = Math.min(OUTCOME_RETRY_MAX_MS, OUTCOME_RETRY_BASE_MS * 2 ** attempt);
         const delay = Math.floor(cap / 2 + (Math.random() * cap) / 2);
         attempt++;
-        if (!retryable || r.abandoned || Date.now() + delay >= r.localLeaseDeadline) throw err;
-        await sleep(delay);
+        if (!retryable || r.abandoned) throw err;
+        const wait = retryWait(delay, r.localLeaseDeadline - Date.now());
+        if (wait === undefined) throw err;
+        await sleep(wait);
         if (r.abandoned) throw err;
       }
     }
@@ -563,8 +606,14 @@ export class Worker extends EventEmitter {
       this.report({ kind: 'ack_ok', job: r.job, leaseLost: r.leaseLost });
     } catch (e) {
       const err = JobwireError.from(e);
-      this.log?.warn(`Ack of job ${r.job.id} refused: ${err.message}`);
-      this.report({ kind: 'ack_error', job: r.job, code: err.code, codeName: err.codeName, error: err, leaseLost: r.leaseLost });
+      const unknown = isRetryable(err);
+      this.log?.warn(unknown
+        ? `Ack of job ${r.job.id} unanswered when its lease ended (${err.message}); it may or may not be stored`
+        : `Ack of job ${r.job.id} refused: ${err.message}`);
+      this.report({
+        kind: unknown ? 'ack_unknown' : 'ack_error', job: r.job, code: err.code, codeName: err.codeName, error: err,
+        leaseLost: r.leaseLost,
+      });
     }
   }
 
@@ -580,9 +629,12 @@ export class Worker extends EventEmitter {
       });
     } catch (e) {
       const err = JobwireError.from(e);
-      this.log?.warn(`Fail of job ${r.job.id} refused: ${err.message}`);
+      const unknown = isRetryable(err);
+      this.log?.warn(unknown
+        ? `Fail of job ${r.job.id} unanswered when its lease ended (${err.message}); it may or may not be stored`
+        : `Fail of job ${r.job.id} refused: ${err.message}`);
       this.report({
-        kind: 'fail_error', job: r.job, code: err.code, codeName: err.codeName, error: err,
+        kind: unknown ? 'fail_unknown' : 'fail_error', job: r.job, code: err.code, codeName: err.codeName, error: err,
         failText: text, nonRetryable, leaseLost: r.leaseLost,
       });
     }

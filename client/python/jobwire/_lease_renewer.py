@@ -36,15 +36,17 @@ class Lease:
     """One delivered job's lease, from delivery until its final Ack / Fail.
 
     ``deadline`` is the local (monotonic) estimate of the lease end, from the
-    claim or the last successful renewal; it bounds the Ack / Fail retries.
+    receipt or the last successful renewal; it bounds the Ack / Fail retries.
     ``lost``: the broker refused a renewal (the job moved on). ``handled``:
     the handler phase is over (Worker._handled)."""
 
-    def __init__(self, job: Job, token: str, lease_s: float, lease_ms: int, timeout: float):
+    def __init__(self, job: Job, token: str, lease_s: float, lease_ms: int, timeout: float,
+                 received: Optional[float] = None):
         self.job = job
         self.token = token
         self.lease_s = lease_s
-        self.deadline = time.monotonic() + lease_s
+        # From receipt (time.monotonic() when read off the Claim stream).
+        self.deadline = (time.monotonic() if received is None else received) + lease_s
         self.lost = False
         self.handled = False
         # Renewal settings; lease_ms 0 asks the broker for its default again.

@@ -167,11 +167,19 @@ class AckResult:
 class Outcome:
     """A final outcome reported to the worker's ``on_outcome`` hook.
 
-    kind: ``ack_ok``, ``ack_error``, ``fail_ok`` or ``fail_error``.
-    code: the gRPC code for ``ack_error`` / ``fail_error`` (else None).
+    kind: ``ack_ok``, ``ack_error``, ``ack_unknown``, ``fail_ok``,
+    ``fail_error``, ``fail_unknown`` or ``expired_dropped``.
+    ``*_error``: the broker refused the Ack / Fail (stored nothing).
+    ``*_unknown``: the Ack / Fail was still answered UNAVAILABLE /
+    DEADLINE_EXCEEDED when the lease ended: it may or may not have been
+    stored. ``expired_dropped``: the delivery's lease had ended before its
+    handler could start; no handler ran and nothing was sent (the broker
+    delivers the job again).
+    code: the gRPC code of the last answer for ``*_error`` / ``*_unknown``
+    (else None).
     fail_outcome: ``RETRY_SCHEDULED`` or ``DEAD`` for ``fail_ok``.
     error: the error text sent with a Fail, or the broker's message for
-    ``*_error``.
+    ``*_error`` / ``*_unknown``.
     """
 
     kind: str

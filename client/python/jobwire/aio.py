@@ -21,6 +21,7 @@ from ._ack_coalescer import AioAckCoalescer, aio_batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_aio_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError, status_code
 from ._lease_renewer import LEASE_LOST
+from ._lease_rules import lease_ended_ago_ms, retry_wait
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from .client import _NO_PAYLOAD, _ack_item, _batch_item, build_ack_results, build_enqueue_request
 from .v1 import broker_pb2 as pb
@@ -131,6 +132,11 @@ class Worker:
         # Set by stop() / a signal, also before run(): run() then returns at once.
         self._stop_requested = False
         self._wakers: Set[asyncio.Task] = set()
+        self._expired_dropped = 0
+
+    def stats(self) -> Dict[str, int]:
+        """As ``jobwire.Worker.stats()``: ``expired_deliveries_dropped``."""
+        return {"expired_deliveries_dropped": self._expired_dropped}
 
     def __repr__(self) -> str:
         return "jobwire.aio.Worker(addr=%r, queues=%r, worker_id=%r, tls=%s, token=%s)" % (
@@ -288,7 +294,7 @@ class Worker:
     def _dispatch(self, claimed) -> None:
         self._running += 1
         job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms)
-        t = asyncio.create_task(self._process(job, claimed.lease_token))
+        t = asyncio.create_task(self._process(job, claimed.lease_token, time.monotonic()))
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
 
@@ -322,11 +328,20 @@ class Worker:
             job.lease_expires_at_ms = resp.lease_expires_at_ms
             delay = interval
 
-    async def _process(self, job: Job, token: str) -> None:
+    async def _process(self, job: Job, token: str, received: float) -> None:
         lease_s = self._lease_seconds(job)
-        state = {"lease_s": lease_s, "deadline": time.monotonic() + lease_s, "lost": False}
+        state = {"lease_s": lease_s, "deadline": received + lease_s, "lost": False}
         renew = None
         try:
+            ended_ago = lease_ended_ago_ms(job.lease_expires_at_ms, state["deadline"])
+            if ended_ago is not None:
+                # No handler, no Ack / Fail: the broker's reaper delivers it again.
+                self._expired_dropped += 1
+                log.warning("jobwire: delivery of job %s/%s (attempt %d) dropped: its lease "
+                            "ended %.0f ms ago, before its handler could start", job.queue,
+                            job.id, job.attempt, ended_ago)
+                await self._report(Outcome("expired_dropped", job))
+                return
             fn = self._handlers.get(job.type)
             if fn is None:
                 text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
@@ -367,8 +382,10 @@ class Worker:
 
     async def _send_final(self, method, request, state):
         """Ack / Fail (``await method(request, timeout)``), retried on
-        UNAVAILABLE / DEADLINE_EXCEEDED until the lease (as last known)
-        expires. Returns (response, None) or (None, JobwireError)."""
+        UNAVAILABLE / DEADLINE_EXCEEDED until the lease (as last known) has
+        ended, the last attempt at its end (_lease_rules.retry_wait). Returns
+        (response, None) or (None, JobwireError), the error UNAVAILABLE /
+        DEADLINE_EXCEEDED when the outcome is unknown."""
         delay, first = 0.1, True
         while True:
             timeout = self.timeout if first else min(
@@ -380,10 +397,13 @@ class Worker:
                 err = JobwireError.from_rpc_error(e)
             except JobwireError as e:  # from the ack coalescer
                 err = e
-            if err.code in _RETRYABLE and time.monotonic() + delay < state["deadline"]:
-                await asyncio.sleep(random.uniform(delay / 2, delay))
-                delay = min(delay * 2, 2.0)
-                continue
+            if err.code in _RETRYABLE:
+                wait = retry_wait(random.uniform(delay / 2, delay),
+                                  state["deadline"] - time.monotonic())
+                if wait is not None:
+                    await asyncio.sleep(wait)
+                    delay = min(delay * 2, 2.0)
+                    continue
             return None, err
 
     async def _ack(self, job, token, state, result: bytes) -> None:
@@ -392,6 +412,11 @@ class Worker:
                                           result=result), state)
         if err is None:
             await self._report(Outcome("ack_ok", job, lease_lost=state["lost"]))
+        elif err.code in _RETRYABLE:
+            log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
+                        "it may or may not be stored", job.queue, job.id, err)
+            await self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
+                                       lease_lost=state["lost"]))
         else:
             log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
             await self._report(Outcome("ack_error", job, code=err.code, error=err.message,
@@ -405,6 +430,11 @@ class Worker:
             await self._report(Outcome("fail_ok", job,
                                        fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome),
                                        next_attempt_at_ms=resp.next_attempt_at_ms, error=text,
+                                       lease_lost=state["lost"]))
+        elif err.code in _RETRYABLE:
+            log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
+                        "it may or may not be stored", job.queue, job.id, err)
+            await self._report(Outcome("fail_unknown", job, code=err.code, error=err.message,
                                        lease_lost=state["lost"]))
         else:
             log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)

@@ -19,6 +19,7 @@ from ._ack_coalescer import AckCoalescer, batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError, NonRetryableError
 from ._lease_renewer import Lease, LeaseRenewer
+from ._lease_rules import lease_ended_ago_ms, retry_wait
 from ._types import Job, Outcome, encode_result
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
@@ -183,6 +184,7 @@ class Worker:
         self._closed = False
         self._run_thread: Optional[threading.Thread] = None
         self._fatal: Optional[JobwireError] = None
+        self._expired_dropped = 0  # guarded by _lock
 
     def __repr__(self) -> str:
         return "jobwire.Worker(addr=%r, queues=%r, worker_id=%r, tls=%s, token=%s)" % (
@@ -208,6 +210,12 @@ class Worker:
         """Jobs currently held (handler running or outcome being sent)."""
         with self._lock:
             return self._running
+
+    def stats(self) -> Dict[str, int]:
+        """Counters of this worker: ``expired_deliveries_dropped`` (deliveries
+        whose lease had ended before their handler could start)."""
+        with self._lock:
+            return {"expired_deliveries_dropped": self._expired_dropped}
 
     # -- run / stop -------------------------------------------------------
     def run(self, install_signal_handlers: bool = True) -> None:
@@ -373,7 +381,7 @@ class Worker:
                         "while its handler runs); starting it anyway",
                         claimed.job.id, self.concurrency)
         job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms)
-        self._pool.submit(self._process, job, claimed.lease_token)
+        self._pool.submit(self._process, job, claimed.lease_token, time.monotonic())
 
     # -- one job ----------------------------------------------------------
     def _lease_seconds(self, job: Job) -> float:
@@ -384,10 +392,15 @@ class Worker:
         est = job.lease_expires_at_ms / 1000.0 - time.time()
         return est if 1.0 <= est <= 43200.0 else _BROKER_DEFAULT_LEASE_S
 
-    def _process(self, job: Job, token: str) -> None:
-        lease = Lease(job, token, self._lease_seconds(job), self.lease_ms or 0, self.timeout)
+    def _process(self, job: Job, token: str, received: float) -> None:
+        lease = Lease(job, token, self._lease_seconds(job), self.lease_ms or 0, self.timeout,
+                      received)
         acking = False  # the Ack was queued: its answer settles the job
         try:
+            ended_ago = lease_ended_ago_ms(job.lease_expires_at_ms, lease.deadline)
+            if ended_ago is not None:
+                self._drop_expired(job, lease, ended_ago)
+                return
             fn = self._handlers.get(job.type)
             if fn is None:
                 text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
@@ -418,6 +431,15 @@ class Worker:
             if not acking:
                 self._settled()
 
+    def _drop_expired(self, job: Job, lease: Lease, ended_ago_ms: float) -> None:
+        """No handler, no Ack / Fail: the broker's reaper delivers the job again."""
+        with self._lock:
+            self._expired_dropped += 1
+        log.warning("jobwire: delivery of job %s/%s (attempt %d) dropped: its lease ended "
+                    "%.0f ms ago, before its handler could start", job.queue, job.id,
+                    job.attempt, ended_ago_ms)
+        self._report(Outcome("expired_dropped", job, lease_lost=lease.lost))
+
     def _settled(self) -> None:
         """The job's final Ack / Fail is answered (or given up): its slot frees."""
         with self._cond:
@@ -442,7 +464,7 @@ class Worker:
     def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError]) -> None:
         # On the thread sending the AckBatch call: must not block.
         if (err is not None and err.code in _RETRYABLE and not self._closed
-                and time.monotonic() + 0.1 < lease.deadline):
+                and time.monotonic() < lease.deadline):
             # Retried with backoff on a handler thread (the sender sleeps for no one).
             try:
                 self._pool.submit(self._retry_ack, job, lease, req)
@@ -456,8 +478,10 @@ class Worker:
 
     def _retry_ack(self, job: Job, lease: Lease, req) -> None:
         try:
-            time.sleep(random.uniform(0.05, 0.1))
-            ok, _, err = self._send_final(self._acks.ack, req, lease)
+            wait = retry_wait(random.uniform(0.05, 0.1), lease.deadline - time.monotonic())
+            if wait is not None:
+                time.sleep(wait)
+            ok, _, err = self._send_final(self._acks.ack, req, lease, delay=0.2)
             if ok or err is not None:
                 self._report_ack(job, lease, err)
         finally:
@@ -468,6 +492,11 @@ class Worker:
             return  # shut down meanwhile (the call was cut): abandoned
         if err is None:
             self._report(Outcome("ack_ok", job, lease_lost=lease.lost))
+        elif err.code in _RETRYABLE:
+            log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
+                        "it may or may not be stored", job.queue, job.id, err)
+            self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
+                                 lease_lost=lease.lost))
         else:
             log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
             self._report(Outcome("ack_error", job, code=err.code, error=err.message,
@@ -482,6 +511,11 @@ class Worker:
             self._report(Outcome("fail_ok", job, fail_outcome=outcome,
                                  next_attempt_at_ms=resp.next_attempt_at_ms, error=text,
                                  lease_lost=lease.lost))
+        elif err is not None and err.code in _RETRYABLE:
+            log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
+                        "it may or may not be stored", job.queue, job.id, err)
+            self._report(Outcome("fail_unknown", job, code=err.code, error=err.message,
+                                 lease_lost=lease.lost))
         elif err is not None:
             log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
             self._report(Outcome("fail_error", job, code=err.code, error=err.message,
@@ -490,13 +524,14 @@ class Worker:
     def _unary_fail(self, request, timeout: float):
         return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
 
-    def _send_final(self, method, request, lease: Lease):
+    def _send_final(self, method, request, lease: Lease, delay: float = 0.1):
         """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
-        DEADLINE_EXCEEDED until the lease (as last known) expires. Returns
-        (ok, response, JobwireError); (False, None, None) when the worker was
-        shut down meanwhile."""
+        DEADLINE_EXCEEDED until the lease (as last known) has ended, the last
+        attempt at its end (_lease_rules.retry_wait). Returns (ok, response,
+        JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
+        outcome is unknown; (False, None, None) when the worker was shut down
+        meanwhile."""
         self._handled(lease)
-        delay = 0.1
         first = True
         while True:
             timeout = self.timeout
@@ -513,10 +548,13 @@ class Worker:
                 return False, None, None
             if self._closed:
                 return False, None, None
-            if err.code in _RETRYABLE and time.monotonic() + delay < lease.deadline:
-                time.sleep(random.uniform(delay / 2, delay))
-                delay = min(delay * 2, 2.0)
-                continue
+            if err.code in _RETRYABLE:
+                wait = retry_wait(random.uniform(delay / 2, delay),
+                                  lease.deadline - time.monotonic())
+                if wait is not None:
+                    time.sleep(wait)
+                    delay = min(delay * 2, 2.0)
+                    continue
             return False, None, err
 
     def _report(self, outcome: Outcome) -> None:

@@ -101,7 +101,9 @@ func run() error {
 				log.line("ack_ok", o.Job.ID, o.Job.Attempt, lang)
 			case jobwire.OutcomeFailOK:
 				log.line("fail_ok", o.Job.ID, o.Job.Attempt, lang, o.FailOutcome)
-			default: // ack_error, fail_error
+			case jobwire.OutcomeExpiredDropped:
+				log.line("expired_dropped", o.Job.ID, o.Job.Attempt, lang)
+			default: // ack_error, fail_error, ack_unknown, fail_unknown
 				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang, jobwire.CodeName(o.Code))
 			}
 		},

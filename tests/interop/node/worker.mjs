@@ -37,6 +37,10 @@ const worker = new Worker({
       case 'ack_error': logLine(`ack_error ${base} ${o.codeName}`); break;
       case 'fail_ok': logLine(`fail_ok ${base} ${o.failOutcome}`); break;
       case 'fail_error': logLine(`fail_error ${base} ${o.codeName}`); break;
+      case 'ack_unknown': logLine(`ack_unknown ${base} ${o.codeName}`); break;
+      case 'fail_unknown': logLine(`fail_unknown ${base} ${o.codeName}`); break;
+      case 'expired_dropped': logLine(`expired_dropped ${base}`); break;
+      default: logLine(`${o.kind} ${base}`); break;
     }
   },
 });

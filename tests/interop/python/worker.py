@@ -46,7 +46,9 @@ def on_outcome(o) -> None:
         log_line("ack_ok", o.job.id, o.job.attempt, LANG)
     elif o.kind == "fail_ok":
         log_line("fail_ok", o.job.id, o.job.attempt, LANG, o.fail_outcome)
-    else:  # ack_error / fail_error
+    elif o.code is None:  # expired_dropped
+        log_line(o.kind, o.job.id, o.job.attempt, LANG)
+    else:  # ack_error / fail_error / ack_unknown / fail_unknown
         log_line(o.kind, o.job.id, o.job.attempt, LANG, o.code.name)
 
 

@@ -1,0 +1,37 @@
+/**
+ * The two lease rules every Worker follows (docs/clients.md, Worker).
+ */
+
+/**
+ * How long before the estimated lease end the next-to-last Ack / Fail
+ * attempt is sent, so that it reaches the broker while the lease still holds;
+ * the last attempt is sent at the end.
+ */
+export const FINAL_LEAD_MS = 100;
+
+/**
+ * The wait before the next Ack / Fail attempt after one answered UNAVAILABLE
+ * / DEADLINE_EXCEEDED: `waitMs` (the jittered backoff), clipped so that an
+ * attempt is made FINAL_LEAD_MS before the lease end and a last one at the
+ * end. `leftMs`: time until the estimated lease end. undefined when the
+ * lease has ended (no attempt is left: the outcome is unknown).
+ */
+export function retryWait(waitMs: number, leftMs: number): number | undefined {
+  if (leftMs <= 0) return undefined;
+  if (leftMs > FINAL_LEAD_MS && waitMs >= leftMs - FINAL_LEAD_MS) return leftMs - FINAL_LEAD_MS;
+  return Math.min(waitMs, leftMs);
+}
+
+/**
+ * How long ago (ms, >= 0) the lease of a delivery ended, or undefined while
+ * it lasts. It has ended when the local wall clock `nowMs` is at or past
+ * `leaseExpiresAtMs` (epoch ms on the Redis clock: this assumes the worker's
+ * and Redis's clocks agree to well within a lease, e.g. NTP), or when
+ * `localDeadlineMs` (the worker's own estimate: receipt time plus the lease
+ * length) has passed.
+ */
+export function leaseEndedAgoMs(nowMs: number, leaseExpiresAtMs: number, localDeadlineMs: number): number | undefined {
+  let ago = nowMs - localDeadlineMs;
+  if (leaseExpiresAtMs > 0) ago = Math.max(ago, nowMs - leaseExpiresAtMs);
+  return ago >= 0 ? ago : undefined;
+}
