@@ -67,6 +67,8 @@ int main() {
   options.concurrency = concurrency;
   options.lease_ms = lease_ms;
   options.worker_id = absl::StrCat(lang, "-", getpid());
+  // Every kind the client reports, with its detail (the Fail's outcome or the
+  // code name) when it has one.
   options.on_outcome = [&](const Job& job, const Outcome& outcome) {
     log.Write(absl::StrCat(outcome.kind, " ", job.id, " ", job.attempt, " ", lang,
                            outcome.detail.empty() ? "" : " ", outcome.detail));

@@ -95,14 +95,18 @@ func run() error {
 		LeaseMs:     int64(leaseMs),
 		WorkerID:    fmt.Sprintf("%s-interop-%d", lang, os.Getpid()),
 		Logger:      logger,
+		// Every kind the client reports, with its detail when it has one: the
+		// Fail's outcome, or the code of the last answer (ack_error,
+		// fail_error, ack_unknown, fail_unknown); expired_dropped and ack_ok
+		// have none.
 		OnOutcome: func(o jobwire.Outcome) {
-			switch o.Kind {
-			case jobwire.OutcomeAckOK:
-				log.line("ack_ok", o.Job.ID, o.Job.Attempt, lang)
-			case jobwire.OutcomeFailOK:
-				log.line("fail_ok", o.Job.ID, o.Job.Attempt, lang, o.FailOutcome)
-			default: // ack_error, fail_error
+			switch {
+			case o.Kind == jobwire.OutcomeFailOK:
+				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang, o.FailOutcome)
+			case o.Err != nil:
 				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang, jobwire.CodeName(o.Code))
+			default:
+				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang)
 			}
 		},
 	})

@@ -30,14 +30,12 @@ const worker = new Worker({
   concurrency,
   leaseMs,
   workerId: `${lang}-interop-${process.pid}`,
+  // Every kind the client reports, with its detail when it has one: the
+  // Fail's outcome, or the code of the last answer (ack_error, fail_error,
+  // ack_unknown, fail_unknown); expired_dropped and ack_ok have none.
   onOutcome(o) {
-    const base = `${o.job.id} ${o.job.attempt} ${lang}`;
-    switch (o.kind) {
-      case 'ack_ok': logLine(`ack_ok ${base}`); break;
-      case 'ack_error': logLine(`ack_error ${base} ${o.codeName}`); break;
-      case 'fail_ok': logLine(`fail_ok ${base} ${o.failOutcome}`); break;
-      case 'fail_error': logLine(`fail_error ${base} ${o.codeName}`); break;
-    }
+    const detail = o.kind === 'fail_ok' ? ` ${o.failOutcome}` : o.codeName ? ` ${o.codeName}` : '';
+    logLine(`${o.kind} ${o.job.id} ${o.job.attempt} ${lang}${detail}`);
   },
 });
 

@@ -42,12 +42,16 @@ def handle(job):
 
 
 def on_outcome(o) -> None:
-    if o.kind == "ack_ok":
-        log_line("ack_ok", o.job.id, o.job.attempt, LANG)
-    elif o.kind == "fail_ok":
-        log_line("fail_ok", o.job.id, o.job.attempt, LANG, o.fail_outcome)
-    else:  # ack_error / fail_error
-        log_line(o.kind, o.job.id, o.job.attempt, LANG, o.code.name)
+    """Every kind the client reports, with its detail when it has one: the
+    Fail's outcome, or the code of the last answer (ack_error, fail_error,
+    ack_unknown, fail_unknown); expired_dropped and ack_ok have none."""
+    if o.kind == "fail_ok":
+        detail = [o.fail_outcome]
+    elif o.code is not None:
+        detail = [o.code.name]
+    else:
+        detail = []
+    log_line(o.kind, o.job.id, o.job.attempt, LANG, *detail)
 
 
 def main() -> int:
