@@ -81,6 +81,11 @@ int main() {
       log.Write(absl::StrCat("crash ", job.id, " ", job.attempt, " ", lang));
       _exit(3);
     }
+    if (payload.value("hold_in", "") == lang && job.attempt == 1) {
+      // run_interop.py freezes this process (SIGSTOP) during the sleep.
+      log.Write(absl::StrCat("hold ", job.id, " ", job.attempt, " ", lang));
+      absl::SleepFor(absl::Milliseconds(payload.value("hold_ms", 0)));
+    }
     if (int work_ms = payload.value("work_ms", 0); work_ms > 0) {
       absl::SleepFor(absl::Milliseconds(work_ms));
     }

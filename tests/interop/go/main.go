@@ -22,6 +22,10 @@ type payload struct {
 	Crash      bool `json:"crash"`
 	AlwaysFail bool `json:"always_fail"`
 	WorkMs     int  `json:"work_ms"`
+	// HoldIn names the language whose first attempt sleeps HoldMs after
+	// logging "hold" (run_interop.py freezes the process meanwhile).
+	HoldIn string `json:"hold_in"`
+	HoldMs int    `json:"hold_ms"`
 }
 
 type result struct {
@@ -122,6 +126,10 @@ func run() error {
 		if p.Crash && job.Attempt == 1 {
 			log.line("crash", job.ID, job.Attempt, lang)
 			os.Exit(3)
+		}
+		if p.HoldIn == lang && job.Attempt == 1 {
+			log.line("hold", job.ID, job.Attempt, lang)
+			time.Sleep(time.Duration(p.HoldMs) * time.Millisecond)
 		}
 		if p.WorkMs > 0 { // simulated work
 			time.Sleep(time.Duration(p.WorkMs) * time.Millisecond)

@@ -46,6 +46,11 @@ worker.register('interop', async (job) => {
     logLine(`crash ${job.id} ${job.attempt} ${lang}`);
     process.exit(3);
   }
+  if (p.hold_in === lang && job.attempt === 1) {
+    // run_interop.py freezes this process (SIGSTOP) during the sleep.
+    logLine(`hold ${job.id} ${job.attempt} ${lang}`);
+    await new Promise((resolve) => setTimeout(resolve, p.hold_ms ?? 0));
+  }
   if (p.work_ms) await new Promise((resolve) => setTimeout(resolve, p.work_ms));
   if (p.always_fail) throw new Error('always fails');
   if (p.fail_first && job.attempt === 1) throw new Error('planned first-attempt failure');

@@ -32,6 +32,10 @@ def handle(job):
     if p.get("crash") and job.attempt == 1:
         log_line("crash", job.id, job.attempt, LANG)
         os._exit(3)
+    if p.get("hold_in") == LANG and job.attempt == 1:
+        # run_interop.py freezes this process (SIGSTOP) during the sleep.
+        log_line("hold", job.id, job.attempt, LANG)
+        time.sleep(p.get("hold_ms", 0) / 1000.0)
     if p.get("work_ms"):
         time.sleep(p["work_ms"] / 1000.0)
     if p.get("always_fail"):
