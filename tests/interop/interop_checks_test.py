@@ -117,7 +117,8 @@ def test_late_ack_accepted_before_the_new_lease_acked(tmp_path):
     jobs = dict(JOBS, ja=(0, 2, "python"))
     assert_fails(run_checks(tmp_path, logs=logs, jobs=jobs),
                  "Ack accepted for attempt 1 in python",
-                 "python worker's late Ack of job ja (attempt 1, superseded) ended ack_ok (attempt 1 in python)")
+                 "python worker's late Ack of job ja (attempt 1, superseded) ended "
+                 "ack_ok (attempt 1 in python)")
 
 
 def test_result_names_another_language(tmp_path):
