@@ -3,11 +3,15 @@
 
 Starts a real redis-server and the real broker, one worker process per
 language on one queue (restarted when it crashes on purpose), and producers in
-two languages. When every job has settled it checks, from the workers' logs
-and from GetJob:
+two languages. Meanwhile it freezes each language's worker once, past its
+lease, while it holds a job (lease_freezer.py). When every job has settled it
+checks, from the workers' logs and from GetJob (interop_checks.py):
 
 - every job ends COMPLETED, or DEAD when it was built to exhaust its attempts;
-- no job completed twice, and no Ack was accepted for a superseded lease;
+- no job completed twice, and no Ack was accepted for a superseded lease,
+  while every language sent late Acks of superseded leases (all refused);
+- each stored result names the language that logged its Ack, and its n;
+- no worker logged a job id that no Enqueue returned;
 - every language completed jobs, and retries crossed languages;
 - the broker's attempts match the runs seen in the logs.
 
@@ -28,6 +32,10 @@ import time
 
 import grpc
 from jobwire.v1 import broker_pb2, broker_pb2_grpc
+
+import interop_checks
+from interop_checks import RUN_STEPS, LogTail, cross_pairs
+from lease_freezer import LeaseFreezer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -141,21 +149,23 @@ def tail(path, lines=15):
         return ""
 
 
-def read_log(path):
-    """Lines "<event> <job_id> <attempt> <lang> [detail]". A last line without
-    its newline is being written right now (the logs are read while workers
-    run) and is left for the next read."""
-    events = []
-    with open(path) as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break
-            parts = line.split()
-            if len(parts) < 4:
-                raise ValueError(f"{path}: malformed line {line!r}")
-            detail = parts[4] if len(parts) > 4 else ""
-            events.append((parts[0], parts[1], int(parts[2]), parts[3], detail))
-    return events
+class WorkerLogs:
+    """Every worker log of the run, read as it grows (LogTail): events holds,
+    per job id, every line in order of appearance."""
+
+    def __init__(self):
+        self.events = collections.defaultdict(list)  # job id -> [Event]
+        self._tails = {}
+
+    def read(self, workers):
+        """Reads what every log (of every incarnation) gained since the last
+        call; returns it as [(job_id, Event)]."""
+        new_events = []
+        for _, _, path in workers.logs:
+            new_events += self._tails.setdefault(path, LogTail(path)).read()
+        for job_id, e in new_events:
+            self.events[job_id].append(e)
+        return new_events
 
 
 def run(args):
@@ -221,52 +231,60 @@ def run(args):
         enqueued_at = time.time()
 
         # Wait until every job has a final outcome: in the logs, or (for the
-        # few whose outcome line died with a crashing worker) in the broker.
+        # few whose outcome line died with a crashing worker) in the broker;
+        # meanwhile the freezer freezes each language's worker once.
         channel = grpc.insecure_channel(addr)
         stub = broker_pb2_grpc.BrokerStub(channel)
         expect_dead = {job_ids[n] for n in job_ids if job_spec(n)["payload"]["always_fail"]}
-        finished = set()  # settled according to the broker
+        freezer = LeaseFreezer(stub, args.queue, workers, LANGS, args.lease_ms, first_n=args.jobs)
+        logs = WorkerLogs()
+        settled = set()
+        swept_at = 0.0
         deadline = started + args.timeout
-        while time.time() < deadline and not workers.failures:
-            workers.poll()
-            settled = set(finished)
-            for _, _, path in workers.logs:
-                if not os.path.exists(path):
-                    continue
-                for event, job_id, _, _, detail in read_log(path):
-                    if event == "ack_ok" or (event == "fail_ok" and detail == "DEAD"):
+        try:
+            while time.time() < deadline and not workers.failures:
+                workers.poll()
+                new_events = logs.read(workers)
+                for job_id, e in new_events:
+                    if e.kind == "ack_ok" or (e.kind == "fail_ok" and e.detail == "DEAD"):
                         settled.add(job_id)
-            unsettled = set(job_ids.values()) - settled
-            if not unsettled:
-                break
-            if len(unsettled) <= 100:
-                for job_id in unsettled:
-                    job = stub.GetJob(broker_pb2.GetJobRequest(queue=args.queue, job_id=job_id),
-                                      timeout=10)
-                    if job.state in (broker_pb2.COMPLETED, broker_pb2.DEAD):
-                        finished.add(job_id)
-            time.sleep(0.2)
+                freezer.step(new_events)
+                unsettled = (set(job_ids.values()) | set(freezer.job_n)) - settled
+                if not unsettled and freezer.done:
+                    break
+                if len(unsettled) <= 100 and time.time() > swept_at + 0.5:
+                    swept_at = time.time()
+                    for job_id in unsettled:
+                        job = stub.GetJob(broker_pb2.GetJobRequest(queue=args.queue,
+                                                                   job_id=job_id), timeout=10)
+                        if job.state in (broker_pb2.COMPLETED, broker_pb2.DEAD):
+                            settled.add(job_id)
+                time.sleep(0.1)
+        finally:
+            freezer.resume_all()
         drained_at = time.time()
         workers.stop_all()
-        failures += workers.failures
+        logs.read(workers)
+        failures += workers.failures + freezer.failures
+        if not freezer.done:
+            failures.append("the run ended before every language's worker was frozen")
 
-        # The broker's view of every job.
+        # The broker's view of every job the producers and the freezer enqueued.
+        job_n = {job_id: n for n, job_id in job_ids.items()}
+        job_n.update(freezer.job_n)
         broker_jobs = {}
-        for n, job_id in job_ids.items():
+        for job_id in job_n:
             broker_jobs[job_id] = stub.GetJob(
                 broker_pb2.GetJobRequest(queue=args.queue, job_id=job_id), timeout=10)
         channel.close()
 
-        # The logs' view: per job, every event in order of appearance.
-        events = collections.defaultdict(list)   # job id -> [(event, attempt, lang, detail, log)]
-        for lang, _, path in workers.logs:
-            if os.path.exists(path):
-                for event, job_id, attempt, log_lang, detail in read_log(path):
-                    events[job_id].append((event, attempt, log_lang, detail, path))
-
-        failures += check(args, job_ids, broker_jobs, events, expect_dead, workers)
-        summarize(args, job_ids, broker_jobs, events, workers,
-                  enqueued_at - started, drained_at - started)
+        facts = interop_checks.Run(
+            langs=LANGS, concurrency=args.concurrency, job_n=job_n, expect_dead=expect_dead,
+            broker_jobs=broker_jobs, events=logs.events, crashes=sum(workers.crashes.values()),
+            crashed_logs=workers.crashed_logs, freezes=freezer.freezes)
+        check_failures, counts = interop_checks.check(facts)
+        failures += check_failures
+        summarize(facts, counts, workers, enqueued_at - started, drained_at - started)
         return failures
     finally:
         for proc in reversed(procs):
@@ -282,116 +300,46 @@ def run(args):
             print(f"logs kept in {workdir}")
 
 
-def check(args, job_ids, broker_jobs, events, expect_dead, workers):
-    failures = []
-    completed_state = broker_pb2.COMPLETED
-    dead_state = broker_pb2.DEAD
-    unlogged_runs = 0
-    unlogged_acks = 0
-    for job_id, job in broker_jobs.items():
-        evs = events.get(job_id, [])
-        acks = [e for e in evs if e[0] == "ack_ok"]
-        starts = [e for e in evs if e[0] == "start"]
-        # Runs whose outcome was never logged because their process crashed.
-        crashed = {(e[1], e[4]) for e in starts if e[4] in workers.crashed_logs} - {
-            (e[1], e[4]) for e in evs if e[0] != "start"}
-
-        want = dead_state if job_id in expect_dead else completed_state
-        if job.state != want:
-            failures.append(f"job {job_id}: state {broker_pb2.JobState.Name(job.state)}, "
-                            f"want {broker_pb2.JobState.Name(want)} (error {job.error!r})")
-            continue
-        if len(acks) > 1:
-            failures.append(f"job {job_id}: completed {len(acks)} times: {acks}")
-        if want == completed_state:
-            if acks:
-                if acks[0][1] != job.attempts:
-                    failures.append(f"job {job_id}: Ack accepted for attempt {acks[0][1]}, "
-                                    f"but the broker's latest attempt is {job.attempts}")
-            elif any(a == job.attempts for a, _ in crashed):
-                # Acked, then the process crashed before the log line.
-                unlogged_acks += 1
-            else:
-                failures.append(f"job {job_id}: COMPLETED with no Ack in the logs")
-        else:
-            if acks:
-                failures.append(f"job {job_id}: DEAD but acked: {acks}")
-        # Attempts against logged runs: a job delivered to a worker that crashed
-        # before starting its handler was claimed without a logged run.
-        attempts_logged = sorted(e[1] for e in starts)
-        if len(attempts_logged) != len(set(attempts_logged)):
-            failures.append(f"job {job_id}: attempt ran twice: {attempts_logged}")
-        missing = job.attempts - len(starts)
-        if missing < 0 or (attempts_logged and attempts_logged[-1] > job.attempts):
-            failures.append(f"job {job_id}: broker counts {job.attempts} attempts, "
-                            f"logs show runs {attempts_logged}")
-        unlogged_runs += max(missing, 0)
-    # A crash loses at most the other jobs delivered to that worker's stream.
-    limit = sum(workers.crashes.values()) * (args.concurrency - 1)
-    if unlogged_runs > limit:
-        failures.append(f"{unlogged_runs} attempts without a logged run; at most {limit} "
-                        f"can be explained by crashes")
-    for lang in LANGS:
-        if not any(e[0] == "ack_ok" and e[2] == lang for evs in events.values() for e in evs):
-            failures.append(f"no job completed in {lang}")
-    pairs = cross_pairs(events)
-    runs = collections.Counter(e[2] for evs in events.values() for e in evs if e[0] == "start")
-    total_runs = sum(runs.values())
-    for a in LANGS:
-        for b in LANGS:
-            # "Likely" pairs: both languages ran at least 5% of all runs.
-            if a != b and runs[a] >= 0.05 * total_runs and runs[b] >= 0.05 * total_runs \
-                    and pairs[(a, b)] == 0:
-                failures.append(f"no job failed in {a} and completed in {b}")
-    stale_refused = sum(1 for evs in events.values() for e in evs
-                        if e[0] in ("ack_error", "fail_error"))
-    print(f"attempts without a logged run (delivered to a crashing worker): {unlogged_runs}")
-    print(f"acks lost with their crashing worker's log line: {unlogged_acks}")
-    print(f"Ack/Fail refused by the broker (superseded leases): {stale_refused}")
-    return failures
-
-
-def cross_pairs(events):
-    """(failed-in, completed-in) counts over jobs whose failed or crashed
-    attempt ran in one language and whose completion in another."""
-    pairs = collections.Counter()
-    for evs in events.values():
-        done = [e[2] for e in evs if e[0] == "ack_ok"]
-        if not done:
-            continue
-        failed_in = {e[2] for e in evs if e[0] == "crash" or
-                     (e[0] == "fail_ok" and e[3] == "RETRY_SCHEDULED")}
-        for a in failed_in:
-            if a != done[0]:
-                pairs[(a, done[0])] += 1
-    return pairs
-
-
-def summarize(args, job_ids, broker_jobs, events, workers, enqueue_s, drain_s):
+def summarize(run, counts, workers, enqueue_s, drain_s):
     completed = collections.Counter()
     runs = collections.Counter()
     failed = collections.Counter()
-    for evs in events.values():
+    for evs in run.events.values():
         for e in evs:
-            if e[0] == "ack_ok":
-                completed[e[2]] += 1
-            elif e[0] == "start":
-                runs[e[2]] += 1
-            elif e[0] == "fail_ok":
-                failed[e[2]] += 1
-    states = collections.Counter(broker_pb2.JobState.Name(j.state) for j in broker_jobs.values())
-    print(f"\n{len(job_ids)} jobs from {', '.join(PRODUCERS)} producers; "
-          f"enqueued after {enqueue_s:.1f} s, drained after {drain_s:.1f} s; "
+            if e.kind == "ack_ok":
+                completed[e.lang] += 1
+            elif e.kind == "start":
+                runs[e.lang] += 1
+            elif e.kind == "fail_ok":
+                failed[e.lang] += 1
+    states = collections.Counter(broker_pb2.JobState.Name(j.state)
+                                 for j in run.broker_jobs.values())
+    print(f"attempts without a logged run (delivered to a crashing worker): "
+          f"{counts['unlogged_runs']}")
+    print(f"acks lost with their crashing worker's log line: {counts['unlogged_acks']}")
+    print(f"acks answered unknown, then found stored: {counts['acks_unknown_stored']}")
+    print(f"Ack/Fail refused by the broker (superseded leases): {counts['stale_refused']}")
+    print(f"late Acks of superseded leases: {counts['late_acks']}, refused "
+          f"{counts['late_acks_refused']}")
+    print(f"\n{len(run.broker_jobs)} jobs from {', '.join(PRODUCERS)} producers and the "
+          f"freezer; enqueued after {enqueue_s:.1f} s, drained after {drain_s:.1f} s; "
           f"final states {dict(states)}")
     print(f"{'language':<8} {'runs':>6} {'completed':>9} {'failed':>6} {'crashes':>7}")
     for lang in LANGS:
         print(f"{lang:<8} {runs[lang]:>6} {completed[lang]:>9} {failed[lang]:>6} "
               f"{workers.crashes[lang]:>7}")
-    pairs = cross_pairs(events)
+    pairs = cross_pairs(run.events)
     print("\ncross-language retries (failed or crashed in row, completed in column)")
     print(f"{'':<8} " + " ".join(f"{b:>6}" for b in LANGS))
     for a in LANGS:
         print(f"{a:<8} " + " ".join(f"{pairs[(a, b)] if a != b else '-':>6}" for b in LANGS))
+    print("\nfrozen workers (SIGSTOP while holding a job, past its lease)")
+    for f in run.freezes:
+        ends = [f"{e.kind} {e.detail}".strip() for e in run.events.get(f.job_id, [])
+                if e.log == f.log and e.attempt == f.attempt and e.kind not in RUN_STEPS]
+        print(f"{f.lang:<8} job {f.job_id} attempt {f.attempt}: frozen {f.frozen_s:.1f} s, "
+              f"broker at attempt {f.attempts_at_resume} on resume; late Ack: "
+              f"{ends[0] if ends else 'no outcome logged'}")
     print()
 
 

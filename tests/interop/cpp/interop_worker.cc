@@ -67,6 +67,8 @@ int main() {
   options.concurrency = concurrency;
   options.lease_ms = lease_ms;
   options.worker_id = absl::StrCat(lang, "-", getpid());
+  // Every kind the client reports, with its detail (the Fail's outcome or the
+  // code name) when it has one.
   options.on_outcome = [&](const Job& job, const Outcome& outcome) {
     log.Write(absl::StrCat(outcome.kind, " ", job.id, " ", job.attempt, " ", lang,
                            outcome.detail.empty() ? "" : " ", outcome.detail));
@@ -78,6 +80,11 @@ int main() {
     if (payload.value("crash", false) && job.attempt == 1) {
       log.Write(absl::StrCat("crash ", job.id, " ", job.attempt, " ", lang));
       _exit(3);
+    }
+    if (payload.value("hold_in", "") == lang && job.attempt == 1) {
+      // run_interop.py freezes this process (SIGSTOP) during the sleep.
+      log.Write(absl::StrCat("hold ", job.id, " ", job.attempt, " ", lang));
+      absl::SleepFor(absl::Milliseconds(payload.value("hold_ms", 0)));
     }
     if (int work_ms = payload.value("work_ms", 0); work_ms > 0) {
       absl::SleepFor(absl::Milliseconds(work_ms));

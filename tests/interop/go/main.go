@@ -22,6 +22,10 @@ type payload struct {
 	Crash      bool `json:"crash"`
 	AlwaysFail bool `json:"always_fail"`
 	WorkMs     int  `json:"work_ms"`
+	// HoldIn names the language whose first attempt sleeps HoldMs after
+	// logging "hold" (run_interop.py freezes the process meanwhile).
+	HoldIn string `json:"hold_in"`
+	HoldMs int    `json:"hold_ms"`
 }
 
 type result struct {
@@ -95,16 +99,18 @@ func run() error {
 		LeaseMs:     int64(leaseMs),
 		WorkerID:    fmt.Sprintf("%s-interop-%d", lang, os.Getpid()),
 		Logger:      logger,
+		// Every kind the client reports, with its detail when it has one: the
+		// Fail's outcome, or the code of the last answer (ack_error,
+		// fail_error, ack_unknown, fail_unknown); expired_dropped and ack_ok
+		// have none.
 		OnOutcome: func(o jobwire.Outcome) {
-			switch o.Kind {
-			case jobwire.OutcomeAckOK:
-				log.line("ack_ok", o.Job.ID, o.Job.Attempt, lang)
-			case jobwire.OutcomeFailOK:
-				log.line("fail_ok", o.Job.ID, o.Job.Attempt, lang, o.FailOutcome)
-			case jobwire.OutcomeExpiredDropped:
-				log.line("expired_dropped", o.Job.ID, o.Job.Attempt, lang)
-			default: // ack_error, fail_error, ack_unknown, fail_unknown
+			switch {
+			case o.Kind == jobwire.OutcomeFailOK:
+				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang, o.FailOutcome)
+			case o.Err != nil:
 				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang, jobwire.CodeName(o.Code))
+			default:
+				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang)
 			}
 		},
 	})
@@ -120,6 +126,10 @@ func run() error {
 		if p.Crash && job.Attempt == 1 {
 			log.line("crash", job.ID, job.Attempt, lang)
 			os.Exit(3)
+		}
+		if p.HoldIn == lang && job.Attempt == 1 {
+			log.line("hold", job.ID, job.Attempt, lang)
+			time.Sleep(time.Duration(p.HoldMs) * time.Millisecond)
 		}
 		if p.WorkMs > 0 { // simulated work
 			time.Sleep(time.Duration(p.WorkMs) * time.Millisecond)

@@ -30,18 +30,12 @@ const worker = new Worker({
   concurrency,
   leaseMs,
   workerId: `${lang}-interop-${process.pid}`,
+  // Every kind the client reports, with its detail when it has one: the
+  // Fail's outcome, or the code of the last answer (ack_error, fail_error,
+  // ack_unknown, fail_unknown); expired_dropped and ack_ok have none.
   onOutcome(o) {
-    const base = `${o.job.id} ${o.job.attempt} ${lang}`;
-    switch (o.kind) {
-      case 'ack_ok': logLine(`ack_ok ${base}`); break;
-      case 'ack_error': logLine(`ack_error ${base} ${o.codeName}`); break;
-      case 'fail_ok': logLine(`fail_ok ${base} ${o.failOutcome}`); break;
-      case 'fail_error': logLine(`fail_error ${base} ${o.codeName}`); break;
-      case 'ack_unknown': logLine(`ack_unknown ${base} ${o.codeName}`); break;
-      case 'fail_unknown': logLine(`fail_unknown ${base} ${o.codeName}`); break;
-      case 'expired_dropped': logLine(`expired_dropped ${base}`); break;
-      default: logLine(`${o.kind} ${base}`); break;
-    }
+    const detail = o.kind === 'fail_ok' ? ` ${o.failOutcome}` : o.codeName ? ` ${o.codeName}` : '';
+    logLine(`${o.kind} ${o.job.id} ${o.job.attempt} ${lang}${detail}`);
   },
 });
 
@@ -51,6 +45,11 @@ worker.register('interop', async (job) => {
   if (p.crash && job.attempt === 1) {
     logLine(`crash ${job.id} ${job.attempt} ${lang}`);
     process.exit(3);
+  }
+  if (p.hold_in === lang && job.attempt === 1) {
+    // run_interop.py freezes this process (SIGSTOP) during the sleep.
+    logLine(`hold ${job.id} ${job.attempt} ${lang}`);
+    await new Promise((resolve) => setTimeout(resolve, p.hold_ms ?? 0));
   }
   if (p.work_ms) await new Promise((resolve) => setTimeout(resolve, p.work_ms));
   if (p.always_fail) throw new Error('always fails');

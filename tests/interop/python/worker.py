@@ -32,6 +32,10 @@ def handle(job):
     if p.get("crash") and job.attempt == 1:
         log_line("crash", job.id, job.attempt, LANG)
         os._exit(3)
+    if p.get("hold_in") == LANG and job.attempt == 1:
+        # run_interop.py freezes this process (SIGSTOP) during the sleep.
+        log_line("hold", job.id, job.attempt, LANG)
+        time.sleep(p.get("hold_ms", 0) / 1000.0)
     if p.get("work_ms"):
         time.sleep(p["work_ms"] / 1000.0)
     if p.get("always_fail"):
@@ -42,14 +46,16 @@ def handle(job):
 
 
 def on_outcome(o) -> None:
-    if o.kind == "ack_ok":
-        log_line("ack_ok", o.job.id, o.job.attempt, LANG)
-    elif o.kind == "fail_ok":
-        log_line("fail_ok", o.job.id, o.job.attempt, LANG, o.fail_outcome)
-    elif o.code is None:  # expired_dropped
-        log_line(o.kind, o.job.id, o.job.attempt, LANG)
-    else:  # ack_error / fail_error / ack_unknown / fail_unknown
-        log_line(o.kind, o.job.id, o.job.attempt, LANG, o.code.name)
+    """Every kind the client reports, with its detail when it has one: the
+    Fail's outcome, or the code of the last answer (ack_error, fail_error,
+    ack_unknown, fail_unknown); expired_dropped and ack_ok have none."""
+    if o.kind == "fail_ok":
+        detail = [o.fail_outcome]
+    elif o.code is not None:
+        detail = [o.code.name]
+    else:
+        detail = []
+    log_line(o.kind, o.job.id, o.job.attempt, LANG, *detail)
 
 
 def main() -> int:
