@@ -208,6 +208,21 @@ absl::Status AdminCli::PurgeDead(const std::string& queue, int64_t older_than_ms
   return absl::OkStatus();
 }
 
+absl::Status AdminCli::DeleteQueue(const std::string& queue, bool force) {
+  v1::DeleteQueueRequest request;
+  request.set_queue(queue);
+  request.set_force(force);
+  v1::DeleteQueueResponse response;
+  grpc::Status status = admin_->DeleteQueue(Context().get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  if (json_) {
+    PrintJson(response);
+  } else {
+    *out_ << "deleted queue " << queue << " and " << response.deleted() << " job(s)\n";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AdminCli::Pause(const std::string& queue, bool paused) {
   grpc::Status status;
   if (paused) {

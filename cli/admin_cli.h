@@ -54,6 +54,7 @@ class AdminCli {
   absl::Status RetryDead(const std::string& queue, const std::vector<std::string>& ids, bool all,
                          const std::string& type);
   absl::Status PurgeDead(const std::string& queue, int64_t older_than_ms);
+  absl::Status DeleteQueue(const std::string& queue, bool force);
   absl::Status Pause(const std::string& queue, bool paused);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);

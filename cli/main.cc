@@ -6,6 +6,7 @@
 //   jobwire job QUEUE ID
 //   jobwire retry-dead QUEUE (--all | ID...) [--type T]
 //   jobwire purge-dead QUEUE [--older-than-ms MS]
+//   jobwire delete-queue QUEUE [--force]
 //   jobwire pause QUEUE / jobwire resume QUEUE
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //
@@ -96,6 +97,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_json(purge);
 
+  bool force = false;
+  CLI::App* delete_queue =
+      app.add_subcommand("delete-queue", "delete a queue and every job in it");
+  add_queue(delete_queue);
+  delete_queue->add_flag("--force", force, "delete active jobs too");
+  add_json(delete_queue);
+
   CLI::App* pause = app.add_subcommand("pause", "stop handing the queue's jobs to workers");
   add_queue(pause);
   add_json(pause);
@@ -139,6 +147,8 @@ int main(int argc, char** argv) {
     status = cli.Job(queue, id);
   } else if (*retry) {
     status = cli.RetryDead(queue, ids, all, type);
+  } else if (*delete_queue) {
+    status = cli.DeleteQueue(queue, force);
   } else if (*purge) {
     status = cli.PurgeDead(queue, older_than_ms);
   } else if (*pause || *resume) {

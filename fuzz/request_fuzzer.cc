@@ -488,7 +488,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     stack->model->Clear();
     stack->since_flush.clear();
     (void)stack->redis.Command("FLUSHALL");
-    stack->lifecycle->OnRedisReconnected();  // register queues again
   }
   return 0;
 }

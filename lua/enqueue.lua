@@ -6,6 +6,7 @@
 -- KEYS[1]  {p}:{q}:seq         job id counter
 -- KEYS[2]  {p}:{q}:ready       due jobs
 -- KEYS[3]  {p}:{q}:scheduled   jobs due later
+-- KEYS[4]  {p}:{q}:registered  exists once the queue is in the registry
 -- ARGV[1]  job key prefix {p}:{q}:job:
 -- ARGV[2]  idempotency key prefix {p}:{q}:idem:
 -- ARGV[3]  dedup window ms
@@ -14,8 +15,10 @@
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
 --   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms
--- Returns {id1, duplicate1, id2, duplicate2, ...}: duplicate is 1 when the
--- idempotency key was known (nothing written), else 0. Publishes 0 when a new
+-- Returns {id1, duplicate1, id2, duplicate2, ..., registered}: duplicate is
+-- 1 when the idempotency key was known (nothing written), else 0;
+-- registered is 0 when the queue's registered marker is missing (a new
+-- queue, or one deleted since): the broker then registers it. Publishes 0 when a new
 -- job is due now and the delay of the earliest new job due later, if any.
 local now = now_ms()
 local out = {}
@@ -56,4 +59,5 @@ for i = 5, #ARGV, 9 do
 end
 if due_now then redis.call('PUBLISH', ARGV[4], '0') end
 if next_delay then redis.call('PUBLISH', ARGV[4], int(next_delay)) end
+out[#out + 1] = redis.call('EXISTS', KEYS[4])
 return out

@@ -23,7 +23,6 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
       job.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, job.backoff_base_ms()));
     }
   }
-  RegisterOnce(queue);
   enqueues_.Enqueue(queue, std::move(jobs),
                     [this, queue, done = std::move(done)](
                         absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
@@ -34,27 +33,6 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
                       }
                       done(std::move(result));
                     });
-}
-
-void JobLifecycle::RegisterOnce(const std::string& queue) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (registered_.contains(queue)) return;
-    // A cache, not a registry: bounded so that it does not grow with every
-    // queue name ever enqueued to (registering again is harmless).
-    if (registered_.size() >= kMaxRegisteredCache) registered_.clear();
-    registered_.insert(queue);
-  }
-  store_->RegisterQueue(queue, [this, queue](absl::StatusOr<bool> added) {
-    if (added.ok()) return;
-    absl::MutexLock lock(&mu_);
-    registered_.erase(queue);  // try again with the next enqueue
-  });
-}
-
-void JobLifecycle::OnRedisReconnected() {
-  absl::MutexLock lock(&mu_);
-  registered_.clear();
 }
 
 void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/enqueue_coalescer.h"
 #include "broker/core/metrics.h"
@@ -35,9 +33,8 @@ class JobLifecycle {
   // Stores `jobs`, all of `queue`, in one script call, perhaps together with
   // other enqueues of the queue (EnqueueCoalescer); one outcome per job (see
   // JobStore::Enqueue). REQUIRES: each job passed validation. Zero
-  // max_attempts and backoff fields take the broker defaults. Records the
-  // queue in the registry the first time this process (or this Redis
-  // connection) sees it.
+  // max_attempts and backoff fields take the broker defaults. The store
+  // records a new queue in the registry by itself (JobStore::RegisterQueue).
   void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
                store::Callback<std::vector<store::EnqueueOutcome>> done);
   // Completes `acks`, all of `queue`, with one script call; one status per
@@ -50,25 +47,14 @@ class JobLifecycle {
   void Cancel(const v1::CancelRequest& request, store::Callback<bool> done);
   void GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done);
 
-  // Redis reconnected (perhaps a new, empty one): register queues again.
-  void OnRedisReconnected();
-
   const LifecycleDefaults& defaults() const { return defaults_; }
 
  private:
-  void RegisterOnce(const std::string& queue);
-
   const store::JobStore* const store_;
   Dispatcher* const dispatcher_;
   Metrics* const metrics_;
   const LifecycleDefaults defaults_;
   EnqueueCoalescer enqueues_;
-  absl::Mutex mu_;
-  // Queues this broker has registered since it connected (so that an
-  // enqueue registers its queue once); cleared when it reaches
-  // kMaxRegisteredCache entries.
-  static constexpr size_t kMaxRegisteredCache = 10000;
-  absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwire::core

@@ -79,27 +79,34 @@ Metrics::Metrics()
                           .Help("How long the longest-waiting due job of the queue has been due")
                           .Register(*registry_)) {}
 
-void Metrics::JobEnqueued(const std::string& queue) { enqueued_.Add({{"queue", queue}}).Increment(); }
+void Metrics::JobEnqueued(const std::string& queue) {
+  Track(queue); enqueued_.Add({{"queue", queue}}).Increment(); }
 
 void Metrics::JobClaimed(const std::string& queue, absl::Duration wait) {
+  Track(queue);
   claimed_.Add({{"queue", queue}}).Increment();
   claim_wait_.Add({{"queue", queue}}, DurationBuckets()).Observe(Seconds(wait));
 }
 
-void Metrics::JobAcked(const std::string& queue) { acked_.Add({{"queue", queue}}).Increment(); }
+void Metrics::JobAcked(const std::string& queue) {
+  Track(queue); acked_.Add({{"queue", queue}}).Increment(); }
 
 void Metrics::JobRunTime(const std::string& queue, absl::Duration run_time) {
+  Track(queue);
   run_time_.Add({{"queue", queue}}, DurationBuckets()).Observe(Seconds(run_time));
 }
 
 void Metrics::JobFailed(const std::string& queue, bool dead) {
+  Track(queue);
   failed_.Add({{"queue", queue}}).Increment();
   (dead ? dead_ : retried_).Add({{"queue", queue}}).Increment();
 }
 
-void Metrics::JobCancelled(const std::string& queue) { dead_.Add({{"queue", queue}}).Increment(); }
+void Metrics::JobCancelled(const std::string& queue) {
+  Track(queue); dead_.Add({{"queue", queue}}).Increment(); }
 
 void Metrics::LeasesExpired(const std::string& queue, int64_t count, int64_t dead) {
+  Track(queue);
   lease_expired_.Add({{"queue", queue}}).Increment(static_cast<double>(count));
   if (dead > 0) dead_.Add({{"queue", queue}}).Increment(static_cast<double>(dead));
   if (count > dead) retried_.Add({{"queue", queue}}).Increment(static_cast<double>(count - dead));
@@ -122,8 +129,53 @@ void Metrics::ClaimStreamOpened() { streams_open_.Increment(); }
 
 void Metrics::ClaimStreamClosed() { streams_open_.Decrement(); }
 
+namespace {
+
+template <typename T>
+void RemoveSeries(prometheus::Family<T>& family, const prometheus::Labels& labels) {
+  if (family.Has(labels)) family.Remove(&family.Add(labels));
+}
+
+// Add() needs the bucket boundaries of a histogram it would create; Has()
+// guarantees it does not create one here.
+void RemoveSeries(prometheus::Family<prometheus::Histogram>& family,
+                  const prometheus::Labels& labels) {
+  if (family.Has(labels)) family.Remove(&family.Add(labels, DurationBuckets()));
+}
+
+}  // namespace
+
+void Metrics::Track(const std::string& queue) {
+  absl::MutexLock lock(&mu_);
+  if (!queues_.contains(queue)) queues_.insert(queue);
+}
+
+std::vector<std::string> Metrics::Queues() const {
+  absl::MutexLock lock(&mu_);
+  return std::vector<std::string>(queues_.begin(), queues_.end());
+}
+
+void Metrics::ForgetQueue(const std::string& queue) {
+  {
+    absl::MutexLock lock(&mu_);
+    queues_.erase(queue);
+  }
+  const prometheus::Labels labels = {{"queue", queue}};
+  for (auto* family : {&enqueued_, &claimed_, &acked_, &failed_, &retried_, &dead_,
+                       &lease_expired_}) {
+    RemoveSeries(*family, labels);
+  }
+  RemoveSeries(claim_wait_, labels);
+  RemoveSeries(run_time_, labels);
+  RemoveSeries(oldest_due_age_, labels);
+  for (const char* state : {"pending_due", "pending_scheduled", "active", "completed", "dead"}) {
+    RemoveSeries(queue_jobs_, {{"queue", queue}, {"state", state}});
+  }
+}
+
 void Metrics::SetQueueStats(const v1::QueueStats& stats) {
   const std::string& q = stats.queue();
+  Track(q);
   for (const auto& [state, count] : {std::pair<const char*, int64_t>{"pending_due", stats.pending_due()},
                                      {"pending_scheduled", stats.pending_scheduled()},
                                      {"active", stats.active()},

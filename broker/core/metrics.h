@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -18,7 +19,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "jobwire/v1/admin.pb.h"
 
@@ -59,7 +62,18 @@ class Metrics {
   // Replaces the queue's depth and oldest-due gauges.
   void SetQueueStats(const v1::QueueStats& stats);
 
+  // Removes every series labelled with `queue` (the queue is gone), so that
+  // the series do not grow with every queue ever seen.
+  void ForgetQueue(const std::string& queue);
+  // The queues that have series.
+  std::vector<std::string> Queues() const;
+
  private:
+  // Notes that `queue` has series.
+  void Track(const std::string& queue);
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<std::string> queues_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& enqueued_;
   prometheus::Family<prometheus::Counter>& claimed_;

@@ -90,6 +90,23 @@ void QueueAdmin::DeleteJob(const std::string& queue, const std::string& job_id,
   admin_->DeleteJob(queue, job_id, std::move(done));
 }
 
+void QueueAdmin::DeleteQueue(const std::string& queue, bool force,
+                             store::Callback<int64_t> done) const {
+  DeleteFrom(queue, force, 0, std::move(done));
+}
+
+void QueueAdmin::DeleteFrom(const std::string& queue, bool force, int64_t deleted,
+                            store::Callback<int64_t> done) const {
+  admin_->DeleteQueue(queue, force, kBatch,
+                      [this, queue, force, deleted, done = std::move(done)](
+                          absl::StatusOr<std::pair<int64_t, bool>> batch) mutable {
+                        if (!batch.ok()) return done(batch.status());
+                        const int64_t total = deleted + batch->first;
+                        if (batch->second) return done(total);
+                        DeleteFrom(queue, force, total, std::move(done));
+                      });
+}
+
 void QueueAdmin::PurgeDead(const std::string& queue, int64_t older_than_ms,
                            store::Callback<int64_t> done) const {
   PurgeFrom(queue, older_than_ms, 0, std::move(done));

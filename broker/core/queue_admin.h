@@ -37,6 +37,9 @@ class QueueAdmin {
   void DeleteJob(const std::string& queue, const std::string& job_id,
                  store::Callback<bool> done) const;
   // Removes every job dead for more than `older_than_ms`; returns how many.
+  // Removes `queue` and every job in it, a batch per script call; returns
+  // how many jobs. FAILED_PRECONDITION when jobs are active and !force.
+  void DeleteQueue(const std::string& queue, bool force, store::Callback<int64_t> done) const;
   void PurgeDead(const std::string& queue, int64_t older_than_ms,
                  store::Callback<int64_t> done) const;
   // Pauses or resumes `queue` (registering it, so that ListQueues shows it).
@@ -46,6 +49,8 @@ class QueueAdmin {
   void RetryFrom(const std::string& queue, const std::string& type, int64_t offset,
                  const std::string& bound,
                  int64_t moved, store::Callback<int64_t> done) const;
+  void DeleteFrom(const std::string& queue, bool force, int64_t deleted,
+                  store::Callback<int64_t> done) const;
   void PurgeFrom(const std::string& queue, int64_t older_than_ms, int64_t purged,
                  store::Callback<int64_t> done) const;
 

@@ -20,6 +20,21 @@ void QueueStatsRefresher::Schedule(absl::Duration delay) {
 
 void QueueStatsRefresher::Exec() {
   params_.store->ListQueues([this](absl::StatusOr<std::vector<std::string>> queues) {
+    if (queues.ok()) {
+      // Absent from two registry reads in a row: a queue's first enqueue
+      // counts its metrics just before its registration lands.
+      absl::flat_hash_set<std::string> registered(queues->begin(), queues->end());
+      absl::flat_hash_set<std::string> absent;
+      for (const std::string& queue : params_.metrics->Queues()) {
+        if (registered.contains(queue)) continue;
+        if (absent_before_.contains(queue)) {
+          params_.metrics->ForgetQueue(queue);
+        } else {
+          absent.insert(queue);
+        }
+      }
+      absent_before_ = std::move(absent);
+    }
     if (!queues.ok() || queues->empty()) {
       Schedule(params_.interval);
       return;

@@ -2,12 +2,17 @@
 // and oldest-due gauges of Metrics. Every `interval` it lists the registered
 // queues and runs AdminStore::Stats (queue_stats.lua: a few O(log n) reads
 // per queue, no scan) on each, so a scrape never touches Redis. Gauges of a
-// queue keep their last value while Redis is unreachable.
+// queue keep their last value while Redis is unreachable. A queue that has
+// series but is not in the registry on two passes in a row
+// (Admin.DeleteQueue, through any replica) loses all its series
+// (Metrics::ForgetQueue).
 #ifndef JOBWIRE_BROKER_CORE_QUEUE_STATS_REFRESHER_H_
 #define JOBWIRE_BROKER_CORE_QUEUE_STATS_REFRESHER_H_
 
 #include <atomic>
+#include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
@@ -41,6 +46,8 @@ class QueueStatsRefresher {
 
   const QueueStatsRefresherParams params_;
   std::atomic<bool> stopped_{false};
+  // Queues with series that the last pass found unregistered (loop thread).
+  absl::flat_hash_set<std::string> absent_before_;
 };
 
 }  // namespace jobwire::core

@@ -80,7 +80,6 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
 
   s->commands_.SetOnConnected([raw = s.get()] {
     raw->store_.CheckRedisSettings();
-    raw->lifecycle_.OnRedisReconnected();
     raw->dispatcher_.OnRedisReconnected();
     raw->health_.SetRedisUp(true);
   });

@@ -113,6 +113,21 @@ grpc::ServerUnaryReactor* AdminService::DeleteJob(grpc::CallbackServerContext* c
   return reactor;
 }
 
+grpc::ServerUnaryReactor* AdminService::DeleteQueue(grpc::CallbackServerContext* ctx,
+                                                    const v1::DeleteQueueRequest* req,
+                                                    v1::DeleteQueueResponse* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateDeleteQueue(*req))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+  admin_->DeleteQueue(req->queue(), req->force(),
+                      [reactor, resp](absl::StatusOr<int64_t> deleted) {
+                        if (FinishIfError(reactor, deleted.status())) return;
+                        resp->set_deleted(*deleted);
+                        reactor->Finish(grpc::Status::OK);
+                      });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* AdminService::PurgeDead(grpc::CallbackServerContext* ctx,
                                                   const v1::PurgeDeadRequest* req,
                                                   v1::PurgeDeadResponse* resp) {

@@ -40,6 +40,9 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* ctx,
                                       const v1::DeleteJobRequest* req,
                                       v1::DeleteJobResponse* resp) override;
+  grpc::ServerUnaryReactor* DeleteQueue(grpc::CallbackServerContext* ctx,
+                                        const v1::DeleteQueueRequest* req,
+                                        v1::DeleteQueueResponse* resp) override;
   grpc::ServerUnaryReactor* PurgeDead(grpc::CallbackServerContext* ctx,
                                       const v1::PurgeDeadRequest* req,
                                       v1::PurgeDeadResponse* resp) override;

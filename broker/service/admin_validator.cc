@@ -67,6 +67,10 @@ absl::Status ValidateDeleteJob(const v1::DeleteJobRequest& r) {
   return ValidateJobId("job_id", r.job_id());
 }
 
+absl::Status ValidateDeleteQueue(const v1::DeleteQueueRequest& r) {
+  return ValidateQueueName("queue", r.queue());
+}
+
 absl::Status ValidatePurgeDead(const v1::PurgeDeadRequest& r) {
   JW_RETURN_IF_ERROR(ValidateQueueName("queue", r.queue()));
   if (r.older_than_ms() < 0) {

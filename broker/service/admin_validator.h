@@ -21,6 +21,7 @@ absl::Status ValidateQueueRequest(absl::string_view queue);
 absl::Status ValidateListJobs(const v1::ListJobsRequest& r);
 absl::Status ValidateRetryDead(const v1::RetryDeadRequest& r);
 absl::Status ValidateDeleteJob(const v1::DeleteJobRequest& r);
+absl::Status ValidateDeleteQueue(const v1::DeleteQueueRequest& r);
 absl::Status ValidatePurgeDead(const v1::PurgeDeadRequest& r);
 
 // The offset a ListJobs page token stands for (0 for the empty token).

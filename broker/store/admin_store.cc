@@ -106,6 +106,27 @@ void AdminStore::RetryDeadScan(const std::string& queue, const std::string& type
                  RetryReply(queue, std::move(done)));
 }
 
+void AdminStore::DeleteQueue(const std::string& queue, bool force, int batch,
+                             Callback<std::pair<int64_t, bool>> done) const {
+  Keys k = KeysFor(queue);
+  scripts_->Eval(
+      scripts_->Get("delete_queue"),
+      {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
+       Keys::Registry(key_prefix_), k.Registered()},
+      {k.JobPrefix(), k.IdempotencyPrefix(), queue, force ? "1" : "0", absl::StrCat(batch)},
+      [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (!IsArray(*reply, 2)) return done(absl::InternalError("bad delete_queue reply"));
+        const std::string& code = reply->elements[0].str;
+        if (code == "ACTIVE") {
+          return done(absl::FailedPreconditionError(absl::StrCat(
+              "queue ", queue, " has ", reply->elements[1].AsInt(),
+              " active jobs; set force to delete them too")));
+        }
+        done(std::make_pair(reply->elements[1].AsInt(), code == "DONE"));
+      });
+}
+
 void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
                            Callback<bool> done) const {
   Keys k = KeysFor(queue);

@@ -70,6 +70,12 @@ class AdminStore {
   // delete_job.lua. NOT_FOUND.
   void DeleteJob(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
 
+  // delete_queue.lua: removes up to `batch` jobs of `queue`, and the queue
+  // itself once it is empty. Returns (removed, done).
+  // FAILED_PRECONDITION when jobs are active and !force (nothing removed).
+  void DeleteQueue(const std::string& queue, bool force, int batch,
+                   Callback<std::pair<int64_t, bool>> done) const;
+
   // purge_dead.lua: removes up to `batch` jobs dead for more than
   // `older_than_ms`; returns how many.
   void PurgeDead(const std::string& queue, int64_t older_than_ms, int batch,

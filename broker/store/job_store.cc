@@ -131,13 +131,22 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
                  absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms())});
   }
-  scripts_->Eval(scripts_->Get("enqueue"), {keys.Seq(), keys.Ready(), keys.Scheduled()},
-                 std::move(args),
-                 [count = jobs.size(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+  scripts_->Eval(scripts_->Get("enqueue"),
+                 {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered()}, std::move(args),
+                 [this, queue, count = jobs.size(),
+                  done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (reply->type != RedisReply::Type::kArray ||
-                       reply->elements.size() != 2 * count) {
+                       reply->elements.size() != 2 * count + 1) {
                      return done(absl::InternalError("bad enqueue reply"));
+                   }
+                   if (reply->elements[2 * count].AsInt() == 0) {
+                     RegisterQueue(queue, [queue](absl::StatusOr<bool> added) {
+                       if (added.ok()) return;
+                       // The next enqueue finds the marker missing and tries again.
+                       base::Log(base::LogLevel::kWarning, "queue not registered",
+                                 {{"queue", queue}, {"error", added.status().ToString()}});
+                     });
                    }
                    std::vector<EnqueueOutcome> out;
                    out.reserve(count);
@@ -327,6 +336,10 @@ void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) cons
                    if (!reply.ok()) return done(reply.status());
                    done(reply->AsInt() == 1);
                  });
+  // After the registry entry, on the same connection: a marker that is set
+  // says the entry was written (Redis runs one connection's commands in
+  // order). The marker lives in the queue's slot, where enqueue.lua reads it.
+  client_->Command({"SET", KeysFor(queue).Registered(), "1"}, [](absl::StatusOr<RedisReply>) {});
 }
 
 void JobStore::GetJob(const std::string& queue, const std::string& job_id,

@@ -149,7 +149,10 @@ class JobStore {
   // (oldest first); returns how many. REQUIRES: one of them is set.
   void TrimDead(const std::string& queue, int batch, Callback<int64_t> done) const;
 
-  // register_queue.lua: records `queue` in the registry.
+  // register_queue.lua: records `queue` in the registry, then sets the
+  // queue's registered marker. Enqueue calls it by itself whenever
+  // enqueue.lua finds the marker missing (a new queue, or one deleted
+  // since), so no broker needs to remember which queues it registered.
   void RegisterQueue(const std::string& queue, Callback<bool> done) const;
 
   // HGETALL of the job. NOT_FOUND.

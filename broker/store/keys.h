@@ -38,6 +38,7 @@ class Keys {
   std::string Idempotency(absl::string_view key) const { return base_ + "idem:" + std::string(key); }
   std::string IdempotencyPrefix() const { return base_ + "idem:"; }
   std::string Paused() const { return base_ + "paused"; }
+  std::string Registered() const { return base_ + "registered"; }
   // The record of one claim.lua call, by its claim id (release_claim.lua).
   std::string Claim(absl::string_view claim_id) const {
     return base_ + "claim:" + std::string(claim_id);
