@@ -15,11 +15,18 @@
 -- ARGV[1] job key prefix {p}:{q}:job:
 -- ARGV[2] idempotency key prefix {p}:{q}:idem:
 -- ARGV[3] queue name (its registry member)
--- ARGV[4] '1' to delete active jobs too
+-- ARGV[4] '1' to delete active jobs too, '0' not, 'empty' to remove the
+--         queue only if it holds no job at all and is not paused (the
+--         reaper dropping an idle queue)
 -- ARGV[5] batch size (jobs per call)
 -- Returns {'ACTIVE', n} (refused: n jobs active, nothing removed) |
+-- {'BUSY', 0} ('empty' mode: the queue holds jobs or is paused) |
 -- {'MORE', removed} (call again) | {'DONE', removed}.
-if ARGV[4] ~= '1' then
+if ARGV[4] == 'empty' then
+  for i = 1, 6 do
+    if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
+  end
+elseif ARGV[4] ~= '1' then
   local active = redis.call('ZCARD', KEYS[3])
   if active > 0 then return {'ACTIVE', active} end
 end

@@ -12,12 +12,20 @@
 -- KEYS[2] {p}:{q}:scheduled
 -- KEYS[3] {p}:{q}:dead
 -- KEYS[4] {p}:{q}:completed
+-- KEYS[5] {p}:{q}:ready
+-- KEYS[6] {p}:{q}:paused
+-- KEYS[7] {p}:{q}:registered (its value: '1', or the Redis ms since which
+--         the queue has been found empty)
 -- ARGV[1] job key prefix {p}:{q}:job:
 -- ARGV[2] max jobs per call
 -- ARGV[3] jitter seed
 -- ARGV[4] notify channel {p}:{q}:notify
 -- ARGV[5] completed retention ms
--- Returns {reaped, next_expiry_in_ms, dead, skipped}: next_expiry_in_ms is
+-- ARGV[6] idle ms: how long a queue may stay empty (no job in any state, not
+--         paused) before it is reported idle; 0 = never
+-- Returns {reaped, next_expiry_in_ms, dead, skipped, idle}: idle is 1 when
+-- the queue has been empty for ARGV[6] ms (the broker then drops it from the
+-- registry, delete_queue.lua 'if empty'); next_expiry_in_ms is
 -- the ms until the earliest remaining lease expires (0 when more expired
 -- leases remain), or -1 when no job is active; dead is how many of the
 -- reaped jobs ran out of attempts (the others were scheduled for a retry);
@@ -44,4 +52,20 @@ redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. int(now - tonumber(ARGV[5
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_in = -1
 if #first > 0 then next_in = math.max(0, tonumber(first[2]) - now) end
-return {#expired, next_in, dead, skipped}
+
+local idle = 0
+local idle_ms = tonumber(ARGV[6])
+local mark = redis.call('GET', KEYS[7])
+if idle_ms > 0 and mark then
+  local empty = #first == 0 and redis.call('ZCARD', KEYS[5]) == 0 and
+                redis.call('ZCARD', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 and
+                redis.call('ZCARD', KEYS[4]) == 0 and redis.call('EXISTS', KEYS[6]) == 0
+  if not empty then
+    if mark ~= '1' then redis.call('SET', KEYS[7], '1') end
+  elseif mark == '1' then
+    redis.call('SET', KEYS[7], int(now))  -- found empty for the first time
+  elseif now - (tonumber(mark) or now) >= idle_ms then
+    idle = 1
+  end
+end
+return {#expired, next_in, dead, skipped, idle}

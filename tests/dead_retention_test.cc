@@ -1,12 +1,15 @@
 // Bounds on dead jobs (--dead_max_per_queue, --dead_retention_ms), enforced
 // by the reaper's pass (at most 5 s apart): off by default, and when set the
-// oldest dead jobs go first, with their idempotency keys.
+// oldest dead jobs go first, with their idempotency keys. And queues that
+// stay empty (--idle_queue_ttl_ms) leave the registry.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "jobwire/v1/admin.grpc.pb.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::testing {
@@ -78,6 +81,44 @@ TEST_F(BrokerTest, DeadJobsAreKeptByDefault) {
   absl::SleepFor(absl::Seconds(6));  // past a reaper pass
   EXPECT_TRUE(Exists(*stub_, "kept", ids[0]));
   EXPECT_TRUE(Exists(*stub_, "kept", ids[1]));
+}
+
+class IdleQueueTest : public BrokerTest {
+ protected:
+  IdleQueueTest()
+      : BrokerTest({"--idle_queue_ttl_ms=1000", "--completed_retention_ms=500"}) {}
+
+  bool Listed(const std::string& queue) {
+    auto admin = v1::Admin::NewStub(broker_->channel());
+    grpc::ClientContext context;
+    v1::ListQueuesResponse response;
+    EXPECT_TRUE(admin->ListQueues(&context, v1::ListQueuesRequest(), &response).ok());
+    for (const auto& q : response.queues()) {
+      if (q.queue() == queue) return true;
+    }
+    return false;
+  }
+};
+
+// A queue whose last job completed and expired leaves the registry after the
+// idle time (two reaper passes: one finds it empty, a later one drops it); a
+// queue that still holds a dead job stays; the next enqueue brings it back.
+TEST_F(IdleQueueTest, AnEmptyQueueLeavesTheRegistryAndComesBackWithItsNextJob) {
+  MustEnqueue(*stub_, MakeJob("brief", "p"));
+  {
+    ClaimReader reader(broker_->NewStub(), MakeClaim({"brief"}, 1));
+    std::optional<v1::ClaimedJob> job = reader.Next(absl::Seconds(5));
+    ASSERT_TRUE(job.has_value());
+    JW_ASSERT_OK(Ack(*stub_, *job));
+  }
+  MakeDead(*stub_, "kept", 1);
+  ASSERT_TRUE(Listed("brief"));
+  const absl::Time deadline = absl::Now() + absl::Seconds(25);
+  while (Listed("brief") && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(250));
+  EXPECT_FALSE(Listed("brief"));
+  EXPECT_TRUE(Listed("kept"));
+  MustEnqueue(*stub_, MakeJob("brief", "p"));
+  EXPECT_TRUE(Listed("brief"));
 }
 
 }  // namespace

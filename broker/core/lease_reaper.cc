@@ -47,6 +47,14 @@ void LeaseReaper::OnLeaseGranted(absl::Time expiry) {
   }
 }
 
+void LeaseReaper::DropIdle(const std::string& queue) {
+  params_.admin->DropIfEmpty(queue, [queue](absl::StatusOr<bool> dropped) {
+    if (dropped.ok() && *dropped) {
+      base::Log(base::LogLevel::kInfo, "idle queue dropped from the registry", {{"queue", queue}});
+    }
+  });
+}
+
 void LeaseReaper::Exec() {
   in_pass_ = true;
   // Ends the pass: the next one at `next`, or earlier for a lease granted
@@ -81,6 +89,7 @@ void LeaseReaper::Exec() {
       params_.store->Reap(queue, params_.batch,
                           [this, pass, queue, finish](absl::StatusOr<store::ReapOutcome> outcome) {
                             if (outcome.ok()) {
+                              if (outcome->idle && params_.admin != nullptr) DropIdle(queue);
                               if (outcome->reaped > 0) {
                                 params_.metrics->LeasesExpired(queue, outcome->reaped, outcome->dead);
                                 base::Log(base::LogLevel::kInfo, "expired leases settled",

@@ -10,6 +10,9 @@
 // once: reap.lua handles each expiry once. When the store bounds dead jobs
 // (StoreOptions::dead_retention_ms / dead_max_per_queue), each pass also
 // trims every queue's dead set (trim_dead.lua), a batch per queue per pass.
+// A queue reap.lua reports idle (empty for StoreOptions::idle_queue_ttl_ms)
+// is dropped from the registry, so the passes do not grow with every queue
+// ever used; its next Enqueue registers it again.
 #ifndef JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 #define JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 
@@ -19,6 +22,7 @@
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
+#include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
 
 namespace jobwire::core {
@@ -26,6 +30,9 @@ namespace jobwire::core {
 struct LeaseReaperParams {
   base::EventLoop* loop = nullptr;
   const store::JobStore* store = nullptr;
+  // Drops queues that reap.lua reports idle (AdminStore::DropIfEmpty); null:
+  // none are dropped.
+  const store::AdminStore* admin = nullptr;
   Metrics* metrics = nullptr;
   absl::Duration max_interval = absl::Seconds(5);
   int batch = 500;  // expired leases settled per queue per call
@@ -47,6 +54,7 @@ class LeaseReaper {
 
  private:
   void Exec();
+  void DropIdle(const std::string& queue);
   // The next pass runs `delay` from now, replacing the one scheduled.
   void Schedule(absl::Duration delay);
 

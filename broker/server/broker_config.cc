@@ -38,6 +38,9 @@ ABSL_FLAG(int64_t, dead_retention_ms, kDefaults.dead_retention_ms,
 ABSL_FLAG(int64_t, dead_max_per_queue, kDefaults.dead_max_per_queue,
           "at most this many dead jobs per queue, the oldest removed first by the reaper; "
           "0 = no bound");
+ABSL_FLAG(int64_t, idle_queue_ttl_ms, kDefaults.idle_queue_ttl_ms,
+          "a queue empty this long (no job in any state, not paused) leaves the registry "
+          "(ListQueues, the reaper's passes, metrics) until its next enqueue; 0 = never");
 ABSL_FLAG(int32_t, default_max_attempts, kDefaults.default_max_attempts,
           "attempts when an Enqueue gives none (1..1000)");
 ABSL_FLAG(int64_t, backoff_base_ms, kDefaults.backoff_base_ms, "default retry backoff base");
@@ -74,7 +77,7 @@ namespace {
 absl::Status ApplyEnvironment() {
   for (const char* name : {"listen", "redis_url", "data_dir", "redis_server_path", "key_prefix",
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
-                           "completed_retention_ms", "dead_retention_ms", "dead_max_per_queue",
+                           "completed_retention_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
                            "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer",
@@ -119,6 +122,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.completed_retention_ms = absl::GetFlag(FLAGS_completed_retention_ms);
   c.dead_retention_ms = absl::GetFlag(FLAGS_dead_retention_ms);
   c.dead_max_per_queue = absl::GetFlag(FLAGS_dead_max_per_queue);
+  c.idle_queue_ttl_ms = absl::GetFlag(FLAGS_idle_queue_ttl_ms);
   c.default_max_attempts = absl::GetFlag(FLAGS_default_max_attempts);
   c.backoff_base_ms = absl::GetFlag(FLAGS_backoff_base_ms);
   c.backoff_max_ms = absl::GetFlag(FLAGS_backoff_max_ms);
@@ -146,6 +150,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
                       365LL * 24 * 3600 * 1000),
            CheckRange("dead_retention_ms", c.dead_retention_ms, 0, 10LL * 365 * 24 * 3600 * 1000),
            CheckRange("dead_max_per_queue", c.dead_max_per_queue, 0, 1000000000),
+           CheckRange("idle_queue_ttl_ms", c.idle_queue_ttl_ms, 0, 365LL * 24 * 3600 * 1000),
            CheckRange("default_max_attempts", c.default_max_attempts, 1, kMaxAttempts),
            CheckRange("backoff_base_ms", c.backoff_base_ms, 1, kMaxBackoffMs),
            CheckRange("backoff_max_ms", c.backoff_max_ms, c.backoff_base_ms, kMaxBackoffMs),

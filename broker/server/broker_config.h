@@ -25,6 +25,7 @@ struct BrokerConfig {
   int64_t completed_retention_ms = 24LL * 3600 * 1000;
   int64_t dead_retention_ms = 0;   // 0: dead jobs kept until purged
   int64_t dead_max_per_queue = 0;  // 0: no bound
+  int64_t idle_queue_ttl_ms = 24LL * 3600 * 1000;  // 0: never dropped
   int32_t default_max_attempts = 3;
   int64_t backoff_base_ms = 1000;
   int64_t backoff_max_ms = 3600LL * 1000;

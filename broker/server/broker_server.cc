@@ -19,6 +19,7 @@ store::StoreOptions StoreOptionsFrom(const BrokerConfig& c) {
   o.completed_retention_ms = c.completed_retention_ms;
   o.dead_retention_ms = c.dead_retention_ms;
   o.dead_max_per_queue = c.dead_max_per_queue;
+  o.idle_queue_ttl_ms = c.idle_queue_ttl_ms;
   return o;
 }
 
@@ -53,7 +54,7 @@ BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress
       admin_store_(&commands_, &scripts_, config.key_prefix),
       dispatcher_(&loop_, &store_, &subscriber_, &metrics_, StreamLimitsFrom(config)),
       lifecycle_(&store_, &dispatcher_, &metrics_, DefaultsFrom(config)),
-      reaper_(core::LeaseReaperParams{&loop_, &store_, &metrics_}),
+      reaper_(core::LeaseReaperParams{&loop_, &store_, &admin_store_, &metrics_}),
       stats_refresher_(core::QueueStatsRefresherParams{&loop_, &store_, &admin_store_, &metrics_}),
       authorizer_(std::move(authorizer)),
       service_(&lifecycle_, &dispatcher_, &metrics_, authorizer_.get(), ServiceOptionsFrom(config)),

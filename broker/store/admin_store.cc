@@ -108,12 +108,25 @@ void AdminStore::RetryDeadScan(const std::string& queue, const std::string& type
 
 void AdminStore::DeleteQueue(const std::string& queue, bool force, int batch,
                              Callback<std::pair<int64_t, bool>> done) const {
+  RunDeleteQueue(queue, force ? "1" : "0", batch, std::move(done));
+}
+
+void AdminStore::DropIfEmpty(const std::string& queue, Callback<bool> done) const {
+  RunDeleteQueue(queue, "empty", 1,
+                 [done = std::move(done)](absl::StatusOr<std::pair<int64_t, bool>> result) {
+                   if (!result.ok()) return done(result.status());
+                   done(result->second);
+                 });
+}
+
+void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mode, int batch,
+                                Callback<std::pair<int64_t, bool>> done) const {
   Keys k = KeysFor(queue);
   scripts_->Eval(
       scripts_->Get("delete_queue"),
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
        Keys::Registry(key_prefix_), k.Registered()},
-      {k.JobPrefix(), k.IdempotencyPrefix(), queue, force ? "1" : "0", absl::StrCat(batch)},
+      {k.JobPrefix(), k.IdempotencyPrefix(), queue, mode, absl::StrCat(batch)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 2)) return done(absl::InternalError("bad delete_queue reply"));
@@ -123,6 +136,7 @@ void AdminStore::DeleteQueue(const std::string& queue, bool force, int batch,
               "queue ", queue, " has ", reply->elements[1].AsInt(),
               " active jobs; set force to delete them too")));
         }
+        if (code == "BUSY") return done(std::make_pair(int64_t{0}, false));
         done(std::make_pair(reply->elements[1].AsInt(), code == "DONE"));
       });
 }

@@ -75,6 +75,9 @@ class AdminStore {
   // FAILED_PRECONDITION when jobs are active and !force (nothing removed).
   void DeleteQueue(const std::string& queue, bool force, int batch,
                    Callback<std::pair<int64_t, bool>> done) const;
+  // delete_queue.lua 'empty': drops `queue` from the registry if it holds no
+  // job at all and is not paused. Returns whether it was dropped.
+  void DropIfEmpty(const std::string& queue, Callback<bool> done) const;
 
   // purge_dead.lua: removes up to `batch` jobs dead for more than
   // `older_than_ms`; returns how many.
@@ -85,6 +88,9 @@ class AdminStore {
   void SetPaused(const std::string& queue, bool paused, Callback<bool> done) const;
 
  private:
+  // delete_queue.lua with ARGV[4] = `mode` ('1', '0' or 'empty').
+  void RunDeleteQueue(const std::string& queue, const std::string& mode, int batch,
+                      Callback<std::pair<int64_t, bool>> done) const;
   Keys KeysFor(const std::string& queue) const { return Keys(key_prefix_, queue); }
 
   const ScriptRunner* const scripts_;  // runs every call, on `client`

@@ -140,21 +140,26 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                        reply->elements.size() != 2 * count + 1) {
                      return done(absl::InternalError("bad enqueue reply"));
                    }
-                   if (reply->elements[2 * count].AsInt() == 0) {
-                     RegisterQueue(queue, [queue](absl::StatusOr<bool> added) {
-                       if (added.ok()) return;
-                       // The next enqueue finds the marker missing and tries again.
-                       base::Log(base::LogLevel::kWarning, "queue not registered",
-                                 {{"queue", queue}, {"error", added.status().ToString()}});
-                     });
-                   }
+                   const bool registered = reply->elements[2 * count].AsInt() == 1;
                    std::vector<EnqueueOutcome> out;
                    out.reserve(count);
                    for (size_t i = 0; i < count; ++i) {
                      out.push_back(EnqueueOutcome{reply->elements[2 * i].str,
                                                   reply->elements[2 * i + 1].AsInt() == 1});
                    }
-                   done(std::move(out));
+                   if (registered) return done(std::move(out));
+                   // A new queue (or one deleted since): registered before the
+                   // enqueue answers, so ListQueues and the reaper see it then.
+                   RegisterQueue(queue, [queue, out = std::move(out), done = std::move(done)](
+                                            absl::StatusOr<bool> added) mutable {
+                     if (!added.ok()) {
+                       // The jobs are stored; the next enqueue finds the marker
+                       // missing and registers the queue.
+                       base::Log(base::LogLevel::kWarning, "queue not registered",
+                                 {{"queue", queue}, {"error", added.status().ToString()}});
+                     }
+                     done(std::move(out));
+                   });
                  });
 }
 
@@ -303,15 +308,17 @@ void JobStore::Release(const std::string& queue, const std::string& job_id,
 void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("reap"),
-                 {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed()},
+                 {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed(), keys.Ready(),
+                  keys.Paused(), keys.Registered()},
                  {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
-                  absl::StrCat(options_.completed_retention_ms)},
+                  absl::StrCat(options_.completed_retention_ms),
+                  absl::StrCat(options_.idle_queue_ttl_ms)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
-                   if (reply->elements.size() != 4) return done(absl::InternalError("bad reap reply"));
+                   if (reply->elements.size() != 5) return done(absl::InternalError("bad reap reply"));
                    LogSkippedJobs(queue, "reap", reply->elements[3]);
                    done(ReapOutcome{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1),
-                                    reply->elements[2].AsInt()});
+                                    reply->elements[2].AsInt(), reply->elements[4].AsInt() == 1});
                  });
 }
 
@@ -331,15 +338,20 @@ void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> d
 }
 
 void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) const {
-  scripts_->Eval(scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)}, {queue},
-                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   if (!reply.ok()) return done(reply.status());
-                   done(reply->AsInt() == 1);
-                 });
-  // After the registry entry, on the same connection: a marker that is set
-  // says the entry was written (Redis runs one connection's commands in
-  // order). The marker lives in the queue's slot, where enqueue.lua reads it.
-  client_->Command({"SET", KeysFor(queue).Registered(), "1"}, [](absl::StatusOr<RedisReply>) {});
+  // The marker only once the registry entry is written, so that a set marker
+  // implies the entry. It lives in the queue's slot, where enqueue.lua reads
+  // it.
+  scripts_->Eval(
+      scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)}, {queue},
+      [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        const bool added = reply->AsInt() == 1;
+        client_->Command({"SET", KeysFor(queue).Registered(), "1"},
+                         [added, done = std::move(done)](absl::StatusOr<RedisReply> set) {
+                           if (!set.ok()) return done(set.status());
+                           done(added);
+                         });
+      });
 }
 
 void JobStore::GetJob(const std::string& queue, const std::string& job_id,

@@ -40,6 +40,9 @@ struct StoreOptions {
   // none (the default: dead jobs are kept until an operator acts).
   int64_t dead_retention_ms = 0;
   int64_t dead_max_per_queue = 0;
+  // A queue empty this long (no job in any state, not paused) is dropped
+  // from the registry by the reaper; 0 = never.
+  int64_t idle_queue_ttl_ms = 24LL * 3600 * 1000;
 };
 
 struct EnqueueOutcome {
@@ -79,6 +82,8 @@ struct ReapOutcome {
   int64_t next_expiry_in_ms = -1;
   // How many of the reaped jobs became dead (the others await a retry).
   int64_t dead = 0;
+  // The queue has been empty for StoreOptions::idle_queue_ttl_ms.
+  bool idle = false;
 };
 
 // Thread safety: every method may be called from any thread.
@@ -140,8 +145,9 @@ class JobStore {
   void Release(const std::string& queue, const std::string& job_id, const std::string& token,
                Callback<bool> done) const;
 
-  // reap.lua: settles up to `max_jobs` expired leases of `queue` and trims
-  // its completed index to the retention.
+  // reap.lua: settles up to `max_jobs` expired leases of `queue`, trims its
+  // completed index to the retention, and tells whether the queue has been
+  // empty for options().idle_queue_ttl_ms.
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
 
   // trim_dead.lua: removes up to `batch` dead jobs of `queue` past
