@@ -32,6 +32,17 @@ local function backoff_ms(base, cap, attempts)
   return math.floor(d + d * 0.1 * math.random())
 end
 
+-- Deletes the hash of job `id` (key `job_key`) and its idempotency key when
+-- that still names the job (a later job may hold the key by now). Returns 1
+-- when the hash existed, else 0. The caller removes the id from its sets.
+local function delete_job_hash(job_key, idem_prefix, id)
+  local idem = redis.call('HGET', job_key, 'idempotency_key')
+  if idem and idem ~= '' and redis.call('GET', idem_prefix .. idem) == id then
+    redis.call('DEL', idem_prefix .. idem)
+  end
+  return redis.call('DEL', job_key)
+end
+
 -- Settles a failed run of an active job: schedules a retry (state pending,
 -- due after the backoff or retry_after_ms when > 0) or, when the attempts are
 -- used up or non_retryable is true, makes it dead. Publishes the retry's delay

@@ -8,11 +8,7 @@
 -- ARGV[1] job id
 -- ARGV[2] idempotency key prefix {p}:{q}:idem:
 -- Returns {'OK'} | {'NOT_FOUND'}.
-local idem = redis.call('HGET', KEYS[1], 'idempotency_key')
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOT_FOUND'} end
-if idem and idem ~= '' and redis.call('GET', ARGV[2] .. idem) == ARGV[1] then
-  redis.call('DEL', ARGV[2] .. idem)
-end
 for i = 2, 6 do redis.call('ZREM', KEYS[i], ARGV[1]) end
-redis.call('DEL', KEYS[1])
+delete_job_hash(KEYS[1], ARGV[2], ARGV[1])
 return {'OK'}

@@ -36,12 +36,7 @@ for i = 1, 5 do
   if left <= 0 then break end
   local ids = redis.call('ZRANGE', KEYS[i], 0, left - 1)
   for _, id in ipairs(ids) do
-    local key = ARGV[1] .. id
-    local idem = redis.call('HGET', key, 'idempotency_key')
-    if idem and idem ~= '' and redis.call('GET', ARGV[2] .. idem) == id then
-      redis.call('DEL', ARGV[2] .. idem)
-    end
-    removed = removed + redis.call('DEL', key)
+    removed = removed + delete_job_hash(ARGV[1] .. id, ARGV[2], id)
   end
   if #ids > 0 then redis.call('ZREM', KEYS[i], unpack(ids)) end
   left = left - #ids

@@ -11,12 +11,7 @@ local cutoff = now_ms() - tonumber(ARGV[3])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(cutoff), 'LIMIT', 0,
                        tonumber(ARGV[4]))
 for _, id in ipairs(ids) do
-  local key = ARGV[1] .. id
-  local idem = redis.call('HGET', key, 'idempotency_key')
-  if idem and idem ~= '' and redis.call('GET', ARGV[2] .. idem) == id then
-    redis.call('DEL', ARGV[2] .. idem)
-  end
-  redis.call('DEL', key)
+  delete_job_hash(ARGV[1] .. id, ARGV[2], id)
   redis.call('ZREM', KEYS[1], id)
 end
 return #ids
