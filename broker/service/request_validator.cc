@@ -85,9 +85,12 @@ absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                                    kMaxIdempotencyKeyLength));
   JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "backoff_base_ms"), r.backoff_base_ms(), 0, kMaxBackoffMs));
   JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "backoff_max_ms"), r.backoff_max_ms(), 0, kMaxBackoffMs));
-  if (r.backoff_max_ms() != 0 && r.backoff_max_ms() < r.backoff_base_ms()) {
+  const int64_t base =
+      r.backoff_base_ms() != 0 ? r.backoff_base_ms() : limits.default_backoff_base_ms;
+  if (r.backoff_max_ms() != 0 && r.backoff_max_ms() < base) {
     return Invalid(absl::StrCat(p, "backoff_max_ms"),
-                   absl::StrCat("must not be below backoff_base_ms (", r.backoff_base_ms(),
+                   absl::StrCat("must not be below backoff_base_ms (", base,
+                                r.backoff_base_ms() == 0 ? ", the broker default" : "",
                                 "), got ", r.backoff_max_ms()));
   }
   return absl::OkStatus();

@@ -33,6 +33,9 @@ inline constexpr int64_t kMaxBackoffMs = 7LL * 24 * 3600 * 1000;
 
 struct Limits {
   int64_t max_payload_bytes = 1 << 20;
+  // The backoff base a job with backoff_base_ms 0 gets (--backoff_base_ms):
+  // its backoff_max_ms must not be below it either.
+  int64_t default_backoff_base_ms = 1000;
 };
 
 // Checks a queue name: 1..128 characters of [A-Za-z0-9._:-]. `field` names

@@ -67,7 +67,9 @@ INSTANTIATE_TEST_SUITE_P(
         EnqueueCase{"idem_256", [](v1::EnqueueRequest* r) { r->set_idempotency_key(std::string(256, 'k')); }, "", ""},
         EnqueueCase{"idem_257", [](v1::EnqueueRequest* r) { r->set_idempotency_key(std::string(257, 'k')); }, "idempotency_key", "at most 256 bytes"},
         EnqueueCase{"backoff_neg", [](v1::EnqueueRequest* r) { r->set_backoff_base_ms(-1); }, "backoff_base_ms", "0.."},
-        EnqueueCase{"backoff_max_below_base", [](v1::EnqueueRequest* r) { r->set_backoff_base_ms(500); r->set_backoff_max_ms(100); }, "backoff_max_ms", "below backoff_base_ms"}),
+        EnqueueCase{"backoff_max_below_base", [](v1::EnqueueRequest* r) { r->set_backoff_base_ms(500); r->set_backoff_max_ms(100); }, "backoff_max_ms", "below backoff_base_ms"},
+        EnqueueCase{"backoff_max_below_default_base", [](v1::EnqueueRequest* r) { r->set_backoff_max_ms(500); }, "backoff_max_ms", "below backoff_base_ms (1000, the broker default)"},
+        EnqueueCase{"backoff_max_at_default_base", [](v1::EnqueueRequest* r) { r->set_backoff_max_ms(1000); }, "", ""}),
     [](const ::testing::TestParamInfo<EnqueueCase>& info) {
       std::string name = info.param.name;
       for (char& c : name) if (c == '-') c = 'm';
