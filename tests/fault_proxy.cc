@@ -83,16 +83,31 @@ void FaultProxy::CutOnNextReplyContaining(std::string needle) {
   needle_ = std::move(needle);
 }
 
+void FaultProxy::Resume() {
+  paused_ = false;
+  char c = 0;
+  (void)!write(wake_fds_[1], &c, 1);
+}
+
 void FaultProxy::Run() {
   std::vector<Pair> pairs;
   std::vector<char> buffer(1 << 16);
   while (!stop_) {
+    const bool paused = paused_.load();
     std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
     for (const Pair& p : pairs) {
-      fds.push_back({p.client, POLLIN, 0});
-      fds.push_back({p.server, POLLIN, 0});
+      // Paused: not polled, so their bytes stay in the kernel until Resume.
+      const short events = paused ? 0 : POLLIN;
+      fds.push_back({p.client, events, 0});
+      fds.push_back({p.server, events, 0});
     }
     if (poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) return;
+    // Read again: a Pause() while poll waited must hold what it woke for.
+    const bool hold = paused_.load();
+    if (fds[1].revents & POLLIN) {
+      char drain[64];
+      (void)!read(wake_fds_[0], drain, sizeof(drain));
+    }
     if (fds[0].revents & POLLIN) {
       int client = accept(listen_fd_, nullptr, nullptr);
       if (client >= 0) {
@@ -108,7 +123,7 @@ void FaultProxy::Run() {
     for (size_t i = 0; i < pairs.size(); ++i) {
       const Pair& p = pairs[i];
       bool open = true;
-      for (int side = 0; side < 2 && open; ++side) {
+      for (int side = 0; side < 2 && open && !paused && !hold; ++side) {
         const pollfd& f = fds[2 + 2 * i + side];
         if (!(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
         const int from = side == 0 ? p.client : p.server;

@@ -1,7 +1,9 @@
 // FaultProxy: a TCP proxy on 127.0.0.1 in front of one server port (a
-// RedisServer), for tests that need a connection to fail at a precise point:
-// after the server has answered a request, before the client reads the
-// answer. Bytes pass through unchanged until a cut is armed.
+// RedisServer, a broker), for tests that need a connection to fail at a
+// precise point: cut after the server has answered a request, before the
+// client reads the answer; or hang for a while (as if the network hung or
+// the client process were stopped) and flow again. Bytes pass through
+// unchanged otherwise.
 //
 // Thread safety: every method may be called from any thread; one thread of
 // its own moves the bytes.
@@ -37,6 +39,12 @@ class FaultProxy {
   // How many connections CutOnNextReplyContaining has cut so far.
   int cuts() const { return cuts_.load(); }
 
+  // Stops / restarts forwarding, both ways on every connection: meanwhile
+  // bytes wait in the kernel's buffers and connections stay open (new ones
+  // are accepted); on Resume they flow again, in order.
+  void Pause() { paused_ = true; }
+  void Resume();
+
  private:
   void Run();
 
@@ -47,6 +55,7 @@ class FaultProxy {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<int> cuts_{0};
+  std::atomic<bool> paused_{false};
   absl::Mutex mu_;
   std::string needle_ ABSL_GUARDED_BY(mu_);
 };

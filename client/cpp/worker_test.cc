@@ -9,12 +9,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "client/cpp/tcp_proxy_test_util.h"
 #include "client/cpp/worker_test_util.h"
 #include "gtest/gtest.h"
+#include "tests/fault_proxy.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::client {
@@ -388,13 +389,13 @@ TEST_F(WorkerTest, AJobWaitingForAHandlerThreadKeepsItsLease) {
 // job again.
 TEST_F(WorkerTest, ADeliveryWhoseLeaseEndedBeforeItsHandlerStartsIsDropped) {
   const std::string& broker = broker_->address();
-  TcpProxy proxy(std::stoi(broker.substr(broker.rfind(':') + 1)));
+  testing::FaultProxy proxy(std::stoi(broker.substr(broker.rfind(':') + 1)));
   JW_ASSERT_OK(proxy.Start());
   absl::Mutex mu;
   std::vector<int> runs;
   std::vector<std::string> logs;
   WorkerOptions options = Options(1, /*lease_ms=*/2000);
-  options.address = proxy.address();
+  options.address = absl::StrCat("127.0.0.1:", proxy.port());
   options.log = [&](const std::string& line) {
     absl::MutexLock lock(&mu);
     logs.push_back(line);
@@ -443,13 +444,13 @@ TEST_F(WorkerTest, ADeliveryWhoseLeaseEndedBeforeItsHandlerStartsIsDropped) {
 // may have given up.
 TEST_F(WorkerTest, AnAckTimingOutIsSentAgainUntilTheLeaseEnds) {
   const std::string& broker = broker_->address();
-  TcpProxy proxy(std::stoi(broker.substr(broker.rfind(':') + 1)));
+  testing::FaultProxy proxy(std::stoi(broker.substr(broker.rfind(':') + 1)));
   JW_ASSERT_OK(proxy.Start());
   absl::Notification started;
   absl::Notification hung;
   std::atomic<int64_t> lease_end_ms{0};
   WorkerOptions options = Options(1, /*lease_ms=*/4000);
-  options.address = proxy.address();
+  options.address = absl::StrCat("127.0.0.1:", proxy.port());
   options.timeout = absl::Milliseconds(300);
   options.log = [](const std::string&) {};
   RunningWorker worker(options, {{"t", [&](const Job& job) -> absl::StatusOr<std::string> {
