@@ -750,16 +750,7 @@ func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 		return
 	}
 	if err != nil {
-		e := toError(err)
-		kind := OutcomeAckError
-		if retryable(err) {
-			kind = OutcomeAckUnknown
-			r.w.log.Warn("jobwire worker: Ack unanswered when the lease ended, it may or may not be stored",
-				"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)
-		} else {
-			r.w.log.Warn("jobwire worker: Ack refused", "job_id", job.ID, "queue", job.Queue,
-				"attempt", job.Attempt, "error", e)
-		}
+		kind, e := r.unsettled("Ack", job, err, OutcomeAckUnknown, OutcomeAckError)
 		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e, Result: result})
 		return
 	}
@@ -790,22 +781,29 @@ func (r *runner) fail(job *Job, lease *leaseState, herr error) {
 		return
 	}
 	if err != nil {
-		e := toError(err)
-		kind := OutcomeFailError
-		if retryable(err) {
-			kind = OutcomeFailUnknown
-			r.w.log.Warn("jobwire worker: Fail unanswered when the lease ended, it may or may not be stored",
-				"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)
-		} else {
-			r.w.log.Warn("jobwire worker: Fail refused", "job_id", job.ID, "queue", job.Queue,
-				"attempt", job.Attempt, "error", e)
-		}
+		kind, e := r.unsettled("Fail", job, err, OutcomeFailUnknown, OutcomeFailError)
 		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e,
 			HandlerErr: herr, ErrorText: text})
 		return
 	}
 	r.outcome(Outcome{Kind: OutcomeFailOK, Job: job, FailOutcome: resp.GetOutcome().String(),
 		NextAttemptAtMs: resp.GetNextAttemptAtMs(), HandlerErr: herr, ErrorText: text})
+}
+
+// unsettled logs why the Ack or Fail (call) of job did not succeed and
+// returns its outcome kind: unknown when it was still answered UNAVAILABLE /
+// DEADLINE_EXCEEDED as the lease ended (it may or may not be stored), else
+// refused.
+func (r *runner) unsettled(call string, job *Job, err error, unknown, refused OutcomeKind) (OutcomeKind, error) {
+	e := toError(err)
+	if retryable(err) {
+		r.w.log.Warn("jobwire worker: "+call+" unanswered when the lease ended, it may or may not be stored",
+			"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)
+		return unknown, e
+	}
+	r.w.log.Warn("jobwire worker: "+call+" refused", "job_id", job.ID, "queue", job.Queue,
+		"attempt", job.Attempt, "error", e)
+	return refused, e
 }
 
 // retryable: the Ack / Fail may be sent again (UNAVAILABLE, DEADLINE_EXCEEDED).
