@@ -108,6 +108,8 @@ void FaultProxy::Run() {
       char drain[64];
       (void)!read(wake_fds_[0], drain, sizeof(drain));
     }
+    // Pairs accepted below were not polled: their fds have no entry yet.
+    const size_t polled = pairs.size();
     if (fds[0].revents & POLLIN) {
       int client = accept(listen_fd_, nullptr, nullptr);
       if (client >= 0) {
@@ -123,7 +125,7 @@ void FaultProxy::Run() {
     for (size_t i = 0; i < pairs.size(); ++i) {
       const Pair& p = pairs[i];
       bool open = true;
-      for (int side = 0; side < 2 && open && !paused && !hold; ++side) {
+      for (int side = 0; side < 2 && i < polled && open && !paused && !hold; ++side) {
         const pollfd& f = fds[2 + 2 * i + side];
         if (!(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
         const int from = side == 0 ? p.client : p.server;
