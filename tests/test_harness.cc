@@ -131,6 +131,39 @@ absl::StatusOr<int> PickFreePort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
+absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
+                                          const std::vector<std::string>& argv) {
+  timeval timeout{5, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, timeout);
+  if (c == nullptr || c->err != 0) {
+    std::string error = c == nullptr ? "out of memory" : c->errstr;
+    if (c != nullptr) redisFree(c);
+    return absl::UnavailableError(error);
+  }
+  redisSetTimeout(c, timeout);
+  if (!Authenticate(c, password)) {
+    redisFree(c);
+    return absl::UnauthenticatedError("redis AUTH failed");
+  }
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  for (const std::string& arg : argv) {
+    args.push_back(arg.data());
+    lens.push_back(arg.size());
+  }
+  auto* reply = static_cast<redisReply*>(redisCommandArgv(
+      c, static_cast<int>(args.size()), args.data(), lens.data()));
+  if (reply == nullptr) {
+    std::string error = c->errstr;
+    redisFree(c);
+    return absl::UnavailableError(error);
+  }
+  RedisReply out = CopyReply(*reply);
+  freeReplyObject(reply);
+  redisFree(c);
+  return out;
+}
+
 // ---------------------------------------------------------------- Subprocess
 
 Subprocess::~Subprocess() { Terminate(kStopGrace); }
@@ -283,35 +316,7 @@ absl::Status RedisServer::Restart() {
 
 absl::StatusOr<RedisReply> RedisServer::CommandArgv(
     const std::vector<std::string>& argv) {
-  timeval timeout{5, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeout);
-  if (c == nullptr || c->err != 0) {
-    std::string error = c == nullptr ? "out of memory" : c->errstr;
-    if (c != nullptr) redisFree(c);
-    return absl::UnavailableError(error);
-  }
-  redisSetTimeout(c, timeout);
-  if (!Authenticate(c, requirepass_)) {
-    redisFree(c);
-    return absl::UnauthenticatedError("redis AUTH failed");
-  }
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
-  for (const std::string& arg : argv) {
-    args.push_back(arg.data());
-    lens.push_back(arg.size());
-  }
-  auto* reply = static_cast<redisReply*>(redisCommandArgv(
-      c, static_cast<int>(args.size()), args.data(), lens.data()));
-  if (reply == nullptr) {
-    std::string error = c->errstr;
-    redisFree(c);
-    return absl::UnavailableError(error);
-  }
-  RedisReply out = CopyReply(*reply);
-  freeReplyObject(reply);
-  redisFree(c);
-  return out;
+  return RedisCommandAt(port_, requirepass_, argv);
 }
 
 int64_t RedisServer::DbSize() {

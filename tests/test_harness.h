@@ -143,6 +143,13 @@ struct RedisReply {
   bool is_error() const;
 };
 
+// Runs one command on a new connection to 127.0.0.1:port (hiredis sync API,
+// 5 s timeout), after AUTH `password` when it is not empty. UNAVAILABLE when
+// the server cannot be reached, UNAUTHENTICATED when AUTH is refused; a Redis
+// error reply is returned as a RedisReply with is_error().
+absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
+                                          const std::vector<std::string>& argv);
+
 // A real redis-server on 127.0.0.1, without persistence, in a temporary
 // directory. The port is fixed at the first successful Start() and kept by
 // Restart(). With a `requirepass`, the server demands AUTH and this class's
