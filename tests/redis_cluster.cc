@@ -103,8 +103,13 @@ absl::Status RedisCluster::StartNode(Node& node) {
   if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
   node.dir = dir_template;
   const std::string port = absl::StrCat(node.port);
+  // The cluster bus port defaults to port + 10000, which may be taken or
+  // past 65535: pick it too.
+  absl::StatusOr<int> bus_port = PickFreePort();
+  if (!bus_port.ok()) return bus_port.status();
   absl::Status spawned = node.process.Spawn(
-      {"redis-server", "--port", port, "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+      {"redis-server", "--port", port, "--cluster-port", absl::StrCat(*bus_port), "--bind",
+       "127.0.0.1", "--cluster-enabled", "yes",
        "--cluster-config-file", node.dir + "/nodes.conf", "--cluster-node-timeout",
        absl::StrCat(absl::ToInt64Milliseconds(node_timeout_)), "--save", "", "--appendonly", "no",
        "--dir", node.dir, "--loglevel", "warning"},
@@ -156,7 +161,21 @@ absl::Status RedisCluster::Start() {
   if (!WIFEXITED(cli.last_status()) || WEXITSTATUS(cli.last_status()) != 0) {
     return absl::UnavailableError("redis-cli --cluster create failed (" + log + ")");
   }
-  return WaitHealthy(absl::Seconds(60));
+  absl::Status healthy = WaitHealthy(absl::Seconds(60));
+  if (!healthy.ok()) return healthy;
+  // A replica that never finished its first sync is not eligible for
+  // failover: wait until every replica's link to its master is up.
+  for (const auto& node : nodes_) {
+    bool synced = false;
+    while (!synced && absl::Now() < deadline) {
+      absl::StatusOr<RedisReply> info = CommandAt(node->port, {"INFO", "replication"});
+      synced = info.ok() && (absl::StrContains(info->str, "role:master") ||
+                             absl::StrContains(info->str, "master_link_status:up"));
+      if (!synced) absl::SleepFor(absl::Milliseconds(50));
+    }
+    if (!synced) return absl::UnavailableError(absl::StrCat("replica ", node->port, " never synced"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RedisCluster::WaitHealthy(absl::Duration timeout) {

@@ -3,8 +3,8 @@
 // temporary directory, without persistence) and joined with
 // `redis-cli --cluster create ... --cluster-replicas R --cluster-yes`.
 //
-// Start() returns once every node reports cluster_state:ok, knows every other
-// node and sees all 16384 slots assigned. Nodes can then be killed (a
+// Start() returns once every node reports cluster_state:ok and sees all
+// 16384 slots served, and every replica has synced with its master. Nodes can then be killed (a
 // replica of a killed master is promoted by the cluster itself after the
 // node timeout) and slots moved between masters, the two events a client of
 // a cluster has to follow (MOVED and ASK redirections, a new slot map). Not
