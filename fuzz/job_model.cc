@@ -147,6 +147,7 @@ void JobModel::OnEnqueue(const std::string& queue, const std::vector<v1::Enqueue
     job.backoff_max = e.backoff_max_ms();
     job.delay_ms = e.delay_ms();
     job.run_at_ms = e.run_at_ms();
+    job.retention = e.has_completed_retention_ms() ? e.completed_retention_ms() : retention_ms_;
     job.fresh = true;
     if (!e.idempotency_key().empty()) idem_[{queue, e.idempotency_key()}] = o.job_id;
     Touch(queue, o.job_id);
@@ -241,16 +242,44 @@ void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
 void JobModel::OnAck(const v1::AckRequest& r, const absl::Status& answer) {
   JobRef ref(r.queue(), r.job_id());
   Job* job = Find(r.queue(), r.job_id());
+  if (job == nullptr && tombstones_.count(ref)) return OnAckOfDeleted(r, answer);
   absl::StatusCode want = ExpectSettle(job, r.lease_token(), /*fail=*/false);
   if (!JudgeCode("Ack", ref, job, &r.lease_token(), want, answer) || job == nullptr) return;
   Touch(ref.first, ref.second);
   if (!answer.ok() || job->state != State::kActive) return;  // refused, or a repeat
+  if (job->retention == 0) {  // deleted on Ack; its idempotency key stays
+    ++counts_["Ack deleted"];
+    tombstones_[ref] = Tombstone{r.lease_token(), absl::Now()};
+    jobs_.erase(ref);
+    removed_.push_back(ref);
+    return;
+  }
   job->state = State::kCompleted;
   job->result = r.result();
   job->lease_expires_at = 0;
   job->finished_at.reset();
   job->settled = Job::Settled::kAck;
   job->settled_token = r.lease_token();
+}
+
+void JobModel::OnAckOfDeleted(const v1::AckRequest& r, const absl::Status& answer) {
+  JobRef ref(r.queue(), r.job_id());
+  const Tombstone& t = tombstones_[ref];
+  // The tombstone lasts at least the grace after the Ack (plus what was left
+  // of the lease); once past the grace it may be gone (NOT_FOUND).
+  const bool may_be_gone =
+      absl::Now() - t.acked_at >= absl::Milliseconds(store::kAckTombstoneGraceMs);
+  const absl::StatusCode want = r.lease_token() == t.token ? absl::StatusCode::kOk
+                                                           : absl::StatusCode::kFailedPrecondition;
+  if (may_be_gone && answer.code() == absl::StatusCode::kNotFound) return;
+  if (answer.code() == want) {
+    ++counts_[absl::StrCat("Ack of deleted ", absl::StatusCodeToString(want))];
+    return;
+  }
+  Note(answer.code() == absl::StatusCode::kNotFound ? "not-found" : "ack-deleted", Name(ref),
+       absl::StrCat("Ack of a job deleted on Ack (retention 0) answered ", answer.ToString(),
+                    "; the model expects ", absl::StatusCodeToString(want),
+                    r.lease_token() == t.token ? " (a repeat)" : " (another token)"));
 }
 
 void JobModel::ExpectBackoff(const char* rule, const JobRef& ref, const Job& job, int64_t due,
@@ -524,6 +553,7 @@ std::vector<JobRef> JobModel::TakeTouched() {
 
 void JobModel::Clear() {
   jobs_.clear();
+  tombstones_.clear();
   idem_.clear();
   paused_.clear();
   last_claimed_.clear();
@@ -543,6 +573,13 @@ bool JobModel::Holds(const std::string& queue, State state) const {
 }
 
 std::string JobModel::LatestJob(const std::string& queue, bool claimed) const {
+  // The job claimed last may have been deleted by its Ack (retention 0):
+  // until the next claim, repeated Acks of it reach its tombstone.
+  auto latest = last_claimed_.find(queue);
+  if (claimed && latest != last_claimed_.end() &&
+      tombstones_.count(JobRef(queue, latest->second))) {
+    return latest->second;
+  }
   const auto* first = &last_claimed_;
   const auto* second = &last_enqueued_;
   if (!claimed) std::swap(first, second);
@@ -555,7 +592,9 @@ std::string JobModel::LatestJob(const std::string& queue, bool claimed) const {
 
 std::string JobModel::LatestToken(const std::string& queue, const std::string& id) const {
   auto it = jobs_.find(JobRef(queue, id));
-  return it == jobs_.end() ? "" : it->second.last_claimed;
+  if (it != jobs_.end()) return it->second.last_claimed;
+  auto gone = tombstones_.find(JobRef(queue, id));
+  return gone == tombstones_.end() ? "" : gone->second.token;
 }
 
 }  // namespace jobwire::fuzz
