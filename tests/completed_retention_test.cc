@@ -32,6 +32,7 @@ class CompletedRetentionTest : public BrokerTest {
 
   void SetUp() override {
     BrokerTest::SetUp();
+    if (HasFatalFailure()) return;
     admin_ = v1::Admin::NewStub(broker_->channel());
   }
 
