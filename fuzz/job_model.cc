@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace jobwire::fuzz {
 namespace {
@@ -147,6 +148,7 @@ void JobModel::OnEnqueue(const std::string& queue, const std::vector<v1::Enqueue
     job.backoff_max = e.backoff_max_ms();
     job.delay_ms = e.delay_ms();
     job.run_at_ms = e.run_at_ms();
+    job.retention = e.has_completed_retention_ms() ? e.completed_retention_ms() : retention_ms_;
     job.fresh = true;
     if (!e.idempotency_key().empty()) idem_[{queue, e.idempotency_key()}] = o.job_id;
     Touch(queue, o.job_id);
@@ -241,16 +243,44 @@ void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
 void JobModel::OnAck(const v1::AckRequest& r, const absl::Status& answer) {
   JobRef ref(r.queue(), r.job_id());
   Job* job = Find(r.queue(), r.job_id());
+  if (job == nullptr && tombstones_.count(ref)) return OnAckOfDeleted(r, answer);
   absl::StatusCode want = ExpectSettle(job, r.lease_token(), /*fail=*/false);
   if (!JudgeCode("Ack", ref, job, &r.lease_token(), want, answer) || job == nullptr) return;
   Touch(ref.first, ref.second);
   if (!answer.ok() || job->state != State::kActive) return;  // refused, or a repeat
+  if (job->retention == 0) {  // deleted on Ack; its idempotency key stays
+    ++counts_["Ack deleted"];
+    tombstones_[ref] = Tombstone{r.lease_token(), absl::Now()};
+    jobs_.erase(ref);
+    removed_.push_back(ref);
+    return;
+  }
   job->state = State::kCompleted;
   job->result = r.result();
   job->lease_expires_at = 0;
   job->finished_at.reset();
   job->settled = Job::Settled::kAck;
   job->settled_token = r.lease_token();
+}
+
+void JobModel::OnAckOfDeleted(const v1::AckRequest& r, const absl::Status& answer) {
+  JobRef ref(r.queue(), r.job_id());
+  const Tombstone& t = tombstones_[ref];
+  // The tombstone lasts at least the grace after the Ack (plus what was left
+  // of the lease); once past the grace it may be gone (NOT_FOUND).
+  const bool may_be_gone =
+      absl::Now() - t.acked_at >= absl::Milliseconds(store::kAckTombstoneGraceMs);
+  const absl::StatusCode want = r.lease_token() == t.token ? absl::StatusCode::kOk
+                                                           : absl::StatusCode::kFailedPrecondition;
+  if (may_be_gone && answer.code() == absl::StatusCode::kNotFound) return;
+  if (answer.code() == want) {
+    ++counts_[absl::StrCat("Ack of deleted ", absl::StatusCodeToString(want))];
+    return;
+  }
+  Note(answer.code() == absl::StatusCode::kNotFound ? "not-found" : "ack-deleted", Name(ref),
+       absl::StrCat("Ack of a job deleted on Ack (retention 0) answered ", answer.ToString(),
+                    "; the model expects ", absl::StatusCodeToString(want),
+                    r.lease_token() == t.token ? " (a repeat)" : " (another token)"));
 }
 
 void JobModel::ExpectBackoff(const char* rule, const JobRef& ref, const Job& job, int64_t due,
@@ -364,143 +394,6 @@ void JobModel::OnGetJob(const std::string& queue, const std::string& id,
   Compare("read-job", ref, *job, ViewOfJob(*answer));
 }
 
-void JobModel::OnListJobs(const std::string& queue, v1::JobState state, const std::string& type,
-                          const std::vector<v1::Job>& jobs) {
-  for (const v1::Job& j : jobs) {
-    JobRef ref(queue, j.id());
-    Job* job = Find(queue, j.id());
-    if (job == nullptr) {
-      Note("read-job", Name(ref), "ListJobs returned a job the model does not hold");
-    } else if (static_cast<int>(job->state) + 1 != static_cast<int>(state)) {  // v1 enum order
-      Note("read-job", Name(ref),
-           absl::StrCat("ListJobs of state ", v1::JobState_Name(state), " returned a job the model holds ",
-                        StateName(job->state)));
-    } else if (!type.empty() && job->type != type) {
-      Note("read-job", Name(ref), absl::StrCat("ListJobs of type \"", type, "\" returned type \"",
-                                               job->type, "\""));
-    } else {
-      Compare("read-job", ref, *job, ViewOfJob(j));
-    }
-  }
-}
-
-void JobModel::OnStats(const v1::QueueStats& stats) {
-  const std::string& queue = stats.queue();
-  int64_t count[4] = {0, 0, 0, 0};
-  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
-       ++it) {
-    ++count[static_cast<int>(it->second.state)];
-  }
-  int64_t got[4] = {stats.pending_due() + stats.pending_scheduled(), stats.active(),
-                    stats.completed(), stats.dead()};
-  for (int s = 0; s < 4; ++s) {
-    if (got[s] != count[s]) {
-      return Note("stats", queue,
-                  absl::StrCat("stats count ", got[s], " ", StateName(static_cast<State>(s)),
-                               " jobs, the model holds ", count[s]));
-    }
-  }
-  if (stats.paused() != paused_[queue]) {
-    Note("stats", queue, absl::StrCat("stats say paused=", stats.paused()));
-  }
-}
-
-void JobModel::OnListQueues(const std::vector<v1::QueueStats>& queues) {
-  std::set<std::string> listed;
-  for (const v1::QueueStats& q : queues) {
-    listed.insert(q.queue());
-    OnStats(q);
-  }
-  for (const auto& [ref, job] : jobs_) {
-    if (!listed.count(ref.first)) {
-      return Note("list-queues", ref.first, "ListQueues leaves out a queue that has jobs");
-    }
-  }
-}
-
-void JobModel::OnRetryDead(const std::string& queue, const std::vector<std::string>& ids,
-                           bool all, const std::string& type,
-                           const absl::StatusOr<int64_t>& answer) {
-  if (!answer.ok()) return OnUnexpected(queue, answer.status());
-  std::vector<std::string> moved;
-  auto movable = [&](const Job& j) {
-    return j.state == State::kDead && (type.empty() || j.type == type);
-  };
-  if (all) {
-    for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
-         ++it) {
-      if (movable(it->second)) moved.push_back(it->first.second);
-    }
-  } else {
-    for (const std::string& id : ids) {
-      Job* job = Find(queue, id);
-      if (job == nullptr) continue;
-      Touch(queue, id);  // left alone unless it moves
-      if (movable(*job) && std::find(moved.begin(), moved.end(), id) == moved.end()) {
-        moved.push_back(id);
-      }
-    }
-  }
-  if (*answer != static_cast<int64_t>(moved.size())) {
-    Note("retry-count", queue,
-         absl::StrCat("RetryDead answered moved=", *answer, ", the model holds ", moved.size(),
-                      " dead job(s) it should move"));
-  }
-  counts_["retried dead"] += static_cast<int64_t>(moved.size());
-  for (const std::string& id : moved) {
-    Job& job = *Find(queue, id);
-    job.state = State::kPending;
-    job.attempts = 0;
-    job.token.clear();
-    job.due_at.reset();
-    job.lease_expires_at = 0;
-    job.settled = Job::Settled::kNone;
-    Touch(queue, id);
-  }
-}
-
-void JobModel::FreeIdempotencyKey(const JobRef& ref, const Job& job) {
-  if (job.idempotency_key.empty()) return;
-  auto it = idem_.find({ref.first, job.idempotency_key});
-  if (it != idem_.end() && it->second == ref.second) idem_.erase(it);
-}
-
-void JobModel::OnDeleteJob(const std::string& queue, const std::string& id,
-                           const absl::Status& answer) {
-  JobRef ref(queue, id);
-  Job* job = Find(queue, id);
-  absl::StatusCode want = job == nullptr ? absl::StatusCode::kNotFound : absl::StatusCode::kOk;
-  if (!JudgeCode("DeleteJob", ref, job, nullptr, want, answer) || !answer.ok()) return;
-  FreeIdempotencyKey(ref, *job);
-  jobs_.erase(ref);
-  removed_.push_back(ref);
-}
-
-void JobModel::OnPurgeDead(const std::string& queue, int64_t older_than_ms, TimeWindow window,
-                           const absl::StatusOr<int64_t>& answer) {
-  if (!answer.ok()) return OnUnexpected(queue, answer.status());
-  purge_ = Pending{queue, *answer};
-  for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
-       ++it) {
-    if (it->second.state != State::kDead) continue;
-    it->second.purge_window = window;
-    it->second.purge_older_than = older_than_ms;
-    Touch(queue, it->first.second);
-  }
-}
-
-void JobModel::OnSetPaused(const std::string& queue, bool paused,
-                           const absl::StatusOr<bool>& answer) {
-  if (!answer.ok()) return OnUnexpected(queue, answer.status());
-  bool& was = paused_[queue];
-  if (*answer != (was != paused)) {
-    Note("pause-answer", queue,
-         absl::StrCat(paused ? "Pause" : "Resume", " answered changed=", *answer,
-                      ", the model has paused=", was));
-  }
-  was = paused;
-}
-
 void JobModel::OnReaped(const std::string& queue, TimeWindow window,
                         const store::ReapOutcome& total) {
   reap_ = Pending{queue, total.reaped, 0, total.dead, 0};
@@ -524,6 +417,7 @@ std::vector<JobRef> JobModel::TakeTouched() {
 
 void JobModel::Clear() {
   jobs_.clear();
+  tombstones_.clear();
   idem_.clear();
   paused_.clear();
   last_claimed_.clear();
@@ -543,6 +437,13 @@ bool JobModel::Holds(const std::string& queue, State state) const {
 }
 
 std::string JobModel::LatestJob(const std::string& queue, bool claimed) const {
+  // The job claimed last may have been deleted by its Ack (retention 0):
+  // until the next claim, repeated Acks of it reach its tombstone.
+  auto latest = last_claimed_.find(queue);
+  if (claimed && latest != last_claimed_.end() &&
+      tombstones_.count(JobRef(queue, latest->second))) {
+    return latest->second;
+  }
   const auto* first = &last_claimed_;
   const auto* second = &last_enqueued_;
   if (!claimed) std::swap(first, second);
@@ -555,7 +456,9 @@ std::string JobModel::LatestJob(const std::string& queue, bool claimed) const {
 
 std::string JobModel::LatestToken(const std::string& queue, const std::string& id) const {
   auto it = jobs_.find(JobRef(queue, id));
-  return it == jobs_.end() ? "" : it->second.last_claimed;
+  if (it != jobs_.end()) return it->second.last_claimed;
+  auto gone = tombstones_.find(JobRef(queue, id));
+  return gone == tombstones_.end() ? "" : gone->second.token;
 }
 
 }  // namespace jobwire::fuzz

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "broker/store/job_store.h"
 #include "fuzz/job_view.h"
 #include "jobwire/v1/admin.pb.h"
@@ -51,6 +52,7 @@ class JobModel {
  public:
   enum class State { kPending, kActive, kCompleted, kDead };
 
+  // `completed_retention_ms`: the store's, for jobs enqueued without one.
   explicit JobModel(int64_t completed_retention_ms) : retention_ms_(completed_retention_ms) {}
 
   // --- Answers (judged, then applied). `queue`/`id` as in the request. ---
@@ -128,6 +130,7 @@ class JobModel {
     std::string type, payload, idempotency_key;
     int64_t priority = 0, max_attempts = 0, backoff_base = 0, backoff_max = 0;
     int64_t delay_ms = 0, run_at_ms = 0;
+    int64_t retention = 0;  // completed retention ms; 0 = deleted on Ack
     bool fresh = false;  // enqueued, due time not yet read back
     State state = State::kPending;
     int64_t attempts = 0;
@@ -157,6 +160,13 @@ class JobModel {
     int64_t expected = 0, seen = 0, expected_dead = 0, seen_dead = 0;
   };
   using Jobs = std::map<JobRef, Job>;
+  // A job deleted by its Ack (retention 0): the token of that Ack, which a
+  // repeat answers OK for at least kAckTombstoneGraceMs (another token:
+  // FAILED_PRECONDITION), and when (steady clock) the Ack was answered.
+  struct Tombstone {
+    std::string token;
+    absl::Time acked_at;
+  };
 
   void Note(const std::string& rule, const std::string& job, const std::string& detail);
   Job* Find(const std::string& queue, const std::string& id);
@@ -173,6 +183,8 @@ class JobModel {
   // only from a read-back (created_at, a new due time, finished_at).
   void Compare(const char* source, const JobRef& ref, Job& job, const JobView& v);
   void ResolveReap(const JobRef& ref, Job& job, const JobView& v);
+  // An Ack of a job the model holds only as a tombstone (deleted on Ack).
+  void OnAckOfDeleted(const v1::AckRequest& r, const absl::Status& answer);
   void ResolvePurge(const JobRef& ref, Job& job, const JobView& v);
   void ExpectBackoff(const char* rule, const JobRef& ref, const Job& job, int64_t due,
                      TimeWindow w, int64_t retry_after_ms);
@@ -180,6 +192,7 @@ class JobModel {
 
   const int64_t retention_ms_;
   Jobs jobs_;
+  std::map<JobRef, Tombstone> tombstones_;
   std::map<std::pair<std::string, std::string>, std::string> idem_;  // (queue, key) -> id
   std::map<std::string, bool> paused_;
   std::map<std::string, std::string> last_claimed_, last_enqueued_;  // queue -> id

@@ -151,8 +151,8 @@ void JobModel::Compare(const char* source, const JobRef& ref, Job& job, const Jo
   }
   if (hash) {
     if (job.state == State::kCompleted) {
-      if (*v.pttl <= 0 || *v.pttl > retention_ms_) {
-        return bad("pttl", *v.pttl, absl::StrCat("1..", retention_ms_));
+      if (*v.pttl <= 0 || *v.pttl > job.retention) {
+        return bad("pttl", *v.pttl, absl::StrCat("1..", job.retention));
       }
     } else if (*v.pttl != -1) {
       return bad("pttl", *v.pttl, -1);

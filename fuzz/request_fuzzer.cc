@@ -235,8 +235,18 @@ bool Parse(const uint8_t* data, size_t size, Message* m) {
 
 const service::Limits kLimits;
 
+// A completed retention below this (but not 0) is raised to it before the
+// enqueue: the model does not follow the clock, so no completed job may
+// expire within a run (the fuzzer flushes Redis every 5000 inputs). 0
+// (deleted on Ack) is kept, and modeled exactly.
+constexpr int64_t kMinModeledRetentionMs = 3600 * 1000;
+
 // The job as JobLifecycle::Enqueue stores it (the broker defaults applied).
 v1::EnqueueRequest WithDefaults(v1::EnqueueRequest job, const core::LifecycleDefaults& d) {
+  if (job.has_completed_retention_ms() && job.completed_retention_ms() > 0 &&
+      job.completed_retention_ms() < kMinModeledRetentionMs) {
+    job.set_completed_retention_ms(kMinModeledRetentionMs);
+  }
   if (job.max_attempts() == 0) job.set_max_attempts(d.max_attempts);
   if (job.backoff_base_ms() == 0) job.set_backoff_base_ms(d.backoff_base_ms);
   if (job.backoff_max_ms() == 0) job.set_backoff_max_ms(std::max(d.backoff_max_ms, job.backoff_base_ms()));

@@ -71,6 +71,13 @@ void WriteAll() {
   e = Job("q", "t");
   e.set_priority(1001);
   Write("enqueue-bad-priority", K::kEnqueue, e);
+  e = Job("q", "t");
+  e.set_completed_retention_ms(0);
+  Write("enqueue-delete-on-ack", K::kEnqueue, e);
+  e.set_completed_retention_ms(60000);
+  Write("enqueue-retention-1m", K::kEnqueue, e);
+  e.set_completed_retention_ms(8LL * 24 * 3600 * 1000);
+  Write("enqueue-retention-above-max", K::kEnqueue, e);
 
   v1::EnqueueBatchRequest b;
   for (int i = 0; i < 3; ++i) *b.add_jobs() = Job("q", absl::StrCat("t", i));

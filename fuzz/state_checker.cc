@@ -45,6 +45,12 @@ repeat
           end
         end
       end
+    elseif string.sub(rest, 1, 6) == 'acked:' then
+      -- The tombstone of a job deleted on ack: it expires, and its job is gone.
+      if redis.call('PTTL', key) <= 0 then note(key .. ' has no expiry') end
+      if redis.call('EXISTS', base .. 'job:' .. string.sub(rest, 7)) == 1 then
+        note(key .. ' is the tombstone of a job hash that exists')
+      end
     else
       for _, set in ipairs(sets) do
         if rest == set then

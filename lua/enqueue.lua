@@ -11,10 +11,11 @@
 -- ARGV[2]  idempotency key prefix {p}:{q}:idem:
 -- ARGV[3]  dedup window ms
 -- ARGV[4]  notify channel {p}:{q}:notify
--- ARGV[5 + 9k .. 13 + 9k]: the k-th job (k = 0, 1, ...; at least one):
+-- ARGV[5 + 10k .. 14 + 10k]: the k-th job (k = 0, 1, ...; at least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
---   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms
+--   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms,
+--   completed retention ms (0 = delete on ack; read by ack.lua)
 -- Returns {id1, duplicate1, id2, duplicate2, ..., registered}: duplicate is
 -- 1 when the idempotency key was known (nothing written), else 0;
 -- registered is 0 when the queue's registered marker is missing (a new
@@ -24,7 +25,7 @@ local now = now_ms()
 local out = {}
 local due_now = false
 local next_delay = nil
-for i = 5, #ARGV, 9 do
+for i = 5, #ARGV, 10 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and redis.call('GET', ARGV[2] .. idem)
   if existing then
@@ -41,7 +42,8 @@ for i = 5, #ARGV, 9 do
       'type', ARGV[i], 'payload', ARGV[i + 1], 'priority', ARGV[i + 2], 'state', 'pending',
       'attempts', '0', 'max_attempts', ARGV[i + 6], 'available_at', int(available_at),
       'created_at', int(now), 'idempotency_key', idem,
-      'backoff_base', ARGV[i + 7], 'backoff_max', ARGV[i + 8])
+      'backoff_base', ARGV[i + 7], 'backoff_max', ARGV[i + 8],
+      'completed_retention', ARGV[i + 9])
     if available_at <= now then
       redis.call('ZADD', KEYS[2], ready_score(priority, available_at), id)
       due_now = true

@@ -8,7 +8,9 @@
 -- KEYS[5] {p}:{q}:dead
 -- KEYS[6] {p}:{q}:paused
 -- Returns {pending_due, pending_scheduled, active, completed, dead, paused
--- (0|1), oldest_due_age_ms}.
+-- (0|1), oldest_due_age_ms}. completed counts the entries of the completed
+-- index (scored by expiry) not yet expired: one whose job hash has expired
+-- is not counted even before ack.lua or reap.lua trims it.
 --
 -- The oldest due job is the first of some priority band of `ready` (each band
 -- is ordered by due time), or the first of `scheduled` when its time has
@@ -40,5 +42,5 @@ end
 local age = 0
 if oldest ~= nil and now > oldest then age = now - oldest end
 
-return {due, future, redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4]),
+return {due, future, redis.call('ZCARD', KEYS[3]), redis.call('ZCOUNT', KEYS[4], int(now), '+inf'),
         redis.call('ZCARD', KEYS[5]), redis.call('EXISTS', KEYS[6]), int(age)}

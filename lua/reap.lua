@@ -2,8 +2,9 @@
 -- the Redis clock) as a failed run with error "lease expired": the old token
 -- is revoked, the attempt counts, and the job is retried after its backoff or
 -- made dead. Each expiry is handled once, however many brokers run it. Also
--- trims the completed index to the retention, so that a quiet queue (no Ack
--- to trim it) does not keep entries of expired job hashes. An active entry
+-- trims the completed index (scored by each entry's expiry) up to now, so
+-- that a quiet queue (no Ack to trim it) does not keep entries of expired
+-- job hashes. An active entry
 -- whose hash is missing is dropped and reported; one whose hash lacks the
 -- fields a retry needs is made dead (settle_failure) and reported; neither
 -- stops the rest of the batch.
@@ -20,11 +21,10 @@
 -- ARGV[2] max jobs per call
 -- ARGV[3] jitter seed
 -- ARGV[4] notify channel {p}:{q}:notify
--- ARGV[5] completed retention ms
--- ARGV[6] idle ms: how long a queue may stay empty (no job in any state, not
+-- ARGV[5] idle ms: how long a queue may stay empty (no job in any state, not
 --         paused) before it is reported idle; 0 = never
 -- Returns {reaped, next_expiry_in_ms, dead, skipped, idle}: idle is 1 when
--- the queue has been empty for ARGV[6] ms (the broker then drops it from the
+-- the queue has been empty for ARGV[5] ms (the broker then drops it from the
 -- registry, delete_queue.lua 'if empty'); next_expiry_in_ms is
 -- the ms until the earliest remaining lease expires (0 when more expired
 -- leases remain), or -1 when no job is active; dead is how many of the
@@ -47,14 +47,14 @@ for _, id in ipairs(expired) do
     redis.call('ZREM', KEYS[1], id)
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. int(now - tonumber(ARGV[5])))
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. int(now))
 
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_in = -1
 if #first > 0 then next_in = math.max(0, tonumber(first[2]) - now) end
 
 local idle = 0
-local idle_ms = tonumber(ARGV[6])
+local idle_ms = tonumber(ARGV[5])
 local mark = redis.call('GET', KEYS[7])
 if idle_ms > 0 and mark then
   local empty = #first == 0 and redis.call('ZCARD', KEYS[5]) == 0 and

@@ -55,6 +55,12 @@ std::vector<EnqueueCase> BadEnqueueCases() {
       {"idempotency key of 257 bytes",
        [](R& r) { r.set_idempotency_key(std::string(257, 'k')); },
        "idempotency_key"},
+      {"completed_retention_ms above the default maximum",
+       [](R& r) { r.set_completed_retention_ms(7LL * 24 * 3600 * 1000 + 1); },
+       "completed_retention_ms: must be in 0..604800000"},
+      {"negative completed_retention_ms",
+       [](R& r) { r.set_completed_retention_ms(-1); },
+       "completed_retention_ms: must be in 0..604800000"},
   };
 }
 

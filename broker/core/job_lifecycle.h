@@ -33,7 +33,8 @@ class JobLifecycle {
   // Stores `jobs`, all of `queue`, in one script call, perhaps together with
   // other enqueues of the queue (EnqueueCoalescer); one outcome per job (see
   // JobStore::Enqueue). REQUIRES: each job passed validation. Zero
-  // max_attempts and backoff fields take the broker defaults. The store
+  // max_attempts and backoff fields take the broker defaults (an unset
+  // completed_retention_ms takes the store's). The store
   // records a new queue in the registry by itself (JobStore::RegisterQueue).
   void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
                store::Callback<std::vector<store::EnqueueOutcome>> done);

@@ -32,7 +32,11 @@ ABSL_FLAG(int64_t, max_payload_bytes, kDefaults.max_payload_bytes,
 ABSL_FLAG(int64_t, dedup_window_ms, kDefaults.dedup_window_ms,
           "how long an idempotency key is remembered");
 ABSL_FLAG(int64_t, completed_retention_ms, kDefaults.completed_retention_ms,
-          "how long a completed job and its result are kept");
+          "how long a completed job and its result are kept, unless its Enqueue set its own "
+          "completed_retention_ms");
+ABSL_FLAG(int64_t, completed_retention_max_ms, kDefaults.completed_retention_max_ms,
+          "the largest completed_retention_ms an Enqueue may set (at least "
+          "--completed_retention_ms); more is INVALID_ARGUMENT");
 ABSL_FLAG(int64_t, dead_retention_ms, kDefaults.dead_retention_ms,
           "dead jobs older than this are removed by the reaper; 0 = kept until purged");
 ABSL_FLAG(int64_t, dead_max_per_queue, kDefaults.dead_max_per_queue,
@@ -77,7 +81,7 @@ namespace {
 absl::Status ApplyEnvironment() {
   for (const char* name : {"listen", "redis_url", "data_dir", "redis_server_path", "key_prefix",
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
-                           "completed_retention_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
+                           "completed_retention_ms", "completed_retention_max_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
                            "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer",
@@ -120,6 +124,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_bytes);
   c.dedup_window_ms = absl::GetFlag(FLAGS_dedup_window_ms);
   c.completed_retention_ms = absl::GetFlag(FLAGS_completed_retention_ms);
+  c.completed_retention_max_ms = absl::GetFlag(FLAGS_completed_retention_max_ms);
   c.dead_retention_ms = absl::GetFlag(FLAGS_dead_retention_ms);
   c.dead_max_per_queue = absl::GetFlag(FLAGS_dead_max_per_queue);
   c.idle_queue_ttl_ms = absl::GetFlag(FLAGS_idle_queue_ttl_ms);
@@ -148,6 +153,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("dedup_window_ms", c.dedup_window_ms, 1, 365LL * 24 * 3600 * 1000),
            CheckRange("completed_retention_ms", c.completed_retention_ms, 1,
                       365LL * 24 * 3600 * 1000),
+           CheckRange("completed_retention_max_ms", c.completed_retention_max_ms,
+                      c.completed_retention_ms, 365LL * 24 * 3600 * 1000),
            CheckRange("dead_retention_ms", c.dead_retention_ms, 0, 10LL * 365 * 24 * 3600 * 1000),
            CheckRange("dead_max_per_queue", c.dead_max_per_queue, 0, 1000000000),
            CheckRange("idle_queue_ttl_ms", c.idle_queue_ttl_ms, 0, 365LL * 24 * 3600 * 1000),

@@ -23,6 +23,9 @@ struct BrokerConfig {
   int64_t max_payload_bytes = 1 << 20;
   int64_t dedup_window_ms = 24LL * 3600 * 1000;
   int64_t completed_retention_ms = 24LL * 3600 * 1000;
+  // The most an Enqueue may ask for (its completed_retention_ms); at least
+  // completed_retention_ms.
+  int64_t completed_retention_max_ms = 7LL * 24 * 3600 * 1000;
   int64_t dead_retention_ms = 0;   // 0: dead jobs kept until purged
   int64_t dead_max_per_queue = 0;  // 0: no bound
   int64_t idle_queue_ttl_ms = 24LL * 3600 * 1000;  // 0: never dropped

@@ -38,7 +38,7 @@ core::StreamLimits StreamLimitsFrom(const BrokerConfig& c) {
 
 service::ServiceOptions ServiceOptionsFrom(const BrokerConfig& c) {
   service::ServiceOptions o;
-  o.limits = service::Limits{c.max_payload_bytes, c.backoff_base_ms};
+  o.limits = service::Limits{c.max_payload_bytes, c.backoff_base_ms, c.completed_retention_max_ms};
   if (c.max_stream_age_ms > 0) o.max_stream_age = absl::Milliseconds(c.max_stream_age_ms);
   return o;
 }

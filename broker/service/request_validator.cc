@@ -93,6 +93,15 @@ absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                                 r.backoff_base_ms() == 0 ? ", the broker default" : "",
                                 "), got ", r.backoff_max_ms()));
   }
+  // Unset takes the broker default; 0 deletes the job on Ack.
+  if (r.has_completed_retention_ms() &&
+      (r.completed_retention_ms() < 0 ||
+       r.completed_retention_ms() > limits.max_completed_retention_ms)) {
+    return Invalid(absl::StrCat(p, "completed_retention_ms"),
+                   absl::StrCat("must be in 0..", limits.max_completed_retention_ms,
+                                " ms (the broker's --completed_retention_max_ms), got ",
+                                r.completed_retention_ms()));
+  }
   return absl::OkStatus();
 }
 

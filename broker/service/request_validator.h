@@ -36,6 +36,9 @@ struct Limits {
   // The backoff base a job with backoff_base_ms 0 gets (--backoff_base_ms):
   // its backoff_max_ms must not be below it either.
   int64_t default_backoff_base_ms = 1000;
+  // The largest completed_retention_ms an Enqueue may ask for
+  // (--completed_retention_max_ms).
+  int64_t max_completed_retention_ms = 7LL * 24 * 3600 * 1000;
 };
 
 // Checks a queue name: 1..128 characters of [A-Za-z0-9._:-]. `field` names

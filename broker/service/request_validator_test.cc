@@ -69,7 +69,11 @@ INSTANTIATE_TEST_SUITE_P(
         EnqueueCase{"backoff_neg", [](v1::EnqueueRequest* r) { r->set_backoff_base_ms(-1); }, "backoff_base_ms", "0.."},
         EnqueueCase{"backoff_max_below_base", [](v1::EnqueueRequest* r) { r->set_backoff_base_ms(500); r->set_backoff_max_ms(100); }, "backoff_max_ms", "below backoff_base_ms"},
         EnqueueCase{"backoff_max_below_default_base", [](v1::EnqueueRequest* r) { r->set_backoff_max_ms(500); }, "backoff_max_ms", "below backoff_base_ms (1000, the broker default)"},
-        EnqueueCase{"backoff_max_at_default_base", [](v1::EnqueueRequest* r) { r->set_backoff_max_ms(1000); }, "", ""}),
+        EnqueueCase{"backoff_max_at_default_base", [](v1::EnqueueRequest* r) { r->set_backoff_max_ms(1000); }, "", ""},
+        EnqueueCase{"retention_0_delete_on_ack", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(0); }, "", ""},
+        EnqueueCase{"retention_at_max", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(7LL * 24 * 3600 * 1000); }, "", ""},
+        EnqueueCase{"retention_above_max", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(7LL * 24 * 3600 * 1000 + 1); }, "completed_retention_ms", "0..604800000 ms (the broker's --completed_retention_max_ms), got 604800001"},
+        EnqueueCase{"retention_neg", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(-1); }, "completed_retention_ms", "0..604800000"}),
     [](const ::testing::TestParamInfo<EnqueueCase>& info) {
       std::string name = info.param.name;
       for (char& c : name) if (c == '-') c = 'm';

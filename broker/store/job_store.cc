@@ -124,12 +124,15 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
   Keys keys = KeysFor(queue);
   std::vector<std::string> args = {keys.JobPrefix(), keys.IdempotencyPrefix(),
                                    absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel()};
-  args.reserve(4 + 9 * jobs.size());
+  args.reserve(4 + 10 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
+    const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
+                                                             : options_.completed_retention_ms;
     args.insert(args.end(),
                 {r.type(), r.payload(), absl::StrCat(r.priority()), absl::StrCat(r.delay_ms()),
                  absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
-                 absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms())});
+                 absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
+                 absl::StrCat(retention)});
   }
   scripts_->Eval(scripts_->Get("enqueue"),
                  {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered()}, std::move(args),
@@ -217,9 +220,10 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
 void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
                    Callback<std::vector<AckOutcome>> done) const {
   Keys keys = KeysFor(queue);
-  std::vector<std::string> args = {keys.JobPrefix(), absl::StrCat(options_.completed_retention_ms)};
+  std::vector<std::string> args = {keys.JobPrefix(), absl::StrCat(options_.completed_retention_ms),
+                                   keys.AckedPrefix(), absl::StrCat(kAckTombstoneGraceMs)};
   std::vector<std::string> ids;
-  args.reserve(2 + 3 * acks.size());
+  args.reserve(4 + 3 * acks.size());
   ids.reserve(acks.size());
   for (const v1::AckRequest* ack : acks) {
     args.push_back(ack->job_id());
@@ -311,7 +315,6 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                  {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed(), keys.Ready(),
                   keys.Paused(), keys.Registered()},
                  {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
-                  absl::StrCat(options_.completed_retention_ms),
                   absl::StrCat(options_.idle_queue_ttl_ms)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());

@@ -32,9 +32,16 @@ using Callback = std::function<void(absl::StatusOr<T>)>;
 // 7.0). See docs/redis-layout.md.
 inline constexpr int64_t kHashMaxListpackValue = 1024;
 
+// A job deleted on Ack (completed retention 0) leaves a tombstone of its
+// lease token until its lease would have ended plus this long, so that a
+// worker repeating its Ack (its retries end with the lease, by its own
+// estimate, a little after the Redis lease) still gets OK.
+inline constexpr int64_t kAckTombstoneGraceMs = 60 * 1000;
+
 struct StoreOptions {
   std::string key_prefix = "jw";
   int64_t dedup_window_ms = 24 * 3600 * 1000;
+  // For a job whose Enqueue set no completed_retention_ms.
   int64_t completed_retention_ms = 24 * 3600 * 1000;
   // Bounds on each queue's dead jobs, enforced by the reaper (TrimDead); 0 =
   // none (the default: dead jobs are kept until an operator acts).
@@ -99,7 +106,8 @@ class JobStore {
 
   // enqueue.lua: stores `jobs`, every one of them in `queue`, in one script
   // call; one outcome per job, in order. REQUIRES: `jobs` is not empty and
-  // each job is valid with max_attempts and backoff resolved (non-zero).
+  // each job is valid with max_attempts and backoff resolved (non-zero). A
+  // job without completed_retention_ms gets options().completed_retention_ms.
   void Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                Callback<std::vector<EnqueueOutcome>> done) const;
 
@@ -123,7 +131,10 @@ class JobStore {
 
   // ack.lua: completes `acks`, every one of them in `queue`, in one script
   // call. On success, one outcome per ack in order: OK (a repeat or not),
-  // NOT_FOUND or FAILED_PRECONDITION (stale token, not active). REQUIRES:
+  // NOT_FOUND or FAILED_PRECONDITION (stale token, not active). A job with
+  // completed retention 0 is deleted; an ack repeated with its token answers
+  // OK (repeat) until its lease would have ended plus kAckTombstoneGraceMs,
+  // NOT_FOUND after that. REQUIRES:
   // `acks` is not empty; the pointers need only live until the call returns.
   void Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
            Callback<std::vector<AckOutcome>> done) const;
@@ -145,8 +156,8 @@ class JobStore {
   void Release(const std::string& queue, const std::string& job_id, const std::string& token,
                Callback<bool> done) const;
 
-  // reap.lua: settles up to `max_jobs` expired leases of `queue`, trims its
-  // completed index to the retention, and tells whether the queue has been
+  // reap.lua: settles up to `max_jobs` expired leases of `queue`, trims the
+  // expired entries of its completed index, and tells whether the queue has been
   // empty for options().idle_queue_ttl_ms.
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
 

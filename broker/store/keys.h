@@ -1,5 +1,6 @@
-// Keys: the whole Redis key layout, in one place. docs/redis-layout.md is the
-// written form of this file; change both together.
+// Keys: the whole Redis key layout (version 2), in one place.
+// docs/redis-layout.md is the written form of this file; change both
+// together, and bump the version in both when a key or field changes meaning.
 //
 // Every key of a queue carries the hash tag {queue}, so a queue lives in one
 // Redis Cluster slot and each script touches one slot:
@@ -8,7 +9,8 @@
 //   <p>:{<q>}:ready        zset   due pending jobs, by priority then due time
 //   <p>:{<q>}:scheduled    zset   pending jobs due later, by due time
 //   <p>:{<q>}:active       zset   leased jobs, by lease expiry
-//   <p>:{<q>}:completed    zset   completed jobs, by finish time
+//   <p>:{<q>}:completed    zset   completed jobs, by expiry (ack time + retention)
+//   <p>:{<q>}:acked:<id>   string lease token of a job deleted on ack (retention 0)
 //   <p>:{<q>}:dead         zset   dead jobs, by finish time
 //   <p>:{<q>}:idem:<key>   string job id of an idempotency key
 //   <p>:{<q>}:paused       string exists while the queue is paused
@@ -37,6 +39,9 @@ class Keys {
   std::string Dead() const { return base_ + "dead"; }
   std::string Idempotency(absl::string_view key) const { return base_ + "idem:" + std::string(key); }
   std::string IdempotencyPrefix() const { return base_ + "idem:"; }
+  // Tombstones of jobs deleted on ack: acked:<id> holds the lease token.
+  std::string Acked(absl::string_view id) const { return base_ + "acked:" + std::string(id); }
+  std::string AckedPrefix() const { return base_ + "acked:"; }
   std::string Paused() const { return base_ + "paused"; }
   std::string Registered() const { return base_ + "registered"; }
   // The record of one claim.lua call, by its claim id (release_claim.lua).

@@ -27,6 +27,9 @@ void FillRequest(absl::string_view queue, absl::string_view type, absl::string_v
   request->set_idempotency_key(options.idempotency_key);
   request->set_backoff_base_ms(options.backoff_base_ms);
   request->set_backoff_max_ms(options.backoff_max_ms);
+  if (options.completed_retention_ms) {
+    request->set_completed_retention_ms(*options.completed_retention_ms);
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct EnqueueOptions {
   std::string idempotency_key;
   int64_t backoff_base_ms = 0;
   int64_t backoff_max_ms = 0;
+  // How long the job is kept once completed; unset: the broker's
+  // --completed_retention_ms. 0 deletes it on ack (GetJob then answers
+  // NOT_FOUND). At most the broker's --completed_retention_max_ms.
+  std::optional<int64_t> completed_retention_ms;
 };
 
 struct Enqueued {

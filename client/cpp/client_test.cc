@@ -2,6 +2,7 @@
 #include "client/cpp/client.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,33 @@ TEST_F(ClientTest, CancelMakesAPendingJobDead) {
   JW_ASSERT_OK(job.status());
   EXPECT_EQ(job->state(), kDead);
   EXPECT_EQ(client_->Cancel("q", "999999").code(), absl::StatusCode::kNotFound);
+}
+
+// Retention 0: the ack deletes the job (GetJob NOT_FOUND); a repeated ack
+// with the same token still answers OK.
+TEST_F(ClientTest, CompletedRetentionZeroDeletesTheJobOnAck) {
+  EnqueueOptions options;
+  options.completed_retention_ms = 0;
+  absl::StatusOr<Enqueued> enqueued = client_->Enqueue("q", "t", "", options);
+  JW_ASSERT_OK(enqueued.status());
+  auto reader = OpenClaim(::jobwire::testing::MakeClaim({"q"}, 1));
+  std::optional<v1::ClaimedJob> claimed = reader->Next(absl::Seconds(5));
+  ASSERT_TRUE(claimed.has_value());
+  ASSERT_EQ(claimed->job().id(), enqueued->job_id);
+  v1::AckBatchRequest batch;
+  v1::AckRequest* ack = batch.add_acks();
+  ack->set_queue("q");
+  ack->set_job_id(enqueued->job_id);
+  ack->set_lease_token(claimed->lease_token());
+  for (int i = 0; i < 2; ++i) {  // the second is a repeat
+    SCOPED_TRACE(i);
+    absl::StatusOr<std::vector<absl::Status>> acked = client_->AckBatch(batch);
+    JW_ASSERT_OK(acked.status());
+    ASSERT_EQ(acked->size(), 1u);
+    JW_EXPECT_OK(acked->at(0));
+    EXPECT_EQ(client_->GetJob("q", enqueued->job_id).status().code(),
+              absl::StatusCode::kNotFound);
+  }
 }
 
 // The broker's INVALID_ARGUMENT message reaches the caller unchanged.

@@ -47,6 +47,27 @@ func claimAll(t *testing.T, c *jobwire.Client, queues []string, n int) map[strin
 	return tokens
 }
 
+// A job enqueued with completed retention 0 is deleted by its ack: GetJob
+// answers NOT_FOUND, and a repeated ack with the same token still answers OK.
+func TestCompletedRetentionZeroDeletesTheJobOnAck(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, brokerAddr)
+	ctx := context.Background()
+	q := queueName(t)
+	id := mustEnqueue(t, c, q, "t", nil, jobwire.WithCompletedRetention(0))
+	tokens := claimAll(t, c, []string{q}, 1)
+	ack := jobwire.BatchAck{Queue: q, JobID: id, LeaseToken: tokens[q+"/"+id], Result: "done"}
+	for i := 0; i < 2; i++ { // the second is a repeat
+		res, err := c.AckBatch(ctx, []jobwire.BatchAck{ack})
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("ack %d: %+v %v", i, res, err)
+		}
+		if _, err := c.GetJob(ctx, q, id); asError(t, err).Code != codes.NotFound {
+			t.Errorf("GetJob after ack %d: %v, want NOT_FOUND", i, err)
+		}
+	}
+}
+
 func TestAckBatchPerAckResultsAcrossQueues(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, brokerAddr)

@@ -230,6 +230,17 @@ func WithBackoffMax(d time.Duration) EnqueueOption {
 	return func(r *jobwirepb.EnqueueRequest) { r.BackoffMaxMs = d.Milliseconds() }
 }
 
+// WithCompletedRetention sets how long the job is kept once completed
+// (millisecond precision; without it, the broker's --completed_retention_ms).
+// 0 deletes the job on ack: GetJob then answers NOT_FOUND. At most the
+// broker's --completed_retention_max_ms (7 days by default).
+func WithCompletedRetention(d time.Duration) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) {
+		ms := d.Milliseconds()
+		r.CompletedRetentionMs = &ms
+	}
+}
+
 // EnqueueResult is the answer to one enqueued job.
 type EnqueueResult struct {
 	JobID string

@@ -28,7 +28,7 @@ var knownEnv = map[string]bool{}
 func init() {
 	for _, f := range []string{
 		"listen", "redis_url", "data_dir", "key_prefix", "default_lease_ms",
-		"max_payload_bytes", "dedup_window_ms", "completed_retention_ms",
+		"max_payload_bytes", "dedup_window_ms", "completed_retention_ms", "completed_retention_max_ms",
 		"default_max_attempts", "backoff_base_ms", "backoff_max_ms",
 		"shutdown_grace_ms", "log_level", "metrics_listen", "max_stream_age_ms",
 		"max_claim_streams", "max_claim_streams_per_peer", "health_listen",

@@ -40,6 +40,12 @@ export interface EnqueueOptions {
   backoffBaseMs?: number;
   /** Retry backoff cap (default: broker's, 1 h). */
   backoffMaxMs?: number;
+  /**
+   * How long the job is kept once completed (default: broker's, 24 h); 0 =
+   * deleted on ack (getJob then rejects NOT_FOUND). At most the broker's
+   * --completed_retention_max_ms (7 days).
+   */
+  completedRetentionMs?: number;
 }
 
 export interface EnqueueResult {
@@ -144,6 +150,7 @@ export function toEnqueueRequest(queue: string, type: string, payload: unknown, 
   if (o.idempotencyKey !== undefined) req.idempotencyKey = o.idempotencyKey;
   if (o.backoffBaseMs !== undefined) req.backoffBaseMs = o.backoffBaseMs;
   if (o.backoffMaxMs !== undefined) req.backoffMaxMs = o.backoffMaxMs;
+  if (o.completedRetentionMs !== undefined) req.completedRetentionMs = o.completedRetentionMs;
   return req;
 }
 

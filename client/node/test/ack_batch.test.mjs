@@ -132,6 +132,16 @@ test('ackBatch: per-ack results across two queues; only the good acks change any
   assert.deepEqual((await client.getJob(qa, goodA.jobId)).resultJson(), { done: 'a' });
 });
 
+test('completedRetentionMs 0: the job is gone after its ack, a repeated ack still answers OK', async () => {
+  const q = uniqueQueue('retention0');
+  const { jobId } = await client.enqueue(q, 't', { n: 1 }, { completedRetentionMs: 0 });
+  const held = await claim([q], 1, 30_000);
+  const ack = { queue: q, jobId, leaseToken: held.get(`${q}/${jobId}`), result: 'done' };
+  assert.deepEqual(await client.ackBatch([ack]), [{ ok: true }]);
+  await assert.rejects(client.getJob(q, jobId), (e) => e.code === Status.NOT_FOUND);
+  assert.deepEqual(await client.ackBatch([ack]), [{ ok: true }]);
+});
+
 test('ackBatch: an empty or oversized batch rejects with INVALID_ARGUMENT', async () => {
   await assert.rejects(client.ackBatch([]),
     (e) => e instanceof JobwireError && e.code === Status.INVALID_ARGUMENT && e.codeName === 'INVALID_ARGUMENT');

@@ -20,6 +20,7 @@ _OPTION_NAMES = (
     "idempotency_key",
     "backoff_base_ms",
     "backoff_max_ms",
+    "completed_retention_ms",
 )
 
 _NO_PAYLOAD = b""
@@ -37,9 +38,12 @@ def build_enqueue_request(
     idempotency_key: Optional[str] = None,
     backoff_base_ms: Any = None,
     backoff_max_ms: Any = None,
+    completed_retention_ms: Any = None,
 ) -> "pb.EnqueueRequest":
     """The EnqueueRequest for one job. Unset options (None) take the broker
-    defaults; limits are checked by the broker, whose message is surfaced."""
+    defaults; limits are checked by the broker, whose message is surfaced.
+    ``completed_retention_ms``: how long the job is kept once completed (0 =
+    deleted on ack; at most the broker's --completed_retention_max_ms)."""
     req = pb.EnqueueRequest(queue=queue, type=type, payload=encode_payload(payload))
     if priority is not None:
         req.priority = int(priority)
@@ -55,6 +59,8 @@ def build_enqueue_request(
         req.backoff_base_ms = to_ms(backoff_base_ms, "backoff_base_ms")
     if backoff_max_ms is not None:
         req.backoff_max_ms = to_ms(backoff_max_ms, "backoff_max_ms")
+    if completed_retention_ms is not None:
+        req.completed_retention_ms = to_ms(completed_retention_ms, "completed_retention_ms")
     return req
 
 
@@ -187,6 +193,7 @@ class Client:
         idempotency_key: Optional[str] = None,
         backoff_base_ms: Any = None,
         backoff_max_ms: Any = None,
+        completed_retention_ms: Any = None,
         timeout: Optional[float] = None,
     ) -> EnqueueResult:
         """Store one job. ``payload``: bytes pass through unchanged, anything
@@ -196,6 +203,7 @@ class Client:
             priority=priority, delay_ms=delay_ms, run_at=run_at,
             max_attempts=max_attempts, idempotency_key=idempotency_key,
             backoff_base_ms=backoff_base_ms, backoff_max_ms=backoff_max_ms,
+            completed_retention_ms=completed_retention_ms,
         )
         resp = self._call(self._stub.Enqueue, req, timeout)
         return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)

@@ -95,6 +95,18 @@ def test_ack_batch_mixed_results_across_two_queues(broker, client, two_queues):
     assert client.get_job(qa, ids[0]).result_json() == {"done": "a"}
 
 
+def test_retention_zero_job_is_gone_after_its_ack(broker, client, queue):
+    job_id = client.enqueue(queue, "t", {"n": 1}, completed_retention_ms=0).job_id
+    [(claimed_id, _, token)] = claim(broker.addr, [queue], 1)
+    assert claimed_id == job_id
+    ack = {"queue": queue, "job_id": job_id, "lease_token": token}
+    assert client.ack_batch([ack])[0].ok
+    with pytest.raises(JobwireError) as ei:  # deleted on ack
+        client.get_job(queue, job_id)
+    assert ei.value.code == grpc.StatusCode.NOT_FOUND
+    assert client.ack_batch([ack])[0].ok  # a repeated ack still answers OK
+
+
 def test_ack_batch_call_level_errors_raise(client, queue):
     with pytest.raises(JobwireError) as ei:
         client.ack_batch([])
