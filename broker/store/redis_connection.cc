@@ -18,6 +18,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace jobwire::store {
+namespace {
+
+constexpr int kConnectTimeoutSeconds = 10;
+
+}  // namespace
 
 RedisConnection::RedisConnection(event_base* base, evdns_base* dns, const RedisTlsContext* tls,
                                  RedisEndpoint endpoint, Callbacks callbacks)
@@ -54,6 +59,10 @@ absl::Status RedisConnection::Open() {
   if (bev_ == nullptr) return absl::ResourceExhaustedError("cannot create a bufferevent");
   bufferevent_setcb(bev_, &RedisConnection::OnRead, nullptr, &RedisConnection::OnEvent, this);
   bufferevent_enable(bev_, EV_READ | EV_WRITE);
+  // Connect and TLS handshake must finish in time (a black-holed address
+  // would hang the attempt forever); cleared once open.
+  const timeval connect_timeout{kConnectTimeoutSeconds, 0};
+  bufferevent_set_timeouts(bev_, &connect_timeout, &connect_timeout);
   opening_ = true;
   const int rc =
       bufferevent_socket_connect_hostname(bev_, dns_, AF_UNSPEC, endpoint_.host.c_str(),
@@ -129,6 +138,7 @@ void RedisConnection::OnEvent(bufferevent*, short what, void* arg) {
 void RedisConnection::HandleEvent(short what) {
   if (what & BEV_EVENT_CONNECTED) {
     open_ = true;
+    bufferevent_set_timeouts(bev_, nullptr, nullptr);
     const int one = 1;
     setsockopt(bufferevent_getfd(bev_), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     callbacks_.on_open();
@@ -171,7 +181,10 @@ std::string RedisConnection::ErrorText(short what) const {
   }
   if (!tls.empty()) return absl::StrCat(where, ": TLS: ", tls);
   if (what & BEV_EVENT_EOF) return absl::StrCat(where, ": connection closed by the server");
-  if (what & BEV_EVENT_TIMEOUT) return absl::StrCat(where, ": timeout");
+  if (what & BEV_EVENT_TIMEOUT) {
+    return absl::StrCat(where, ": no connection (or TLS handshake) within ", kConnectTimeoutSeconds,
+                        " s");
+  }
   const int err = EVUTIL_SOCKET_ERROR();
   return absl::StrCat(where, ": ", err != 0 ? evutil_socket_error_to_string(err) : "error");
 }

@@ -10,7 +10,7 @@
 // - Open() starts resolving and connecting and returns at once. Exactly one
 //   of these follows, on the loop thread: on_open (TCP connected and, with
 //   TLS, the handshake done and the server's certificate verified), or
-//   on_close (the attempt failed).
+//   on_close (the attempt failed, or took more than 10 s).
 // - After on_open, Send() queues bytes in the output buffer; they are written
 //   when the socket is writable (commands sent in one loop iteration leave in
 //   one write), never with a system call per command. on_reply runs once per
