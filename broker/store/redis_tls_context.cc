@@ -44,6 +44,9 @@ absl::StatusOr<std::shared_ptr<const RedisTlsContext>> RedisTlsContext::Create(
   if (ctx == nullptr) return absl::InternalError("SSL_CTX_new failed: " + DrainOpenSslErrors());
   std::shared_ptr<const RedisTlsContext> out(new RedisTlsContext(ctx, options));
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  // Redis closes without close_notify when it stops: an ordinary EOF (RESP
+  // frames carry their own lengths, so truncation cannot pass unnoticed).
+  SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_verify(ctx, options.insecure_skip_verify ? SSL_VERIFY_NONE : SSL_VERIFY_PEER,
                      nullptr);
   if (options.ca_file.empty()) {
