@@ -74,8 +74,8 @@ void RedisClient::Connect() {
   }
   if (dns_ == nullptr) {
     dns_ = evdns_base_new(loop_->base(), EVDNS_BASE_INITIALIZE_NAMESERVERS);
-    // Without a resolver configuration IP literals still work (and
-    // getaddrinfo's answer for names is tried below).
+    // Without a usable resolver configuration: IP literals still connect,
+    // names fail with a logged "cannot resolve" and are retried.
     if (dns_ == nullptr) dns_ = evdns_base_new(loop_->base(), 0);
   }
   connection_ = std::make_unique<RedisConnection>(
