@@ -154,7 +154,8 @@ void RedisClient::OnClose(const std::string& error, bool during_tls_handshake) {
   }
   ScheduleReconnect();
   if (was_ready) {
-    base::Log(base::LogLevel::kWarning, "redis connection lost", {{"conn", name_}, {"error", error}});
+    base::Log(base::LogLevel::kWarning, "redis connection lost",
+              {{"conn", name_}, {"error", error}});
     if (on_disconnected_) on_disconnected_();
     return;
   }

@@ -91,7 +91,8 @@ absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url) {
       password = userinfo.substr(colon + 1);
     }
     if (!PercentDecode(user, &address.user) || !PercentDecode(password, &address.password)) {
-      return absl::InvalidArgumentError("bad percent-escape in the user or password of the redis url");
+      return absl::InvalidArgumentError(
+          "bad percent-escape in the user or password of the redis url");
     }
     rest = rest.substr(at + 1);
   }
