@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
 
   // A peer that closes a socket mid-write (Redis killed or restarted, a
   // client gone) must surface as EPIPE on that connection, not kill the
-  // process: hiredis writes with plain write(2), which raises SIGPIPE.
+  // process: libevent writes Redis sockets with writev(2), which raises
+  // SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
 
   // Signals are taken by sigwait below; threads started later inherit the mask.

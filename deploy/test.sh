@@ -87,6 +87,9 @@ refuse "minReplicas must not exceed" --set redis.url=redis://r:6379 --set autosc
 refuse "tls.clientAuth=true needs tls.existingSecret" --set redis.url=redis://r:6379 --set tls.clientAuth=true
 refuse "broker.healthPort (50051) must differ" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set broker.healthPort=50051
 refuse "auth.existingSecret needs auth.tokensKey" --set redis.url=redis://r:6379 --set auth.existingSecret=jobwire-tokens --set auth.tokensKey=
+refuse "redis.tls.clientCert=true needs redis.tls.existingSecret" --set redis.url=rediss://r:6380 --set redis.tls.clientCert=true
+refuse "redis.tls.* needs a rediss:// redis.url" --set redis.url=redis://r:6379 --set redis.tls.existingSecret=jobwire-redis-tls
+refuse "the in-chart Redis (redis.enabled) is plaintext" --set redis.enabled=true --set redis.tls.serverName=redis.example
 
 step "go test deploy/validate (strict decoding + cross-checks, negative cases, Dockerfile)"
 (cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" JOBWIRE_VALUES_DIR="$CHART/ci" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \

@@ -14,7 +14,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
@@ -248,8 +253,9 @@ int Subprocess::Terminate(absl::Duration grace) {
 
 bool RedisReply::is_error() const { return type == REDIS_REPLY_ERROR; }
 
-RedisServer::RedisServer(std::string requirepass)
-    : requirepass_(std::move(requirepass)) {
+RedisServer::RedisServer(std::string requirepass,
+                         std::optional<RedisServerTls> tls)
+    : requirepass_(std::move(requirepass)), tls_(std::move(tls)) {
   char tmpl[] = "/tmp/jobwire-redis-XXXXXX";
   if (mkdtemp(tmpl) != nullptr) dir_ = tmpl;
 }
@@ -263,7 +269,7 @@ RedisServer::~RedisServer() {
 }
 
 std::string RedisServer::url() const {
-  return absl::StrCat("redis://127.0.0.1:", port_);
+  return absl::StrCat(tls_ ? "rediss" : "redis", "://127.0.0.1:", port_);
 }
 
 absl::Status RedisServer::Start() {
@@ -287,6 +293,13 @@ absl::Status RedisServer::StartOnce() {
                                    "--bind", "127.0.0.1", "--save", "",
                                    "--appendonly", "no", "--dir", dir_,
                                    "--loglevel", "warning"};
+  if (tls_) {
+    argv[2] = "0";
+    argv.insert(argv.end(),
+                {"--tls-port", port, "--tls-cert-file", tls_->cert,
+                 "--tls-key-file", tls_->key, "--tls-ca-cert-file", tls_->ca,
+                 "--tls-auth-clients", tls_->auth_clients ? "yes" : "no"});
+  }
   if (!requirepass_.empty()) {
     argv.insert(argv.end(), {"--requirepass", requirepass_});
   }
@@ -299,7 +312,7 @@ absl::Status RedisServer::StartOnce() {
       return absl::UnavailableError(
           absl::StrCat("redis-server exited on port ", port));
     }
-    if (Ping(port_, requirepass_)) return absl::OkStatus();
+    if (Ready()) return absl::OkStatus();
     absl::SleepFor(absl::Milliseconds(20));
   }
   process_.Terminate(kStopGrace);
@@ -314,8 +327,66 @@ absl::Status RedisServer::Restart() {
   return Start();
 }
 
+bool RedisServer::Ready() {
+  if (!tls_) return Ping(port_, requirepass_);
+  absl::StatusOr<std::string> out = RedisCli({"PING"});
+  return out.ok() && *out == "PONG";
+}
+
+absl::StatusOr<std::string> RedisServer::RedisCli(
+    const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"redis-cli", "--tls", "--cacert", tls_->ca,
+                                   "-h", "127.0.0.1", "-p",
+                                   absl::StrCat(port_)};
+  if (!tls_->client_cert.empty()) {
+    argv.insert(argv.end(),
+                {"--cert", tls_->client_cert, "--key", tls_->client_key});
+  }
+  if (!requirepass_.empty()) {
+    argv.insert(argv.end(), {"--no-auth-warning", "-a", requirepass_});
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string out_path = absl::StrCat(dir_, "/redis-cli.out");
+  Subprocess cli;
+  absl::Status spawned = cli.Spawn(argv, out_path, "/dev/null");
+  if (!spawned.ok()) return spawned;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (cli.Running()) {
+    if (absl::Now() >= deadline) {
+      cli.Terminate(absl::Seconds(1));
+      return absl::UnavailableError("redis-cli --tls timed out");
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  std::ifstream in(out_path);
+  std::string out((std::istreambuf_iterator<char>(in)),
+                  std::istreambuf_iterator<char>());
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
+    out.pop_back();
+  }
+  if (cli.last_status() != 0 || absl::StartsWith(out, "Could not connect")) {
+    return absl::UnavailableError(absl::StrCat("redis-cli --tls: ", out));
+  }
+  return out;
+}
+
 absl::StatusOr<RedisReply> RedisServer::CommandArgv(
     const std::vector<std::string>& argv) {
+  if (tls_) {
+    absl::StatusOr<std::string> out = RedisCli(argv);
+    if (!out.ok()) return out.status();
+    RedisReply reply;
+    reply.str = *out;
+    if (absl::SimpleAtoi(*out, &reply.integer)) {
+      reply.type = REDIS_REPLY_INTEGER;
+    } else {
+      reply.type = absl::StartsWith(*out, "ERR") || absl::StartsWith(*out, "NOAUTH") ||
+                           absl::StartsWith(*out, "WRONGPASS")
+                       ? REDIS_REPLY_ERROR
+                       : REDIS_REPLY_STRING;
+    }
+    return reply;
+  }
   return RedisCommandAt(port_, requirepass_, argv);
 }
 
@@ -450,6 +521,12 @@ absl::Status BrokerProcess::StartOnce() {
     request.set_job_id("0");
     v1::Job job;
     last = stub->GetJob(&context, request, &job);
+    // The broker's own answer while it cannot reach Redis.
+    if (!wait_for_redis_ &&
+        last.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        absl::StrContains(last.error_message(), "redis")) {
+      return absl::OkStatus();
+    }
     if (last.error_code() != grpc::StatusCode::UNAVAILABLE &&
         last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
       return absl::OkStatus();

@@ -150,14 +150,29 @@ struct RedisReply {
 absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
                                           const std::vector<std::string>& argv);
 
+// TLS settings of a RedisServer (PEM paths, e.g. from TestPki). The server
+// then listens with --tls-port only (--port 0); `client_cert` / `client_key`
+// are what this class's own redis-cli connections present.
+struct RedisServerTls {
+  std::string cert;
+  std::string key;
+  std::string ca;           // --tls-ca-cert-file: verifies client certificates
+  bool auth_clients = false;  // --tls-auth-clients yes|no
+  std::string client_cert;
+  std::string client_key;
+};
+
 // A real redis-server on 127.0.0.1, without persistence, in a temporary
 // directory. The port is fixed at the first successful Start() and kept by
 // Restart(). With a `requirepass`, the server demands AUTH and this class's
-// own connections (startup PING, CommandArgv) authenticate with it. Not
-// thread-safe.
+// own connections (startup PING, CommandArgv) authenticate with it. With
+// `tls`, the port speaks TLS only and this class's own connections go
+// through `redis-cli --tls` (CommandArgv then returns redis-cli's output as
+// a string reply, or an integer reply when it is one). Not thread-safe.
 class RedisServer {
  public:
-  explicit RedisServer(std::string requirepass = "");
+  explicit RedisServer(std::string requirepass = "",
+                       std::optional<RedisServerTls> tls = std::nullopt);
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
   // Stops the server and removes its directory.
@@ -189,12 +204,16 @@ class RedisServer {
   int64_t DbSize();
 
   int port() const { return port_; }
+  // redis://127.0.0.1:<port>, rediss:// with TLS (no password).
   std::string url() const;
 
  private:
   absl::Status StartOnce();
+  bool Ready();
+  absl::StatusOr<std::string> RedisCli(const std::vector<std::string>& argv);
 
   const std::string requirepass_;
+  const std::optional<RedisServerTls> tls_;
   int port_ = 0;
   std::string dir_;
   Subprocess process_;
@@ -232,6 +251,10 @@ class BrokerProcess {
   void set_redis_url(std::string url) { redis_url_ = std::move(url); }
   // Where the broker's stderr (its log) goes; default ours.
   void set_stderr_path(std::string path) { stderr_path_ = std::move(path); }
+  // With false, Start() returns once the broker listens and answers the
+  // health service at all, without waiting for it to reach Redis (for tests
+  // of a broker that cannot). Default true.
+  void set_wait_for_redis(bool wait) { wait_for_redis_ = wait; }
 
   // Starts the broker on a free port and waits up to 10 s until GetJob on
   // queue "probe", job "0" answers anything but UNAVAILABLE /
@@ -268,6 +291,7 @@ class BrokerProcess {
   ClientSecurity security_;
   std::string redis_url_;
   std::string stderr_path_;
+  bool wait_for_redis_ = true;
   std::string broker_path_;
   std::string address_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -8,6 +8,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "broker/service/request_validator.h"
 
@@ -70,6 +71,16 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA certificate(s); when set, clients must present a certificate signed by one "
           "(mutual TLS). Requires --tls_cert");
+ABSL_FLAG(std::string, redis_tls_ca, "",
+          "PEM CA certificate(s) that signed the Redis server's certificate (rediss://); "
+          "empty: the system's default CAs");
+ABSL_FLAG(std::string, redis_tls_cert, "",
+          "PEM client certificate (chain) presented to Redis (rediss://); optional");
+ABSL_FLAG(std::string, redis_tls_key, "", "PEM private key of --redis_tls_cert");
+ABSL_FLAG(std::string, redis_tls_server_name, "",
+          "name sent as SNI and checked against Redis' certificate; empty: the URL's host");
+ABSL_FLAG(bool, redis_tls_insecure_skip_verify, false,
+          "do not verify Redis' certificate (logged as a warning at start); never in production");
 ABSL_FLAG(std::string, auth_tokens_file, "",
           "JSON file of bearer tokens (SHA-256 hashed) and their permissions; see "
           "docs/security.md. Empty: no authentication");
@@ -86,7 +97,9 @@ absl::Status ApplyEnvironment() {
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer",
                            "metrics_listen", "health_listen", "log_level", "tls_cert",
-                           "tls_key", "tls_client_ca", "auth_tokens_file"}) {
+                           "tls_key", "tls_client_ca", "redis_tls_ca", "redis_tls_cert",
+                           "redis_tls_key", "redis_tls_server_name",
+                           "redis_tls_insecure_skip_verify", "auth_tokens_file"}) {
     std::string var = absl::StrCat("JOBWIRE_", absl::AsciiStrToUpper(name));
     const char* value = std::getenv(var.c_str());
     if (value == nullptr) continue;
@@ -141,6 +154,11 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   c.tls_key = absl::GetFlag(FLAGS_tls_key);
   c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  c.redis_tls_ca = absl::GetFlag(FLAGS_redis_tls_ca);
+  c.redis_tls_cert = absl::GetFlag(FLAGS_redis_tls_cert);
+  c.redis_tls_key = absl::GetFlag(FLAGS_redis_tls_key);
+  c.redis_tls_server_name = absl::GetFlag(FLAGS_redis_tls_server_name);
+  c.redis_tls_insecure_skip_verify = absl::GetFlag(FLAGS_redis_tls_insecure_skip_verify);
   c.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
   if (c.listen.empty()) {
     c.listen = c.auth_tokens_file.empty() ? kDefaults.listen : "0.0.0.0:50051";
@@ -178,6 +196,17 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   }
   if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
     return absl::InvalidArgumentError("--tls_client_ca requires --tls_cert and --tls_key");
+  }
+  if (c.redis_tls_cert.empty() != c.redis_tls_key.empty()) {
+    return absl::InvalidArgumentError("--redis_tls_cert and --redis_tls_key must be set together");
+  }
+  const bool redis_tls_flags = !c.redis_tls_ca.empty() || !c.redis_tls_cert.empty() ||
+                               !c.redis_tls_server_name.empty() ||
+                               c.redis_tls_insecure_skip_verify;
+  if (redis_tls_flags && !absl::StartsWith(c.redis_url, "rediss://")) {
+    return absl::InvalidArgumentError(
+        "--redis_tls_* flags need a rediss:// --redis_url (TLS); the embedded Redis and "
+        "redis:// URLs are plaintext");
   }
   return c;
 }

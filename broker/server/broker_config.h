@@ -46,6 +46,15 @@ struct BrokerConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
+  // TLS to Redis (rediss:// only; PEM paths): the CA that signed Redis'
+  // certificate (empty: the system's CAs), an optional client certificate
+  // and key (both or neither), the name to verify and send as SNI (empty:
+  // the URL's host), and the explicit, logged opt-out of verification.
+  std::string redis_tls_ca;
+  std::string redis_tls_cert;
+  std::string redis_tls_key;
+  std::string redis_tls_server_name;
+  bool redis_tls_insecure_skip_verify = false;
   // Bearer tokens and their permissions (docs/security.md); empty: every
   // caller may do everything.
   std::string auth_tokens_file;
@@ -53,7 +62,8 @@ struct BrokerConfig {
 
 // Parses flags and environment. INVALID_ARGUMENT names the flag and its
 // limit when a value is out of range, or the flags that must come together
-// (--tls_cert with --tls_key; --tls_client_ca needs both).
+// (--tls_cert with --tls_key; --tls_client_ca needs both; --redis_tls_cert
+// with --redis_tls_key; any --redis_tls_* flag needs a rediss:// URL).
 absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv);
 
 }  // namespace jobwire::server

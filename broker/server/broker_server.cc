@@ -43,12 +43,41 @@ service::ServiceOptions ServiceOptionsFrom(const BrokerConfig& c) {
   return o;
 }
 
+// The TLS context of rediss:// connections (null for redis://), and the
+// startup log line saying how Redis' certificate is checked.
+absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> MakeRedisTls(
+    const BrokerConfig& c, const store::RedisAddress& address) {
+  if (!address.tls) return std::shared_ptr<const store::RedisTlsContext>();
+  store::RedisTlsOptions o;
+  o.ca_file = c.redis_tls_ca;
+  o.cert_file = c.redis_tls_cert;
+  o.key_file = c.redis_tls_key;
+  o.server_name = c.redis_tls_server_name;
+  o.insecure_skip_verify = c.redis_tls_insecure_skip_verify;
+  absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> tls =
+      store::RedisTlsContext::Create(o);
+  if (!tls.ok()) return tls.status();
+  if (o.insecure_skip_verify) {
+    base::Log(base::LogLevel::kWarning,
+              "redis TLS certificate verification is OFF (--redis_tls_insecure_skip_verify): "
+              "anyone on the path can impersonate Redis",
+              {{"redis", address.ToString()}});
+  } else {
+    base::Log(base::LogLevel::kInfo, "redis TLS",
+              {{"ca", o.ca_file.empty() ? "(system default)" : o.ca_file},
+               {"client_cert", o.cert_file.empty() ? "(none)" : o.cert_file},
+               {"server_name", o.server_name.empty() ? address.host : o.server_name}});
+  }
+  return tls;
+}
+
 }  // namespace
 
 BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
+                           std::shared_ptr<const store::RedisTlsContext> redis_tls,
                            std::unique_ptr<service::Authorizer> authorizer)
-    : commands_(&loop_, address, "commands"),
-      subscriber_(&loop_, address, "pubsub"),
+    : commands_(&loop_, address, "commands", redis_tls),
+      subscriber_(&loop_, address, "pubsub", redis_tls),
       scripts_(&commands_),
       store_(&commands_, &scripts_, StoreOptionsFrom(config)),
       admin_store_(&commands_, &scripts_, config.key_prefix),
@@ -65,6 +94,10 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                                                                   const std::string& redis_url) {
   absl::StatusOr<store::RedisAddress> address = store::ParseRedisUrl(redis_url);
   if (!address.ok()) return address.status();
+  if (absl::Status single = store::RequireSingleHost(*address); !single.ok()) return single;
+  absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> redis_tls = MakeRedisTls(config,
+                                                                                       *address);
+  if (!redis_tls.ok()) return redis_tls.status();
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(config);
   if (!credentials.ok()) return credentials.status();
@@ -77,7 +110,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     base::Log(base::LogLevel::kInfo, "bearer token authentication on",
               {{"tokens", absl::StrCat(authorizer->token_count())}});
   }
-  std::unique_ptr<BrokerServer> s(new BrokerServer(config, *address, std::move(authorizer)));
+  std::unique_ptr<BrokerServer> s(
+      new BrokerServer(config, *address, *std::move(redis_tls), std::move(authorizer)));
 
   s->commands_.SetOnConnected([raw = s.get()] {
     raw->store_.CheckRedisSettings();

@@ -44,7 +44,9 @@ class BrokerServer {
   // fields say, and warns at startup when it is exposed beyond loopback
   // without authentication or without TLS. INVALID_ARGUMENT for a bad URL or
   // a file without PEM, NOT_FOUND / PERMISSION_DENIED / INTERNAL for a TLS
-  // file that cannot be read, UNAVAILABLE when the gRPC port (or the
+  // file that cannot be read; INVALID_ARGUMENT for a URL with several hosts
+  // or Redis TLS files (config.redis_tls_*, used with rediss://) that
+  // OpenSSL cannot load, UNAVAILABLE when the gRPC port (or the
   // plaintext health-only port, config.health_listen) cannot be bound.
   static absl::StatusOr<std::unique_ptr<BrokerServer>> Start(const BrokerConfig& config,
                                                              const std::string& redis_url);
@@ -59,6 +61,7 @@ class BrokerServer {
 
  private:
   BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
+               std::shared_ptr<const store::RedisTlsContext> redis_tls,
                std::unique_ptr<service::Authorizer> authorizer);
   // Serves metrics_ on `listen` (host:port) at /metrics; logs and skips
   // when it cannot bind. No-op when `listen` is empty.

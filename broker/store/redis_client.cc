@@ -1,14 +1,10 @@
 #include "broker/store/redis_client.h"
 
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
+#include <event2/dns.h>
 #include <hiredis/hiredis.h>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "broker/base/logging.h"
 
 namespace jobwire::store {
@@ -17,12 +13,8 @@ namespace {
 constexpr absl::Duration kMinBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
 
-absl::StatusOr<RedisReply> ToResult(redisAsyncContext* ctx, redisReply* reply) {
-  if (reply == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("redis connection lost", ctx->errstr[0] ? ": " : "", ctx->errstr));
-  }
-  RedisReply out = RedisReply::FromHiredis(*reply);
+absl::StatusOr<RedisReply> ToResult(const redisReply& reply) {
+  RedisReply out = RedisReply::FromHiredis(reply);
   if (!out.is_error() || absl::StartsWith(out.str, "NOSCRIPT")) return out;
   for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
     if (absl::StartsWith(out.str, transient)) {
@@ -32,97 +24,29 @@ absl::StatusOr<RedisReply> ToResult(redisAsyncContext* ctx, redisReply* reply) {
   return absl::InternalError(absl::StrCat("redis: ", out.str));
 }
 
-}  // namespace
+// The message prefix of the status every command in flight gets when the
+// connection drops (as opposed to an answer from Redis).
+constexpr absl::string_view kLost = "redis connection lost";
 
-struct RedisClient::Subscription {
-  RedisClient* client;
-  std::string channel;
-  MessageHandler handler;
-  // UNSUBSCRIBE sent, its confirmation not in yet: hiredis still calls this
-  // subscription until then.
-  bool unsubscribing = false;
-  // Subscribe was called again meanwhile: subscribe anew once confirmed.
-  bool resubscribe = false;
-};
+bool IsLost(const absl::Status& s) { return absl::StartsWith(s.message(), kLost); }
 
-std::string RedisAddress::ToString() const {
-  return absl::StrCat("redis://", user.empty() ? "" : absl::StrCat(user, "@"), host, ":", port,
-                      "/", db);
-}
-
-namespace {
-
-// Decodes %XX escapes; false on a malformed escape.
-bool PercentDecode(absl::string_view in, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out->push_back(in[i]);
-      continue;
-    }
-    int value = 0;
-    if (i + 2 >= in.size()) return false;
-    for (char c : {in[i + 1], in[i + 2]}) {
-      if (!absl::ascii_isxdigit(c)) return false;
-      const char l = absl::ascii_tolower(c);
-      value = value * 16 + (absl::ascii_isdigit(l) ? l - '0' : l - 'a' + 10);
-    }
-    out->push_back(static_cast<char>(value));
-    i += 2;
-  }
-  return true;
+absl::string_view Str(const redisReply* r) {
+  return (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+             ? absl::string_view(r->str, r->len)
+             : absl::string_view();
 }
 
 }  // namespace
 
-absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url) {
-  constexpr absl::string_view kScheme = "redis://";
-  if (!absl::StartsWith(url, kScheme)) {
-    return absl::InvalidArgumentError("redis url must start with redis://");
-  }
-  absl::string_view rest = url.substr(kScheme.size());
-  RedisAddress address;
-  if (auto at = rest.rfind('@'); at != absl::string_view::npos) {
-    absl::string_view userinfo = rest.substr(0, at);
-    absl::string_view user;
-    absl::string_view password = userinfo;
-    if (auto colon = userinfo.find(':'); colon != absl::string_view::npos) {
-      user = userinfo.substr(0, colon);
-      password = userinfo.substr(colon + 1);
-    }
-    if (!PercentDecode(user, &address.user) || !PercentDecode(password, &address.password)) {
-      return absl::InvalidArgumentError("bad percent-escape in the user or password of the redis url");
-    }
-    rest = rest.substr(at + 1);
-  }
-  // From here on `url` may be quoted: without its user and password.
-  url = rest;
-  if (auto slash = rest.find('/'); slash != absl::string_view::npos) {
-    absl::string_view db = rest.substr(slash + 1);
-    if (!db.empty() && !absl::SimpleAtoi(db, &address.db)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad database number in redis url: ", url));
-    }
-    rest = rest.substr(0, slash);
-  }
-  if (auto colon = rest.rfind(':'); colon != absl::string_view::npos) {
-    if (!absl::SimpleAtoi(rest.substr(colon + 1), &address.port) || address.port <= 0 ||
-        address.port > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat("bad port in redis url: ", url));
-    }
-    rest = rest.substr(0, colon);
-  }
-  if (!rest.empty()) address.host = std::string(rest);
-  return address;
-}
-
-RedisClient::RedisClient(base::EventLoop* loop, RedisAddress address, std::string name)
-    : loop_(loop), address_(std::move(address)), name_(std::move(name)) {}
+RedisClient::RedisClient(base::EventLoop* loop, RedisAddress address, std::string name,
+                         std::shared_ptr<const RedisTlsContext> tls)
+    : loop_(loop), address_(std::move(address)), name_(std::move(name)), tls_(std::move(tls)) {}
 
 RedisClient::~RedisClient() {
-  if (ctx_ != nullptr) {
-    ctx_->data = nullptr;
-    redisAsyncFree(ctx_);
-  }
+  connection_.reset();  // no callback from it
+  std::deque<ReplyCallback> pending = std::move(pending_);
+  for (ReplyCallback& cb : pending) cb(absl::UnavailableError("redis client destroyed"));
+  if (dns_ != nullptr) evdns_base_free(dns_, /*fail_requests=*/0);
 }
 
 void RedisClient::Start() {
@@ -138,19 +62,32 @@ void RedisClient::RunInLoop(std::function<void()> fn) {
 }
 
 void RedisClient::Connect() {
-  ctx_ = redisAsyncConnect(address_.host.c_str(), address_.port);
-  if (ctx_ == nullptr || ctx_->err) {
-    base::Log(base::LogLevel::kWarning, "redis connect failed",
-              {{"conn", name_}, {"error", ctx_ ? ctx_->errstr : "out of memory"}});
-    if (ctx_ != nullptr) redisAsyncFree(ctx_);
-    ctx_ = nullptr;
-    ScheduleReconnect();
-    return;
+  if (address_.tls && tls_ == nullptr) {
+    absl::StatusOr<std::shared_ptr<const RedisTlsContext>> made = RedisTlsContext::Create({});
+    if (!made.ok()) {
+      base::Log(base::LogLevel::kError, "redis TLS setup failed",
+                {{"conn", name_}, {"error", made.status().ToString()}});
+      ScheduleReconnect();
+      return;
+    }
+    tls_ = *std::move(made);
   }
-  ctx_->data = this;
-  redisLibeventAttach(ctx_, loop_->base());
-  redisAsyncSetConnectCallback(ctx_, &RedisClient::OnConnect);
-  redisAsyncSetDisconnectCallback(ctx_, &RedisClient::OnDisconnect);
+  if (dns_ == nullptr) {
+    dns_ = evdns_base_new(loop_->base(), EVDNS_BASE_INITIALIZE_NAMESERVERS);
+    // Without a usable resolver configuration: IP literals still connect,
+    // names fail with a logged "cannot resolve" and are retried.
+    if (dns_ == nullptr) dns_ = evdns_base_new(loop_->base(), 0);
+  }
+  connection_ = std::make_unique<RedisConnection>(
+      loop_->base(), dns_, address_.tls ? tls_.get() : nullptr,
+      RedisEndpoint{address_.host, address_.port},
+      RedisConnection::Callbacks{
+          [this] { OnOpen(); }, [this](const redisReply& r) { OnReply(r); },
+          [this](const std::string& error, bool tls) { OnClose(error, tls); }});
+  if (absl::Status opened = connection_->Open(); !opened.ok()) {
+    connection_.reset();
+    OnClose(std::string(opened.message()), false);
+  }
 }
 
 void RedisClient::ScheduleReconnect() {
@@ -159,60 +96,78 @@ void RedisClient::ScheduleReconnect() {
   loop_->RunAfter(delay, [this] { Connect(); });
 }
 
-void RedisClient::OnConnect(const redisAsyncContext* ctx, int status) {
-  auto* self = static_cast<RedisClient*>(ctx->data);
-  if (self == nullptr) return;
-  if (status != REDIS_OK) {
-    // hiredis frees the context after this callback.
-    if (!self->was_connected_) {
-      base::Log(base::LogLevel::kDebug, "redis connect failed",
-                {{"conn", self->name_}, {"error", ctx->errstr}});
-    }
-    self->ctx_ = nullptr;
-    self->ScheduleReconnect();
-    return;
-  }
-  self->connected_ = true;
-  self->backoff_ = kMinBackoff;
-  base::Log(base::LogLevel::kInfo, self->was_connected_ ? "redis reconnected" : "redis connected",
-            {{"conn", self->name_}, {"redis", self->address_.ToString()}});
-  self->was_connected_ = true;
-  auto ignore = [](absl::StatusOr<RedisReply>) {};
-  if (!self->address_.password.empty()) {
+void RedisClient::OnOpen() {
+  connected_ = true;
+  subscribed_mode_ = false;
+  if (!address_.password.empty()) {
     std::vector<std::string> auth = {"AUTH"};
-    if (!self->address_.user.empty()) auth.push_back(self->address_.user);
-    auth.push_back(self->address_.password);
+    if (!address_.user.empty()) auth.push_back(address_.user);
+    auth.push_back(address_.password);
     // Redis's refusal (WRONGPASS ...) never repeats the password.
-    self->Command(std::move(auth), [name = self->name_](absl::StatusOr<RedisReply> reply) {
-      if (reply.ok() && !reply->is_error()) return;
+    Command(std::move(auth), [name = name_](absl::StatusOr<RedisReply> reply) {
+      // A lost connection is OnClose's to report; Redis' refusal arrives as
+      // INTERNAL or UNAVAILABLE ("redis: WRONGPASS ...", never the password).
+      if (reply.ok() || IsLost(reply.status())) return;
       base::Log(base::LogLevel::kError, "redis AUTH refused",
-                {{"conn", name},
-                 {"error", reply.ok() ? reply->str : std::string(reply.status().message())}});
+                {{"conn", name}, {"error", std::string(reply.status().message())}});
     });
   }
-  if (self->address_.db != 0) self->Command({"SELECT", absl::StrCat(self->address_.db)}, ignore);
-  for (auto it = self->subscriptions_.begin(); it != self->subscriptions_.end();) {
-    Subscription* sub = it->second.get();
-    if (sub->unsubscribing && !sub->resubscribe) {
-      it = self->subscriptions_.erase(it);  // the old connection took it along
-      continue;
-    }
-    sub->unsubscribing = sub->resubscribe = false;
-    self->SendSubscribe(sub);
-    ++it;
-  }
-  if (self->on_connected_) self->on_connected_();
+  if (address_.db != 0) Command({"SELECT", absl::StrCat(address_.db)}, [](auto) {});
+  // Ready once Redis has answered something: a TLS server that refuses the
+  // client's certificate does so only after the client's side of the
+  // handshake is done.
+  Command({"PING"}, [this](absl::StatusOr<RedisReply> reply) {
+    // Any answer from Redis (NOAUTH included) counts; only a lost
+    // connection does not.
+    if (reply.ok() || !IsLost(reply.status())) OnReady();
+  });
 }
 
-void RedisClient::OnDisconnect(const redisAsyncContext* ctx, int status) {
-  auto* self = static_cast<RedisClient*>(ctx->data);
-  if (self == nullptr) return;
-  base::Log(base::LogLevel::kWarning, "redis connection lost",
-            {{"conn", self->name_}, {"error", ctx->errstr}});
-  self->ctx_ = nullptr;
-  self->connected_ = false;
-  self->ScheduleReconnect();
-  if (self->on_disconnected_) self->on_disconnected_();
+void RedisClient::OnReady() {
+  ready_ = true;
+  backoff_ = kMinBackoff;
+  last_failure_.clear();
+  base::Log(base::LogLevel::kInfo, was_ready_ ? "redis reconnected" : "redis connected",
+            {{"conn", name_}, {"redis", address_.ToString()}});
+  was_ready_ = true;
+  for (auto it = subscriptions_.begin(); it != subscriptions_.end();) {
+    Subscription& sub = it->second;
+    if (sub.unsubscribing && !sub.resubscribe) {
+      it = subscriptions_.erase(it);  // the old connection took it along
+      continue;
+    }
+    sub.unsubscribing = sub.resubscribe = false;
+    SendSubscribe(it->first);
+    ++it;
+  }
+  if (on_connected_) on_connected_();
+}
+
+void RedisClient::OnClose(const std::string& error, bool during_tls_handshake) {
+  connection_.reset();
+  const bool was_ready = ready_;
+  connected_ = ready_ = false;
+  std::deque<ReplyCallback> pending = std::move(pending_);
+  pending_.clear();
+  for (ReplyCallback& cb : pending) {
+    cb(absl::UnavailableError(absl::StrCat(kLost, ": ", error)));
+  }
+  ScheduleReconnect();
+  if (was_ready) {
+    base::Log(base::LogLevel::kWarning, "redis connection lost",
+              {{"conn", name_}, {"error", error}});
+    if (on_disconnected_) on_disconnected_();
+    return;
+  }
+  // A failed attempt. Each new reason is logged once (TLS failures, which
+  // are configuration errors an operator must see, at error level); repeats
+  // at debug level.
+  const bool tls = during_tls_handshake || absl::StrContains(error, ": TLS: ");
+  base::LogLevel level = tls ? base::LogLevel::kError : base::LogLevel::kWarning;
+  if (error == last_failure_) level = base::LogLevel::kDebug;
+  last_failure_ = error;
+  base::Log(level, tls ? "redis TLS handshake failed" : "redis connect failed",
+            {{"conn", name_}, {"redis", address_.ToString()}, {"error", error}});
 }
 
 void RedisClient::Command(std::vector<std::string> args, ReplyCallback callback) {
@@ -222,40 +177,60 @@ void RedisClient::Command(std::vector<std::string> args, ReplyCallback callback)
           absl::StrCat("redis is not reachable at ", address_.host, ":", address_.port)));
       return;
     }
-    std::vector<const char*> argv;
-    std::vector<size_t> argvlen;
-    argv.reserve(args.size());
-    argvlen.reserve(args.size());
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      argvlen.push_back(a.size());
+    constexpr size_t kInline = 16;
+    const char* argv_inline[kInline];
+    size_t len_inline[kInline];
+    std::vector<const char*> argv_heap;
+    std::vector<size_t> len_heap;
+    const char** argv = argv_inline;
+    size_t* lens = len_inline;
+    if (args.size() > kInline) {
+      argv_heap.resize(args.size());
+      len_heap.resize(args.size());
+      argv = argv_heap.data();
+      lens = len_heap.data();
     }
-    auto* cb = new ReplyCallback(std::move(callback));
-    if (redisAsyncCommandArgv(ctx_, &RedisClient::OnReply, cb, static_cast<int>(argv.size()),
-                              argv.data(), argvlen.data()) != REDIS_OK) {
-      std::unique_ptr<ReplyCallback> owned(cb);
-      (*owned)(absl::UnavailableError("redis connection is closing"));
+    for (size_t i = 0; i < args.size(); ++i) {
+      argv[i] = args[i].data();
+      lens[i] = args[i].size();
     }
+    connection_->Send(static_cast<int>(args.size()), argv, lens);
+    pending_.push_back(std::move(callback));
   });
 }
 
-void RedisClient::OnReply(redisAsyncContext* ctx, void* reply, void* privdata) {
-  std::unique_ptr<ReplyCallback> cb(static_cast<ReplyCallback*>(privdata));
-  (*cb)(ToResult(ctx, static_cast<redisReply*>(reply)));
+void RedisClient::Send(std::initializer_list<absl::string_view> args) {
+  const char* argv[4];
+  size_t lens[4];
+  int n = 0;
+  for (absl::string_view a : args) {
+    argv[n] = a.data();
+    lens[n++] = a.size();
+  }
+  connection_->Send(n, argv, lens);
+}
+
+void RedisClient::OnReply(const redisReply& reply) {
+  if (subscribed_mode_ && OnPush(reply)) return;
+  if (pending_.empty()) return;  // e.g. an error reply to SUBSCRIBE (NOAUTH)
+  ReplyCallback cb = std::move(pending_.front());
+  pending_.pop_front();
+  cb(ToResult(reply));
 }
 
 void RedisClient::Subscribe(const std::string& channel, MessageHandler handler) {
   RunInLoop([this, channel, handler = std::move(handler)]() mutable {
-    auto& sub = subscriptions_[channel];
-    if (sub != nullptr) {
-      if (sub->unsubscribing) {
-        sub->handler = std::move(handler);
-        sub->resubscribe = true;
+    auto [it, inserted] = subscriptions_.try_emplace(channel);
+    Subscription& sub = it->second;
+    if (!inserted) {
+      if (sub.unsubscribing) {
+        sub.handler = std::move(handler);
+        sub.resubscribe = true;
       }
       return;
     }
-    sub.reset(new Subscription{this, channel, std::move(handler)});
-    if (connected_) SendSubscribe(sub.get());
+    sub.handler = std::move(handler);
+    if (ready_) SendSubscribe(channel);
   });
 }
 
@@ -263,51 +238,46 @@ void RedisClient::Unsubscribe(const std::string& channel) {
   RunInLoop([this, channel] {
     auto it = subscriptions_.find(channel);
     if (it == subscriptions_.end()) return;
-    Subscription* sub = it->second.get();
-    if (!connected_) {
+    Subscription& sub = it->second;
+    if (!ready_) {
       subscriptions_.erase(it);  // not sent again on the next connect
       return;
     }
-    sub->resubscribe = false;
-    if (sub->unsubscribing) return;
-    sub->unsubscribing = true;
-    const char* argv[] = {"UNSUBSCRIBE", sub->channel.data()};
-    size_t argvlen[] = {11, sub->channel.size()};
-    // hiredis takes no callback for UNSUBSCRIBE: the subscription's own
-    // callback gets the confirmation (OnMessage).
-    redisAsyncCommandArgv(ctx_, nullptr, nullptr, 2, argv, argvlen);
+    sub.resubscribe = false;
+    if (sub.unsubscribing) return;
+    sub.unsubscribing = true;
+    Send({"UNSUBSCRIBE", channel});  // confirmed through OnPush
   });
 }
 
-void RedisClient::SendSubscribe(Subscription* sub) {
-  const char* argv[] = {"SUBSCRIBE", sub->channel.data()};
-  size_t argvlen[] = {9, sub->channel.size()};
-  redisAsyncCommandArgv(ctx_, &RedisClient::OnMessage, sub, 2, argv, argvlen);
+void RedisClient::SendSubscribe(const std::string& channel) {
+  subscribed_mode_ = true;
+  Send({"SUBSCRIBE", channel});
 }
 
-void RedisClient::OnMessage(redisAsyncContext*, void* reply, void* privdata) {
-  auto* r = static_cast<redisReply*>(reply);
-  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 3) return;
-  auto* sub = static_cast<Subscription*>(privdata);
-  absl::string_view kind(r->element[0]->str, r->element[0]->len);
+bool RedisClient::OnPush(const redisReply& r) {
+  if (r.type != REDIS_REPLY_ARRAY || r.elements != 3) return false;
+  const absl::string_view kind = Str(r.element[0]);
+  if (kind != "message" && kind != "subscribe" && kind != "unsubscribe") return false;
+  const std::string channel(Str(r.element[1]));
+  auto it = subscriptions_.find(channel);
+  if (it == subscriptions_.end()) return true;
+  Subscription& sub = it->second;
   if (kind == "message") {
-    sub->handler(sub->channel, std::string(r->element[2]->str, r->element[2]->len));
+    sub.handler(channel, std::string(Str(r.element[2])));
   } else if (kind == "subscribe") {
     // Confirmed: anything published before this point was missed, so tell
     // the handler with an empty message that it should catch up.
-    sub->handler(sub->channel, std::string());
-  } else if (kind == "unsubscribe" && sub->unsubscribing) {
-    // hiredis has dropped its entry for the channel and will not call this
-    // subscription again.
-    RedisClient* self = sub->client;
-    if (sub->resubscribe) {
-      sub->unsubscribing = sub->resubscribe = false;
-      self->SendSubscribe(sub);
+    sub.handler(channel, std::string());
+  } else if (sub.unsubscribing) {
+    if (sub.resubscribe) {
+      sub.unsubscribing = sub.resubscribe = false;
+      SendSubscribe(channel);
     } else {
-      const std::string channel = sub->channel;  // erase destroys sub
-      self->subscriptions_.erase(channel);
+      subscriptions_.erase(it);
     }
   }
+  return true;
 }
 
 }  // namespace jobwire::store

@@ -1,5 +1,7 @@
-// RedisClient: one asynchronous, pipelined connection to Redis (hiredis on
-// the broker's EventLoop) that reconnects by itself.
+// RedisClient: one asynchronous, pipelined connection to Redis on the
+// broker's EventLoop that reconnects by itself. The transport (TCP or TLS,
+// DNS, RESP framing) is a RedisConnection; this class pairs replies with
+// the commands it sent, keeps the subscriptions, and reconnects.
 //
 // Commands never block the caller: the reply (or the error) is delivered to
 // a callback on the loop thread. While the connection is down every command
@@ -7,42 +9,31 @@
 // backoff (100 ms doubling to 2 s). Commands in flight when the connection
 // drops also fail with UNAVAILABLE: the caller cannot know whether they ran.
 // With a password in the address, every (re)connect first sends AUTH
-// [user] password (a refused AUTH is logged, without the password).
+// [user] password (a refused AUTH is logged, without the password). With
+// address.tls (rediss://) the connection speaks TLS with the given
+// RedisTlsContext; a failed handshake or certificate check is logged at
+// error level with OpenSSL's reason and retried with the same backoff.
 #ifndef JOBWIRE_BROKER_STORE_REDIS_CLIENT_H_
 #define JOBWIRE_BROKER_STORE_REDIS_CLIENT_H_
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
+#include "broker/store/redis_connection.h"
 #include "broker/store/redis_reply.h"
+#include "broker/store/redis_tls_context.h"
+#include "broker/store/redis_url.h"
 
-struct redisAsyncContext;
+struct evdns_base;
 
 namespace jobwire::store {
-
-struct RedisAddress {
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  std::string password;  // empty: no AUTH
-  int db = 0;
-  std::string user = "";  // ACL user; empty: AUTH <password> (the default user)
-
-  // redis://[user@]host:port/db: never the password.
-  std::string ToString() const;
-};
-
-// Parses redis://[[user]:password@]host[:port][/db] (also
-// redis://password@host for the default user); user and password are
-// percent-decoded. INVALID_ARGUMENT otherwise; the message never contains
-// the password.
-absl::StatusOr<RedisAddress> ParseRedisUrl(absl::string_view url);
 
 // Thread safety: every public method may be called from any thread;
 // callbacks run on the loop thread and must not block.
@@ -55,8 +46,12 @@ class RedisClient {
   using ReplyCallback = std::function<void(absl::StatusOr<RedisReply>)>;
   using MessageHandler = std::function<void(const std::string& channel, const std::string& message)>;
 
-  // `loop` must outlive the client; `name` appears in logs.
-  RedisClient(base::EventLoop* loop, RedisAddress address, std::string name);
+  // `loop` must outlive the client; `name` appears in logs. `tls` is used
+  // when address.tls (rediss://); null then means the system's CAs, no
+  // client certificate, verification on. Only address.host:port is used
+  // (REQUIRES: RequireSingleHost(address) is OK).
+  RedisClient(base::EventLoop* loop, RedisAddress address, std::string name,
+              std::shared_ptr<const RedisTlsContext> tls = nullptr);
   ~RedisClient();  // REQUIRES: the loop is stopped.
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
@@ -81,8 +76,9 @@ class RedisClient {
   // Channels subscribed or being unsubscribed (for tests). Loop thread only.
   size_t subscription_count() const { return subscriptions_.size(); }
 
-  // Runs on the loop thread after every successful (re)connect, after
-  // subscriptions are re-sent. Set before Start.
+  // Runs on the loop thread after every successful (re)connect (Redis has
+  // answered a first PING), after subscriptions are re-sent. Set before
+  // Start.
   void SetOnConnected(std::function<void()> fn) { on_connected_ = std::move(fn); }
   // Runs on the loop thread each time an established connection is lost
   // (not when a connection attempt fails). Set before Start.
@@ -92,29 +88,50 @@ class RedisClient {
   const RedisAddress& address() const { return address_; }
 
  private:
-  struct Subscription;
+  struct Subscription {
+    MessageHandler handler;
+    // UNSUBSCRIBE sent, its confirmation not in yet: messages may still come.
+    bool unsubscribing = false;
+    // Subscribe was called again meanwhile: subscribe anew once confirmed.
+    bool resubscribe = false;
+  };
 
   void RunInLoop(std::function<void()> fn);
   void Connect();
   void ScheduleReconnect();
-  void SendSubscribe(Subscription* sub);
-  static void OnConnect(const redisAsyncContext* ctx, int status);
-  static void OnDisconnect(const redisAsyncContext* ctx, int status);
-  static void OnReply(redisAsyncContext* ctx, void* reply, void* privdata);
-  static void OnMessage(redisAsyncContext* ctx, void* reply, void* privdata);
+  void Send(std::initializer_list<absl::string_view> args);
+  void SendSubscribe(const std::string& channel);
+  void OnOpen();
+  void OnReady();
+  void OnReply(const redisReply& reply);
+  // True when `reply` was a pub/sub message or confirmation (and handled).
+  bool OnPush(const redisReply& reply);
+  void OnClose(const std::string& error, bool during_tls_handshake);
 
   base::EventLoop* const loop_;
   const RedisAddress address_;
   const std::string name_;
+  std::shared_ptr<const RedisTlsContext> tls_;
   std::function<void()> on_connected_;
   std::function<void()> on_disconnected_;
 
   // Loop-thread state.
-  redisAsyncContext* ctx_ = nullptr;
+  evdns_base* dns_ = nullptr;
+  std::unique_ptr<RedisConnection> connection_;
+  // The transport is up: commands are sent (pipelined behind AUTH, SELECT
+  // and a PING).
   bool connected_ = false;
-  bool was_connected_ = false;
+  // Redis answered that PING: subscriptions are sent, on_connected_ ran.
+  bool ready_ = false;
+  bool was_ready_ = false;
+  // A SUBSCRIBE went out on this connection: array replies starting with
+  // "message" / "subscribe" / "unsubscribe" are pub/sub traffic.
+  bool subscribed_mode_ = false;
+  std::string last_failure_;  // of the previous failed attempt, to log changes once
   absl::Duration backoff_ = absl::Milliseconds(100);
-  std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
+  // Callbacks of the commands sent on connection_, oldest first.
+  std::deque<ReplyCallback> pending_;
+  std::map<std::string, Subscription> subscriptions_;
 };
 
 }  // namespace jobwire::store

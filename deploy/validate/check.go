@@ -33,6 +33,8 @@ func init() {
 		"shutdown_grace_ms", "log_level", "metrics_listen", "max_stream_age_ms",
 		"max_claim_streams", "max_claim_streams_per_peer", "health_listen",
 		"tls_cert", "tls_key", "tls_client_ca", "auth_tokens_file",
+		"redis_tls_ca", "redis_tls_cert", "redis_tls_key", "redis_tls_server_name",
+		"redis_tls_insecure_skip_verify",
 	} {
 		knownEnv["JOBWIRE_"+strings.ToUpper(f)] = true
 	}
@@ -437,9 +439,25 @@ func listenPort(addr string) (int32, error) {
 	return int32(n), err
 }
 
+// redisURLHosts is the host list of a redis[s]:// URL: after the scheme and
+// any user info, up to the database path.
+func redisURLHosts(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if i := strings.LastIndex(u, "@"); i >= 0 {
+		u = u[i+1:]
+	}
+	if i := strings.Index(u, "/"); i >= 0 {
+		u = u[:i]
+	}
+	return u
+}
+
 // fileEnv are the broker flags naming files it reads at startup: with a
 // read-only root filesystem they must come from a mounted Secret.
-var fileEnv = []string{"JOBWIRE_TLS_CERT", "JOBWIRE_TLS_KEY", "JOBWIRE_TLS_CLIENT_CA", "JOBWIRE_AUTH_TOKENS_FILE"}
+var fileEnv = []string{"JOBWIRE_TLS_CERT", "JOBWIRE_TLS_KEY", "JOBWIRE_TLS_CLIENT_CA", "JOBWIRE_AUTH_TOKENS_FILE",
+	"JOBWIRE_REDIS_TLS_CA", "JOBWIRE_REDIS_TLS_CERT", "JOBWIRE_REDIS_TLS_KEY"}
 
 // checkSecretFile checks that file p is provided by a Secret volume mounted in
 // ct: the longest mountPath containing it, an item with that path (or, with no
@@ -533,8 +551,10 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 	}
 	if e, ok := envValue(broker, "JOBWIRE_REDIS_URL"); !ok {
 		c.errorf("%s: JOBWIRE_REDIS_URL is not set (empty starts an embedded redis-server, which the image lacks)", cwho)
-	} else if e.ValueFrom == nil && !strings.HasPrefix(e.Value, "redis://") {
-		c.errorf("%s: JOBWIRE_REDIS_URL %q is not a redis:// URL", cwho, e.Value)
+	} else if e.ValueFrom == nil && !strings.HasPrefix(e.Value, "redis://") && !strings.HasPrefix(e.Value, "rediss://") {
+		c.errorf("%s: JOBWIRE_REDIS_URL %q is not a redis:// or rediss:// URL", cwho, e.Value)
+	} else if e.ValueFrom == nil && strings.Contains(redisURLHosts(e.Value), ",") {
+		c.errorf("%s: JOBWIRE_REDIS_URL lists several hosts; the broker takes one (standalone Redis)", cwho)
 	} else if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef == nil {
 		c.errorf("%s: JOBWIRE_REDIS_URL must come from a value or a secretKeyRef", cwho)
 	}
@@ -575,7 +595,7 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 		c.checkSecretFile(cwho, name, e.Value, broker, spec.Volumes)
 	}
 	for _, a := range broker.Args {
-		for _, f := range []string{"--tls_", "--auth_tokens_file", "--health_listen", "--listen"} {
+		for _, f := range []string{"--tls_", "--redis_tls_", "--auth_tokens_file", "--health_listen", "--listen"} {
 			if strings.HasPrefix(a, f) {
 				c.errorf("%s: set %s through its JOBWIRE_ env variable, not args (the checks read the env)", cwho, strings.TrimSuffix(strings.SplitN(a, "=", 2)[0], "_"))
 			}
@@ -593,6 +613,24 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 	}
 	if hasCA && !tls {
 		c.errorf("%s: JOBWIRE_TLS_CLIENT_CA without JOBWIRE_TLS_CERT/KEY (the broker exits)", cwho)
+	}
+	// Redis TLS: a client certificate and its key together; TLS files only
+	// with a rediss:// URL (when the URL is literal), and never verification
+	// turned off in a rendered chart.
+	_, hasRedisCert := envValue(broker, "JOBWIRE_REDIS_TLS_CERT")
+	_, hasRedisKey := envValue(broker, "JOBWIRE_REDIS_TLS_KEY")
+	if hasRedisCert != hasRedisKey {
+		c.errorf("%s: JOBWIRE_REDIS_TLS_CERT and JOBWIRE_REDIS_TLS_KEY come together (the broker exits otherwise)", cwho)
+	}
+	if _, off := envValue(broker, "JOBWIRE_REDIS_TLS_INSECURE_SKIP_VERIFY"); off {
+		c.errorf("%s: JOBWIRE_REDIS_TLS_INSECURE_SKIP_VERIFY turns off Redis certificate verification", cwho)
+	}
+	if e, ok := envValue(broker, "JOBWIRE_REDIS_URL"); ok && e.ValueFrom == nil && !strings.HasPrefix(e.Value, "rediss://") {
+		for _, name := range []string{"JOBWIRE_REDIS_TLS_CA", "JOBWIRE_REDIS_TLS_CERT", "JOBWIRE_REDIS_TLS_SERVER_NAME"} {
+			if _, has := envValue(broker, name); has {
+				c.errorf("%s: %s with a redis:// URL (the broker exits: TLS files need rediss://)", cwho, name)
+			}
+		}
 	}
 	healthPort := int32(0)
 	if e, ok := envValue(broker, "JOBWIRE_HEALTH_LISTEN"); ok {

@@ -185,6 +185,10 @@ func TestRejectsBrokenManifests(t *testing.T) {
 		{"mount without volume", "      volumes:\n        - name: tmp", "      volumes:\n        - name: scratch", `volumeMount "tmp" has no volume`},
 		{"secret neither rendered nor in values", "name: jobwire-redis-url\n                  key: redis-url", "name: jobwire-redis-uri\n                  key: redis-url", `Secret "jobwire-redis-uri", which is neither rendered nor given in values`},
 		{"tls cert without key", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"\n            - name: JOBWIRE_TLS_CERT\n              value: /tmp/tls.crt", "JOBWIRE_TLS_CERT and JOBWIRE_TLS_KEY come together"},
+		{"redis tls cert without key", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"\n            - name: JOBWIRE_REDIS_TLS_CERT\n              value: /tmp/tls.crt", "JOBWIRE_REDIS_TLS_CERT and JOBWIRE_REDIS_TLS_KEY come together"},
+		{"redis tls verification off", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"\n            - name: JOBWIRE_REDIS_TLS_INSECURE_SKIP_VERIFY\n              value: \"true\"", "turns off Redis certificate verification"},
+		{"redis CA from an emptyDir", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"", "            - name: JOBWIRE_LOG_LEVEL\n              value: \"debug\"\n            - name: JOBWIRE_REDIS_TLS_CA\n              value: /tmp/ca.crt", "JOBWIRE_REDIS_TLS_CA /tmp/ca.crt is on volume tmp, which is not a Secret volume"},
+		{"redis tls flag in args", "          imagePullPolicy: IfNotPresent\n", "          imagePullPolicy: IfNotPresent\n          args: [\"--redis_tls_ca=/x\"]\n", "set --redis_tls_ca through its JOBWIRE_ env variable"},
 	}
 	runBroken(t, "good.yaml", fixtures[0].external, cases)
 }

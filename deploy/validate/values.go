@@ -55,7 +55,10 @@ func ValuesSecrets(data []byte) (map[string]bool, error) {
 // values that ask for TLS) fails: with tls.existingSecret the broker has
 // JOBWIRE_TLS_CERT/KEY and a volume of that Secret, JOBWIRE_TLS_CLIENT_CA
 // exactly when tls.clientAuth; with auth.existingSecret, JOBWIRE_AUTH_TOKENS_FILE
-// and a volume of that Secret; without them, none of these variables.
+// and a volume of that Secret; with redis.tls.existingSecret,
+// JOBWIRE_REDIS_TLS_CA (and _CERT/_KEY exactly when redis.tls.clientCert) and
+// a volume of that Secret; JOBWIRE_REDIS_TLS_SERVER_NAME equal to
+// redis.tls.serverName; without them, none of these variables.
 func CheckSecurityValues(objs []Object, values []byte) []error {
 	var v struct {
 		TLS struct {
@@ -65,6 +68,13 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 		Auth struct {
 			ExistingSecret string `json:"existingSecret"`
 		} `json:"auth"`
+		Redis struct {
+			TLS struct {
+				ExistingSecret string `json:"existingSecret"`
+				ClientCert     bool   `json:"clientCert"`
+				ServerName     string `json:"serverName"`
+			} `json:"tls"`
+		} `json:"redis"`
 	}
 	if err := yaml.Unmarshal(values, &v); err != nil {
 		return []error{fmt.Errorf("values: %v", err)}
@@ -100,7 +110,16 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 			want("JOBWIRE_HEALTH_LISTEN", tls, why)
 			want("JOBWIRE_TLS_CLIENT_CA", tls && v.TLS.ClientAuth, fmt.Sprintf("values tls.clientAuth is %v", v.TLS.ClientAuth))
 			want("JOBWIRE_AUTH_TOKENS_FILE", v.Auth.ExistingSecret != "", fmt.Sprintf("values auth.existingSecret is %q", v.Auth.ExistingSecret))
-			for _, name := range []string{v.TLS.ExistingSecret, v.Auth.ExistingSecret} {
+			rt := v.Redis.TLS
+			rwhy := fmt.Sprintf("values redis.tls.existingSecret is %q", rt.ExistingSecret)
+			want("JOBWIRE_REDIS_TLS_CA", rt.ExistingSecret != "", rwhy)
+			cwhy := fmt.Sprintf("values redis.tls.clientCert is %v", rt.ClientCert)
+			want("JOBWIRE_REDIS_TLS_CERT", rt.ExistingSecret != "" && rt.ClientCert, cwhy)
+			want("JOBWIRE_REDIS_TLS_KEY", rt.ExistingSecret != "" && rt.ClientCert, cwhy)
+			if e, has := envValue(&ct, "JOBWIRE_REDIS_TLS_SERVER_NAME"); has != (rt.ServerName != "") || (has && e.Value != rt.ServerName) {
+				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_TLS_SERVER_NAME does not match values redis.tls.serverName %q", d.Name, rt.ServerName))
+			}
+			for _, name := range []string{v.TLS.ExistingSecret, v.Auth.ExistingSecret, rt.ExistingSecret} {
 				if name != "" && !secretVolume(name) {
 					errs = append(errs, fmt.Errorf("Deployment %s: no volume of Secret %s, which the values name", d.Name, name))
 				}

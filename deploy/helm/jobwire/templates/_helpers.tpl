@@ -91,6 +91,16 @@ Checks that exactly one Redis source is configured; fails the render otherwise.
 {{- if and .Values.redis.enabled (not (has .Values.redis.appendfsync (list "always" "everysec"))) }}
 {{- fail "jobwire: redis.appendfsync must be always or everysec" }}
 {{- end }}
+{{- $redisTls := or .Values.redis.tls.existingSecret .Values.redis.tls.serverName }}
+{{- if and .Values.redis.tls.clientCert (not .Values.redis.tls.existingSecret) }}
+{{- fail "jobwire: redis.tls.clientCert=true needs redis.tls.existingSecret (a Secret with ca.crt, tls.crt and tls.key)" }}
+{{- end }}
+{{- if and $redisTls .Values.redis.enabled }}
+{{- fail "jobwire: redis.tls.* is for an external Redis over rediss://; the in-chart Redis (redis.enabled) is plaintext" }}
+{{- end }}
+{{- if and $redisTls .Values.redis.url (not (hasPrefix "rediss://" .Values.redis.url)) }}
+{{- fail "jobwire: redis.tls.* needs a rediss:// redis.url (the broker refuses TLS files with redis://)" }}
+{{- end }}
 {{- end }}
 
 {{/*
