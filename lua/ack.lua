@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- ack.lua: completes active jobs of one queue, each for the holder of its
 -- current lease, and stores their results; a completed job hash then expires
 -- after the retention time. Each job is settled on its own: one job's error
@@ -13,6 +14,9 @@
 -- Returns one reply per job, in order: {'OK'} | {'OK', 'repeat'} (already
 -- completed with this token) | {'NOT_FOUND'} | {'STALE'} (token is not the
 -- current lease) | {'STATE', state} (the job is not active).
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
+-- always succeeds.
 local prefix = ARGV[1]
 local retention = tonumber(ARGV[2])
 local now = now_ms()
