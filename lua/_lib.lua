@@ -1,6 +1,7 @@
--- _lib.lua: helpers shared by every script in lua/. The broker prepends this
--- file to each script before loading it (broker/store/script_registry.h), so
--- a script body may call these functions. It touches no key by itself.
+-- _lib.lua: helpers shared by every script in lua/. The broker puts this file
+-- before each script's body (after the script's shebang line, which Redis
+-- reads only on the first line; broker/store/script_runner.h), so a script
+-- body may call these functions. It touches no key by itself. No shebang here.
 
 -- Redis server time in epoch milliseconds: the one clock that decides
 -- due-ness and lease expiry, whatever the brokers' clocks say.

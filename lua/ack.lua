@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- ack.lua: completes active jobs of one queue, each for the holder of its
 -- current lease, and stores their results. A completed job hash expires
 -- after its retention (its completed_retention field, else the broker's);
@@ -21,6 +22,9 @@
 -- Returns one reply per job, in order: {'OK'} | {'OK', 'repeat'} (already
 -- completed with this token) | {'NOT_FOUND'} | {'STALE'} (token is not the
 -- current lease) | {'STATE', state} (the job is not active).
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
+-- always succeeds.
 local prefix, tombstones = ARGV[1], ARGV[3]
 local default_retention, grace = tonumber(ARGV[2]), tonumber(ARGV[4])
 local now = now_ms()

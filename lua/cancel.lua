@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- cancel.lua: makes a pending job dead with error "cancelled".
 --
 -- KEYS[1] {p}:{q}:job:<id>
@@ -6,6 +7,9 @@
 -- KEYS[4] {p}:{q}:dead
 -- ARGV[1] job id
 -- Returns {'OK'} | {'NOT_FOUND'} | {'STATE', state} (not pending).
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): settles a pending
+-- job, creates no work.
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'NOT_FOUND'} end
 if state ~= 'pending' then return {'STATE', state} end

@@ -1,3 +1,4 @@
+#!lua
 -- claim.lua: leases up to ARGV[2] due jobs of one queue to one claimer, and
 -- at most about ARGV[6] bytes of them (at least one job, whatever its size),
 -- so that a reply stays bounded in Redis' Lua heap, its output buffer and the
@@ -31,6 +32,10 @@
 -- earliest scheduled job is due (0 if due now), or -1 if none is scheduled
 -- or the queue is paused (resuming publishes a wake-up). skipped is the list
 -- of ids dropped for a missing or partial hash.
+--
+-- Over Redis' maxmemory (noeviction): refused before it runs (nothing
+-- written): a claim starts runs whose Acks would store results past the limit;
+-- the Claim streams stay open and the broker tries again every second.
 if redis.call('EXISTS', KEYS[4]) == 1 then return {-1, 0, {}} end
 local now = now_ms()
 local prefix = ARGV[1]

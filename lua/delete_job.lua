@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- delete_job.lua: removes one job in any state, with its idempotency key
 -- when that key still names this job.
 --
@@ -8,6 +9,8 @@
 -- ARGV[1] job id
 -- ARGV[2] idempotency key prefix {p}:{q}:idem:
 -- Returns {'OK'} | {'NOT_FOUND'}.
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOT_FOUND'} end
 for i = 2, 6 do redis.call('ZREM', KEYS[i], ARGV[1]) end
 delete_job_hash(KEYS[1], ARGV[2], ARGV[1])

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- delete_queue.lua: removes a queue, a batch of jobs per call: every job of
 -- its sets (each with its idempotency key when that still names it), then,
 -- once they are empty, the paused flag, the queue's registry entry and its
@@ -22,6 +23,8 @@
 -- Returns {'ACTIVE', n} (refused: n jobs active, nothing removed) |
 -- {'BUSY', 0} ('empty' mode: the queue holds jobs or is paused) |
 -- {'MORE', removed} (call again) | {'DONE', removed}.
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if ARGV[4] == 'empty' then
   for i = 1, 6 do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end

@@ -1,3 +1,4 @@
+#!lua
 -- enqueue.lua: stores new pending jobs of one queue, in order. A job whose
 -- idempotency key is already held stores nothing and answers the holder's
 -- id (so does a later job of the same call repeating an earlier one's key).
@@ -21,6 +22,9 @@
 -- registered is 0 when the queue's registered marker is missing (a new
 -- queue, or one deleted since): the broker then registers it. Publishes 0 when a new
 -- job is due now and the delay of the earliest new job due later, if any.
+--
+-- Over Redis' maxmemory (noeviction): refused before it runs (nothing
+-- written): it creates work; the broker answers RESOURCE_EXHAUSTED.
 local now = now_ms()
 local out = {}
 local due_now = false

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- extend_lease.lua: renews the lease of an active job for the holder of its
 -- current token: the lease now expires lease_ms after the Redis time.
 --
@@ -6,6 +7,9 @@
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] lease ms
 -- Returns {'OK', lease_expires_at_ms} | {'NOT_FOUND'} | {'STALE'} |
 -- {'STATE', state}.
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): a run in flight
+-- keeps its lease.
 local f = redis.call('HMGET', KEYS[1], 'state', 'lease_token')
 if not f[1] then return {'NOT_FOUND'} end
 if f[2] ~= ARGV[2] then return {'STALE'} end

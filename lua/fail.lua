@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- fail.lua: settles a failed run reported by the holder of the current lease:
 -- a retry after the backoff (or retry_after_ms), or dead when the attempts
 -- are used up or the failure is non-retryable. Repeating a successful fail
@@ -15,6 +16,9 @@
 -- Returns {'OK', 'retry'|'dead', next_attempt_at_ms, repeat (1 when this
 -- token's fail was settled before, else 0)} | {'NOT_FOUND'} | {'STALE'} |
 -- {'STATE', state}.
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
+-- always succeeds.
 local f = redis.call('HMGET', KEYS[1], 'state', 'lease_token', 'failed_token', 'fail_outcome',
                      'fail_next_at')
 if not f[1] then return {'NOT_FOUND'} end

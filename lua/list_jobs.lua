@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- list_jobs.lua: one page of the jobs in one state (changes nothing). The
 -- state's zsets are read as one sequence: KEYS in order (oldest first), or
 -- reversed with each zset read from its end (newest first).
@@ -14,6 +15,9 @@
 --         ends before the job that would pass it; it holds at least one)
 -- Returns {next_offset, id1, fields1, id2, fields2, ...} where fieldsN is the
 -- job hash (HGETALL) and next_offset is -1 when the sequence is exhausted.
+--
+-- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
+-- allowed on a read-only replica).
 local prefix, offset, want = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local newest_first, type_filter, limit = ARGV[4] == '1', ARGV[5], tonumber(ARGV[6])
 local max_bytes, bytes, full = tonumber(ARGV[7]), 0, false

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- queue_stats.lua: one queue's counts and the age of its oldest due job, read
 -- in one step (changes nothing).
 --
@@ -17,6 +18,9 @@
 -- passed. Looking at the first job of at most 64 bands keeps this O(log n);
 -- queues that use more than 64 distinct priorities get the oldest among the
 -- 64 highest.
+--
+-- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
+-- allowed on a read-only replica).
 local now = now_ms()
 local BAND = 4398046511104  -- 2^42, see ready_score
 local overdue = redis.call('ZCOUNT', KEYS[2], '-inf', int(now))

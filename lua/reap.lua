@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- reap.lua: treats every active job of one queue whose lease has expired (by
 -- the Redis clock) as a failed run with error "lease expired": the old token
 -- is revoked, the attempt counts, and the job is retried after its backoff or
@@ -30,6 +31,9 @@
 -- leases remain), or -1 when no job is active; dead is how many of the
 -- reaped jobs ran out of attempts (the others were scheduled for a retry);
 -- skipped lists the ids with a missing or partial hash.
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): expired runs are
+-- settled (retried or dead) whatever the memory.
 local now = now_ms()
 math.randomseed(tonumber(ARGV[3]))
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[2]))

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- release.lua: undoes a claim whose job never reached its worker (the Claim
 -- stream ended before the job was written). The job is pending and due
 -- again at once, with its attempt given back; the lease token is cleared so
@@ -12,6 +13,9 @@
 -- Returns {'OK'} | {'NOT_FOUND'} | {'STALE'} (the token is not the current
 -- lease: the job moved on, nothing to undo) | {'STATE', state} (not active)
 -- | {'CORRUPT', missing field} (nothing written; the lease expires instead).
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): gives back a job
+-- that was never delivered.
 local f = redis.call('HMGET', KEYS[1], 'state', 'lease_token', 'priority', 'available_at',
                      'attempts')
 if not f[1] then return {'NOT_FOUND'} end

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- release_claim.lua: undoes a whole claim.lua call whose reply never reached
 -- the broker (its Redis connection dropped after the script ran), from the
 -- call's record. Each job still active under a lease of that call is pending
@@ -13,6 +14,9 @@
 -- ARGV[3] notify channel
 -- Returns the number of jobs given back (0 when the record is gone: the
 -- call never ran, or its leases expired).
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): gives back jobs that were never
+-- delivered.
 local record = redis.call('GET', KEYS[1])
 if not record then return 0 end
 local prefix = ARGV[2] .. '.'

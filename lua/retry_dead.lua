@@ -1,3 +1,4 @@
+#!lua
 -- retry_dead.lua: moves dead jobs back to pending, due now, with attempts
 -- reset to 0 (the last error is kept), either the listed ids or the next
 -- batch of the dead set. Jobs that are not dead, or not of the wanted type,
@@ -23,6 +24,9 @@
 -- where the next batch starts, -1 when the scan is done (always -1 for ids);
 -- bound is what the next call passes as ARGV[7]; skipped lists ids whose
 -- hash lacks its priority.
+--
+-- Over Redis' maxmemory (noeviction): refused before it runs (nothing
+-- written): it creates work; the broker answers RESOURCE_EXHAUSTED.
 local prefix, channel, type_filter = ARGV[1], ARGV[2], ARGV[3]
 local now = now_ms()
 

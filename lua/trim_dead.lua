@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- trim_dead.lua: bounds one queue's dead jobs for an operator who asked for
 -- it (--dead_retention_ms, --dead_max_per_queue): removes, up to a batch,
 -- the dead jobs that died more than the retention ago, then the oldest ones
@@ -11,6 +12,8 @@
 -- ARGV[4] max dead jobs kept (0 = no count bound)
 -- ARGV[5] batch size
 -- Returns the number removed (the batch size when more may be left).
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 local retention, max_kept, batch = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ids = {}
 if retention > 0 then

@@ -20,7 +20,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -394,6 +395,48 @@ int64_t RedisServer::DbSize() {
   absl::StatusOr<RedisReply> reply = Command("DBSIZE");
   if (!reply.ok() || reply->type != REDIS_REPLY_INTEGER) return -1;
   return reply->integer;
+}
+
+int64_t RedisServer::UsedMemory() {
+  absl::StatusOr<RedisReply> info = Command("INFO", "memory");
+  if (!info.ok() || info->is_error()) return -1;
+  for (absl::string_view line : absl::StrSplit(info->str, "\r\n")) {
+    int64_t value;
+    if (absl::ConsumePrefix(&line, "used_memory:") && absl::SimpleAtoi(line, &value)) return value;
+  }
+  return -1;
+}
+
+absl::Status RedisServer::FillToMaxmemory() {
+  auto config_set = [this](const std::string& name, int64_t value) -> absl::Status {
+    absl::StatusOr<RedisReply> reply = Command("CONFIG", "SET", name, value);
+    if (!reply.ok()) return reply.status();
+    if (reply->is_error()) return absl::InternalError(reply->str);
+    return absl::OkStatus();
+  };
+  absl::StatusOr<RedisReply> policy = Command("CONFIG", "SET", "maxmemory-policy", "noeviction");
+  if (!policy.ok()) return policy.status();
+  const int64_t used = UsedMemory();
+  if (used <= 0) return absl::InternalError("no used_memory in INFO memory");
+  if (absl::Status s = config_set("maxmemory", used + 512 * 1024); !s.ok()) return s;
+  const std::string filler(4096, 'x');
+  bool refused = false;
+  for (int i = 0; i < 10000 && !refused; ++i) {
+    absl::StatusOr<RedisReply> reply = Command("SET", absl::StrCat("filler:", i), filler);
+    if (!reply.ok()) return reply.status();
+    if (reply->is_error()) {
+      if (!absl::StartsWith(reply->str, "OOM")) return absl::InternalError(reply->str);
+      refused = true;
+    }
+  }
+  if (!refused) return absl::InternalError("filler writes were never refused");
+  if (absl::Status s = config_set("maxmemory", UsedMemory() - 256 * 1024); !s.ok()) return s;
+  absl::StatusOr<RedisReply> probe = Command("SET", "filler:probe", "x");
+  if (!probe.ok()) return probe.status();
+  if (!probe->is_error() || !absl::StartsWith(probe->str, "OOM")) {
+    return absl::InternalError("a plain SET is not refused after the fill");
+  }
+  return absl::OkStatus();
 }
 
 // ------------------------------------------------------------- BrokerProcess

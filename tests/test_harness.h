@@ -203,6 +203,17 @@ class RedisServer {
   // DBSIZE, or -1 when it fails.
   int64_t DbSize();
 
+  // used_memory from INFO memory, or -1 when it fails.
+  int64_t UsedMemory();
+
+  // Puts the server over a real memory limit: maxmemory-policy noeviction,
+  // maxmemory (CONFIG SET) just above the memory in use, then 4 KiB filler
+  // keys ("filler:<i>") until Redis refuses one with OOM; then the limit is
+  // lowered 256 KiB below the memory in use, so that Redis stays over it
+  // whatever short connections free. Returns INTERNAL when a plain SET is not
+  // refused afterwards. `CONFIG SET maxmemory 0` lifts the limit.
+  absl::Status FillToMaxmemory();
+
   int port() const { return port_; }
   // redis://127.0.0.1:<port>, rediss:// with TLS (no password).
   std::string url() const;

@@ -9,6 +9,13 @@
 #include "broker/base/logging.h"
 
 namespace jobwire::core {
+namespace {
+
+// How long a stream waits before claiming again after Redis refused
+// claim.lua for being over its maxmemory.
+constexpr int64_t kClaimRetryAfterOomMs = 1000;
+
+}  // namespace
 
 Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
                        store::RedisClient* subscriber, Metrics* metrics, StreamLimits limits)
@@ -265,13 +272,18 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     return;
   }
   if (!outcome.ok()) {
-    // UNAVAILABLE: OnRedisReconnected wakes the session. Anything else is a
+    // UNAVAILABLE: OnRedisReconnected wakes the session. RESOURCE_EXHAUSTED:
+    // Redis is over its maxmemory and refuses claim.lua; no event says when
+    // memory is freed, so the queue's timer tries again. Anything else is a
     // bug worth a log line; the next event retries.
-    base::Log(outcome.status().code() == absl::StatusCode::kUnavailable ? base::LogLevel::kDebug
-                                                                        : base::LogLevel::kError,
+    const absl::StatusCode code = outcome.status().code();
+    base::Log(code == absl::StatusCode::kUnavailable         ? base::LogLevel::kDebug
+              : code == absl::StatusCode::kResourceExhausted ? base::LogLevel::kWarning
+                                                             : base::LogLevel::kError,
               "claim failed", {{"queue", queue}, {"error", outcome.status().ToString()}});
     s->filling = false;
     Wait(id, *s);
+    if (code == absl::StatusCode::kResourceExhausted) ArmQueueTimer(queue, kClaimRetryAfterOomMs);
     return;
   }
   const size_t claimed = outcome->jobs.size();

@@ -8,7 +8,9 @@
 //     subscribes to the queues its streams read, and unsubscribes and drops
 //     a queue's state when its last stream closes);
 //   - the queue's timer fires: a timer per queue is armed for the earliest
-//     scheduled job that a claim or a notification told about;
+//     scheduled job that a claim or a notification told about, and for 1 s
+//     after a claim refused because Redis is over its maxmemory
+//     (RESOURCE_EXHAUSTED: claim.lua is not allow-oom; docs/guarantees.md);
 //   - Redis reconnects (every waiting stream).
 // A claim answered UNAVAILABLE may have run with its reply lost (the
 // connection dropped after the script): on reconnect its jobs are given back

@@ -8,12 +8,31 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "broker/store/script_sources.h"
 
 namespace jobwire::store {
 namespace {
 
 constexpr absl::string_view kLibName = "_lib";
+
+// A script's first line when it is a Redis 7 shebang ("#!lua flags=..."),
+// without its newline; empty otherwise.
+absl::string_view Shebang(absl::string_view source) {
+  if (!absl::StartsWith(source, "#!")) return {};
+  return source.substr(0, source.find('\n'));
+}
+
+// Redis refuses a script without allow-oom while over its maxmemory (with
+// noeviction) with an error reply starting "OOM", which arrives from
+// RedisClient as INTERNAL "redis: OOM ...".
+bool IsOomRefusal(const absl::StatusOr<RedisReply>& reply) {
+  if (reply.ok()) return reply->is_error() && absl::StartsWith(reply->str, "OOM ");
+  if (reply.status().code() != absl::StatusCode::kInternal) return false;
+  absl::string_view message = reply.status().message();
+  absl::ConsumePrefix(&message, "redis: ");
+  return absl::StartsWith(message, "OOM ");
+}
 
 std::string Sha1Hex(absl::string_view text) {
   unsigned char digest[SHA_DIGEST_LENGTH];
@@ -33,7 +52,12 @@ ScriptRunner::ScriptRunner(RedisClient* client) : client_(client) {
     if (source.name == kLibName) continue;
     Script script;
     script.name = std::string(source.name);
-    script.text = absl::StrCat(lib, "\n", source.text);
+    // Redis reads the flags only from the very first line of the text.
+    absl::string_view shebang = Shebang(source.text);
+    absl::string_view body = source.text.substr(shebang.size());
+    script.flags = std::string(shebang);
+    script.text = shebang.empty() ? absl::StrCat(lib, "\n", body)
+                                  : absl::StrCat(shebang, "\n", lib, body);
     script.sha1 = Sha1Hex(script.text);
     scripts_.emplace(script.name, std::move(script));
   }
@@ -55,15 +79,25 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
   for (auto& k : keys) argv->push_back(std::move(k));
   for (auto& a : args) argv->push_back(std::move(a));
 
-  client_->Command(*argv, [this, &script, argv, callback = std::move(callback)](
+  RedisClient::ReplyCallback done = [&script, callback = std::move(callback)](
+                                        absl::StatusOr<RedisReply> reply) mutable {
+    if (IsOomRefusal(reply)) {
+      const std::string redis_error = reply.ok() ? reply->str : std::string(reply.status().message());
+      reply = absl::ResourceExhaustedError(absl::StrCat(
+          "redis is over its maxmemory limit (noeviction): ", script.name,
+          " refused; retry once memory is freed (", redis_error, ")"));
+    }
+    callback(std::move(reply));
+  };
+  client_->Command(*argv, [this, &script, argv, done = std::move(done)](
                               absl::StatusOr<RedisReply> reply) mutable {
     if (reply.ok() && reply->is_error() && absl::StartsWith(reply->str, "NOSCRIPT")) {
       (*argv)[0] = "EVAL";
       (*argv)[1] = script.text;
-      client_->Command(std::move(*argv), std::move(callback));
+      client_->Command(std::move(*argv), std::move(done));
       return;
     }
-    callback(std::move(reply));
+    done(std::move(reply));
   });
 }
 

@@ -1,6 +1,11 @@
 // ScriptRunner: runs the lua/ scripts by SHA (EVALSHA) and falls back to
 // EVAL with the full text when Redis answers NOSCRIPT (after a restart or a
 // SCRIPT FLUSH), which also loads the script again.
+//
+// A script's first line may be a Redis 7 shebang ("#!lua flags=allow-oom"):
+// Redis reads the flags only from the first line of the text it receives,
+// so the shebang goes first and lua/_lib.lua after it. Which scripts run
+// above Redis' maxmemory is in docs/guarantees.md ("Redis memory limit").
 #ifndef JOBWIRE_BROKER_STORE_SCRIPT_RUNNER_H_
 #define JOBWIRE_BROKER_STORE_SCRIPT_RUNNER_H_
 
@@ -15,8 +20,9 @@ namespace jobwire::store {
 
 struct Script {
   std::string name;  // lua file stem
-  std::string text;  // lua/_lib.lua followed by the script
-  std::string sha1;  // hex SHA1 of text, as Redis computes it
+  std::string flags;  // the script's shebang line ("#!lua flags=..."); empty: none
+  std::string text;   // the shebang line, then lua/_lib.lua, then the script
+  std::string sha1;   // hex SHA1 of text, as Redis computes it
 };
 
 // Thread safety: Eval may be called from any thread.
@@ -29,7 +35,10 @@ class ScriptRunner {
   const Script& Get(absl::string_view name) const;
 
   // Runs `script` with `keys` and `args`; `callback` gets the script's reply,
-  // or UNAVAILABLE / INTERNAL as RedisClient::Command documents.
+  // or UNAVAILABLE / INTERNAL as RedisClient::Command documents, or
+  // RESOURCE_EXHAUSTED when Redis refused the script because it is over its
+  // maxmemory (a script without allow-oom; nothing was written). The
+  // message names the script ("... enqueue refused ...").
   void Eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
             RedisClient::ReplyCallback callback) const;
 

@@ -4,6 +4,7 @@
 // repeated after the job moved on, a RetryDead scan racing jobs that die
 // again. Each case states the state before and what must hold after.
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "broker/store/job_store_test_util.h"
+#include "broker/store/script_sources.h"
 #include "gtest/gtest.h"
 
 namespace jobwire::store {
@@ -364,6 +366,84 @@ TEST_F(ScriptSafetyTest, RetryDeadScanCoversTheDeadSetAsItWasWhenItStarted) {
   }
   EXPECT_LT(calls, 100) << "the scan did not end";
   EXPECT_EQ(moved, kJobs);
+}
+
+// Each script's first line is its policy over Redis' maxmemory
+// (docs/guarantees.md, "Redis memory limit"); this table is that policy.
+TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
+  const std::string create_work = "#!lua";
+  const std::string finish_work = "#!lua flags=allow-oom";
+  const std::string read_only = "#!lua flags=no-writes";
+  const std::map<std::string, std::string> policy = {
+      {"enqueue", create_work},        {"claim", create_work},
+      {"retry_dead", create_work},     {"register_queue", finish_work},
+      {"ack", finish_work},            {"fail", finish_work},
+      {"extend_lease", finish_work},   {"release", finish_work},
+      {"release_claim", finish_work},  {"reap", finish_work},
+      {"cancel", finish_work},         {"set_paused", finish_work},
+      {"delete_job", finish_work},     {"delete_queue", finish_work},
+      {"purge_dead", finish_work},     {"trim_dead", finish_work},
+      {"queue_stats", read_only},      {"list_jobs", read_only},
+  };
+  size_t scripts = 0;
+  for (const LuaSource& source : LuaSources()) {
+    if (source.name == "_lib") continue;
+    ++scripts;
+    auto it = policy.find(std::string(source.name));
+    ASSERT_NE(it, policy.end()) << source.name << ".lua is missing from this table";
+    const Script& script = scripts_->Get(source.name);
+    EXPECT_EQ(script.flags, it->second) << source.name;
+    // Redis reads the flags only from the first line of what it is sent.
+    EXPECT_TRUE(absl::StartsWith(script.text, it->second + "\n")) << source.name;
+  }
+  EXPECT_EQ(scripts, policy.size());
+}
+
+// Over a real maxmemory (noeviction): the scripts that create work are
+// refused before they run (RESOURCE_EXHAUSTED naming the script; nothing
+// written), the ones that finish work and the reads run.
+TEST_F(ScriptSafetyTest, OverMaxmemoryOnlyScriptsThatCreateWorkAreRefused) {
+  const std::string q = "mem";
+  for (const char* type : {"a", "b", "c"}) Enqueue(q, type, 0, 0);
+  const std::string left = Enqueue(q, "d", 0, 0);
+  auto held = Claim(q, 2);
+  auto expiring = Claim(q, 1, /*lease_ms=*/1);
+  ASSERT_TRUE(held.ok() && held->jobs.size() == 2);
+  ASSERT_TRUE(expiring.ok() && expiring->jobs.size() == 1);
+  absl::SleepFor(absl::Milliseconds(10));  // the 1 ms lease ends
+
+  const absl::Status filled = redis_.FillToMaxmemory();
+  ASSERT_TRUE(filled.ok()) << filled;
+  const int64_t keys = redis_.DbSize();
+
+  v1::EnqueueRequest r;
+  r.set_queue(q);
+  r.set_type("refused");
+  r.set_max_attempts(3);
+  r.set_backoff_base_ms(1000);
+  r.set_backoff_max_ms(1000);
+  auto enqueued = Sync<std::vector<EnqueueOutcome>>([&](auto cb) { store_->Enqueue(q, {r}, cb); });
+  EXPECT_EQ(enqueued.status().code(), absl::StatusCode::kResourceExhausted) << enqueued.status();
+  EXPECT_TRUE(absl::StrContains(enqueued.status().message(),
+                                "redis is over its maxmemory limit (noeviction): enqueue refused"))
+      << enqueued.status();
+  auto claimed = Claim(q, 1);
+  EXPECT_EQ(claimed.status().code(), absl::StatusCode::kResourceExhausted) << claimed.status();
+  EXPECT_EQ(redis_.DbSize(), keys);
+  EXPECT_EQ(Field(q, left, "state"), "pending");
+
+  auto acked = Ack(held->jobs[0]);
+  ASSERT_TRUE(acked.ok()) << acked.status();
+  EXPECT_TRUE(acked->status.ok()) << acked->status;
+  auto failed = Fail(held->jobs[1]);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_FALSE(failed->dead);
+  auto reaped = Sync<ReapOutcome>([&](auto cb) { store_->Reap(q, 100, cb); });
+  ASSERT_TRUE(reaped.ok()) << reaped.status();
+  EXPECT_EQ(reaped->reaped, 1);
+  auto stats = Sync<v1::QueueStats>([&](auto cb) { admin_->Stats(q, cb); });
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->completed(), 1);
 }
 
 }  // namespace
