@@ -61,13 +61,6 @@ TEST(BrokerProcessTest, EmbeddedRedisPersistsJobsAcrossRestarts) {
   std::filesystem::remove_all(dir);
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The broker checks Redis' hash-max-listpack-value on connect: at Redis'
 // default (64) a job hash with a larger payload loses the compact encoding,
 // so it warns; at 1024 it does not, and its embedded Redis runs with 1024.
@@ -88,7 +81,7 @@ TEST(BrokerProcessTest, WarnsWhenRedisWouldStoreLargerPayloadsUncompacted) {
     EXPECT_TRUE(started.ok()) << started;
     if (started.ok()) MustEnqueue(*broker.NewStub(), MakeJob("listpack", "p"));
     broker.Stop();
-    return ReadFile(dir + "/" + name);
+    return ReadTextFile(dir + "/" + name);
   };
 
   RedisServer redis;

@@ -33,13 +33,6 @@ struct CliResult {
   std::string err;
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Runs the CLI with `args` and waits for it.
 CliResult RunCli(const std::vector<std::string>& args) {
   char dir[] = "/tmp/jobwire-cli-XXXXXX";
@@ -61,8 +54,8 @@ CliResult RunCli(const std::vector<std::string>& args) {
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out_path),
-                   ReadFile(err_path)};
+  CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadTextFile(out_path),
+                   ReadTextFile(err_path)};
   unlink(out_path.c_str());
   unlink(err_path.c_str());
   rmdir(dir);

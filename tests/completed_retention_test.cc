@@ -177,11 +177,8 @@ TEST(CompletedRetentionFlagsTest, AMaximumBelowTheDefaultRetentionStopsTheBroker
                        {"--completed_retention_ms=2000", "--completed_retention_max_ms=1000"});
   broker.set_stderr_path(log);
   EXPECT_FALSE(broker.Start().ok());
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_TRUE(absl::StrContains(text.str(), "--completed_retention_max_ms must be in 2000.."))
-      << text.str();
+  const std::string text = ReadTextFile(log);
+  EXPECT_TRUE(absl::StrContains(text, "--completed_retention_max_ms must be in 2000..")) << text;
 }
 
 }  // namespace

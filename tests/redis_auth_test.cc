@@ -48,10 +48,7 @@ class RedisAuthTest : public ::testing::Test {
   // Stops the broker and returns its whole log.
   std::string StopAndReadLog() {
     broker_->Stop();
-    std::ifstream in(dir_ + "/broker.log");
-    std::ostringstream log;
-    log << in.rdbuf();
-    return log.str();
+    return ReadTextFile(dir_ + "/broker.log");
   }
 
   std::string Url(const std::string& userinfo) const {

@@ -67,10 +67,7 @@ class RedisTlsTest : public ::testing::Test {
 
   std::string StopAndReadLog() {
     broker_->Stop();
-    std::ifstream in(dir_ + "/broker.log");
-    std::ostringstream log;
-    log << in.rdbuf();
-    return log.str();
+    return ReadTextFile(dir_ + "/broker.log");
   }
 
   // A broker that cannot finish its TLS connection: stays NOT_SERVING,
@@ -190,37 +187,21 @@ TEST_F(RedisTlsTest, InsecureSkipVerifyIsExplicitAndLogged) {
       << log;
 }
 
-// The broker's exit code with `flags` (it must exit within 10 s), -1 else.
-int ExitCodeOf(const std::string& url, const std::vector<std::string>& flags) {
-  std::vector<std::string> argv = {JOBWIRE_BROKER_PATH, "--listen=127.0.0.1:0",
-                                   "--redis_url=" + url, "--metrics_listen="};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  Subprocess broker;
-  if (!broker.Spawn(argv).ok()) return -1;
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (broker.Running()) {
-    if (absl::Now() >= deadline) return -1;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  const int status = broker.last_status();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST_F(RedisTlsTest, BadFlagsStopTheBroker) {
   const std::string ca = "--redis_tls_ca=" + pki_->ca_cert();
   // Configuration errors (2): TLS files without rediss://, a certificate
   // without its key.
-  EXPECT_EQ(ExitCodeOf("redis://127.0.0.1:1", {ca}), 2);
-  EXPECT_EQ(ExitCodeOf("redis://127.0.0.1:1", {"--redis_tls_insecure_skip_verify"}), 2);
-  EXPECT_EQ(ExitCodeOf("rediss://127.0.0.1:1", {ca, "--redis_tls_cert=" + pki_->client_cert()}),
+  EXPECT_EQ(BrokerExitCode("redis://127.0.0.1:1", {ca}), 2);
+  EXPECT_EQ(BrokerExitCode("redis://127.0.0.1:1", {"--redis_tls_insecure_skip_verify"}), 2);
+  EXPECT_EQ(BrokerExitCode("rediss://127.0.0.1:1", {ca, "--redis_tls_cert=" + pki_->client_cert()}),
             2);
   // Cannot start (1): an unreadable CA, a key that is not the certificate's,
   // several hosts in standalone mode.
-  EXPECT_EQ(ExitCodeOf("rediss://127.0.0.1:1", {"--redis_tls_ca=/nonexistent/ca.pem"}), 1);
-  EXPECT_EQ(ExitCodeOf("rediss://127.0.0.1:1", {ca, "--redis_tls_cert=" + pki_->client_cert(),
+  EXPECT_EQ(BrokerExitCode("rediss://127.0.0.1:1", {"--redis_tls_ca=/nonexistent/ca.pem"}), 1);
+  EXPECT_EQ(BrokerExitCode("rediss://127.0.0.1:1", {ca, "--redis_tls_cert=" + pki_->client_cert(),
                                                 "--redis_tls_key=" + pki_->server_key()}),
             1);
-  EXPECT_EQ(ExitCodeOf("redis://127.0.0.1:1,127.0.0.1:2", {}), 1);
+  EXPECT_EQ(BrokerExitCode("redis://127.0.0.1:1,127.0.0.1:2", {}), 1);
 }
 
 }  // namespace

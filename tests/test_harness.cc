@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -168,6 +169,13 @@ absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
   freeReplyObject(reply);
   redisFree(c);
   return out;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 // ---------------------------------------------------------------- Subprocess
@@ -437,6 +445,21 @@ absl::Status RedisServer::FillToMaxmemory() {
     return absl::InternalError("a plain SET is not refused after the fill");
   }
   return absl::OkStatus();
+}
+
+int BrokerExitCode(const std::string& redis_url, const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {JOBWIRE_BROKER_PATH, "--listen=127.0.0.1:0",
+                                   "--redis_url=" + redis_url, "--metrics_listen="};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  Subprocess broker;
+  if (!broker.Spawn(argv).ok()) return -1;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (broker.Running()) {
+    if (absl::Now() >= deadline) return -1;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const int status = broker.last_status();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // ------------------------------------------------------------- BrokerProcess

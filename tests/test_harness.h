@@ -90,6 +90,15 @@ std::string OutcomeName(v1::FailResponse::Outcome outcome);
 // the local Redis server reads).
 int64_t NowMs();
 
+// The whole contents of the file at `path` ("" when it cannot be read).
+std::string ReadTextFile(const std::string& path);
+
+// Runs the broker binary with --listen=127.0.0.1:0, --redis_url=`redis_url`,
+// no metrics listener and `flags`, and returns its exit code once it exits by
+// itself within 10 s; -1 when it is still running then (it is killed), died
+// by a signal or could not start.
+int BrokerExitCode(const std::string& redis_url, const std::vector<std::string>& flags);
+
 // Returns a TCP port on 127.0.0.1 that was free when this returned (picked by
 // binding port 0). Another process may take it before the caller binds it.
 absl::StatusOr<int> PickFreePort();

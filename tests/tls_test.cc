@@ -110,35 +110,15 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheCa) {
             grpc::StatusCode::UNAVAILABLE);
 }
 
-// Runs the broker with `flags` and returns its exit code once it exits by
-// itself within 10 s; -1 when it is still running then (or died by a
-// signal).
-int ExitCodeOf(const std::vector<std::string>& flags) {
-  std::vector<std::string> argv = {JOBWIRE_BROKER_PATH,
-                                   "--listen=127.0.0.1:0",
-                                   "--redis_url=redis://127.0.0.1:1",
-                                   "--metrics_listen="};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  Subprocess broker;
-  if (!broker.Spawn(argv).ok()) return -1;
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (broker.Running()) {
-    if (absl::Now() >= deadline) return -1;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  const int status = broker.last_status();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST_F(TlsTest, InconsistentOrUnreadableTlsFilesStopTheBroker) {
   // Flags that must come together: a configuration error (2).
-  EXPECT_EQ(ExitCodeOf({"--tls_cert=" + pki_->server_cert()}), 2);
-  EXPECT_EQ(ExitCodeOf({"--tls_client_ca=" + pki_->ca_cert()}), 2);
+  EXPECT_EQ(BrokerExitCode("redis://127.0.0.1:1", {"--tls_cert=" + pki_->server_cert()}), 2);
+  EXPECT_EQ(BrokerExitCode("redis://127.0.0.1:1", {"--tls_client_ca=" + pki_->ca_cert()}), 2);
   // Files that cannot be used: the broker cannot start (1).
-  EXPECT_EQ(ExitCodeOf({"--tls_cert=/nonexistent/cert.pem",
+  EXPECT_EQ(BrokerExitCode("redis://127.0.0.1:1", {"--tls_cert=/nonexistent/cert.pem",
                         "--tls_key=" + pki_->server_key()}),
             1);
-  EXPECT_EQ(ExitCodeOf({"--tls_cert=" + pki_->server_cert(),
+  EXPECT_EQ(BrokerExitCode("redis://127.0.0.1:1", {"--tls_cert=" + pki_->server_cert(),
                         "--tls_key=" + pki_->Path("server.ext")}),
             1);
 }
