@@ -5,9 +5,7 @@
 // naming the field and the limit; unset takes --completed_retention_ms; the
 // broker refuses a maximum below its default.
 #include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"

@@ -8,9 +8,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
