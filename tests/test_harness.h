@@ -40,6 +40,8 @@
 #include "gtest/gtest.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 #include "jobwire/v1/broker.pb.h"
+#include "tests/redis_server.h"
+#include "tests/subprocess.h"
 
 // Assertions on absl::Status and grpc::Status values. On failure they print
 // the status code and message.
@@ -90,154 +92,11 @@ std::string OutcomeName(v1::FailResponse::Outcome outcome);
 // the local Redis server reads).
 int64_t NowMs();
 
-// The whole contents of the file at `path` ("" when it cannot be read).
-std::string ReadTextFile(const std::string& path);
-
 // Runs the broker binary with --listen=127.0.0.1:0, --redis_url=`redis_url`,
 // no metrics listener and `flags`, and returns its exit code once it exits by
 // itself within 10 s; -1 when it is still running then (it is killed), died
 // by a signal or could not start.
 int BrokerExitCode(const std::string& redis_url, const std::vector<std::string>& flags);
-
-// Returns a TCP port on 127.0.0.1 that was free when this returned (picked by
-// binding port 0). Another process may take it before the caller binds it.
-absl::StatusOr<int> PickFreePort();
-
-// A child process started with fork/execvp. The child gets PR_SET_PDEATHSIG =
-// SIGKILL. Not thread-safe: use from one thread.
-class Subprocess {
- public:
-  Subprocess() = default;
-  Subprocess(const Subprocess&) = delete;
-  Subprocess& operator=(const Subprocess&) = delete;
-  // Kills (SIGTERM, then SIGKILL after 5 s) and reaps a running child.
-  ~Subprocess();
-
-  // Starts argv[0] (looked up in PATH) with argv. The child's stdout goes to
-  // `stdout_path` (created or truncated) when it is not empty, else to ours.
-  // Returns INTERNAL when fork fails. An exec failure shows up as the child
-  // exiting with status 127.
-  // REQUIRES: no child is running.
-  // Likewise stderr with `stderr_path`.
-  absl::Status Spawn(const std::vector<std::string>& argv,
-                     const std::string& stdout_path = "",
-                     const std::string& stderr_path = "");
-
-  // True while the child has not exited. Reaps it when it has.
-  bool Running();
-
-  // The wait status of the last child reaped by Running() or Terminate();
-  // -1 before any.
-  int last_status() const { return last_status_; }
-
-  // Sends SIGTERM, waits up to `grace` for the child to exit, then sends
-  // SIGKILL and waits. Returns the wait status, or -1 when nothing was
-  // running. No-op when not running.
-  int Terminate(absl::Duration grace);
-
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int last_status_ = -1;
-};
-
-// One Redis reply, copied out of hiredis.
-struct RedisReply {
-  int type = 0;          // REDIS_REPLY_* from hiredis.h.
-  int64_t integer = 0;   // REDIS_REPLY_INTEGER.
-  std::string str;       // STRING, STATUS, ERROR, VERB, DOUBLE.
-  std::vector<RedisReply> elements;  // ARRAY, MAP, SET.
-
-  bool is_error() const;
-};
-
-// Runs one command on a new connection to 127.0.0.1:port (hiredis sync API,
-// 5 s timeout), after AUTH `password` when it is not empty. UNAVAILABLE when
-// the server cannot be reached, UNAUTHENTICATED when AUTH is refused; a Redis
-// error reply is returned as a RedisReply with is_error().
-absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
-                                          const std::vector<std::string>& argv);
-
-// TLS settings of a RedisServer (PEM paths, e.g. from TestPki). The server
-// then listens with --tls-port only (--port 0); `client_cert` / `client_key`
-// are what this class's own redis-cli connections present.
-struct RedisServerTls {
-  std::string cert;
-  std::string key;
-  std::string ca;           // --tls-ca-cert-file: verifies client certificates
-  bool auth_clients = false;  // --tls-auth-clients yes|no
-  std::string client_cert;
-  std::string client_key;
-};
-
-// A real redis-server on 127.0.0.1, without persistence, in a temporary
-// directory. The port is fixed at the first successful Start() and kept by
-// Restart(). With a `requirepass`, the server demands AUTH and this class's
-// own connections (startup PING, CommandArgv) authenticate with it. With
-// `tls`, the port speaks TLS only and this class's own connections go
-// through `redis-cli --tls` (CommandArgv then returns redis-cli's output as
-// a string reply, or an integer reply when it is one). Not thread-safe.
-class RedisServer {
- public:
-  explicit RedisServer(std::string requirepass = "",
-                       std::optional<RedisServerTls> tls = std::nullopt);
-  RedisServer(const RedisServer&) = delete;
-  RedisServer& operator=(const RedisServer&) = delete;
-  // Stops the server and removes its directory.
-  ~RedisServer();
-
-  // Starts redis-server and waits (up to 10 s) until it answers PING. On the
-  // first start picks a free port (retrying with another port if the chosen
-  // one was taken). Returns UNAVAILABLE when the server does not come up.
-  absl::Status Start();
-
-  // SIGTERM + waitpid. All data is lost (persistence is off).
-  void Stop();
-
-  // Stop() then Start() on the same port.
-  absl::Status Restart();
-
-  // Runs one command on a new connection (hiredis sync API, 5 s timeout).
-  // Returns UNAVAILABLE when the server cannot be reached. A Redis error
-  // reply is returned as a RedisReply with is_error().
-  absl::StatusOr<RedisReply> CommandArgv(const std::vector<std::string>& argv);
-
-  // Command("ZCARD", key), Command("DBSIZE"); arguments go through StrCat.
-  template <typename... Args>
-  absl::StatusOr<RedisReply> Command(const Args&... args) {
-    return CommandArgv({absl::StrCat(args)...});
-  }
-
-  // DBSIZE, or -1 when it fails.
-  int64_t DbSize();
-
-  // used_memory from INFO memory, or -1 when it fails.
-  int64_t UsedMemory();
-
-  // Puts the server over a real memory limit: maxmemory-policy noeviction,
-  // maxmemory (CONFIG SET) just above the memory in use, then 4 KiB filler
-  // keys ("filler:<i>") until Redis refuses one with OOM; then the limit is
-  // lowered 256 KiB below the memory in use, so that Redis stays over it
-  // whatever short connections free. Returns INTERNAL when a plain SET is not
-  // refused afterwards. `CONFIG SET maxmemory 0` lifts the limit.
-  absl::Status FillToMaxmemory();
-
-  int port() const { return port_; }
-  // redis://127.0.0.1:<port>, rediss:// with TLS (no password).
-  std::string url() const;
-
- private:
-  absl::Status StartOnce();
-  bool Ready();
-  absl::StatusOr<std::string> RedisCli(const std::vector<std::string>& argv);
-
-  const std::string requirepass_;
-  const std::optional<RedisServerTls> tls_;
-  int port_ = 0;
-  std::string dir_;
-  Subprocess process_;
-};
 
 // How a test client reaches the broker: channel credentials (null:
 // plaintext) and a bearer token sent as "authorization: Bearer <token>" on
