@@ -44,10 +44,16 @@ class RedisClientTest : public ::testing::TestWithParam<bool> {
     loop_.Start();
   }
 
-  void TearDown() override { loop_.Stop(); }
+  // RedisClient's destructor requires a stopped loop: the clients live
+  // until here.
+  void TearDown() override {
+    loop_.Stop();
+    clients_.clear();
+  }
 
-  // A started client on redis_; waits until it answers PING.
-  std::unique_ptr<RedisClient> NewClient(const std::string& name,
+  // A started client on redis_ (owned by the fixture); waits until it
+  // answers PING.
+  RedisClient* NewClient(const std::string& name,
                                          std::function<void()> on_connected = nullptr,
                                          std::function<void()> on_disconnected = nullptr) {
     RedisAddress address{"127.0.0.1", redis_->port(), "", 0, "", tls()};
@@ -56,7 +62,8 @@ class RedisClientTest : public ::testing::TestWithParam<bool> {
     if (on_disconnected) client->SetOnDisconnected(std::move(on_disconnected));
     client->Start();
     EXPECT_TRUE(WaitForPing(*client, absl::Seconds(10)));
-    return client;
+    clients_.push_back(std::move(client));
+    return clients_.back().get();
   }
 
   static Result Run(RedisClient& client, std::vector<std::string> args) {
@@ -88,6 +95,7 @@ class RedisClientTest : public ::testing::TestWithParam<bool> {
   std::shared_ptr<const RedisTlsContext> tls_context_;
   std::unique_ptr<testing::RedisServer> redis_;
   base::EventLoop loop_;
+  std::vector<std::unique_ptr<RedisClient>> clients_;
 };
 
 TEST_P(RedisClientTest, PipelinedRepliesArriveInOrder) {
@@ -135,18 +143,24 @@ TEST_P(RedisClientTest, ErrorRepliesAreMapped) {
 TEST_P(RedisClientTest, SubscriptionsGetTheirMessagesUntilUnsubscribed) {
   auto publisher = NewClient("publisher");
   auto subscriber = NewClient("subscriber");
-  absl::Mutex mu;
-  std::vector<std::string> seen;  // "channel:message"
-  auto record = [&](const std::string& channel, const std::string& message) {
-    absl::MutexLock lock(&mu);
-    seen.push_back(channel + ":" + message);
+  // Shared with the handler, which lives as long as the client.
+  struct Seen {
+    absl::Mutex mu;
+    std::vector<std::string> entries;  // "channel:message"
+  };
+  auto seen = std::make_shared<Seen>();
+  auto record = [seen](const std::string& channel, const std::string& message) {
+    absl::MutexLock lock(&seen->mu);
+    seen->entries.push_back(channel + ":" + message);
   };
   subscriber->Subscribe("a", record);
   subscriber->Subscribe("b", record);
   auto wait_for = [&](const std::string& entry) {
-    absl::MutexLock lock(&mu);
-    auto has = [&] { return std::find(seen.begin(), seen.end(), entry) != seen.end(); };
-    return mu.AwaitWithTimeout(absl::Condition(&has), absl::Seconds(10));
+    absl::MutexLock lock(&seen->mu);
+    auto has = [&] {
+      return std::find(seen->entries.begin(), seen->entries.end(), entry) != seen->entries.end();
+    };
+    return seen->mu.AwaitWithTimeout(absl::Condition(&has), absl::Seconds(10));
   };
   ASSERT_TRUE(wait_for("a:"));  // confirmations arrive as empty messages
   ASSERT_TRUE(wait_for("b:"));
@@ -170,11 +184,12 @@ TEST_P(RedisClientTest, SubscriptionsGetTheirMessagesUntilUnsubscribed) {
 }
 
 TEST_P(RedisClientTest, ALostConnectionFailsWhatWasInFlightAndComesBack) {
-  std::atomic<int> connects{0};
-  std::atomic<int> losses{0};
+  // Shared: the hooks live as long as the client, past this body.
+  auto connects = std::make_shared<std::atomic<int>>(0);
+  auto losses = std::make_shared<std::atomic<int>>(0);
   auto client = NewClient(
-      "restart", [&] { ++connects; }, [&] { ++losses; });
-  EXPECT_EQ(connects.load(), 1);
+      "restart", [connects] { ++*connects; }, [losses] { ++*losses; });
+  EXPECT_EQ(connects->load(), 1);
   std::promise<Result> blocked;
   client->Command({"BLPOP", "never", "0"}, [&](Result r) { blocked.set_value(std::move(r)); });
   absl::SleepFor(absl::Milliseconds(100));
@@ -182,11 +197,11 @@ TEST_P(RedisClientTest, ALostConnectionFailsWhatWasInFlightAndComesBack) {
   Result lost = blocked.get_future().get();
   EXPECT_EQ(lost.status().code(), absl::StatusCode::kUnavailable) << lost.status();
   EXPECT_TRUE(absl::StrContains(lost.status().message(), "connection lost")) << lost.status();
-  EXPECT_EQ(losses.load(), 1);
+  EXPECT_EQ(losses->load(), 1);
   EXPECT_EQ(Run(*client, {"PING"}).status().code(), absl::StatusCode::kUnavailable);
   ASSERT_TRUE(redis_->Start().ok());
   EXPECT_TRUE(WaitForPing(*client, absl::Seconds(10)));
-  EXPECT_EQ(connects.load(), 2);
+  EXPECT_EQ(connects->load(), 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RedisClientTest, ::testing::Values(false, true),
