@@ -1,6 +1,5 @@
 #include "tests/redis_cluster.h"
 
-#include <signal.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -115,16 +114,7 @@ absl::Status RedisCluster::StartNode(Node& node) {
        "--dir", node.dir, "--loglevel", "warning"},
       node.dir + "/redis.log");
   if (!spawned.ok()) return spawned;
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < deadline) {
-    if (!node.process.Running()) {
-      return absl::UnavailableError(absl::StrCat("cluster node exited on port ", port));
-    }
-    absl::StatusOr<RedisReply> pong = CommandAt(node.port, {"PING"});
-    if (pong.ok() && pong->str == "PONG") return absl::OkStatus();
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return absl::UnavailableError(absl::StrCat("cluster node did not answer PING on port ", port));
+  return WaitForPong(node.process, node.port, "cluster node");
 }
 
 absl::Status RedisCluster::Start() {
@@ -242,8 +232,7 @@ absl::StatusOr<int> RedisCluster::MasterOfSlot(int slot) {
 void RedisCluster::Kill(int port) {
   for (auto& node : nodes_) {
     if (node->port != port || node->killed) continue;
-    ::kill(node->process.pid(), SIGKILL);
-    while (node->process.Running()) absl::SleepFor(absl::Milliseconds(5));
+    node->process.Kill();
     node->killed = true;
   }
 }

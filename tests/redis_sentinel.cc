@@ -1,6 +1,5 @@
 #include "tests/redis_sentinel.h"
 
-#include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -93,14 +92,8 @@ absl::StatusOr<std::unique_ptr<RedisSentinelGroup::Process>> RedisSentinelGroup:
     }
     absl::Status spawned = p->process.Spawn(argv, p->dir + "/redis.log");
     if (!spawned.ok()) return spawned;
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < deadline && p->process.Running()) {
-      absl::StatusOr<RedisReply> pong = CommandAt(p->port, {"PING"});
-      if (pong.ok() && pong->str == "PONG") return p;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    last = absl::UnavailableError(absl::StrCat(sentinel ? "sentinel" : "redis-server",
-                                               " did not answer PING on port ", p->port));
+    last = WaitForPong(p->process, p->port, sentinel ? "sentinel" : "redis-server");
+    if (last.ok()) return p;
   }
   return last;
 }
@@ -178,8 +171,7 @@ void RedisSentinelGroup::Kill(int port) {
   for (auto* group : {&data_, &sentinel_}) {
     for (auto& p : *group) {
       if (p->port != port || p->killed) continue;
-      ::kill(p->process.pid(), SIGKILL);
-      while (p->process.Running()) absl::SleepFor(absl::Milliseconds(5));
+      p->process.Kill();
       p->killed = true;
     }
   }

@@ -59,6 +59,18 @@ bool Ping(int port, const std::string& password) {
 
 }  // namespace
 
+absl::Status WaitForPong(Subprocess& process, int port, const std::string& what,
+                         absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (!process.Running()) return absl::UnavailableError(absl::StrCat(what, " exited on port ", port));
+    absl::StatusOr<RedisReply> pong = RedisCommandAt(port, "", {"PING"});
+    if (pong.ok() && pong->str == "PONG") return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::UnavailableError(absl::StrCat(what, " did not answer PING on port ", port));
+}
+
 absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
                                           const std::vector<std::string>& argv) {
   timeval timeout{5, 0};

@@ -44,6 +44,12 @@ struct RedisServerTls {
   std::string client_key;
 };
 
+// Waits up to `timeout` until the server `process` started on `port`
+// answers PING (without AUTH). UNAVAILABLE when it exits first or never
+// answers; `what` names it in the message.
+absl::Status WaitForPong(Subprocess& process, int port, const std::string& what,
+                         absl::Duration timeout = absl::Seconds(10));
+
 // A real redis-server on 127.0.0.1, without persistence, in a temporary
 // directory. The port is fixed at the first successful Start() and kept by
 // Restart(). With a `requirepass`, the server demands AUTH and this class's

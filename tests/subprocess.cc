@@ -109,7 +109,7 @@ bool Subprocess::Running() {
 
 int Subprocess::Terminate(absl::Duration grace) {
   if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
+  kill(pid_, grace > absl::ZeroDuration() ? SIGTERM : SIGKILL);
   const absl::Time deadline = absl::Now() + grace;
   int status = 0;
   while (true) {

@@ -49,9 +49,13 @@ class Subprocess {
   int last_status() const { return last_status_; }
 
   // Sends SIGTERM, waits up to `grace` for the child to exit, then sends
-  // SIGKILL and waits. Returns the wait status, or -1 when nothing was
+  // SIGKILL and waits (a zero `grace` sends SIGKILL at once). Returns the wait status, or -1 when nothing was
   // running. No-op when not running.
   int Terminate(absl::Duration grace);
+
+  // SIGKILL (a crash, no shutdown) and reap. Returns the wait status, or -1
+  // when nothing was running.
+  int Kill() { return Terminate(absl::ZeroDuration()); }
 
   pid_t pid() const { return pid_; }
 
