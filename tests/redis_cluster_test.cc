@@ -82,7 +82,10 @@ TEST_F(RedisClusterTest, AKilledMasterIsReplacedByItsReplica) {
   absl::StatusOr<int> promoted = cluster_.MasterOfSlot(slot);
   JW_ASSERT_OK(promoted.status());
   EXPECT_NE(*promoted, *master);
-  EXPECT_EQ(At(*promoted, {"GET", key}).str, "v");
+  RedisReply got = At(*promoted, {"GET", key});
+  EXPECT_EQ(got.str, "v") << "type " << got.type << " promoted " << *promoted << " master " << *master
+      << "\n" << At(*promoted, {"INFO", "replication"}).str << "\n"
+      << At(*promoted, {"CLUSTER", "NODES"}).str << "\nDBSIZE " << At(*promoted, {"DBSIZE"}).integer;
 }
 
 }  // namespace

@@ -149,16 +149,18 @@ void RedisClient::OnClose(const std::string& error, bool during_tls_handshake) {
   connected_ = ready_ = false;
   std::deque<ReplyCallback> pending = std::move(pending_);
   pending_.clear();
-  for (ReplyCallback& cb : pending) {
-    cb(absl::UnavailableError(absl::StrCat(kLost, ": ", error)));
-  }
   ScheduleReconnect();
+  // The loss is reported before the commands in flight fail, so whoever
+  // sees such a failure can rely on on_disconnected_ having run.
   if (was_ready) {
     base::Log(base::LogLevel::kWarning, "redis connection lost",
               {{"conn", name_}, {"error", error}});
     if (on_disconnected_) on_disconnected_();
-    return;
   }
+  for (ReplyCallback& cb : pending) {
+    cb(absl::UnavailableError(absl::StrCat(kLost, ": ", error)));
+  }
+  if (was_ready) return;
   // A failed attempt. Each new reason is logged once (TLS failures, which
   // are configuration errors an operator must see, at error level); repeats
   // at debug level.

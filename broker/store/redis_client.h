@@ -81,7 +81,8 @@ class RedisClient {
   // Start.
   void SetOnConnected(std::function<void()> fn) { on_connected_ = std::move(fn); }
   // Runs on the loop thread each time an established connection is lost
-  // (not when a connection attempt fails). Set before Start.
+  // (not when a connection attempt fails), before the commands that were in
+  // flight fail. Set before Start.
   void SetOnDisconnected(std::function<void()> fn) { on_disconnected_ = std::move(fn); }
 
   base::EventLoop* loop() const { return loop_; }
