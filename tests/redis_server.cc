@@ -71,8 +71,8 @@ absl::Status WaitForPong(Subprocess& process, int port, const std::string& what,
   return absl::UnavailableError(absl::StrCat(what, " did not answer PING on port ", port));
 }
 
-absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
-                                          const std::vector<std::string>& argv) {
+absl::StatusOr<std::vector<RedisReply>> RedisCommandsAt(
+    int port, const std::string& password, const std::vector<std::vector<std::string>>& commands) {
   timeval timeout{5, 0};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, timeout);
   if (c == nullptr || c->err != 0) {
@@ -85,23 +85,33 @@ absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
     redisFree(c);
     return absl::UnauthenticatedError("redis AUTH failed");
   }
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
-  for (const std::string& arg : argv) {
-    args.push_back(arg.data());
-    lens.push_back(arg.size());
+  std::vector<RedisReply> out;
+  for (const std::vector<std::string>& argv : commands) {
+    std::vector<const char*> args;
+    std::vector<size_t> lens;
+    for (const std::string& arg : argv) {
+      args.push_back(arg.data());
+      lens.push_back(arg.size());
+    }
+    auto* reply = static_cast<redisReply*>(redisCommandArgv(
+        c, static_cast<int>(args.size()), args.data(), lens.data()));
+    if (reply == nullptr) {
+      std::string error = c->errstr;
+      redisFree(c);
+      return absl::UnavailableError(error);
+    }
+    out.push_back(CopyReply(*reply));
+    freeReplyObject(reply);
   }
-  auto* reply = static_cast<redisReply*>(redisCommandArgv(
-      c, static_cast<int>(args.size()), args.data(), lens.data()));
-  if (reply == nullptr) {
-    std::string error = c->errstr;
-    redisFree(c);
-    return absl::UnavailableError(error);
-  }
-  RedisReply out = CopyReply(*reply);
-  freeReplyObject(reply);
   redisFree(c);
   return out;
+}
+
+absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
+                                          const std::vector<std::string>& argv) {
+  absl::StatusOr<std::vector<RedisReply>> replies = RedisCommandsAt(port, password, {argv});
+  if (!replies.ok()) return replies.status();
+  return std::move(replies->front());
 }
 
 // --------------------------------------------------------------- RedisServer

@@ -31,6 +31,12 @@ struct RedisReply {
 // error reply is returned as a RedisReply with is_error().
 absl::StatusOr<RedisReply> RedisCommandAt(int port, const std::string& password,
                                           const std::vector<std::string>& argv);
+// Runs `commands` in order on one connection (as RedisCommandAt), and
+// returns their replies. One connection matters for commands that depend on
+// the connection's own history: WAIT counts the replicas that acknowledged
+// this connection's last write (on a fresh connection it returns at once).
+absl::StatusOr<std::vector<RedisReply>> RedisCommandsAt(
+    int port, const std::string& password, const std::vector<std::vector<std::string>>& commands);
 
 // TLS settings of a RedisServer (PEM paths, e.g. from TestPki). The server
 // then listens with --tls-port only (--port 0); `client_cert` / `client_key`
