@@ -14,7 +14,7 @@ bool IsArray(const RedisReply& reply, size_t min_size) {
 
 }  // namespace
 
-AdminStore::AdminStore(RedisClient* client, const ScriptRunner* scripts, std::string key_prefix)
+AdminStore::AdminStore(RedisCommands* client, const ScriptRunner* scripts, std::string key_prefix)
     : scripts_(scripts), key_prefix_(std::move(key_prefix)) {}
 
 void AdminStore::Stats(const std::string& queue, Callback<v1::QueueStats> done) const {

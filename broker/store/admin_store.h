@@ -49,7 +49,7 @@ struct RetryBatch {
 class AdminStore {
  public:
   // `client` and `scripts` must outlive the store.
-  AdminStore(RedisClient* client, const ScriptRunner* scripts, std::string key_prefix);
+  AdminStore(RedisCommands* client, const ScriptRunner* scripts, std::string key_prefix);
 
   // queue_stats.lua: counts per state, paused flag, oldest due age.
   void Stats(const std::string& queue, Callback<v1::QueueStats> done) const;

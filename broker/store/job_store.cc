@@ -93,7 +93,7 @@ v1::Job JobFromHash(const std::string& queue, const std::string& id, const Redis
   return job;
 }
 
-JobStore::JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options)
+JobStore::JobStore(RedisCommands* client, const ScriptRunner* scripts, StoreOptions options)
     : client_(client), scripts_(scripts), options_(std::move(options)) {}
 
 std::string JobStore::NotifyChannel(const std::string& queue) const {

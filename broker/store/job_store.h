@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "broker/store/keys.h"
-#include "broker/store/redis_client.h"
+#include "broker/store/redis_commands.h"
 #include "broker/store/script_runner.h"
 #include "jobwire/v1/broker.pb.h"
 
@@ -97,7 +97,7 @@ struct ReapOutcome {
 class JobStore {
  public:
   // `client` and `scripts` must outlive the store.
-  JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options);
+  JobStore(RedisCommands* client, const ScriptRunner* scripts, StoreOptions options);
 
   // Reads Redis' hash-max-listpack-value and logs a warning when it is below
   // kHashMaxListpackValue (nothing when CONFIG is refused, as managed Redis
@@ -187,7 +187,7 @@ class JobStore {
  private:
   Keys KeysFor(const std::string& queue) const { return Keys(options_.key_prefix, queue); }
 
-  RedisClient* const client_;
+  RedisCommands* const client_;
   const ScriptRunner* const scripts_;
   const StoreOptions options_;
 };

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
+#include "broker/store/redis_commands.h"
 #include "broker/store/redis_connection.h"
 #include "broker/store/redis_reply.h"
 #include "broker/store/redis_tls_context.h"
@@ -37,13 +38,10 @@ namespace jobwire::store {
 
 // Thread safety: every public method may be called from any thread;
 // callbacks run on the loop thread and must not block.
-class RedisClient {
+class RedisClient : public RedisCommands {
  public:
-  // Error replies arrive as statuses: UNAVAILABLE for LOADING, BUSY,
-  // MASTERDOWN, TRYAGAIN, READONLY and lost connections; INTERNAL otherwise.
-  // The one exception is NOSCRIPT, which arrives as a reply of type kError so
-  // that ScriptRunner can fall back to EVAL.
-  using ReplyCallback = std::function<void(absl::StatusOr<RedisReply>)>;
+  // Error replies arrive as RedisCommands documents.
+  using ReplyCallback = RedisCommands::ReplyCallback;
   using MessageHandler = std::function<void(const std::string& channel, const std::string& message)>;
 
   // `loop` must outlive the client; `name` appears in logs. `tls` is used
@@ -52,7 +50,7 @@ class RedisClient {
   // (REQUIRES: RequireSingleHost(address) is OK).
   RedisClient(base::EventLoop* loop, RedisAddress address, std::string name,
               std::shared_ptr<const RedisTlsContext> tls = nullptr);
-  ~RedisClient();  // REQUIRES: the loop is stopped.
+  ~RedisClient() override;  // REQUIRES: the loop is stopped.
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
 
@@ -60,7 +58,7 @@ class RedisClient {
   void Start();
 
   // Sends one command (pipelined behind earlier ones on this connection).
-  void Command(std::vector<std::string> args, ReplyCallback callback);
+  void Command(std::vector<std::string> args, ReplyCallback callback) override;
 
   // Subscribes this connection to `channel` now (if connected) and after
   // every reconnect. A connection with subscriptions must not be used for

@@ -42,6 +42,7 @@
 #include "broker/base/event_loop.h"
 #include "broker/store/cluster_topology.h"
 #include "broker/store/redis_client.h"
+#include "broker/store/redis_commands.h"
 #include "broker/store/redis_tls_context.h"
 #include "broker/store/redis_url.h"
 
@@ -49,7 +50,7 @@ namespace jobwire::store {
 
 // Thread safety: Command and Start may be called from any thread; callbacks
 // run on the loop thread and must not block.
-class RedisClusterClient {
+class RedisClusterClient : public RedisCommands {
  public:
   using ReplyCallback = RedisClient::ReplyCallback;
 
@@ -62,7 +63,7 @@ class RedisClusterClient {
   // node. `tls` as for RedisClient.
   RedisClusterClient(base::EventLoop* loop, RedisAddress seeds, std::string name,
                      std::shared_ptr<const RedisTlsContext> tls = nullptr);
-  ~RedisClusterClient();  // REQUIRES: the loop is stopped.
+  ~RedisClusterClient() override;  // REQUIRES: the loop is stopped.
   RedisClusterClient(const RedisClusterClient&) = delete;
   RedisClusterClient& operator=(const RedisClusterClient&) = delete;
 
@@ -72,7 +73,7 @@ class RedisClusterClient {
   // Sends one command to the master of its key's slot, as described above.
   // Before the first slot map is known, fails at once with UNAVAILABLE.
   // Error replies arrive as RedisClient::Command documents.
-  void Command(std::vector<std::string> args, ReplyCallback callback);
+  void Command(std::vector<std::string> args, ReplyCallback callback) override;
 
   // Run on the loop thread when the client starts serving (a slot map is
   // known and every master in it is connected) and when it stops (a master

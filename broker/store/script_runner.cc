@@ -43,7 +43,7 @@ std::string Sha1Hex(absl::string_view text) {
 
 }  // namespace
 
-ScriptRunner::ScriptRunner(RedisClient* client) : client_(client) {
+ScriptRunner::ScriptRunner(RedisCommands* client) : client_(client) {
   absl::string_view lib;
   for (const LuaSource& source : LuaSources()) {
     if (source.name == kLibName) lib = source.text;
@@ -70,7 +70,7 @@ const Script& ScriptRunner::Get(absl::string_view name) const {
 }
 
 void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
-                        std::vector<std::string> args, RedisClient::ReplyCallback callback) const {
+                        std::vector<std::string> args, RedisCommands::ReplyCallback callback) const {
   auto argv = std::make_shared<std::vector<std::string>>();
   argv->reserve(3 + keys.size() + args.size());
   argv->push_back("EVALSHA");
@@ -79,7 +79,7 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
   for (auto& k : keys) argv->push_back(std::move(k));
   for (auto& a : args) argv->push_back(std::move(a));
 
-  RedisClient::ReplyCallback done = [&script, callback = std::move(callback)](
+  RedisCommands::ReplyCallback done = [&script, callback = std::move(callback)](
                                         absl::StatusOr<RedisReply> reply) mutable {
     if (IsOomRefusal(reply)) {
       const std::string redis_error = reply.ok() ? reply->str : std::string(reply.status().message());

@@ -14,7 +14,7 @@
 #include "absl/strings/string_view.h"
 #include <vector>
 
-#include "broker/store/redis_client.h"
+#include "broker/store/redis_commands.h"
 
 namespace jobwire::store {
 
@@ -29,21 +29,21 @@ struct Script {
 class ScriptRunner {
  public:
   // Loads every embedded script. `client` must outlive the runner.
-  explicit ScriptRunner(RedisClient* client);
+  explicit ScriptRunner(RedisCommands* client);
 
   // The script built from lua/<name>.lua. REQUIRES: such a file exists.
   const Script& Get(absl::string_view name) const;
 
   // Runs `script` with `keys` and `args`; `callback` gets the script's reply,
-  // or UNAVAILABLE / INTERNAL as RedisClient::Command documents, or
+  // or UNAVAILABLE / INTERNAL as RedisCommands documents, or
   // RESOURCE_EXHAUSTED when Redis refused the script because it is over its
   // maxmemory (a script without allow-oom; nothing was written). The
   // message names the script ("... enqueue refused ...").
   void Eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
-            RedisClient::ReplyCallback callback) const;
+            RedisCommands::ReplyCallback callback) const;
 
  private:
-  RedisClient* const client_;
+  RedisCommands* const client_;
   std::map<std::string, Script, std::less<>> scripts_;
 };
 
