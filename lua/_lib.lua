@@ -82,6 +82,6 @@ local function settle_failure(job_key, active_key, scheduled_key, dead_key, chan
              'lease_expires_at', '0', 'lease_token', '', 'failed_token', token,
              'fail_outcome', 'retry', 'fail_next_at', int(at))
   redis.call('ZADD', scheduled_key, int(at), id)
-  redis.call('PUBLISH', channel, int(delay))
+  redis.call('SPUBLISH', channel, int(delay))
   return 'retry', at
 end

@@ -63,7 +63,7 @@ for i = 5, #ARGV, 10 do
     out[#out + 1] = 0
   end
 end
-if due_now then redis.call('PUBLISH', ARGV[4], '0') end
-if next_delay then redis.call('PUBLISH', ARGV[4], int(next_delay)) end
+if due_now then redis.call('SPUBLISH', ARGV[4], '0') end
+if next_delay then redis.call('SPUBLISH', ARGV[4], int(next_delay)) end
 out[#out + 1] = redis.call('EXISTS', KEYS[4])
 return out

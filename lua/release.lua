@@ -30,5 +30,5 @@ redis.call('HINCRBY', KEYS[1], 'attempts', -1)
 redis.call('HSET', KEYS[1], 'state', 'pending', 'lease_token', '', 'lease_expires_at', '0')
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], ready_score(priority, available_at), ARGV[1])
-redis.call('PUBLISH', ARGV[3], 0)
+redis.call('SPUBLISH', ARGV[3], 0)
 return {'OK'}

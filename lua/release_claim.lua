@@ -36,5 +36,5 @@ for id in string.gmatch(record, '%S+') do
   end
 end
 redis.call('DEL', KEYS[1])
-if released > 0 then redis.call('PUBLISH', ARGV[3], 0) end
+if released > 0 then redis.call('SPUBLISH', ARGV[3], 0) end
 return released

@@ -67,5 +67,5 @@ for _, id in ipairs(ids) do
     end
   end
 end
-if moved > 0 then redis.call('PUBLISH', channel, 0) end
+if moved > 0 then redis.call('SPUBLISH', channel, 0) end
 return {moved, next_offset, bound, skipped}

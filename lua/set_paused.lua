@@ -14,5 +14,5 @@ if ARGV[1] == '1' then
   return redis.call('SET', KEYS[1], '1', 'NX') and 1 or 0
 end
 local changed = redis.call('DEL', KEYS[1])
-if changed == 1 then redis.call('PUBLISH', ARGV[2], 0) end
+if changed == 1 then redis.call('SPUBLISH', ARGV[2], 0) end
 return changed

@@ -18,7 +18,7 @@ constexpr int64_t kClaimRetryAfterOomMs = 1000;
 }  // namespace
 
 Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
-                       store::RedisClient* subscriber, Metrics* metrics, StreamLimits limits)
+                       store::RedisSubscriptions* subscriber, Metrics* metrics, StreamLimits limits)
     : loop_(loop), store_(store), subscriber_(subscriber), metrics_(metrics), limits_(limits) {}
 
 std::string Dispatcher::LeaseKey(const std::string& queue, const std::string& job_id) {

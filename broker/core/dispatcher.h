@@ -54,7 +54,7 @@
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
 #include "broker/store/job_store.h"
-#include "broker/store/redis_client.h"
+#include "broker/store/redis_subscriptions.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::core {
@@ -96,9 +96,9 @@ class Dispatcher {
  public:
   using SessionId = uint64_t;
 
-  // `loop`, `store`, `subscriber` (a RedisClient used only for pub/sub) and
+  // `loop`, `store`, `subscriber` (a connection used only for pub/sub) and
   // `metrics` must outlive the dispatcher.
-  Dispatcher(base::EventLoop* loop, const store::JobStore* store, store::RedisClient* subscriber,
+  Dispatcher(base::EventLoop* loop, const store::JobStore* store, store::RedisSubscriptions* subscriber,
              Metrics* metrics, StreamLimits limits = {});
 
   // Starts delivering to `sink` until Close. Returns the session's id, or
@@ -216,7 +216,7 @@ class Dispatcher {
 
   base::EventLoop* const loop_;
   const store::JobStore* const store_;
-  store::RedisClient* const subscriber_;
+  store::RedisSubscriptions* const subscriber_;
   Metrics* const metrics_;
   std::function<void(absl::Time)> on_lease_granted_;
   const StreamLimits limits_;

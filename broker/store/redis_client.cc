@@ -214,7 +214,15 @@ void RedisClient::Send(std::initializer_list<absl::string_view> args) {
 
 void RedisClient::OnReply(const redisReply& reply) {
   if (subscribed_mode_ && OnPush(reply)) return;
-  if (pending_.empty()) return;  // e.g. an error reply to SUBSCRIBE (NOAUTH)
+  if (pending_.empty()) {
+    // An error reply to SSUBSCRIBE (NOAUTH; MOVED from a cluster node that
+    // does not serve the channel's slot).
+    if (reply.type == REDIS_REPLY_ERROR) {
+      base::Log(base::LogLevel::kWarning, "redis refused a subscription",
+                {{"conn", name_}, {"error", std::string(reply.str, reply.len)}});
+    }
+    return;
+  }
   ReplyCallback cb = std::move(pending_.front());
   pending_.pop_front();
   cb(ToResult(reply));
@@ -248,26 +256,26 @@ void RedisClient::Unsubscribe(const std::string& channel) {
     sub.resubscribe = false;
     if (sub.unsubscribing) return;
     sub.unsubscribing = true;
-    Send({"UNSUBSCRIBE", channel});  // confirmed through OnPush
+    Send({"SUNSUBSCRIBE", channel});  // confirmed through OnPush
   });
 }
 
 void RedisClient::SendSubscribe(const std::string& channel) {
   subscribed_mode_ = true;
-  Send({"SUBSCRIBE", channel});
+  Send({"SSUBSCRIBE", channel});
 }
 
 bool RedisClient::OnPush(const redisReply& r) {
   if (r.type != REDIS_REPLY_ARRAY || r.elements != 3) return false;
   const absl::string_view kind = Str(r.element[0]);
-  if (kind != "message" && kind != "subscribe" && kind != "unsubscribe") return false;
+  if (kind != "smessage" && kind != "ssubscribe" && kind != "sunsubscribe") return false;
   const std::string channel(Str(r.element[1]));
   auto it = subscriptions_.find(channel);
   if (it == subscriptions_.end()) return true;
   Subscription& sub = it->second;
-  if (kind == "message") {
+  if (kind == "smessage") {
     sub.handler(channel, std::string(Str(r.element[2])));
-  } else if (kind == "subscribe") {
+  } else if (kind == "ssubscribe") {
     // Confirmed: anything published before this point was missed, so tell
     // the handler with an empty message that it should catch up.
     sub.handler(channel, std::string());

@@ -28,6 +28,7 @@
 #include "broker/base/event_loop.h"
 #include "broker/store/redis_commands.h"
 #include "broker/store/redis_connection.h"
+#include "broker/store/redis_subscriptions.h"
 #include "broker/store/redis_reply.h"
 #include "broker/store/redis_tls_context.h"
 #include "broker/store/redis_url.h"
@@ -38,11 +39,11 @@ namespace jobwire::store {
 
 // Thread safety: every public method may be called from any thread;
 // callbacks run on the loop thread and must not block.
-class RedisClient : public RedisCommands {
+class RedisClient : public RedisCommands, public RedisSubscriptions {
  public:
   // Error replies arrive as RedisCommands documents.
   using ReplyCallback = RedisCommands::ReplyCallback;
-  using MessageHandler = std::function<void(const std::string& channel, const std::string& message)>;
+  using MessageHandler = RedisSubscriptions::MessageHandler;
 
   // `loop` must outlive the client; `name` appears in logs. `tls` is used
   // when address.tls (rediss://); null then means the system's CAs, no
@@ -60,19 +61,21 @@ class RedisClient : public RedisCommands {
   // Sends one command (pipelined behind earlier ones on this connection).
   void Command(std::vector<std::string> args, ReplyCallback callback) override;
 
-  // Subscribes this connection to `channel` now (if connected) and after
+  // Subscribes this connection to shard channel `channel` (SSUBSCRIBE:
+  // sharded pub/sub, Redis 7, which a cluster keeps on the channel's shard;
+  // publishers use SPUBLISH) now (if connected) and after
   // every reconnect. A connection with subscriptions must not be used for
   // Command. `handler` runs on the loop thread for each message. Subscribing
   // to a channel already subscribed does nothing, except while it is being
   // unsubscribed: then `handler` replaces the old one and the channel is
   // subscribed again once the unsubscribe is confirmed.
-  void Subscribe(const std::string& channel, MessageHandler handler);
+  void Subscribe(const std::string& channel, MessageHandler handler) override;
   // Ends the subscription to `channel` (no-op when there is none). The
   // handler may still see messages published before Redis processed the
   // UNSUBSCRIBE; it is destroyed once the unsubscribe is confirmed.
-  void Unsubscribe(const std::string& channel);
+  void Unsubscribe(const std::string& channel) override;
   // Channels subscribed or being unsubscribed (for tests). Loop thread only.
-  size_t subscription_count() const { return subscriptions_.size(); }
+  size_t subscription_count() const override { return subscriptions_.size(); }
 
   // Runs on the loop thread after every successful (re)connect (Redis has
   // answered a first PING), after subscriptions are re-sent. Set before

@@ -164,8 +164,8 @@ TEST_P(RedisClientTest, SubscriptionsGetTheirMessagesUntilUnsubscribed) {
   };
   ASSERT_TRUE(wait_for("a:"));  // confirmations arrive as empty messages
   ASSERT_TRUE(wait_for("b:"));
-  ASSERT_TRUE(Run(*publisher, {"PUBLISH", "b", "to-b"}).ok());
-  ASSERT_TRUE(Run(*publisher, {"PUBLISH", "a", "to-a"}).ok());
+  ASSERT_TRUE(Run(*publisher, {"SPUBLISH", "b", "to-b"}).ok());
+  ASSERT_TRUE(Run(*publisher, {"SPUBLISH", "a", "to-a"}).ok());
   EXPECT_TRUE(wait_for("b:to-b"));
   EXPECT_TRUE(wait_for("a:to-a"));
 
@@ -178,7 +178,7 @@ TEST_P(RedisClientTest, SubscriptionsGetTheirMessagesUntilUnsubscribed) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_EQ(count, 1u);
-  Result receivers = Run(*publisher, {"PUBLISH", "a", "late"});
+  Result receivers = Run(*publisher, {"SPUBLISH", "a", "late"});
   ASSERT_TRUE(receivers.ok());
   EXPECT_EQ(receivers->integer, 0);
 }
