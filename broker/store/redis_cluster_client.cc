@@ -315,6 +315,13 @@ void RedisClusterClient::OnShards(absl::StatusOr<RedisReply> reply) {
     for (auto& op : waiting) Send(std::move(op));
   }
   UpdateServing();
+  for (const auto& listener : listeners_) listener();
+  if (periodic_timer_ == 0) {
+    periodic_timer_ = loop_->RunAfter(kRefreshInterval, [this] {
+      periodic_timer_ = 0;
+      Refresh();
+    });
+  }
   if (refresh_again_) Refresh();
 }
 

@@ -20,6 +20,9 @@
 // refreshed; a command for a master not yet connected waits up to
 // kConnectWait for the connection, then fails with UNAVAILABLE.
 //
+// The map is also read again every kRefreshInterval, so a slot moved by a
+// resharding is noticed even by a client that sends it nothing.
+//
 // A master that leaves the slot map (a failover, a removed node) gets no
 // more commands; its RedisClient keeps trying to reconnect in the
 // background (RedisClient cannot be destroyed while its loop runs) and is
@@ -57,6 +60,7 @@ class RedisClusterClient : public RedisCommands {
   static constexpr int kMaxRedirects = 5;
   static constexpr int kMaxRetries = 5;
   static constexpr absl::Duration kConnectWait = absl::Seconds(2);
+  static constexpr absl::Duration kRefreshInterval = absl::Seconds(5);
 
   // `loop` must outlive the client. `seeds`: the URL's hosts (every entry of
   // seeds.seeds is a seed node); its password, user and TLS apply to every
@@ -80,6 +84,12 @@ class RedisClusterClient : public RedisCommands {
   // of the map is lost). Set before Start.
   void SetOnConnected(std::function<void()> fn) { on_connected_ = std::move(fn); }
   void SetOnDisconnected(std::function<void()> fn) { on_disconnected_ = std::move(fn); }
+
+  // Runs on the loop thread after every slot-map refresh (the map may be
+  // unchanged). Call before Start.
+  void AddTopologyListener(std::function<void()> fn) { listeners_.push_back(std::move(fn)); }
+  // The current slot map, null before the first. Loop thread only.
+  const ClusterTopology* topology() const { return topology_ ? &*topology_ : nullptr; }
 
   // For tests, loop thread only: slot-map refreshes completed so far, and
   // the master the current map names for `slot` (empty before any map).
@@ -129,6 +139,8 @@ class RedisClusterClient : public RedisCommands {
   bool refreshing_ = false;
   bool refresh_again_ = false;
   base::EventLoop::TimerId refresh_timer_ = 0;
+  base::EventLoop::TimerId periodic_timer_ = 0;
+  std::vector<std::function<void()>> listeners_;
   // Commands between a TRYAGAIN / CLUSTERDOWN and their next attempt, by a
   // sequence number (failed by the destructor).
   std::map<uint64_t, std::shared_ptr<Op>> delayed_;

@@ -2,9 +2,11 @@
 // replicas (tests/redis_cluster.h): commands reach their slot's master with
 // no redirection, a moved slot and a slot being migrated (ASK) are
 // followed, TRYAGAIN is retried a bounded number of times, and a killed
-// master's slots are served again once its replica is promoted.
+// master's slots are served again once its replica is promoted; and
+// RedisClusterSubscriber follows a channel's slot to its new master.
 #include "broker/store/redis_cluster_client.h"
 
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <memory>
@@ -15,7 +17,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "broker/store/key_slot.h"
+#include "broker/store/redis_cluster_subscriber.h"
 #include "gtest/gtest.h"
 #include "tests/redis_cluster.h"
 
@@ -46,6 +50,7 @@ class ClusterClientFixture {
     absl::StatusOr<RedisAddress> seeds = ParseRedisUrl(cluster.url());
     if (!seeds.ok()) return seeds.status();
     client_ = std::make_unique<RedisClusterClient>(&loop_, *seeds, "cluster");
+    subscriber_ = std::make_unique<RedisClusterSubscriber>(&loop_, client_.get(), *seeds, "pubsub");
     std::promise<void> serving;
     auto once = std::make_shared<std::once_flag>();
     client_->SetOnConnected([&serving, once] { std::call_once(*once, [&] { serving.set_value(); }); });
@@ -59,6 +64,7 @@ class ClusterClientFixture {
   // The client's destructor requires a stopped loop.
   ~ClusterClientFixture() {
     loop_.Stop();
+    subscriber_.reset();
     client_.reset();
   }
 
@@ -75,10 +81,12 @@ class ClusterClientFixture {
     return done.get_future().get();
   }
   RedisClusterClient& client() { return *client_; }
+  RedisClusterSubscriber& subscriber() { return *subscriber_; }
 
  private:
   base::EventLoop loop_;
   std::unique_ptr<RedisClusterClient> client_;
+  std::unique_ptr<RedisClusterSubscriber> subscriber_;
 };
 
 class RedisClusterClientTest : public ::testing::Test {
@@ -221,6 +229,58 @@ TEST_F(RedisClusterClientTest, AskDuringAMigrationAndBoundedTryAgain) {
   ASSERT_EQ(after->elements.size(), 2u);
   EXPECT_EQ(after->elements[0].str, "m");
   EXPECT_EQ(after->elements[1].str, "s");
+}
+
+// A channel is subscribed on its slot's master; after the slot moves the
+// subscription follows it (re-confirmed with an empty message) and the new
+// owner's SPUBLISH arrives.
+TEST_F(RedisClusterClientTest, ASubscriptionFollowsItsSlot) {
+  const std::string channel = "{sub}:notify";
+  const int slot = KeySlot(channel);
+  struct Seen {
+    absl::Mutex mu;
+    std::vector<std::string> messages;
+  };
+  auto seen = std::make_shared<Seen>();
+  fixture_.subscriber().Subscribe(channel, [seen](const std::string&, const std::string& m) {
+    absl::MutexLock lock(&seen->mu);
+    seen->messages.push_back(m);
+  });
+  auto count_of = [&](const std::string& m) {
+    absl::MutexLock lock(&seen->mu);
+    return std::count(seen->messages.begin(), seen->messages.end(), m);
+  };
+  auto wait_for = [&](const std::string& m, int n) {
+    for (int i = 0; i < 500 && count_of(m) < n; ++i) absl::SleepFor(absl::Milliseconds(20));
+    return count_of(m) >= n;
+  };
+  ASSERT_TRUE(wait_for("", 1));  // confirmed
+  absl::StatusOr<int> from = cluster_->MasterOfSlot(slot);
+  JW_ASSERT_OK(from.status());
+  EXPECT_EQ(fixture_.OnLoop<std::string>([&] { return fixture_.subscriber().NodeOf(channel); }),
+            absl::StrCat("127.0.0.1:", *from));
+  Result published = fixture_.Run({"SPUBLISH", channel, "one"});
+  JW_ASSERT_OK(published.status());
+  EXPECT_EQ(published->integer, 1);
+  EXPECT_TRUE(wait_for("one", 1));
+
+  absl::StatusOr<std::vector<int>> masters = cluster_->MasterPorts();
+  JW_ASSERT_OK(masters.status());
+  const int to = (*masters)[0] != *from ? (*masters)[0] : (*masters)[1];
+  JW_ASSERT_OK(cluster_->MoveSlot(slot, to));
+  // No command of this test tells the client: its periodic refresh does.
+  const std::string want = absl::StrCat("127.0.0.1:", to);
+  const absl::Time deadline = absl::Now() + RedisClusterClient::kRefreshInterval + absl::Seconds(10);
+  while (absl::Now() < deadline &&
+         fixture_.OnLoop<std::string>([&] { return fixture_.subscriber().NodeOf(channel); }) != want) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(fixture_.OnLoop<std::string>([&] { return fixture_.subscriber().NodeOf(channel); }), want);
+  ASSERT_TRUE(wait_for("", 2));  // confirmed on the new owner
+  published = fixture_.Run({"SPUBLISH", channel, "two"});
+  JW_ASSERT_OK(published.status());
+  EXPECT_EQ(published->integer, 1);
+  EXPECT_TRUE(wait_for("two", 1));
 }
 
 TEST(RedisClusterClientFailoverTest, AKilledMastersSlotsAreServedByItsPromotedReplica) {

@@ -1,0 +1,85 @@
+#include "broker/store/redis_cluster_subscriber.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "broker/store/key_slot.h"
+
+namespace jobwire::store {
+
+RedisClusterSubscriber::RedisClusterSubscriber(base::EventLoop* loop, RedisClusterClient* cluster,
+                                               RedisAddress seeds, std::string name,
+                                               std::shared_ptr<const RedisTlsContext> tls)
+    : loop_(loop), cluster_(cluster), seeds_(std::move(seeds)), name_(std::move(name)),
+      tls_(std::move(tls)) {
+  cluster_->AddTopologyListener([this] { Reconcile(); });
+}
+
+RedisClusterSubscriber::~RedisClusterSubscriber() = default;
+
+void RedisClusterSubscriber::RunInLoop(std::function<void()> fn) {
+  if (loop_->InLoopThread()) {
+    fn();
+  } else {
+    loop_->Post(std::move(fn));
+  }
+}
+
+RedisClient& RedisClusterSubscriber::NodeAt(const NodeAddress& address) {
+  std::unique_ptr<RedisClient>& node = nodes_[address.ToString()];
+  if (node == nullptr) {
+    RedisAddress a = seeds_;
+    a.host = address.host;
+    a.port = address.port;
+    a.seeds = {{address.host, address.port}};
+    a.db = 0;
+    node = std::make_unique<RedisClient>(loop_, std::move(a),
+                                         absl::StrCat(name_, "@", address.ToString()), tls_);
+    node->Start();
+  }
+  return *node;
+}
+
+void RedisClusterSubscriber::Subscribe(const std::string& channel, MessageHandler handler) {
+  RunInLoop([this, channel, handler = std::move(handler)]() mutable {
+    Channel& c = channels_[channel];
+    c.handler = std::move(handler);
+    Place(channel, c);
+  });
+}
+
+void RedisClusterSubscriber::Unsubscribe(const std::string& channel) {
+  RunInLoop([this, channel] {
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    if (!it->second.node.empty()) nodes_[it->second.node]->Unsubscribe(channel);
+    channels_.erase(it);
+  });
+}
+
+std::string RedisClusterSubscriber::NodeOf(const std::string& channel) const {
+  auto it = channels_.find(channel);
+  return it == channels_.end() ? std::string() : it->second.node;
+}
+
+void RedisClusterSubscriber::Place(const std::string& channel, Channel& c) {
+  const ClusterTopology* topology = cluster_->topology();
+  if (topology == nullptr) return;  // Reconcile places it once a map is known
+  const NodeAddress& master = topology->MasterFor(KeySlot(channel));
+  const std::string want = master.ToString();
+  if (c.node == want) return;
+  if (!c.node.empty()) nodes_[c.node]->Unsubscribe(channel);
+  c.node = want;
+  // Messages go to whatever handler the channel has now; none once it is
+  // unsubscribed.
+  NodeAt(master).Subscribe(channel, [this](const std::string& ch, const std::string& message) {
+    auto it = channels_.find(ch);
+    if (it != channels_.end()) it->second.handler(ch, message);
+  });
+}
+
+void RedisClusterSubscriber::Reconcile() {
+  for (auto& [channel, c] : channels_) Place(channel, c);
+}
+
+}  // namespace jobwire::store
