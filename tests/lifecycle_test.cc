@@ -331,7 +331,7 @@ TEST_F(LifecycleTest, IdempotencyKeyStoresOneJob) {
   v1::EnqueueResponse first;
   JW_ASSERT_OK(Enqueue(*stub_, request, &first));
   EXPECT_FALSE(first.duplicate());
-  const int64_t keys_after_first = redis_->DbSize();
+  const int64_t keys_after_first = RedisDbSize();
   ASSERT_GT(keys_after_first, 0);
 
   request.set_payload("second copy");
@@ -339,7 +339,7 @@ TEST_F(LifecycleTest, IdempotencyKeyStoresOneJob) {
   JW_ASSERT_OK(Enqueue(*stub_, request, &second));
   EXPECT_TRUE(second.duplicate());
   EXPECT_EQ(second.job_id(), first.job_id());
-  EXPECT_EQ(redis_->DbSize(), keys_after_first) << "the duplicate stored keys";
+  EXPECT_EQ(RedisDbSize(), keys_after_first) << "the duplicate stored keys";
 
   auto reader = OpenClaim(MakeClaim({queue}, 10));
   std::optional<v1::ClaimedJob> claimed = reader->Next(kPrompt);

@@ -53,26 +53,26 @@ constexpr int64_t kReceiveLimit = 64 << 20;
 class ReceiveLimitTest : public BrokerTest {};
 
 TEST_F(ReceiveLimitTest, OversizedEnqueueIsResourceExhaustedAndChangesNothing) {
-  const int64_t before = redis_->DbSize();
+  const int64_t before = RedisDbSize();
   v1::EnqueueRequest request = MakeJob("big", std::string(kReceiveLimit + 1, 'x'));
   v1::EnqueueResponse response;
   grpc::Status status = Enqueue(*stub_, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << StatusText(status);
-  EXPECT_EQ(redis_->DbSize(), before);
+  EXPECT_EQ(RedisDbSize(), before);
 
   // Under the receive limit but over --max_payload_bytes: the validator's
   // INVALID_ARGUMENT, nothing stored either.
   request = MakeJob("big", std::string((1 << 20) + 1, 'x'));
   status = Enqueue(*stub_, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << StatusText(status);
-  EXPECT_EQ(redis_->DbSize(), before);
+  EXPECT_EQ(RedisDbSize(), before);
 
   // The broker still serves.
   EXPECT_NE(MustEnqueue(*stub_, MakeJob("big", "small")), "");
 }
 
 TEST_F(ReceiveLimitTest, OversizedBatchIsResourceExhaustedAndChangesNothing) {
-  const int64_t before = redis_->DbSize();
+  const int64_t before = RedisDbSize();
   v1::EnqueueBatchRequest request;
   // 65 jobs of 1 MiB each: every job is valid, the message is not.
   for (int i = 0; i < 65; ++i) *request.add_jobs() = MakeJob("big", std::string(1 << 20, 'x'));
@@ -80,7 +80,7 @@ TEST_F(ReceiveLimitTest, OversizedBatchIsResourceExhaustedAndChangesNothing) {
   v1::EnqueueBatchResponse response;
   grpc::Status status = EnqueueBatch(*stub_, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << StatusText(status);
-  EXPECT_EQ(redis_->DbSize(), before);
+  EXPECT_EQ(RedisDbSize(), before);
 }
 
 // --- Claim stream limits ---------------------------------------------------

@@ -116,7 +116,7 @@ TEST_F(LifecycleTest, JobOutlivesItsClaimStream) {
 TEST_F(LifecycleTest, JobClaimedForAnEndedStreamGoesToTheNextWorker) {
   const std::string queue = "stream.ended";
   const std::string id = MustEnqueue(*stub_, MakeJob(queue));
-  auto paused = redis_->Command("CLIENT", "PAUSE", 500, "WRITE");
+  auto paused = RedisCommandOnEveryMaster({"CLIENT", "PAUSE", "500", "WRITE"});
   JW_ASSERT_OK(paused.status());
   {
     auto leaving = OpenClaim(MakeClaim({queue}, 1, 30000));

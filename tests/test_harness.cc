@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "tests/redis_cluster.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -319,12 +320,87 @@ void ClaimReader::Cancel() { context_.TryCancel(); }
 
 // ---------------------------------------------------------------- BrokerTest
 
+bool TestRedisIsCluster() {
+  const char* mode = getenv("JOBWIRE_TEST_REDIS");
+  return mode != nullptr && std::string(mode) == "cluster";
+}
+
+namespace {
+
+// The test process's cluster, started by the first test that needs it and
+// stopped at exit. Null (and the test failed) when it cannot start.
+RedisCluster* SharedCluster() {
+  static RedisCluster* cluster = [] {
+    auto* c = new RedisCluster();
+    absl::Status started = c->Start();
+    if (!started.ok()) {
+      ADD_FAILURE() << "local Redis Cluster: " << started;
+      delete c;
+      return static_cast<RedisCluster*>(nullptr);
+    }
+    return c;
+  }();
+  return cluster;
+}
+
+}  // namespace
+
 void BrokerTest::SetUp() {
-  redis_ = std::make_unique<RedisServer>();
-  JW_ASSERT_OK(redis_->Start());
-  broker_ = std::make_unique<BrokerProcess>(redis_->port(), broker_flags_);
+  std::vector<std::string> flags = broker_flags_;
+  std::string url;
+  if (TestRedisIsCluster()) {
+    cluster_ = SharedCluster();
+    ASSERT_NE(cluster_, nullptr);
+    auto flushed = RedisCommandOnEveryMaster({"FLUSHALL"});
+    JW_ASSERT_OK(flushed.status());
+    url = cluster_->url();
+    flags.push_back("--redis_mode=cluster");
+  } else {
+    redis_ = std::make_unique<RedisServer>();
+    JW_ASSERT_OK(redis_->Start());
+  }
+  broker_ = std::make_unique<BrokerProcess>(redis_ ? redis_->port() : 0, flags);
+  if (!url.empty()) broker_->set_redis_url(url);
   JW_ASSERT_OK(broker_->Start());
   stub_ = broker_->NewStub();
+}
+
+int64_t BrokerTest::RedisDbSize() {
+  if (redis_ != nullptr) return redis_->DbSize();
+  absl::StatusOr<std::vector<int>> masters = cluster_->MasterPorts();
+  if (!masters.ok()) return -1;
+  int64_t total = 0;
+  for (int port : *masters) {
+    absl::StatusOr<RedisReply> n = cluster_->CommandAt(port, {"DBSIZE"});
+    if (!n.ok() || n->is_error()) return -1;
+    total += n->integer;
+  }
+  return total;
+}
+
+absl::StatusOr<RedisReply> BrokerTest::RedisCommandFor(const std::string& key,
+                                                       const std::vector<std::string>& argv) {
+  if (redis_ != nullptr) return redis_->CommandArgv(argv);
+  absl::StatusOr<std::vector<int>> masters = cluster_->MasterPorts();
+  if (!masters.ok()) return masters.status();
+  absl::StatusOr<RedisReply> slot = cluster_->CommandAt(masters->front(), {"CLUSTER", "KEYSLOT", key});
+  if (!slot.ok()) return slot.status();
+  absl::StatusOr<int> owner = cluster_->MasterOfSlot(static_cast<int>(slot->integer));
+  if (!owner.ok()) return owner.status();
+  return cluster_->CommandAt(*owner, argv);
+}
+
+absl::StatusOr<RedisReply> BrokerTest::RedisCommandOnEveryMaster(
+    const std::vector<std::string>& argv) {
+  if (redis_ != nullptr) return redis_->CommandArgv(argv);
+  absl::StatusOr<std::vector<int>> masters = cluster_->MasterPorts();
+  if (!masters.ok()) return masters.status();
+  absl::StatusOr<RedisReply> last = absl::UnavailableError("no master");
+  for (int port : *masters) {
+    last = cluster_->CommandAt(port, argv);
+    if (!last.ok()) return last;
+  }
+  return last;
 }
 
 std::unique_ptr<ClaimReader> BrokerTest::OpenClaim(

@@ -15,6 +15,13 @@
 //
 // and then talk to the broker with the client helpers at the end of this
 // file (Enqueue, GetJob, Ack, ... and ClaimReader for Claim streams).
+//
+// With JOBWIRE_TEST_REDIS=cluster in the environment, BrokerTest runs the
+// broker with --redis_mode=cluster on a local Redis Cluster of 3 masters and
+// 3 replicas (tests/redis_cluster.h) instead, one per test process, flushed
+// before each test; redis_ is then null, and tests that look into Redis use
+// RedisDbSize / RedisCommandFor / RedisCommandOnEveryMaster, which work in
+// both modes. tests/CMakeLists.txt runs some suites a second time so.
 #ifndef JOBWIRE_TESTS_TEST_HARNESS_H_
 #define JOBWIRE_TESTS_TEST_HARNESS_H_
 
@@ -237,6 +244,11 @@ class ClaimReader {
 
 // A fixture with a fresh RedisServer and BrokerProcess per test, and a stub.
 // Subclasses pass extra broker flags to the constructor.
+class RedisCluster;
+
+// True when JOBWIRE_TEST_REDIS=cluster (see above).
+bool TestRedisIsCluster();
+
 class BrokerTest : public ::testing::Test {
  protected:
   explicit BrokerTest(std::vector<std::string> broker_flags = {})
@@ -244,11 +256,22 @@ class BrokerTest : public ::testing::Test {
 
   void SetUp() override;
 
+  // The number of keys in the Redis under test (every master's DBSIZE
+  // summed in cluster mode); -1 when a server does not answer.
+  int64_t RedisDbSize();
+  // `argv` on the server holding `key` (its slot's master in cluster mode).
+  absl::StatusOr<RedisReply> RedisCommandFor(const std::string& key,
+                                             const std::vector<std::string>& argv);
+  // `argv` on the server, or on every master in cluster mode: the first
+  // failure, else the last reply.
+  absl::StatusOr<RedisReply> RedisCommandOnEveryMaster(const std::vector<std::string>& argv);
+
   // A ClaimReader on a new stub of this broker.
   std::unique_ptr<ClaimReader> OpenClaim(v1::ClaimRequest request) const;
 
   std::vector<std::string> broker_flags_;
-  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<RedisServer> redis_;  // null in cluster mode
+  RedisCluster* cluster_ = nullptr;     // cluster mode: the process's cluster
   std::unique_ptr<BrokerProcess> broker_;
   std::unique_ptr<v1::Broker::Stub> stub_;
 };

@@ -76,7 +76,7 @@ TEST_F(ValidationTest, BadEnqueueIsRejectedAndStoresNothing) {
     EXPECT_TRUE(absl::StrContains(status.error_message(), c.field))
         << "message does not name " << c.field << ": "
         << status.error_message();
-    EXPECT_EQ(redis_->DbSize(), 0);
+    EXPECT_EQ(RedisDbSize(), 0);
   }
 }
 
@@ -95,7 +95,7 @@ TEST_F(ValidationTest, BadJobInBatchIsRejectedAndStoresNothing) {
     EXPECT_TRUE(absl::StrContains(response.results(0).message(), c.field))
         << "message does not name " << c.field << ": "
         << response.results(0).message();
-    EXPECT_EQ(redis_->DbSize(), 0);
+    EXPECT_EQ(RedisDbSize(), 0);
   }
 }
 
@@ -115,7 +115,7 @@ TEST_F(ValidationTest, BatchSizeOutsideOneToThousandIsRejected) {
         << StatusText(status);
     EXPECT_TRUE(absl::StrContains(status.error_message(), "jobs"))
         << status.error_message();
-    EXPECT_EQ(redis_->DbSize(), 0);
+    EXPECT_EQ(RedisDbSize(), 0);
   }
 }
 
@@ -166,7 +166,7 @@ TEST_F(ValidationTest, BadClaimEndsTheStreamBeforeAnyJob) {
         << "message does not name " << c.field << ": "
         << end->error_message();
     EXPECT_EQ(reader.received(), 0);
-    EXPECT_EQ(redis_->DbSize(), 0);
+    EXPECT_EQ(RedisDbSize(), 0);
   }
 }
 
