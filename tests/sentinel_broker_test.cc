@@ -201,10 +201,25 @@ TEST_F(SentinelBrokerTest, FollowsAFailoverByItself) {
 // and acks, the master is killed in the middle. Counted from the test's own
 // records, by payload (job ids come from the master's counter and may be
 // handed out again after a failover).
-// `hang`: the master is stopped (SIGSTOP: alive, connected, silent, as
-// behind a network partition) instead of killed, so the broker follows only
-// because a sentinel announced +switch-master.
-void MeasureFailoverLoss(RedisSentinelGroup& group, BrokerProcess* broker, bool hang) {
+enum class Fault {
+  kKill,  // SIGKILL of the master
+  // SIGSTOP of the master: alive, connected, silent, as behind a network
+  // partition, so the broker follows only because a sentinel announced
+  // +switch-master.
+  kHang,
+  // The replication link cut (CLIENT KILL TYPE replica on the master), then
+  // the master killed 300 ms later, before the replica has reconnected: what
+  // the master acknowledged meanwhile never reached the replica.
+  kCutThenKill,
+};
+const char* FaultName(Fault f) {
+  return f == Fault::kKill ? "master killed"
+         : f == Fault::kHang ? "master stopped"
+                             : "replication cut, master killed 300 ms later";
+}
+
+void MeasureFailoverLoss(RedisSentinelGroup& group, BrokerProcess* broker, Fault fault) {
+  const bool hang = fault == Fault::kHang;
   auto OpenClaim = [broker](v1::ClaimRequest request) {
     return std::make_unique<ClaimReader>(broker->NewStub(), std::move(request));
   };
@@ -255,6 +270,10 @@ void MeasureFailoverLoss(RedisSentinelGroup& group, BrokerProcess* broker, bool 
     ASSERT_NE(at, std::string::npos);
     ASSERT_EQ(kill(std::atoi(info->str.c_str() + at + 11), SIGSTOP), 0);
   } else {
+    if (fault == Fault::kCutThenKill) {
+      JW_ASSERT_OK(group.CommandAt(old_master, {"CLIENT", "KILL", "TYPE", "replica"}).status());
+      absl::SleepFor(absl::Milliseconds(300));
+    }
     group.Kill(old_master);
   }
   absl::StatusOr<int> promoted = group.WaitMaster(old_master, absl::Seconds(30));
@@ -293,7 +312,7 @@ void MeasureFailoverLoss(RedisSentinelGroup& group, BrokerProcess* broker, bool 
       "failover loss (%s): enqueue OK %zu, UNAVAILABLE %d, other %d; received distinct %zu; "
       "OK but never received (lost) %d; received again %d; received without an OK %d; "
       "ack failures %d; enqueue OK after the promotion %zu\n",
-      hang ? "master stopped" : "master killed", enqueued_ok.size(), enqueue_unavailable, enqueue_other, received.size(), lost, duplicates,
+      FaultName(fault), enqueued_ok.size(), enqueue_unavailable, enqueue_other, received.size(), lost, duplicates,
       unexpected, ack_failed, enqueued_ok.size() - ok_at_promotion);
   EXPECT_EQ(enqueue_other, 0);
   EXPECT_GT(enqueued_ok.size(), 0u);
@@ -305,11 +324,15 @@ void MeasureFailoverLoss(RedisSentinelGroup& group, BrokerProcess* broker, bool 
 }
 
 TEST_F(SentinelBrokerTest, FailoverLossIsMeasured) {
-  MeasureFailoverLoss(group_, broker_.get(), /*hang=*/false);
+  MeasureFailoverLoss(group_, broker_.get(), Fault::kKill);
 }
 
 TEST_F(SentinelBrokerTest, FailoverLossWhenTheMasterHangs) {
-  MeasureFailoverLoss(group_, broker_.get(), /*hang=*/true);
+  MeasureFailoverLoss(group_, broker_.get(), Fault::kHang);
+}
+
+TEST_F(SentinelBrokerTest, FailoverLossWhenReplicationWasCut) {
+  MeasureFailoverLoss(group_, broker_.get(), Fault::kCutThenKill);
 }
 
 }  // namespace
