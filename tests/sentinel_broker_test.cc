@@ -207,9 +207,10 @@ enum class Fault {
   // partition, so the broker follows only because a sentinel announced
   // +switch-master.
   kHang,
-  // The replication link cut (CLIENT KILL TYPE replica on the master), then
-  // the master killed 300 ms later, before the replica has reconnected: what
-  // the master acknowledged meanwhile never reached the replica.
+  // The replication link cut (a password set on the master, which the
+  // replica lacks, then CLIENT KILL TYPE replica), then the master killed
+  // 300 ms later: what the master acknowledged meanwhile never reached the
+  // replica.
   kCutThenKill,
 };
 const char* FaultName(Fault f) {
@@ -271,8 +272,28 @@ void MeasureFailoverLoss(RedisSentinelGroup& group, BrokerProcess* broker, Fault
     ASSERT_EQ(kill(std::atoi(info->str.c_str() + at + 11), SIGSTOP), 0);
   } else {
     if (fault == Fault::kCutThenKill) {
-      JW_ASSERT_OK(group.CommandAt(old_master, {"CLIENT", "KILL", "TYPE", "replica"}).status());
+      // A password keeps the replica from reconnecting (it has no
+      // masterauth); connections already authenticated, the broker's
+      // included, go on.
+      JW_ASSERT_OK(group.CommandAt(old_master, {"CONFIG", "SET", "requirepass", "cut"}).status());
+      JW_ASSERT_OK(RedisCommandAt(old_master, "cut", {"CLIENT", "KILL", "TYPE", "replica"}).status());
       absl::SleepFor(absl::Milliseconds(300));
+      // How far apart they are when the master dies (printed, not judged:
+      // the replica may have reconnected and caught up already).
+      auto field = [](int port, const std::string& password,
+                      const std::string& name) -> std::string {
+        absl::StatusOr<RedisReply> info = RedisCommandAt(port, password, {"INFO", "replication"});
+        if (!info.ok()) return "?";
+        const size_t at = info->str.find(name + ":");
+        if (at == std::string::npos) return "?";
+        const size_t from = at + name.size() + 1;
+        return info->str.substr(from, info->str.find('\r', from) - from);
+      };
+      const int replica = group.data_ports()[1];
+      std::printf("at the kill: master offset %s, replica offset %s, replica link %s\n",
+                  field(old_master, "cut", "master_repl_offset").c_str(),
+                  field(replica, "", "master_repl_offset").c_str(),
+                  field(replica, "", "master_link_status").c_str());
     }
     group.Kill(old_master);
   }
