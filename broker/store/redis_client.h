@@ -60,7 +60,8 @@ class RedisClient {
   // `loop` must outlive the client; `name` appears in logs. `tls` is used
   // when address.tls (rediss://); null then means the system's CAs, no
   // client certificate, verification on. Only address.host:port is used
-  // (REQUIRES: RequireSingleHost(address) is OK).
+  // (REQUIRES: RequireSingleHost(address) is OK, unless an address source
+  // names the endpoint: then address.host:port and the seeds are not used).
   RedisClient(base::EventLoop* loop, RedisAddress address, std::string name,
               std::shared_ptr<const RedisTlsContext> tls = nullptr);
   ~RedisClient();  // REQUIRES: the loop is stopped.
