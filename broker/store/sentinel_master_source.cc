@@ -62,9 +62,10 @@ SentinelMasterSource::~SentinelMasterSource() = default;
 void SentinelMasterSource::Start() {
   for (size_t i = 0; i < commands_.size(); ++i) {
     commands_[i]->Start();
-    subscribers_[i]->Subscribe(kSwitchChannel, [this](const std::string&, const std::string& m) {
-      OnSwitchMessage(m);
-    });
+    subscribers_[i]->Subscribe(kSwitchChannel,
+                               [this, i](const std::string&, const std::string& m) {
+                                 OnSwitchMessage(i, m);
+                               });
     subscribers_[i]->Start();
   }
 }
@@ -125,20 +126,23 @@ void SentinelMasterSource::OnAnswer(const std::shared_ptr<Query>& query, size_t 
     Ask(query);
     return;
   }
-  // The sentinel that answered is asked first next time.
-  for (size_t i = 0; i < order_.size(); ++i) {
-    if (order_[i] != sentinel) continue;
-    order_.erase(order_.begin() + static_cast<long>(i));
-    order_.insert(order_.begin(), sentinel);
-    break;
-  }
+  MoveToFront(sentinel);  // asked first next time
   Learn(*master, query->notify_switch ? "sentinel answer after resubscribing" : "sentinel answer",
         query->notify_switch);
   MasterCallback callback = std::move(query->callback);
   callback(*std::move(master));
 }
 
-void SentinelMasterSource::OnSwitchMessage(const std::string& message) {
+void SentinelMasterSource::MoveToFront(size_t sentinel) {
+  for (size_t i = 0; i < order_.size(); ++i) {
+    if (order_[i] != sentinel) continue;
+    order_.erase(order_.begin() + static_cast<long>(i));
+    order_.insert(order_.begin(), sentinel);
+    return;
+  }
+}
+
+void SentinelMasterSource::OnSwitchMessage(size_t sentinel, const std::string& message) {
   if (message.empty()) {
     // (Re)subscribed: a switch may have been announced while this
     // connection was down. Ask, and compare with what is known.
@@ -157,15 +161,18 @@ void SentinelMasterSource::OnSwitchMessage(const std::string& message) {
               {{"message", message}});
     return;
   }
+  // It knows the new master: ask it first, not one that may lag behind.
+  MoveToFront(sentinel);
   Learn(*master, "+switch-master", /*notify=*/true);
 }
 
 void SentinelMasterSource::Learn(const RedisEndpoint& master, const char* how, bool notify) {
   if (known_.has_value() && Same(*known_, master)) return;
-  const bool first = !known_.has_value() || !notify;
-  const std::string previous = first ? "" : Name(*known_);
+  // The first master named, or a plain answer: recorded, not a switch.
+  const bool quiet = !known_.has_value() || !notify;
+  const std::string previous = quiet ? "" : Name(*known_);
   known_ = master;
-  if (first) {
+  if (quiet) {
     base::Log(base::LogLevel::kInfo, "redis master named",
               {{"master_name", options_.master_name}, {"master", Name(master)}, {"how", how}});
     return;

@@ -11,7 +11,8 @@
 //   that the node really is a master.
 // - Every sentinel has a subscribed connection on `+switch-master`
 //   ("<name> <old-ip> <old-port> <new-ip> <new-port>"); when one announces a
-//   new master for `master_name`, on_switch runs once per new master. After
+//   new master for `master_name`, on_switch runs once per new master and
+//   that sentinel is asked first from then on. After
 //   each (re)subscription the sentinels are asked again, so a switch missed
 //   while a sentinel connection was down is noticed too.
 //
@@ -85,7 +86,10 @@ class SentinelMasterSource {
   void Ask(std::shared_ptr<Query> query);
   void OnAnswer(const std::shared_ptr<Query>& query, size_t sentinel,
                 absl::StatusOr<RedisReply> reply);
-  void OnSwitchMessage(const std::string& message);
+  // A +switch-master message (or "" on (re)subscribing) from `sentinel`.
+  void OnSwitchMessage(size_t sentinel, const std::string& message);
+  // `sentinel` (an index into options_.sentinels) is asked first from now.
+  void MoveToFront(size_t sentinel);
   // Records `master` as known; with `notify`, runs on_switch_ when it
   // differs from the previous one (not for the first one). Plain answers do
   // not notify: a sentinel lagging behind a failover may still name the old
