@@ -54,6 +54,7 @@ SentinelMasterSource::SentinelMasterSource(base::EventLoop* loop, SentinelOption
     subscribers_.push_back(std::make_unique<RedisClient>(
         loop_, address, absl::StrCat("sentinel-", i, "-events"), options_.tls_context));
     order_.push_back(i);
+    commands_.back()->SetOnConnected([this] { OnFirstReachable(); });
   }
 }
 
@@ -68,6 +69,16 @@ void SentinelMasterSource::Start() {
                                });
     subscribers_[i]->Start();
   }
+  // No sentinel reachable: questions go ahead after the timeout and fail.
+  loop_->RunAfter(options_.query_timeout, [this] { OnFirstReachable(); });
+}
+
+void SentinelMasterSource::OnFirstReachable() {
+  if (started_) return;
+  started_ = true;
+  std::vector<std::shared_ptr<Query>> waiting = std::move(deferred_);
+  deferred_.clear();
+  for (std::shared_ptr<Query>& query : waiting) Ask(std::move(query));
 }
 
 RedisClient::AddressSource SentinelMasterSource::AsAddressSource() {
@@ -82,6 +93,10 @@ void SentinelMasterSource::GetMaster(MasterCallback callback) {
 }
 
 void SentinelMasterSource::Ask(std::shared_ptr<Query> query) {
+  if (!started_) {
+    deferred_.push_back(std::move(query));
+    return;
+  }
   if (query->next == query->order.size()) {
     MasterCallback callback = std::move(query->callback);
     callback(absl::UnavailableError(absl::StrCat("no sentinel names a master \"",

@@ -8,7 +8,9 @@
 //   that does not answer within `query_timeout` is skipped. The first that
 //   answers moves to the front, so the next question goes to it first.
 //   The caller (RedisClient, through AsAddressSource) then checks with ROLE
-//   that the node really is a master.
+//   that the node really is a master. Questions asked before a first
+//   sentinel connection is up wait for it (at most query_timeout after
+//   Start), so that a broker starting does not fail its first attempts.
 // - Every sentinel has a subscribed connection on `+switch-master`
 //   ("<name> <old-ip> <old-port> <new-ip> <new-port>"); when one announces a
 //   new master for `master_name`, on_switch runs once per new master and
@@ -84,6 +86,9 @@ class SentinelMasterSource {
  private:
   struct Query;
   void Ask(std::shared_ptr<Query> query);
+  // A first sentinel connection is up, or query_timeout passed since Start:
+  // the questions asked meanwhile go out.
+  void OnFirstReachable();
   void OnAnswer(const std::shared_ptr<Query>& query, size_t sentinel,
                 absl::StatusOr<RedisReply> reply);
   // A +switch-master message (or "" on (re)subscribing) from `sentinel`.
@@ -105,6 +110,8 @@ class SentinelMasterSource {
   // Loop-thread state: the sentinels' indices in the order to ask them.
   std::vector<size_t> order_;
   std::optional<RedisEndpoint> known_;
+  bool started_ = false;                        // OnFirstReachable ran
+  std::vector<std::shared_ptr<Query>> deferred_;  // asked before it did
 };
 
 }  // namespace jobwire::store
