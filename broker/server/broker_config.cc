@@ -21,6 +21,11 @@ ABSL_FLAG(std::string, listen, "",
           "else 127.0.0.1:50051 (loopback only while nothing authenticates callers)");
 ABSL_FLAG(std::string, redis_url, kDefaults.redis_url,
           "redis://[:password@]host[:port][/db]; empty starts an embedded redis-server");
+ABSL_FLAG(std::string, redis_mode, kDefaults.redis_mode,
+          "standalone (--redis_url names the one Redis) or sentinel (its comma-separated hosts "
+          "are Redis Sentinels, asked for --redis_sentinel_master)");
+ABSL_FLAG(std::string, redis_sentinel_master, "",
+          "with --redis_mode=sentinel: the name the sentinels monitor the master under");
 ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
           "data directory of the embedded redis-server (AOF persistence)");
 ABSL_FLAG(std::string, redis_server_path, kDefaults.redis_server_path,
@@ -90,7 +95,8 @@ namespace {
 
 // Sets each flag from JOBWIRE_<NAME> when that variable is set.
 absl::Status ApplyEnvironment() {
-  for (const char* name : {"listen", "redis_url", "data_dir", "redis_server_path", "key_prefix",
+  for (const char* name : {"listen", "redis_url", "redis_mode", "redis_sentinel_master",
+                           "data_dir", "redis_server_path", "key_prefix",
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
                            "completed_retention_ms", "completed_retention_max_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
                            "default_max_attempts", "backoff_base_ms",
@@ -118,6 +124,29 @@ absl::Status CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi)
       absl::StrCat("--", flag, " must be in ", lo, "..", hi, ", got ", value));
 }
 
+// --redis_mode and the flags it needs or refuses.
+absl::Status CheckRedisMode(const BrokerConfig& c) {
+  if (c.redis_mode == "standalone") {
+    if (c.redis_sentinel_master.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "--redis_sentinel_master needs --redis_mode=sentinel (the mode is standalone)");
+  }
+  if (c.redis_mode != "sentinel") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--redis_mode must be standalone or sentinel, got \"", c.redis_mode, "\""));
+  }
+  if (c.redis_sentinel_master.empty()) {
+    return absl::InvalidArgumentError(
+        "--redis_mode=sentinel needs --redis_sentinel_master (the master's name)");
+  }
+  if (c.redis_url.empty()) {
+    return absl::InvalidArgumentError(
+        "--redis_mode=sentinel needs --redis_url listing the sentinels "
+        "(redis://host:port,host:port,...); the embedded Redis is standalone");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
@@ -130,6 +159,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   BrokerConfig c;
   c.listen = absl::GetFlag(FLAGS_listen);
   c.redis_url = absl::GetFlag(FLAGS_redis_url);
+  c.redis_mode = absl::GetFlag(FLAGS_redis_mode);
+  c.redis_sentinel_master = absl::GetFlag(FLAGS_redis_sentinel_master);
   c.data_dir = absl::GetFlag(FLAGS_data_dir);
   c.redis_server_path = absl::GetFlag(FLAGS_redis_server_path);
   c.key_prefix = absl::GetFlag(FLAGS_key_prefix);
@@ -208,6 +239,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
         "--redis_tls_* flags need a rediss:// --redis_url (TLS); the embedded Redis and "
         "redis:// URLs are plaintext");
   }
+  if (absl::Status mode = CheckRedisMode(c); !mode.ok()) return mode;
   return c;
 }
 

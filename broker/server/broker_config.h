@@ -16,6 +16,11 @@ struct BrokerConfig {
   // 127.0.0.1:50051 without (no authentication: loopback unless told).
   std::string listen = "127.0.0.1:50051";
   std::string redis_url;  // empty: start an embedded redis-server
+  // "standalone": redis_url names the one Redis. "sentinel": its hosts are
+  // Redis Sentinels, asked for the master named redis_sentinel_master
+  // (required then, refused otherwise; redis_url required too).
+  std::string redis_mode = "standalone";
+  std::string redis_sentinel_master;
   std::string data_dir = "./jobwire-data";
   std::string redis_server_path = "redis-server";
   std::string key_prefix = "jw";
@@ -63,7 +68,10 @@ struct BrokerConfig {
 // Parses flags and environment. INVALID_ARGUMENT names the flag and its
 // limit when a value is out of range, or the flags that must come together
 // (--tls_cert with --tls_key; --tls_client_ca needs both; --redis_tls_cert
-// with --redis_tls_key; any --redis_tls_* flag needs a rediss:// URL).
+// with --redis_tls_key; any --redis_tls_* flag needs a rediss:// URL;
+// --redis_mode is standalone or sentinel, and sentinel needs
+// --redis_sentinel_master and --redis_url while standalone refuses
+// --redis_sentinel_master).
 absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv);
 
 }  // namespace jobwire::server

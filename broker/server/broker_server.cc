@@ -71,12 +71,29 @@ absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> MakeRedisTls(
   return tls;
 }
 
+// Sentinel mode: the sentinels are the URL's hosts (null in standalone mode).
+std::unique_ptr<store::SentinelMasterSource> MakeSentinelSource(
+    base::EventLoop* loop, const BrokerConfig& c, const store::RedisAddress& address,
+    const std::shared_ptr<const store::RedisTlsContext>& tls) {
+  if (c.redis_mode != "sentinel") return nullptr;
+  store::SentinelOptions o;
+  o.sentinels = address.seeds;
+  if (o.sentinels.empty()) o.sentinels.push_back({address.host, address.port});
+  o.master_name = c.redis_sentinel_master;
+  o.tls = address.tls;
+  o.tls_context = tls;
+  base::Log(base::LogLevel::kInfo, "redis sentinel mode",
+            {{"sentinels", absl::StrCat(o.sentinels.size())}, {"master_name", o.master_name}});
+  return std::make_unique<store::SentinelMasterSource>(loop, std::move(o));
+}
+
 }  // namespace
 
 BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
-                           std::shared_ptr<const store::RedisTlsContext> redis_tls,
+                           const std::shared_ptr<const store::RedisTlsContext>& redis_tls,
                            std::unique_ptr<service::Authorizer> authorizer)
-    : commands_(&loop_, address, "commands", redis_tls),
+    : sentinel_(MakeSentinelSource(&loop_, config, address, redis_tls)),
+      commands_(&loop_, address, "commands", redis_tls),
       subscriber_(&loop_, address, "pubsub", redis_tls),
       scripts_(&commands_),
       store_(&commands_, &scripts_, StoreOptionsFrom(config)),
@@ -94,7 +111,9 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                                                                   const std::string& redis_url) {
   absl::StatusOr<store::RedisAddress> address = store::ParseRedisUrl(redis_url);
   if (!address.ok()) return address.status();
-  if (absl::Status single = store::RequireSingleHost(*address); !single.ok()) return single;
+  if (config.redis_mode != "sentinel") {
+    if (absl::Status single = store::RequireSingleHost(*address); !single.ok()) return single;
+  }
   absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> redis_tls = MakeRedisTls(config,
                                                                                        *address);
   if (!redis_tls.ok()) return redis_tls.status();
@@ -111,7 +130,16 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
               {{"tokens", absl::StrCat(authorizer->token_count())}});
   }
   std::unique_ptr<BrokerServer> s(
-      new BrokerServer(config, *address, *std::move(redis_tls), std::move(authorizer)));
+      new BrokerServer(config, *address, *redis_tls, std::move(authorizer)));
+  if (s->sentinel_ != nullptr) {
+    s->commands_.SetAddressSource(s->sentinel_->AsAddressSource());
+    s->subscriber_.SetAddressSource(s->sentinel_->AsAddressSource());
+    // Every data connection follows the new master.
+    s->sentinel_->SetOnSwitch([raw = s.get()](const store::RedisEndpoint&) {
+      raw->commands_.Reconnect();
+      raw->subscriber_.Reconnect();
+    });
+  }
 
   s->commands_.SetOnConnected([raw = s.get()] {
     raw->store_.CheckRedisSettings();
@@ -122,6 +150,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   s->dispatcher_.SetOnLeaseGranted(
       [raw = s.get()](absl::Time expiry) { raw->reaper_.OnLeaseGranted(expiry); });
   s->loop_.Start();
+  if (s->sentinel_ != nullptr) s->sentinel_->Start();
   s->commands_.Start();
   s->subscriber_.Start();
   s->reaper_.Start();

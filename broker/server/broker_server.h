@@ -30,6 +30,7 @@
 #include "broker/store/job_store.h"
 #include "broker/store/redis_client.h"
 #include "broker/store/script_runner.h"
+#include "broker/store/sentinel_master_source.h"
 
 namespace jobwire::server {
 
@@ -48,6 +49,10 @@ class BrokerServer {
   // or Redis TLS files (config.redis_tls_*, used with rediss://) that
   // OpenSSL cannot load, UNAVAILABLE when the gRPC port (or the
   // plaintext health-only port, config.health_listen) cannot be bound.
+  // With config.redis_mode "sentinel" the URL's hosts are the sentinels:
+  // both Redis connections connect to the master they name (password,
+  // user, db and TLS from the URL), and reconnect to the new master when
+  // one announces a switch (calls in flight then fail with UNAVAILABLE).
   static absl::StatusOr<std::unique_ptr<BrokerServer>> Start(const BrokerConfig& config,
                                                              const std::string& redis_url);
   ~BrokerServer();  // Shuts down with no grace if Shutdown was not called.
@@ -61,7 +66,7 @@ class BrokerServer {
 
  private:
   BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
-               std::shared_ptr<const store::RedisTlsContext> redis_tls,
+               const std::shared_ptr<const store::RedisTlsContext>& redis_tls,
                std::unique_ptr<service::Authorizer> authorizer);
   // Serves metrics_ on `listen` (host:port) at /metrics; logs and skips
   // when it cannot bind. No-op when `listen` is empty.
@@ -69,6 +74,8 @@ class BrokerServer {
 
   core::Metrics metrics_;
   base::EventLoop loop_;
+  // Sentinel mode only (null otherwise); outlives the clients that ask it.
+  std::unique_ptr<store::SentinelMasterSource> sentinel_;
   store::RedisClient commands_;
   store::RedisClient subscriber_;
   store::ScriptRunner scripts_;

@@ -78,6 +78,27 @@ void RedisClient::Connect() {
     // names fail with a logged "cannot resolve" and are retried.
     if (dns_ == nullptr) dns_ = evdns_base_new(loop_->base(), 0);
   }
+  if (!address_source_) {
+    Open();
+    return;
+  }
+  const uint64_t attempt = ++attempt_;
+  asking_source_ = true;
+  address_source_([this, attempt](absl::StatusOr<RedisEndpoint> endpoint) {
+    if (attempt != attempt_) return;  // Reconnect asked again meanwhile
+    asking_source_ = false;
+    if (!endpoint.ok()) {
+      OnClose(std::string(endpoint.status().message()), false);
+      return;
+    }
+    address_.host = endpoint->host;
+    address_.port = endpoint->port;
+    address_.seeds.clear();  // logs name the node, not the seeds
+    Open();
+  });
+}
+
+void RedisClient::Open() {
   connection_ = std::make_unique<RedisConnection>(
       loop_->base(), dns_, address_.tls ? tls_.get() : nullptr,
       RedisEndpoint{address_.host, address_.port},
@@ -93,7 +114,44 @@ void RedisClient::Connect() {
 void RedisClient::ScheduleReconnect() {
   absl::Duration delay = backoff_;
   backoff_ = std::min(backoff_ * 2, kMaxBackoff);
-  loop_->RunAfter(delay, [this] { Connect(); });
+  reconnect_timer_ = loop_->RunAfter(delay, [this] {
+    reconnect_timer_ = 0;
+    Connect();
+  });
+}
+
+void RedisClient::Reconnect() {
+  RunInLoop([this] {
+    backoff_ = kMinBackoff;
+    Drop("reconnect requested");
+  });
+}
+
+void RedisClient::Drop(const std::string& why) {
+  if (connection_ != nullptr) {
+    OnClose(why, false);  // fails what is in flight, schedules the next attempt
+  } else if (reconnect_timer_ != 0) {
+    loop_->Cancel(reconnect_timer_);
+    reconnect_timer_ = 0;
+    Connect();
+  } else if (asking_source_) {
+    Connect();  // a fresh question; the answer to the older one is ignored
+  }
+}
+
+void RedisClient::OnRole(absl::StatusOr<RedisReply> reply) {
+  if (!reply.ok() && IsLost(reply.status())) return;  // OnClose's to report
+  // Like PING, an error answer (NOAUTH: AUTH's failure is logged) counts.
+  if (!reply.ok() || reply->is_error()) {
+    OnReady();
+    return;
+  }
+  const std::string role = reply->elements.empty() ? reply->str : reply->elements[0].str;
+  if (role == "master") {
+    OnReady();
+  } else {
+    Drop(absl::StrCat("not a master (ROLE: ", role.empty() ? "?" : role, ")"));
+  }
 }
 
 void RedisClient::OnOpen() {
@@ -116,6 +174,12 @@ void RedisClient::OnOpen() {
   // Ready once Redis has answered something: a TLS server that refuses the
   // client's certificate does so only after the client's side of the
   // handshake is done.
+  if (address_source_) {
+    // The node the source named must still be a master (a sentinel may
+    // answer with a stale address during a failover).
+    Command({"ROLE"}, [this](absl::StatusOr<RedisReply> reply) { OnRole(std::move(reply)); });
+    return;
+  }
   Command({"PING"}, [this](absl::StatusOr<RedisReply> reply) {
     // Any answer from Redis (NOAUTH included) counts; only a lost
     // connection does not.
@@ -225,7 +289,15 @@ void RedisClient::OnReply(const redisReply& reply) {
   }
   ReplyCallback cb = std::move(pending_.front());
   pending_.pop_front();
+  // A master demoted to replica answers writes with READONLY: with an
+  // address source, ask it again where the master is.
+  const bool demoted = address_source_ && reply.type == REDIS_REPLY_ERROR &&
+                       absl::StartsWith(absl::string_view(reply.str, reply.len), "READONLY");
+  const uint64_t attempt = attempt_;
   cb(ToResult(reply));
+  if (demoted && attempt == attempt_ && connection_ != nullptr) {
+    Drop("READONLY: the node is no longer a master");
+  }
 }
 
 void RedisClient::Subscribe(const std::string& channel, MessageHandler handler) {

@@ -13,6 +13,13 @@
 // address.tls (rediss://) the connection speaks TLS with the given
 // RedisTlsContext; a failed handshake or certificate check is logged at
 // error level with OpenSSL's reason and retried with the same backoff.
+//
+// With an address source (SetAddressSource: Sentinel mode), the endpoint is
+// not fixed: the source is asked before every connection attempt, the node
+// it names must answer ROLE as a master before the connection counts as up,
+// and a READONLY reply (the node was demoted) drops the connection so that
+// the next attempt asks again. Reconnect() drops the connection on demand
+// (a master switch announced by the sentinels).
 #ifndef JOBWIRE_BROKER_STORE_REDIS_CLIENT_H_
 #define JOBWIRE_BROKER_STORE_REDIS_CLIENT_H_
 
@@ -44,11 +51,16 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   // Error replies arrive as RedisCommands documents.
   using ReplyCallback = RedisCommands::ReplyCallback;
   using MessageHandler = RedisSubscriptions::MessageHandler;
+  // Answers where to connect now (on the loop thread, possibly later); a
+  // non-OK status counts as a failed attempt (logged, retried with backoff).
+  using AddressCallback = std::function<void(absl::StatusOr<RedisEndpoint>)>;
+  using AddressSource = std::function<void(AddressCallback)>;
 
   // `loop` must outlive the client; `name` appears in logs. `tls` is used
   // when address.tls (rediss://); null then means the system's CAs, no
   // client certificate, verification on. Only address.host:port is used
-  // (REQUIRES: RequireSingleHost(address) is OK).
+  // (REQUIRES: RequireSingleHost(address) is OK, unless an address source
+  // names the endpoint: then address.host:port and the seeds are not used).
   RedisClient(base::EventLoop* loop, RedisAddress address, std::string name,
               std::shared_ptr<const RedisTlsContext> tls = nullptr);
   ~RedisClient() override;  // REQUIRES: the loop is stopped.
@@ -86,7 +98,22 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   // flight fail. Set before Start.
   void SetOnDisconnected(std::function<void()> fn) { on_disconnected_ = std::move(fn); }
 
+  // Asked before every connection attempt for the endpoint to use instead
+  // of address.host:port (the password, user, db and TLS of `address` still
+  // apply), and the node must answer ROLE as a master (else the attempt
+  // fails and the source is asked again). Called on the loop thread; it
+  // must answer exactly once per call. Set before Start.
+  void SetAddressSource(AddressSource source) { address_source_ = std::move(source); }
+
+  // Drops the connection now and connects again (through the address
+  // source, if any) with the shortest backoff: commands in flight fail with
+  // UNAVAILABLE ("redis connection lost") and on_disconnected runs, as for
+  // any lost connection. Between attempts it starts the next one at once.
+  void Reconnect();
+
   base::EventLoop* loop() const { return loop_; }
+  // The configured address; with an address source, the endpoint last used
+  // (loop thread only then).
   const RedisAddress& address() const { return address_; }
 
  private:
@@ -100,7 +127,13 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
 
   void RunInLoop(std::function<void()> fn);
   void Connect();
+  // Connects to address_ (after the address source answered, if any).
+  void Open();
   void ScheduleReconnect();
+  // Loop thread: drops the current connection or attempt (`why` is logged).
+  void Drop(const std::string& why);
+  // With an address source: ROLE's answer decides whether the node is used.
+  void OnRole(absl::StatusOr<RedisReply> reply);
   void Send(std::initializer_list<absl::string_view> args);
   void SendSubscribe(const std::string& channel);
   void OnOpen();
@@ -111,11 +144,12 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   void OnClose(const std::string& error, bool during_tls_handshake);
 
   base::EventLoop* const loop_;
-  const RedisAddress address_;
+  RedisAddress address_;  // host and port replaced by the address source's answer
   const std::string name_;
   std::shared_ptr<const RedisTlsContext> tls_;
   std::function<void()> on_connected_;
   std::function<void()> on_disconnected_;
+  AddressSource address_source_;
 
   // Loop-thread state.
   evdns_base* dns_ = nullptr;
@@ -131,6 +165,11 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   bool subscribed_mode_ = false;
   std::string last_failure_;  // of the previous failed attempt, to log changes once
   absl::Duration backoff_ = absl::Milliseconds(100);
+  base::EventLoop::TimerId reconnect_timer_ = 0;  // the next attempt, when waiting
+  // Counts Connect calls: an address source's answer for an older attempt
+  // (one that Reconnect replaced) is ignored.
+  uint64_t attempt_ = 0;
+  bool asking_source_ = false;  // an address source's answer is awaited
   // Callbacks of the commands sent on connection_, oldest first.
   std::deque<ReplyCallback> pending_;
   std::map<std::string, Subscription> subscriptions_;

@@ -2,7 +2,8 @@
 // redis-server, plain TCP and TLS (rediss://, certificates from
 // tests/test_pki.h): thousands of pipelined commands answered in order,
 // values spanning many buffer chains, the error mapping, pub/sub routing,
-// and a lost connection failing what was in flight and coming back.
+// a lost connection failing what was in flight and coming back, and the
+// address source (Sentinel mode) with its ROLE check and Reconnect().
 #include "broker/store/redis_client.h"
 
 #include <atomic>
@@ -53,13 +54,18 @@ class RedisClientTest : public ::testing::TestWithParam<bool> {
 
   // A started client on redis_ (owned by the fixture); waits until it
   // answers PING.
+  // With `source`, the client asks it where to connect (and redis_'s port
+  // is only the configured address).
   RedisClient* NewClient(const std::string& name,
                                          std::function<void()> on_connected = nullptr,
-                                         std::function<void()> on_disconnected = nullptr) {
-    RedisAddress address{"127.0.0.1", redis_->port(), "", 0, "", tls()};
+                                         std::function<void()> on_disconnected = nullptr,
+                                         RedisClient::AddressSource source = nullptr,
+                                         int port = 0) {
+    RedisAddress address{"127.0.0.1", port != 0 ? port : redis_->port(), "", 0, "", tls()};
     auto client = std::make_unique<RedisClient>(&loop_, address, name, tls_context_);
     if (on_connected) client->SetOnConnected(std::move(on_connected));
     if (on_disconnected) client->SetOnDisconnected(std::move(on_disconnected));
+    if (source) client->SetAddressSource(std::move(source));
     client->Start();
     EXPECT_TRUE(WaitForPing(*client, absl::Seconds(10)));
     clients_.push_back(std::move(client));
@@ -202,6 +208,56 @@ TEST_P(RedisClientTest, ALostConnectionFailsWhatWasInFlightAndComesBack) {
   ASSERT_TRUE(redis_->Start().ok());
   EXPECT_TRUE(WaitForPing(*client, absl::Seconds(10)));
   EXPECT_EQ(connects->load(), 2);
+}
+
+// The address source (Sentinel mode's hook): asked before every attempt,
+// its node used only while ROLE says master, and Reconnect() moving in-flight
+// commands to UNAVAILABLE and the connection to the source's new answer.
+TEST_P(RedisClientTest, AnAddressSourceIsAskedAndReconnectFollowsIt) {
+  std::optional<testing::RedisServerTls> server_tls;
+  if (tls()) {
+    server_tls = testing::RedisServerTls{pki_->server_cert(), pki_->server_key(),
+                                         pki_->ca_cert(), false, "", ""};
+  }
+  testing::RedisServer other("", server_tls);
+  ASSERT_TRUE(other.Start().ok());
+  RedisClient* admin = NewClient("admin", nullptr, nullptr, nullptr, other.port());
+
+  auto target = std::make_shared<std::atomic<int>>(redis_->port());
+  auto asked = std::make_shared<std::atomic<int>>(0);
+  RedisClient::AddressSource source = [target, asked](RedisClient::AddressCallback answer) {
+    ++*asked;
+    answer(RedisEndpoint{"127.0.0.1", target->load()});
+  };
+  // The configured port (1) is never used: the source names redis_.
+  RedisClient* client = NewClient("sourced", nullptr, nullptr, source, 1);
+  auto port_of = [this](RedisClient& c) {
+    Result r = Run(c, {"CONFIG", "GET", tls() ? "tls-port" : "port"});
+    return r.ok() && r->elements.size() == 2 ? r->elements[1].str : r.status().ToString();
+  };
+  EXPECT_EQ(port_of(*client), std::to_string(redis_->port()));
+  EXPECT_GE(asked->load(), 1);
+
+  // `other` as a replica (of a master that does not exist): refused by ROLE.
+  ASSERT_TRUE(Run(*admin, {"REPLICAOF", "127.0.0.1", "1"}).ok());
+  target->store(other.port());
+  std::promise<Result> blocked;
+  client->Command({"BLPOP", "never", "0"}, [&](Result r) { blocked.set_value(std::move(r)); });
+  absl::SleepFor(absl::Milliseconds(100));
+  client->Reconnect();
+  Result lost = blocked.get_future().get();
+  EXPECT_EQ(lost.status().code(), absl::StatusCode::kUnavailable) << lost.status();
+  EXPECT_TRUE(absl::StrContains(lost.status().message(), "connection lost")) << lost.status();
+  const int asked_before = asked->load();
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(Run(*client, {"PING"}).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_GT(asked->load(), asked_before);  // asked again after each refusal
+
+  // Promoted: the next attempt (backoff at most 2 s) takes it.
+  ASSERT_TRUE(Run(*admin, {"REPLICAOF", "NO", "ONE"}).ok());
+  EXPECT_TRUE(WaitForPing(*client, absl::Seconds(10)));
+  EXPECT_EQ(port_of(*client), std::to_string(other.port()));
+  OnLoop([&] { EXPECT_EQ(client->address().port, other.port()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RedisClientTest, ::testing::Values(false, true),

@@ -27,7 +27,7 @@ var knownEnv = map[string]bool{}
 
 func init() {
 	for _, f := range []string{
-		"listen", "redis_url", "data_dir", "key_prefix", "default_lease_ms",
+		"listen", "redis_url", "redis_mode", "redis_sentinel_master", "data_dir", "key_prefix", "default_lease_ms",
 		"max_payload_bytes", "dedup_window_ms", "completed_retention_ms", "completed_retention_max_ms",
 		"default_max_attempts", "backoff_base_ms", "backoff_max_ms",
 		"shutdown_grace_ms", "log_level", "metrics_listen", "max_stream_age_ms",
@@ -549,11 +549,21 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 			c.errorf("%s: env %s is not a broker flag", cwho, e.Name)
 		}
 	}
+	// Sentinel mode: the URL's hosts are the sentinels, and the master's
+	// name must come with it (the broker exits otherwise).
+	mode, hasMode := envValue(broker, "JOBWIRE_REDIS_MODE")
+	sentinel := hasMode && mode.Value == "sentinel"
+	if hasMode && mode.Value != "sentinel" && mode.Value != "standalone" {
+		c.errorf("%s: JOBWIRE_REDIS_MODE %q is not standalone or sentinel", cwho, mode.Value)
+	}
+	if _, hasMaster := envValue(broker, "JOBWIRE_REDIS_SENTINEL_MASTER"); hasMaster != sentinel {
+		c.errorf("%s: JOBWIRE_REDIS_SENTINEL_MASTER must be set exactly when JOBWIRE_REDIS_MODE is sentinel", cwho)
+	}
 	if e, ok := envValue(broker, "JOBWIRE_REDIS_URL"); !ok {
 		c.errorf("%s: JOBWIRE_REDIS_URL is not set (empty starts an embedded redis-server, which the image lacks)", cwho)
 	} else if e.ValueFrom == nil && !strings.HasPrefix(e.Value, "redis://") && !strings.HasPrefix(e.Value, "rediss://") {
 		c.errorf("%s: JOBWIRE_REDIS_URL %q is not a redis:// or rediss:// URL", cwho, e.Value)
-	} else if e.ValueFrom == nil && strings.Contains(redisURLHosts(e.Value), ",") {
+	} else if e.ValueFrom == nil && strings.Contains(redisURLHosts(e.Value), ",") && !sentinel {
 		c.errorf("%s: JOBWIRE_REDIS_URL lists several hosts; the broker takes one (standalone Redis)", cwho)
 	} else if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef == nil {
 		c.errorf("%s: JOBWIRE_REDIS_URL must come from a value or a secretKeyRef", cwho)

@@ -58,7 +58,9 @@ func ValuesSecrets(data []byte) (map[string]bool, error) {
 // and a volume of that Secret; with redis.tls.existingSecret,
 // JOBWIRE_REDIS_TLS_CA (and _CERT/_KEY exactly when redis.tls.clientCert) and
 // a volume of that Secret; JOBWIRE_REDIS_TLS_SERVER_NAME equal to
-// redis.tls.serverName; without them, none of these variables.
+// redis.tls.serverName; JOBWIRE_REDIS_MODE and JOBWIRE_REDIS_SENTINEL_MASTER
+// (equal to redis.sentinelMaster) exactly when redis.mode is sentinel;
+// without them, none of these variables.
 func CheckSecurityValues(objs []Object, values []byte) []error {
 	var v struct {
 		TLS struct {
@@ -69,7 +71,9 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 			ExistingSecret string `json:"existingSecret"`
 		} `json:"auth"`
 		Redis struct {
-			TLS struct {
+			Mode           string `json:"mode"`
+			SentinelMaster string `json:"sentinelMaster"`
+			TLS            struct {
 				ExistingSecret string `json:"existingSecret"`
 				ClientCert     bool   `json:"clientCert"`
 				ServerName     string `json:"serverName"`
@@ -118,6 +122,12 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 			want("JOBWIRE_REDIS_TLS_KEY", rt.ExistingSecret != "" && rt.ClientCert, cwhy)
 			if e, has := envValue(&ct, "JOBWIRE_REDIS_TLS_SERVER_NAME"); has != (rt.ServerName != "") || (has && e.Value != rt.ServerName) {
 				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_TLS_SERVER_NAME does not match values redis.tls.serverName %q", d.Name, rt.ServerName))
+			}
+			sentinel := v.Redis.Mode == "sentinel"
+			swhy := fmt.Sprintf("values redis.mode is %q", v.Redis.Mode)
+			want("JOBWIRE_REDIS_MODE", sentinel, swhy)
+			if e, has := envValue(&ct, "JOBWIRE_REDIS_SENTINEL_MASTER"); has != sentinel || (has && e.Value != v.Redis.SentinelMaster) {
+				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_SENTINEL_MASTER does not match values redis.sentinelMaster %q (%s)", d.Name, v.Redis.SentinelMaster, swhy))
 			}
 			for _, name := range []string{v.TLS.ExistingSecret, v.Auth.ExistingSecret, rt.ExistingSecret} {
 				if name != "" && !secretVolume(name) {
