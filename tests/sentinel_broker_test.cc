@@ -70,9 +70,9 @@ Exit RunBroker(const std::vector<std::string>& flags,
 
 TEST(SentinelFlagsTest, BadModeAndMasterNameAreRefusedAtStart) {
   const std::string url = "--redis_url=redis://127.0.0.1:1,127.0.0.1:2";
-  Exit e = RunBroker({url, "--redis_mode=cluster"});
+  Exit e = RunBroker({url, "--redis_mode=replicated"});
   EXPECT_EQ(e.code, 2);
-  EXPECT_TRUE(absl::StrContains(e.stderr_text, "--redis_mode must be standalone or sentinel"))
+  EXPECT_TRUE(absl::StrContains(e.stderr_text, "--redis_mode must be standalone, sentinel or cluster"))
       << e.stderr_text;
   e = RunBroker({url}, {{"JOBWIRE_REDIS_MODE", "Sentinel"}});
   EXPECT_EQ(e.code, 2);

@@ -22,8 +22,9 @@ ABSL_FLAG(std::string, listen, "",
 ABSL_FLAG(std::string, redis_url, kDefaults.redis_url,
           "redis://[:password@]host[:port][/db]; empty starts an embedded redis-server");
 ABSL_FLAG(std::string, redis_mode, kDefaults.redis_mode,
-          "standalone (--redis_url names the one Redis) or sentinel (its comma-separated hosts "
-          "are Redis Sentinels, asked for --redis_sentinel_master)");
+          "standalone (--redis_url names the one Redis), sentinel (its comma-separated hosts "
+          "are Redis Sentinels, asked for --redis_sentinel_master) or cluster (its hosts are "
+          "seed nodes of a Redis Cluster)");
 ABSL_FLAG(std::string, redis_sentinel_master, "",
           "with --redis_mode=sentinel: the name the sentinels monitor the master under");
 ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
@@ -126,14 +127,21 @@ absl::Status CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi)
 
 // --redis_mode and the flags it needs or refuses.
 absl::Status CheckRedisMode(const BrokerConfig& c) {
-  if (c.redis_mode == "standalone") {
-    if (c.redis_sentinel_master.empty()) return absl::OkStatus();
-    return absl::InvalidArgumentError(
-        "--redis_sentinel_master needs --redis_mode=sentinel (the mode is standalone)");
+  if (c.redis_mode == "standalone" || c.redis_mode == "cluster") {
+    if (!c.redis_sentinel_master.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--redis_sentinel_master needs --redis_mode=sentinel (the mode is ", c.redis_mode, ")"));
+    }
+    if (c.redis_mode == "cluster" && c.redis_url.empty()) {
+      return absl::InvalidArgumentError(
+          "--redis_mode=cluster needs --redis_url listing seed nodes of the cluster "
+          "(redis://host:port,host:port,...); the embedded Redis is standalone");
+    }
+    return absl::OkStatus();
   }
   if (c.redis_mode != "sentinel") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--redis_mode must be standalone or sentinel, got \"", c.redis_mode, "\""));
+        "--redis_mode must be standalone, sentinel or cluster, got \"", c.redis_mode, "\""));
   }
   if (c.redis_sentinel_master.empty()) {
     return absl::InvalidArgumentError(

@@ -18,7 +18,8 @@ struct BrokerConfig {
   std::string redis_url;  // empty: start an embedded redis-server
   // "standalone": redis_url names the one Redis. "sentinel": its hosts are
   // Redis Sentinels, asked for the master named redis_sentinel_master
-  // (required then, refused otherwise; redis_url required too).
+  // (required then, refused otherwise; redis_url required too). "cluster":
+  // its hosts are seed nodes of a Redis Cluster (redis_url required).
   std::string redis_mode = "standalone";
   std::string redis_sentinel_master;
   std::string data_dir = "./jobwire-data";
@@ -69,9 +70,9 @@ struct BrokerConfig {
 // limit when a value is out of range, or the flags that must come together
 // (--tls_cert with --tls_key; --tls_client_ca needs both; --redis_tls_cert
 // with --redis_tls_key; any --redis_tls_* flag needs a rediss:// URL;
-// --redis_mode is standalone or sentinel, and sentinel needs
-// --redis_sentinel_master and --redis_url while standalone refuses
-// --redis_sentinel_master).
+// --redis_mode is standalone, sentinel or cluster; sentinel needs
+// --redis_sentinel_master and --redis_url, cluster needs --redis_url, and
+// the others refuse --redis_sentinel_master).
 absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv);
 
 }  // namespace jobwire::server

@@ -71,37 +71,20 @@ absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> MakeRedisTls(
   return tls;
 }
 
-// Sentinel mode: the sentinels are the URL's hosts (null in standalone mode).
-std::unique_ptr<store::SentinelMasterSource> MakeSentinelSource(
-    base::EventLoop* loop, const BrokerConfig& c, const store::RedisAddress& address,
-    const std::shared_ptr<const store::RedisTlsContext>& tls) {
-  if (c.redis_mode != "sentinel") return nullptr;
-  store::SentinelOptions o;
-  o.sentinels = address.seeds;
-  if (o.sentinels.empty()) o.sentinels.push_back({address.host, address.port});
-  o.master_name = c.redis_sentinel_master;
-  o.tls = address.tls;
-  o.tls_context = tls;
-  base::Log(base::LogLevel::kInfo, "redis sentinel mode",
-            {{"sentinels", absl::StrCat(o.sentinels.size())}, {"master_name", o.master_name}});
-  return std::make_unique<store::SentinelMasterSource>(loop, std::move(o));
-}
-
 }  // namespace
 
-BrokerServer::BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
-                           const std::shared_ptr<const store::RedisTlsContext>& redis_tls,
+BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::EventLoop> loop,
+                           std::unique_ptr<RedisConnections> redis,
                            std::unique_ptr<service::Authorizer> authorizer)
-    : sentinel_(MakeSentinelSource(&loop_, config, address, redis_tls)),
-      commands_(&loop_, address, "commands", redis_tls),
-      subscriber_(&loop_, address, "pubsub", redis_tls),
-      scripts_(&commands_),
-      store_(&commands_, &scripts_, StoreOptionsFrom(config)),
-      admin_store_(&commands_, &scripts_, config.key_prefix),
-      dispatcher_(&loop_, &store_, &subscriber_, &metrics_, StreamLimitsFrom(config)),
+    : loop_(std::move(loop)),
+      redis_(std::move(redis)),
+      scripts_(redis_->commands()),
+      store_(redis_->commands(), &scripts_, StoreOptionsFrom(config)),
+      admin_store_(redis_->commands(), &scripts_, config.key_prefix),
+      dispatcher_(loop_.get(), &store_, redis_->subscriptions(), &metrics_, StreamLimitsFrom(config)),
       lifecycle_(&store_, &dispatcher_, &metrics_, DefaultsFrom(config)),
-      reaper_(core::LeaseReaperParams{&loop_, &store_, &admin_store_, &metrics_}),
-      stats_refresher_(core::QueueStatsRefresherParams{&loop_, &store_, &admin_store_, &metrics_}),
+      reaper_(core::LeaseReaperParams{loop_.get(), &store_, &admin_store_, &metrics_}),
+      stats_refresher_(core::QueueStatsRefresherParams{loop_.get(), &store_, &admin_store_, &metrics_}),
       authorizer_(std::move(authorizer)),
       service_(&lifecycle_, &dispatcher_, &metrics_, authorizer_.get(), ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_),
@@ -111,9 +94,6 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                                                                   const std::string& redis_url) {
   absl::StatusOr<store::RedisAddress> address = store::ParseRedisUrl(redis_url);
   if (!address.ok()) return address.status();
-  if (config.redis_mode != "sentinel") {
-    if (absl::Status single = store::RequireSingleHost(*address); !single.ok()) return single;
-  }
   absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> redis_tls = MakeRedisTls(config,
                                                                                        *address);
   if (!redis_tls.ok()) return redis_tls.status();
@@ -129,30 +109,24 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     base::Log(base::LogLevel::kInfo, "bearer token authentication on",
               {{"tokens", absl::StrCat(authorizer->token_count())}});
   }
+  // The connections are made before the server: its members run on them.
+  auto loop = std::make_unique<base::EventLoop>();
+  absl::StatusOr<std::unique_ptr<RedisConnections>> redis = RedisConnections::Create(
+      loop.get(), config.redis_mode, config.redis_sentinel_master, *address, *redis_tls);
+  if (!redis.ok()) return redis.status();
   std::unique_ptr<BrokerServer> s(
-      new BrokerServer(config, *address, *redis_tls, std::move(authorizer)));
-  if (s->sentinel_ != nullptr) {
-    s->commands_.SetAddressSource(s->sentinel_->AsAddressSource());
-    s->subscriber_.SetAddressSource(s->sentinel_->AsAddressSource());
-    // Every data connection follows the new master.
-    s->sentinel_->SetOnSwitch([raw = s.get()](const store::RedisEndpoint&) {
-      raw->commands_.Reconnect();
-      raw->subscriber_.Reconnect();
-    });
-  }
+      new BrokerServer(config, std::move(loop), *std::move(redis), std::move(authorizer)));
 
-  s->commands_.SetOnConnected([raw = s.get()] {
+  s->redis_->SetOnConnected([raw = s.get()] {
     raw->store_.CheckRedisSettings();
     raw->dispatcher_.OnRedisReconnected();
     raw->health_.SetRedisUp(true);
   });
-  s->commands_.SetOnDisconnected([raw = s.get()] { raw->health_.SetRedisUp(false); });
+  s->redis_->SetOnDisconnected([raw = s.get()] { raw->health_.SetRedisUp(false); });
   s->dispatcher_.SetOnLeaseGranted(
       [raw = s.get()](absl::Time expiry) { raw->reaper_.OnLeaseGranted(expiry); });
-  s->loop_.Start();
-  if (s->sentinel_ != nullptr) s->sentinel_->Start();
-  s->commands_.Start();
-  s->subscriber_.Start();
+  s->loop_->Start();
+  s->redis_->Start();
   s->reaper_.Start();
   s->stats_refresher_.Start();
 
@@ -172,7 +146,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (s->server_ == nullptr || s->port_ == 0) {
     s->reaper_.Stop();
     s->stats_refresher_.Stop();
-    s->loop_.Stop();
+    s->loop_->Stop();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   s->health_.Attach(s->server_->GetHealthCheckService());
@@ -225,7 +199,7 @@ void BrokerServer::Shutdown(absl::Duration grace) {
   exposer_.reset();
   reaper_.Stop();
   stats_refresher_.Stop();
-  loop_.Stop();
+  loop_->Stop();
 }
 
 void BrokerServer::StartMetricsEndpoint(const std::string& listen) {

@@ -30,7 +30,7 @@
 #include "broker/store/job_store.h"
 #include "broker/store/redis_client.h"
 #include "broker/store/script_runner.h"
-#include "broker/store/sentinel_master_source.h"
+#include "broker/server/redis_connections.h"
 
 namespace jobwire::server {
 
@@ -65,19 +65,17 @@ class BrokerServer {
   int port() const { return port_; }
 
  private:
-  BrokerServer(const BrokerConfig& config, const store::RedisAddress& address,
-               const std::shared_ptr<const store::RedisTlsContext>& redis_tls,
+  BrokerServer(const BrokerConfig& config, std::unique_ptr<base::EventLoop> loop,
+               std::unique_ptr<RedisConnections> redis,
                std::unique_ptr<service::Authorizer> authorizer);
   // Serves metrics_ on `listen` (host:port) at /metrics; logs and skips
   // when it cannot bind. No-op when `listen` is empty.
   void StartMetricsEndpoint(const std::string& listen);
 
   core::Metrics metrics_;
-  base::EventLoop loop_;
-  // Sentinel mode only (null otherwise); outlives the clients that ask it.
-  std::unique_ptr<store::SentinelMasterSource> sentinel_;
-  store::RedisClient commands_;
-  store::RedisClient subscriber_;
+  const std::unique_ptr<base::EventLoop> loop_;
+  // For --redis_mode; destroyed after everything that sends through it.
+  const std::unique_ptr<RedisConnections> redis_;
   store::ScriptRunner scripts_;
   store::JobStore store_;
   store::AdminStore admin_store_;
