@@ -20,7 +20,8 @@ ABSL_FLAG(std::string, listen, "",
           "gRPC listen address (host:port); default 0.0.0.0:50051 with --auth_tokens_file, "
           "else 127.0.0.1:50051 (loopback only while nothing authenticates callers)");
 ABSL_FLAG(std::string, redis_url, kDefaults.redis_url,
-          "redis://[:password@]host[:port][/db]; empty starts an embedded redis-server");
+          "redis://[:password@]host[:port][/db] (with --redis_mode=sentinel: the sentinels, "
+          "host:port,host:port,...); empty starts an embedded redis-server");
 ABSL_FLAG(std::string, redis_mode, kDefaults.redis_mode,
           "standalone (--redis_url names the one Redis), sentinel (its comma-separated hosts "
           "are Redis Sentinels, asked for --redis_sentinel_master) or cluster (its hosts are "
