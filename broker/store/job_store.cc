@@ -122,8 +122,7 @@ void JobStore::CheckRedisSettings() const {
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                        Callback<std::vector<EnqueueOutcome>> done) const {
   Keys keys = KeysFor(queue);
-  std::vector<std::string> args = {keys.JobPrefix(), keys.IdempotencyPrefix(),
-                                   absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel()};
+  std::vector<std::string> args = {absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel()};
   args.reserve(4 + 10 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
     const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
@@ -135,7 +134,9 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(retention)});
   }
   scripts_->Eval(scripts_->Get("enqueue"),
-                 {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered()}, std::move(args),
+                 {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
+                  keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry()},
+                 std::move(args),
                  [this, queue, count = jobs.size(),
                   done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -175,8 +176,8 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
   scripts_->Eval(
       scripts_->Get("claim"),
       {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
-       keys.Claim(claim_id)},
-      {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id, worker_id,
+       keys.Claim(claim_id), keys.Jobs(), keys.Payloads()},
+      {absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id, worker_id,
        absl::StrCat(kMaxClaimBytes)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
@@ -206,8 +207,8 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
                             Callback<int64_t> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("release_claim"),
-                 {keys.Claim(claim_id), keys.Active(), keys.Ready()},
-                 {keys.JobPrefix(), claim_id, keys.NotifyChannel()},
+                 {keys.Claim(claim_id), keys.Active(), keys.Ready(), keys.Jobs()},
+                 {claim_id, keys.NotifyChannel()},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (reply->type != RedisReply::Type::kInteger) {
@@ -220,8 +221,8 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
 void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
                    Callback<std::vector<AckOutcome>> done) const {
   Keys keys = KeysFor(queue);
-  std::vector<std::string> args = {keys.JobPrefix(), absl::StrCat(options_.completed_retention_ms),
-                                   keys.AckedPrefix(), absl::StrCat(kAckTombstoneGraceMs)};
+  std::vector<std::string> args = {absl::StrCat(options_.completed_retention_ms),
+                                   absl::StrCat(kAckTombstoneGraceMs)};
   std::vector<std::string> ids;
   args.reserve(4 + 3 * acks.size());
   ids.reserve(acks.size());
@@ -231,7 +232,9 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
     args.push_back(ack->result());
     ids.push_back(ack->job_id());
   }
-  scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed()}, std::move(args),
+  scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed(), keys.Jobs(), keys.Payloads(),
+                  keys.Results(), keys.Acked(), keys.AckedExpiry()},
+                 std::move(args),
                  [queue, ids = std::move(ids), done = std::move(done)](
                      absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -257,7 +260,7 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
   Keys keys = KeysFor(r.queue());
   scripts_->Eval(
       scripts_->Get("fail"),
-      {keys.Job(r.job_id()), keys.Active(), keys.Scheduled(), keys.Dead()},
+      {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead()},
       {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
        absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel()},
       [queue = r.queue(), id = r.job_id(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -273,7 +276,7 @@ void JobStore::ExtendLease(const std::string& queue, const std::string& job_id,
                            const std::string& token, int64_t lease_ms,
                            Callback<int64_t> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("extend_lease"), {keys.Job(job_id), keys.Active()},
+  scripts_->Eval(scripts_->Get("extend_lease"), {keys.Jobs(), keys.Active()},
                  {job_id, token, absl::StrCat(lease_ms)},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
@@ -289,7 +292,7 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
                       Callback<bool> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("cancel"),
-                 {keys.Job(job_id), keys.Ready(), keys.Scheduled(), keys.Dead()}, {job_id},
+                 {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead()}, {job_id},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "pending");
                    if (!checked.ok()) return done(checked.status());
@@ -300,7 +303,7 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
 void JobStore::Release(const std::string& queue, const std::string& job_id,
                        const std::string& token, Callback<bool> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("release"), {keys.Job(job_id), keys.Active(), keys.Ready()},
+  scripts_->Eval(scripts_->Get("release"), {keys.Jobs(), keys.Active(), keys.Ready()},
                  {job_id, token, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
@@ -313,8 +316,9 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("reap"),
                  {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed(), keys.Ready(),
-                  keys.Paused(), keys.Registered()},
-                 {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
+                  keys.Paused(), keys.Registered(), keys.Jobs(), keys.Payloads(), keys.Results(),
+                  keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry()},
+                 {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
                   absl::StrCat(options_.idle_queue_ttl_ms)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -327,10 +331,11 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
 
 void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("trim_dead"), {keys.Dead()},
-                 {keys.JobPrefix(), keys.IdempotencyPrefix(),
-                  absl::StrCat(options_.dead_retention_ms), absl::StrCat(options_.dead_max_per_queue),
-                  absl::StrCat(batch)},
+  scripts_->Eval(scripts_->Get("trim_dead"),
+                 {keys.Dead(), keys.Jobs(), keys.Payloads(), keys.Results(), keys.Idempotency(),
+                  keys.IdempotencyExpiry()},
+                 {absl::StrCat(options_.dead_retention_ms),
+                  absl::StrCat(options_.dead_max_per_queue), absl::StrCat(batch)},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (reply->type != RedisReply::Type::kInteger) {
@@ -359,9 +364,14 @@ void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) cons
 
 void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                       Callback<v1::Job> done) const {
-  client_->Command({"HGETALL", KeysFor(queue).Job(job_id)},
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("get_job"),
+                 {keys.Jobs(), keys.Payloads(), keys.Results(), keys.Completed()}, {job_id},
                    [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                      if (!reply.ok()) return done(reply.status());
+                     if (reply->type != RedisReply::Type::kArray) {
+                       return done(absl::InternalError("bad get_job reply"));
+                     }
                      if (reply->elements.empty()) {
                        return done(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")));
                      }

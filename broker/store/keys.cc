@@ -5,7 +5,7 @@
 namespace jobwire::store {
 
 Keys::Keys(absl::string_view prefix, absl::string_view queue)
-    : base_(absl::StrCat(prefix, ":{", queue, "}:")), job_prefix_(base_ + "job:") {}
+    : base_(absl::StrCat(prefix, ":{", queue, "}:")) {}
 
 std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }
 
