@@ -18,7 +18,8 @@
 -- A completed job whose retention has ended (its score in the completed
 -- index is before now) is left out, trimmed or not.
 -- Returns {next_offset, id1, fields1, id2, fields2, ...} where fieldsN is the
--- job as a flat field/value list (record, payload, result; job_flat) and next_offset is -1 when the sequence is exhausted.
+-- job as a flat field/value list (record, payload, result; job_flat) and
+-- next_offset is -1 when the sequence is exhausted.
 --
 -- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
 -- allowed on a read-only replica).

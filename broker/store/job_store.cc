@@ -101,22 +101,36 @@ std::string JobStore::NotifyChannel(const std::string& queue) const {
 }
 
 void JobStore::CheckRedisSettings() const {
-  client_->Command({"CONFIG", "GET", "hash-max-listpack-value"},
-                   [](absl::StatusOr<RedisReply> reply) {
-                     // An error reply or no CONFIG command: nothing to check.
-                     if (!reply.ok() || reply->type != RedisReply::Type::kArray ||
-                         reply->elements.size() != 2) {
-                       return;
-                     }
-                     const int64_t value = reply->elements[1].AsInt(-1);
-                     if (value < 0 || value >= kHashMaxListpackValue) return;
-                     base::Log(base::LogLevel::kWarning,
-                               "redis hash-max-listpack-value is low: a job whose payload "
-                               "exceeds it loses the compact encoding (a 200-byte payload: "
-                               "1,352 bytes instead of 496; docs/redis-layout.md)",
-                               {{"hash-max-listpack-value", absl::StrCat(value)},
-                                {"recommended", absl::StrCat(kHashMaxListpackValue)}});
-                   });
+  const std::string marker = Keys::Layout(options_.key_prefix);
+  const std::string want = absl::StrCat(kLayoutVersion);
+  client_->Command({"GET", marker}, [this, marker, want](absl::StatusOr<RedisReply> reply) {
+    if (!reply.ok() || reply->is_error()) return;  // the connection's own errors are logged
+    if (reply->type == RedisReply::Type::kString) {
+      if (reply->str == want) return;
+      base::Log(base::LogLevel::kError,
+                "redis holds jobwire data of another key layout; this broker does not read it "
+                "(docs/redis-layout.md, \"Layout versions\")",
+                {{"key", marker}, {"layout", reply->str}, {"expected", want}});
+      return;
+    }
+    client_->Command({"SCARD", Keys::Registry(options_.key_prefix)},
+                     [this, marker, want](absl::StatusOr<RedisReply> queues) {
+                       if (!queues.ok() || queues->is_error()) return;
+                       if (queues->integer == 0) {
+                         client_->Command({"SET", marker, want, "NX"},
+                                          [](absl::StatusOr<RedisReply>) {});
+                         return;
+                       }
+                       base::Log(base::LogLevel::kError,
+                                 "redis holds jobwire queues of key layout 1 or 2 (no layout "
+                                 "marker); this broker (layout 3) does not read their jobs and "
+                                 "drops their ids as missing records: stop it, drain them with a "
+                                 "broker of the old version first (docs/redis-layout.md, "
+                                 "\"Layout versions\")",
+                                 {{"key", marker}, {"queues", absl::StrCat(queues->integer)},
+                                  {"expected", want}});
+                     });
+  });
 }
 
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
@@ -348,7 +362,10 @@ void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> d
 void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) const {
   // The marker only once the registry entry is written, so that a set marker
   // implies the entry. It lives in the queue's slot, where enqueue.lua reads
-  // it.
+  // it. The layout marker goes first, on the same connection, so that a
+  // registered queue implies it (CheckRedisSettings).
+  client_->Command({"SET", Keys::Layout(options_.key_prefix), absl::StrCat(kLayoutVersion), "NX"},
+                   [](absl::StatusOr<RedisReply>) {});
   scripts_->Eval(
       scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)}, {queue},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -393,7 +410,7 @@ void LogSkippedJobs(const std::string& queue, const std::string& script, const R
   if (ids.elements.empty()) return;
   std::vector<std::string> names;
   for (const RedisReply& id : ids.elements) names.push_back(id.str);
-  base::Log(base::LogLevel::kWarning, "job hash missing or partial; job skipped",
+  base::Log(base::LogLevel::kWarning, "job record missing or partial; job skipped",
             {{"queue", queue},
              {"script", script},
              {"jobs", absl::StrJoin(names, ",")},

@@ -24,13 +24,16 @@ namespace jobwire::store {
 template <typename T>
 using Callback = std::function<void(absl::StatusOr<T>)>;
 
-// The Redis setting hash-max-listpack-value that this store expects: with
-// it, a job hash whose payload (and every other value) is at most this many
-// bytes keeps Redis' compact listpack encoding. At Redis' default of 64, a
-// larger payload turns the hash into a hashtable: a pending job with a
-// 200-byte payload takes 1,352 bytes instead of 496 (MEMORY USAGE, Redis
-// 7.0). See docs/redis-layout.md.
+// The hash-max-listpack-value the embedded redis-server is started with
+// (broker/server/embedded_redis.cc). Layout 2 needed it (a job hash with a
+// longer value lost its compact encoding); layout 3 does not: a queue's
+// per-queue hashes are hashtables past 128 jobs whatever it is
+// (docs/redis-layout.md, "Memory"). Kept only while embedded_redis.cc uses it.
 inline constexpr int64_t kHashMaxListpackValue = 1024;
+
+// The Redis key layout this store reads and writes (docs/redis-layout.md),
+// recorded in <p>:layout.
+inline constexpr int64_t kLayoutVersion = 3;
 
 // A job deleted on Ack (completed retention 0) leaves a tombstone of its
 // lease token until its lease would have ended plus this long, so that a
@@ -99,9 +102,12 @@ class JobStore {
   // `client` and `scripts` must outlive the store.
   JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options);
 
-  // Reads Redis' hash-max-listpack-value and logs a warning when it is below
-  // kHashMaxListpackValue (nothing when CONFIG is refused, as managed Redis
-  // services may do). Call after each connect.
+  // Checks the layout marker <p>:layout (Keys::Layout): when it is missing
+  // and the registry is empty (a new Redis, or one no broker has used), sets
+  // it to kLayoutVersion; when it is missing and queues are registered (data
+  // of layout 1 or 2, which this store does not read) or it names another
+  // version, logs an error saying so (docs/redis-layout.md, "Layout
+  // versions") and writes nothing. Call after each connect.
   void CheckRedisSettings() const;
 
   // enqueue.lua: stores `jobs`, every one of them in `queue`, in one script
@@ -166,8 +172,9 @@ class JobStore {
   // (oldest first); returns how many. REQUIRES: one of them is set.
   void TrimDead(const std::string& queue, int batch, Callback<int64_t> done) const;
 
-  // register_queue.lua: records `queue` in the registry, then sets the
-  // queue's registered marker. Enqueue calls it by itself whenever
+  // register_queue.lua: records `queue` in the registry (after setting the
+  // layout marker <p>:layout when missing), then sets the queue's
+  // registered marker. Enqueue calls it by itself whenever
   // enqueue.lua finds the marker missing (a new queue, or one deleted
   // since), so no broker needs to remember which queues it registered.
   void RegisterQueue(const std::string& queue, Callback<bool> done) const;

@@ -9,4 +9,6 @@ Keys::Keys(absl::string_view prefix, absl::string_view queue)
 
 std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }
 
+std::string Keys::Layout(absl::string_view prefix) { return absl::StrCat(prefix, ":layout"); }
+
 }  // namespace jobwire::store

@@ -23,6 +23,7 @@
 //   <p>:{<q>}:claim:<cid>  string ids leased by one claim.lua call
 //   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
 //   <p>:queues             set    names of queues that have or had jobs
+//   <p>:layout             string the layout version of the data (3)
 #ifndef JOBWIRE_BROKER_STORE_KEYS_H_
 #define JOBWIRE_BROKER_STORE_KEYS_H_
 
@@ -60,6 +61,9 @@ class Keys {
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);
+  // <p>:layout, the version of the layout the data follows (not tied to one
+  // queue).
+  static std::string Layout(absl::string_view prefix);
 
  private:
   std::string base_;  // <p>:{<q>}:
