@@ -3,6 +3,7 @@
 // huge, a quiet queue whose completed index outlives its jobs, a Fail
 // repeated after the job moved on, a RetryDead scan racing jobs that die
 // again. Each case states the state before and what must hold after.
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "broker/store/job_store_test_util.h"
 #include "broker/store/script_sources.h"
@@ -301,6 +303,93 @@ TEST_F(CompletedRetentionTest, OneReapPassDeletesAtMost1000CompletedJobs) {
   ASSERT_TRUE(Sync<ReapOutcome>([&](auto cb) { store_->Reap(queue, 100, cb); }).ok());
   EXPECT_EQ(redis_.Command("ZCARD", KeysOf(queue).Completed())->integer, 0);
   EXPECT_EQ(redis_.Command("EXISTS", KeysOf(queue).Jobs())->integer, 0);
+}
+
+class ShortDedupWindowTest : public ScriptSafetyTest {
+ protected:
+  ShortDedupWindowTest() { options_.dedup_window_ms = 200; }
+
+  EnqueueOutcome EnqueueWithKey(const std::string& queue, const std::string& key) {
+    v1::EnqueueRequest r;
+    r.set_queue(queue);
+    r.set_type("t");
+    r.set_idempotency_key(key);
+    r.set_max_attempts(3);
+    r.set_backoff_base_ms(1000);
+    r.set_backoff_max_ms(1000);
+    auto out = Sync<std::vector<EnqueueOutcome>>([&](auto cb) { store_->Enqueue(queue, {r}, cb); });
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? out->at(0) : EnqueueOutcome{};
+  }
+};
+
+// An idempotency key holds its job id for the dedup window, then is free,
+// whether or not a trim has removed it yet; the reaper's pass trims it.
+TEST_F(ShortDedupWindowTest, AnIdempotencyKeyIsFreeOnceItsWindowEnds) {
+  const std::string queue = "dedup";
+  const EnqueueOutcome first = EnqueueWithKey(queue, "k");
+  EXPECT_FALSE(first.duplicate);
+  const EnqueueOutcome repeat = EnqueueWithKey(queue, "k");
+  EXPECT_TRUE(repeat.duplicate);
+  EXPECT_EQ(repeat.job_id, first.job_id);
+  EnqueueWithKey(queue, "other");
+  absl::SleepFor(absl::Milliseconds(400));
+  // Both expired; the reaper's pass trims them.
+  ASSERT_TRUE(Sync<ReapOutcome>([&](auto cb) { store_->Reap(queue, 100, cb); }).ok());
+  EXPECT_EQ(redis_.Command("HLEN", KeysOf(queue).Idempotency())->integer, 0);
+  EXPECT_EQ(redis_.Command("ZCARD", KeysOf(queue).IdempotencyExpiry())->integer, 0);
+  const EnqueueOutcome later = EnqueueWithKey(queue, "k");
+  EXPECT_FALSE(later.duplicate);
+  EXPECT_NE(later.job_id, first.job_id);
+  // Expired but not trimmed yet (no pass since): free all the same.
+  absl::SleepFor(absl::Milliseconds(400));
+  ASSERT_EQ(redis_.Command("HGET", KeysOf(queue).Idempotency(), "k")->str, later.job_id);
+  const EnqueueOutcome again = EnqueueWithKey(queue, "k");
+  EXPECT_FALSE(again.duplicate);
+  EXPECT_NE(again.job_id, later.job_id);
+}
+
+// A lint next to the runtime check: in lua/*.lua, the key argument of a
+// redis.call / redis.pcall is never built in place (no "..") nor taken from
+// ARGV (PUBLISH's channel aside), and no expression appends to a declared
+// key (KEYS[i] .. x). Keys passed through a local variable are left to the
+// runtime check.
+TEST_F(ScriptSafetyTest, NoScriptBuildsAKeyName) {
+  for (const LuaSource& source : LuaSources()) {
+    SCOPED_TRACE(std::string(source.name));
+    const std::string text(source.text);
+    std::vector<std::string> lines = absl::StrSplit(text, '\n');
+    for (const std::string& raw : lines) {
+      const std::string line = raw.substr(0, raw.find("--"));  // code only
+      EXPECT_FALSE(line.find("KEYS[") != std::string::npos &&
+                   (line.find("] ..") != std::string::npos))
+          << "appends to a declared key: " << raw;
+    }
+    for (const char* call : {"redis.call(", "redis.pcall("}) {
+      for (size_t at = text.find(call); at != std::string::npos; at = text.find(call, at + 1)) {
+        // The argument after the command name, up to the next ',' or ')'.
+        const size_t comma = text.find(',', at);
+        const size_t close = text.find(')', at);
+        if (comma == std::string::npos || (close != std::string::npos && close < comma)) continue;
+        const std::string command = text.substr(at + strlen(call), comma - at - strlen(call));
+        if (command == "'PUBLISH'") continue;  // a channel, not a key
+        size_t end = comma + 1;
+        int depth = 0;
+        for (; end < text.size(); ++end) {
+          const char c = text[end];
+          if (c == '(' || c == '[' || c == '{') ++depth;
+          if (c == ')' || c == ']' || c == '}') {
+            if (depth == 0) break;
+            --depth;
+          }
+          if (c == ',' && depth == 0) break;
+        }
+        const std::string key = text.substr(comma + 1, end - comma - 1);
+        EXPECT_EQ(key.find(".."), std::string::npos) << "a key built in place: " << key;
+        EXPECT_EQ(key.find("ARGV"), std::string::npos) << "a key from ARGV: " << key;
+      }
+    }
+  }
 }
 
 // Every store test runs its scripts with the declared-keys check
