@@ -116,19 +116,27 @@ void JobStore::CheckRedisSettings() const {
     client_->Command({"SCARD", Keys::Registry(options_.key_prefix)},
                      [this, marker, want](absl::StatusOr<RedisReply> queues) {
                        if (!queues.ok() || queues->is_error()) return;
-                       if (queues->integer == 0) {
-                         client_->Command({"SET", marker, want, "NX"},
-                                          [](absl::StatusOr<RedisReply>) {});
-                         return;
-                       }
-                       base::Log(base::LogLevel::kError,
-                                 "redis holds jobwire queues of key layout 1 or 2 (no layout "
-                                 "marker); this broker (layout 3) does not read their jobs and "
-                                 "drops their ids as missing records: stop it, drain them with a "
-                                 "broker of the old version first (docs/redis-layout.md, "
-                                 "\"Layout versions\")",
-                                 {{"key", marker}, {"queues", absl::StrCat(queues->integer)},
-                                  {"expected", want}});
+                       // No queue: a new Redis (RegisterQueue sets the marker).
+                       if (queues->integer == 0) return;
+                       // Queues but no marker: layout 1 or 2, unless a broker
+                       // of layout 3 registered one since the GET (it sets
+                       // the marker first): NX tells them apart, and leaves
+                       // the finding for every later connect to report.
+                       const int64_t count = queues->integer;
+                       client_->Command(
+                           {"SET", marker, "2", "NX"},
+                           [marker, want, count](absl::StatusOr<RedisReply> set) {
+                             if (!set.ok() || set->type != RedisReply::Type::kStatus) return;
+                             base::Log(base::LogLevel::kError,
+                                       "redis holds jobwire queues of key layout 1 or 2 (no "
+                                       "layout marker; now marked 2); this broker (layout 3) "
+                                       "does not read their jobs and drops their ids as missing "
+                                       "records: stop it and drain them with a broker of the "
+                                       "old version first (docs/redis-layout.md, \"Layout "
+                                       "versions\")",
+                                       {{"key", marker}, {"queues", absl::StrCat(count)},
+                                        {"expected", want}});
+                           });
                      });
   });
 }

@@ -102,12 +102,13 @@ class JobStore {
   // `client` and `scripts` must outlive the store.
   JobStore(RedisClient* client, const ScriptRunner* scripts, StoreOptions options);
 
-  // Checks the layout marker <p>:layout (Keys::Layout): when it is missing
-  // and the registry is empty (a new Redis, or one no broker has used), sets
-  // it to kLayoutVersion; when it is missing and queues are registered (data
-  // of layout 1 or 2, which this store does not read) or it names another
-  // version, logs an error saying so (docs/redis-layout.md, "Layout
-  // versions") and writes nothing. Call after each connect.
+  // Checks the layout marker <p>:layout (Keys::Layout; RegisterQueue sets
+  // it): when it names another version than kLayoutVersion, logs an error
+  // saying so (docs/redis-layout.md, "Layout versions"); when it is missing
+  // while queues are registered (data of layout 1 or 2, which this store
+  // does not read), sets it to 2 (NX: unless a broker of this layout just
+  // registered a queue) and logs an error, so that every later connect
+  // reports it too. Writes nothing else. Call after each connect.
   void CheckRedisSettings() const;
 
   // enqueue.lua: stores `jobs`, every one of them in `queue`, in one script

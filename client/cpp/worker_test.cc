@@ -217,8 +217,9 @@ TEST_F(WorkerTest, AcksFinishingTogetherShareAckBatchCalls) {
     EXPECT_EQ(WaitForState(id, kCompleted).result(), "done " + id);
   }
   EXPECT_EQ(outcomes_.WaitFor(kJobs).size(), static_cast<size_t>(kJobs));
-  // ack.lua runs ZREMRANGEBYSCORE once per call, and no other script does:
-  // with every ack sent on its own there would be 64 calls.
+  // ack.lua runs ZREMRANGEBYSCORE once per call (trimming the completed
+  // index), and no other script but reap.lua (once per pass): with every ack
+  // sent on its own there would be 64 calls.
   const int64_t ack_script_calls = CommandCalls("zremrangebyscore");
   EXPECT_GE(ack_script_calls, 1);
   EXPECT_LE(ack_script_calls, kJobs / 2);
