@@ -1,14 +1,14 @@
 #!lua flags=allow-oom
 -- delete_queue.lua: removes a queue, a batch of jobs per call: every job of
 -- its sets (each with its idempotency key when that still names it), then,
--- once they are empty, the paused flag, what is left of the per-job hashes
+-- once they are empty, the paused flag, what is left of the job hashes
 -- and the ack tombstones, the queue's registry entry and its
 -- registered marker (so the next enqueue registers the queue again, through
 -- whichever broker). The idempotency index stays: each key lasts its dedup
 -- window, as it would have for a job whose retention ended, and expired keys
 -- are trimmed by the queue's next enqueue or reaper pass. The
 -- id counter (seq) is kept, so that a queue created again under the name
--- never reuses an id that an old idempotency key (one whose job hash had
+-- never reuses an id that an old idempotency key (one whose job had
 -- already expired) might still name. Refused while jobs are active, unless
 -- forced (a worker holding one then gets NOT_FOUND on Ack / Fail).
 --
@@ -54,9 +54,9 @@ end
 for i = 1, 5 do
   if redis.call('ZCARD', KEYS[i]) > 0 then return {'MORE', removed} end
 end
--- No job is left in a set: what remains of the per-job hashes (records of
--- completed jobs trimmed from no index; none in a consistent store) and the
--- tombstones go. The idempotency index stays (see the header).
+-- No job is left in a set: what remains of the job hashes (records no set
+-- names; none in a consistent store) and the tombstones go. The idempotency
+-- index stays (see the header).
 redis.call('DEL', KEYS[6], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[14], KEYS[15])
 redis.call('SREM', KEYS[7], ARGV[1])
 return {'DONE', removed}

@@ -35,7 +35,7 @@
 -- the ms until the earliest remaining lease expires (0 when more expired
 -- leases remain), or -1 when no job is active; dead is how many of the
 -- reaped jobs ran out of attempts (the others were scheduled for a retry);
--- skipped lists the ids with a missing or partial hash.
+-- skipped lists the ids with a missing or partial record.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): expired runs are
 -- settled (retried or dead) whatever the memory.

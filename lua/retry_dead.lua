@@ -2,7 +2,7 @@
 -- retry_dead.lua: moves dead jobs back to pending, due now, with attempts
 -- reset to 0 (the last error is kept), either the listed ids or the next
 -- batch of the dead set. Jobs that are not dead, or not of the wanted type,
--- are skipped; so is a job whose hash lacks its priority (nothing is written
+-- are skipped; so is a job whose record lacks its priority (nothing is written
 -- to it; it is reported).
 --
 -- A scan covers the dead set as it was when its first call ran: the first
@@ -17,13 +17,13 @@
 -- KEYS[3] {p}:{q}:jobs (job records)
 -- ARGV[1] notify channel
 -- ARGV[2] type filter ('' for every type)
--- ARGV[3] 'ids': ARGV[5..] are job ids
+-- ARGV[3] 'ids': ARGV[4..] are job ids
 --         'scan': ARGV[4] offset among the dead jobs within the bound,
 --                 ARGV[5] batch size, ARGV[6] bound ('' on the first call)
 -- Returns {moved, next_offset, bound, skipped}: next_offset (scan mode) is
 -- where the next batch starts, -1 when the scan is done (always -1 for ids);
 -- bound is what the next call passes as ARGV[6]; skipped lists ids whose
--- hash lacks its priority.
+-- record lacks its priority.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): it creates work; the broker answers RESOURCE_EXHAUSTED.
