@@ -38,42 +38,32 @@ end
 -- field name is stored per job (docs/redis-layout.md, "Job records"). The
 -- numbers are the stored format: append new fields, never renumber. The
 -- payload and the result live in the `payloads` and `results` hashes (id ->
--- bytes), so that changing a field does not copy them through Lua.
+-- bytes), so that changing a field does not copy them through Lua. Scripts
+-- work on the unpacked table itself: job[F.state] is field 1. Numeric fields
+-- hold Lua numbers (msgpack integers), the others strings.
 local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'available_at',
                     'lease_token', 'lease_expires_at', 'worker_id', 'error', 'idempotency_key',
                     'created_at', 'finished_at', 'backoff_base', 'backoff_max',
                     'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at'}
--- Fields stored as msgpack integers (a string that is not a number is kept as
--- it is, and reads back as a field that is not a number).
-local JOB_NUMERIC = {priority = true, attempts = true, max_attempts = true, available_at = true,
-                     lease_expires_at = true, created_at = true, finished_at = true,
-                     backoff_base = true, backoff_max = true, completed_retention = true,
-                     fail_next_at = true}
+-- Field numbers by name.
+local F = {}
+for i, name in ipairs(JOB_FIELDS) do F[name] = i end
 
--- Job `id`'s record from hash `jobs_key` as a table field name -> value
--- (numbers as Lua numbers, the rest strings), without the fields it lacks;
--- nil when there is no record. A record that does not unpack to a table
--- reads as {} (a record lacking every field).
+-- Job `id`'s record from hash `jobs_key` as a table indexed by field number
+-- (absent fields nil); nil when there is no record. A record that does not
+-- unpack to a table reads as {} (a record lacking every field).
 local function job_read(jobs_key, id)
   local packed = redis.call('HGET', jobs_key, id)
   if not packed then return nil end
   local ok, rec = pcall(cmsgpack.unpack, packed)
-  local job = {}
-  if not ok or type(rec) ~= 'table' then return job end
-  for i, name in ipairs(JOB_FIELDS) do job[name] = rec[i] end
-  return job
+  if not ok or type(rec) ~= 'table' then return {} end
+  return rec
 end
 
 -- Writes `job` (a table as job_read returns) as job `id`'s record in hash
--- `jobs_key`. Fields outside JOB_FIELDS are not stored.
+-- `jobs_key`.
 local function job_write(jobs_key, id, job)
-  local rec = {}
-  for i, name in ipairs(JOB_FIELDS) do
-    local v = job[name]
-    if JOB_NUMERIC[name] and type(v) == 'string' then v = tonumber(v) or v end
-    rec[i] = v
-  end
-  redis.call('HSET', jobs_key, id, cmsgpack.pack(rec))
+  redis.call('HSET', jobs_key, id, cmsgpack.pack(job))
 end
 
 -- `job` as the flat {field, value, ...} list (every value a string) that
@@ -81,11 +71,11 @@ end
 -- when given: what the broker parses (JobFromHash).
 local function job_flat(job, payload, result)
   local out = {}
-  for _, name in ipairs(JOB_FIELDS) do
-    local v = job[name]
+  for i = 1, #JOB_FIELDS do
+    local v = job[i]
     if v ~= nil then
       if type(v) == 'number' then v = int(v) elseif type(v) ~= 'string' then v = tostring(v) end
-      out[#out + 1] = name
+      out[#out + 1] = JOB_FIELDS[i]
       out[#out + 1] = v
     end
   end
@@ -97,7 +87,7 @@ end
 -- Bytes of job `id`'s payload in hash `payloads_key` and of its error text:
 -- what the claim and listing byte bounds count.
 local function job_text_bytes(payloads_key, id, job)
-  local err = job and job.error
+  local err = job and job[F.error]
   return redis.call('HSTRLEN', payloads_key, id) + (type(err) == 'string' and #err or 0)
 end
 
@@ -138,7 +128,7 @@ local function trim_completed(completed_key, jobs_key, payloads_key, results_key
   local gone = redis.call('ZRANGEBYSCORE', completed_key, '-inf', '(' .. int(now), 'LIMIT', 0, limit)
   for _, id in ipairs(gone) do
     local job = job_read(jobs_key, id)
-    if job == nil or job.state == 'completed' then
+    if job == nil or job[F.state] == 'completed' then
       redis.call('HDEL', jobs_key, id)
       redis.call('HDEL', payloads_key, id)
       redis.call('HDEL', results_key, id)
@@ -160,7 +150,7 @@ end
 -- the record existed, else 0. The caller removes the id from its sets.
 local function delete_job(J, id)
   local job = job_read(J.jobs, id)
-  local idem = job and job.idempotency_key
+  local idem = job and job[F.idempotency_key]
   if type(idem) == 'string' and idem ~= '' and redis.call('HGET', J.idem, idem) == id then
     redis.call('HDEL', J.idem, idem)
     redis.call('ZREM', J.idem_expiry, idem)
@@ -184,17 +174,17 @@ end
 -- the retry's due time (0 when dead).
 local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key, channel,
                               id, token, err, non_retryable, retry_after, now)
-  local attempts, max_attempts = tonumber(job.attempts), tonumber(job.max_attempts)
-  local base, cap = tonumber(job.backoff_base), tonumber(job.backoff_max)
+  local attempts, max_attempts = tonumber(job[F.attempts]), tonumber(job[F.max_attempts])
+  local base, cap = tonumber(job[F.backoff_base]), tonumber(job[F.backoff_max])
   redis.call('ZREM', active_key, id)
   local corrupt = not (attempts and max_attempts and base and cap)
-  job.lease_expires_at, job.lease_token, job.failed_token = 0, '', token
+  job[F.lease_expires_at], job[F.lease_token], job[F.failed_token] = 0, '', token
   if corrupt or non_retryable or attempts >= max_attempts then
     if corrupt then
       err = 'job record lacks attempts, max_attempts or backoff fields; last error: ' .. err
     end
-    job.state, job.error, job.finished_at = 'dead', err, now
-    job.fail_outcome, job.fail_next_at = 'dead', 0
+    job[F.state], job[F.error], job[F.finished_at] = 'dead', err, now
+    job[F.fail_outcome], job[F.fail_next_at] = 'dead', 0
     job_write(jobs_key, id, job)
     redis.call('ZADD', dead_key, int(now), id)
     if corrupt then return 'corrupt', 0 end
@@ -205,8 +195,8 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
     delay = backoff_ms(base, cap, attempts)
   end
   local at = now + delay
-  job.state, job.error, job.available_at = 'pending', err, at
-  job.fail_outcome, job.fail_next_at = 'retry', at
+  job[F.state], job[F.error], job[F.available_at] = 'pending', err, at
+  job[F.fail_outcome], job[F.fail_next_at] = 'retry', at
   job_write(jobs_key, id, job)
   redis.call('ZADD', scheduled_key, int(at), id)
   redis.call('PUBLISH', channel, int(delay))

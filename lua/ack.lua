@@ -46,23 +46,23 @@ for i = 3, #ARGV, 3 do
     else
       out[#out + 1] = {'STALE'}
     end
-  elseif job.lease_token ~= token then
+  elseif job[F.lease_token] ~= token then
     out[#out + 1] = {'STALE'}
-  elseif job.state == 'completed' then
+  elseif job[F.state] == 'completed' then
     out[#out + 1] = {'OK', 'repeat'}
-  elseif job.state ~= 'active' then
-    out[#out + 1] = {'STATE', tostring(job.state)}
+  elseif job[F.state] ~= 'active' then
+    out[#out + 1] = {'STATE', tostring(job[F.state])}
   else
-    local retention = tonumber(job.completed_retention) or default_retention
+    local retention = tonumber(job[F.completed_retention]) or default_retention
     if retention <= 0 then
-      local lease_left = math.max(0, (tonumber(job.lease_expires_at) or 0) - now)
+      local lease_left = math.max(0, (tonumber(job[F.lease_expires_at]) or 0) - now)
       redis.call('HDEL', KEYS[3], id)
       redis.call('HDEL', KEYS[4], id)
       redis.call('HDEL', KEYS[5], id)
       redis.call('HSET', KEYS[6], id, token)
       redis.call('ZADD', KEYS[7], int(now + lease_left + grace), id)
     else
-      job.state, job.finished_at, job.lease_expires_at = 'completed', now, 0
+      job[F.state], job[F.finished_at], job[F.lease_expires_at] = 'completed', now, 0
       job_write(KEYS[3], id, job)
       if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[5], id, ARGV[i + 2]) end
       index[#index + 1] = int(now + retention)

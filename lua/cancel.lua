@@ -12,10 +12,10 @@
 -- job, creates no work.
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
-if job.state ~= 'pending' then return {'STATE', tostring(job.state)} end
+if job[F.state] ~= 'pending' then return {'STATE', tostring(job[F.state])} end
 
 local now = now_ms()
-job.state, job.error, job.finished_at = 'dead', 'cancelled', now
+job[F.state], job[F.error], job[F.finished_at] = 'dead', 'cancelled', now
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])

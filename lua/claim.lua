@@ -47,14 +47,14 @@ local skipped = {}
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', int(now), 'LIMIT', 0, 1000)
 for _, id in ipairs(due) do
   local job = job_read(KEYS[7], id)
-  local priority, available_at = tonumber(job and job.priority), tonumber(job and job.available_at)
+  local priority, available_at = tonumber(job and job[F.priority]), tonumber(job and job[F.available_at])
   if priority and available_at then
     redis.call('ZADD', KEYS[1], ready_score(priority, available_at), id)
   else
     skipped[#skipped + 1] = id
     if job then
-      job.state, job.finished_at = 'dead', now
-      job.error = 'job record lacks priority or available_at'
+      job[F.state], job[F.finished_at] = 'dead', now
+      job[F.error] = 'job record lacks priority or available_at'
       job_write(KEYS[7], id, job)
       redis.call('ZADD', KEYS[5], int(now), id)
     end
@@ -86,9 +86,9 @@ for i = 1, #popped, 2 do
   else
     bytes = bytes + size
     claimed = claimed + 1
-    job.attempts = (tonumber(job.attempts) or 0) + 1
-    job.state, job.lease_token = 'active', ARGV[3] .. '.' .. claimed
-    job.lease_expires_at, job.worker_id = expires, ARGV[4]
+    job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
+    job[F.state], job[F.lease_token] = 'active', ARGV[3] .. '.' .. claimed
+    job[F.lease_expires_at], job[F.worker_id] = expires, ARGV[4]
     job_write(KEYS[7], id, job)
     redis.call('ZADD', KEYS[3], int(expires), id)
     out[#out + 1] = id

@@ -47,11 +47,13 @@ for i = 3, #ARGV, 10 do
     local run_at = tonumber(ARGV[i + 4])
     if run_at > available_at then available_at = run_at end
 
-    job_write(KEYS[5], id, {
-      type = ARGV[i], priority = ARGV[i + 2], state = 'pending', attempts = 0,
-      max_attempts = ARGV[i + 6], available_at = available_at, created_at = now,
-      idempotency_key = idem, backoff_base = ARGV[i + 7], backoff_max = ARGV[i + 8],
-      completed_retention = ARGV[i + 9]})
+    local job = {}
+    job[F.state], job[F.type], job[F.priority], job[F.attempts] = 'pending', ARGV[i], priority, 0
+    job[F.max_attempts], job[F.available_at] = tonumber(ARGV[i + 6]), available_at
+    job[F.idempotency_key], job[F.created_at] = idem, now
+    job[F.backoff_base], job[F.backoff_max] = tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8])
+    job[F.completed_retention] = tonumber(ARGV[i + 9])
+    job_write(KEYS[5], id, job)
     if ARGV[i + 1] ~= '' then redis.call('HSET', KEYS[6], id, ARGV[i + 1]) end
     if available_at <= now then
       redis.call('ZADD', KEYS[2], ready_score(priority, available_at), id)

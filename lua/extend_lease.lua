@@ -12,11 +12,11 @@
 -- keeps its lease.
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
-if job.lease_token ~= ARGV[2] then return {'STALE'} end
-if job.state ~= 'active' then return {'STATE', tostring(job.state)} end
+if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
+if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 
 local expires = now_ms() + tonumber(ARGV[3])
-job.lease_expires_at = expires
+job[F.lease_expires_at] = expires
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZADD', KEYS[2], int(expires), ARGV[1])
 return {'OK', expires}

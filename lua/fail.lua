@@ -21,11 +21,11 @@
 -- always succeeds.
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
-if job.failed_token == ARGV[2] and ARGV[2] ~= '' then
-  return {'OK', tostring(job.fail_outcome), tonumber(job.fail_next_at) or 0, 1}
+if job[F.failed_token] == ARGV[2] and ARGV[2] ~= '' then
+  return {'OK', tostring(job[F.fail_outcome]), tonumber(job[F.fail_next_at]) or 0, 1}
 end
-if job.lease_token ~= ARGV[2] then return {'STALE'} end
-if job.state ~= 'active' then return {'STATE', tostring(job.state)} end
+if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
+if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 
 math.randomseed(tonumber(ARGV[6]))
 local outcome, at = settle_failure(KEYS[1], job, KEYS[2], KEYS[3], KEYS[4], ARGV[7], ARGV[1],

@@ -15,7 +15,7 @@
 -- allowed on a read-only replica).
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {} end
-if job.state == 'completed' then
+if job[F.state] == 'completed' then
   local expiry = tonumber(redis.call('ZSCORE', KEYS[4], ARGV[1]))
   if expiry and expiry < now_ms() then return {} end
 end

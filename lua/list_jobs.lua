@@ -57,12 +57,12 @@ for _, key in ipairs(sets) do
       end
       scanned = scanned + 1
       pos = pos + 1
-      if job and job.state == 'completed' and
+      if job and job[F.state] == 'completed' and
           (tonumber(redis.call('ZSCORE', key, id)) or now) < now then
         job = nil  -- retention ended: gone, whether or not trimmed yet
       end
       if job then
-        if type_filter == '' or job.type == type_filter then
+        if type_filter == '' or job[F.type] == type_filter then
           bytes = bytes + size
           out[#out + 1] = id
           out[#out + 1] = job_flat(job, redis.call('HGET', KEYS[2], id) or '',

@@ -45,13 +45,13 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 
 local dead, skipped = 0, {}
 for _, id in ipairs(expired) do
   local job = job_read(KEYS[8], id)
-  if job and job.state == 'active' then
+  if job and job[F.state] == 'active' then
     local outcome = settle_failure(KEYS[8], job, KEYS[1], KEYS[2], KEYS[3], ARGV[3], id, '',
                                    'lease expired', false, 0, now)
     if outcome ~= 'retry' then dead = dead + 1 end
     if outcome == 'corrupt' then skipped[#skipped + 1] = id end
   else
-    if not job or job.state == nil then skipped[#skipped + 1] = id end
+    if not job or job[F.state] == nil then skipped[#skipped + 1] = id end
     redis.call('ZREM', KEYS[1], id)
   end
 end

@@ -18,15 +18,15 @@
 -- that was never delivered.
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
-if job.lease_token ~= ARGV[2] then return {'STALE'} end
-if job.state ~= 'active' then return {'STATE', tostring(job.state)} end
-local priority, available_at = tonumber(job.priority), tonumber(job.available_at)
+if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
+if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
+local priority, available_at = tonumber(job[F.priority]), tonumber(job[F.available_at])
 if not priority then return {'CORRUPT', 'priority'} end
 if not available_at then return {'CORRUPT', 'available_at'} end
-if not tonumber(job.attempts) then return {'CORRUPT', 'attempts'} end
+if not tonumber(job[F.attempts]) then return {'CORRUPT', 'attempts'} end
 
-job.attempts = tonumber(job.attempts) - 1
-job.state, job.lease_token, job.lease_expires_at = 'pending', '', 0
+job[F.attempts] = tonumber(job[F.attempts]) - 1
+job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], ready_score(priority, available_at), ARGV[1])

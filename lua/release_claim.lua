@@ -23,14 +23,14 @@ local prefix = ARGV[1] .. '.'
 local released = 0
 for id in string.gmatch(record, '%S+') do
   local job = job_read(KEYS[4], id)
-  local priority = tonumber(job and job.priority)
-  local available_at = tonumber(job and job.available_at)
-  local token = job and job.lease_token
-  if job and job.state == 'active' and type(token) == 'string' and
+  local priority = tonumber(job and job[F.priority])
+  local available_at = tonumber(job and job[F.available_at])
+  local token = job and job[F.lease_token]
+  if job and job[F.state] == 'active' and type(token) == 'string' and
       string.sub(token, 1, #prefix) == prefix and priority and available_at and
-      tonumber(job.attempts) then
-    job.attempts = tonumber(job.attempts) - 1
-    job.state, job.lease_token, job.lease_expires_at = 'pending', '', 0
+      tonumber(job[F.attempts]) then
+    job[F.attempts] = tonumber(job[F.attempts]) - 1
+    job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
     job_write(KEYS[4], id, job)
     redis.call('ZREM', KEYS[2], id)
     redis.call('ZADD', KEYS[3], ready_score(priority, available_at), id)

@@ -51,12 +51,12 @@ end
 local moved, skipped = 0, {}
 for _, id in ipairs(ids) do
   local job = job_read(KEYS[3], id)
-  local priority = tonumber(job and job.priority)
-  local wanted = job ~= nil and job.state == 'dead' and
-                 (type_filter == '' or job.type == type_filter)
+  local priority = tonumber(job and job[F.priority])
+  local wanted = job ~= nil and job[F.state] == 'dead' and
+                 (type_filter == '' or job[F.type] == type_filter)
   if wanted and priority then
-    job.state, job.attempts, job.available_at = 'pending', 0, now
-    job.finished_at, job.lease_expires_at, job.lease_token = 0, 0, ''
+    job[F.state], job[F.attempts], job[F.available_at] = 'pending', 0, now
+    job[F.finished_at], job[F.lease_expires_at], job[F.lease_token] = 0, 0, ''
     job_write(KEYS[3], id, job)
     redis.call('ZREM', KEYS[1], id)
     redis.call('ZADD', KEYS[2], ready_score(priority, now), id)
