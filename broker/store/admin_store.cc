@@ -68,7 +68,7 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
                    JobPage page;
                    page.next_offset = e[0].AsInt(-1);
                    for (size_t i = 1; i + 1 < e.size(); i += 2) {
-                     page.jobs.push_back(JobFromHash(queue, e[i].str, e[i + 1]));
+                     page.jobs.push_back(JobFromFields(queue, e[i].str, e[i + 1]));
                    }
                    done(std::move(page));
                  });

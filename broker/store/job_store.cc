@@ -65,7 +65,7 @@ v1::JobState ParseState(const std::string& s) {
 
 }  // namespace
 
-v1::Job JobFromHash(const std::string& queue, const std::string& id, const RedisReply& fields) {
+v1::Job JobFromFields(const std::string& queue, const std::string& id, const RedisReply& fields) {
   v1::Job job;
   job.set_id(id);
   job.set_queue(queue);
@@ -212,7 +212,7 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
         LogSkippedJobs(queue, "claim", reply->elements[2]);
         for (size_t i = 3; i + 1 < reply->elements.size(); i += 2) {
           v1::ClaimedJob claimed;
-          *claimed.mutable_job() = JobFromHash(queue, reply->elements[i].str, reply->elements[i + 1]);
+          *claimed.mutable_job() = JobFromFields(queue, reply->elements[i].str, reply->elements[i + 1]);
           for (size_t f = 0; f + 1 < reply->elements[i + 1].elements.size(); f += 2) {
             if (reply->elements[i + 1].elements[f].str == "lease_token") {
               claimed.set_lease_token(reply->elements[i + 1].elements[f + 1].str);
@@ -400,7 +400,7 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                      if (reply->elements.empty()) {
                        return done(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")));
                      }
-                     done(JobFromHash(queue, job_id, *reply));
+                     done(JobFromFields(queue, job_id, *reply));
                    });
 }
 

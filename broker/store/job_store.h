@@ -159,12 +159,13 @@ class JobStore {
 
   // release.lua: gives back a claim that was never delivered (pending, due
   // now, attempt undone). NOT_FOUND, FAILED_PRECONDITION (the job moved on),
-  // DATA_LOSS (its hash lacks a field the release needs; nothing written).
+  // DATA_LOSS (its record lacks a field the release needs; nothing written).
   void Release(const std::string& queue, const std::string& job_id, const std::string& token,
                Callback<bool> done) const;
 
-  // reap.lua: settles up to `max_jobs` expired leases of `queue`, trims the
-  // expired entries of its completed index, and tells whether the queue has been
+  // reap.lua: settles up to `max_jobs` expired leases of `queue`, deletes up
+  // to 1000 completed jobs past their retention and trims up to 1000 expired
+  // idempotency keys and ack tombstones, and tells whether the queue has been
   // empty for options().idle_queue_ttl_ms.
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
 
@@ -180,7 +181,8 @@ class JobStore {
   // since), so no broker needs to remember which queues it registered.
   void RegisterQueue(const std::string& queue, Callback<bool> done) const;
 
-  // HGETALL of the job. NOT_FOUND.
+  // get_job.lua: the job. NOT_FOUND when it has no record, or is completed
+  // and past its retention (not trimmed yet).
   void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
 
   // SMEMBERS of the registry.
@@ -200,11 +202,13 @@ class JobStore {
   const StoreOptions options_;
 };
 
-// Builds a Job from the flat field/value array of HGETALL. Exposed for tests.
-v1::Job JobFromHash(const std::string& queue, const std::string& id, const RedisReply& fields);
+// Builds a Job from the flat field/value array the scripts return for a job
+// (job_flat in lua/_lib.lua; the shape of layout 2's HGETALL). Exposed for
+// tests.
+v1::Job JobFromFields(const std::string& queue, const std::string& id, const RedisReply& fields);
 
 // Logs a warning naming the ids a script (`script`) skipped in `queue` for a
-// missing or partial job hash: `ids` is the script's array of them (nothing
+// missing or partial job record: `ids` is the script's array of them (nothing
 // when empty).
 void LogSkippedJobs(const std::string& queue, const std::string& script, const RedisReply& ids);
 
