@@ -68,7 +68,7 @@ end
 
 -- `job` as the flat {field, value, ...} list (every value a string) that
 -- HGETALL of a layout-2 job hash gave, with 'payload' and 'result' added
--- when given: what the broker parses (JobFromHash).
+-- when given: what the broker parses (JobFromFields).
 local function job_flat(job, payload, result)
   local out = {}
   for i = 1, #JOB_FIELDS do
