@@ -45,8 +45,7 @@ struct Finding {
   std::string detail;
 };
 
-// (queue, job id)
-using JobRef = std::pair<std::string, std::string>;
+// JobRef (queue, job id) is in fuzz/job_view.h.
 
 class JobModel {
  public:

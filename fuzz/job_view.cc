@@ -1,15 +1,37 @@
 #include "fuzz/job_view.h"
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "broker/store/keys.h"
+#include "broker/store/script_sources.h"
 
 namespace jobwire::fuzz {
 namespace {
 
-// KEYS: job hashes. Returns one {fields (HGETALL), pttl} per key.
+// Put after lua/_lib.lua. KEYS: per job, its queue's jobs, payloads,
+// results and completed keys; ARGV: the job ids. Returns one {fields, ttl}
+// per job: fields as the store's scripts answer them (job_flat; empty when
+// there is no record, or for a completed job whose retention has ended,
+// which the next trim deletes), ttl the ms left of a completed job's
+// retention (its completed-index score - now), -1 for a job in another state.
 constexpr char kReadScript[] = R"lua(
+local now = now_ms()
 local out = {}
-for i, key in ipairs(KEYS) do
-  out[i] = {redis.call('HGETALL', key), redis.call('PTTL', key)}
+for i, id in ipairs(ARGV) do
+  local jobs, payloads, results, completed = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1],
+                                             KEYS[4 * i]
+  local job = job_read(jobs, id)
+  local fields, ttl = {}, -1
+  if job then
+    fields = job_flat(job, redis.call('HGET', payloads, id) or nil,
+                      redis.call('HGET', results, id) or nil)
+    local expiry = tonumber(redis.call('ZSCORE', completed, id))
+    if job.state == 'completed' and expiry then
+      ttl = expiry - now
+      if ttl <= 0 then fields = {} end
+    end
+  end
+  out[i] = {fields, ttl}
 end
 return out
 )lua";
@@ -34,7 +56,7 @@ const char* StateName(v1::JobState s) {
   }
 }
 
-JobView ViewOfHash(const store::RedisReply& fields, int64_t pttl) {
+JobView ViewOfRecord(const store::RedisReply& fields, int64_t pttl) {
   JobView v;
   v.exists = !fields.elements.empty();
   v.lease_token = "";
@@ -87,9 +109,24 @@ JobView ViewOfJob(const v1::Job& job) {
   return v;
 }
 
-std::vector<std::string> ReadJobsCommand(const std::vector<std::string>& job_keys) {
-  std::vector<std::string> argv = {"EVAL", kReadScript, std::to_string(job_keys.size())};
-  argv.insert(argv.end(), job_keys.begin(), job_keys.end());
+std::vector<std::string> ReadJobsCommand(const std::string& key_prefix,
+                                         const std::vector<JobRef>& jobs) {
+  std::string lib;
+  for (const store::LuaSource& source : store::LuaSources()) {
+    if (source.name == "_lib") lib = std::string(source.text);
+  }
+  std::vector<std::string> keys, ids;
+  for (const JobRef& ref : jobs) {
+    const store::Keys k(key_prefix, ref.first);
+    for (std::string key : {k.Jobs(), k.Payloads(), k.Results(), k.Completed()}) {
+      keys.push_back(std::move(key));
+    }
+    ids.push_back(ref.second);
+  }
+  std::vector<std::string> argv = {"EVAL", absl::StrCat(lib, "\n", kReadScript),
+                                   std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), ids.begin(), ids.end());
   return argv;
 }
 
@@ -102,7 +139,7 @@ std::optional<std::vector<JobView>> ParseReadJobsReply(const store::RedisReply& 
   views.reserve(keys);
   for (const store::RedisReply& e : reply.elements) {
     if (e.elements.size() != 2) return std::nullopt;
-    views.push_back(ViewOfHash(e.elements[0], e.elements[1].AsInt(-2)));
+    views.push_back(ViewOfRecord(e.elements[0], e.elements[1].AsInt(-2)));
   }
   return views;
 }

@@ -1,14 +1,15 @@
 // JobView: what one answer of the store says about one job, in one shape
-// whether it came from a job hash read back from Redis (HGETALL and PTTL) or
+// whether it came from a job record read back from Redis or
 // from a Job message (Claim deliveries, GetJob, ListJobs), so that the
 // request fuzzer's oracle (fuzz/job_model.h) compares both the same way.
-// Also the read-only script that fetches job hashes in one round trip.
+// Also the read-only script that fetches job records in one round trip.
 #ifndef JOBWIRE_FUZZ_JOB_VIEW_H_
 #define JOBWIRE_FUZZ_JOB_VIEW_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/store/redis_reply.h"
@@ -29,8 +30,9 @@ struct JobView {
   int64_t backoff_base = 0;
   int64_t backoff_max = 0;
   std::string type, payload, result, error, idempotency_key, worker_id;
-  // Only in job hashes (a Job message carries neither): the stored lease
-  // token ("" when the field is absent) and the key's PTTL (-1: none).
+  // Only in stored records (a Job message carries neither): the stored lease
+  // token ("" when the field is absent) and the ms left of a completed job's
+  // retention (its completed-index score - now; -1 for another state).
   std::optional<std::string> lease_token;
   std::optional<int64_t> pttl;
 };
@@ -38,13 +40,18 @@ struct JobView {
 // The view of a Job message. Absent fields read as 0 / "".
 JobView ViewOfJob(const v1::Job& job);
 
-// EVAL argv that reads the hashes `job_keys` (one round trip, changes
-// nothing). REQUIRES: job_keys is not empty.
-std::vector<std::string> ReadJobsCommand(const std::vector<std::string>& job_keys);
+// A job: its queue and id.
+using JobRef = std::pair<std::string, std::string>;
 
-// The views in `reply` to ReadJobsCommand, one per key in order (exists is
-// false for a key that holds no hash); nullopt when the reply has another
-// shape.
+// EVAL argv that reads the records of `jobs` under `key_prefix` with their
+// payloads, results and retention (one round trip, changes nothing).
+// REQUIRES: jobs is not empty.
+std::vector<std::string> ReadJobsCommand(const std::string& key_prefix,
+                                         const std::vector<JobRef>& jobs);
+
+// The views in `reply` to ReadJobsCommand, one per job in order (exists is
+// false for a job without a record, or completed past its retention);
+// nullopt when the reply has another shape.
 std::optional<std::vector<JobView>> ParseReadJobsReply(const store::RedisReply& reply,
                                                        size_t keys);
 

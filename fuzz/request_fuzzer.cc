@@ -139,12 +139,9 @@ void EndWindow(TimeWindow& w) {
 void ReadBack() {
   std::vector<JobRef> refs = stack->model->TakeTouched();
   if (refs.empty()) return stack->model->EndInput();
-  std::vector<std::string> keys;
-  keys.reserve(refs.size());
-  for (const JobRef& ref : refs) keys.push_back(store::Keys(kPrefix, ref.first).Job(ref.second));
-  auto reply = Command(ReadJobsCommand(keys));
+  auto reply = Command(ReadJobsCommand(kPrefix, refs));
   if (!reply.ok()) Die(absl::StrCat("reading jobs back failed: ", reply.status().ToString()));
-  auto views = ParseReadJobsReply(*reply, keys.size());
+  auto views = ParseReadJobsReply(*reply, refs.size());
   if (!views) Die("reading jobs back: unexpected reply");
   for (size_t i = 0; i < refs.size(); ++i) stack->model->OnStored(refs[i], (*views)[i]);
   stack->model->EndInput();

@@ -6,67 +6,89 @@ namespace {
 // ARGV[1]: key prefix. Returns violations as strings.
 constexpr char kCheckScript[] = R"lua(
 local prefix = ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local bad = {}
 local jobs = 0
 local sets = {'ready', 'scheduled', 'active', 'completed', 'dead'}
 local want = {pending = {ready = true, scheduled = true}, active = {active = true},
               completed = {completed = true}, dead = {dead = true}}
 local function note(s) if #bad < 100 then bad[#bad + 1] = s end end
+-- Pairs of a field and its value, from HGETALL / ZRANGE WITHSCORES.
+local function pairs_of(reply)
+  local t = {}
+  for i = 1, #reply, 2 do t[reply[i]] = reply[i + 1] end
+  return t
+end
+local queues = {}
 local cursor = '0'
 repeat
   local r = redis.call('SCAN', cursor, 'MATCH', prefix .. ':{*}:*', 'COUNT', 1000)
   cursor = r[1]
   for _, key in ipairs(r[2]) do
-    local q, rest = string.match(key, '^[^{]*:{([^}]*)}:(.*)$')
-    local base = prefix .. ':{' .. tostring(q) .. '}:'
-    if q == nil then
-      note('unparsed key ' .. key)
-    elseif string.sub(rest, 1, 4) == 'job:' then
-      local id = string.sub(rest, 5)
+    local q = string.match(key, '^[^{]*:{([^}]*)}:.*$')
+    if q == nil then note('unparsed key ' .. key) else queues[q] = true end
+  end
+until cursor == '0'
+for q in pairs(queues) do
+  local base = prefix .. ':{' .. q .. '}:'
+  -- Job id -> state, from the records (cmsgpack; field 1 is the state).
+  local states = {}
+  for id, packed in pairs(pairs_of(redis.call('HGETALL', base .. 'jobs'))) do
+    local ok, rec = pcall(cmsgpack.unpack, packed)
+    -- A completed job past its retention is gone for every reader (the next
+    -- trim deletes its record): not counted.
+    local expiry = tonumber(redis.call('ZSCORE', base .. 'completed', id))
+    if not (ok and type(rec) == 'table' and rec[1] == 'completed' and expiry and expiry < now) then
       jobs = jobs + 1
-      if redis.call('TYPE', key).ok ~= 'hash' then
-        note(key .. ' is not a hash')
+    end
+    if not ok or type(rec) ~= 'table' then
+      note(base .. 'jobs ' .. id .. ' does not unpack')
+    else
+      states[id] = rec[1]
+      local allowed = want[rec[1] or '']
+      if allowed == nil then
+        note(base .. 'jobs ' .. id .. ' has state ' .. tostring(rec[1]))
       else
-        local state = redis.call('HGET', key, 'state')
-        local allowed = want[state or '']
-        if allowed == nil then
-          note(key .. ' has state ' .. tostring(state))
-        else
-          local found = 0
-          for _, set in ipairs(sets) do
-            local member = redis.call('ZSCORE', base .. set, id)
-            if member then
-              if allowed[set] then found = found + 1
-              else note(key .. ' (' .. state .. ') is in ' .. set) end
-            end
-          end
-          if found ~= 1 then
-            note(key .. ' (' .. state .. ') is in ' .. found .. ' of its zsets')
+        local found = 0
+        for _, set in ipairs(sets) do
+          if redis.call('ZSCORE', base .. set, id) then
+            if allowed[set] then found = found + 1
+            else note(base .. 'jobs ' .. id .. ' (' .. rec[1] .. ') is in ' .. set) end
           end
         end
-      end
-    elseif string.sub(rest, 1, 6) == 'acked:' then
-      -- The tombstone of a job deleted on ack: it expires, and its job is gone.
-      if redis.call('PTTL', key) <= 0 then note(key .. ' has no expiry') end
-      if redis.call('EXISTS', base .. 'job:' .. string.sub(rest, 7)) == 1 then
-        note(key .. ' is the tombstone of a job hash that exists')
-      end
-    else
-      for _, set in ipairs(sets) do
-        if rest == set then
-          for _, id in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-            local state = redis.call('HGET', base .. 'job:' .. id, 'state')
-            if state == false then
-              if set ~= 'completed' then note(key .. ' holds ' .. id .. ' without a job hash') end
-            elseif not want[state] or not want[state][set] then
-              note(key .. ' holds ' .. id .. ' in state ' .. tostring(state))
-            end
-          end
+        if found ~= 1 then
+          note(base .. 'jobs ' .. id .. ' (' .. rec[1] .. ') is in ' .. found .. ' of its zsets')
         end
       end
     end
   end
-until cursor == '0'
+  for _, set in ipairs(sets) do
+    for _, id in ipairs(redis.call('ZRANGE', base .. set, 0, -1)) do
+      local state = states[id]
+      if state == nil then
+        note(base .. set .. ' holds ' .. id .. ' without a job record')
+      elseif not want[state] or not want[state][set] then
+        note(base .. set .. ' holds ' .. id .. ' in state ' .. tostring(state))
+      end
+    end
+  end
+  for _, hash in ipairs({'payloads', 'results'}) do
+    for _, id in ipairs(redis.call('HKEYS', base .. hash)) do
+      if states[id] == nil then note(base .. hash .. ' holds ' .. id .. ' without a job record') end
+    end
+  end
+  -- Tombstones of jobs deleted on ack: each has an expiry, and its job is gone.
+  local expiry = pairs_of(redis.call('ZRANGE', base .. 'acked_expiry', 0, -1, 'WITHSCORES'))
+  for _, id in ipairs(redis.call('HKEYS', base .. 'acked')) do
+    if expiry[id] == nil then note(base .. 'acked ' .. id .. ' has no expiry') end
+    if states[id] ~= nil then note(base .. 'acked ' .. id .. ' is the tombstone of a job that exists') end
+  end
+  local idem_expiry = pairs_of(redis.call('ZRANGE', base .. 'idem_expiry', 0, -1, 'WITHSCORES'))
+  for _, key in ipairs(redis.call('HKEYS', base .. 'idem')) do
+    if idem_expiry[key] == nil then note(base .. 'idem ' .. key .. ' has no expiry') end
+  end
+end
 return {bad, jobs}
 )lua";
 

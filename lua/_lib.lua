@@ -33,42 +33,159 @@ local function backoff_ms(base, cap, attempts)
   return math.floor(d + d * 0.1 * math.random())
 end
 
--- Deletes the hash of job `id` (key `job_key`) and its idempotency key when
--- that still names the job (a later job may hold the key by now). Returns 1
--- when the hash existed, else 0. The caller removes the id from its sets.
-local function delete_job_hash(job_key, idem_prefix, id)
-  local idem = redis.call('HGET', job_key, 'idempotency_key')
-  if idem and idem ~= '' and redis.call('GET', idem_prefix .. idem) == id then
-    redis.call('DEL', idem_prefix .. idem)
-  end
-  return redis.call('DEL', job_key)
+-- A job's record: a field of the queue's `jobs` hash (id -> record), packed
+-- with cmsgpack as a table indexed by the field numbers below, so that no
+-- field name is stored per job (docs/redis-layout.md, "Job records"). The
+-- numbers are the stored format: append new fields, never renumber. The
+-- payload and the result live in the `payloads` and `results` hashes (id ->
+-- bytes), so that changing a field does not copy them through Lua. Scripts
+-- work on the unpacked table itself: job[F.state] is field 1. Numeric fields
+-- hold Lua numbers (msgpack integers), the others strings.
+local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'available_at',
+                    'lease_token', 'lease_expires_at', 'worker_id', 'error', 'idempotency_key',
+                    'created_at', 'finished_at', 'backoff_base', 'backoff_max',
+                    'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at'}
+-- Field numbers by name.
+local F = {}
+for i, name in ipairs(JOB_FIELDS) do F[name] = i end
+
+-- Job `id`'s record from hash `jobs_key` as a table indexed by field number
+-- (absent fields nil); nil when there is no record. A record that does not
+-- unpack to a table reads as {} (a record lacking every field).
+local function job_read(jobs_key, id)
+  local packed = redis.call('HGET', jobs_key, id)
+  if not packed then return nil end
+  local ok, rec = pcall(cmsgpack.unpack, packed)
+  if not ok or type(rec) ~= 'table' then return {} end
+  return rec
 end
 
--- Settles a failed run of an active job: schedules a retry (state pending,
--- due after the backoff or retry_after_ms when > 0) or, when the attempts are
--- used up or non_retryable is true, makes it dead. Publishes the retry's delay
--- on `channel` so that claimers arm a timer. `token` (the failed run's lease
+-- Writes `job` (a table as job_read returns) as job `id`'s record in hash
+-- `jobs_key`.
+local function job_write(jobs_key, id, job)
+  redis.call('HSET', jobs_key, id, cmsgpack.pack(job))
+end
+
+-- `job` as the flat {field, value, ...} list (every value a string) that
+-- HGETALL of a layout-2 job hash gave, with 'payload' and 'result' added
+-- when given: what the broker parses (JobFromFields).
+local function job_flat(job, payload, result)
+  local out = {}
+  for i = 1, #JOB_FIELDS do
+    local v = job[i]
+    if v ~= nil then
+      if type(v) == 'number' then v = int(v) elseif type(v) ~= 'string' then v = tostring(v) end
+      out[#out + 1] = JOB_FIELDS[i]
+      out[#out + 1] = v
+    end
+  end
+  if payload then out[#out + 1] = 'payload' out[#out + 1] = payload end
+  if result then out[#out + 1] = 'result' out[#out + 1] = result end
+  return out
+end
+
+-- Bytes of job `id`'s payload in hash `payloads_key` and of its error text:
+-- what the claim and listing byte bounds count.
+local function job_text_bytes(payloads_key, id, job)
+  local err = job and job[F.error]
+  return redis.call('HSTRLEN', payloads_key, id) + (type(err) == 'string' and #err or 0)
+end
+
+-- Idempotency key `key` of a queue: the id in hash `idem_key` when its
+-- expiry (score in zset `expiry_key`) has not passed, else nil. An entry
+-- without a score is treated as live.
+local function idem_get(idem_key, expiry_key, key, now)
+  local id = redis.call('HGET', idem_key, key)
+  if not id then return nil end
+  local expiry = tonumber(redis.call('ZSCORE', expiry_key, key))
+  if expiry and expiry < now then return nil end
+  return id
+end
+
+-- Removes the entries of hash `hash_key` whose expiry (score in zset
+-- `expiry_key`) is before `now`, at most `limit` of them, from both. Returns
+-- how many. The idempotency and tombstone indexes are trimmed this way.
+local function trim_expired(hash_key, expiry_key, now, limit)
+  local gone = redis.call('ZRANGEBYSCORE', expiry_key, '-inf', '(' .. int(now), 'LIMIT', 0, limit)
+  if #gone > 0 then
+    redis.call('HDEL', hash_key, unpack(gone))
+    redis.call('ZREM', expiry_key, unpack(gone))
+  end
+  return #gone
+end
+
+-- Most entries one index trim removes in a script that creates or settles
+-- jobs (enqueue.lua, ack.lua), and in a reaper pass (reap.lua).
+local TRIM_PER_WRITE = 100
+local TRIM_PER_REAP = 1000
+
+-- Deletes the completed jobs whose retention has ended (an entry of zset
+-- `completed_key` scored before `now`), at most `limit`: their records,
+-- payloads and results, and their index entries. A record found in another
+-- state (a bug, a hand edit) is only dropped from the index. Idempotency
+-- keys stay until their dedup window ends. Returns how many entries went.
+local function trim_completed(completed_key, jobs_key, payloads_key, results_key, now, limit)
+  local gone = redis.call('ZRANGEBYSCORE', completed_key, '-inf', '(' .. int(now), 'LIMIT', 0, limit)
+  for _, id in ipairs(gone) do
+    local job = job_read(jobs_key, id)
+    if job == nil or job[F.state] == 'completed' then
+      redis.call('HDEL', jobs_key, id)
+      redis.call('HDEL', payloads_key, id)
+      redis.call('HDEL', results_key, id)
+    end
+  end
+  if #gone < limit then
+    -- The whole expired range was read: one range removal (also when it is
+    -- empty; every call runs it once, which tests count).
+    redis.call('ZREMRANGEBYSCORE', completed_key, '-inf', '(' .. int(now))
+  else
+    redis.call('ZREM', completed_key, unpack(gone))
+  end
+  return #gone
+end
+
+-- Deletes job `id`: its record, payload and result, and its idempotency key
+-- when that still names the job (a later job may hold the key by now). `J`
+-- holds the keys: jobs, payloads, results, idem, idem_expiry. Returns 1 when
+-- the record existed, else 0. The caller removes the id from its sets.
+local function delete_job(J, id)
+  local job = job_read(J.jobs, id)
+  local idem = job and job[F.idempotency_key]
+  if type(idem) == 'string' and idem ~= '' and redis.call('HGET', J.idem, idem) == id then
+    redis.call('HDEL', J.idem, idem)
+    redis.call('ZREM', J.idem_expiry, idem)
+  end
+  redis.call('HDEL', J.payloads, id)
+  redis.call('HDEL', J.results, id)
+  return redis.call('HDEL', J.jobs, id)
+end
+
+-- Settles a failed run of active job `id` (record `job`, as job_read gave
+-- it, in hash `jobs_key`): schedules a retry (state pending, due after the
+-- backoff or retry_after_ms when > 0) or, when the attempts are used up or
+-- non_retryable is true, makes it dead. Publishes the retry's delay on
+-- `channel` so that claimers arm a timer. `token` (the failed run's lease
 -- token, '' for none) is recorded with the outcome, so that a repeated Fail
 -- with it answers the same outcome whatever happened to the job since; the
 -- job's lease token is cleared. Reads every field it needs before the first
--- write: a hash missing one of them (partial; a bug or a hand edit) is made
+-- write: a record missing one of them (partial; a bug or a hand edit) is made
 -- dead with an error naming what is missing, so that it stays visible in a
 -- set. Returns outcome ('retry', 'dead' or 'corrupt', which is dead too) and
 -- the retry's due time (0 when dead).
-local function settle_failure(job_key, active_key, scheduled_key, dead_key, channel,
+local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key, channel,
                               id, token, err, non_retryable, retry_after, now)
-  local f = redis.call('HMGET', job_key, 'attempts', 'max_attempts', 'backoff_base', 'backoff_max')
-  local attempts, max_attempts = tonumber(f[1]), tonumber(f[2])
-  local base, cap = tonumber(f[3]), tonumber(f[4])
+  local attempts, max_attempts = tonumber(job[F.attempts]), tonumber(job[F.max_attempts])
+  local base, cap = tonumber(job[F.backoff_base]), tonumber(job[F.backoff_max])
   redis.call('ZREM', active_key, id)
   local corrupt = not (attempts and max_attempts and base and cap)
+  job[F.lease_expires_at], job[F.lease_token], job[F.failed_token] = 0, '', token
   if corrupt or non_retryable or attempts >= max_attempts then
     if corrupt then
-      err = 'job hash lacks attempts, max_attempts or backoff fields; last error: ' .. err
+      err = 'job record lacks attempts, max_attempts or backoff fields; last error: ' .. err
     end
-    redis.call('HSET', job_key, 'state', 'dead', 'error', err, 'finished_at', int(now),
-               'lease_expires_at', '0', 'lease_token', '', 'failed_token', token,
-               'fail_outcome', 'dead', 'fail_next_at', '0')
+    job[F.state], job[F.error], job[F.finished_at] = 'dead', err, now
+    job[F.fail_outcome], job[F.fail_next_at] = 'dead', 0
+    job_write(jobs_key, id, job)
     redis.call('ZADD', dead_key, int(now), id)
     if corrupt then return 'corrupt', 0 end
     return 'dead', 0
@@ -78,9 +195,9 @@ local function settle_failure(job_key, active_key, scheduled_key, dead_key, chan
     delay = backoff_ms(base, cap, attempts)
   end
   local at = now + delay
-  redis.call('HSET', job_key, 'state', 'pending', 'error', err, 'available_at', int(at),
-             'lease_expires_at', '0', 'lease_token', '', 'failed_token', token,
-             'fail_outcome', 'retry', 'fail_next_at', int(at))
+  job[F.state], job[F.error], job[F.available_at] = 'pending', err, at
+  job[F.fail_outcome], job[F.fail_next_at] = 'retry', at
+  job_write(jobs_key, id, job)
   redis.call('ZADD', scheduled_key, int(at), id)
   redis.call('SPUBLISH', channel, int(delay))
   return 'retry', at

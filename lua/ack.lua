@@ -1,23 +1,27 @@
 #!lua flags=allow-oom
 -- ack.lua: completes active jobs of one queue, each for the holder of its
--- current lease, and stores their results. A completed job hash expires
--- after its retention (its completed_retention field, else the broker's);
--- with retention 0 it is deleted at once and only a tombstone (the lease
--- token under {p}:{q}:acked:<id>) stays until the lease would have ended
--- plus a grace, so that a repeated Ack is still recognised. The completed
--- index is scored by each entry's expiry, so trimming it is one
--- ZREMRANGEBYSCORE up to now. Each job is settled on its own: one job's
+-- current lease, and stores their results. A completed job is kept for its
+-- retention (its completed_retention field, else the broker's): the
+-- completed index is scored by each entry's expiry, and the jobs whose
+-- expiry has passed are deleted (record, payload, result) by every ack and
+-- reaper pass, at most 100 per ack call (TRIM_PER_WRITE). With retention 0
+-- the job is deleted at once and only a tombstone (id -> lease token in
+-- {p}:{q}:acked, its expiry in {p}:{q}:acked_expiry) stays until the lease
+-- would have ended plus a grace, so that a repeated Ack is still
+-- recognised; expired tombstones are trimmed the same way. Each job is settled on its own: one job's
 -- error does not stop the others. Repeating a successful ack with the same
 -- token changes nothing and answers OK marked as a repeat.
 --
 -- KEYS[1] {p}:{q}:active
 -- KEYS[2] {p}:{q}:completed
--- ARGV[1] job key prefix {p}:{q}:job:
--- ARGV[2] completed retention ms of a job hash without completed_retention
---         (enqueued under layout 1)
--- ARGV[3] tombstone key prefix {p}:{q}:acked:
--- ARGV[4] tombstone grace ms (kept this long past the lease's end)
--- ARGV[5 + 3k], ARGV[6 + 3k], ARGV[7 + 3k]: job id, lease token, result of
+-- KEYS[3] {p}:{q}:jobs (job records)
+-- KEYS[4] {p}:{q}:payloads
+-- KEYS[5] {p}:{q}:results
+-- KEYS[6] {p}:{q}:acked (tombstones: job id -> lease token)
+-- KEYS[7] {p}:{q}:acked_expiry (tombstones: job id -> expiry, Redis ms)
+-- ARGV[1] completed retention ms of a job record without completed_retention
+-- ARGV[2] tombstone grace ms (kept this long past the lease's end)
+-- ARGV[3 + 3k], ARGV[4 + 3k], ARGV[5 + 3k]: job id, lease token, result of
 -- the k-th job (k = 0, 1, ...; at least one job)
 -- Returns one reply per job, in order: {'OK'} | {'OK', 'repeat'} (already
 -- completed with this token) | {'NOT_FOUND'} | {'STALE'} (token is not the
@@ -25,19 +29,16 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
 -- always succeeds.
-local prefix, tombstones = ARGV[1], ARGV[3]
-local default_retention, grace = tonumber(ARGV[2]), tonumber(ARGV[4])
+local default_retention, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
 local out = {}
 local done = {}
 local index = {}
-for i = 5, #ARGV, 3 do
+for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
-  local key = prefix .. id
-  local f = redis.call('HMGET', key, 'state', 'lease_token', 'completed_retention',
-                       'lease_expires_at')
-  if not f[1] then
-    local acked = redis.call('GET', tombstones .. id)
+  local job = job_read(KEYS[3], id)
+  if not job then
+    local acked = idem_get(KEYS[6], KEYS[7], id, now)
     if not acked then
       out[#out + 1] = {'NOT_FOUND'}
     elseif acked == token then
@@ -45,22 +46,25 @@ for i = 5, #ARGV, 3 do
     else
       out[#out + 1] = {'STALE'}
     end
-  elseif f[2] ~= token then
+  elseif job[F.lease_token] ~= token then
     out[#out + 1] = {'STALE'}
-  elseif f[1] == 'completed' then
+  elseif job[F.state] == 'completed' then
     out[#out + 1] = {'OK', 'repeat'}
-  elseif f[1] ~= 'active' then
-    out[#out + 1] = {'STATE', f[1]}
+  elseif job[F.state] ~= 'active' then
+    out[#out + 1] = {'STATE', tostring(job[F.state])}
   else
-    local retention = tonumber(f[3]) or default_retention
+    local retention = tonumber(job[F.completed_retention]) or default_retention
     if retention <= 0 then
-      local lease_left = math.max(0, (tonumber(f[4]) or 0) - now)
-      redis.call('DEL', key)
-      redis.call('SET', tombstones .. id, token, 'PX', int(lease_left + grace))
+      local lease_left = math.max(0, (tonumber(job[F.lease_expires_at]) or 0) - now)
+      redis.call('HDEL', KEYS[3], id)
+      redis.call('HDEL', KEYS[4], id)
+      redis.call('HDEL', KEYS[5], id)
+      redis.call('HSET', KEYS[6], id, token)
+      redis.call('ZADD', KEYS[7], int(now + lease_left + grace), id)
     else
-      redis.call('HSET', key, 'state', 'completed', 'result', ARGV[i + 2],
-                 'finished_at', int(now), 'lease_expires_at', '0')
-      redis.call('PEXPIRE', key, int(retention))
+      job[F.state], job[F.finished_at], job[F.lease_expires_at] = 'completed', now, 0
+      job_write(KEYS[3], id, job)
+      if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[5], id, ARGV[i + 2]) end
       index[#index + 1] = int(now + retention)
       index[#index + 1] = id
     end
@@ -72,6 +76,7 @@ end
 if #done > 0 then
   redis.call('ZREM', KEYS[1], unpack(done))
   if #index > 0 then redis.call('ZADD', KEYS[2], unpack(index)) end
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. int(now))
+  trim_completed(KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, TRIM_PER_WRITE)
+  trim_expired(KEYS[6], KEYS[7], now, TRIM_PER_WRITE)
 end
 return out

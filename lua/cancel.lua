@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- cancel.lua: makes a pending job dead with error "cancelled".
 --
--- KEYS[1] {p}:{q}:job:<id>
+-- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:ready
 -- KEYS[3] {p}:{q}:scheduled
 -- KEYS[4] {p}:{q}:dead
@@ -10,13 +10,14 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): settles a pending
 -- job, creates no work.
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then return {'NOT_FOUND'} end
-if state ~= 'pending' then return {'STATE', state} end
+local job = job_read(KEYS[1], ARGV[1])
+if not job then return {'NOT_FOUND'} end
+if job[F.state] ~= 'pending' then return {'STATE', tostring(job[F.state])} end
 
-local now = int(now_ms())
-redis.call('HSET', KEYS[1], 'state', 'dead', 'error', 'cancelled', 'finished_at', now)
+local now = now_ms()
+job[F.state], job[F.error], job[F.finished_at] = 'dead', 'cancelled', now
+job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZADD', KEYS[4], now, ARGV[1])
+redis.call('ZADD', KEYS[4], int(now), ARGV[1])
 return {'OK'}

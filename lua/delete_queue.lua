@@ -1,11 +1,14 @@
 #!lua flags=allow-oom
 -- delete_queue.lua: removes a queue, a batch of jobs per call: every job of
 -- its sets (each with its idempotency key when that still names it), then,
--- once they are empty, the paused flag, the queue's registry entry and its
+-- once they are empty, the paused flag, what is left of the job hashes
+-- and the ack tombstones, the queue's registry entry and its
 -- registered marker (so the next enqueue registers the queue again, through
--- whichever broker). The
+-- whichever broker). The idempotency index stays: each key lasts its dedup
+-- window, as it would have for a job whose retention ended, and expired keys
+-- are trimmed by the queue's next enqueue or reaper pass. The
 -- id counter (seq) is kept, so that a queue created again under the name
--- never reuses an id that an old idempotency key (one whose job hash had
+-- never reuses an id that an old idempotency key (one whose job had
 -- already expired) might still name. Refused while jobs are active, unless
 -- forced (a worker holding one then gets NOT_FOUND on Ack / Fail).
 --
@@ -13,33 +16,37 @@
 -- KEYS[6] {p}:{q}:paused
 -- KEYS[7] {p}:queues (the registry; not hash-tagged, see docs/redis-layout.md)
 -- KEYS[8] {p}:{q}:registered
--- ARGV[1] job key prefix {p}:{q}:job:
--- ARGV[2] idempotency key prefix {p}:{q}:idem:
--- ARGV[3] queue name (its registry member)
--- ARGV[4] '1' to delete active jobs too, '0' not, 'empty' to remove the
+-- KEYS[9] {p}:{q}:jobs         KEYS[10] {p}:{q}:payloads
+-- KEYS[11] {p}:{q}:results      KEYS[12] {p}:{q}:idem
+-- KEYS[13] {p}:{q}:idem_expiry
+-- KEYS[14] {p}:{q}:acked        KEYS[15] {p}:{q}:acked_expiry
+-- ARGV[1] queue name (its registry member)
+-- ARGV[2] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all and is not paused (the
 --         reaper dropping an idle queue)
--- ARGV[5] batch size (jobs per call)
+-- ARGV[3] batch size (jobs per call)
 -- Returns {'ACTIVE', n} (refused: n jobs active, nothing removed) |
 -- {'BUSY', 0} ('empty' mode: the queue holds jobs or is paused) |
 -- {'MORE', removed} (call again) | {'DONE', removed}.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
-if ARGV[4] == 'empty' then
+if ARGV[2] == 'empty' then
   for i = 1, 6 do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
-elseif ARGV[4] ~= '1' then
+elseif ARGV[2] ~= '1' then
   local active = redis.call('ZCARD', KEYS[3])
   if active > 0 then return {'ACTIVE', active} end
 end
-local left = tonumber(ARGV[5])
+local J = {jobs = KEYS[9], payloads = KEYS[10], results = KEYS[11], idem = KEYS[12],
+           idem_expiry = KEYS[13]}
+local left = tonumber(ARGV[3])
 local removed = 0
 for i = 1, 5 do
   if left <= 0 then break end
   local ids = redis.call('ZRANGE', KEYS[i], 0, left - 1)
   for _, id in ipairs(ids) do
-    removed = removed + delete_job_hash(ARGV[1] .. id, ARGV[2], id)
+    removed = removed + delete_job(J, id)
   end
   if #ids > 0 then redis.call('ZREM', KEYS[i], unpack(ids)) end
   left = left - #ids
@@ -47,6 +54,9 @@ end
 for i = 1, 5 do
   if redis.call('ZCARD', KEYS[i]) > 0 then return {'MORE', removed} end
 end
-redis.call('DEL', KEYS[6], KEYS[8])
-redis.call('SREM', KEYS[7], ARGV[3])
+-- No job is left in a set: what remains of the job hashes (records no set
+-- names; none in a consistent store) and the tombstones go. The idempotency
+-- index stays (see the header).
+redis.call('DEL', KEYS[6], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[14], KEYS[15])
+redis.call('SREM', KEYS[7], ARGV[1])
 return {'DONE', removed}

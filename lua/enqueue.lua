@@ -2,17 +2,20 @@
 -- enqueue.lua: stores new pending jobs of one queue, in order. A job whose
 -- idempotency key is already held stores nothing and answers the holder's
 -- id (so does a later job of the same call repeating an earlier one's key).
--- Each job's hash, set entry and key are written together.
+-- Each job's record, payload, set entry and key are written together.
+-- Trims up to 100 expired idempotency keys (TRIM_PER_WRITE) first.
 --
 -- KEYS[1]  {p}:{q}:seq         job id counter
 -- KEYS[2]  {p}:{q}:ready       due jobs
 -- KEYS[3]  {p}:{q}:scheduled   jobs due later
 -- KEYS[4]  {p}:{q}:registered  exists once the queue is in the registry
--- ARGV[1]  job key prefix {p}:{q}:job:
--- ARGV[2]  idempotency key prefix {p}:{q}:idem:
--- ARGV[3]  dedup window ms
--- ARGV[4]  notify channel {p}:{q}:notify
--- ARGV[5 + 10k .. 14 + 10k]: the k-th job (k = 0, 1, ...; at least one):
+-- KEYS[5]  {p}:{q}:jobs        job records
+-- KEYS[6]  {p}:{q}:payloads    job payloads
+-- KEYS[7]  {p}:{q}:idem        idempotency key -> job id
+-- KEYS[8]  {p}:{q}:idem_expiry idempotency key -> expiry (Redis ms)
+-- ARGV[1]  dedup window ms
+-- ARGV[2]  notify channel {p}:{q}:notify
+-- ARGV[3 + 10k .. 12 + 10k]: the k-th job (k = 0, 1, ...; at least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
 --   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms,
@@ -26,12 +29,14 @@
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): it creates work; the broker answers RESOURCE_EXHAUSTED.
 local now = now_ms()
+trim_expired(KEYS[7], KEYS[8], now, TRIM_PER_WRITE)
+local window = tonumber(ARGV[1])
 local out = {}
 local due_now = false
 local next_delay = nil
-for i = 5, #ARGV, 10 do
+for i = 3, #ARGV, 10 do
   local idem = ARGV[i + 5]
-  local existing = idem ~= '' and redis.call('GET', ARGV[2] .. idem)
+  local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
   if existing then
     out[#out + 1] = existing
     out[#out + 1] = 1
@@ -42,12 +47,14 @@ for i = 5, #ARGV, 10 do
     local run_at = tonumber(ARGV[i + 4])
     if run_at > available_at then available_at = run_at end
 
-    redis.call('HSET', ARGV[1] .. id,
-      'type', ARGV[i], 'payload', ARGV[i + 1], 'priority', ARGV[i + 2], 'state', 'pending',
-      'attempts', '0', 'max_attempts', ARGV[i + 6], 'available_at', int(available_at),
-      'created_at', int(now), 'idempotency_key', idem,
-      'backoff_base', ARGV[i + 7], 'backoff_max', ARGV[i + 8],
-      'completed_retention', ARGV[i + 9])
+    local job = {}
+    job[F.state], job[F.type], job[F.priority], job[F.attempts] = 'pending', ARGV[i], priority, 0
+    job[F.max_attempts], job[F.available_at] = tonumber(ARGV[i + 6]), available_at
+    job[F.idempotency_key], job[F.created_at] = idem, now
+    job[F.backoff_base], job[F.backoff_max] = tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8])
+    job[F.completed_retention] = tonumber(ARGV[i + 9])
+    job_write(KEYS[5], id, job)
+    if ARGV[i + 1] ~= '' then redis.call('HSET', KEYS[6], id, ARGV[i + 1]) end
     if available_at <= now then
       redis.call('ZADD', KEYS[2], ready_score(priority, available_at), id)
       due_now = true
@@ -57,13 +64,14 @@ for i = 5, #ARGV, 10 do
       if not next_delay or delay < next_delay then next_delay = delay end
     end
     if idem ~= '' then
-      redis.call('SET', ARGV[2] .. idem, id, 'PX', ARGV[3])
+      redis.call('HSET', KEYS[7], idem, id)
+      redis.call('ZADD', KEYS[8], int(now + window), idem)
     end
     out[#out + 1] = id
     out[#out + 1] = 0
   end
 end
-if due_now then redis.call('SPUBLISH', ARGV[4], '0') end
-if next_delay then redis.call('SPUBLISH', ARGV[4], int(next_delay)) end
+if due_now then redis.call('SPUBLISH', ARGV[2], '0') end
+if next_delay then redis.call('SPUBLISH', ARGV[2], int(next_delay)) end
 out[#out + 1] = redis.call('EXISTS', KEYS[4])
 return out

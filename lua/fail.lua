@@ -6,7 +6,7 @@
 -- (marked as a repeat), even after the retry was claimed again, the job was
 -- cancelled or redriven: settle_failure records the token with the outcome.
 --
--- KEYS[1] {p}:{q}:job:<id>
+-- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:scheduled
 -- KEYS[4] {p}:{q}:dead
@@ -19,15 +19,16 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
 -- always succeeds.
-local f = redis.call('HMGET', KEYS[1], 'state', 'lease_token', 'failed_token', 'fail_outcome',
-                     'fail_next_at')
-if not f[1] then return {'NOT_FOUND'} end
-if f[3] == ARGV[2] and ARGV[2] ~= '' then return {'OK', f[4], tonumber(f[5]) or 0, 1} end
-if f[2] ~= ARGV[2] then return {'STALE'} end
-if f[1] ~= 'active' then return {'STATE', f[1]} end
+local job = job_read(KEYS[1], ARGV[1])
+if not job then return {'NOT_FOUND'} end
+if job[F.failed_token] == ARGV[2] and ARGV[2] ~= '' then
+  return {'OK', tostring(job[F.fail_outcome]), tonumber(job[F.fail_next_at]) or 0, 1}
+end
+if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
+if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 
 math.randomseed(tonumber(ARGV[6]))
-local outcome, at = settle_failure(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[7], ARGV[1], ARGV[2],
-                                   ARGV[3], ARGV[4] == '1', tonumber(ARGV[5]), now_ms())
+local outcome, at = settle_failure(KEYS[1], job, KEYS[2], KEYS[3], KEYS[4], ARGV[7], ARGV[1],
+                                   ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5]), now_ms())
 if outcome == 'corrupt' then outcome = 'dead' end
 return {'OK', outcome, at, 0}

@@ -3,28 +3,34 @@
 -- state's zsets are read as one sequence: KEYS in order (oldest first), or
 -- reversed with each zset read from its end (newest first).
 --
--- KEYS[1..n] the state's zsets, oldest first (pending: ready, scheduled;
+-- KEYS[1] {p}:{q}:jobs (job records)
+-- KEYS[2] {p}:{q}:payloads
+-- KEYS[3] {p}:{q}:results
+-- KEYS[4..n] the state's zsets, oldest first (pending: ready, scheduled;
 --            other states: their one zset)
--- ARGV[1] job key prefix {p}:{q}:job:
--- ARGV[2] offset in the sequence (from the previous page)
--- ARGV[3] page size (jobs to return)
--- ARGV[4] '1' for newest first, '0' for oldest first
--- ARGV[5] type filter ('' for every type)
--- ARGV[6] scan limit: entries to look at, at most (>= page size)
--- ARGV[7] max bytes of payload, result and error text in the page (the page
+-- ARGV[1] offset in the sequence (from the previous page)
+-- ARGV[2] page size (jobs to return)
+-- ARGV[3] '1' for newest first, '0' for oldest first
+-- ARGV[4] type filter ('' for every type)
+-- ARGV[5] scan limit: entries to look at, at most (>= page size)
+-- ARGV[6] max bytes of payload, result and error text in the page (the page
 --         ends before the job that would pass it; it holds at least one)
+-- A completed job whose retention has ended (its score in the completed
+-- index is before now) is left out, trimmed or not.
 -- Returns {next_offset, id1, fields1, id2, fields2, ...} where fieldsN is the
--- job hash (HGETALL) and next_offset is -1 when the sequence is exhausted.
+-- job as a flat field/value list (record, payload, result; job_flat) and
+-- next_offset is -1 when the sequence is exhausted.
 --
 -- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
 -- allowed on a read-only replica).
-local prefix, offset, want = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local newest_first, type_filter, limit = ARGV[4] == '1', ARGV[5], tonumber(ARGV[6])
-local max_bytes, bytes, full = tonumber(ARGV[7]), 0, false
+local offset, want = tonumber(ARGV[1]), tonumber(ARGV[2])
+local newest_first, type_filter, limit = ARGV[3] == '1', ARGV[4], tonumber(ARGV[5])
+local max_bytes, bytes, full = tonumber(ARGV[6]), 0, false
+local now = now_ms()
 
 local sets = {}
-for i = 1, #KEYS do
-  if newest_first then sets[i] = KEYS[#KEYS + 1 - i] else sets[i] = KEYS[i] end
+for i = 4, #KEYS do
+  if newest_first then sets[#sets + 1] = KEYS[#KEYS + 4 - i] else sets[#sets + 1] = KEYS[i] end
 end
 
 local out = {-1}
@@ -43,27 +49,24 @@ for _, key in ipairs(sets) do
     end
     for _, id in ipairs(ids) do
       if found >= want then break end
-      local key = prefix .. id
-      local size = redis.call('HSTRLEN', key, 'payload') + redis.call('HSTRLEN', key, 'result') +
-                   redis.call('HSTRLEN', key, 'error')
+      local job = job_read(KEYS[1], id)
+      local size = job_text_bytes(KEYS[2], id, job) + redis.call('HSTRLEN', KEYS[3], id)
       if found > 0 and bytes + size > max_bytes then
         full = true
         break
       end
       scanned = scanned + 1
       pos = pos + 1
-      local fields = redis.call('HGETALL', key)
-      if #fields > 0 then
-        local matches = type_filter == ''
-        if not matches then
-          for i = 1, #fields, 2 do
-            if fields[i] == 'type' then matches = fields[i + 1] == type_filter break end
-          end
-        end
-        if matches then
+      if job and job[F.state] == 'completed' and
+          (tonumber(redis.call('ZSCORE', key, id)) or now) < now then
+        job = nil  -- retention ended: gone, whether or not trimmed yet
+      end
+      if job then
+        if type_filter == '' or job[F.type] == type_filter then
           bytes = bytes + size
           out[#out + 1] = id
-          out[#out + 1] = fields
+          out[#out + 1] = job_flat(job, redis.call('HGET', KEYS[2], id) or '',
+                                   redis.call('HGET', KEYS[3], id) or nil)
           found = found + 1
         end
       end

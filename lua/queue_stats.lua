@@ -10,8 +10,8 @@
 -- KEYS[6] {p}:{q}:paused
 -- Returns {pending_due, pending_scheduled, active, completed, dead, paused
 -- (0|1), oldest_due_age_ms}. completed counts the entries of the completed
--- index (scored by expiry) not yet expired: one whose job hash has expired
--- is not counted even before ack.lua or reap.lua trims it.
+-- index (scored by expiry) not yet expired: a job past its retention is not
+-- counted even before ack.lua or reap.lua deletes it.
 --
 -- The oldest due job is the first of some priority band of `ready` (each band
 -- is ordered by due time), or the first of `scheduled` when its time has

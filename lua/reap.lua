@@ -3,10 +3,12 @@
 -- the Redis clock) as a failed run with error "lease expired": the old token
 -- is revoked, the attempt counts, and the job is retried after its backoff or
 -- made dead. Each expiry is handled once, however many brokers run it. Also
--- trims the completed index (scored by each entry's expiry) up to now, so
--- that a quiet queue (no Ack to trim it) does not keep entries of expired
--- job hashes. An active entry
--- whose hash is missing is dropped and reported; one whose hash lacks the
+-- deletes the completed jobs whose retention has ended (the completed index
+-- is scored by each entry's expiry) and trims the expired entries of the
+-- idempotency and ack-tombstone indexes, at most 1000 of each per call
+-- (TRIM_PER_REAP), so that a quiet queue (no Enqueue or Ack to trim them)
+-- does not keep them and a backlog is worked off over passes. An active entry
+-- whose record is missing is dropped and reported; one whose record lacks the
 -- fields a retry needs is made dead (settle_failure) and reported; neither
 -- stops the rest of the batch.
 --
@@ -18,47 +20,51 @@
 -- KEYS[6] {p}:{q}:paused
 -- KEYS[7] {p}:{q}:registered (its value: '1', or the Redis ms since which
 --         the queue has been found empty)
--- ARGV[1] job key prefix {p}:{q}:job:
--- ARGV[2] max jobs per call
--- ARGV[3] jitter seed
--- ARGV[4] notify channel {p}:{q}:notify
--- ARGV[5] idle ms: how long a queue may stay empty (no job in any state, not
+-- KEYS[8] {p}:{q}:jobs         KEYS[9] {p}:{q}:payloads
+-- KEYS[10] {p}:{q}:results      KEYS[11] {p}:{q}:idem
+-- KEYS[12] {p}:{q}:idem_expiry
+-- KEYS[13] {p}:{q}:acked        KEYS[14] {p}:{q}:acked_expiry
+-- ARGV[1] max jobs per call
+-- ARGV[2] jitter seed
+-- ARGV[3] notify channel {p}:{q}:notify
+-- ARGV[4] idle ms: how long a queue may stay empty (no job in any state, not
 --         paused) before it is reported idle; 0 = never
 -- Returns {reaped, next_expiry_in_ms, dead, skipped, idle}: idle is 1 when
--- the queue has been empty for ARGV[5] ms (the broker then drops it from the
+-- the queue has been empty for ARGV[4] ms (the broker then drops it from the
 -- registry, delete_queue.lua 'if empty'); next_expiry_in_ms is
 -- the ms until the earliest remaining lease expires (0 when more expired
 -- leases remain), or -1 when no job is active; dead is how many of the
 -- reaped jobs ran out of attempts (the others were scheduled for a retry);
--- skipped lists the ids with a missing or partial hash.
+-- skipped lists the ids with a missing or partial record.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): expired runs are
 -- settled (retried or dead) whatever the memory.
 local now = now_ms()
-math.randomseed(tonumber(ARGV[3]))
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[2]))
+math.randomseed(tonumber(ARGV[2]))
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[1]))
 local dead, skipped = 0, {}
 for _, id in ipairs(expired) do
-  local key = ARGV[1] .. id
-  local state = redis.call('HGET', key, 'state')
-  if state == 'active' then
-    local outcome = settle_failure(key, KEYS[1], KEYS[2], KEYS[3], ARGV[4], id, '',
+  local job = job_read(KEYS[8], id)
+  if job and job[F.state] == 'active' then
+    local outcome = settle_failure(KEYS[8], job, KEYS[1], KEYS[2], KEYS[3], ARGV[3], id, '',
                                    'lease expired', false, 0, now)
     if outcome ~= 'retry' then dead = dead + 1 end
     if outcome == 'corrupt' then skipped[#skipped + 1] = id end
   else
-    if not state then skipped[#skipped + 1] = id end
+    if not job or job[F.state] == nil then skipped[#skipped + 1] = id end
     redis.call('ZREM', KEYS[1], id)
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. int(now))
+trim_completed(KEYS[4], KEYS[8], KEYS[9], KEYS[10], now, TRIM_PER_REAP)
+trim_expired(KEYS[11], KEYS[12], now, TRIM_PER_REAP)
+trim_expired(KEYS[13], KEYS[14], now, TRIM_PER_REAP)
 
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_in = -1
 if #first > 0 then next_in = math.max(0, tonumber(first[2]) - now) end
 
 local idle = 0
-local idle_ms = tonumber(ARGV[5])
+local idle_ms = tonumber(ARGV[4])
 local mark = redis.call('GET', KEYS[7])
 if idle_ms > 0 and mark then
   local empty = #first == 0 and redis.call('ZCARD', KEYS[5]) == 0 and

@@ -5,7 +5,7 @@
 -- the undelivered lease can never Ack, Fail or extend. Every field it needs
 -- is read before the first write.
 --
--- KEYS[1] {p}:{q}:job:<id>
+-- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:ready
 -- ARGV[1] job id   ARGV[2] lease token of the undelivered claim
@@ -16,18 +16,18 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): gives back a job
 -- that was never delivered.
-local f = redis.call('HMGET', KEYS[1], 'state', 'lease_token', 'priority', 'available_at',
-                     'attempts')
-if not f[1] then return {'NOT_FOUND'} end
-if f[2] ~= ARGV[2] then return {'STALE'} end
-if f[1] ~= 'active' then return {'STATE', f[1]} end
-local priority, available_at = tonumber(f[3]), tonumber(f[4])
+local job = job_read(KEYS[1], ARGV[1])
+if not job then return {'NOT_FOUND'} end
+if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
+if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
+local priority, available_at = tonumber(job[F.priority]), tonumber(job[F.available_at])
 if not priority then return {'CORRUPT', 'priority'} end
 if not available_at then return {'CORRUPT', 'available_at'} end
-if not tonumber(f[5]) then return {'CORRUPT', 'attempts'} end
+if not tonumber(job[F.attempts]) then return {'CORRUPT', 'attempts'} end
 
-redis.call('HINCRBY', KEYS[1], 'attempts', -1)
-redis.call('HSET', KEYS[1], 'state', 'pending', 'lease_token', '', 'lease_expires_at', '0')
+job[F.attempts] = tonumber(job[F.attempts]) - 1
+job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
+job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], ready_score(priority, available_at), ARGV[1])
 redis.call('SPUBLISH', ARGV[3], 0)

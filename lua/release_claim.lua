@@ -9,9 +9,9 @@
 -- KEYS[1] {p}:{q}:claim:<claim id>
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:ready
--- ARGV[1] job key prefix {p}:{q}:job:
--- ARGV[2] claim id (the lease token prefix of the call)
--- ARGV[3] notify channel
+-- KEYS[4] {p}:{q}:jobs (job records)
+-- ARGV[1] claim id (the lease token prefix of the call)
+-- ARGV[2] notify channel
 -- Returns the number of jobs given back (0 when the record is gone: the
 -- call never ran, or its leases expired).
 --
@@ -19,22 +19,24 @@
 -- delivered.
 local record = redis.call('GET', KEYS[1])
 if not record then return 0 end
-local prefix = ARGV[2] .. '.'
+local prefix = ARGV[1] .. '.'
 local released = 0
 for id in string.gmatch(record, '%S+') do
-  local key = ARGV[1] .. id
-  local f = redis.call('HMGET', key, 'state', 'lease_token', 'priority', 'available_at',
-                       'attempts')
-  local priority, available_at = tonumber(f[3]), tonumber(f[4])
-  if f[1] == 'active' and f[2] and string.sub(f[2], 1, #prefix) == prefix and priority and
-      available_at and tonumber(f[5]) then
-    redis.call('HINCRBY', key, 'attempts', -1)
-    redis.call('HSET', key, 'state', 'pending', 'lease_token', '', 'lease_expires_at', '0')
+  local job = job_read(KEYS[4], id)
+  local priority = tonumber(job and job[F.priority])
+  local available_at = tonumber(job and job[F.available_at])
+  local token = job and job[F.lease_token]
+  if job and job[F.state] == 'active' and type(token) == 'string' and
+      string.sub(token, 1, #prefix) == prefix and priority and available_at and
+      tonumber(job[F.attempts]) then
+    job[F.attempts] = tonumber(job[F.attempts]) - 1
+    job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
+    job_write(KEYS[4], id, job)
     redis.call('ZREM', KEYS[2], id)
     redis.call('ZADD', KEYS[3], ready_score(priority, available_at), id)
     released = released + 1
   end
 end
 redis.call('DEL', KEYS[1])
-if released > 0 then redis.call('SPUBLISH', ARGV[3], 0) end
+if released > 0 then redis.call('SPUBLISH', ARGV[2], 0) end
 return released

@@ -2,11 +2,11 @@
 -- retry_dead.lua: moves dead jobs back to pending, due now, with attempts
 -- reset to 0 (the last error is kept), either the listed ids or the next
 -- batch of the dead set. Jobs that are not dead, or not of the wanted type,
--- are skipped; so is a job whose hash lacks its priority (nothing is written
+-- are skipped; so is a job whose record lacks its priority (nothing is written
 -- to it; it is reported).
 --
 -- A scan covers the dead set as it was when its first call ran: the first
--- call (ARGV[7] empty) takes every job that died at or before its Redis time
+-- call (ARGV[6] empty) takes every job that died at or before its Redis time
 -- T and no later, and answers the bound "(T" that the next calls pass back,
 -- so a job that dies again after being retried by this scan (its dead score
 -- is its new death time, > T or == T in the same millisecond, which the
@@ -14,28 +14,28 @@
 --
 -- KEYS[1] {p}:{q}:dead
 -- KEYS[2] {p}:{q}:ready
--- ARGV[1] job key prefix {p}:{q}:job:
--- ARGV[2] notify channel
--- ARGV[3] type filter ('' for every type)
--- ARGV[4] 'ids': ARGV[5..] are job ids
---         'scan': ARGV[5] offset among the dead jobs within the bound,
---                 ARGV[6] batch size, ARGV[7] bound ('' on the first call)
+-- KEYS[3] {p}:{q}:jobs (job records)
+-- ARGV[1] notify channel
+-- ARGV[2] type filter ('' for every type)
+-- ARGV[3] 'ids': ARGV[4..] are job ids
+--         'scan': ARGV[4] offset among the dead jobs within the bound,
+--                 ARGV[5] batch size, ARGV[6] bound ('' on the first call)
 -- Returns {moved, next_offset, bound, skipped}: next_offset (scan mode) is
 -- where the next batch starts, -1 when the scan is done (always -1 for ids);
--- bound is what the next call passes as ARGV[7]; skipped lists ids whose
--- hash lacks its priority.
+-- bound is what the next call passes as ARGV[6]; skipped lists ids whose
+-- record lacks its priority.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): it creates work; the broker answers RESOURCE_EXHAUSTED.
-local prefix, channel, type_filter = ARGV[1], ARGV[2], ARGV[3]
+local channel, type_filter = ARGV[1], ARGV[2]
 local now = now_ms()
 
 local ids, next_offset, bound = {}, -1, ''
-if ARGV[4] == 'ids' then
-  for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
+if ARGV[3] == 'ids' then
+  for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
-  local offset, batch = tonumber(ARGV[5]), tonumber(ARGV[6])
-  bound = ARGV[7]
+  local offset, batch = tonumber(ARGV[4]), tonumber(ARGV[5])
+  bound = ARGV[6]
   if bound == '' then
     -- Every job that died in this very millisecond, however many, then the
     -- earlier ones batch by batch.
@@ -50,19 +50,20 @@ end
 
 local moved, skipped = 0, {}
 for _, id in ipairs(ids) do
-  local key = prefix .. id
-  local f = redis.call('HMGET', key, 'state', 'type', 'priority')
-  local priority = tonumber(f[3])
-  local wanted = f[1] == 'dead' and (type_filter == '' or f[2] == type_filter)
+  local job = job_read(KEYS[3], id)
+  local priority = tonumber(job and job[F.priority])
+  local wanted = job ~= nil and job[F.state] == 'dead' and
+                 (type_filter == '' or job[F.type] == type_filter)
   if wanted and priority then
-    redis.call('HSET', key, 'state', 'pending', 'attempts', 0, 'available_at', int(now),
-               'finished_at', 0, 'lease_expires_at', 0, 'lease_token', '')
+    job[F.state], job[F.attempts], job[F.available_at] = 'pending', 0, now
+    job[F.finished_at], job[F.lease_expires_at], job[F.lease_token] = 0, 0, ''
+    job_write(KEYS[3], id, job)
     redis.call('ZREM', KEYS[1], id)
     redis.call('ZADD', KEYS[2], ready_score(priority, now), id)
     moved = moved + 1
   else
     if wanted then skipped[#skipped + 1] = id end
-    if next_offset >= 0 and ARGV[7] ~= '' then
+    if next_offset >= 0 and ARGV[6] ~= '' then
       next_offset = next_offset + 1  -- stays in the dead set: skip over it
     end
   end

@@ -6,15 +6,18 @@
 -- names it (as purge_dead.lua does).
 --
 -- KEYS[1] {p}:{q}:dead
--- ARGV[1] job key prefix {p}:{q}:job:
--- ARGV[2] idempotency key prefix {p}:{q}:idem:
--- ARGV[3] retention ms (0 = no age bound)
--- ARGV[4] max dead jobs kept (0 = no count bound)
--- ARGV[5] batch size
+-- KEYS[2] {p}:{q}:jobs         KEYS[3] {p}:{q}:payloads
+-- KEYS[4] {p}:{q}:results      KEYS[5] {p}:{q}:idem
+-- KEYS[6] {p}:{q}:idem_expiry
+-- ARGV[1] retention ms (0 = no age bound)
+-- ARGV[2] max dead jobs kept (0 = no count bound)
+-- ARGV[3] batch size
 -- Returns the number removed (the batch size when more may be left).
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
-local retention, max_kept, batch = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local retention, max_kept, batch = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local J = {jobs = KEYS[2], payloads = KEYS[3], results = KEYS[4], idem = KEYS[5],
+           idem_expiry = KEYS[6]}
 local ids = {}
 if retention > 0 then
   ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now_ms() - retention), 'LIMIT', 0, batch)
@@ -27,7 +30,7 @@ if max_kept > 0 and #ids < batch then
   end
 end
 for _, id in ipairs(ids) do
-  delete_job_hash(ARGV[1] .. id, ARGV[2], id)
+  delete_job(J, id)
   redis.call('ZREM', KEYS[1], id)
 end
 return #ids

@@ -59,42 +59,54 @@ TEST(BrokerProcessTest, EmbeddedRedisPersistsJobsAcrossRestarts) {
   std::filesystem::remove_all(dir);
 }
 
-// The broker checks Redis' hash-max-listpack-value on connect: at Redis'
-// default (64) a job hash with a larger payload loses the compact encoding,
-// so it warns; at 1024 it does not, and its embedded Redis runs with 1024.
-TEST(BrokerProcessTest, WarnsWhenRedisWouldStoreLargerPayloadsUncompacted) {
+// The broker checks the key layout marker on connect (docs/redis-layout.md,
+// "Layout versions"): a new Redis gets the marker with its first queue and no
+// error; queues registered without a marker (layout 1 or 2) are marked 2 and
+// logged as an error, by every later broker too.
+TEST(BrokerProcessTest, LogsAnErrorOnDataOfAnotherLayout) {
   const std::string dir =
-      (std::filesystem::temp_directory_path() / absl::StrCat("jobwire-listpack-", getpid()))
+      (std::filesystem::temp_directory_path() / absl::StrCat("jobwire-layout-", getpid()))
           .string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::string warning = R"("hash-max-listpack-value":"64")";
-  // The check is sent on connect, ahead of the Enqueue on the same Redis
-  // connection: once the Enqueue is answered, its log line is written.
-  auto log_of_broker = [&](int redis_port, std::vector<std::string> flags,
-                           const std::string& name) {
-    BrokerProcess broker(redis_port, std::move(flags));
+  const std::string error = R"("level":"error","msg":"redis holds jobwire)";
+  // The broker's log once an Enqueue has been answered and, when `want` is
+  // not empty, it shows up (the check's second read may come after it).
+  auto log_of_broker = [&](int redis_port, const std::string& name, const std::string& want) {
+    BrokerProcess broker(redis_port, {});
     broker.set_stderr_path(dir + "/" + name);
     absl::Status started = broker.Start();
     EXPECT_TRUE(started.ok()) << started;
-    if (started.ok()) MustEnqueue(*broker.NewStub(), MakeJob("listpack", "p"));
+    if (started.ok()) MustEnqueue(*broker.NewStub(), MakeJob("layout", "p"));
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while (!want.empty() && absl::Now() < deadline &&
+           ReadTextFile(dir + "/" + name).find(want) == std::string::npos) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
     broker.Stop();
     return ReadTextFile(dir + "/" + name);
   };
 
-  RedisServer redis;
-  JW_ASSERT_OK(redis.Start());
-  EXPECT_NE(log_of_broker(redis.port(), {}, "default.log").find(warning), std::string::npos)
-      << "no warning at Redis' default hash-max-listpack-value";
+  RedisServer fresh;
+  JW_ASSERT_OK(fresh.Start());
+  const std::string first = log_of_broker(fresh.port(), "fresh.log", "");
+  EXPECT_EQ(first.find(error), std::string::npos) << first;
+  EXPECT_EQ(fresh.Command("GET", "jw:layout")->str, "3");
+  const std::string again = log_of_broker(fresh.port(), "again.log", "");
+  EXPECT_EQ(again.find(error), std::string::npos) << again;
 
-  ASSERT_TRUE(redis.Command("CONFIG", "SET", "hash-max-listpack-value", "1024").ok());
-  const std::string tuned = log_of_broker(redis.port(), {}, "tuned.log");
-  EXPECT_EQ(tuned.find("hash-max-listpack-value"), std::string::npos) << tuned;
+  RedisServer old;
+  JW_ASSERT_OK(old.Start());
+  ASSERT_TRUE(old.Command("SADD", "jw:queues", "emails").ok());
+  const std::string unmarked = log_of_broker(old.port(), "unmarked.log", error);
+  EXPECT_NE(unmarked.find(error), std::string::npos) << unmarked;
+  EXPECT_NE(unmarked.find("layout 1 or 2"), std::string::npos) << unmarked;
 
-  const std::string embedded =
-      log_of_broker(0, {"--redis_url=", "--data_dir=" + dir + "/data"}, "embedded.log");
-  EXPECT_NE(embedded.find("redis connected"), std::string::npos) << embedded;
-  EXPECT_EQ(embedded.find("hash-max-listpack-value"), std::string::npos) << embedded;
+  // Marked, so that the next broker (which registered a queue meanwhile)
+  // reports it too.
+  EXPECT_EQ(old.Command("GET", "jw:layout")->str, "2");
+  const std::string other = log_of_broker(old.port(), "other.log", error);
+  EXPECT_NE(other.find(R"("layout":"2")"), std::string::npos) << other;
   std::filesystem::remove_all(dir);
 }
 

@@ -16,6 +16,7 @@
 #include "client/cpp/worker.h"
 #include "gtest/gtest.h"
 #include "tests/health_client.h"
+#include "tests/job_record.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::testing {
@@ -107,7 +108,8 @@ TEST(DrainTest, SigtermReportsNotServingEndsStreamsAndFinishesUnaryCalls) {
   int status = broker.Stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_LT(absl::Now() - term_at, absl::Seconds(6));
-  auto state = redis.Command("HGET", "jw:{drain}:job:" + response.job_id(), "state");
+  auto state = redis.CommandArgv(
+      testing::ReadJobFieldArgv(testing::JobsKey("jw", "drain"), response.job_id(), "state"));
   JW_ASSERT_OK(state.status());
   EXPECT_EQ(state->str, "pending");
 }

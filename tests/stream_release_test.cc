@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/job_record.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::testing {
@@ -139,7 +140,7 @@ TEST_F(StreamReleaseTest, DrainGivesBackTheJobsItWasNeverSent) {
   while (absl::Now() < deadline) {
     pending = 0;
     for (const std::string& id : ids_) {
-      auto state = redis_->Command("HGET", absl::StrCat("jw:{held}:job:", id), "state");
+      auto state = redis_->CommandArgv(testing::ReadJobFieldArgv(testing::JobsKey("jw", "held"), id, "state"));
       if (state.ok() && state->str == "pending") ++pending;
     }
     if (pending >= kJobs / 2) break;
@@ -147,7 +148,7 @@ TEST_F(StreamReleaseTest, DrainGivesBackTheJobsItWasNeverSent) {
   }
   EXPECT_GE(pending, kJobs / 2) << "jobs left ACTIVE behind a drained stream";
   for (const std::string& id : ids_) {
-    auto state = redis_->Command("HGET", absl::StrCat("jw:{held}:job:", id), "state");
+    auto state = redis_->CommandArgv(testing::ReadJobFieldArgv(testing::JobsKey("jw", "held"), id, "state"));
     ASSERT_TRUE(state.ok());
     EXPECT_NE(state->str, "dead") << id;
   }

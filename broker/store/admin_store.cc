@@ -41,23 +41,24 @@ void AdminStore::Stats(const std::string& queue, Callback<v1::QueueStats> done) 
 void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& request,
                           Callback<JobPage> done) const {
   Keys k = KeysFor(queue);
-  std::vector<std::string> keys;
+  std::vector<std::string> keys = {k.Jobs(), k.Payloads(), k.Results()};
   switch (request.state) {
     case v1::PENDING:
-      keys = {k.Ready(), k.Scheduled()};
+      keys.push_back(k.Ready());
+      keys.push_back(k.Scheduled());
       break;
     case v1::ACTIVE:
-      keys = {k.Active()};
+      keys.push_back(k.Active());
       break;
     case v1::COMPLETED:
-      keys = {k.Completed()};
+      keys.push_back(k.Completed());
       break;
     default:
-      keys = {k.Dead()};
+      keys.push_back(k.Dead());
       break;
   }
   scripts_->Eval(scripts_->Get("list_jobs"), std::move(keys),
-                 {k.JobPrefix(), absl::StrCat(request.offset), absl::StrCat(request.page_size),
+                 {absl::StrCat(request.offset), absl::StrCat(request.page_size),
                   request.newest_first ? "1" : "0", request.type,
                   absl::StrCat(request.scan_limit), absl::StrCat(request.max_bytes)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -67,7 +68,7 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
                    JobPage page;
                    page.next_offset = e[0].AsInt(-1);
                    for (size_t i = 1; i + 1 < e.size(); i += 2) {
-                     page.jobs.push_back(JobFromHash(queue, e[i].str, e[i + 1]));
+                     page.jobs.push_back(JobFromFields(queue, e[i].str, e[i + 1]));
                    }
                    done(std::move(page));
                  });
@@ -90,9 +91,9 @@ Callback<RedisReply> RetryReply(const std::string& queue, Callback<RetryBatch> d
 void AdminStore::RetryDeadIds(const std::string& queue, const std::vector<std::string>& ids,
                               const std::string& type, Callback<RetryBatch> done) const {
   Keys k = KeysFor(queue);
-  std::vector<std::string> args = {k.JobPrefix(), k.NotifyChannel(), type, "ids"};
+  std::vector<std::string> args = {k.NotifyChannel(), type, "ids"};
   args.insert(args.end(), ids.begin(), ids.end());
-  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready()}, std::move(args),
+  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready(), k.Jobs()}, std::move(args),
                  RetryReply(queue, std::move(done)));
 }
 
@@ -100,8 +101,8 @@ void AdminStore::RetryDeadScan(const std::string& queue, const std::string& type
                                int batch, const std::string& bound,
                                Callback<RetryBatch> done) const {
   Keys k = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready()},
-                 {k.JobPrefix(), k.NotifyChannel(), type, "scan", absl::StrCat(offset),
+  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready(), k.Jobs()},
+                 {k.NotifyChannel(), type, "scan", absl::StrCat(offset),
                   absl::StrCat(batch), bound},
                  RetryReply(queue, std::move(done)));
 }
@@ -125,8 +126,9 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
   scripts_->Eval(
       scripts_->Get("delete_queue"),
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
-       Keys::Registry(key_prefix_), k.Registered()},
-      {k.JobPrefix(), k.IdempotencyPrefix(), queue, mode, absl::StrCat(batch)},
+       Keys::Registry(key_prefix_), k.Registered(), k.Jobs(), k.Payloads(), k.Results(),
+       k.Idempotency(), k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry()},
+      {queue, mode, absl::StrCat(batch)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 2)) return done(absl::InternalError("bad delete_queue reply"));
@@ -146,8 +148,9 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
   Keys k = KeysFor(queue);
   scripts_->Eval(
       scripts_->Get("delete_job"),
-      {k.Job(job_id), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead()},
-      {job_id, k.IdempotencyPrefix()},
+      {k.Jobs(), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Payloads(),
+       k.Results(), k.Idempotency(), k.IdempotencyExpiry()},
+      {job_id},
       [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 1)) return done(absl::InternalError("bad delete_job reply"));
@@ -162,9 +165,10 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
 void AdminStore::PurgeDead(const std::string& queue, int64_t older_than_ms, int batch,
                            Callback<int64_t> done) const {
   Keys k = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("purge_dead"), {k.Dead()},
-                 {k.JobPrefix(), k.IdempotencyPrefix(), absl::StrCat(older_than_ms),
-                  absl::StrCat(batch)},
+  scripts_->Eval(scripts_->Get("purge_dead"),
+                 {k.Dead(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
+                  k.IdempotencyExpiry()},
+                 {absl::StrCat(older_than_ms), absl::StrCat(batch)},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    done(reply->AsInt());

@@ -1,8 +1,8 @@
 // Per-job completed retention against a real redis-server (enqueue.lua
-// stores it, ack.lua applies it): the hash's TTL and the completed index's
-// score (expiry), deletion on ack for retention 0 with its tombstone, the
-// index trimmed by expiry (ack.lua, reap.lua) and counted by expiry
-// (queue_stats.lua), and a job hash of layout 1 without the field.
+// stores it, ack.lua applies it): the completed index's score (expiry),
+// deletion on ack for retention 0 with its tombstone, the jobs deleted by
+// expiry (ack.lua, reap.lua) and counted by expiry (queue_stats.lua), and a
+// job record without the field.
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +52,17 @@ class CompletedRetentionStoreTest : public JobStoreTest {
     auto r = redis_.CommandArgv(argv);
     return r.ok() ? r->str : "";
   }
+  // Redis' clock, epoch ms.
+  int64_t RedisNowMs() {
+    auto r = redis_.Command("TIME");
+    if (!r.ok() || r->elements.size() != 2) return -1;
+    return std::stoll(r->elements[0].str) * 1000 + std::stoll(r->elements[1].str) / 1000;
+  }
+  // Ms until the ack tombstone of job `id` expires (its acked_expiry score).
+  int64_t TombstoneTtlMs(const std::string& queue, const std::string& id) {
+    const std::string expiry = String({"ZSCORE", KeysOf(queue).AckedExpiry(), id});
+    return expiry.empty() ? -100 : std::stoll(expiry) - RedisNowMs();
+  }
   int64_t CompletedCount(const std::string& queue) {
     auto stats = Sync<v1::QueueStats>([&](auto cb) { admin_->Stats(queue, cb); });
     EXPECT_TRUE(stats.ok()) << stats.status();
@@ -59,9 +70,9 @@ class CompletedRetentionStoreTest : public JobStoreTest {
   }
 };
 
-// The retention a job gets (its own, else the store's) is its hash's TTL
-// after the Ack, and its completed-index score is finish time + retention.
-TEST_F(CompletedRetentionStoreTest, RetentionIsTheHashTtlAndTheIndexScoreIsTheExpiry) {
+// The retention a job gets (its own, else the store's) makes its
+// completed-index score finish time + retention: when it is deleted.
+TEST_F(CompletedRetentionStoreTest, TheIndexScoreIsTheExpiry) {
   struct Case {
     std::string name;
     std::optional<int64_t> retention;
@@ -73,21 +84,19 @@ TEST_F(CompletedRetentionStoreTest, RetentionIsTheHashTtlAndTheIndexScoreIsTheEx
     SCOPED_TRACE(c.name);
     const std::string queue = "ttl-" + c.name;
     v1::ClaimedJob job = EnqueueAndClaim(queue, c.retention);
-    const std::string key = KeysOf(queue).Job(job.job().id());
-    EXPECT_EQ(String({"HGET", key, "completed_retention"}), std::to_string(c.want_ms));
+    const std::string& id = job.job().id();
+    EXPECT_EQ(JobField(queue, id, "completed_retention"), std::to_string(c.want_ms));
     auto acked = Ack(job);
     ASSERT_TRUE(acked.ok() && acked->status.ok());
-    const int64_t pttl = Integer({"PTTL", key});
-    EXPECT_GT(pttl, c.want_ms - 2000);
-    EXPECT_LE(pttl, c.want_ms);
-    const int64_t finished = std::stoll(String({"HGET", key, "finished_at"}));
+    EXPECT_EQ(Integer({"PTTL", KeysOf(queue).Jobs()}), -1);  // no key TTL: the index decides
+    const int64_t finished = std::stoll(JobField(queue, id, "finished_at"));
     EXPECT_EQ(String({"ZSCORE", KeysOf(queue).Completed(), job.job().id()}),
               std::to_string(finished + c.want_ms));
     EXPECT_EQ(CompletedCount(queue), 1);
   }
 }
 
-// Retention 0: the Ack deletes the hash and indexes nothing; a tombstone
+// Retention 0: the Ack deletes the job and indexes nothing; a tombstone
 // keeps the token until the lease would have ended plus the grace, so a
 // repeat answers OK (repeat) and another token FAILED_PRECONDITION.
 TEST_F(CompletedRetentionStoreTest, RetentionZeroDeletesOnAckAndARepeatStillAnswersOk) {
@@ -98,11 +107,11 @@ TEST_F(CompletedRetentionStoreTest, RetentionZeroDeletesOnAckAndARepeatStillAnsw
   ASSERT_TRUE(first.ok());
   EXPECT_TRUE(first->status.ok()) << first->status;
   EXPECT_FALSE(first->repeat);
-  EXPECT_EQ(Integer({"EXISTS", keys.Job(job.job().id())}), 0);
+  EXPECT_FALSE(HasJobRecord(queue, job.job().id()));
   EXPECT_EQ(Integer({"ZCARD", keys.Completed()}), 0);
   EXPECT_EQ(Integer({"ZCARD", keys.Active()}), 0);
-  EXPECT_EQ(String({"GET", keys.Acked(job.job().id())}), job.lease_token());
-  const int64_t pttl = Integer({"PTTL", keys.Acked(job.job().id())});
+  EXPECT_EQ(String({"HGET", keys.Acked(), job.job().id()}), job.lease_token());
+  const int64_t pttl = TombstoneTtlMs(queue, job.job().id());
   EXPECT_GT(pttl, 30000 + kAckTombstoneGraceMs - 2000);
   EXPECT_LE(pttl, 30000 + kAckTombstoneGraceMs);
 
@@ -119,8 +128,9 @@ TEST_F(CompletedRetentionStoreTest, RetentionZeroDeletesOnAckAndARepeatStillAnsw
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound) << read.status();
   EXPECT_EQ(CompletedCount(queue), 0);
 
-  // Once the tombstone is gone, the Ack is NOT_FOUND like any unknown job.
-  ASSERT_EQ(Integer({"DEL", keys.Acked(job.job().id())}), 1);
+  // Once the tombstone has expired, the Ack is NOT_FOUND like any unknown
+  // job, trimmed or not.
+  ASSERT_EQ(Integer({"ZADD", keys.AckedExpiry(), "1", job.job().id()}), 0);
   auto late = Ack(job);
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(late->status.code(), absl::StatusCode::kNotFound) << late->status;
@@ -134,14 +144,14 @@ TEST_F(CompletedRetentionStoreTest, TombstoneOfAnExpiredLeaseLastsTheGrace) {
   absl::SleepFor(absl::Milliseconds(20));
   auto acked = Ack(job);
   ASSERT_TRUE(acked.ok() && acked->status.ok());
-  const int64_t pttl = Integer({"PTTL", KeysOf(queue).Acked(job.job().id())});
+  const int64_t pttl = TombstoneTtlMs(queue, job.job().id());
   EXPECT_GT(pttl, kAckTombstoneGraceMs - 2000);
   EXPECT_LE(pttl, kAckTombstoneGraceMs);
 }
 
-// Entries expire by their own retention: a short one leaves the stats at
-// once (before any trim) and the index at the next reaper pass, a long one
-// stays.
+// Entries expire by their own retention: a short one leaves the stats and
+// GetJob at once (before any trim) and the index and the store at the next
+// reaper pass, a long one stays.
 TEST_F(CompletedRetentionStoreTest, TheIndexIsCountedAndTrimmedByExpiry) {
   const std::string queue = "mixed";
   v1::ClaimedJob short_job = EnqueueAndClaim(queue, 200);
@@ -150,25 +160,31 @@ TEST_F(CompletedRetentionStoreTest, TheIndexIsCountedAndTrimmedByExpiry) {
   ASSERT_TRUE(Ack(short_job).ok());
   EXPECT_EQ(CompletedCount(queue), 2);
   absl::SleepFor(absl::Milliseconds(400));
-  EXPECT_EQ(Integer({"EXISTS", KeysOf(queue).Job(short_job.job().id())}), 0);
+  auto read = Sync<v1::Job>([&](auto cb) { store_->GetJob(queue, short_job.job().id(), cb); });
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound) << read.status();
   EXPECT_EQ(Integer({"ZCARD", KeysOf(queue).Completed()}), 2);  // not trimmed yet
   EXPECT_EQ(CompletedCount(queue), 1);
   ASSERT_TRUE(Sync<ReapOutcome>([&](auto cb) { store_->Reap(queue, 100, cb); }).ok());
   EXPECT_EQ(Integer({"ZCARD", KeysOf(queue).Completed()}), 1);
   EXPECT_FALSE(String({"ZSCORE", KeysOf(queue).Completed(), long_job.job().id()}).empty());
+  EXPECT_FALSE(HasJobRecord(queue, short_job.job().id()));
+  EXPECT_TRUE(HasJobRecord(queue, long_job.job().id()));
 }
 
-// A job hash of layout 1 has no completed_retention field: the Ack gives it
-// the store's retention.
-TEST_F(CompletedRetentionStoreTest, AHashWithoutTheFieldGetsTheStoreRetention) {
+// A job record without the completed_retention field (a hand edit): the
+// Ack gives it the store's retention.
+TEST_F(CompletedRetentionStoreTest, ARecordWithoutTheFieldGetsTheStoreRetention) {
   const std::string queue = "old";
   v1::ClaimedJob job = EnqueueAndClaim(queue, 0);
-  const std::string key = KeysOf(queue).Job(job.job().id());
-  ASSERT_EQ(Integer({"HDEL", key, "completed_retention"}), 1);
+  const std::string& id = job.job().id();
+  WriteJobField(queue, id, "completed_retention", std::nullopt);
+  ASSERT_EQ(JobField(queue, id, "completed_retention"), "");
   auto acked = Ack(job);
   ASSERT_TRUE(acked.ok() && acked->status.ok());
-  EXPECT_EQ(String({"HGET", key, "state"}), "completed");
-  EXPECT_GT(Integer({"PTTL", key}), kDefaultRetentionMs - 2000);
+  EXPECT_EQ(JobField(queue, id, "state"), "completed");
+  const int64_t finished = std::stoll(JobField(queue, id, "finished_at"));
+  EXPECT_EQ(String({"ZSCORE", KeysOf(queue).Completed(), id}),
+            std::to_string(finished + kDefaultRetentionMs));
 }
 
 }  // namespace

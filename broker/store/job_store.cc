@@ -65,7 +65,7 @@ v1::JobState ParseState(const std::string& s) {
 
 }  // namespace
 
-v1::Job JobFromHash(const std::string& queue, const std::string& id, const RedisReply& fields) {
+v1::Job JobFromFields(const std::string& queue, const std::string& id, const RedisReply& fields) {
   v1::Job job;
   job.set_id(id);
   job.set_queue(queue);
@@ -101,29 +101,50 @@ std::string JobStore::NotifyChannel(const std::string& queue) const {
 }
 
 void JobStore::CheckRedisSettings() const {
-  client_->Command({"CONFIG", "GET", "hash-max-listpack-value"},
-                   [](absl::StatusOr<RedisReply> reply) {
-                     // An error reply or no CONFIG command: nothing to check.
-                     if (!reply.ok() || reply->type != RedisReply::Type::kArray ||
-                         reply->elements.size() != 2) {
-                       return;
-                     }
-                     const int64_t value = reply->elements[1].AsInt(-1);
-                     if (value < 0 || value >= kHashMaxListpackValue) return;
-                     base::Log(base::LogLevel::kWarning,
-                               "redis hash-max-listpack-value is low: a job whose payload "
-                               "exceeds it loses the compact encoding (a 200-byte payload: "
-                               "1,352 bytes instead of 496; docs/redis-layout.md)",
-                               {{"hash-max-listpack-value", absl::StrCat(value)},
-                                {"recommended", absl::StrCat(kHashMaxListpackValue)}});
-                   });
+  const std::string marker = Keys::Layout(options_.key_prefix);
+  const std::string want = absl::StrCat(kLayoutVersion);
+  client_->Command({"GET", marker}, [this, marker, want](absl::StatusOr<RedisReply> reply) {
+    if (!reply.ok() || reply->is_error()) return;  // the connection's own errors are logged
+    if (reply->type == RedisReply::Type::kString) {
+      if (reply->str == want) return;
+      base::Log(base::LogLevel::kError,
+                "redis holds jobwire data of another key layout; this broker does not read it "
+                "(docs/redis-layout.md, \"Layout versions\")",
+                {{"key", marker}, {"layout", reply->str}, {"expected", want}});
+      return;
+    }
+    client_->Command({"SCARD", Keys::Registry(options_.key_prefix)},
+                     [this, marker, want](absl::StatusOr<RedisReply> queues) {
+                       if (!queues.ok() || queues->is_error()) return;
+                       // No queue: a new Redis (RegisterQueue sets the marker).
+                       if (queues->integer == 0) return;
+                       // Queues but no marker: layout 1 or 2, unless a broker
+                       // of layout 3 registered one since the GET (it sets
+                       // the marker first): NX tells them apart, and leaves
+                       // the finding for every later connect to report.
+                       const int64_t count = queues->integer;
+                       client_->Command(
+                           {"SET", marker, "2", "NX"},
+                           [marker, want, count](absl::StatusOr<RedisReply> set) {
+                             if (!set.ok() || set->type != RedisReply::Type::kStatus) return;
+                             base::Log(base::LogLevel::kError,
+                                       "redis holds jobwire queues of key layout 1 or 2 (no "
+                                       "layout marker; now marked 2); this broker (layout 3) "
+                                       "does not read their jobs and drops their ids as missing "
+                                       "records: stop it and drain them with a broker of the "
+                                       "old version first (docs/redis-layout.md, \"Layout "
+                                       "versions\")",
+                                       {{"key", marker}, {"queues", absl::StrCat(count)},
+                                        {"expected", want}});
+                           });
+                     });
+  });
 }
 
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                        Callback<std::vector<EnqueueOutcome>> done) const {
   Keys keys = KeysFor(queue);
-  std::vector<std::string> args = {keys.JobPrefix(), keys.IdempotencyPrefix(),
-                                   absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel()};
+  std::vector<std::string> args = {absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel()};
   args.reserve(4 + 10 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
     const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
@@ -135,7 +156,9 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(retention)});
   }
   scripts_->Eval(scripts_->Get("enqueue"),
-                 {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered()}, std::move(args),
+                 {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
+                  keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry()},
+                 std::move(args),
                  [this, queue, count = jobs.size(),
                   done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -175,8 +198,8 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
   scripts_->Eval(
       scripts_->Get("claim"),
       {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
-       keys.Claim(claim_id)},
-      {keys.JobPrefix(), absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id, worker_id,
+       keys.Claim(claim_id), keys.Jobs(), keys.Payloads()},
+      {absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id, worker_id,
        absl::StrCat(kMaxClaimBytes)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
@@ -189,7 +212,7 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
         LogSkippedJobs(queue, "claim", reply->elements[2]);
         for (size_t i = 3; i + 1 < reply->elements.size(); i += 2) {
           v1::ClaimedJob claimed;
-          *claimed.mutable_job() = JobFromHash(queue, reply->elements[i].str, reply->elements[i + 1]);
+          *claimed.mutable_job() = JobFromFields(queue, reply->elements[i].str, reply->elements[i + 1]);
           for (size_t f = 0; f + 1 < reply->elements[i + 1].elements.size(); f += 2) {
             if (reply->elements[i + 1].elements[f].str == "lease_token") {
               claimed.set_lease_token(reply->elements[i + 1].elements[f + 1].str);
@@ -206,8 +229,8 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
                             Callback<int64_t> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("release_claim"),
-                 {keys.Claim(claim_id), keys.Active(), keys.Ready()},
-                 {keys.JobPrefix(), claim_id, keys.NotifyChannel()},
+                 {keys.Claim(claim_id), keys.Active(), keys.Ready(), keys.Jobs()},
+                 {claim_id, keys.NotifyChannel()},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (reply->type != RedisReply::Type::kInteger) {
@@ -220,8 +243,8 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
 void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
                    Callback<std::vector<AckOutcome>> done) const {
   Keys keys = KeysFor(queue);
-  std::vector<std::string> args = {keys.JobPrefix(), absl::StrCat(options_.completed_retention_ms),
-                                   keys.AckedPrefix(), absl::StrCat(kAckTombstoneGraceMs)};
+  std::vector<std::string> args = {absl::StrCat(options_.completed_retention_ms),
+                                   absl::StrCat(kAckTombstoneGraceMs)};
   std::vector<std::string> ids;
   args.reserve(4 + 3 * acks.size());
   ids.reserve(acks.size());
@@ -231,7 +254,9 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
     args.push_back(ack->result());
     ids.push_back(ack->job_id());
   }
-  scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed()}, std::move(args),
+  scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed(), keys.Jobs(), keys.Payloads(),
+                  keys.Results(), keys.Acked(), keys.AckedExpiry()},
+                 std::move(args),
                  [queue, ids = std::move(ids), done = std::move(done)](
                      absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -257,7 +282,7 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
   Keys keys = KeysFor(r.queue());
   scripts_->Eval(
       scripts_->Get("fail"),
-      {keys.Job(r.job_id()), keys.Active(), keys.Scheduled(), keys.Dead()},
+      {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead()},
       {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
        absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel()},
       [queue = r.queue(), id = r.job_id(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -273,7 +298,7 @@ void JobStore::ExtendLease(const std::string& queue, const std::string& job_id,
                            const std::string& token, int64_t lease_ms,
                            Callback<int64_t> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("extend_lease"), {keys.Job(job_id), keys.Active()},
+  scripts_->Eval(scripts_->Get("extend_lease"), {keys.Jobs(), keys.Active()},
                  {job_id, token, absl::StrCat(lease_ms)},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
@@ -289,7 +314,7 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
                       Callback<bool> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("cancel"),
-                 {keys.Job(job_id), keys.Ready(), keys.Scheduled(), keys.Dead()}, {job_id},
+                 {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead()}, {job_id},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "pending");
                    if (!checked.ok()) return done(checked.status());
@@ -300,7 +325,7 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
 void JobStore::Release(const std::string& queue, const std::string& job_id,
                        const std::string& token, Callback<bool> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("release"), {keys.Job(job_id), keys.Active(), keys.Ready()},
+  scripts_->Eval(scripts_->Get("release"), {keys.Jobs(), keys.Active(), keys.Ready()},
                  {job_id, token, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
@@ -313,8 +338,9 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("reap"),
                  {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed(), keys.Ready(),
-                  keys.Paused(), keys.Registered()},
-                 {keys.JobPrefix(), absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
+                  keys.Paused(), keys.Registered(), keys.Jobs(), keys.Payloads(), keys.Results(),
+                  keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry()},
+                 {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
                   absl::StrCat(options_.idle_queue_ttl_ms)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -327,10 +353,11 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
 
 void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("trim_dead"), {keys.Dead()},
-                 {keys.JobPrefix(), keys.IdempotencyPrefix(),
-                  absl::StrCat(options_.dead_retention_ms), absl::StrCat(options_.dead_max_per_queue),
-                  absl::StrCat(batch)},
+  scripts_->Eval(scripts_->Get("trim_dead"),
+                 {keys.Dead(), keys.Jobs(), keys.Payloads(), keys.Results(), keys.Idempotency(),
+                  keys.IdempotencyExpiry()},
+                 {absl::StrCat(options_.dead_retention_ms),
+                  absl::StrCat(options_.dead_max_per_queue), absl::StrCat(batch)},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (reply->type != RedisReply::Type::kInteger) {
@@ -343,7 +370,10 @@ void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> d
 void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) const {
   // The marker only once the registry entry is written, so that a set marker
   // implies the entry. It lives in the queue's slot, where enqueue.lua reads
-  // it.
+  // it. The layout marker goes first, on the same connection, so that a
+  // registered queue implies it (CheckRedisSettings).
+  client_->Command({"SET", Keys::Layout(options_.key_prefix), absl::StrCat(kLayoutVersion), "NX"},
+                   [](absl::StatusOr<RedisReply>) {});
   scripts_->Eval(
       scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)}, {queue},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -359,13 +389,18 @@ void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) cons
 
 void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                       Callback<v1::Job> done) const {
-  client_->Command({"HGETALL", KeysFor(queue).Job(job_id)},
+  Keys keys = KeysFor(queue);
+  scripts_->Eval(scripts_->Get("get_job"),
+                 {keys.Jobs(), keys.Payloads(), keys.Results(), keys.Completed()}, {job_id},
                    [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                      if (!reply.ok()) return done(reply.status());
+                     if (reply->type != RedisReply::Type::kArray) {
+                       return done(absl::InternalError("bad get_job reply"));
+                     }
                      if (reply->elements.empty()) {
                        return done(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")));
                      }
-                     done(JobFromHash(queue, job_id, *reply));
+                     done(JobFromFields(queue, job_id, *reply));
                    });
 }
 
@@ -383,7 +418,7 @@ void LogSkippedJobs(const std::string& queue, const std::string& script, const R
   if (ids.elements.empty()) return;
   std::vector<std::string> names;
   for (const RedisReply& id : ids.elements) names.push_back(id.str);
-  base::Log(base::LogLevel::kWarning, "job hash missing or partial; job skipped",
+  base::Log(base::LogLevel::kWarning, "job record missing or partial; job skipped",
             {{"queue", queue},
              {"script", script},
              {"jobs", absl::StrJoin(names, ",")},

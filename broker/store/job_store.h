@@ -24,13 +24,16 @@ namespace jobwire::store {
 template <typename T>
 using Callback = std::function<void(absl::StatusOr<T>)>;
 
-// The Redis setting hash-max-listpack-value that this store expects: with
-// it, a job hash whose payload (and every other value) is at most this many
-// bytes keeps Redis' compact listpack encoding. At Redis' default of 64, a
-// larger payload turns the hash into a hashtable: a pending job with a
-// 200-byte payload takes 1,352 bytes instead of 496 (MEMORY USAGE, Redis
-// 7.0). See docs/redis-layout.md.
+// The hash-max-listpack-value the embedded redis-server is started with
+// (broker/server/embedded_redis.cc). Layout 2 needed it (a job hash with a
+// longer value lost its compact encoding); layout 3 does not: a queue's
+// per-queue hashes are hashtables past 128 jobs whatever it is
+// (docs/redis-layout.md, "Memory"). Kept only while embedded_redis.cc uses it.
 inline constexpr int64_t kHashMaxListpackValue = 1024;
+
+// The Redis key layout this store reads and writes (docs/redis-layout.md),
+// recorded in <p>:layout.
+inline constexpr int64_t kLayoutVersion = 3;
 
 // A job deleted on Ack (completed retention 0) leaves a tombstone of its
 // lease token until its lease would have ended plus this long, so that a
@@ -99,9 +102,13 @@ class JobStore {
   // `client` and `scripts` must outlive the store.
   JobStore(RedisCommands* client, const ScriptRunner* scripts, StoreOptions options);
 
-  // Reads Redis' hash-max-listpack-value and logs a warning when it is below
-  // kHashMaxListpackValue (nothing when CONFIG is refused, as managed Redis
-  // services may do). Call after each connect.
+  // Checks the layout marker <p>:layout (Keys::Layout; RegisterQueue sets
+  // it): when it names another version than kLayoutVersion, logs an error
+  // saying so (docs/redis-layout.md, "Layout versions"); when it is missing
+  // while queues are registered (data of layout 1 or 2, which this store
+  // does not read), sets it to 2 (NX: unless a broker of this layout just
+  // registered a queue) and logs an error, so that every later connect
+  // reports it too. Writes nothing else. Call after each connect.
   void CheckRedisSettings() const;
 
   // enqueue.lua: stores `jobs`, every one of them in `queue`, in one script
@@ -152,12 +159,13 @@ class JobStore {
 
   // release.lua: gives back a claim that was never delivered (pending, due
   // now, attempt undone). NOT_FOUND, FAILED_PRECONDITION (the job moved on),
-  // DATA_LOSS (its hash lacks a field the release needs; nothing written).
+  // DATA_LOSS (its record lacks a field the release needs; nothing written).
   void Release(const std::string& queue, const std::string& job_id, const std::string& token,
                Callback<bool> done) const;
 
-  // reap.lua: settles up to `max_jobs` expired leases of `queue`, trims the
-  // expired entries of its completed index, and tells whether the queue has been
+  // reap.lua: settles up to `max_jobs` expired leases of `queue`, deletes up
+  // to 1000 completed jobs past their retention and trims up to 1000 expired
+  // idempotency keys and ack tombstones, and tells whether the queue has been
   // empty for options().idle_queue_ttl_ms.
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const;
 
@@ -166,13 +174,15 @@ class JobStore {
   // (oldest first); returns how many. REQUIRES: one of them is set.
   void TrimDead(const std::string& queue, int batch, Callback<int64_t> done) const;
 
-  // register_queue.lua: records `queue` in the registry, then sets the
-  // queue's registered marker. Enqueue calls it by itself whenever
+  // register_queue.lua: records `queue` in the registry (after setting the
+  // layout marker <p>:layout when missing), then sets the queue's
+  // registered marker. Enqueue calls it by itself whenever
   // enqueue.lua finds the marker missing (a new queue, or one deleted
   // since), so no broker needs to remember which queues it registered.
   void RegisterQueue(const std::string& queue, Callback<bool> done) const;
 
-  // HGETALL of the job. NOT_FOUND.
+  // get_job.lua: the job. NOT_FOUND when it has no record, or is completed
+  // and past its retention (not trimmed yet).
   void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
 
   // SMEMBERS of the registry.
@@ -192,11 +202,13 @@ class JobStore {
   const StoreOptions options_;
 };
 
-// Builds a Job from the flat field/value array of HGETALL. Exposed for tests.
-v1::Job JobFromHash(const std::string& queue, const std::string& id, const RedisReply& fields);
+// Builds a Job from the flat field/value array the scripts return for a job
+// (job_flat in lua/_lib.lua; the shape of layout 2's HGETALL). Exposed for
+// tests.
+v1::Job JobFromFields(const std::string& queue, const std::string& id, const RedisReply& fields);
 
 // Logs a warning naming the ids a script (`script`) skipped in `queue` for a
-// missing or partial job hash: `ids` is the script's array of them (nothing
+// missing or partial job record: `ids` is the script's array of them (nothing
 // when empty).
 void LogSkippedJobs(const std::string& queue, const std::string& script, const RedisReply& ids);
 

@@ -7,6 +7,7 @@
 
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "broker/store/redis_client.h"
 #include "broker/store/script_runner.h"
 #include "gtest/gtest.h"
+#include "tests/job_record.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::store {
@@ -38,7 +40,8 @@ class JobStoreTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(redis_.Start().ok());
     client_ = std::make_unique<RedisClient>(&loop_, RedisAddress{"127.0.0.1", redis_.port(), "", 0}, "test");
-    scripts_ = std::make_unique<ScriptRunner>(client_.get());
+    // Every script the store tests run fails on a key it did not declare.
+    scripts_ = std::make_unique<ScriptRunner>(client_.get(), /*check_declared_keys=*/true);
     store_ = std::make_unique<JobStore>(client_.get(), scripts_.get(), options_);
     admin_ = std::make_unique<AdminStore>(client_.get(), scripts_.get(), options_.key_prefix);
     loop_.Start();
@@ -107,6 +110,25 @@ class JobStoreTest : public ::testing::Test {
   }
 
   Keys KeysOf(const std::string& queue) const { return Keys(options_.key_prefix, queue); }
+
+  // Field `field` of job `id`'s record, read straight from Redis ("" when
+  // the record lacks it or there is no record).
+  std::string JobField(const std::string& queue, const std::string& id, const std::string& field) {
+    auto r = redis_.CommandArgv(testing::ReadJobFieldArgv(KeysOf(queue).Jobs(), id, field));
+    return r.ok() && !r->is_error() ? r->str : "";
+  }
+  // Whether job `id` has a record.
+  bool HasJobRecord(const std::string& queue, const std::string& id) {
+    auto r = redis_.Command("HEXISTS", KeysOf(queue).Jobs(), id);
+    return r.ok() && r->integer == 1;
+  }
+  // Damage by hand: rewrites job `id`'s record without field `field`, or
+  // with it set to `value`.
+  void WriteJobField(const std::string& queue, const std::string& id, const std::string& field,
+                     const std::optional<std::string>& value) {
+    auto r = redis_.CommandArgv(testing::WriteJobFieldArgv(KeysOf(queue).Jobs(), id, field, value));
+    ASSERT_TRUE(r.ok() && !r->is_error() && r->integer == 1) << field;
+  }
 
   StoreOptions options_;  // read by SetUp: a derived fixture may change it first
   testing::RedisServer redis_;

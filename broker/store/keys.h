@@ -1,21 +1,29 @@
-// Keys: the whole Redis key layout (version 2), in one place.
+// Keys: the whole Redis key layout (version 3), in one place.
 // docs/redis-layout.md is the written form of this file; change both
 // together, and bump the version in both when a key or field changes meaning.
 //
 // Every key of a queue carries the hash tag {queue}, so a queue lives in one
-// Redis Cluster slot and each script touches one slot:
-//   <p>:{<q>}:job:<id>     hash   one job (fields in docs/redis-layout.md)
+// Redis Cluster slot, and every script declares in KEYS every key it touches
+// (no key is built inside a script):
+//   <p>:{<q>}:jobs         hash   job id -> the job's record (cmsgpack; fields in docs)
+//   <p>:{<q>}:payloads     hash   job id -> payload (when not empty)
+//   <p>:{<q>}:results      hash   job id -> result of a completed job (when not empty)
 //   <p>:{<q>}:seq          string job id counter
 //   <p>:{<q>}:ready        zset   due pending jobs, by priority then due time
 //   <p>:{<q>}:scheduled    zset   pending jobs due later, by due time
 //   <p>:{<q>}:active       zset   leased jobs, by lease expiry
 //   <p>:{<q>}:completed    zset   completed jobs, by expiry (ack time + retention)
-//   <p>:{<q>}:acked:<id>   string lease token of a job deleted on ack (retention 0)
+//   <p>:{<q>}:acked        hash   job id -> lease token of a job deleted on ack (retention 0)
+//   <p>:{<q>}:acked_expiry zset   job id -> the tombstone's expiry
 //   <p>:{<q>}:dead         zset   dead jobs, by finish time
-//   <p>:{<q>}:idem:<key>   string job id of an idempotency key
+//   <p>:{<q>}:idem         hash   idempotency key -> job id
+//   <p>:{<q>}:idem_expiry  zset   idempotency key -> its expiry (end of the dedup window)
 //   <p>:{<q>}:paused       string exists while the queue is paused
+//   <p>:{<q>}:registered   string exists while the queue is in the registry
+//   <p>:{<q>}:claim:<cid>  string ids leased by one claim.lua call
 //   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
 //   <p>:queues             set    names of queues that have or had jobs
+//   <p>:layout             string the layout version of the data (3)
 #ifndef JOBWIRE_BROKER_STORE_KEYS_H_
 #define JOBWIRE_BROKER_STORE_KEYS_H_
 
@@ -29,19 +37,20 @@ class Keys {
  public:
   Keys(absl::string_view prefix, absl::string_view queue);
 
-  std::string Job(absl::string_view id) const { return job_prefix_ + std::string(id); }
-  const std::string& JobPrefix() const { return job_prefix_; }
+  std::string Jobs() const { return base_ + "jobs"; }
+  std::string Payloads() const { return base_ + "payloads"; }
+  std::string Results() const { return base_ + "results"; }
   std::string Seq() const { return base_ + "seq"; }
   std::string Ready() const { return base_ + "ready"; }
   std::string Scheduled() const { return base_ + "scheduled"; }
   std::string Active() const { return base_ + "active"; }
   std::string Completed() const { return base_ + "completed"; }
   std::string Dead() const { return base_ + "dead"; }
-  std::string Idempotency(absl::string_view key) const { return base_ + "idem:" + std::string(key); }
-  std::string IdempotencyPrefix() const { return base_ + "idem:"; }
-  // Tombstones of jobs deleted on ack: acked:<id> holds the lease token.
-  std::string Acked(absl::string_view id) const { return base_ + "acked:" + std::string(id); }
-  std::string AckedPrefix() const { return base_ + "acked:"; }
+  std::string Idempotency() const { return base_ + "idem"; }
+  std::string IdempotencyExpiry() const { return base_ + "idem_expiry"; }
+  // Tombstones of jobs deleted on ack: job id -> lease token, and their expiry.
+  std::string Acked() const { return base_ + "acked"; }
+  std::string AckedExpiry() const { return base_ + "acked_expiry"; }
   std::string Paused() const { return base_ + "paused"; }
   std::string Registered() const { return base_ + "registered"; }
   // The record of one claim.lua call, by its claim id (release_claim.lua).
@@ -52,10 +61,12 @@ class Keys {
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);
+  // <p>:layout, the version of the layout the data follows (not tied to one
+  // queue).
+  static std::string Layout(absl::string_view prefix);
 
  private:
-  std::string base_;        // <p>:{<q>}:
-  std::string job_prefix_;  // <p>:{<q>}:job:
+  std::string base_;  // <p>:{<q>}:
 };
 
 }  // namespace jobwire::store

@@ -15,6 +15,7 @@ namespace jobwire::store {
 namespace {
 
 constexpr absl::string_view kLibName = "_lib";
+constexpr absl::string_view kCheckKeysName = "_check_keys";
 
 // A script's first line when it is a Redis 7 shebang ("#!lua flags=..."),
 // without its newline; empty otherwise.
@@ -25,7 +26,7 @@ absl::string_view Shebang(absl::string_view source) {
 
 // Redis refuses a script without allow-oom while over its maxmemory (with
 // noeviction) with an error reply starting "OOM", which arrives from
-// RedisClient as INTERNAL "redis: OOM ...".
+// RedisCommands as INTERNAL "redis: OOM ...".
 bool IsOomRefusal(const absl::StatusOr<RedisReply>& reply) {
   if (reply.ok()) return reply->is_error() && absl::StartsWith(reply->str, "OOM ");
   if (reply.status().code() != absl::StatusCode::kInternal) return false;
@@ -43,13 +44,16 @@ std::string Sha1Hex(absl::string_view text) {
 
 }  // namespace
 
-ScriptRunner::ScriptRunner(RedisCommands* client) : client_(client) {
-  absl::string_view lib;
+ScriptRunner::ScriptRunner(RedisCommands* client, bool check_declared_keys) : client_(client) {
+  std::string lib;
+  absl::string_view check;
   for (const LuaSource& source : LuaSources()) {
-    if (source.name == kLibName) lib = source.text;
+    if (source.name == kLibName) lib = std::string(source.text);
+    if (source.name == kCheckKeysName) check = source.text;
   }
+  if (check_declared_keys) lib = absl::StrCat(check, "\n", lib);
   for (const LuaSource& source : LuaSources()) {
-    if (source.name == kLibName) continue;
+    if (absl::StartsWith(source.name, "_")) continue;
     Script script;
     script.name = std::string(source.name);
     // Redis reads the flags only from the very first line of the text.

@@ -28,8 +28,12 @@ struct Script {
 // Thread safety: Eval may be called from any thread.
 class ScriptRunner {
  public:
-  // Loads every embedded script. `client` must outlive the runner.
-  explicit ScriptRunner(RedisCommands* client);
+  // Loads every embedded script (lua/*.lua but those whose name starts with
+  // "_", which are helpers). `client` must outlive the runner. With
+  // `check_declared_keys` (tests only), lua/_check_keys.lua goes before each
+  // script: a command on a key the script did not declare in KEYS fails the
+  // script with an error naming the key (docs/redis-layout.md).
+  explicit ScriptRunner(RedisCommands* client, bool check_declared_keys = false);
 
   // The script built from lua/<name>.lua. REQUIRES: such a file exists.
   const Script& Get(absl::string_view name) const;

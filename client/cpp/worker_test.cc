@@ -16,6 +16,7 @@
 #include "client/cpp/worker_test_util.h"
 #include "gtest/gtest.h"
 #include "tests/fault_proxy.h"
+#include "tests/job_record.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::client {
@@ -78,9 +79,9 @@ class WorkerTest : public BrokerTest {
   // had expired: renewals and the Ack with the old token are refused, and the
   // broker's reaper retries the job within about a second.
   void RevokeLease(const std::string& id) {
-    const std::string job_key = absl::StrCat("jw:{q}:job:", id);
-    absl::StatusOr<RedisReply> reply = redis_->Command("HSET", job_key, "lease_token", "revoked");
-    ASSERT_TRUE(reply.ok() && !reply->is_error()) << job_key;
+    absl::StatusOr<RedisReply> reply = redis_->CommandArgv(
+        testing::WriteJobFieldArgv(testing::JobsKey("jw", "q"), id, "lease_token", "revoked"));
+    ASSERT_TRUE(reply.ok() && !reply->is_error() && reply->integer == 1) << id;
     reply = redis_->Command("ZADD", "jw:{q}:active", 0, id);
     ASSERT_TRUE(reply.ok() && !reply->is_error());
   }
@@ -216,8 +217,9 @@ TEST_F(WorkerTest, AcksFinishingTogetherShareAckBatchCalls) {
     EXPECT_EQ(WaitForState(id, kCompleted).result(), "done " + id);
   }
   EXPECT_EQ(outcomes_.WaitFor(kJobs).size(), static_cast<size_t>(kJobs));
-  // ack.lua runs ZREMRANGEBYSCORE once per call, and no other script does:
-  // with every ack sent on its own there would be 64 calls.
+  // ack.lua runs ZREMRANGEBYSCORE once per call (trimming the completed
+  // index), and no other script but reap.lua (once per pass): with every ack
+  // sent on its own there would be 64 calls.
   const int64_t ack_script_calls = CommandCalls("zremrangebyscore");
   EXPECT_GE(ack_script_calls, 1);
   EXPECT_LE(ack_script_calls, kJobs / 2);

@@ -77,8 +77,10 @@ def resolve_unknown(redis_port, uids):
     uids = list(uids)
     for k in range(0, len(uids), 200):
         chunk = uids[k:k + 200]
-        keys = [f"{KEY_PREFIX}:{{{QUEUE}}}:idem:{u}" for u in chunk]
-        for u, v in zip(chunk, redis_call(redis_port, "MGET", *keys, timeout=10)):
+        # Layout 3: the queue's idem hash, key -> job id (an expired key may
+        # linger until trimmed; the chaos run is far shorter than the window).
+        idem = f"{KEY_PREFIX}:{{{QUEUE}}}:idem"
+        for u, v in zip(chunk, redis_call(redis_port, "HMGET", idem, *chunk, timeout=10)):
             out[u] = v
     return out
 

@@ -214,8 +214,13 @@ def test_lost_lease_stops_renewal_and_is_reported(broker, client, queue, redis_u
         assert started.wait(10)
         # The lease changes hands, as if it had expired and been claimed again:
         # the next renewal is refused.
-        subprocess.run(["redis-cli", "-u", redis_url, "HSET", "jw:{%s}:job:%s" % (queue, job_id),
-                        "lease_token", "taken-over"], check=True, capture_output=True)
+        # The job's record is field job_id of jw:{queue}:jobs, packed with
+        # cmsgpack; lease_token is its field 7 (docs/redis-layout.md).
+        subprocess.run(["redis-cli", "-u", redis_url, "EVAL",
+                        "local r = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1])) "
+                        "r[7] = ARGV[2] redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(r))",
+                        "1", "jw:{%s}:jobs" % queue, job_id, "taken-over"],
+                       check=True, capture_output=True)
         wait_for(lambda: [r for r in caplog.records if "lost" in r.getMessage()], timeout=5,
                  what="the lost-lease warning")
         release.set()
