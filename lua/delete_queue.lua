@@ -2,9 +2,12 @@
 -- delete_queue.lua: removes a queue, a batch of jobs per call: every job of
 -- its sets (each with its idempotency key when that still names it), then,
 -- once they are empty, the paused flag, what is left of the job hashes
--- and the ack tombstones, the queue's registry entry and its
--- registered marker (so the next enqueue registers the queue again, through
--- whichever broker). The idempotency index stays: each key lasts its dedup
+-- and the ack tombstones, and its registered marker (so the next enqueue
+-- registers the queue again, through whichever broker). The registry entry
+-- is in another Redis Cluster slot: after DONE the broker removes it
+-- (unregister_queue.lua) and then adds it back if the marker exists again
+-- by then (an enqueue registered the queue meanwhile; docs/redis-layout.md,
+-- "The registry and Redis Cluster"). The idempotency index stays: each key lasts its dedup
 -- window, as it would have for a job whose retention ended, and expired keys
 -- are trimmed by the queue's next enqueue or reaper pass. The
 -- id counter (seq) is kept, so that a queue created again under the name
@@ -14,33 +17,31 @@
 --
 -- KEYS[1..5] {p}:{q}:ready, scheduled, active, completed, dead
 -- KEYS[6] {p}:{q}:paused
--- KEYS[7] {p}:queues (the registry; not hash-tagged, see docs/redis-layout.md)
--- KEYS[8] {p}:{q}:registered
--- KEYS[9] {p}:{q}:jobs         KEYS[10] {p}:{q}:payloads
--- KEYS[11] {p}:{q}:results      KEYS[12] {p}:{q}:idem
--- KEYS[13] {p}:{q}:idem_expiry
--- KEYS[14] {p}:{q}:acked        KEYS[15] {p}:{q}:acked_expiry
--- ARGV[1] queue name (its registry member)
--- ARGV[2] '1' to delete active jobs too, '0' not, 'empty' to remove the
+-- KEYS[7] {p}:{q}:registered
+-- KEYS[8] {p}:{q}:jobs         KEYS[9] {p}:{q}:payloads
+-- KEYS[10] {p}:{q}:results     KEYS[11] {p}:{q}:idem
+-- KEYS[12] {p}:{q}:idem_expiry
+-- KEYS[13] {p}:{q}:acked       KEYS[14] {p}:{q}:acked_expiry
+-- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all and is not paused (the
 --         reaper dropping an idle queue)
--- ARGV[3] batch size (jobs per call)
+-- ARGV[2] batch size (jobs per call)
 -- Returns {'ACTIVE', n} (refused: n jobs active, nothing removed) |
 -- {'BUSY', 0} ('empty' mode: the queue holds jobs or is paused) |
 -- {'MORE', removed} (call again) | {'DONE', removed}.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
-if ARGV[2] == 'empty' then
+if ARGV[1] == 'empty' then
   for i = 1, 6 do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
-elseif ARGV[2] ~= '1' then
+elseif ARGV[1] ~= '1' then
   local active = redis.call('ZCARD', KEYS[3])
   if active > 0 then return {'ACTIVE', active} end
 end
-local J = {jobs = KEYS[9], payloads = KEYS[10], results = KEYS[11], idem = KEYS[12],
-           idem_expiry = KEYS[13]}
-local left = tonumber(ARGV[3])
+local J = {jobs = KEYS[8], payloads = KEYS[9], results = KEYS[10], idem = KEYS[11],
+           idem_expiry = KEYS[12]}
+local left = tonumber(ARGV[2])
 local removed = 0
 for i = 1, 5 do
   if left <= 0 then break end
@@ -57,6 +58,5 @@ end
 -- No job is left in a set: what remains of the job hashes (records no set
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
-redis.call('DEL', KEYS[6], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[14], KEYS[15])
-redis.call('SREM', KEYS[7], ARGV[1])
+redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14])
 return {'DONE', removed}

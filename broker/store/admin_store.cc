@@ -15,7 +15,7 @@ bool IsArray(const RedisReply& reply, size_t min_size) {
 }  // namespace
 
 AdminStore::AdminStore(RedisCommands* client, const ScriptRunner* scripts, std::string key_prefix)
-    : scripts_(scripts), key_prefix_(std::move(key_prefix)) {}
+    : client_(client), scripts_(scripts), key_prefix_(std::move(key_prefix)) {}
 
 void AdminStore::Stats(const std::string& queue, Callback<v1::QueueStats> done) const {
   Keys k = KeysFor(queue);
@@ -126,10 +126,10 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
   scripts_->Eval(
       scripts_->Get("delete_queue"),
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
-       Keys::Registry(key_prefix_), k.Registered(), k.Jobs(), k.Payloads(), k.Results(),
-       k.Idempotency(), k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry()},
-      {queue, mode, absl::StrCat(batch)},
-      [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+       k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
+       k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry()},
+      {mode, absl::StrCat(batch)},
+      [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 2)) return done(absl::InternalError("bad delete_queue reply"));
         const std::string& code = reply->elements[0].str;
@@ -139,7 +139,33 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
               " active jobs; set force to delete them too")));
         }
         if (code == "BUSY") return done(std::make_pair(int64_t{0}, false));
-        done(std::make_pair(reply->elements[1].AsInt(), code == "DONE"));
+        const int64_t removed = reply->elements[1].AsInt();
+        if (code != "DONE") return done(std::make_pair(removed, false));
+        Unregister(queue, [removed, done = std::move(done)](absl::Status s) {
+          if (!s.ok()) return done(s);
+          done(std::make_pair(removed, true));
+        });
+      });
+}
+
+void AdminStore::Unregister(const std::string& queue, std::function<void(absl::Status)> done) const {
+  const std::string registry = Keys::Registry(key_prefix_);
+  scripts_->Eval(
+      scripts_->Get("unregister_queue"), {registry}, {queue},
+      [this, queue, registry, done = std::move(done)](absl::StatusOr<RedisReply> removed) mutable {
+        if (!removed.ok()) return done(removed.status());
+        // An enqueue that registered the queue after delete_queue.lua set
+        // its marker again: its entry must stay (JobStore::RegisterQueue).
+        client_->Command(
+            {"EXISTS", KeysFor(queue).Registered()},
+            [this, queue, registry, done = std::move(done)](absl::StatusOr<RedisReply> marker) mutable {
+              if (!marker.ok()) return done(marker.status());
+              if (marker->AsInt() == 0) return done(absl::OkStatus());
+              scripts_->Eval(scripts_->Get("register_queue"), {registry}, {queue},
+                             [done = std::move(done)](absl::StatusOr<RedisReply> added) {
+                               done(added.status());
+                             });
+            });
       });
 }
 

@@ -88,11 +88,15 @@ class AdminStore {
   void SetPaused(const std::string& queue, bool paused, Callback<bool> done) const;
 
  private:
-  // delete_queue.lua with ARGV[4] = `mode` ('1', '0' or 'empty').
+  // delete_queue.lua with ARGV[1] = `mode` ('1', '0' or 'empty').
   void RunDeleteQueue(const std::string& queue, const std::string& mode, int batch,
                       Callback<std::pair<int64_t, bool>> done) const;
+  // After delete_queue.lua's DONE: unregister_queue.lua, then the marker
+  // check that re-adds the entry for an enqueue that raced the deletion.
+  void Unregister(const std::string& queue, std::function<void(absl::Status)> done) const;
   Keys KeysFor(const std::string& queue) const { return Keys(key_prefix_, queue); }
 
+  RedisCommands* const client_;        // the marker check only
   const ScriptRunner* const scripts_;  // runs every call, on `client`
   const std::string key_prefix_;
 };

@@ -379,11 +379,21 @@ void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) cons
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         const bool added = reply->AsInt() == 1;
-        client_->Command({"SET", KeysFor(queue).Registered(), "1"},
-                         [added, done = std::move(done)](absl::StatusOr<RedisReply> set) {
-                           if (!set.ok()) return done(set.status());
-                           done(added);
-                         });
+        // Once more after the marker: a DeleteQueue whose unregister_queue.lua
+        // ran between the first SADD and the marker re-adds the entry only
+        // if it sees the marker, which may be set just after it looked.
+        // Whichever runs last, this SADD or its check, leaves the entry.
+        client_->Command(
+            {"SET", KeysFor(queue).Registered(), "1"},
+            [this, queue, added, done = std::move(done)](absl::StatusOr<RedisReply> set) mutable {
+              if (!set.ok()) return done(set.status());
+              scripts_->Eval(scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)},
+                             {queue},
+                             [added, done = std::move(done)](absl::StatusOr<RedisReply> again) {
+                               if (!again.ok()) return done(again.status());
+                               done(added);
+                             });
+            });
       });
 }
 

@@ -372,7 +372,7 @@ TEST_F(ScriptSafetyTest, NoScriptBuildsAKeyName) {
         const size_t close = text.find(')', at);
         if (comma == std::string::npos || (close != std::string::npos && close < comma)) continue;
         const std::string command = text.substr(at + strlen(call), comma - at - strlen(call));
-        if (command == "'PUBLISH'") continue;  // a channel, not a key
+        if (command == "'SPUBLISH'") continue;  // a shard channel, not a key
         size_t end = comma + 1;
         int depth = 0;
         for (; end < text.size(); ++end) {
@@ -557,6 +557,7 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"release_claim", finish_work},  {"reap", finish_work},
       {"cancel", finish_work},         {"set_paused", finish_work},
       {"delete_job", finish_work},     {"delete_queue", finish_work},
+      {"unregister_queue", finish_work},
       {"purge_dead", finish_work},     {"trim_dead", finish_work},
       {"queue_stats", read_only},      {"list_jobs", read_only},
       {"get_job", read_only},
