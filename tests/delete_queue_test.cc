@@ -56,7 +56,8 @@ class DeleteQueueTest : public BrokerTest {
   // their leases).
   std::vector<std::string> KeysOf(const std::string& queue) {
     std::vector<std::string> keys;
-    auto reply = redis_->Command("KEYS", absl::StrCat("jw:{", queue, "}:*"));
+    const std::string pattern = absl::StrCat("jw:{", queue, "}:*");
+    auto reply = RedisCommandFor(pattern, {"KEYS", pattern});
     if (reply.ok()) {
       for (const auto& e : reply->elements) {
         if (!absl::StrContains(e.str, "}:claim:")) keys.push_back(e.str);
@@ -130,9 +131,9 @@ TEST_F(DeleteQueueTest, RefusesActiveJobsUnlessForced) {
 // The queue is deleted through one replica and used again through another:
 // the other registers it again (no broker caches that a queue is registered).
 TEST_F(DeleteQueueTest, AQueueDeletedThroughOneReplicaIsRegisteredAgainByAnother) {
-  BrokerProcess other(redis_->port());
-  JW_ASSERT_OK(other.Start());
-  auto other_stub = other.NewStub();
+  std::unique_ptr<BrokerProcess> other = AnotherBroker();
+  JW_ASSERT_OK(other->Start());
+  auto other_stub = other->NewStub();
   const std::string q = "shared";
   MustEnqueue(*other_stub, MakeJob(q, "p"));
   ASSERT_TRUE(Listed(q));

@@ -346,23 +346,26 @@ RedisCluster* SharedCluster() {
 }  // namespace
 
 void BrokerTest::SetUp() {
-  std::vector<std::string> flags = broker_flags_;
-  std::string url;
   if (TestRedisIsCluster()) {
     cluster_ = SharedCluster();
     ASSERT_NE(cluster_, nullptr);
     auto flushed = RedisCommandOnEveryMaster({"FLUSHALL"});
     JW_ASSERT_OK(flushed.status());
-    url = cluster_->url();
-    flags.push_back("--redis_mode=cluster");
   } else {
     redis_ = std::make_unique<RedisServer>();
     JW_ASSERT_OK(redis_->Start());
   }
-  broker_ = std::make_unique<BrokerProcess>(redis_ ? redis_->port() : 0, flags);
-  if (!url.empty()) broker_->set_redis_url(url);
+  broker_ = AnotherBroker(broker_flags_);
   JW_ASSERT_OK(broker_->Start());
   stub_ = broker_->NewStub();
+}
+
+std::unique_ptr<BrokerProcess> BrokerTest::AnotherBroker(std::vector<std::string> flags) {
+  if (cluster_ == nullptr) return std::make_unique<BrokerProcess>(redis_->port(), std::move(flags));
+  flags.push_back("--redis_mode=cluster");
+  auto broker = std::make_unique<BrokerProcess>(0, std::move(flags));
+  broker->set_redis_url(cluster_->url());
+  return broker;
 }
 
 int64_t BrokerTest::RedisDbSize() {

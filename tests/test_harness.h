@@ -256,6 +256,10 @@ class BrokerTest : public ::testing::Test {
 
   void SetUp() override;
 
+  // Another broker (not started) on the same Redis as broker_, in the same
+  // mode, with `flags`.
+  std::unique_ptr<BrokerProcess> AnotherBroker(std::vector<std::string> flags = {});
+
   // The number of keys in the Redis under test (every master's DBSIZE
   // summed in cluster mode); -1 when a server does not answer.
   int64_t RedisDbSize();
