@@ -90,7 +90,9 @@ refuse "auth.existingSecret needs auth.tokensKey" --set redis.url=redis://r:6379
 refuse "redis.tls.clientCert=true needs redis.tls.existingSecret" --set redis.url=rediss://r:6380 --set redis.tls.clientCert=true
 refuse "redis.tls.* needs a rediss:// redis.url" --set redis.url=redis://r:6379 --set redis.tls.existingSecret=jobwire-redis-tls
 refuse "the in-chart Redis (redis.enabled) is plaintext" --set redis.enabled=true --set redis.tls.serverName=redis.example
-refuse "redis.mode must be standalone or sentinel" --set redis.url=redis://r:6379 --set redis.mode=cluster
+refuse "redis.mode must be standalone, sentinel or cluster" --set redis.url=redis://r:6379 --set redis.mode=replicated
+refuse "redis.sentinelMaster needs redis.mode=sentinel" --set redis.url=redis://r:6379 --set redis.mode=cluster --set redis.sentinelMaster=jobwire
+refuse "the in-chart Redis (redis.enabled) is standalone" --set redis.enabled=true --set redis.mode=cluster
 refuse "redis.mode=sentinel needs redis.sentinelMaster" --set redis.url=redis://s1:26379 --set redis.mode=sentinel
 refuse "redis.sentinelMaster needs redis.mode=sentinel" --set redis.url=redis://r:6379 --set redis.sentinelMaster=jobwire
 refuse "the in-chart Redis (redis.enabled) is standalone" --set redis.enabled=true --set redis.mode=sentinel --set redis.sentinelMaster=jobwire

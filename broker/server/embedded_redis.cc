@@ -13,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "broker/store/job_store.h"
 
 namespace jobwire::server {
 namespace {
@@ -73,9 +72,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::Start(
   std::vector<std::string> args = {redis_server_path, "--port", absl::StrCat(*port), "--bind",
                                    "127.0.0.1", "--dir", dir, "--appendonly", "yes",
                                    "--appendfsync", "everysec", "--save", "", "--logfile",
-                                   dir + "/redis.log", "--daemonize", "no",
-                                   "--hash-max-listpack-value",
-                                   absl::StrCat(store::kHashMaxListpackValue)};
+                                   dir + "/redis.log", "--daemonize", "no"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

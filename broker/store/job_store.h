@@ -24,12 +24,6 @@ namespace jobwire::store {
 template <typename T>
 using Callback = std::function<void(absl::StatusOr<T>)>;
 
-// The hash-max-listpack-value the embedded redis-server is started with
-// (broker/server/embedded_redis.cc). Layout 2 needed it (a job hash with a
-// longer value lost its compact encoding); layout 3 does not: a queue's
-// per-queue hashes are hashtables past 128 jobs whatever it is
-// (docs/redis-layout.md, "Memory"). Kept only while embedded_redis.cc uses it.
-inline constexpr int64_t kHashMaxListpackValue = 1024;
 
 // The Redis key layout this store reads and writes (docs/redis-layout.md),
 // recorded in <p>:layout.

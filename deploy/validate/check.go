@@ -550,11 +550,13 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 		}
 	}
 	// Sentinel mode: the URL's hosts are the sentinels, and the master's
-	// name must come with it (the broker exits otherwise).
+	// name must come with it (the broker exits otherwise). Cluster mode: the
+	// URL's hosts are seed nodes.
 	mode, hasMode := envValue(broker, "JOBWIRE_REDIS_MODE")
 	sentinel := hasMode && mode.Value == "sentinel"
-	if hasMode && mode.Value != "sentinel" && mode.Value != "standalone" {
-		c.errorf("%s: JOBWIRE_REDIS_MODE %q is not standalone or sentinel", cwho, mode.Value)
+	cluster := hasMode && mode.Value == "cluster"
+	if hasMode && mode.Value != "sentinel" && mode.Value != "standalone" && mode.Value != "cluster" {
+		c.errorf("%s: JOBWIRE_REDIS_MODE %q is not standalone, sentinel or cluster", cwho, mode.Value)
 	}
 	if _, hasMaster := envValue(broker, "JOBWIRE_REDIS_SENTINEL_MASTER"); hasMaster != sentinel {
 		c.errorf("%s: JOBWIRE_REDIS_SENTINEL_MASTER must be set exactly when JOBWIRE_REDIS_MODE is sentinel", cwho)
@@ -563,7 +565,7 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 		c.errorf("%s: JOBWIRE_REDIS_URL is not set (empty starts an embedded redis-server, which the image lacks)", cwho)
 	} else if e.ValueFrom == nil && !strings.HasPrefix(e.Value, "redis://") && !strings.HasPrefix(e.Value, "rediss://") {
 		c.errorf("%s: JOBWIRE_REDIS_URL %q is not a redis:// or rediss:// URL", cwho, e.Value)
-	} else if e.ValueFrom == nil && strings.Contains(redisURLHosts(e.Value), ",") && !sentinel {
+	} else if e.ValueFrom == nil && strings.Contains(redisURLHosts(e.Value), ",") && !sentinel && !cluster {
 		c.errorf("%s: JOBWIRE_REDIS_URL lists several hosts; the broker takes one (standalone Redis)", cwho)
 	} else if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef == nil {
 		c.errorf("%s: JOBWIRE_REDIS_URL must come from a value or a secretKeyRef", cwho)

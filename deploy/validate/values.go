@@ -58,8 +58,9 @@ func ValuesSecrets(data []byte) (map[string]bool, error) {
 // and a volume of that Secret; with redis.tls.existingSecret,
 // JOBWIRE_REDIS_TLS_CA (and _CERT/_KEY exactly when redis.tls.clientCert) and
 // a volume of that Secret; JOBWIRE_REDIS_TLS_SERVER_NAME equal to
-// redis.tls.serverName; JOBWIRE_REDIS_MODE and JOBWIRE_REDIS_SENTINEL_MASTER
-// (equal to redis.sentinelMaster) exactly when redis.mode is sentinel;
+// redis.tls.serverName; JOBWIRE_REDIS_MODE (equal to redis.mode) exactly
+// when redis.mode is sentinel or cluster, and JOBWIRE_REDIS_SENTINEL_MASTER
+// (equal to redis.sentinelMaster) exactly when it is sentinel;
 // without them, none of these variables.
 func CheckSecurityValues(objs []Object, values []byte) []error {
 	var v struct {
@@ -125,7 +126,11 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 			}
 			sentinel := v.Redis.Mode == "sentinel"
 			swhy := fmt.Sprintf("values redis.mode is %q", v.Redis.Mode)
-			want("JOBWIRE_REDIS_MODE", sentinel, swhy)
+			nonStandalone := v.Redis.Mode == "sentinel" || v.Redis.Mode == "cluster"
+			want("JOBWIRE_REDIS_MODE", nonStandalone, swhy)
+			if e, has := envValue(&ct, "JOBWIRE_REDIS_MODE"); has && e.Value != v.Redis.Mode {
+				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_MODE %q does not match values redis.mode %q", d.Name, e.Value, v.Redis.Mode))
+			}
 			if e, has := envValue(&ct, "JOBWIRE_REDIS_SENTINEL_MASTER"); has != sentinel || (has && e.Value != v.Redis.SentinelMaster) {
 				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_SENTINEL_MASTER does not match values redis.sentinelMaster %q (%s)", d.Name, v.Redis.SentinelMaster, swhy))
 			}

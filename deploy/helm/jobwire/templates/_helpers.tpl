@@ -101,17 +101,17 @@ Checks that exactly one Redis source is configured; fails the render otherwise.
 {{- if and $redisTls .Values.redis.url (not (hasPrefix "rediss://" .Values.redis.url)) }}
 {{- fail "jobwire: redis.tls.* needs a rediss:// redis.url (the broker refuses TLS files with redis://)" }}
 {{- end }}
-{{- if not (has .Values.redis.mode (list "standalone" "sentinel")) }}
-{{- fail (printf "jobwire: redis.mode must be standalone or sentinel, got %q" (toString .Values.redis.mode)) }}
+{{- if not (has .Values.redis.mode (list "standalone" "sentinel" "cluster")) }}
+{{- fail (printf "jobwire: redis.mode must be standalone, sentinel or cluster, got %q" (toString .Values.redis.mode)) }}
 {{- end }}
 {{- if and (eq .Values.redis.mode "sentinel") (not .Values.redis.sentinelMaster) }}
 {{- fail "jobwire: redis.mode=sentinel needs redis.sentinelMaster (the master's name)" }}
 {{- end }}
-{{- if and (eq .Values.redis.mode "standalone") .Values.redis.sentinelMaster }}
+{{- if and (ne .Values.redis.mode "sentinel") .Values.redis.sentinelMaster }}
 {{- fail "jobwire: redis.sentinelMaster needs redis.mode=sentinel" }}
 {{- end }}
-{{- if and (eq .Values.redis.mode "sentinel") .Values.redis.enabled }}
-{{- fail "jobwire: redis.mode=sentinel is for external sentinels; the in-chart Redis (redis.enabled) is standalone" }}
+{{- if and (ne .Values.redis.mode "standalone") .Values.redis.enabled }}
+{{- fail (printf "jobwire: redis.mode=%s is for an external Redis; the in-chart Redis (redis.enabled) is standalone" .Values.redis.mode) }}
 {{- end }}
 {{- end }}
 
