@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "broker/base/logging.h"
 
 namespace jobwire::store {
@@ -328,26 +329,31 @@ void RedisClient::Unsubscribe(const std::string& channel) {
     sub.resubscribe = false;
     if (sub.unsubscribing) return;
     sub.unsubscribing = true;
-    Send({"SUNSUBSCRIBE", channel});  // confirmed through OnPush
+    Send({sharded_ ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", channel});  // confirmed through OnPush
   });
 }
 
 void RedisClient::SendSubscribe(const std::string& channel) {
   subscribed_mode_ = true;
-  Send({"SSUBSCRIBE", channel});
+  Send({sharded_ ? "SSUBSCRIBE" : "SUBSCRIBE", channel});
 }
 
 bool RedisClient::OnPush(const redisReply& r) {
   if (r.type != REDIS_REPLY_ARRAY || r.elements != 3) return false;
   const absl::string_view kind = Str(r.element[0]);
-  if (kind != "smessage" && kind != "ssubscribe" && kind != "sunsubscribe") return false;
+  // Sharded: "smessage", "ssubscribe", "sunsubscribe"; classic without "s".
+  absl::string_view base = kind;
+  if (sharded_) {
+    if (!absl::ConsumePrefix(&base, "s")) return false;
+  }
+  if (base != "message" && base != "subscribe" && base != "unsubscribe") return false;
   const std::string channel(Str(r.element[1]));
   auto it = subscriptions_.find(channel);
   if (it == subscriptions_.end()) return true;
   Subscription& sub = it->second;
-  if (kind == "smessage") {
+  if (base == "message") {
     sub.handler(channel, std::string(Str(r.element[2])));
-  } else if (kind == "ssubscribe") {
+  } else if (base == "subscribe") {
     // Confirmed: anything published before this point was missed, so tell
     // the handler with an empty message that it should catch up.
     sub.handler(channel, std::string());

@@ -75,7 +75,8 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
 
   // Subscribes this connection to shard channel `channel` (SSUBSCRIBE:
   // sharded pub/sub, Redis 7, which a cluster keeps on the channel's shard;
-  // publishers use SPUBLISH) now (if connected) and after
+  // publishers use SPUBLISH; classic SUBSCRIBE after
+  // SetShardedPubSub(false)) now (if connected) and after
   // every reconnect. A connection with subscriptions must not be used for
   // Command. `handler` runs on the loop thread for each message. Subscribing
   // to a channel already subscribed does nothing, except while it is being
@@ -88,6 +89,11 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   void Unsubscribe(const std::string& channel) override;
   // Channels subscribed or being unsubscribed (for tests). Loop thread only.
   size_t subscription_count() const override { return subscriptions_.size(); }
+
+  // False: Subscribe uses classic pub/sub (SUBSCRIBE / UNSUBSCRIBE), for
+  // servers without sharded pub/sub (Redis Sentinel). Default true. Set
+  // before Start.
+  void SetShardedPubSub(bool sharded) { sharded_ = sharded; }
 
   // Runs on the loop thread after every successful (re)connect (Redis has
   // answered a first PING), after subscriptions are re-sent. Set before
@@ -149,6 +155,7 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   std::shared_ptr<const RedisTlsContext> tls_;
   std::function<void()> on_connected_;
   std::function<void()> on_disconnected_;
+  bool sharded_ = true;
   AddressSource address_source_;
 
   // Loop-thread state.

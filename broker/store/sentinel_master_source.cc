@@ -53,6 +53,8 @@ SentinelMasterSource::SentinelMasterSource(base::EventLoop* loop, SentinelOption
                                                       options_.tls_context));
     subscribers_.push_back(std::make_unique<RedisClient>(
         loop_, address, absl::StrCat("sentinel-", i, "-events"), options_.tls_context));
+    // Sentinels have classic pub/sub only (no SSUBSCRIBE).
+    subscribers_.back()->SetShardedPubSub(false);
     order_.push_back(i);
     commands_.back()->SetOnConnected([this] { OnFirstReachable(); });
   }
