@@ -26,7 +26,7 @@ for i, id in ipairs(ARGV) do
     fields = job_flat(job, redis.call('HGET', payloads, id) or nil,
                       redis.call('HGET', results, id) or nil)
     local expiry = tonumber(redis.call('ZSCORE', completed, id))
-    if job.state == 'completed' and expiry then
+    if job[F.state] == 'completed' and expiry then
       ttl = expiry - now
       if ttl <= 0 then fields = {} end
     end
