@@ -32,7 +32,7 @@ TEST_F(LifecycleTest, ConcurrentEnqueuesShareScriptCallsAndKeepTheirOwnOutcomes)
   const std::string queue = "coalesced";
   constexpr int kThreads = 32;
   constexpr int kPerThread = 25;
-  const int64_t publishes_before = CommandCalls(*redis_, "publish");
+  const int64_t publishes_before = CommandCalls(*redis_, "spublish");
   // Threads 0 and 1 send the same idempotency keys, so some pairs race
   // inside one script call and some across calls.
   struct Sent {
@@ -84,7 +84,7 @@ TEST_F(LifecycleTest, ConcurrentEnqueuesShareScriptCallsAndKeepTheirOwnOutcomes)
   EXPECT_EQ(ready->integer, jobs);
   // enqueue.lua publishes once per call that stores a job due now: one
   // publish per job would mean one script call per Enqueue.
-  const int64_t publishes = CommandCalls(*redis_, "publish") - publishes_before;
+  const int64_t publishes = CommandCalls(*redis_, "spublish") - publishes_before;
   EXPECT_GT(publishes, 0);
   EXPECT_LT(publishes, jobs) << "concurrent Enqueues were not coalesced";
 }
