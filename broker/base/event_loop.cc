@@ -100,6 +100,14 @@ void EventLoop::Disarm(TimerId id) {
   delete timer;
 }
 
+void EventLoop::RunInLoop(std::function<void()> fn) {
+  if (InLoopThread()) {
+    fn();
+  } else {
+    Post(std::move(fn));
+  }
+}
+
 bool EventLoop::InLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
 void EventLoop::OnWake(int, short, void* arg) { static_cast<EventLoop*>(arg)->RunPosted(); }

@@ -41,6 +41,8 @@ class EventLoop {
 
   // Runs `fn` on the loop thread, soon.
   void Post(std::function<void()> fn);
+  // Runs `fn` at once when called on the loop thread, else Post(fn).
+  void RunInLoop(std::function<void()> fn);
   // Runs `fn` on the loop thread after `delay` (at once when not positive),
   // unless cancelled first. Returns the timer's id (never 0).
   TimerId RunAfter(absl::Duration delay, std::function<void()> fn);

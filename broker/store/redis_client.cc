@@ -51,15 +51,7 @@ RedisClient::~RedisClient() {
 }
 
 void RedisClient::Start() {
-  RunInLoop([this] { Connect(); });
-}
-
-void RedisClient::RunInLoop(std::function<void()> fn) {
-  if (loop_->InLoopThread()) {
-    fn();
-  } else {
-    loop_->Post(std::move(fn));
-  }
+  loop_->RunInLoop([this] { Connect(); });
 }
 
 void RedisClient::Connect() {
@@ -122,7 +114,7 @@ void RedisClient::ScheduleReconnect() {
 }
 
 void RedisClient::Reconnect() {
-  RunInLoop([this] {
+  loop_->RunInLoop([this] {
     backoff_ = kMinBackoff;
     Drop("reconnect requested");
   });
@@ -238,7 +230,7 @@ void RedisClient::OnClose(const std::string& error, bool during_tls_handshake) {
 }
 
 void RedisClient::Command(std::vector<std::string> args, ReplyCallback callback) {
-  RunInLoop([this, args = std::move(args), callback = std::move(callback)]() mutable {
+  loop_->RunInLoop([this, args = std::move(args), callback = std::move(callback)]() mutable {
     if (!connected_) {
       callback(absl::UnavailableError(
           absl::StrCat("redis is not reachable at ", address_.host, ":", address_.port)));
@@ -302,7 +294,7 @@ void RedisClient::OnReply(const redisReply& reply) {
 }
 
 void RedisClient::Subscribe(const std::string& channel, MessageHandler handler) {
-  RunInLoop([this, channel, handler = std::move(handler)]() mutable {
+  loop_->RunInLoop([this, channel, handler = std::move(handler)]() mutable {
     auto [it, inserted] = subscriptions_.try_emplace(channel);
     Subscription& sub = it->second;
     if (!inserted) {
@@ -318,7 +310,7 @@ void RedisClient::Subscribe(const std::string& channel, MessageHandler handler) 
 }
 
 void RedisClient::Unsubscribe(const std::string& channel) {
-  RunInLoop([this, channel] {
+  loop_->RunInLoop([this, channel] {
     auto it = subscriptions_.find(channel);
     if (it == subscriptions_.end()) return;
     Subscription& sub = it->second;

@@ -131,7 +131,6 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
     bool resubscribe = false;
   };
 
-  void RunInLoop(std::function<void()> fn);
   void Connect();
   // Connects to address_ (after the address source answered, if any).
   void Open();

@@ -33,6 +33,15 @@ struct RedisClusterClient::Op {
   NodeAddress sent_to;                  // the node of the latest attempt
 };
 
+RedisAddress ClusterNodeAddress(const RedisAddress& seeds, const NodeAddress& node) {
+  RedisAddress a = seeds;
+  a.host = node.host;
+  a.port = node.port;
+  a.seeds = {{node.host, node.port}};
+  a.db = 0;
+  return a;
+}
+
 int CommandSlot(const std::vector<std::string>& args) {
   if (args.size() < 2) return -1;
   const std::string name = absl::AsciiStrToUpper(args[0]);
@@ -68,16 +77,8 @@ RedisClusterClient::~RedisClusterClient() {
   nodes_.clear();
 }
 
-void RedisClusterClient::RunInLoop(std::function<void()> fn) {
-  if (loop_->InLoopThread()) {
-    fn();
-  } else {
-    loop_->Post(std::move(fn));
-  }
-}
-
 void RedisClusterClient::Start() {
-  RunInLoop([this] {
+  loop_->RunInLoop([this] {
     std::vector<RedisEndpoint> seeds = seeds_.seeds;
     if (seeds.empty()) seeds.push_back({seeds_.host, seeds_.port});
     for (const RedisEndpoint& seed : seeds) NodeAt({seed.host, seed.port});
@@ -95,12 +96,8 @@ RedisClusterClient::Node& RedisClusterClient::NodeAt(const NodeAddress& address)
   node = std::make_unique<Node>();
   node->key = key;
   node->address = address;
-  RedisAddress a = seeds_;
-  a.host = address.host;
-  a.port = address.port;
-  a.seeds = {{address.host, address.port}};
-  a.db = 0;  // a cluster has database 0 only
-  node->client = std::make_unique<RedisClient>(loop_, std::move(a), absl::StrCat(name_, "@", key), tls_);
+  node->client = std::make_unique<RedisClient>(loop_, ClusterNodeAddress(seeds_, address),
+                                               absl::StrCat(name_, "@", key), tls_);
   node->client->SetOnConnected([this, key] { OnNodeReady(key); });
   node->client->SetOnDisconnected([this, key] { OnNodeLost(key); });
   node->client->Start();
@@ -108,7 +105,7 @@ RedisClusterClient::Node& RedisClusterClient::NodeAt(const NodeAddress& address)
 }
 
 void RedisClusterClient::Command(std::vector<std::string> args, ReplyCallback callback) {
-  RunInLoop([this, args = std::move(args), callback = std::move(callback)]() mutable {
+  loop_->RunInLoop([this, args = std::move(args), callback = std::move(callback)]() mutable {
     auto op = std::make_shared<Op>();
     op->slot = CommandSlot(args);
     op->args = std::move(args);

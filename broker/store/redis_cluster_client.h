@@ -107,7 +107,6 @@ class RedisClusterClient : public RedisCommands {
     base::EventLoop::TimerId wait_timer = 0;
   };
 
-  void RunInLoop(std::function<void()> fn);
   Node& NodeAt(const NodeAddress& address);
   void Send(std::shared_ptr<Op> op);
   void SendTo(Node& node, std::shared_ptr<Op> op);
@@ -148,6 +147,10 @@ class RedisClusterClient : public RedisCommands {
   int refreshes_ = 0;
   bool serving_ = false;
 };
+
+// The address of cluster node `node`: `seeds`' password, user and TLS, the
+// node's host and port, database 0 (a cluster has no other).
+RedisAddress ClusterNodeAddress(const RedisAddress& seeds, const NodeAddress& node);
 
 // The slot a command is routed by: the first key's (see above), or -1 for a
 // command without a key (PING, INFO, CONFIG, SCRIPT, CLUSTER, EVAL with no

@@ -17,23 +17,10 @@ RedisClusterSubscriber::RedisClusterSubscriber(base::EventLoop* loop, RedisClust
 
 RedisClusterSubscriber::~RedisClusterSubscriber() = default;
 
-void RedisClusterSubscriber::RunInLoop(std::function<void()> fn) {
-  if (loop_->InLoopThread()) {
-    fn();
-  } else {
-    loop_->Post(std::move(fn));
-  }
-}
-
 RedisClient& RedisClusterSubscriber::NodeAt(const NodeAddress& address) {
   std::unique_ptr<RedisClient>& node = nodes_[address.ToString()];
   if (node == nullptr) {
-    RedisAddress a = seeds_;
-    a.host = address.host;
-    a.port = address.port;
-    a.seeds = {{address.host, address.port}};
-    a.db = 0;
-    node = std::make_unique<RedisClient>(loop_, std::move(a),
+    node = std::make_unique<RedisClient>(loop_, ClusterNodeAddress(seeds_, address),
                                          absl::StrCat(name_, "@", address.ToString()), tls_);
     node->Start();
   }
@@ -41,7 +28,7 @@ RedisClient& RedisClusterSubscriber::NodeAt(const NodeAddress& address) {
 }
 
 void RedisClusterSubscriber::Subscribe(const std::string& channel, MessageHandler handler) {
-  RunInLoop([this, channel, handler = std::move(handler)]() mutable {
+  loop_->RunInLoop([this, channel, handler = std::move(handler)]() mutable {
     Channel& c = channels_[channel];
     c.handler = std::move(handler);
     Place(channel, c);
@@ -49,7 +36,7 @@ void RedisClusterSubscriber::Subscribe(const std::string& channel, MessageHandle
 }
 
 void RedisClusterSubscriber::Unsubscribe(const std::string& channel) {
-  RunInLoop([this, channel] {
+  loop_->RunInLoop([this, channel] {
     auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     if (!it->second.node.empty()) nodes_[it->second.node]->Unsubscribe(channel);

@@ -50,7 +50,6 @@ class RedisClusterSubscriber : public RedisSubscriptions {
     std::string node;  // where it is subscribed; empty before a slot map
   };
 
-  void RunInLoop(std::function<void()> fn);
   // Subscribes `channel` on its slot's master when that is not where it is.
   void Place(const std::string& channel, Channel& c);
   void Reconcile();
