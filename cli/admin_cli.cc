@@ -1,5 +1,7 @@
 #include "cli/admin_cli.h"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -108,6 +110,7 @@ absl::Status AdminCli::Stats(const std::string& queue) {
         << "completed:           " << q.completed() << "\n"
         << "dead:                " << q.dead() << "\n"
         << "paused:              " << (q.paused() ? "yes" : "no") << "\n"
+        << "partitions:          " << std::max(1, q.partitions()) << "\n"
         << "oldest due:          " << Age(q.oldest_due_age_ms()) << "\n";
   return absl::OkStatus();
 }
@@ -241,6 +244,37 @@ absl::Status AdminCli::Pause(const std::string& queue, bool paused) {
     *out_ << nlohmann::json{{"queue", queue}, {"paused", paused}}.dump() << "\n";
   } else {
     *out_ << "queue " << queue << (paused ? " paused" : " resumed") << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::SetPartitions(const std::string& queue, int partitions, bool create) {
+  grpc::Status status;
+  int before = 0;
+  if (create) {
+    v1::CreateQueueRequest request;
+    request.set_queue(queue);
+    request.set_partitions(partitions);
+    v1::CreateQueueResponse response;
+    status = admin_->CreateQueue(Context().get(), request, &response);
+  } else {
+    v1::UpdateQueueRequest request;
+    request.set_queue(queue);
+    request.set_partitions(partitions);
+    v1::UpdateQueueResponse response;
+    status = admin_->UpdateQueue(Context().get(), request, &response);
+    before = response.previous_partitions();
+  }
+  if (!status.ok()) return FromGrpc(status);
+  const int now = std::max(1, partitions);
+  if (json_) {
+    nlohmann::json out = {{"queue", queue}, {"partitions", now}};
+    if (!create) out["previous_partitions"] = before;
+    *out_ << out.dump() << "\n";
+  } else if (create) {
+    *out_ << "created queue " << queue << " with " << now << " partition(s)\n";
+  } else {
+    *out_ << "queue " << queue << ": " << before << " -> " << now << " partition(s)\n";
   }
   return absl::OkStatus();
 }

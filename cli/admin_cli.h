@@ -56,6 +56,8 @@ class AdminCli {
   absl::Status PurgeDead(const std::string& queue, int64_t older_than_ms);
   absl::Status DeleteQueue(const std::string& queue, bool force);
   absl::Status Pause(const std::string& queue, bool paused);
+  // CreateQueue (with `create`) or UpdateQueue with `partitions`.
+  absl::Status SetPartitions(const std::string& queue, int partitions, bool create);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);
 

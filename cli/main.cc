@@ -8,6 +8,8 @@
 //   jobwire purge-dead QUEUE [--older-than-ms MS]
 //   jobwire delete-queue QUEUE [--force]
 //   jobwire pause QUEUE / jobwire resume QUEUE
+//   jobwire create-queue QUEUE [--partitions P]
+//   jobwire update-queue QUEUE --partitions P
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //
 // --addr (default $JOBWIRE_ADDR, else localhost:50051) picks the broker;
@@ -111,6 +113,19 @@ int main(int argc, char** argv) {
   add_queue(resume);
   add_json(resume);
 
+  int partitions = 1;
+  CLI::App* create_queue = app.add_subcommand(
+      "create-queue", "create a queue (with --partitions, one spread over a Redis Cluster)");
+  add_queue(create_queue);
+  create_queue->add_option("--partitions", partitions, "1..256")->capture_default_str();
+  add_json(create_queue);
+  CLI::App* update_queue =
+      app.add_subcommand("update-queue", "raise a queue's partition count");
+  add_queue(update_queue);
+  update_queue->add_option("--partitions", partitions, "1..256, at least the current count")
+      ->required();
+  add_json(update_queue);
+
   jobwire::cli::EnqueueOptions enqueue_options;
   CLI::App* enqueue = app.add_subcommand("enqueue", "enqueue one job (for trying things out)");
   add_queue(enqueue);
@@ -153,6 +168,8 @@ int main(int argc, char** argv) {
     status = cli.PurgeDead(queue, older_than_ms);
   } else if (*pause || *resume) {
     status = cli.Pause(queue, static_cast<bool>(*pause));
+  } else if (*create_queue || *update_queue) {
+    status = cli.SetPartitions(queue, partitions, static_cast<bool>(*create_queue));
   } else if (*enqueue) {
     status = cli.Enqueue(queue, type, enqueue_options);
   }

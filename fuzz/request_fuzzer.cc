@@ -63,6 +63,7 @@ struct Stack {
   std::unique_ptr<store::JobStore> store;
   std::unique_ptr<store::AdminStore> admin_store;
   core::Metrics metrics;
+  std::unique_ptr<core::QueuePartitions> partitions;
   std::unique_ptr<core::Dispatcher> dispatcher;
   std::unique_ptr<core::JobLifecycle> lifecycle;
   std::unique_ptr<core::QueueAdmin> admin;
@@ -188,11 +189,15 @@ void Start() {
                                                    options);
   stack->admin_store = std::make_unique<store::AdminStore>(stack->commands.get(),
                                                            stack->scripts.get(), kPrefix);
-  stack->dispatcher = std::make_unique<core::Dispatcher>(&stack->loop, stack->store.get(),
-                                                         stack->subscriber.get(), &stack->metrics);
+  stack->partitions = std::make_unique<core::QueuePartitions>(stack->store.get());
+  stack->dispatcher = std::make_unique<core::Dispatcher>(
+      &stack->loop, stack->store.get(), stack->subscriber.get(), stack->partitions.get(),
+      &stack->metrics);
   stack->lifecycle = std::make_unique<core::JobLifecycle>(
-      stack->store.get(), stack->dispatcher.get(), &stack->metrics, core::LifecycleDefaults{});
-  stack->admin = std::make_unique<core::QueueAdmin>(stack->store.get(), stack->admin_store.get());
+      stack->store.get(), stack->partitions.get(), stack->dispatcher.get(), &stack->metrics,
+      core::LifecycleDefaults{});
+  stack->admin = std::make_unique<core::QueueAdmin>(stack->store.get(), stack->admin_store.get(),
+                                                    stack->partitions.get());
   stack->model = std::make_unique<JobModel>(options.completed_retention_ms);
   stack->loop.Start();
   stack->commands->Start();
@@ -381,7 +386,9 @@ bool RunAdmin(RequestKind kind, const uint8_t* data, size_t size) {
       if (!Parse(data, size, &r) || !service::ValidateListJobs(r).ok()) return false;
       store::JobPageRequest page;
       page.state = r.state();
-      page.offset = *service::ParsePageToken(r.page_token());
+      const service::PageToken token = *service::ParsePageToken(r.page_token());
+      page.partition = token.partition;
+      page.offset = token.offset;
       page.page_size = r.page_size() == 0 ? service::kDefaultPageSize : r.page_size();
       page.newest_first = !r.oldest_first();
       page.type = r.type();

@@ -22,9 +22,11 @@
 -- KEYS[10] {p}:{q}:results     KEYS[11] {p}:{q}:idem
 -- KEYS[12] {p}:{q}:idem_expiry
 -- KEYS[13] {p}:{q}:acked       KEYS[14] {p}:{q}:acked_expiry
+-- KEYS[15] {p}:{q}:partitions  (a created queue's count; 'empty' keeps such
+--          a queue, a deletion removes it)
 -- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
---         queue only if it holds no job at all and is not paused (the
---         reaper dropping an idle queue)
+--         queue only if it holds no job at all, is not paused and was not
+--         created with a partition count (the reaper dropping an idle queue)
 -- ARGV[2] batch size (jobs per call)
 -- Returns {'ACTIVE', n} (refused: n jobs active, nothing removed) |
 -- {'BUSY', 0} ('empty' mode: the queue holds jobs or is paused) |
@@ -32,7 +34,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if ARGV[1] == 'empty' then
-  for i = 1, 6 do
+  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15}) do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
 elseif ARGV[1] ~= '1' then
@@ -58,5 +60,5 @@ end
 -- No job is left in a set: what remains of the job hashes (records no set
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
-redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14])
+redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15])
 return {'DONE', removed}

@@ -15,7 +15,9 @@
 -- KEYS[8]  {p}:{q}:idem_expiry idempotency key -> expiry (Redis ms)
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
--- ARGV[3 + 10k .. 12 + 10k]: the k-th job (k = 0, 1, ...; at least one):
+-- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
+--          (docs/redis-layout.md, "Partitioned queues")
+-- ARGV[4 + 10k .. 13 + 10k]: the k-th job (k = 0, 1, ...; at least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
 --   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms,
@@ -34,14 +36,14 @@ local window = tonumber(ARGV[1])
 local out = {}
 local due_now = false
 local next_delay = nil
-for i = 3, #ARGV, 10 do
+for i = 4, #ARGV, 10 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
   if existing then
     out[#out + 1] = existing
     out[#out + 1] = 1
   else
-    local id = string.format('%012d', redis.call('INCR', KEYS[1]))
+    local id = string.format('%012d', redis.call('INCR', KEYS[1])) .. ARGV[3]
     local priority = tonumber(ARGV[i + 2])
     local available_at = now + tonumber(ARGV[i + 3])
     local run_at = tonumber(ARGV[i + 4])

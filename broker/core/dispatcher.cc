@@ -4,9 +4,11 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "broker/base/logging.h"
+#include "broker/store/keys.h"
 
 namespace jobwire::core {
 namespace {
@@ -18,8 +20,18 @@ constexpr int64_t kClaimRetryAfterOomMs = 1000;
 }  // namespace
 
 Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
-                       store::RedisSubscriptions* subscriber, Metrics* metrics, StreamLimits limits)
-    : loop_(loop), store_(store), subscriber_(subscriber), metrics_(metrics), limits_(limits) {}
+                       store::RedisSubscriptions* subscriber, QueuePartitions* partitions,
+                       Metrics* metrics, StreamLimits limits)
+    : loop_(loop),
+      store_(store),
+      subscriber_(subscriber),
+      partitions_(partitions),
+      metrics_(metrics),
+      limits_(limits) {
+  partitions_->SetOnGrown([this](const std::string& queue, int count) {
+    loop_->Post([this, queue, count] { OnPartitionsGrown(queue, count); });
+  });
+}
 
 std::string Dispatcher::LeaseKey(const std::string& queue, const std::string& job_id) {
   return absl::StrCat(queue, "\n", job_id);
@@ -50,9 +62,35 @@ absl::StatusOr<Dispatcher::SessionId> Dispatcher::Open(ClaimSpec spec,
     session_peer_[id] = spec.peer;
     ++open_sessions_;
   }
+  std::vector<std::string> queues = spec.queues;
   loop_->Post([this, id, spec = std::move(spec), sink = std::move(sink)]() mutable {
     DoOpen(id, std::move(spec), std::move(sink));
   });
+  // Then the partition counts (cached, or one read per queue): the session
+  // claims once it knows which partitions to read.
+  struct Counts {
+    absl::Mutex mu;
+    std::vector<int> partitions;
+    size_t remaining;
+    absl::Status error;
+  };
+  auto counts = std::make_shared<Counts>();
+  counts->partitions.assign(queues.size(), 1);
+  counts->remaining = queues.size();
+  for (size_t i = 0; i < queues.size(); ++i) {
+    partitions_->Lookup(queues[i], [this, id, i, counts](absl::StatusOr<int> count) {
+      {
+        absl::MutexLock lock(&counts->mu);
+        if (count.ok()) {
+          counts->partitions[i] = *count;
+        } else if (counts->error.ok()) {
+          counts->error = count.status();
+        }
+        if (--counts->remaining > 0) return;
+      }
+      loop_->Post([this, id, counts] { DoResolve(id, counts->error, counts->partitions); });
+    });
+  }
   return id;
 }
 
@@ -74,7 +112,10 @@ void Dispatcher::OnJobSettled(const std::string& queue, const std::string& job_i
   loop_->Post([this, queue, key = LeaseKey(queue, job_id), token, acked] {
     auto it = leases_.find(key);
     if (it == leases_.end() || it->second.token != token) return;
-    if (acked) metrics_->JobRunTime(queue, absl::Now() - it->second.claimed_at);
+    if (acked) {
+      metrics_->JobRunTime(std::string(store::QueueOfPartition(queue)),
+                           absl::Now() - it->second.claimed_at);
+    }
     SessionId id = it->second.session;
     ReleaseLease(key);
     OnSlotFreed(id);
@@ -85,7 +126,9 @@ void Dispatcher::ReturnUnsent(std::vector<v1::ClaimedJob> jobs) {
   if (jobs.empty()) return;
   loop_->Post([this, jobs = std::move(jobs)] {
     for (const v1::ClaimedJob& job : jobs) {
-      GiveBack(job.job().queue(), job.job().id(), job.lease_token());
+      // Delivered jobs name their queue; the id names the partition.
+      GiveBack(store::PartitionQueue(job.job().queue(), store::PartitionOfJobId(job.job().id())),
+               job.job().id(), job.lease_token());
     }
   });
 }
@@ -128,10 +171,13 @@ void Dispatcher::OnRedisReconnected() {
   loop_->Post([this] {
     ReleaseLostClaims();
     std::vector<SessionId> ids;
+    absl::flat_hash_set<std::string> read;
     for (const auto& [id, s] : sessions_) {
       if (!s->waiting.empty()) ids.push_back(id);
+      for (const Group& g : s->groups) read.insert(g.queue);
     }
     for (SessionId id : ids) Fill(id);
+    for (const std::string& queue : read) partitions_->Refresh(queue);
   });
 }
 
@@ -159,7 +205,38 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
   auto session = std::make_unique<Session>();
   session->spec = std::move(spec);
   session->sink = std::move(sink);
-  for (const std::string& queue : session->spec.queues) {
+  if (session->spec.max_age != absl::InfiniteDuration()) {
+    session->max_age_timer = loop_->RunAfter(session->spec.max_age, [this, id] {
+      if (Session* s = Find(id)) s->sink->Close(TooOld());
+    });
+  }
+  sessions_[id] = std::move(session);
+}
+
+void Dispatcher::DoResolve(SessionId id, const absl::Status& error,
+                           const std::vector<int>& partitions) {
+  Session* s = Find(id);
+  if (s == nullptr || shutting_down_) return;  // closed meanwhile
+  if (!error.ok()) {
+    s->sink->Close(error);  // which partitions to read is unknown: reconnect
+    return;
+  }
+  const size_t start = next_cursor_++;
+  for (size_t g = 0; g < s->spec.queues.size(); ++g) {
+    s->groups.push_back(Group{s->spec.queues[g], {}, 0});
+    AddPartitions(*s, g, partitions[g]);
+    s->groups[g].cursor = start % partitions[g];
+  }
+  Fill(id);
+}
+
+void Dispatcher::AddPartitions(Session& s, size_t g, int count) {
+  Group& group = s.groups[g];
+  for (int p = static_cast<int>(group.members.size()); p < count; ++p) {
+    const std::string queue = store::PartitionQueue(group.queue, p);
+    group.members.push_back(s.queues.size());
+    s.member_of.emplace_back(g, p);
+    s.queues.push_back(queue);
     QueueState& q = queues_[queue];
     if (q.streams++ == 0) {
       subscriber_->Subscribe(store_->NotifyChannel(queue),
@@ -168,13 +245,27 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
                              });
     }
   }
-  if (session->spec.max_age != absl::InfiniteDuration()) {
-    session->max_age_timer = loop_->RunAfter(session->spec.max_age, [this, id] {
-      if (Session* s = Find(id)) s->sink->Close(TooOld());
-    });
+}
+
+void Dispatcher::OnPartitionsGrown(const std::string& queue, int count) {
+  std::vector<SessionId> grown;
+  for (auto& [id, s] : sessions_) {
+    for (size_t g = 0; g < s->groups.size(); ++g) {
+      if (s->groups[g].queue != queue ||
+          static_cast<int>(s->groups[g].members.size()) >= count) {
+        continue;
+      }
+      Unwait(*s);  // Wait covers the new partitions once the fill is done
+      AddPartitions(*s, g, count);
+      grown.push_back(id);
+    }
   }
-  sessions_[id] = std::move(session);
-  Fill(id);
+  if (!grown.empty()) {
+    base::Log(base::LogLevel::kInfo, "claim streams read the new partitions of a queue",
+              {{"queue", queue}, {"partitions", absl::StrCat(count)},
+               {"streams", absl::StrCat(grown.size())}});
+  }
+  for (SessionId id : grown) Fill(id);
 }
 
 void Dispatcher::DoClose(SessionId id) {
@@ -192,7 +283,7 @@ void Dispatcher::DoClose(SessionId id) {
   std::vector<std::string> pass_on(s->woken_for.begin(), s->woken_for.end());
   // A queue no stream reads any more is forgotten: its subscription, timer
   // and state (so they do not grow with every queue ever read).
-  for (const std::string& queue : s->spec.queues) {
+  for (const std::string& queue : s->queues) {
     auto q = queues_.find(queue);
     if (q == queues_.end() || --q->second.streams > 0) continue;
     subscriber_->Unsubscribe(store_->NotifyChannel(queue));
@@ -211,7 +302,7 @@ void Dispatcher::OnSlotFreed(SessionId id) {
 
 void Dispatcher::Fill(SessionId id) {
   Session* s = Find(id);
-  if (s == nullptr || shutting_down_) return;
+  if (s == nullptr || shutting_down_ || s->groups.empty()) return;  // not resolved yet
   if (s->filling) {
     s->refill = true;
     return;
@@ -222,13 +313,20 @@ void Dispatcher::Fill(SessionId id) {
   s->refill = false;
   s->drained.clear();
   s->start_generation.clear();
-  for (const std::string& queue : s->spec.queues) {
+  for (const std::string& queue : s->queues) {
     s->start_generation.push_back(queues_[queue].generation);
+  }
+  // Queues in the stream's order; the partitions of each from its cursor.
+  s->order.clear();
+  for (const Group& g : s->groups) {
+    for (size_t m = 0; m < g.members.size(); ++m) {
+      s->order.push_back(g.members[(g.cursor + m) % g.members.size()]);
+    }
   }
   ClaimFrom(id, 0);
 }
 
-void Dispatcher::ClaimFrom(SessionId id, size_t index) {
+void Dispatcher::ClaimFrom(SessionId id, size_t pos) {
   Session* s = Find(id);
   if (s == nullptr) return;
   if (shutting_down_) {
@@ -236,15 +334,19 @@ void Dispatcher::ClaimFrom(SessionId id, size_t index) {
     return;
   }
   int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
-  const std::string& queue = s->spec.queues[index];
+  const size_t index = s->order[pos];
+  const std::string& queue = s->queues[index];
+  // The next claim of this queue starts at the partition after this one.
+  const auto [g, member] = s->member_of[index];
+  s->groups[g].cursor = (member + 1) % s->groups[g].members.size();
   std::string claim_id = store::JobStore::NewClaimId();
   store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id, claim_id,
-                [this, id, queue, index, claim_id](absl::StatusOr<store::ClaimOutcome> outcome) {
+                [this, id, queue, pos, claim_id](absl::StatusOr<store::ClaimOutcome> outcome) {
                   if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kUnavailable) {
                     // The script may have run with its reply lost.
                     lost_claims_.emplace_back(queue, claim_id);
                   }
-                  OnClaimed(id, queue, index, std::move(outcome));
+                  OnClaimed(id, queue, pos, std::move(outcome));
                 });
 }
 
@@ -260,7 +362,7 @@ void Dispatcher::GiveBack(const std::string& queue, const std::string& job_id,
   });
 }
 
-void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
+void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t pos,
                            absl::StatusOr<store::ClaimOutcome> outcome) {
   Session* s = Find(id);
   if (s == nullptr) {
@@ -298,8 +400,8 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t index,
     if (outcome->next_due_in_ms >= 0) ArmQueueTimer(queue, outcome->next_due_in_ms);
   }
   bool full = static_cast<int>(s->in_flight.size()) >= s->spec.max_in_flight;
-  if (!full && index + 1 < s->spec.queues.size()) {
-    ClaimFrom(id, index + 1);
+  if (!full && pos + 1 < s->order.size()) {
+    ClaimFrom(id, pos + 1);
     return;
   }
   FinishFill(id, *s);
@@ -325,11 +427,13 @@ bool Dispatcher::GrantAndDeliver(SessionId id, Session& s, const std::string& qu
   }
   ArmExpiryTimer();
   if (on_lease_granted_) on_lease_granted_(deadline);
+  const std::string name(store::QueueOfPartition(queue));
+  for (v1::ClaimedJob& job : jobs) job.mutable_job()->set_queue(name);
   if (!s.sink->Deliver(std::move(jobs))) {
     for (const auto& [job_id, lease_token] : granted) GiveBack(queue, job_id, lease_token);
     return false;
   }
-  for (const absl::Duration& wait : waits) metrics_->JobClaimed(queue, wait);
+  for (const absl::Duration& wait : waits) metrics_->JobClaimed(name, wait);
   return true;
 }
 
@@ -344,8 +448,12 @@ void Dispatcher::FinishFill(SessionId id, Session& s) {
   bool full = static_cast<int>(s.in_flight.size()) >= s.spec.max_in_flight;
   if (!full) {
     bool changed = s.refill;
-    for (size_t i = 0; i < s.spec.queues.size(); ++i) {
-      if (queues_[s.spec.queues[i]].generation != s.start_generation[i]) changed = true;
+    for (size_t i = 0; i < s.queues.size(); ++i) {
+      // A partition added during the fill was not claimed from.
+      if (i >= s.start_generation.size() ||
+          queues_[s.queues[i]].generation != s.start_generation[i]) {
+        changed = true;
+      }
     }
     if (changed) {
       loop_->Post([this, id] { Fill(id); });
@@ -358,7 +466,7 @@ void Dispatcher::FinishFill(SessionId id, Session& s) {
 
 void Dispatcher::Wait(SessionId id, Session& s) {
   if (!s.waiting.empty()) return;
-  for (const std::string& queue : s.spec.queues) {
+  for (const std::string& queue : s.queues) {
     auto& waiters = queues_[queue].waiters;
     s.waiting.push_back(waiters.insert(waiters.end(), id));
   }
@@ -366,7 +474,7 @@ void Dispatcher::Wait(SessionId id, Session& s) {
 
 void Dispatcher::Unwait(Session& s) {
   for (size_t i = 0; i < s.waiting.size(); ++i) {
-    queues_[s.spec.queues[i]].waiters.erase(s.waiting[i]);
+    queues_[s.queues[i]].waiters.erase(s.waiting[i]);
   }
   s.waiting.clear();
 }
@@ -392,6 +500,14 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
   // An empty message means "subscribed": anything published before was
   // missed, so treat it as due now.
   int64_t delay_ms = 0;
+  if (absl::StartsWith(message, "partitions:")) {  // set_partitions.lua, on partition 0
+    int count = 0;
+    if (absl::SimpleAtoi(message.substr(11), &count) && count >= 1 &&
+        count <= store::kMaxPartitions) {
+      partitions_->Set(queue, count);  // reports growth (OnPartitionsGrown)
+    }
+    return;
+  }
   if (!message.empty() && !absl::SimpleAtoi(message, &delay_ms)) return;
   if (delay_ms <= 0) {
     WakeOne(queue);

@@ -26,6 +26,16 @@
 // stream claims again then only if it was full, since a waiting stream
 // found its queues short and is woken when they are not.
 //
+// A partitioned queue (QueuePartitions) is read as all its partitions: the
+// stream subscribes to each and claims from them in turn, starting where its
+// previous claim of the queue left off (a cursor per stream and queue,
+// starting at a partition that rotates per stream), so that every P claims
+// of a stream visit all P partitions and none starves (docs/semantics.md,
+// "Partitioned queues"). A queue whose count grows (announced on partition
+// 0's channel as 'partitions:<P>', or read by QueuePartitions) gains the new
+// partitions in every open stream. Delivered jobs name the queue, not the
+// partition.
+//
 // Open admits a stream only while fewer than StreamLimits streams are open,
 // in all and from the stream's peer (its client connection), so that a flood
 // of Claim calls is refused (RESOURCE_EXHAUSTED) instead of exhausting
@@ -53,6 +63,7 @@
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
+#include "broker/core/queue_partitions.h"
 #include "broker/store/job_store.h"
 #include "broker/store/redis_subscriptions.h"
 #include "jobwire/v1/broker.pb.h"
@@ -73,7 +84,7 @@ class JobSink {
 };
 
 struct ClaimSpec {
-  std::vector<std::string> queues;  // served in this order
+  std::vector<std::string> queues;  // served in this order (queue names)
   int max_in_flight = 1;
   int64_t lease_ms = 30000;
   std::string worker_id;
@@ -96,10 +107,12 @@ class Dispatcher {
  public:
   using SessionId = uint64_t;
 
-  // `loop`, `store`, `subscriber` (a connection used only for pub/sub) and
-  // `metrics` must outlive the dispatcher.
-  Dispatcher(base::EventLoop* loop, const store::JobStore* store, store::RedisSubscriptions* subscriber,
-             Metrics* metrics, StreamLimits limits = {});
+  // `loop`, `store`, `subscriber` (a connection used only for pub/sub),
+  // `partitions` and `metrics` must outlive the dispatcher, which takes
+  // `partitions`' growth listener.
+  Dispatcher(base::EventLoop* loop, const store::JobStore* store,
+             store::RedisSubscriptions* subscriber, QueuePartitions* partitions, Metrics* metrics,
+             StreamLimits limits = {});
 
   // Starts delivering to `sink` until Close. Returns the session's id, or
   // RESOURCE_EXHAUSTED naming the limit when max_streams streams are open,
@@ -112,7 +125,7 @@ class Dispatcher {
 
   // Jobs a sink accepted (Deliver returned true) but will never send, since
   // its stream ended before they were written: each is given back to its
-  // queue (release.lua: pending, due now, attempt undone) unless its lease
+  // partition (release.lua: pending, due now, attempt undone) unless its lease
   // moved on meanwhile.
   void ReturnUnsent(std::vector<v1::ClaimedJob> jobs);
 
@@ -123,7 +136,8 @@ class Dispatcher {
     on_lease_granted_ = std::move(fn);
   }
 
-  // A job was acked (`acked`) or failed through this broker with `token`:
+  // A job of partition store name `queue` (store::PartitionQueue) was acked
+  // (`acked`) or failed through this broker with `token`:
   // frees the slot of the session that holds it, if any, and for an ack
   // records the claim-to-ack run time.
   void OnJobSettled(const std::string& queue, const std::string& job_id, const std::string& token,
@@ -133,7 +147,9 @@ class Dispatcher {
   void OnLeaseExtended(const std::string& queue, const std::string& job_id,
                        const std::string& token, int64_t lease_ms);
   // Redis is reachable again: the jobs of claims whose reply was lost are
-  // given back (release_claim.lua), then every waiting session claims.
+  // given back (release_claim.lua), then every waiting session claims, and
+  // the partition counts of the queues read are read again (a growth
+  // announced meanwhile was missed).
   void OnRedisReconnected();
 
   // Broker shutdown: claims nothing more, ends every open stream with
@@ -143,8 +159,8 @@ class Dispatcher {
 
   // Number of open sessions (for tests and metrics). Thread-safe.
   int64_t open_sessions() const { return open_sessions_.load(); }
-  // Queues some open session reads (each with a subscription and state).
-  // Loop thread only.
+  // Partitions some open session reads (each with a subscription and
+  // state). Loop thread only.
   size_t queues_tracked() const { return queues_.size(); }
 
  private:
@@ -154,8 +170,20 @@ class Dispatcher {
     absl::Time deadline;  // by the broker's clock
     absl::Time claimed_at;
   };
+  // The partitions of one queue a session reads.
+  struct Group {
+    std::string queue;
+    std::vector<size_t> members;  // indexes into Session::queues, by partition
+    size_t cursor = 0;            // the member the next claim starts at
+  };
   struct Session {
     ClaimSpec spec;
+    // The partitions read (store names), indexed like `waiting` and
+    // `start_generation`; grouped by queue in `groups` (spec.queues' order).
+    std::vector<std::string> queues;
+    std::vector<Group> groups;
+    std::vector<std::pair<size_t, size_t>> member_of;  // per queues[i]: (group, member)
+    std::vector<size_t> order;  // this fill's claims: indexes into `queues`
     std::shared_ptr<JobSink> sink;
     absl::flat_hash_set<std::string> in_flight;  // lease keys held
     bool filling = false;
@@ -176,6 +204,14 @@ class Dispatcher {
 
   // Loop thread only.
   void DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> sink);
+  // The partition counts of the session's queues are known (or could not be
+  // read: the stream ends with `error`): it reads them and claims.
+  void DoResolve(SessionId id, const absl::Status& error, const std::vector<int>& partitions);
+  // Adds partitions [members.size(), count) of group `g` to session `s`.
+  void AddPartitions(Session& s, size_t g, int count);
+  // A queue's partition count grew to `count`: every session reading it
+  // reads the new partitions too.
+  void OnPartitionsGrown(const std::string& queue, int count);
   void DoClose(SessionId id);
   void Fill(SessionId id);
   // A slot of session `id` was freed. A session waiting on its queues had
@@ -183,12 +219,13 @@ class Dispatcher {
   // nothing (a job that becomes due wakes it); only a session that is not
   // waiting (it was full, or is filling) claims again.
   void OnSlotFreed(SessionId id);
-  void ClaimFrom(SessionId id, size_t index);
+  // Claims from the partition at position `pos` of the fill's order.
+  void ClaimFrom(SessionId id, size_t pos);
   // Hands a claimed job that no stream will deliver back to its queue
   // (release.lua) and forgets its lease.
   void GiveBack(const std::string& queue, const std::string& job_id,
                 const std::string& lease_token);
-  void OnClaimed(SessionId id, const std::string& queue, size_t index,
+  void OnClaimed(SessionId id, const std::string& queue, size_t pos,
                  absl::StatusOr<store::ClaimOutcome> outcome);
   // Records the leases of `jobs` (claimed from `queue`, at least one) for
   // session `s` and hands them to its stream. When the stream has ended,
@@ -217,10 +254,12 @@ class Dispatcher {
   base::EventLoop* const loop_;
   const store::JobStore* const store_;
   store::RedisSubscriptions* const subscriber_;
+  QueuePartitions* const partitions_;
   Metrics* const metrics_;
   std::function<void(absl::Time)> on_lease_granted_;
   const StreamLimits limits_;
   std::atomic<SessionId> next_id_{1};
+  size_t next_cursor_ = 0;  // loop thread only: rotates each stream's first partition
   std::atomic<int64_t> open_sessions_{0};  // written under count_mu_
 
   absl::Mutex count_mu_;

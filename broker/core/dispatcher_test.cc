@@ -58,7 +58,9 @@ class DispatcherTest : public ::testing::Test {
     scripts_ = std::make_unique<store::ScriptRunner>(commands_.get());
     store_ = std::make_unique<store::JobStore>(commands_.get(), scripts_.get(),
                                                store::StoreOptions{});
-    dispatcher_ = std::make_unique<Dispatcher>(&loop_, store_.get(), subscriber_.get(), &metrics_);
+    partitions_ = std::make_unique<QueuePartitions>(store_.get());
+    dispatcher_ = std::make_unique<Dispatcher>(&loop_, store_.get(), subscriber_.get(),
+                                               partitions_.get(), &metrics_);
     loop_.Start();
     commands_->Start();
     subscriber_->Start();
@@ -108,6 +110,7 @@ class DispatcherTest : public ::testing::Test {
   std::unique_ptr<store::RedisClient> subscriber_;
   std::unique_ptr<store::ScriptRunner> scripts_;
   std::unique_ptr<store::JobStore> store_;
+  std::unique_ptr<QueuePartitions> partitions_;
   std::unique_ptr<Dispatcher> dispatcher_;
 };
 

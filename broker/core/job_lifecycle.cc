@@ -1,14 +1,62 @@
 #include "broker/core/job_lifecycle.h"
 
+#include <map>
+#include <memory>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "broker/base/logging.h"
+#include "broker/store/keys.h"
 
 namespace jobwire::core {
+namespace {
 
-JobLifecycle::JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, Metrics* metrics,
-                           LifecycleDefaults defaults)
+// Gathers the answers of one call per partition into one vector in the
+// caller's order; the first error wins. The last answer finishes.
+template <typename T>
+class Gatherer {
+ public:
+  Gatherer(size_t size, size_t calls, store::Callback<std::vector<T>> done)
+      : out_(size), remaining_(calls), done_(std::move(done)) {}
+
+  // One call's answers, for the caller's positions `index`.
+  void Add(const std::vector<size_t>& index, absl::StatusOr<std::vector<T>> answers) {
+    bool last = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!answers.ok()) {
+        if (error_.ok()) error_ = answers.status();
+      } else {
+        for (size_t i = 0; i < index.size() && i < answers->size(); ++i) {
+          out_[index[i]] = std::move((*answers)[i]);
+        }
+      }
+      last = --remaining_ == 0;
+    }
+    if (!last) return;
+    if (!error_.ok()) return done_(error_);
+    done_(std::move(out_));
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<T> out_;
+  absl::Status error_;
+  size_t remaining_;
+  store::Callback<std::vector<T>> done_;
+};
+
+// The store name of the partition holding `job_id` of `queue`.
+std::string PartitionOf(const std::string& queue, const std::string& job_id) {
+  return store::PartitionQueue(queue, store::PartitionOfJobId(job_id));
+}
+
+}  // namespace
+
+JobLifecycle::JobLifecycle(const store::JobStore* store, QueuePartitions* partitions,
+                           Dispatcher* dispatcher, Metrics* metrics, LifecycleDefaults defaults)
     : store_(store),
+      partitions_(partitions),
       dispatcher_(dispatcher),
       metrics_(metrics),
       defaults_(defaults),
@@ -23,7 +71,33 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
       job.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, job.backoff_base_ms()));
     }
   }
-  enqueues_.Enqueue(queue, std::move(jobs),
+  partitions_->Lookup(queue, [this, queue, jobs = std::move(jobs),
+                              done = std::move(done)](absl::StatusOr<int> count) mutable {
+    if (!count.ok()) return done(count.status());
+    if (*count == 1) return EnqueueTo(queue, queue, std::move(jobs), std::move(done));
+    // partition -> (positions in `jobs`, the jobs)
+    std::map<int, std::pair<std::vector<size_t>, std::vector<v1::EnqueueRequest>>> parts;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      auto& part = parts[partitions_->Pick(jobs[i], *count)];
+      part.first.push_back(i);
+      part.second.push_back(std::move(jobs[i]));
+    }
+    auto gather = std::make_shared<Gatherer<store::EnqueueOutcome>>(jobs.size(), parts.size(),
+                                                                     std::move(done));
+    for (auto& [partition, part] : parts) {
+      EnqueueTo(queue, store::PartitionQueue(queue, partition), std::move(part.second),
+                [gather, index = std::move(part.first)](
+                    absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
+                  gather->Add(index, std::move(result));
+                });
+    }
+  });
+}
+
+void JobLifecycle::EnqueueTo(const std::string& queue, const std::string& partition_queue,
+                             std::vector<v1::EnqueueRequest> jobs,
+                             store::Callback<std::vector<store::EnqueueOutcome>> done) {
+  enqueues_.Enqueue(partition_queue, std::move(jobs),
                     [this, queue, done = std::move(done)](
                         absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
                       if (result.ok()) {
@@ -37,11 +111,33 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
 
 void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
                        store::Callback<std::vector<absl::Status>> done) {
+  // partition -> (positions in `acks`, the acks)
+  std::map<int, std::pair<std::vector<size_t>, std::vector<const v1::AckRequest*>>> parts;
+  for (size_t i = 0; i < acks.size(); ++i) {
+    auto& part = parts[store::PartitionOfJobId(acks[i]->job_id())];
+    part.first.push_back(i);
+    part.second.push_back(acks[i]);
+  }
+  if (parts.size() == 1) {
+    return AckIn(queue, store::PartitionQueue(queue, parts.begin()->first), acks, std::move(done));
+  }
+  auto gather = std::make_shared<Gatherer<absl::Status>>(acks.size(), parts.size(), std::move(done));
+  for (auto& [partition, part] : parts) {
+    AckIn(queue, store::PartitionQueue(queue, partition), part.second,
+          [gather, index = std::move(part.first)](absl::StatusOr<std::vector<absl::Status>> result) {
+            gather->Add(index, std::move(result));
+          });
+  }
+}
+
+void JobLifecycle::AckIn(const std::string& queue, const std::string& partition_queue,
+                         const std::vector<const v1::AckRequest*>& acks,
+                         store::Callback<std::vector<absl::Status>> done) {
   std::vector<std::pair<std::string, std::string>> refs;  // (job id, lease token)
   refs.reserve(acks.size());
   for (const v1::AckRequest* ack : acks) refs.emplace_back(ack->job_id(), ack->lease_token());
-  store_->Ack(queue, acks,
-              [this, queue, refs = std::move(refs),
+  store_->Ack(partition_queue, acks,
+              [this, queue, partition_queue, refs = std::move(refs),
                done = std::move(done)](absl::StatusOr<std::vector<store::AckOutcome>> result) {
                 if (!result.ok()) return done(result.status());
                 std::vector<absl::Status> statuses;
@@ -51,7 +147,7 @@ void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::Ack
                   statuses.push_back(ack.status);
                   if (!ack.status.ok() || ack.repeat) continue;
                   metrics_->JobAcked(queue);
-                  dispatcher_->OnJobSettled(queue, refs[i].first, refs[i].second,
+                  dispatcher_->OnJobSettled(partition_queue, refs[i].first, refs[i].second,
                                             /*acked=*/true);
                 }
                 done(std::move(statuses));
@@ -59,12 +155,14 @@ void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::Ack
 }
 
 void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::FailOutcome> done) {
-  store_->Fail(request, [this, queue = request.queue(), id = request.job_id(),
-                         token = request.lease_token(),
-                         done = std::move(done)](absl::StatusOr<store::FailOutcome> result) {
+  v1::FailRequest in_partition = request;
+  in_partition.set_queue(PartitionOf(request.queue(), request.job_id()));
+  store_->Fail(in_partition, [this, queue = request.queue(), partition_queue = in_partition.queue(),
+                              id = request.job_id(), token = request.lease_token(),
+                              done = std::move(done)](absl::StatusOr<store::FailOutcome> result) {
     if (result.ok() && !result->repeat) {
       metrics_->JobFailed(queue, result->dead);
-      dispatcher_->OnJobSettled(queue, id, token, /*acked=*/false);
+      dispatcher_->OnJobSettled(partition_queue, id, token, /*acked=*/false);
     }
     done(std::move(result));
   });
@@ -73,17 +171,20 @@ void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::F
 void JobLifecycle::ExtendLease(const v1::ExtendLeaseRequest& request,
                                store::Callback<int64_t> done) {
   int64_t lease_ms = request.lease_ms() == 0 ? defaults_.lease_ms : request.lease_ms();
-  store_->ExtendLease(request.queue(), request.job_id(), request.lease_token(), lease_ms,
-                      [this, queue = request.queue(), id = request.job_id(),
+  const std::string partition_queue = PartitionOf(request.queue(), request.job_id());
+  store_->ExtendLease(partition_queue, request.job_id(), request.lease_token(), lease_ms,
+                      [this, partition_queue, id = request.job_id(),
                        token = request.lease_token(), lease_ms,
                        done = std::move(done)](absl::StatusOr<int64_t> result) {
-                        if (result.ok()) dispatcher_->OnLeaseExtended(queue, id, token, lease_ms);
+                        if (result.ok()) {
+                          dispatcher_->OnLeaseExtended(partition_queue, id, token, lease_ms);
+                        }
                         done(std::move(result));
                       });
 }
 
 void JobLifecycle::Cancel(const v1::CancelRequest& request, store::Callback<bool> done) {
-  store_->Cancel(request.queue(), request.job_id(),
+  store_->Cancel(PartitionOf(request.queue(), request.job_id()), request.job_id(),
                  [this, queue = request.queue(), done = std::move(done)](absl::StatusOr<bool> result) {
                    if (result.ok()) metrics_->JobCancelled(queue);
                    done(std::move(result));
@@ -91,7 +192,11 @@ void JobLifecycle::Cancel(const v1::CancelRequest& request, store::Callback<bool
 }
 
 void JobLifecycle::GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done) {
-  store_->GetJob(request.queue(), request.job_id(), std::move(done));
+  store_->GetJob(PartitionOf(request.queue(), request.job_id()), request.job_id(),
+                 [queue = request.queue(), done = std::move(done)](absl::StatusOr<v1::Job> job) {
+                   if (job.ok()) job->set_queue(queue);
+                   done(std::move(job));
+                 });
 }
 
 }  // namespace jobwire::core

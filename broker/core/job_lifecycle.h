@@ -1,6 +1,11 @@
 // JobLifecycle: the unary job operations (enqueue, ack, fail, extend,
 // cancel, read) with the broker's defaults applied, keeping the Dispatcher
 // informed of slots that free up and of the queue registry.
+//
+// Callers name queues; the store holds partitions. An enqueue goes to the
+// partition QueuePartitions::Pick chooses, and every other call to the
+// partition its job id names (store::PartitionOfJobId); the jobs it answers
+// name the queue, not the partition.
 #ifndef JOBWIRE_BROKER_CORE_JOB_LIFECYCLE_H_
 #define JOBWIRE_BROKER_CORE_JOB_LIFECYCLE_H_
 
@@ -11,6 +16,7 @@
 #include "broker/core/dispatcher.h"
 #include "broker/core/enqueue_coalescer.h"
 #include "broker/core/metrics.h"
+#include "broker/core/queue_partitions.h"
 #include "broker/store/job_store.h"
 
 namespace jobwire::core {
@@ -26,20 +32,23 @@ struct LifecycleDefaults {
 // on the Redis event loop thread. Errors are JobStore's.
 class JobLifecycle {
  public:
-  // `store`, `dispatcher` and `metrics` must outlive this object.
-  JobLifecycle(const store::JobStore* store, Dispatcher* dispatcher, Metrics* metrics,
-               LifecycleDefaults defaults);
+  // `store`, `partitions`, `dispatcher` and `metrics` must outlive this
+  // object.
+  JobLifecycle(const store::JobStore* store, QueuePartitions* partitions, Dispatcher* dispatcher,
+               Metrics* metrics, LifecycleDefaults defaults);
 
-  // Stores `jobs`, all of `queue`, in one script call, perhaps together with
-  // other enqueues of the queue (EnqueueCoalescer); one outcome per job (see
-  // JobStore::Enqueue). REQUIRES: each job passed validation. Zero
+  // Stores `jobs`, all of `queue`, in one script call per partition they go
+  // to, perhaps together with other enqueues of the partition
+  // (EnqueueCoalescer); one outcome per job (see JobStore::Enqueue). When a
+  // partition's call fails the whole call answers its error (the jobs of
+  // other partitions may be stored, as they may when UNAVAILABLE). REQUIRES: each job passed validation. Zero
   // max_attempts and backoff fields take the broker defaults (an unset
   // completed_retention_ms takes the store's). The store
   // records a new queue in the registry by itself (JobStore::RegisterQueue).
   void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
                store::Callback<std::vector<store::EnqueueOutcome>> done);
-  // Completes `acks`, all of `queue`, with one script call; one status per
-  // ack (see JobStore::Ack). Each completed job frees its Claim stream slot.
+  // Completes `acks`, all of `queue`, with one script call per partition;
+  // one status per ack (see JobStore::Ack). Each completed job frees its Claim stream slot.
   void Ack(const std::string& queue, const std::vector<const v1::AckRequest*>& acks,
            store::Callback<std::vector<absl::Status>> done);
   void Fail(const v1::FailRequest& request, store::Callback<store::FailOutcome> done);
@@ -51,7 +60,17 @@ class JobLifecycle {
   const LifecycleDefaults& defaults() const { return defaults_; }
 
  private:
+  // Enqueues `jobs` to partition store name `partition_queue`; metrics name
+  // `queue`.
+  void EnqueueTo(const std::string& queue, const std::string& partition_queue,
+                 std::vector<v1::EnqueueRequest> jobs,
+                 store::Callback<std::vector<store::EnqueueOutcome>> done);
+  void AckIn(const std::string& queue, const std::string& partition_queue,
+             const std::vector<const v1::AckRequest*>& acks,
+             store::Callback<std::vector<absl::Status>> done);
+
   const store::JobStore* const store_;
+  QueuePartitions* const partitions_;
   Dispatcher* const dispatcher_;
   Metrics* const metrics_;
   const LifecycleDefaults defaults_;

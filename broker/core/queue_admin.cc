@@ -1,74 +1,211 @@
 #include "broker/core/queue_admin.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "broker/store/keys.h"
 
 namespace jobwire::core {
+namespace {
 
-QueueAdmin::QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin)
-    : jobs_(jobs), admin_(admin) {}
+// Adds `part` (one partition's stats) into `sum`.
+void AddStats(const v1::QueueStats& part, v1::QueueStats& sum) {
+  sum.set_pending_due(sum.pending_due() + part.pending_due());
+  sum.set_pending_scheduled(sum.pending_scheduled() + part.pending_scheduled());
+  sum.set_active(sum.active() + part.active());
+  sum.set_completed(sum.completed() + part.completed());
+  sum.set_dead(sum.dead() + part.dead());
+  sum.set_paused(sum.paused() || part.paused());
+  sum.set_oldest_due_age_ms(std::max(sum.oldest_due_age_ms(), part.oldest_due_age_ms()));
+}
+
+// Gathers one answer per call; the last one finishes.
+template <typename T>
+struct Gather {
+  absl::Mutex mu;
+  std::vector<T> answers;
+  absl::Status error;
+  size_t remaining = 0;
+};
+
+}  // namespace
+
+QueueAdmin::QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin,
+                       QueuePartitions* partitions)
+    : jobs_(jobs), admin_(admin), partitions_(partitions) {}
+
+void QueueAdmin::CreateQueue(const std::string& queue, int partitions,
+                             store::Callback<bool> done) const {
+  admin_->SetPartitions(
+      queue, partitions, /*create=*/true,
+      [this, queue, partitions, done = std::move(done)](absl::StatusOr<int> before) mutable {
+        if (!before.ok()) return done(before.status());
+        partitions_->Set(queue, partitions);
+        jobs_->RegisterQueue(queue, [done = std::move(done)](absl::StatusOr<bool> registered) {
+          if (!registered.ok()) return done(registered.status());
+          done(true);
+        });
+      });
+}
+
+void QueueAdmin::UpdateQueue(const std::string& queue, int partitions,
+                             store::Callback<int> done) const {
+  admin_->SetPartitions(
+      queue, partitions, /*create=*/false,
+      [this, queue, partitions, done = std::move(done)](absl::StatusOr<int> before) mutable {
+        if (!before.ok()) return done(before.status());
+        partitions_->Set(queue, partitions);
+        const int old = *before;
+        if (partitions == old) return done(old);
+        // New partitions of a paused queue are paused too (partition 0's
+        // flag stands for the queue's).
+        admin_->Stats(queue, [this, queue, old, partitions,
+                              done = std::move(done)](absl::StatusOr<v1::QueueStats> first) {
+          if (!first.ok()) return done(first.status());
+          if (!first->paused()) return done(old);
+          auto remaining = std::make_shared<std::atomic<int>>(partitions - old);
+          for (int p = old; p < partitions; ++p) {
+            admin_->SetPaused(store::PartitionQueue(queue, p), true,
+                              [old, remaining, done](absl::StatusOr<bool>) {
+                                if (--*remaining == 0) done(old);
+                              });
+          }
+        });
+      });
+}
 
 void QueueAdmin::ListQueues(store::Callback<std::vector<v1::QueueStats>> done) const {
   jobs_->ListQueues([this, done = std::move(done)](
                         absl::StatusOr<std::vector<std::string>> names) mutable {
     if (!names.ok()) return done(names.status());
-    if (names->empty()) return done(std::vector<v1::QueueStats>{});
-    // Gathers one Stats answer per queue; the last one finishes the call.
-    struct Gather {
-      absl::Mutex mu;
-      std::vector<v1::QueueStats> stats;
-      absl::Status error;
-      size_t remaining;
-      store::Callback<std::vector<v1::QueueStats>> done;
-    };
-    auto gather = std::make_shared<Gather>();
-    gather->remaining = names->size();
-    gather->done = std::move(done);
+    // The registry holds partitions; a queue is listed once.
+    std::vector<std::string> queues;
     for (const std::string& name : *names) {
-      admin_->Stats(name, [gather](absl::StatusOr<v1::QueueStats> stats) {
-        bool last = false;
+      queues.emplace_back(store::QueueOfPartition(name));
+    }
+    std::sort(queues.begin(), queues.end());
+    queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
+    if (queues.empty()) return done(std::vector<v1::QueueStats>{});
+    auto gather = std::make_shared<Gather<v1::QueueStats>>();
+    gather->remaining = queues.size();
+    gather->answers.resize(queues.size());
+    for (size_t i = 0; i < queues.size(); ++i) {
+      Stats(queues[i], [gather, i, done](absl::StatusOr<v1::QueueStats> stats) {
         {
           absl::MutexLock lock(&gather->mu);
           if (stats.ok()) {
-            gather->stats.push_back(*std::move(stats));
+            gather->answers[i] = *std::move(stats);
           } else if (gather->error.ok()) {
             gather->error = stats.status();
           }
-          last = --gather->remaining == 0;
+          if (--gather->remaining > 0) return;
         }
-        if (!last) return;
-        if (!gather->error.ok()) return gather->done(gather->error);
-        std::sort(gather->stats.begin(), gather->stats.end(),
-                  [](const v1::QueueStats& a, const v1::QueueStats& b) {
-                    return a.queue() < b.queue();
-                  });
-        gather->done(std::move(gather->stats));
+        if (!gather->error.ok()) return done(gather->error);
+        done(std::move(gather->answers));  // sorted by name, as `queues`
       });
     }
   });
 }
 
 void QueueAdmin::Stats(const std::string& queue, store::Callback<v1::QueueStats> done) const {
-  admin_->Stats(queue, std::move(done));
+  partitions_->Lookup(queue, [this, queue, done = std::move(done)](absl::StatusOr<int> count) {
+    if (!count.ok()) return done(count.status());
+    auto gather = std::make_shared<Gather<v1::QueueStats>>();
+    gather->remaining = *count;
+    gather->answers.resize(1);
+    gather->answers[0].set_queue(queue);
+    gather->answers[0].set_partitions(*count);
+    for (int p = 0; p < *count; ++p) {
+      admin_->Stats(store::PartitionQueue(queue, p),
+                    [gather, done](absl::StatusOr<v1::QueueStats> stats) {
+                      {
+                        absl::MutexLock lock(&gather->mu);
+                        if (stats.ok()) {
+                          AddStats(*stats, gather->answers[0]);
+                        } else if (gather->error.ok()) {
+                          gather->error = stats.status();
+                        }
+                        if (--gather->remaining > 0) return;
+                      }
+                      if (!gather->error.ok()) return done(gather->error);
+                      done(std::move(gather->answers[0]));
+                    });
+    }
+  });
 }
 
 void QueueAdmin::ListJobs(const std::string& queue, const store::JobPageRequest& request,
                           store::Callback<store::JobPage> done) const {
-  admin_->ListJobs(queue, request, std::move(done));
+  partitions_->Lookup(queue, [this, queue, request,
+                              done = std::move(done)](absl::StatusOr<int> count) mutable {
+    if (!count.ok()) return done(count.status());
+    if (request.partition >= *count) return done(store::JobPage{});
+    const int partition = request.partition;
+    admin_->ListJobs(store::PartitionQueue(queue, partition), request,
+                     [queue, partition, count = *count,
+                      done = std::move(done)](absl::StatusOr<store::JobPage> page) {
+                       if (!page.ok()) return done(page.status());
+                       for (v1::Job& job : page->jobs) job.set_queue(queue);
+                       page->next_partition = partition;
+                       if (page->next_offset < 0 && partition + 1 < count) {
+                         page->next_partition = partition + 1;
+                         page->next_offset = 0;
+                       }
+                       done(std::move(page));
+                     });
+  });
+}
+
+void QueueAdmin::ForEachPartition(const std::string& queue, PartitionCall each,
+                                  store::Callback<int64_t> done) const {
+  partitions_->Lookup(queue, [this, queue, each = std::make_shared<const PartitionCall>(std::move(each)),
+                              done = std::move(done)](absl::StatusOr<int> count) mutable {
+    if (!count.ok()) return done(count.status());
+    EachFrom(each, queue, *count - 1, 0, std::move(done));
+  });
+}
+
+void QueueAdmin::EachFrom(std::shared_ptr<const PartitionCall> each, const std::string& queue,
+                          int partition, int64_t sum, store::Callback<int64_t> done) const {
+  (*each)(store::PartitionQueue(queue, partition),
+          [this, each, queue, partition, sum, done = std::move(done)](
+              absl::StatusOr<int64_t> n) mutable {
+            if (!n.ok()) return done(n.status());
+            if (partition == 0) return done(sum + *n);
+            EachFrom(each, queue, partition - 1, sum + *n, std::move(done));
+          });
 }
 
 void QueueAdmin::RetryDead(const std::string& queue, const std::vector<std::string>& job_ids,
                            bool all, const std::string& type,
                            store::Callback<int64_t> done) const {
-  if (all) return RetryFrom(queue, type, 0, "", 0, std::move(done));
-  admin_->RetryDeadIds(queue, job_ids, type,
-                       [done = std::move(done)](absl::StatusOr<store::RetryBatch> batch) {
-                         if (!batch.ok()) return done(batch.status());
-                         done(batch->moved);
-                       });
+  if (all) {
+    return ForEachPartition(
+        queue,
+        [this, type](const std::string& partition, store::Callback<int64_t> moved) {
+          RetryFrom(partition, type, 0, "", 0, std::move(moved));
+        },
+        std::move(done));
+  }
+  std::map<int, std::vector<std::string>> by_partition;
+  for (const std::string& id : job_ids) by_partition[store::PartitionOfJobId(id)].push_back(id);
+  ForEachPartition(
+      queue,
+      [this, type, by_partition = std::move(by_partition)](const std::string& partition,
+                                                           store::Callback<int64_t> moved) {
+        auto ids = by_partition.find(store::PartitionOfName(partition));
+        if (ids == by_partition.end()) return moved(0);
+        admin_->RetryDeadIds(partition, ids->second, type,
+                             [moved = std::move(moved)](absl::StatusOr<store::RetryBatch> batch) {
+                               if (!batch.ok()) return moved(batch.status());
+                               moved(batch->moved);
+                             });
+      },
+      std::move(done));
 }
 
 void QueueAdmin::RetryFrom(const std::string& queue, const std::string& type, int64_t offset,
@@ -87,12 +224,36 @@ void QueueAdmin::RetryFrom(const std::string& queue, const std::string& type, in
 
 void QueueAdmin::DeleteJob(const std::string& queue, const std::string& job_id,
                            store::Callback<bool> done) const {
-  admin_->DeleteJob(queue, job_id, std::move(done));
+  admin_->DeleteJob(store::PartitionQueue(queue, store::PartitionOfJobId(job_id)), job_id,
+                    std::move(done));
 }
 
 void QueueAdmin::DeleteQueue(const std::string& queue, bool force,
                              store::Callback<int64_t> done) const {
-  DeleteFrom(queue, force, 0, std::move(done));
+  auto remove = [this, queue, force](store::Callback<int64_t> done) {
+    ForEachPartition(
+        queue,
+        [this, force](const std::string& partition, store::Callback<int64_t> deleted) {
+          DeleteFrom(partition, force, 0, std::move(deleted));
+        },
+        [this, queue, done = std::move(done)](absl::StatusOr<int64_t> deleted) {
+          // The count went with partition 0 (other replicas read it again
+          // within QueuePartitions' refresh).
+          if (deleted.ok()) partitions_->Set(queue, 1);
+          done(std::move(deleted));
+        });
+  };
+  if (force) return remove(std::move(done));
+  // Refused before anything is removed when any partition has active jobs
+  // (each partition's script checks again).
+  Stats(queue, [queue, remove, done = std::move(done)](absl::StatusOr<v1::QueueStats> stats) {
+    if (!stats.ok()) return done(stats.status());
+    if (stats->active() > 0) {
+      return done(absl::FailedPreconditionError(absl::StrCat(
+          "queue ", queue, " has ", stats->active(), " active jobs; set force to delete them too")));
+    }
+    remove(std::move(done));
+  });
 }
 
 void QueueAdmin::DeleteFrom(const std::string& queue, bool force, int64_t deleted,
@@ -109,7 +270,12 @@ void QueueAdmin::DeleteFrom(const std::string& queue, bool force, int64_t delete
 
 void QueueAdmin::PurgeDead(const std::string& queue, int64_t older_than_ms,
                            store::Callback<int64_t> done) const {
-  PurgeFrom(queue, older_than_ms, 0, std::move(done));
+  ForEachPartition(
+      queue,
+      [this, older_than_ms](const std::string& partition, store::Callback<int64_t> purged) {
+        PurgeFrom(partition, older_than_ms, 0, std::move(purged));
+      },
+      std::move(done));
 }
 
 void QueueAdmin::PurgeFrom(const std::string& queue, int64_t older_than_ms, int64_t purged,
@@ -129,7 +295,19 @@ void QueueAdmin::SetPaused(const std::string& queue, bool paused,
   jobs_->RegisterQueue(queue, [this, queue, paused, done = std::move(done)](
                                   absl::StatusOr<bool> registered) mutable {
     if (!registered.ok()) return done(registered.status());
-    admin_->SetPaused(queue, paused, std::move(done));
+    ForEachPartition(
+        queue,
+        [this, paused](const std::string& partition, store::Callback<int64_t> changed) {
+          admin_->SetPaused(partition, paused,
+                            [changed = std::move(changed)](absl::StatusOr<bool> flag) {
+                              if (!flag.ok()) return changed(flag.status());
+                              changed(*flag ? 1 : 0);
+                            });
+        },
+        [done = std::move(done)](absl::StatusOr<int64_t> changed) {
+          if (!changed.ok()) return done(changed.status());
+          done(*changed > 0);
+        });
   });
 }
 

@@ -3,15 +3,24 @@
 // script call would hold Redis too long (retrying or purging every dead job),
 // and gathers the per-queue stats of ListQueues.
 //
+// A partitioned queue (QueuePartitions) is one queue to an operator: stats
+// add up its partitions, listings page through them one after another (each
+// in its state's order), and every change applies to each partition (the
+// job-id calls to the partition the id names). CreateQueue / UpdateQueue set
+// the partition count.
+//
 // Callbacks run on the Redis event loop thread and must not block.
 // Thread safety: methods may be called from any thread.
 #ifndef JOBWIRE_BROKER_CORE_QUEUE_ADMIN_H_
 #define JOBWIRE_BROKER_CORE_QUEUE_ADMIN_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "broker/core/queue_partitions.h"
 #include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
 
@@ -22,12 +31,24 @@ class QueueAdmin {
   // Jobs moved or removed per script call.
   static constexpr int kBatch = 500;
 
-  // `jobs` and `admin` must outlive this object.
-  QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin);
+  // `jobs`, `admin` and `partitions` must outlive this object.
+  QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin,
+             QueuePartitions* partitions);
+
+  // Creates `queue` with `partitions` (1..store::kMaxPartitions) and
+  // registers it; a created queue stays listed while empty, until
+  // DeleteQueue. ALREADY_EXISTS when the queue exists.
+  void CreateQueue(const std::string& queue, int partitions, store::Callback<bool> done) const;
+  // Raises the partition count of an existing queue; returns the count
+  // before. NOT_FOUND, FAILED_PRECONDITION (fewer than now). The new
+  // partitions of a paused queue are paused too.
+  void UpdateQueue(const std::string& queue, int partitions, store::Callback<int> done) const;
 
   // Stats of every registered queue, sorted by name.
   void ListQueues(store::Callback<std::vector<v1::QueueStats>> done) const;
   void Stats(const std::string& queue, store::Callback<v1::QueueStats> done) const;
+  // One page of one partition (request.partition); the page's
+  // next_partition / next_offset say where the next one starts.
   void ListJobs(const std::string& queue, const store::JobPageRequest& request,
                 store::Callback<store::JobPage> done) const;
   // Moves the listed dead jobs (or, with `all`, every dead job) of `type`
@@ -36,16 +57,26 @@ class QueueAdmin {
                  const std::string& type, store::Callback<int64_t> done) const;
   void DeleteJob(const std::string& queue, const std::string& job_id,
                  store::Callback<bool> done) const;
-  // Removes every job dead for more than `older_than_ms`; returns how many.
-  // Removes `queue` and every job in it, a batch per script call; returns
-  // how many jobs. FAILED_PRECONDITION when jobs are active and !force.
+  // Removes `queue` and every job in it, a batch per script call, partition
+  // 0 (which holds the count) last; returns how many jobs.
+  // FAILED_PRECONDITION when jobs are active and !force.
   void DeleteQueue(const std::string& queue, bool force, store::Callback<int64_t> done) const;
+  // Removes every job dead for more than `older_than_ms`; returns how many.
   void PurgeDead(const std::string& queue, int64_t older_than_ms,
                  store::Callback<int64_t> done) const;
   // Pauses or resumes `queue` (registering it, so that ListQueues shows it).
   void SetPaused(const std::string& queue, bool paused, store::Callback<bool> done) const;
 
  private:
+  // Runs `each(partition store name, done)` on every partition of `queue`,
+  // one after another from the last down to 0, and answers the sum (the
+  // first error stops it).
+  using PartitionCall =
+      std::function<void(const std::string&, store::Callback<int64_t>)>;
+  void ForEachPartition(const std::string& queue, PartitionCall each,
+                        store::Callback<int64_t> done) const;
+  void EachFrom(std::shared_ptr<const PartitionCall> each, const std::string& queue, int partition,
+                int64_t sum, store::Callback<int64_t> done) const;
   void RetryFrom(const std::string& queue, const std::string& type, int64_t offset,
                  const std::string& bound,
                  int64_t moved, store::Callback<int64_t> done) const;
@@ -56,6 +87,7 @@ class QueueAdmin {
 
   const store::JobStore* const jobs_;
   const store::AdminStore* const admin_;
+  QueuePartitions* const partitions_;
 };
 
 }  // namespace jobwire::core

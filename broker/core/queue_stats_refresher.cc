@@ -19,11 +19,15 @@ void QueueStatsRefresher::Schedule(absl::Duration delay) {
 }
 
 void QueueStatsRefresher::Exec() {
-  params_.store->ListQueues([this](absl::StatusOr<std::vector<std::string>> queues) {
+  params_.admin->ListQueues([this](absl::StatusOr<std::vector<v1::QueueStats>> queues) {
     if (queues.ok()) {
+      absl::flat_hash_set<std::string> registered;
+      for (const v1::QueueStats& stats : *queues) {
+        registered.insert(stats.queue());
+        params_.metrics->SetQueueStats(stats);
+      }
       // Absent from two registry reads in a row: a queue's first enqueue
       // counts its metrics just before its registration lands.
-      absl::flat_hash_set<std::string> registered(queues->begin(), queues->end());
       absl::flat_hash_set<std::string> absent;
       for (const std::string& queue : params_.metrics->Queues()) {
         if (registered.contains(queue)) continue;
@@ -35,18 +39,8 @@ void QueueStatsRefresher::Exec() {
       }
       absent_before_ = std::move(absent);
     }
-    if (!queues.ok() || queues->empty()) {
-      Schedule(params_.interval);
-      return;
-    }
-    // The next pass starts an interval after this one's last reply.
-    auto remaining = std::make_shared<size_t>(queues->size());
-    for (const std::string& queue : *queues) {
-      params_.admin->Stats(queue, [this, remaining](absl::StatusOr<v1::QueueStats> stats) {
-        if (stats.ok()) params_.metrics->SetQueueStats(*stats);
-        if (--*remaining == 0) Schedule(params_.interval);
-      });
-    }
+    // The next pass starts an interval after this one's reply.
+    Schedule(params_.interval);
   });
 }
 

@@ -1,7 +1,8 @@
 // QueueStatsRefresher: background loop that refreshes the per-queue depth
-// and oldest-due gauges of Metrics. Every `interval` it lists the registered
-// queues and runs AdminStore::Stats (queue_stats.lua: a few O(log n) reads
-// per queue, no scan) on each, so a scrape never touches Redis. Gauges of a
+// and oldest-due gauges of Metrics. Every `interval` it reads the stats of
+// every registered queue (QueueAdmin::ListQueues: queue_stats.lua on each
+// partition, a few O(log n) reads each, no scan), so a scrape never touches
+// Redis. Gauges of a
 // queue keep their last value while Redis is unreachable. A queue that has
 // series but is not in the registry on two passes in a row
 // (Admin.DeleteQueue, through any replica) loses all its series
@@ -16,15 +17,13 @@
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
-#include "broker/store/admin_store.h"
-#include "broker/store/job_store.h"
+#include "broker/core/queue_admin.h"
 
 namespace jobwire::core {
 
 struct QueueStatsRefresherParams {
   base::EventLoop* loop = nullptr;
-  const store::JobStore* store = nullptr;  // the queue registry
-  const store::AdminStore* admin = nullptr;
+  const QueueAdmin* admin = nullptr;
   Metrics* metrics = nullptr;
   absl::Duration interval = absl::Seconds(5);
 };

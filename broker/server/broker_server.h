@@ -79,6 +79,7 @@ class BrokerServer {
   store::ScriptRunner scripts_;
   store::JobStore store_;
   store::AdminStore admin_store_;
+  core::QueuePartitions partitions_;
   core::Dispatcher dispatcher_;
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;

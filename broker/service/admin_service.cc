@@ -1,5 +1,6 @@
 #include "broker/service/admin_service.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,7 +70,9 @@ grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* ct
   if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   store::JobPageRequest page;
   page.state = req->state();
-  page.offset = *ParsePageToken(req->page_token());
+  const PageToken token = *ParsePageToken(req->page_token());
+  page.partition = token.partition;
+  page.offset = token.offset;
   page.page_size = req->page_size() == 0 ? kDefaultPageSize : req->page_size();
   page.newest_first = !req->oldest_first();
   page.type = req->type();
@@ -78,7 +81,9 @@ grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* ct
   admin_->ListJobs(req->queue(), page, [reactor, resp](absl::StatusOr<store::JobPage> jobs) {
     if (FinishIfError(reactor, jobs.status())) return;
     for (v1::Job& job : jobs->jobs) *resp->add_jobs() = std::move(job);
-    if (jobs->next_offset >= 0) resp->set_next_page_token(absl::StrCat(jobs->next_offset));
+    if (jobs->next_offset >= 0) {
+      resp->set_next_page_token(FormatPageToken(jobs->next_partition, jobs->next_offset));
+    }
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
@@ -140,6 +145,34 @@ grpc::ServerUnaryReactor* AdminService::PurgeDead(grpc::CallbackServerContext* c
                       resp->set_purged(*purged);
                       reactor->Finish(grpc::Status::OK);
                     });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::CreateQueue(grpc::CallbackServerContext* ctx,
+                                                    const v1::CreateQueueRequest* req,
+                                                    v1::CreateQueueResponse*) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateCreateQueue(*req))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+  admin_->CreateQueue(req->queue(), std::max(1, req->partitions()),
+                      [reactor](absl::StatusOr<bool> created) {
+                        if (FinishIfError(reactor, created.status())) return;
+                        reactor->Finish(grpc::Status::OK);
+                      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::UpdateQueue(grpc::CallbackServerContext* ctx,
+                                                    const v1::UpdateQueueRequest* req,
+                                                    v1::UpdateQueueResponse* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateUpdateQueue(*req))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+  admin_->UpdateQueue(req->queue(), req->partitions(), [reactor, resp](absl::StatusOr<int> before) {
+    if (FinishIfError(reactor, before.status())) return;
+    resp->set_previous_partitions(*before);
+    reactor->Finish(grpc::Status::OK);
+  });
   return reactor;
 }
 

@@ -46,6 +46,12 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* PurgeDead(grpc::CallbackServerContext* ctx,
                                       const v1::PurgeDeadRequest* req,
                                       v1::PurgeDeadResponse* resp) override;
+  grpc::ServerUnaryReactor* CreateQueue(grpc::CallbackServerContext* ctx,
+                                        const v1::CreateQueueRequest* req,
+                                        v1::CreateQueueResponse* resp) override;
+  grpc::ServerUnaryReactor* UpdateQueue(grpc::CallbackServerContext* ctx,
+                                        const v1::UpdateQueueRequest* req,
+                                        v1::UpdateQueueResponse* resp) override;
   grpc::ServerUnaryReactor* PauseQueue(grpc::CallbackServerContext* ctx,
                                        const v1::PauseQueueRequest* req,
                                        v1::PauseQueueResponse* resp) override;

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "broker/base/status_macros.h"
 #include "broker/service/request_validator.h"
+#include "broker/store/keys.h"
 
 namespace jobwire::service {
 namespace {
@@ -24,13 +25,46 @@ absl::Status ValidateQueueRequest(absl::string_view queue) {
   return ValidateQueueName("queue", queue);
 }
 
-absl::StatusOr<int64_t> ParsePageToken(absl::string_view token) {
-  if (token.empty()) return 0;
-  int64_t offset = 0;
-  if (!absl::SimpleAtoi(token, &offset) || offset < 0 || absl::StrCat(offset) != token) {
+absl::StatusOr<PageToken> ParsePageToken(absl::string_view token) {
+  if (token.empty()) return PageToken{};
+  // "<offset>" in partition 0, "<partition>:<offset>" in another.
+  PageToken out;
+  absl::string_view offset = token;
+  const size_t colon = token.find(':');
+  bool ok = true;
+  if (colon != absl::string_view::npos) {
+    ok = absl::SimpleAtoi(token.substr(0, colon), &out.partition) && out.partition > 0 &&
+         out.partition < store::kMaxPartitions;
+    offset = token.substr(colon + 1);
+  }
+  ok = ok && absl::SimpleAtoi(offset, &out.offset) && out.offset >= 0;
+  if (!ok || FormatPageToken(out.partition, out.offset) != token) {
     return Invalid("page_token", "is not a next_page_token from a ListJobs response");
   }
-  return offset;
+  return out;
+}
+
+std::string FormatPageToken(int partition, int64_t offset) {
+  if (partition == 0) return absl::StrCat(offset);
+  return absl::StrCat(partition, ":", offset);
+}
+
+absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r) {
+  JW_RETURN_IF_ERROR(ValidateQueueName("queue", r.queue()));
+  if (r.partitions() < 0 || r.partitions() > store::kMaxPartitions) {
+    return Invalid("partitions", absl::StrCat("must be 0 (one) or 1..", store::kMaxPartitions,
+                                              ", got ", r.partitions()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
+  JW_RETURN_IF_ERROR(ValidateQueueName("queue", r.queue()));
+  if (r.partitions() < 1 || r.partitions() > store::kMaxPartitions) {
+    return Invalid("partitions", absl::StrCat("must be in 1..", store::kMaxPartitions, ", got ",
+                                              r.partitions()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateListJobs(const v1::ListJobsRequest& r) {

@@ -5,6 +5,7 @@
 #define JOBWIRE_BROKER_SERVICE_ADMIN_VALIDATOR_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,9 +25,18 @@ absl::Status ValidateDeleteJob(const v1::DeleteJobRequest& r);
 absl::Status ValidateDeleteQueue(const v1::DeleteQueueRequest& r);
 absl::Status ValidatePurgeDead(const v1::PurgeDeadRequest& r);
 
-// The offset a ListJobs page token stands for (0 for the empty token).
-// INVALID_ARGUMENT when it is not a token this broker issued.
-absl::StatusOr<int64_t> ParsePageToken(absl::string_view token);
+absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r);
+absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r);
+
+// Where a ListJobs page starts: a partition of the queue and an offset in it.
+struct PageToken {
+  int partition = 0;
+  int64_t offset = 0;
+};
+// What a ListJobs page token stands for (partition 0, offset 0 for the empty
+// token). INVALID_ARGUMENT when it is not a token this broker issued.
+absl::StatusOr<PageToken> ParsePageToken(absl::string_view token);
+std::string FormatPageToken(int partition, int64_t offset);
 
 }  // namespace jobwire::service
 

@@ -127,7 +127,7 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
       scripts_->Get("delete_queue"),
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
        k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
-       k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry()},
+       k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -209,6 +209,35 @@ void AdminStore::SetPaused(const std::string& queue, bool paused, Callback<bool>
                    if (!reply.ok()) return done(reply.status());
                    done(reply->AsInt() == 1);
                  });
+}
+
+void AdminStore::SetPartitions(const std::string& queue, int partitions, bool create,
+                               Callback<int> done) const {
+  Keys k = KeysFor(queue);
+  scripts_->Eval(
+      scripts_->Get("set_partitions"), {k.Partitions(), k.Registered()},
+      {absl::StrCat(partitions), create ? "create" : "update", k.NotifyChannel()},
+      [queue, partitions, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (!IsArray(*reply, 2)) return done(absl::InternalError("bad set_partitions reply"));
+        const std::string& code = reply->elements[0].str;
+        const int64_t count = reply->elements[1].AsInt();
+        if (code == "OK") return done(static_cast<int>(count));
+        if (code == "EXISTS") {
+          return done(absl::AlreadyExistsError(absl::StrCat(
+              "queue ", queue, " exists (", count, " partitions); UpdateQueue changes it")));
+        }
+        if (code == "MISSING") {
+          return done(absl::NotFoundError(
+              absl::StrCat("queue ", queue, " not found; CreateQueue creates it")));
+        }
+        if (code == "SHRINK") {
+          return done(absl::FailedPreconditionError(absl::StrCat(
+              "partitions: queue ", queue, " has ", count, " partitions and cannot shrink to ",
+              partitions, " (the jobs of a dropped partition would be stranded)")));
+        }
+        done(absl::InternalError(absl::StrCat("unexpected set_partitions reply: ", code)));
+      });
 }
 
 }  // namespace jobwire::store

@@ -20,13 +20,16 @@ namespace jobwire::store {
 
 struct JobPage {
   std::vector<v1::Job> jobs;
-  // Where the next page starts; -1 when there is nothing more.
+  // Where the next page starts (its partition and offset); -1 when there is
+  // nothing more.
+  int next_partition = 0;
   int64_t next_offset = -1;
 };
 
 // Which jobs of a state ListJobs reads (see list_jobs.lua).
 struct JobPageRequest {
   v1::JobState state = v1::PENDING;
+  int partition = 0;  // of a partitioned queue (QueueAdmin)
   int64_t offset = 0;
   int page_size = 50;
   bool newest_first = true;
@@ -86,6 +89,15 @@ class AdminStore {
 
   // set_paused.lua; returns whether the flag changed.
   void SetPaused(const std::string& queue, bool paused, Callback<bool> done) const;
+
+  // set_partitions.lua: with `create`, creates `queue` with `partitions`
+  // (ALREADY_EXISTS when it is registered or has a count); else changes the
+  // count of an existing queue (NOT_FOUND when it is neither). Returns the
+  // count before. FAILED_PRECONDITION when `partitions` is below it (a count
+  // only grows). REQUIRES: 1 <= partitions <= kMaxPartitions. The caller
+  // registers a created queue (JobStore::RegisterQueue).
+  void SetPartitions(const std::string& queue, int partitions, bool create,
+                     Callback<int> done) const;
 
  private:
   // delete_queue.lua with ARGV[1] = `mode` ('1', '0' or 'empty').

@@ -144,8 +144,9 @@ void JobStore::CheckRedisSettings() const {
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                        Callback<std::vector<EnqueueOutcome>> done) const {
   Keys keys = KeysFor(queue);
-  std::vector<std::string> args = {absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel()};
-  args.reserve(4 + 10 * jobs.size());
+  std::vector<std::string> args = {absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel(),
+                                   JobIdSuffix(PartitionOfName(queue))};
+  args.reserve(3 + 10 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
     const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
                                                              : options_.completed_retention_ms;
@@ -411,6 +412,20 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                        return done(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")));
                      }
                      done(JobFromFields(queue, job_id, *reply));
+                   });
+}
+
+void JobStore::GetPartitions(const std::string& queue, Callback<int> done) const {
+  client_->Command({"GET", KeysFor(queue).Partitions()},
+                   [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                     if (!reply.ok()) return done(reply.status());
+                     if (reply->type == RedisReply::Type::kNil) return done(1);
+                     int64_t count = reply->AsInt(-1);
+                     if (reply->type != RedisReply::Type::kString || count < 1 ||
+                         count > kMaxPartitions) {
+                       return done(absl::InternalError("bad partition count in redis"));
+                     }
+                     done(static_cast<int>(count));
                    });
 }
 

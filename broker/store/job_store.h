@@ -179,7 +179,11 @@ class JobStore {
   // and past its retention (not trimmed yet).
   void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
 
-  // SMEMBERS of the registry.
+  // The partition count of `queue` (GET of Keys::Partitions; 1 when unset).
+  void GetPartitions(const std::string& queue, Callback<int> done) const;
+
+  // SMEMBERS of the registry: store names, so a partitioned queue appears
+  // as "<q>" and "<q>#i" (QueueOfPartition).
   void ListQueues(Callback<std::vector<std::string>> done) const;
 
   // The pub/sub channel on which `queue` announces new pending jobs (payload:

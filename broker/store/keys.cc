@@ -1,11 +1,45 @@
 #include "broker/store/keys.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace jobwire::store {
 
 Keys::Keys(absl::string_view prefix, absl::string_view queue)
     : base_(absl::StrCat(prefix, ":{", queue, "}:")) {}
+
+std::string PartitionQueue(absl::string_view queue, int partition) {
+  if (partition == 0) return std::string(queue);
+  return absl::StrCat(queue, "#", partition);
+}
+
+absl::string_view QueueOfPartition(absl::string_view name) {
+  const size_t hash = name.rfind('#');
+  return hash == absl::string_view::npos ? name : name.substr(0, hash);
+}
+
+int PartitionOfName(absl::string_view name) {
+  const size_t hash = name.rfind('#');
+  int partition = 0;
+  if (hash == absl::string_view::npos || !absl::SimpleAtoi(name.substr(hash + 1), &partition)) {
+    return 0;
+  }
+  return partition;
+}
+
+int PartitionOfJobId(absl::string_view job_id) {
+  const size_t dot = job_id.rfind(".p");
+  int partition = 0;
+  if (dot == absl::string_view::npos || !absl::SimpleAtoi(job_id.substr(dot + 2), &partition) ||
+      partition < 0 || partition >= kMaxPartitions) {
+    return 0;
+  }
+  return partition;
+}
+
+std::string JobIdSuffix(int partition) {
+  return partition == 0 ? std::string() : absl::StrCat(".p", partition);
+}
 
 std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }
 

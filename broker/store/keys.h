@@ -21,9 +21,17 @@
 //   <p>:{<q>}:paused       string exists while the queue is paused
 //   <p>:{<q>}:registered   string exists while the queue is in the registry
 //   <p>:{<q>}:claim:<cid>  string ids leased by one claim.lua call
+//   <p>:{<q>}:partitions   string the queue's partition count, when set (> 1)
 //   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
 //   <p>:queues             set    names of queues that have or had jobs
 //   <p>:layout             string the layout version of the data (3)
+//
+// A queue of P > 1 partitions keeps partition 0 under {<q>} and partition i
+// (1..P-1) under {<q>#i}, each a queue of its own in every key above (and in
+// the registry, as "<q>#i"); '#' is not allowed in queue names. A job of
+// partition i > 0 has the id "<seq>.p<i>", so that the id names its
+// partition; ids of partition 0 have no suffix (the ids of a queue that had
+// one partition stay valid when it gains more).
 #ifndef JOBWIRE_BROKER_STORE_KEYS_H_
 #define JOBWIRE_BROKER_STORE_KEYS_H_
 
@@ -31,6 +39,21 @@
 #include "absl/strings/string_view.h"
 
 namespace jobwire::store {
+
+// The most partitions a queue may have.
+inline constexpr int kMaxPartitions = 256;
+
+// The store's name of partition `partition` of `queue`: `queue` itself for
+// partition 0, else "<queue>#<partition>".
+std::string PartitionQueue(absl::string_view queue, int partition);
+// The queue a store name belongs to ("emails" for "emails#3").
+absl::string_view QueueOfPartition(absl::string_view name);
+// The partition a store name is ("emails#3": 3; "emails": 0).
+int PartitionOfName(absl::string_view name);
+// The partition a job id names (".p<i>" suffix: i; none: 0), and the
+// suffix the ids of a partition carry ("" for 0).
+int PartitionOfJobId(absl::string_view job_id);
+std::string JobIdSuffix(int partition);
 
 // Thread safety: immutable, safe to share.
 class Keys {
@@ -58,6 +81,8 @@ class Keys {
     return base_ + "claim:" + std::string(claim_id);
   }
   std::string NotifyChannel() const { return base_ + "notify"; }
+  // Partition 0 only: the partition count, when set.
+  std::string Partitions() const { return base_ + "partitions"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);

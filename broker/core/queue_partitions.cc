@@ -1,0 +1,123 @@
+#include "broker/core/queue_partitions.h"
+
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace jobwire::core {
+namespace {
+
+constexpr absl::Duration kUnusedFor = absl::Minutes(1);
+
+// FNV-1a, 64 bits: the same in every broker process and version (unlike
+// absl::Hash), so that replicas agree on a key's partition.
+uint64_t StableHash(const std::string& key) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+QueuePartitions::QueuePartitions(const store::JobStore* store, absl::Duration refresh)
+    : store_(store), refresh_(refresh) {}
+
+void QueuePartitions::Lookup(const std::string& queue, store::Callback<int> done) {
+  const absl::Time now = absl::Now();
+  int known = 0;
+  bool read = false;
+  {
+    absl::MutexLock lock(&mu_);
+    Entry& entry = entries_[queue];
+    entry.used_at = now;
+    known = entry.partitions;
+    if (known == 0) entry.waiters.push_back(std::move(done));
+    if (!entry.reading && (known == 0 || now - entry.read_at >= refresh_)) {
+      entry.reading = read = true;
+    }
+    if (entries_.size() >= sweep_at_) DropUnused(now);
+  }
+  if (read) Read(queue);
+  if (known > 0) done(known);
+}
+
+void QueuePartitions::Refresh(const std::string& queue) {
+  {
+    absl::MutexLock lock(&mu_);
+    Entry& entry = entries_[queue];
+    entry.used_at = absl::Now();
+    if (entry.reading) return;
+    entry.reading = true;
+  }
+  Read(queue);
+}
+
+void QueuePartitions::Read(const std::string& queue) {
+  store_->GetPartitions(queue,
+                        [this, queue](absl::StatusOr<int> count) { OnRead(queue, std::move(count)); });
+}
+
+void QueuePartitions::OnRead(const std::string& queue, absl::StatusOr<int> count) {
+  std::vector<store::Callback<int>> waiters;
+  bool grew = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(queue);
+    if (it == entries_.end()) return;
+    Entry& entry = it->second;
+    entry.reading = false;
+    waiters.swap(entry.waiters);
+    if (count.ok()) {
+      entry.read_at = absl::Now();
+      grew = Record(entry, *count);
+    } else if (entry.partitions == 0) {
+      entries_.erase(it);  // the next lookup reads again
+    }
+  }
+  if (grew && on_grown_) on_grown_(queue, *count);
+  for (auto& waiter : waiters) waiter(count);
+}
+
+void QueuePartitions::Set(const std::string& queue, int partitions) {
+  bool grew = false;
+  {
+    absl::MutexLock lock(&mu_);
+    Entry& entry = entries_[queue];
+    entry.used_at = entry.read_at = absl::Now();
+    grew = Record(entry, partitions);
+  }
+  if (grew && on_grown_) on_grown_(queue, partitions);
+}
+
+bool QueuePartitions::Record(Entry& entry, int count) {
+  // Redis has the last word: a count only grows (set_partitions.lua), but a
+  // deleted queue created again may have fewer.
+  const bool grew = entry.partitions > 0 && count > entry.partitions;
+  entry.partitions = count;
+  return grew;
+}
+
+void QueuePartitions::DropUnused(absl::Time now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const Entry& e = it->second;
+    if (!e.reading && e.waiters.empty() && now - e.used_at > kUnusedFor) {
+      entries_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  sweep_at_ = 2 * entries_.size() + 1024;
+}
+
+int QueuePartitions::Pick(const v1::EnqueueRequest& job, int partitions) {
+  if (partitions <= 1) return 0;
+  if (!job.idempotency_key().empty()) {
+    return static_cast<int>(StableHash(job.idempotency_key()) % partitions);
+  }
+  return static_cast<int>(next_++ % partitions);
+}
+
+}  // namespace jobwire::core

@@ -1,0 +1,84 @@
+// QueuePartitions: how many partitions each queue has, as this broker last
+// read it, and which partition a new job goes to (docs/semantics.md,
+// "Partitioned queues").
+//
+// The count lives in Redis (JobStore::GetPartitions; the Admin service sets
+// it). Lookup answers from a cache: at once for a queue read before, and
+// when that read is older than `refresh` it reads the count again in the
+// background, so that a count raised through another replica reaches this
+// one within about `refresh` of its next use. The first lookup of a queue
+// waits for the read; concurrent ones share it. Set records a count learnt
+// otherwise (this broker's own change, or a change announced on the queue's
+// notify channel). A count that grows, however learnt, is reported to the
+// listener (SetOnGrown). Entries unused for a minute are dropped, so the
+// cache does not grow with every queue ever named.
+//
+// Thread safety: every method may be called from any thread; callbacks run
+// on the Redis event loop thread, or on the caller's for a cached answer.
+#ifndef JOBWIRE_BROKER_CORE_QUEUE_PARTITIONS_H_
+#define JOBWIRE_BROKER_CORE_QUEUE_PARTITIONS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "broker/store/job_store.h"
+#include "jobwire/v1/broker.pb.h"
+
+namespace jobwire::core {
+
+class QueuePartitions {
+ public:
+  // `store` must outlive this object.
+  explicit QueuePartitions(const store::JobStore* store,
+                           absl::Duration refresh = absl::Seconds(1));
+
+  // The partition count of `queue` (1 for a queue never partitioned).
+  // UNAVAILABLE when it was never read and Redis cannot be reached.
+  void Lookup(const std::string& queue, store::Callback<int> done);
+  // Reads the count of `queue` again now (after a reconnect, when an
+  // announcement may have been missed); reports growth to the listener.
+  void Refresh(const std::string& queue);
+  void Set(const std::string& queue, int partitions);
+
+  // Called with (queue, new count) whenever a count grows. Set before use.
+  void SetOnGrown(std::function<void(const std::string&, int)> fn) { on_grown_ = std::move(fn); }
+
+  // The partition for `job` in a queue of `partitions`: with an idempotency
+  // key, a stable hash of it (so that one key always lands in one partition
+  // while the count stays, and deduplication holds); else round robin.
+  int Pick(const v1::EnqueueRequest& job, int partitions);
+
+ private:
+  struct Entry {
+    int partitions = 0;  // 0 until first read
+    absl::Time read_at;
+    absl::Time used_at;
+    bool reading = false;
+    std::vector<store::Callback<int>> waiters;  // lookups waiting for the first read
+  };
+
+  void Read(const std::string& queue);
+  void OnRead(const std::string& queue, absl::StatusOr<int> count);
+  // Records `count`; returns true when it grew a known count.
+  bool Record(Entry& entry, int count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropUnused(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const store::JobStore* const store_;
+  const absl::Duration refresh_;
+  std::function<void(const std::string&, int)> on_grown_;
+  std::atomic<uint64_t> next_{0};
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  size_t sweep_at_ ABSL_GUARDED_BY(mu_) = 1024;
+};
+
+}  // namespace jobwire::core
+
+#endif  // JOBWIRE_BROKER_CORE_QUEUE_PARTITIONS_H_

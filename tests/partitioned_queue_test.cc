@@ -1,0 +1,433 @@
+// Partitioned queues on the real broker (docs/semantics.md, "Partitioned
+// queues"): CreateQueue / UpdateQueue and their refusals; jobs spread over
+// every partition (and, on a Redis Cluster, over every master: INFO
+// commandstats per node) and each is delivered once; the ordering promise
+// (priority then FIFO within a partition, every partition visited in any P
+// consecutive claims of a stream); the Admin API across partitions; a count
+// raised through one replica reaching a stream open on another.
+//
+// Runs against one redis-server and, as partitioned_queue_test_on_cluster,
+// against a local Redis Cluster of 3 masters.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "jobwire/v1/admin.grpc.pb.h"
+#include "tests/redis_cluster.h"
+#include "tests/test_harness.h"
+
+namespace jobwire::testing {
+namespace {
+
+// The partition a job id names (".p<i>" suffix; none: 0).
+int PartitionOf(const std::string& id) {
+  const size_t dot = id.rfind(".p");
+  int p = 0;
+  if (dot == std::string::npos || !absl::SimpleAtoi(id.substr(dot + 2), &p)) return 0;
+  return p;
+}
+
+class PartitionedQueueTest : public BrokerTest {
+ protected:
+  void SetUp() override {
+    BrokerTest::SetUp();
+    admin_ = v1::Admin::NewStub(broker_->channel());
+  }
+
+  static void Deadline(grpc::ClientContext& context) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  }
+
+  grpc::Status Create(const std::string& queue, int partitions) {
+    grpc::ClientContext context;
+    Deadline(context);
+    v1::CreateQueueRequest request;
+    request.set_queue(queue);
+    request.set_partitions(partitions);
+    v1::CreateQueueResponse response;
+    return admin_->CreateQueue(&context, request, &response);
+  }
+
+  grpc::Status Update(const std::string& queue, int partitions, int* previous = nullptr) {
+    grpc::ClientContext context;
+    Deadline(context);
+    v1::UpdateQueueRequest request;
+    request.set_queue(queue);
+    request.set_partitions(partitions);
+    v1::UpdateQueueResponse response;
+    grpc::Status status = admin_->UpdateQueue(&context, request, &response);
+    if (previous != nullptr) *previous = response.previous_partitions();
+    return status;
+  }
+
+  v1::QueueStats Stats(const std::string& queue) {
+    grpc::ClientContext context;
+    Deadline(context);
+    v1::GetQueueStatsRequest request;
+    request.set_queue(queue);
+    v1::QueueStats stats;
+    EXPECT_TRUE(admin_->GetQueueStats(&context, request, &stats).ok());
+    return stats;
+  }
+
+  // Enqueues `count` jobs of priority `priority` to `queue`, one call each;
+  // their ids in order.
+  std::vector<std::string> EnqueueJobs(const std::string& queue, int count, int priority = 0,
+                                       int max_attempts = 0) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < count; ++i) {
+      v1::EnqueueRequest job = MakeJob(queue, absl::StrCat("job-", i), priority);
+      job.set_max_attempts(max_attempts);
+      ids.push_back(MustEnqueue(*stub_, job));
+    }
+    return ids;
+  }
+
+  // Receives and acks `count` jobs from `claim`, in delivery order.
+  std::vector<v1::ClaimedJob> ReceiveAndAck(ClaimReader& claim, int count) {
+    std::vector<v1::ClaimedJob> got;
+    for (int i = 0; i < count; ++i) {
+      std::optional<v1::ClaimedJob> job = claim.Next(absl::Seconds(10));
+      if (!job) {
+        ADD_FAILURE() << "job " << i << " of " << count << " not delivered";
+        break;
+      }
+      EXPECT_TRUE(Ack(*stub_, *job).ok()) << job->job().id();
+      got.push_back(*job);
+    }
+    return got;
+  }
+
+  std::unique_ptr<v1::Admin::Stub> admin_;
+};
+
+TEST_F(PartitionedQueueTest, CreateAndUpdateRefuseWhatTheyCannotDoAndChangeNothing) {
+  ASSERT_TRUE(Create("orders", 4).ok());
+  struct Case {
+    std::string what;
+    grpc::Status status;
+    grpc::StatusCode code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"create, too many", Create("other", 257), grpc::StatusCode::INVALID_ARGUMENT,
+       "partitions: must be 0 (one) or 1..256, got 257"},
+      {"create, negative", Create("other", -1), grpc::StatusCode::INVALID_ARGUMENT,
+       "partitions: must be 0 (one) or 1..256, got -1"},
+      {"create, bad name", Create("a#1", 2), grpc::StatusCode::INVALID_ARGUMENT, "queue: "},
+      {"create again", Create("orders", 8), grpc::StatusCode::ALREADY_EXISTS,
+       "queue orders exists (4 partitions)"},
+      {"update, zero", Update("orders", 0), grpc::StatusCode::INVALID_ARGUMENT,
+       "partitions: must be in 1..256, got 0"},
+      {"update, shrink", Update("orders", 2), grpc::StatusCode::FAILED_PRECONDITION,
+       "partitions: queue orders has 4 partitions and cannot shrink to 2"},
+      {"update, unknown", Update("nothing-here", 2), grpc::StatusCode::NOT_FOUND,
+       "queue nothing-here not found"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.status.error_code(), c.code) << c.what << ": " << StatusText(c.status);
+    EXPECT_TRUE(absl::StrContains(c.status.error_message(), c.message))
+        << c.what << ": " << c.status.error_message();
+  }
+  EXPECT_EQ(Stats("orders").partitions(), 4);
+  EXPECT_EQ(Stats("other").partitions(), 1);
+
+  // A created queue is listed while empty; a count grows.
+  grpc::ClientContext context;
+  v1::ListQueuesResponse listed;
+  ASSERT_TRUE(admin_->ListQueues(&context, v1::ListQueuesRequest(), &listed).ok());
+  ASSERT_EQ(listed.queues_size(), 1);
+  EXPECT_EQ(listed.queues(0).queue(), "orders");
+  int previous = 0;
+  ASSERT_TRUE(Update("orders", 6, &previous).ok());
+  EXPECT_EQ(previous, 4);
+  EXPECT_EQ(Stats("orders").partitions(), 6);
+  // A queue that exists from an enqueue can be partitioned afterwards.
+  MustEnqueue(*stub_, MakeJob("plain"));
+  ASSERT_TRUE(Update("plain", 3, &previous).ok());
+  EXPECT_EQ(previous, 1);
+}
+
+TEST_F(PartitionedQueueTest, JobsSpreadOverEveryPartitionAndEachIsDeliveredOnce) {
+  constexpr int kPartitions = 8;
+  constexpr int kJobs = 400;
+  ASSERT_TRUE(Create("spread", kPartitions).ok());
+  // Per master: the calls of EVALSHA so far (cluster mode only).
+  auto evals_per_master = [&]() {
+    std::map<int, int64_t> calls;
+    if (cluster_ == nullptr) return calls;
+    absl::StatusOr<std::vector<int>> masters = cluster_->MasterPorts();
+    EXPECT_TRUE(masters.ok());
+    if (!masters.ok()) return calls;
+    for (int port : *masters) {
+      auto info = cluster_->CommandAt(port, {"INFO", "commandstats"});
+      EXPECT_TRUE(info.ok());
+      calls[port] = 0;
+      for (absl::string_view line : absl::StrSplit(info.ok() ? info->str : "", "\r\n")) {
+        if (!absl::StartsWith(line, "cmdstat_evalsha:calls=")) continue;
+        absl::string_view n = line.substr(22, line.find(',') - 22);
+        EXPECT_TRUE(absl::SimpleAtoi(n, &calls[port])) << line;
+      }
+    }
+    return calls;
+  };
+  const std::map<int, int64_t> before = evals_per_master();
+
+  v1::EnqueueBatchRequest batch;
+  for (int i = 0; i < kJobs; ++i) *batch.add_jobs() = MakeJob("spread", absl::StrCat(i));
+  v1::EnqueueBatchResponse enqueued;
+  ASSERT_TRUE(EnqueueBatch(*stub_, batch, &enqueued).ok());
+  std::set<std::string> ids;
+  std::map<int, int> per_partition;
+  for (const v1::EnqueueResult& r : enqueued.results()) {
+    ASSERT_EQ(r.code(), 0) << r.message();
+    ids.insert(r.job_id());
+    ++per_partition[PartitionOf(r.job_id())];
+  }
+  ASSERT_EQ(ids.size(), static_cast<size_t>(kJobs));
+  ASSERT_EQ(per_partition.size(), static_cast<size_t>(kPartitions));
+  for (const auto& [partition, n] : per_partition) {
+    EXPECT_EQ(n, kJobs / kPartitions) << "partition " << partition << " (round robin)";
+  }
+
+  std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"spread"}, 50));
+  std::multiset<std::string> delivered;
+  for (const v1::ClaimedJob& job : ReceiveAndAck(*claim, kJobs)) {
+    EXPECT_EQ(job.job().queue(), "spread");
+    delivered.insert(job.job().id());
+  }
+  EXPECT_FALSE(claim->Next(absl::Milliseconds(300))) << "a job was delivered twice";
+  EXPECT_EQ(std::set<std::string>(delivered.begin(), delivered.end()), ids);
+  EXPECT_EQ(delivered.size(), ids.size());
+  const v1::QueueStats stats = Stats("spread");
+  EXPECT_EQ(stats.completed(), kJobs);
+  EXPECT_EQ(stats.pending_due() + stats.active(), 0);
+
+  if (cluster_ != nullptr) {
+    // Every master that serves a partition ran its share of the scripts.
+    std::map<int, int> partitions_on;  // master port -> partitions
+    for (int p = 0; p < kPartitions; ++p) {
+      const std::string tag = p == 0 ? "spread" : absl::StrCat("spread#", p);
+      auto slot = cluster_->CommandAt(before.begin()->first,
+                                      {"CLUSTER", "KEYSLOT", absl::StrCat("jw:{", tag, "}:jobs")});
+      ASSERT_TRUE(slot.ok());
+      ++partitions_on[*cluster_->MasterOfSlot(static_cast<int>(slot->integer))];
+    }
+    const std::map<int, int64_t> after = evals_per_master();
+    for (const auto& [port, calls] : after) {
+      const int64_t ran = calls - before.at(port);
+      std::cout << "master " << port << ": " << partitions_on[port] << " partition(s), " << ran
+                << " script calls\n";
+      if (partitions_on[port] == 0) continue;
+      // Each partition took kJobs / kPartitions enqueues, claims and acks.
+      EXPECT_GE(ran, partitions_on[port] * 2) << "master " << port;
+    }
+    EXPECT_GE(partitions_on.size(), 2u) << "8 partitions all landed on one master";
+  }
+}
+
+TEST_F(PartitionedQueueTest, AStreamVisitsEveryPartitionInTurnAndEachKeepsItsOrder) {
+  constexpr int kPartitions = 4;
+  ASSERT_TRUE(Create("ordered", kPartitions).ok());
+  // Round robin: 3 low-priority jobs per partition, then one urgent job in
+  // each partition.
+  const std::vector<std::string> low = EnqueueJobs("ordered", 3 * kPartitions, 0);
+  const std::vector<std::string> urgent = EnqueueJobs("ordered", kPartitions, 10);
+  std::set<int> urgent_partitions;
+  for (const std::string& id : urgent) urgent_partitions.insert(PartitionOf(id));
+  ASSERT_EQ(urgent_partitions.size(), static_cast<size_t>(kPartitions));
+
+  // One job at a time: each claim takes the best job of the next partition.
+  std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"ordered"}, 1));
+  const std::vector<v1::ClaimedJob> got = ReceiveAndAck(*claim, 4 * kPartitions);
+  ASSERT_EQ(got.size(), static_cast<size_t>(4 * kPartitions));
+  // The urgent job of every partition comes within the first P claims,
+  // although partition 0 alone holds three earlier jobs.
+  std::set<std::string> first(urgent.begin(), urgent.end());
+  for (int i = 0; i < kPartitions; ++i) {
+    EXPECT_TRUE(first.contains(got[i].job().id()))
+        << "delivery " << i << " was " << got[i].job().id() << " (priority "
+        << got[i].job().priority() << ")";
+  }
+  // Within a partition, FIFO among equal priorities.
+  std::map<int, std::vector<std::string>> order;  // partition -> low ids delivered
+  for (const v1::ClaimedJob& job : got) {
+    if (job.job().priority() == 0) order[PartitionOf(job.job().id())].push_back(job.job().id());
+  }
+  for (const auto& [partition, ids] : order) {
+    EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end())) << "partition " << partition;
+    EXPECT_EQ(ids.size(), 3u) << "partition " << partition;
+  }
+}
+
+TEST_F(PartitionedQueueTest, TheAdminApiWorksAcrossPartitions) {
+  constexpr int kPartitions = 4;
+  constexpr int kJobs = 8;
+  ASSERT_TRUE(Create("ops", kPartitions).ok());
+  const std::vector<std::string> ids = EnqueueJobs("ops", kJobs, 0, /*max_attempts=*/1);
+  v1::Job job;
+  ASSERT_TRUE(GetJob(*stub_, "ops", ids[3], &job).ok());
+  EXPECT_EQ(job.queue(), "ops");
+  EXPECT_EQ(PartitionOf(job.id()), 3);
+  {
+    std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"ops"}, kJobs));
+    for (int i = 0; i < kJobs; ++i) {
+      std::optional<v1::ClaimedJob> claimed = claim->Next(absl::Seconds(10));
+      ASSERT_TRUE(claimed);
+      v1::FailResponse failed;
+      ASSERT_TRUE(Fail(*stub_, MakeFail(*claimed, "boom"), &failed).ok());
+    }
+  }
+  EXPECT_EQ(Stats("ops").dead(), kJobs);
+
+  // Paging goes partition by partition and sees every dead job once.
+  std::multiset<std::string> listed;
+  std::string token;
+  int pages = 0;
+  do {
+    grpc::ClientContext context;
+    Deadline(context);
+    v1::ListJobsRequest request;
+    request.set_queue("ops");
+    request.set_state(kDead);
+    request.set_page_size(3);
+    request.set_page_token(token);
+    v1::ListJobsResponse page;
+    ASSERT_TRUE(admin_->ListJobs(&context, request, &page).ok());
+    for (const v1::Job& j : page.jobs()) {
+      EXPECT_EQ(j.queue(), "ops");
+      listed.insert(j.id());
+    }
+    token = page.next_page_token();
+    ASSERT_LT(++pages, 20);
+  } while (!token.empty());
+  EXPECT_EQ(listed, std::multiset<std::string>(ids.begin(), ids.end()));
+
+  {
+    grpc::ClientContext context;
+    v1::RetryDeadRequest request;
+    request.set_queue("ops");
+    request.add_job_ids(ids[1]);
+    request.add_job_ids(ids[2]);
+    v1::RetryDeadResponse moved;
+    ASSERT_TRUE(admin_->RetryDead(&context, request, &moved).ok());
+    EXPECT_EQ(moved.moved(), 2);
+  }
+  {
+    grpc::ClientContext context;
+    v1::RetryDeadRequest request;
+    request.set_queue("ops");
+    request.set_all(true);
+    v1::RetryDeadResponse moved;
+    ASSERT_TRUE(admin_->RetryDead(&context, request, &moved).ok());
+    EXPECT_EQ(moved.moved(), kJobs - 2);
+  }
+  EXPECT_EQ(Stats("ops").pending_due(), kJobs);
+
+  // Paused: no partition hands anything out; resumed: all of them do.
+  {
+    grpc::ClientContext context;
+    v1::PauseQueueResponse r;
+    v1::PauseQueueRequest request;
+    request.set_queue("ops");
+    ASSERT_TRUE(admin_->PauseQueue(&context, request, &r).ok());
+  }
+  EXPECT_TRUE(Stats("ops").paused());
+  std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"ops"}, kJobs));
+  EXPECT_FALSE(claim->Next(absl::Milliseconds(500))) << "a paused queue handed out a job";
+  {
+    grpc::ClientContext context;
+    v1::ResumeQueueResponse r;
+    v1::ResumeQueueRequest request;
+    request.set_queue("ops");
+    ASSERT_TRUE(admin_->ResumeQueue(&context, request, &r).ok());
+  }
+  std::set<std::string> resumed;
+  for (int i = 0; i < kJobs; ++i) {
+    std::optional<v1::ClaimedJob> claimed = claim->Next(absl::Seconds(10));
+    ASSERT_TRUE(claimed) << "only " << i << " jobs after resume";
+    resumed.insert(claimed->job().id());
+  }
+  EXPECT_EQ(resumed, std::set<std::string>(ids.begin(), ids.end()));
+  claim.reset();
+
+  // DeleteQueue refuses while jobs are active, then removes every partition.
+  {
+    grpc::ClientContext context;
+    v1::DeleteQueueRequest request;
+    request.set_queue("ops");
+    v1::DeleteQueueResponse deleted;
+    EXPECT_EQ(admin_->DeleteQueue(&context, request, &deleted).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  {
+    grpc::ClientContext context;
+    v1::DeleteQueueRequest request;
+    request.set_queue("ops");
+    request.set_force(true);
+    v1::DeleteQueueResponse deleted;
+    ASSERT_TRUE(admin_->DeleteQueue(&context, request, &deleted).ok());
+    EXPECT_EQ(deleted.deleted(), kJobs);
+  }
+  EXPECT_EQ(Stats("ops").partitions(), 1) << "the count goes with the queue";
+  for (int p = 0; p < kPartitions; ++p) {
+    const std::string tag = p == 0 ? "ops" : absl::StrCat("ops#", p);
+    auto exists = RedisCommandFor(absl::StrCat("jw:{", tag, "}:jobs"),
+                                  {"EXISTS", absl::StrCat("jw:{", tag, "}:jobs"),
+                                   absl::StrCat("jw:{", tag, "}:registered")});
+    ASSERT_TRUE(exists.ok());
+    EXPECT_EQ(exists->integer, 0) << "partition " << p;
+  }
+}
+
+TEST_F(PartitionedQueueTest, ACountRaisedThroughOneReplicaReachesAStreamOnAnother) {
+  ASSERT_TRUE(Create("grow", 1).ok());
+  std::unique_ptr<BrokerProcess> other = AnotherBroker();
+  ASSERT_TRUE(other->Start().ok());
+  // The stream reads one partition when the count goes to 4.
+  ClaimReader claim(other->NewStub(), MakeClaim({"grow"}, 100));
+  MustEnqueue(*stub_, MakeJob("grow", "before"));
+  ASSERT_TRUE(claim.Next(absl::Seconds(10))) << "the stream does not work at all";
+  ASSERT_TRUE(Update("grow", 4).ok());
+  const std::vector<std::string> ids = EnqueueJobs("grow", 20);
+  std::set<int> partitions;
+  for (const std::string& id : ids) partitions.insert(PartitionOf(id));
+  EXPECT_EQ(partitions.size(), 4u);
+  std::set<std::string> got;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::optional<v1::ClaimedJob> job = claim.Next(absl::Seconds(10));
+    ASSERT_TRUE(job) << "only " << i << " of " << ids.size()
+                     << " jobs reached the stream opened before the change";
+    got.insert(job->job().id());
+  }
+  EXPECT_EQ(got, std::set<std::string>(ids.begin(), ids.end()));
+}
+
+TEST_F(PartitionedQueueTest, AnIdempotencyKeyAlwaysLandsInOnePartition) {
+  ASSERT_TRUE(Create("dedup", 8).ok());
+  std::set<int> partitions;
+  for (int i = 0; i < 16; ++i) {
+    v1::EnqueueRequest job = MakeJob("dedup");
+    job.set_idempotency_key(absl::StrCat("key-", i));
+    const std::string first = MustEnqueue(*stub_, job);
+    v1::EnqueueResponse again;
+    ASSERT_TRUE(Enqueue(*stub_, job, &again).ok());
+    EXPECT_EQ(again.job_id(), first) << "key-" << i;
+    EXPECT_TRUE(again.duplicate()) << "key-" << i;
+    partitions.insert(PartitionOf(first));
+  }
+  EXPECT_GE(partitions.size(), 4u) << "keys do not spread over the partitions";
+  EXPECT_EQ(Stats("dedup").pending_due(), 16);
+}
+
+}  // namespace
+}  // namespace jobwire::testing
