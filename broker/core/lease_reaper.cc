@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "broker/base/logging.h"
+#include "broker/store/keys.h"
 
 namespace jobwire::core {
 namespace {
@@ -91,7 +92,10 @@ void LeaseReaper::Exec() {
                             if (outcome.ok()) {
                               if (outcome->idle && params_.admin != nullptr) DropIdle(queue);
                               if (outcome->reaped > 0) {
-                                params_.metrics->LeasesExpired(queue, outcome->reaped, outcome->dead);
+                                // Metrics name the queue, not the partition.
+                                params_.metrics->LeasesExpired(
+                                    std::string(store::QueueOfPartition(queue)), outcome->reaped,
+                                    outcome->dead);
                                 base::Log(base::LogLevel::kInfo, "expired leases settled",
                                           {{"queue", queue},
                                            {"jobs", absl::StrCat(outcome->reaped)}});
