@@ -94,6 +94,65 @@ TEST(SentinelFlagsTest, BadModeAndMasterNameAreRefusedAtStart) {
 
   // Standalone still refuses several hosts (exit 1: BrokerServer::Start).
   EXPECT_EQ(RunBroker({url}).code, 1);
+
+  e = RunBroker({"--redis_url=redis://127.0.0.1:1"}, {{"JOBWIRE_REDIS_SENTINEL_PASSWORD", "pw"}});
+  EXPECT_EQ(e.code, 2);
+  EXPECT_TRUE(absl::StrContains(e.stderr_text, "--redis_sentinel_password needs --redis_mode"))
+      << e.stderr_text;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+// Sentinels with a password of their own (requirepass, here set with ACL
+// SETUSER on each): a broker without --redis_sentinel_password never gets
+// the master's address (and its log says why); one with it works, and the
+// password never shows in its log.
+TEST(SentinelAuthTest, SentinelsWithTheirOwnPasswordNeedIt) {
+  RedisSentinelGroup group;
+  JW_ASSERT_OK(group.Start());
+  const std::string secret = "sentinel-secret-7f3a";
+  for (int port : group.sentinel_ports()) {
+    JW_ASSERT_OK(group.CommandAt(port, {"ACL", "SETUSER", "default", "resetpass", ">" + secret})
+                     .status());
+  }
+  char dir[] = "/tmp/jobwire-sentinel-auth-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::vector<std::string> flags = {"--redis_mode=sentinel",
+                                          "--redis_sentinel_master=" + group.master_name()};
+  {
+    BrokerProcess broker(0, flags);
+    broker.set_redis_url(group.sentinel_url());
+    broker.set_wait_for_redis(false);
+    broker.set_stderr_path(std::string(dir) + "/without.log");
+    JW_ASSERT_OK(broker.Start());
+    EXPECT_FALSE(WaitForHealth(MakeChannel(broker.address()), "", kServing, absl::Seconds(3)))
+        << "serving without the sentinels' password";
+    broker.Stop();
+    EXPECT_TRUE(absl::StrContains(ReadFile(std::string(dir) + "/without.log"), "NOAUTH"))
+        << ReadFile(std::string(dir) + "/without.log");
+  }
+  std::vector<std::string> with = flags;
+  with.push_back("--redis_sentinel_password=" + secret);
+  BrokerProcess broker(0, with);
+  broker.set_redis_url(group.sentinel_url());
+  broker.set_stderr_path(std::string(dir) + "/with.log");
+  JW_ASSERT_OK(broker.Start());
+  {
+    std::unique_ptr<v1::Broker::Stub> stub = broker.NewStub();
+    const std::string id = MustEnqueue(*stub, MakeJob("authed", "p"));
+    ClaimReader claim(broker.NewStub(), MakeClaim({"authed"}));
+    std::optional<v1::ClaimedJob> job = claim.Next(absl::Seconds(10));
+    ASSERT_TRUE(job.has_value());
+    EXPECT_EQ(job->job().id(), id);
+    EXPECT_TRUE(Ack(*stub, *job).ok());
+  }
+  broker.Stop();
+  EXPECT_FALSE(absl::StrContains(ReadFile(std::string(dir) + "/with.log"), secret));
+  std::system(absl::StrCat("rm -rf ", dir).c_str());
 }
 
 class SentinelBrokerTest : public ::testing::Test {

@@ -26,6 +26,10 @@ ABSL_FLAG(std::string, redis_mode, kDefaults.redis_mode,
           "standalone (--redis_url names the one Redis), sentinel (its comma-separated hosts "
           "are Redis Sentinels, asked for --redis_sentinel_master) or cluster (its hosts are "
           "seed nodes of a Redis Cluster)");
+ABSL_FLAG(std::string, redis_sentinel_password, "",
+          "with --redis_mode=sentinel: the sentinels' own password (their requirepass), when "
+          "they have one; the master's password goes in --redis_url. Prefer "
+          "JOBWIRE_REDIS_SENTINEL_PASSWORD: a flag shows in the process list");
 ABSL_FLAG(std::string, redis_sentinel_master, "",
           "with --redis_mode=sentinel: the name the sentinels monitor the master under");
 ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
@@ -98,6 +102,7 @@ namespace {
 // Sets each flag from JOBWIRE_<NAME> when that variable is set.
 absl::Status ApplyEnvironment() {
   for (const char* name : {"listen", "redis_url", "redis_mode", "redis_sentinel_master",
+                           "redis_sentinel_password",
                            "data_dir", "redis_server_path", "key_prefix",
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
                            "completed_retention_ms", "completed_retention_max_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
@@ -132,6 +137,11 @@ absl::Status CheckRedisMode(const BrokerConfig& c) {
     if (!c.redis_sentinel_master.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--redis_sentinel_master needs --redis_mode=sentinel (the mode is ", c.redis_mode, ")"));
+    }
+    if (!c.redis_sentinel_password.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--redis_sentinel_password needs --redis_mode=sentinel (the mode is ", c.redis_mode,
+          ")"));
     }
     if (c.redis_mode == "cluster" && c.redis_url.empty()) {
       return absl::InvalidArgumentError(
@@ -170,6 +180,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.redis_url = absl::GetFlag(FLAGS_redis_url);
   c.redis_mode = absl::GetFlag(FLAGS_redis_mode);
   c.redis_sentinel_master = absl::GetFlag(FLAGS_redis_sentinel_master);
+  c.redis_sentinel_password = absl::GetFlag(FLAGS_redis_sentinel_password);
   c.data_dir = absl::GetFlag(FLAGS_data_dir);
   c.redis_server_path = absl::GetFlag(FLAGS_redis_server_path);
   c.key_prefix = absl::GetFlag(FLAGS_key_prefix);

@@ -22,6 +22,9 @@ struct BrokerConfig {
   // its hosts are seed nodes of a Redis Cluster (redis_url required).
   std::string redis_mode = "standalone";
   std::string redis_sentinel_master;
+  // The sentinels' own password (their requirepass), when they have one;
+  // sentinel mode only. Never logged.
+  std::string redis_sentinel_password;
   std::string data_dir = "./jobwire-data";
   std::string redis_server_path = "redis-server";
   std::string key_prefix = "jw";

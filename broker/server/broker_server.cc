@@ -114,7 +114,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   // The connections are made before the server: its members run on them.
   auto loop = std::make_unique<base::EventLoop>();
   absl::StatusOr<std::unique_ptr<RedisConnections>> redis = RedisConnections::Create(
-      loop.get(), config.redis_mode, config.redis_sentinel_master, *address, *redis_tls);
+      loop.get(), config.redis_mode, config.redis_sentinel_master, config.redis_sentinel_password,
+      *address, *redis_tls);
   if (!redis.ok()) return redis.status();
   std::unique_ptr<BrokerServer> s(
       new BrokerServer(config, std::move(loop), *std::move(redis), std::move(authorizer)));

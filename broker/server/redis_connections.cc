@@ -9,7 +9,8 @@ namespace jobwire::server {
 
 absl::StatusOr<std::unique_ptr<RedisConnections>> RedisConnections::Create(
     base::EventLoop* loop, const std::string& mode, const std::string& sentinel_master,
-    const store::RedisAddress& address, std::shared_ptr<const store::RedisTlsContext> tls) {
+    const std::string& sentinel_password, const store::RedisAddress& address,
+    std::shared_ptr<const store::RedisTlsContext> tls) {
   std::unique_ptr<RedisConnections> c(new RedisConnections());
   if (mode == "cluster") {
     if (address.db != 0) {
@@ -39,6 +40,7 @@ absl::StatusOr<std::unique_ptr<RedisConnections>> RedisConnections::Create(
     o.sentinels = address.seeds;
     if (o.sentinels.empty()) o.sentinels.push_back({address.host, address.port});
     o.master_name = sentinel_master;
+    o.password = sentinel_password;
     o.tls = address.tls;
     o.tls_context = tls;
     base::Log(base::LogLevel::kInfo, "redis sentinel mode",

@@ -32,10 +32,12 @@ class RedisConnections {
  public:
   // `mode` is "standalone", "sentinel" or "cluster" (checked by LoadConfig;
   // INVALID_ARGUMENT otherwise, or for several hosts in standalone mode).
-  // `loop` must outlive this.
+  // In sentinel mode the sentinels are asked for `sentinel_master`, with
+  // AUTH `sentinel_password` when it is not empty. `loop` must outlive this.
   static absl::StatusOr<std::unique_ptr<RedisConnections>> Create(
       base::EventLoop* loop, const std::string& mode, const std::string& sentinel_master,
-      const store::RedisAddress& address, std::shared_ptr<const store::RedisTlsContext> tls);
+      const std::string& sentinel_password, const store::RedisAddress& address,
+      std::shared_ptr<const store::RedisTlsContext> tls);
   ~RedisConnections();  // REQUIRES: the loop is stopped.
   RedisConnections(const RedisConnections&) = delete;
   RedisConnections& operator=(const RedisConnections&) = delete;

@@ -45,8 +45,9 @@ struct SentinelMasterSource::Query {
 SentinelMasterSource::SentinelMasterSource(base::EventLoop* loop, SentinelOptions options)
     : loop_(loop), options_(std::move(options)) {
   for (size_t i = 0; i < options_.sentinels.size(); ++i) {
-    RedisAddress address;  // no password, user or db for sentinels
+    RedisAddress address;  // the sentinels' own password; no user or db
     address.host = options_.sentinels[i].host;
+    address.password = options_.password;
     address.port = options_.sentinels[i].port;
     address.tls = options_.tls;
     commands_.push_back(std::make_unique<RedisClient>(loop_, address, absl::StrCat("sentinel-", i),

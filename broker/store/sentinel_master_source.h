@@ -19,7 +19,8 @@
 //   while a sentinel connection was down is noticed too.
 //
 // Sentinel connections use the TLS setting (and context) of the data nodes
-// but no password, user or db: sentinels are reached without AUTH.
+// but not their password, user or db: sentinels have their own password
+// (SentinelOptions::password; none: no AUTH).
 //
 // Thread safety: SetOnSwitch before Start; Start from any thread (once);
 // GetMaster, known_master and every callback on the loop thread only. The
@@ -45,6 +46,7 @@ namespace jobwire::store {
 struct SentinelOptions {
   std::vector<RedisEndpoint> sentinels;  // REQUIRES: not empty
   std::string master_name;               // REQUIRES: not empty
+  std::string password;                  // the sentinels' requirepass; empty: no AUTH
   bool tls = false;                      // rediss:// to the sentinels too
   std::shared_ptr<const RedisTlsContext> tls_context;  // as for RedisClient
   absl::Duration query_timeout = absl::Seconds(1);     // per sentinel

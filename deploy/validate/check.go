@@ -27,7 +27,7 @@ var knownEnv = map[string]bool{}
 
 func init() {
 	for _, f := range []string{
-		"listen", "redis_url", "redis_mode", "redis_sentinel_master", "data_dir", "key_prefix", "default_lease_ms",
+		"listen", "redis_url", "redis_mode", "redis_sentinel_master", "redis_sentinel_password", "data_dir", "key_prefix", "default_lease_ms",
 		"max_payload_bytes", "dedup_window_ms", "completed_retention_ms", "completed_retention_max_ms",
 		"default_max_attempts", "backoff_base_ms", "backoff_max_ms",
 		"shutdown_grace_ms", "log_level", "metrics_listen", "max_stream_age_ms",

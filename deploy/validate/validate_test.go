@@ -243,6 +243,7 @@ func TestSecurityValuesHonoured(t *testing.T) {
 		{"good-tls.yaml", "", `JOBWIRE_AUTH_TOKENS_FILE is set, but values auth.existingSecret is ""`},
 		{"good-tls.yaml", strings.Replace(tlsValues, "clientAuth: true", "clientAuth: false", 1), "JOBWIRE_TLS_CLIENT_CA is set, but values tls.clientAuth is false"},
 		{"good-tls.yaml", strings.Replace(tlsValues, "jobwire-tokens", "other-tokens", 1), "no volume of Secret other-tokens"},
+		{"good.yaml", "redis:\n  mode: sentinel\n  sentinelMaster: m\n  sentinelPassword: pw\n", "JOBWIRE_REDIS_SENTINEL_PASSWORD must be set exactly when redis.mode is sentinel"},
 	} {
 		data, err := os.ReadFile(filepath.Join("testdata", tc.fixture))
 		if err != nil {

@@ -74,6 +74,9 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 		Redis struct {
 			Mode           string `json:"mode"`
 			SentinelMaster string `json:"sentinelMaster"`
+			ExistingSecret string `json:"existingSecret"`
+			SentinelPass   string `json:"sentinelPassword"`
+			SentinelKey    string `json:"sentinelPasswordKey"`
 			TLS            struct {
 				ExistingSecret string `json:"existingSecret"`
 				ClientCert     bool   `json:"clientCert"`
@@ -133,6 +136,15 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 			}
 			if e, has := envValue(&ct, "JOBWIRE_REDIS_SENTINEL_MASTER"); has != sentinel || (has && e.Value != v.Redis.SentinelMaster) {
 				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_SENTINEL_MASTER does not match values redis.sentinelMaster %q (%s)", d.Name, v.Redis.SentinelMaster, swhy))
+			}
+			// The sentinels' password: exactly when the values give one, and
+			// only from a Secret (never a literal in the pod spec).
+			sentinelPassword := sentinel && ((v.Redis.ExistingSecret != "" && v.Redis.SentinelKey != "") ||
+				(v.Redis.ExistingSecret == "" && v.Redis.SentinelPass != ""))
+			if e, has := envValue(&ct, "JOBWIRE_REDIS_SENTINEL_PASSWORD"); has != sentinelPassword {
+				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_SENTINEL_PASSWORD must be set exactly when redis.mode is sentinel and redis.sentinelPassword (or, with existingSecret, redis.sentinelPasswordKey) is given", d.Name))
+			} else if has && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+				errs = append(errs, fmt.Errorf("Deployment %s: JOBWIRE_REDIS_SENTINEL_PASSWORD must come from a Secret (secretKeyRef), not a literal value", d.Name))
 			}
 			for _, name := range []string{v.TLS.ExistingSecret, v.Auth.ExistingSecret, rt.ExistingSecret} {
 				if name != "" && !secretVolume(name) {
