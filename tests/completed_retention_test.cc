@@ -124,8 +124,8 @@ TEST_F(CompletedRetentionTest, UnsetTakesTheBrokerDefault) {
   JW_ASSERT_OK(GetJob(*stub_, queue, claimed.job().id(), &job));
   EXPECT_EQ(job.state(), v1::COMPLETED);
   // Deleted when its completed-index score (the expiry) passes.
-  auto expiry = redis_->Command("ZSCORE", absl::StrCat("jw:{", queue, "}:completed"),
-                                claimed.job().id());
+  const std::string completed = absl::StrCat("jw:{", queue, "}:completed");
+  auto expiry = RedisCommandFor(completed, {"ZSCORE", completed, claimed.job().id()});
   ASSERT_TRUE(expiry.ok() && !expiry->str.empty());
   EXPECT_EQ(std::stoll(expiry->str) - job.finished_at_ms(), kDefaultRetentionMs);
   EXPECT_EQ(CompletedCount(queue), 1);
@@ -143,7 +143,7 @@ TEST_F(CompletedRetentionTest, AboveTheMaximumOrNegativeIsRefusedAndStoresNothin
         << status.error_message();
     EXPECT_TRUE(absl::StrContains(status.error_message(), absl::StrCat("0..", kMaxRetentionMs)))
         << status.error_message();
-    EXPECT_EQ(redis_->DbSize(), 0);
+    EXPECT_EQ(RedisDbSize(), 0);
   }
   // The maximum itself is allowed.
   v1::EnqueueRequest at_max = MakeJob("bad.retention", "p");

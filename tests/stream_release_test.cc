@@ -140,7 +140,8 @@ TEST_F(StreamReleaseTest, DrainGivesBackTheJobsItWasNeverSent) {
   while (absl::Now() < deadline) {
     pending = 0;
     for (const std::string& id : ids_) {
-      auto state = redis_->CommandArgv(testing::ReadJobFieldArgv(testing::JobsKey("jw", "held"), id, "state"));
+      const std::string jobs = testing::JobsKey("jw", "held");
+      auto state = RedisCommandFor(jobs, testing::ReadJobFieldArgv(jobs, id, "state"));
       if (state.ok() && state->str == "pending") ++pending;
     }
     if (pending >= kJobs / 2) break;
@@ -148,7 +149,8 @@ TEST_F(StreamReleaseTest, DrainGivesBackTheJobsItWasNeverSent) {
   }
   EXPECT_GE(pending, kJobs / 2) << "jobs left ACTIVE behind a drained stream";
   for (const std::string& id : ids_) {
-    auto state = redis_->CommandArgv(testing::ReadJobFieldArgv(testing::JobsKey("jw", "held"), id, "state"));
+    const std::string jobs = testing::JobsKey("jw", "held");
+    auto state = RedisCommandFor(jobs, testing::ReadJobFieldArgv(jobs, id, "state"));
     ASSERT_TRUE(state.ok());
     EXPECT_NE(state->str, "dead") << id;
   }
