@@ -379,6 +379,9 @@ TEST_F(PartitionedQueueTest, TheAdminApiWorksAcrossPartitions) {
     EXPECT_EQ(deleted.deleted(), kJobs);
   }
   EXPECT_EQ(Stats("ops").partitions(), 1) << "the count goes with the queue";
+  grpc::Status gone = GetJob(*stub_, "ops", ids[3], &job);
+  EXPECT_EQ(gone.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(gone.error_message(), "job " + ids[3] + " in queue ops (partition 3) not found");
   for (int p = 0; p < kPartitions; ++p) {
     const std::string tag = p == 0 ? "ops" : absl::StrCat("ops#", p);
     auto exists = RedisCommandFor(absl::StrCat("jw:{", tag, "}:jobs"),

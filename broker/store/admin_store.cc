@@ -182,7 +182,7 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
         if (!IsArray(*reply, 1)) return done(absl::InternalError("bad delete_job reply"));
         if (reply->elements[0].str == "NOT_FOUND") {
           return done(absl::NotFoundError(
-              absl::StrCat("job ", job_id, " in queue ", queue, " not found")));
+              absl::StrCat(JobRef(queue, job_id), " not found")));
         }
         done(true);
       });

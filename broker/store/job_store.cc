@@ -23,9 +23,6 @@ std::string RandomSeed() {
   return absl::StrCat(absl::Uniform<int32_t>(gen, 1, 1 << 30));
 }
 
-std::string JobRef(const std::string& queue, const std::string& id) {
-  return absl::StrCat("job ", id, " in queue ", queue);
-}
 
 // Decodes the {'OK', ...} | {'NOT_FOUND'} | {'STALE'} | {'STATE', s}
 // convention of the lifecycle scripts. On OK returns the reply.

@@ -41,6 +41,13 @@ std::string JobIdSuffix(int partition) {
   return partition == 0 ? std::string() : absl::StrCat(".p", partition);
 }
 
+std::string JobRef(absl::string_view queue, absl::string_view job_id) {
+  const int partition = PartitionOfName(queue);
+  if (partition == 0) return absl::StrCat("job ", job_id, " in queue ", queue);
+  return absl::StrCat("job ", job_id, " in queue ", QueueOfPartition(queue), " (partition ",
+                      partition, ")");
+}
+
 std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }
 
 std::string Keys::Layout(absl::string_view prefix) { return absl::StrCat(prefix, ":layout"); }

@@ -54,6 +54,9 @@ int PartitionOfName(absl::string_view name);
 // suffix the ids of a partition carry ("" for 0).
 int PartitionOfJobId(absl::string_view job_id);
 std::string JobIdSuffix(int partition);
+// "job <id> in queue <q>" for messages, naming the queue (and the
+// partition, if not 0) of store name `queue`.
+std::string JobRef(absl::string_view queue, absl::string_view job_id);
 
 // Thread safety: immutable, safe to share.
 class Keys {
