@@ -1,7 +1,8 @@
 // Redis work per job through the real broker and a real Redis, counted with
 // INFO commandstats: concurrent Enqueues share enqueue.lua calls
 // (EnqueueCoalescer), and a Claim stream waiting on an empty queue does not
-// claim again when an ack frees a slot (Dispatcher).
+// claim again when an ack frees a slot, nor does a full stream whose queue
+// (or partitions) it found drained, with nothing announced since (Dispatcher).
 
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "jobwire/v1/admin.grpc.pb.h"
 #include "tests/lifecycle_test_util.h"
 #include "tests/test_harness.h"
 
@@ -111,6 +113,51 @@ TEST_F(LifecycleTest, AckOnAWaitingStreamCostsNoClaim) {
   }
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - claims_before, kJobs);
+}
+
+TEST_F(LifecycleTest, AFullStreamOnADrainedQueueClaimsNothingWhenSlotsFree) {
+  std::unique_ptr<v1::Admin::Stub> admin = v1::Admin::NewStub(broker_->channel());
+  for (int partitions : {1, 4}) {
+    SCOPED_TRACE(partitions);
+    const std::string queue = absl::StrCat("drained-", partitions);
+    grpc::ClientContext context;
+    v1::CreateQueueRequest create;
+    create.set_queue(queue);
+    create.set_partitions(partitions);
+    v1::CreateQueueResponse created;
+    ASSERT_TRUE(admin->CreateQueue(&context, create, &created).ok());
+    // A stream with one free slot, waiting, having found every partition
+    // drained: one job per partition claimed, one of them acked.
+    v1::EnqueueBatchRequest batch;
+    for (int i = 0; i < partitions; ++i) *batch.add_jobs() = MakeJob(queue, absl::StrCat(i));
+    v1::EnqueueBatchResponse enqueued;
+    JW_ASSERT_OK(EnqueueBatch(*stub_, batch, &enqueued));
+    auto reader = OpenClaim(MakeClaim({queue}, partitions));
+    std::vector<v1::ClaimedJob> jobs;
+    for (int i = 0; i < partitions; ++i) {
+      std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+      ASSERT_TRUE(job.has_value());
+      jobs.push_back(*job);
+    }
+    absl::SleepFor(absl::Milliseconds(300));
+    JW_ASSERT_OK(Ack(*stub_, jobs[0]));
+    absl::SleepFor(absl::Milliseconds(200));
+
+    // A new job wakes the stream: it claims from the one partition that
+    // announced it (the others are still drained) and is full again.
+    const int64_t before = CommandCalls(*redis_, "zpopmin");  // once per claim.lua
+    MustEnqueue(*stub_, MakeJob(queue, "later"));
+    std::optional<v1::ClaimedJob> later = reader->Next(kPrompt);
+    ASSERT_TRUE(later.has_value());
+    EXPECT_EQ(later->job().payload(), "later");
+    absl::SleepFor(absl::Milliseconds(200));
+    EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - before, 1);
+    // Its ack frees a slot of a full stream: nothing was announced since, so
+    // no claim.
+    JW_ASSERT_OK(Ack(*stub_, *later));
+    absl::SleepFor(absl::Milliseconds(200));
+    EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - before, 1);
+  }
 }
 
 }  // namespace

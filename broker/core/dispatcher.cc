@@ -175,6 +175,8 @@ void Dispatcher::OnRedisReconnected() {
     for (const auto& [id, s] : sessions_) {
       if (!s->waiting.empty()) ids.push_back(id);
       for (const Group& g : s->groups) read.insert(g.queue);
+      // Announcements may have been missed while Redis was away.
+      std::fill(s->drained_at.begin(), s->drained_at.end(), kNotDrained);
     }
     for (SessionId id : ids) Fill(id);
     for (const std::string& queue : read) partitions_->Refresh(queue);
@@ -237,6 +239,7 @@ void Dispatcher::AddPartitions(Session& s, size_t g, int count) {
     group.members.push_back(s.queues.size());
     s.member_of.emplace_back(g, p);
     s.queues.push_back(queue);
+    s.drained_at.push_back(kNotDrained);
     QueueState& q = queues_[queue];
     if (q.streams++ == 0) {
       subscriber_->Subscribe(store_->NotifyChannel(queue),
@@ -316,13 +319,17 @@ void Dispatcher::Fill(SessionId id) {
   for (const std::string& queue : s->queues) {
     s->start_generation.push_back(queues_[queue].generation);
   }
-  // Queues in the stream's order; the partitions of each from its cursor.
+  // Queues in the stream's order; the partitions of each from its cursor;
+  // none found drained with nothing announced since.
   s->order.clear();
   for (const Group& g : s->groups) {
     for (size_t m = 0; m < g.members.size(); ++m) {
-      s->order.push_back(g.members[(g.cursor + m) % g.members.size()]);
+      const size_t index = g.members[(g.cursor + m) % g.members.size()];
+      if (s->drained_at[index] == s->start_generation[index]) continue;
+      s->order.push_back(index);
     }
   }
+  if (s->order.empty()) return FinishFill(id, *s);
   ClaimFrom(id, 0);
 }
 
@@ -393,10 +400,13 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t pos,
     s->filling = false;  // the stream ended (its close is already posted)
     return;
   }
+  const size_t index = s->order[pos];
   if (outcome->more) {
+    s->drained_at[index] = kNotDrained;
     WakeOne(queue);  // the queue holds more for the next waiter
   } else {
     s->drained.insert(queue);
+    s->drained_at[index] = s->start_generation[index];
     if (outcome->next_due_in_ms >= 0) ArmQueueTimer(queue, outcome->next_due_in_ms);
   }
   bool full = static_cast<int>(s->in_flight.size()) >= s->spec.max_in_flight;

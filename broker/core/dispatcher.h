@@ -190,6 +190,12 @@ class Dispatcher {
     bool refill = false;
     std::vector<std::list<SessionId>::iterator> waiting;  // one per queue while waiting
     std::vector<uint64_t> start_generation;
+    // Per queues[i]: the queue's generation when a claim of this session
+    // found it drained (kNotDrained: it was not). A fill skips a queue still
+    // at that generation: nothing has been announced for it since, so the
+    // claim would come back empty (one Redis call saved per freed slot, and
+    // per empty partition of a partitioned queue).
+    std::vector<uint64_t> drained_at;
     absl::flat_hash_set<std::string> woken_for;  // queues whose wake-up this fill carries
     absl::flat_hash_set<std::string> drained;    // queues found short in this fill
     base::EventLoop::TimerId max_age_timer = 0;  // ends the stream at spec.max_age
@@ -259,6 +265,7 @@ class Dispatcher {
   std::function<void(absl::Time)> on_lease_granted_;
   const StreamLimits limits_;
   std::atomic<SessionId> next_id_{1};
+  static constexpr uint64_t kNotDrained = ~uint64_t{0};
   size_t next_cursor_ = 0;  // loop thread only: rotates each stream's first partition
   std::atomic<int64_t> open_sessions_{0};  // written under count_mu_
 
