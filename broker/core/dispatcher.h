@@ -24,7 +24,9 @@
 // the stream is acked or failed through this broker (OnJobSettled) or its
 // lease runs out by the broker's clock (extended by OnLeaseExtended); the
 // stream claims again then only if it was full, since a waiting stream
-// found its queues short and is woken when they are not.
+// found its queues short and is woken when they are not; and then only from
+// the queues it has not found drained since their last announcement (their
+// generation), so a freed slot on an empty queue costs no Redis call.
 //
 // A partitioned queue (QueuePartitions) is read as all its partitions: the
 // stream subscribes to each and claims from them in turn, starting where its
