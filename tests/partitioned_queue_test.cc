@@ -107,6 +107,106 @@ class PartitionedQueueTest : public BrokerTest {
     return got;
   }
 
+  // Per master (cluster mode; empty otherwise): EVALSHA calls so far.
+  std::map<int, int64_t> EvalCallsPerMaster() {
+    std::map<int, int64_t> calls;
+    if (cluster_ == nullptr) return calls;
+    absl::StatusOr<std::vector<int>> masters = cluster_->MasterPorts();
+    EXPECT_TRUE(masters.ok());
+    if (!masters.ok()) return calls;
+    for (int port : *masters) {
+      auto info = cluster_->CommandAt(port, {"INFO", "commandstats"});
+      EXPECT_TRUE(info.ok());
+      calls[port] = 0;
+      for (absl::string_view line : absl::StrSplit(info.ok() ? info->str : "", "\r\n")) {
+        if (!absl::StartsWith(line, "cmdstat_evalsha:calls=")) continue;
+        absl::string_view n = line.substr(22, line.find(',') - 22);
+        EXPECT_TRUE(absl::SimpleAtoi(n, &calls[port])) << line;
+      }
+    }
+    return calls;
+  }
+
+  // The port of the master serving partition `p` of `queue` (cluster mode).
+  int MasterOfPartition(const std::string& queue, int p) {
+    const std::string tag = p == 0 ? queue : absl::StrCat(queue, "#", p);
+    auto slot = cluster_->CommandAt(cluster_->ports().front(),
+                                    {"CLUSTER", "KEYSLOT", absl::StrCat("jw:{", tag, "}:jobs")});
+    EXPECT_TRUE(slot.ok());
+    absl::StatusOr<int> master = cluster_->MasterOfSlot(slot.ok() ? static_cast<int>(slot->integer) : 0);
+    EXPECT_TRUE(master.ok());
+    return master.ok() ? *master : -1;
+  }
+
+  // `count` jobs of `queue`, claimed and failed with max_attempts 1: dead.
+  std::vector<std::string> MakeDead(const std::string& queue, int count) {
+    const std::vector<std::string> ids = EnqueueJobs(queue, count, 0, /*max_attempts=*/1);
+    std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({queue}, count));
+    for (int i = 0; i < count; ++i) {
+      std::optional<v1::ClaimedJob> claimed = claim->Next(absl::Seconds(10));
+      if (!claimed) {
+        ADD_FAILURE() << "job " << i << " not delivered";
+        break;
+      }
+      v1::FailResponse failed;
+      EXPECT_TRUE(Fail(*stub_, MakeFail(*claimed, "boom"), &failed).ok());
+    }
+    return ids;
+  }
+
+  // The ids of every job of `queue` in `state`, paging `page_size` at a time.
+  std::multiset<std::string> ListAll(const std::string& queue, v1::JobState state,
+                                     int page_size) {
+    std::multiset<std::string> listed;
+    std::string token;
+    for (int pages = 0; pages < 50; ++pages) {
+      grpc::ClientContext context;
+      Deadline(context);
+      v1::ListJobsRequest request;
+      request.set_queue(queue);
+      request.set_state(state);
+      request.set_page_size(page_size);
+      request.set_page_token(token);
+      v1::ListJobsResponse page;
+      EXPECT_TRUE(admin_->ListJobs(&context, request, &page).ok());
+      for (const v1::Job& j : page.jobs()) {
+        EXPECT_EQ(j.queue(), queue);
+        listed.insert(j.id());
+      }
+      token = page.next_page_token();
+      if (token.empty()) break;
+    }
+    EXPECT_TRUE(token.empty()) << "paging did not end";
+    return listed;
+  }
+
+  grpc::Status SetPaused(const std::string& queue, bool paused) {
+    grpc::ClientContext context;
+    Deadline(context);
+    if (paused) {
+      v1::PauseQueueRequest request;
+      request.set_queue(queue);
+      v1::PauseQueueResponse response;
+      return admin_->PauseQueue(&context, request, &response);
+    }
+    v1::ResumeQueueRequest request;
+    request.set_queue(queue);
+    v1::ResumeQueueResponse response;
+    return admin_->ResumeQueue(&context, request, &response);
+  }
+
+  grpc::Status DeleteQueue(const std::string& queue, bool force, int64_t* deleted) {
+    grpc::ClientContext context;
+    Deadline(context);
+    v1::DeleteQueueRequest request;
+    request.set_queue(queue);
+    request.set_force(force);
+    v1::DeleteQueueResponse response;
+    grpc::Status status = admin_->DeleteQueue(&context, request, &response);
+    *deleted = response.deleted();
+    return status;
+  }
+
   std::unique_ptr<v1::Admin::Stub> admin_;
 };
 
@@ -161,26 +261,7 @@ TEST_F(PartitionedQueueTest, JobsSpreadOverEveryPartitionAndEachIsDeliveredOnce)
   constexpr int kPartitions = 8;
   constexpr int kJobs = 400;
   ASSERT_TRUE(Create("spread", kPartitions).ok());
-  // Per master: the calls of EVALSHA so far (cluster mode only).
-  auto evals_per_master = [&]() {
-    std::map<int, int64_t> calls;
-    if (cluster_ == nullptr) return calls;
-    absl::StatusOr<std::vector<int>> masters = cluster_->MasterPorts();
-    EXPECT_TRUE(masters.ok());
-    if (!masters.ok()) return calls;
-    for (int port : *masters) {
-      auto info = cluster_->CommandAt(port, {"INFO", "commandstats"});
-      EXPECT_TRUE(info.ok());
-      calls[port] = 0;
-      for (absl::string_view line : absl::StrSplit(info.ok() ? info->str : "", "\r\n")) {
-        if (!absl::StartsWith(line, "cmdstat_evalsha:calls=")) continue;
-        absl::string_view n = line.substr(22, line.find(',') - 22);
-        EXPECT_TRUE(absl::SimpleAtoi(n, &calls[port])) << line;
-      }
-    }
-    return calls;
-  };
-  const std::map<int, int64_t> before = evals_per_master();
+  const std::map<int, int64_t> before = EvalCallsPerMaster();
 
   v1::EnqueueBatchRequest batch;
   for (int i = 0; i < kJobs; ++i) *batch.add_jobs() = MakeJob("spread", absl::StrCat(i));
@@ -211,28 +292,21 @@ TEST_F(PartitionedQueueTest, JobsSpreadOverEveryPartitionAndEachIsDeliveredOnce)
   const v1::QueueStats stats = Stats("spread");
   EXPECT_EQ(stats.completed(), kJobs);
   EXPECT_EQ(stats.pending_due() + stats.active(), 0);
+  if (cluster_ == nullptr) return;
 
-  if (cluster_ != nullptr) {
-    // Every master that serves a partition ran its share of the scripts.
-    std::map<int, int> partitions_on;  // master port -> partitions
-    for (int p = 0; p < kPartitions; ++p) {
-      const std::string tag = p == 0 ? "spread" : absl::StrCat("spread#", p);
-      auto slot = cluster_->CommandAt(before.begin()->first,
-                                      {"CLUSTER", "KEYSLOT", absl::StrCat("jw:{", tag, "}:jobs")});
-      ASSERT_TRUE(slot.ok());
-      ++partitions_on[*cluster_->MasterOfSlot(static_cast<int>(slot->integer))];
-    }
-    const std::map<int, int64_t> after = evals_per_master();
-    for (const auto& [port, calls] : after) {
-      const int64_t ran = calls - before.at(port);
-      std::cout << "master " << port << ": " << partitions_on[port] << " partition(s), " << ran
-                << " script calls\n";
-      if (partitions_on[port] == 0) continue;
-      // Each partition took kJobs / kPartitions enqueues, claims and acks.
+  // Every master that serves a partition ran its share of the scripts.
+  std::map<int, int> partitions_on;  // master port -> partitions
+  for (int p = 0; p < kPartitions; ++p) ++partitions_on[MasterOfPartition("spread", p)];
+  for (const auto& [port, calls] : EvalCallsPerMaster()) {
+    const int64_t ran = calls - before.at(port);
+    std::cout << "master " << port << ": " << partitions_on[port] << " partition(s), " << ran
+              << " script calls\n";
+    // Each partition took kJobs / kPartitions enqueues, claims and acks.
+    if (partitions_on[port] > 0) {
       EXPECT_GE(ran, partitions_on[port] * 2) << "master " << port;
     }
-    EXPECT_GE(partitions_on.size(), 2u) << "8 partitions all landed on one master";
   }
+  EXPECT_GE(partitions_on.size(), 2u) << "8 partitions all landed on one master";
 }
 
 TEST_F(PartitionedQueueTest, AStreamVisitsEveryPartitionInTurnAndEachKeepsItsOrder) {
@@ -269,88 +343,45 @@ TEST_F(PartitionedQueueTest, AStreamVisitsEveryPartitionInTurnAndEachKeepsItsOrd
   }
 }
 
-TEST_F(PartitionedQueueTest, TheAdminApiWorksAcrossPartitions) {
-  constexpr int kPartitions = 4;
+TEST_F(PartitionedQueueTest, ListingAndRetryDeadSeeEveryPartition) {
   constexpr int kJobs = 8;
-  ASSERT_TRUE(Create("ops", kPartitions).ok());
-  const std::vector<std::string> ids = EnqueueJobs("ops", kJobs, 0, /*max_attempts=*/1);
+  ASSERT_TRUE(Create("ops", 4).ok());
+  const std::vector<std::string> ids = MakeDead("ops", kJobs);
+  EXPECT_EQ(Stats("ops").dead(), kJobs);
   v1::Job job;
   ASSERT_TRUE(GetJob(*stub_, "ops", ids[3], &job).ok());
   EXPECT_EQ(job.queue(), "ops");
   EXPECT_EQ(PartitionOf(job.id()), 3);
-  {
-    std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"ops"}, kJobs));
-    for (int i = 0; i < kJobs; ++i) {
-      std::optional<v1::ClaimedJob> claimed = claim->Next(absl::Seconds(10));
-      ASSERT_TRUE(claimed);
-      v1::FailResponse failed;
-      ASSERT_TRUE(Fail(*stub_, MakeFail(*claimed, "boom"), &failed).ok());
-    }
-  }
-  EXPECT_EQ(Stats("ops").dead(), kJobs);
-
   // Paging goes partition by partition and sees every dead job once.
-  std::multiset<std::string> listed;
-  std::string token;
-  int pages = 0;
-  do {
-    grpc::ClientContext context;
-    Deadline(context);
-    v1::ListJobsRequest request;
-    request.set_queue("ops");
-    request.set_state(kDead);
-    request.set_page_size(3);
-    request.set_page_token(token);
-    v1::ListJobsResponse page;
-    ASSERT_TRUE(admin_->ListJobs(&context, request, &page).ok());
-    for (const v1::Job& j : page.jobs()) {
-      EXPECT_EQ(j.queue(), "ops");
-      listed.insert(j.id());
-    }
-    token = page.next_page_token();
-    ASSERT_LT(++pages, 20);
-  } while (!token.empty());
-  EXPECT_EQ(listed, std::multiset<std::string>(ids.begin(), ids.end()));
+  EXPECT_EQ(ListAll("ops", kDead, 3), std::multiset<std::string>(ids.begin(), ids.end()));
 
-  {
-    grpc::ClientContext context;
-    v1::RetryDeadRequest request;
-    request.set_queue("ops");
-    request.add_job_ids(ids[1]);
-    request.add_job_ids(ids[2]);
-    v1::RetryDeadResponse moved;
-    ASSERT_TRUE(admin_->RetryDead(&context, request, &moved).ok());
-    EXPECT_EQ(moved.moved(), 2);
-  }
-  {
-    grpc::ClientContext context;
-    v1::RetryDeadRequest request;
-    request.set_queue("ops");
-    request.set_all(true);
-    v1::RetryDeadResponse moved;
-    ASSERT_TRUE(admin_->RetryDead(&context, request, &moved).ok());
-    EXPECT_EQ(moved.moved(), kJobs - 2);
-  }
+  grpc::ClientContext some_context;
+  v1::RetryDeadRequest some;
+  some.set_queue("ops");
+  some.add_job_ids(ids[1]);
+  some.add_job_ids(ids[2]);
+  v1::RetryDeadResponse moved;
+  ASSERT_TRUE(admin_->RetryDead(&some_context, some, &moved).ok());
+  EXPECT_EQ(moved.moved(), 2);
+  grpc::ClientContext all_context;
+  v1::RetryDeadRequest all;
+  all.set_queue("ops");
+  all.set_all(true);
+  ASSERT_TRUE(admin_->RetryDead(&all_context, all, &moved).ok());
+  EXPECT_EQ(moved.moved(), kJobs - 2);
   EXPECT_EQ(Stats("ops").pending_due(), kJobs);
+  EXPECT_EQ(ListAll("ops", kPending, 5), std::multiset<std::string>(ids.begin(), ids.end()));
+}
 
-  // Paused: no partition hands anything out; resumed: all of them do.
-  {
-    grpc::ClientContext context;
-    v1::PauseQueueResponse r;
-    v1::PauseQueueRequest request;
-    request.set_queue("ops");
-    ASSERT_TRUE(admin_->PauseQueue(&context, request, &r).ok());
-  }
-  EXPECT_TRUE(Stats("ops").paused());
-  std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"ops"}, kJobs));
+TEST_F(PartitionedQueueTest, PauseAndResumeCoverEveryPartition) {
+  constexpr int kJobs = 8;
+  ASSERT_TRUE(Create("paused", 4).ok());
+  const std::vector<std::string> ids = EnqueueJobs("paused", kJobs);
+  ASSERT_TRUE(SetPaused("paused", true).ok());
+  EXPECT_TRUE(Stats("paused").paused());
+  std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"paused"}, kJobs));
   EXPECT_FALSE(claim->Next(absl::Milliseconds(500))) << "a paused queue handed out a job";
-  {
-    grpc::ClientContext context;
-    v1::ResumeQueueResponse r;
-    v1::ResumeQueueRequest request;
-    request.set_queue("ops");
-    ASSERT_TRUE(admin_->ResumeQueue(&context, request, &r).ok());
-  }
+  ASSERT_TRUE(SetPaused("paused", false).ok());
   std::set<std::string> resumed;
   for (int i = 0; i < kJobs; ++i) {
     std::optional<v1::ClaimedJob> claimed = claim->Next(absl::Seconds(10));
@@ -358,35 +389,36 @@ TEST_F(PartitionedQueueTest, TheAdminApiWorksAcrossPartitions) {
     resumed.insert(claimed->job().id());
   }
   EXPECT_EQ(resumed, std::set<std::string>(ids.begin(), ids.end()));
-  claim.reset();
+  // Partitions added to a paused queue are paused too.
+  ASSERT_TRUE(SetPaused("paused", true).ok());
+  ASSERT_TRUE(Update("paused", 8).ok());
+  EnqueueJobs("paused", 8);
+  EXPECT_FALSE(claim->Next(absl::Milliseconds(500))) << "a new partition was not paused";
+}
 
-  // DeleteQueue refuses while jobs are active, then removes every partition.
-  {
-    grpc::ClientContext context;
-    v1::DeleteQueueRequest request;
-    request.set_queue("ops");
-    v1::DeleteQueueResponse deleted;
-    EXPECT_EQ(admin_->DeleteQueue(&context, request, &deleted).error_code(),
-              grpc::StatusCode::FAILED_PRECONDITION);
-  }
-  {
-    grpc::ClientContext context;
-    v1::DeleteQueueRequest request;
-    request.set_queue("ops");
-    request.set_force(true);
-    v1::DeleteQueueResponse deleted;
-    ASSERT_TRUE(admin_->DeleteQueue(&context, request, &deleted).ok());
-    EXPECT_EQ(deleted.deleted(), kJobs);
-  }
-  EXPECT_EQ(Stats("ops").partitions(), 1) << "the count goes with the queue";
-  grpc::Status gone = GetJob(*stub_, "ops", ids[3], &job);
-  EXPECT_EQ(gone.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(gone.error_message(), "job " + ids[3] + " in queue ops (partition 3) not found");
+TEST_F(PartitionedQueueTest, DeleteQueueRemovesEveryPartition) {
+  constexpr int kPartitions = 4;
+  constexpr int kJobs = 8;
+  ASSERT_TRUE(Create("gone", kPartitions).ok());
+  const std::vector<std::string> ids = EnqueueJobs("gone", kJobs);
+  std::unique_ptr<ClaimReader> claim = OpenClaim(MakeClaim({"gone"}, 1));
+  ASSERT_TRUE(claim->Next(absl::Seconds(10)));  // one job active
+  int64_t deleted = 0;
+  EXPECT_EQ(DeleteQueue("gone", false, &deleted).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Stats("gone").pending_due() + Stats("gone").active(), kJobs) << "something removed";
+  ASSERT_TRUE(DeleteQueue("gone", true, &deleted).ok());
+  EXPECT_EQ(deleted, kJobs);
+  EXPECT_EQ(Stats("gone").partitions(), 1) << "the count goes with the queue";
+  v1::Job job;
+  grpc::Status missing = GetJob(*stub_, "gone", ids[3], &job);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(missing.error_message(), "job " + ids[3] + " in queue gone (partition 3) not found");
   for (int p = 0; p < kPartitions; ++p) {
-    const std::string tag = p == 0 ? "ops" : absl::StrCat("ops#", p);
-    auto exists = RedisCommandFor(absl::StrCat("jw:{", tag, "}:jobs"),
-                                  {"EXISTS", absl::StrCat("jw:{", tag, "}:jobs"),
-                                   absl::StrCat("jw:{", tag, "}:registered")});
+    const std::string tag = p == 0 ? "gone" : absl::StrCat("gone#", p);
+    const std::string jobs = absl::StrCat("jw:{", tag, "}:jobs");
+    auto exists =
+        RedisCommandFor(jobs, {"EXISTS", jobs, absl::StrCat("jw:{", tag, "}:registered")});
     ASSERT_TRUE(exists.ok());
     EXPECT_EQ(exists->integer, 0) << "partition " << p;
   }

@@ -27,7 +27,7 @@ Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
       subscriber_(subscriber),
       partitions_(partitions),
       metrics_(metrics),
-      limits_(limits) {
+      counts_(limits) {
   partitions_->SetOnGrown([this](const std::string& queue, int count) {
     loop_->Post([this, queue, count] { OnPartitionsGrown(queue, count); });
   });
@@ -45,78 +45,34 @@ Dispatcher::Session* Dispatcher::Find(SessionId id) {
 absl::StatusOr<Dispatcher::SessionId> Dispatcher::Open(ClaimSpec spec,
                                                        std::shared_ptr<JobSink> sink) {
   SessionId id = next_id_++;
-  {
-    absl::MutexLock lock(&count_mu_);
-    if (open_sessions_.load() >= limits_.max_streams) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("too many Claim streams on this broker (--max_claim_streams=",
-                       limits_.max_streams, "); retry later or on another replica"));
-    }
-    int64_t& from_peer = peer_sessions_[spec.peer];
-    if (from_peer >= limits_.max_streams_per_peer) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "too many Claim streams on this connection (--max_claim_streams_per_peer=",
-          limits_.max_streams_per_peer, "); close some or open another connection"));
-    }
-    ++from_peer;
-    session_peer_[id] = spec.peer;
-    ++open_sessions_;
-  }
+  if (absl::Status admitted = counts_.Admit(id, spec.peer); !admitted.ok()) return admitted;
   std::vector<std::string> queues = spec.queues;
   loop_->Post([this, id, spec = std::move(spec), sink = std::move(sink)]() mutable {
     DoOpen(id, std::move(spec), std::move(sink));
   });
   // Then the partition counts (cached, or one read per queue): the session
   // claims once it knows which partitions to read.
-  struct Counts {
-    absl::Mutex mu;
-    std::vector<int> partitions;
-    size_t remaining;
-    absl::Status error;
-  };
-  auto counts = std::make_shared<Counts>();
-  counts->partitions.assign(queues.size(), 1);
-  counts->remaining = queues.size();
-  for (size_t i = 0; i < queues.size(); ++i) {
-    partitions_->Lookup(queues[i], [this, id, i, counts](absl::StatusOr<int> count) {
-      {
-        absl::MutexLock lock(&counts->mu);
-        if (count.ok()) {
-          counts->partitions[i] = *count;
-        } else if (counts->error.ok()) {
-          counts->error = count.status();
-        }
-        if (--counts->remaining > 0) return;
-      }
-      loop_->Post([this, id, counts] { DoResolve(id, counts->error, counts->partitions); });
-    });
-  }
+  partitions_->LookupAll(queues, [this, id](absl::StatusOr<std::vector<int>> counts) {
+    loop_->Post([this, id, counts = std::move(counts)] { DoResolve(id, counts); });
+  });
   return id;
 }
 
 void Dispatcher::Close(SessionId id) {
-  {
-    absl::MutexLock lock(&count_mu_);
-    auto it = session_peer_.find(id);
-    if (it == session_peer_.end()) return;
-    auto peer = peer_sessions_.find(it->second);
-    if (--peer->second == 0) peer_sessions_.erase(peer);
-    session_peer_.erase(it);
-    --open_sessions_;
-  }
+  if (!counts_.Release(id)) return;
   loop_->Post([this, id] { DoClose(id); });
 }
 
 void Dispatcher::OnJobSettled(const std::string& queue, const std::string& job_id,
                               const std::string& token, bool acked) {
   loop_->Post([this, queue, key = LeaseKey(queue, job_id), token, acked] {
-    auto it = leases_.find(key);
-    if (it == leases_.end() || it->second.token != token) return;
+    const LeaseTable::Lease* lease = leases_.Find(key, token);
+    if (lease == nullptr) return;
     if (acked) {
       metrics_->JobRunTime(std::string(store::QueueOfPartition(queue)),
-                           absl::Now() - it->second.claimed_at);
+                           absl::Now() - lease->claimed_at);
     }
-    SessionId id = it->second.session;
+    SessionId id = lease->session;
     ReleaseLease(key);
     OnSlotFreed(id);
   });
@@ -136,13 +92,8 @@ void Dispatcher::ReturnUnsent(std::vector<v1::ClaimedJob> jobs) {
 void Dispatcher::OnLeaseExtended(const std::string& queue, const std::string& job_id,
                                  const std::string& token, int64_t lease_ms) {
   loop_->Post([this, key = LeaseKey(queue, job_id), token, lease_ms] {
-    auto it = leases_.find(key);
-    if (it == leases_.end() || it->second.token != token) return;
-    const absl::Time deadline = absl::Now() + absl::Milliseconds(lease_ms);
-    if (deadline <= it->second.deadline) return;
-    expiries_.erase({it->second.deadline, key});
-    it->second.deadline = deadline;
-    expiries_.emplace(deadline, key);
+    if (leases_.Find(key, token) == nullptr) return;
+    leases_.Extend(key, absl::Now() + absl::Milliseconds(lease_ms));
   });
 }
 
@@ -174,9 +125,8 @@ void Dispatcher::OnRedisReconnected() {
     absl::flat_hash_set<std::string> read;
     for (const auto& [id, s] : sessions_) {
       if (!s->waiting.empty()) ids.push_back(id);
-      for (const Group& g : s->groups) read.insert(g.queue);
-      // Announcements may have been missed while Redis was away.
-      std::fill(s->drained_at.begin(), s->drained_at.end(), kNotDrained);
+      for (const std::string& queue : s->queues.queues()) read.insert(queue);
+      s->queues.ForgetDrained();  // announcements may have been missed
     }
     for (SessionId id : ids) Fill(id);
     for (const std::string& queue : read) partitions_->Refresh(queue);
@@ -215,31 +165,23 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
   sessions_[id] = std::move(session);
 }
 
-void Dispatcher::DoResolve(SessionId id, const absl::Status& error,
-                           const std::vector<int>& partitions) {
+void Dispatcher::DoResolve(SessionId id, const absl::StatusOr<std::vector<int>>& partitions) {
   Session* s = Find(id);
   if (s == nullptr || shutting_down_) return;  // closed meanwhile
-  if (!error.ok()) {
-    s->sink->Close(error);  // which partitions to read is unknown: reconnect
+  if (!partitions.ok()) {
+    // Which partitions to read is unknown: the client reconnects.
+    s->sink->Close(partitions.status());
     return;
   }
   const size_t start = next_cursor_++;
   for (size_t g = 0; g < s->spec.queues.size(); ++g) {
-    s->groups.push_back(Group{s->spec.queues[g], {}, 0});
-    AddPartitions(*s, g, partitions[g]);
-    s->groups[g].cursor = start % partitions[g];
+    Subscribe(s->queues.Add(s->spec.queues[g], (*partitions)[g], start));
   }
   Fill(id);
 }
 
-void Dispatcher::AddPartitions(Session& s, size_t g, int count) {
-  Group& group = s.groups[g];
-  for (int p = static_cast<int>(group.members.size()); p < count; ++p) {
-    const std::string queue = store::PartitionQueue(group.queue, p);
-    group.members.push_back(s.queues.size());
-    s.member_of.emplace_back(g, p);
-    s.queues.push_back(queue);
-    s.drained_at.push_back(kNotDrained);
+void Dispatcher::Subscribe(const std::vector<std::string>& partitions) {
+  for (const std::string& queue : partitions) {
     QueueState& q = queues_[queue];
     if (q.streams++ == 0) {
       subscriber_->Subscribe(store_->NotifyChannel(queue),
@@ -253,15 +195,11 @@ void Dispatcher::AddPartitions(Session& s, size_t g, int count) {
 void Dispatcher::OnPartitionsGrown(const std::string& queue, int count) {
   std::vector<SessionId> grown;
   for (auto& [id, s] : sessions_) {
-    for (size_t g = 0; g < s->groups.size(); ++g) {
-      if (s->groups[g].queue != queue ||
-          static_cast<int>(s->groups[g].members.size()) >= count) {
-        continue;
-      }
-      Unwait(*s);  // Wait covers the new partitions once the fill is done
-      AddPartitions(*s, g, count);
-      grown.push_back(id);
-    }
+    std::vector<std::string> added = s->queues.Grow(queue, count);
+    if (added.empty()) continue;
+    Subscribe(added);
+    Unwait(*s);  // Wait covers the new partitions once the fill is done
+    grown.push_back(id);
   }
   if (!grown.empty()) {
     base::Log(base::LogLevel::kInfo, "claim streams read the new partitions of a queue",
@@ -276,17 +214,12 @@ void Dispatcher::DoClose(SessionId id) {
   if (s == nullptr) return;
   Unwait(*s);
   loop_->Cancel(s->max_age_timer);
-  for (const std::string& key : s->in_flight) {
-    auto it = leases_.find(key);
-    if (it == leases_.end()) continue;
-    expiries_.erase({it->second.deadline, key});
-    leases_.erase(it);
-  }
+  for (const std::string& key : s->in_flight) leases_.Remove(key);
   // Wake-ups this session carried go to the next waiter.
   std::vector<std::string> pass_on(s->woken_for.begin(), s->woken_for.end());
   // A queue no stream reads any more is forgotten: its subscription, timer
   // and state (so they do not grow with every queue ever read).
-  for (const std::string& queue : s->queues) {
+  for (const std::string& queue : s->queues.names()) {
     auto q = queues_.find(queue);
     if (q == queues_.end() || --q->second.streams > 0) continue;
     subscriber_->Unsubscribe(store_->NotifyChannel(queue));
@@ -305,7 +238,7 @@ void Dispatcher::OnSlotFreed(SessionId id) {
 
 void Dispatcher::Fill(SessionId id) {
   Session* s = Find(id);
-  if (s == nullptr || shutting_down_ || s->groups.empty()) return;  // not resolved yet
+  if (s == nullptr || shutting_down_ || s->queues.empty()) return;  // not resolved yet
   if (s->filling) {
     s->refill = true;
     return;
@@ -316,19 +249,10 @@ void Dispatcher::Fill(SessionId id) {
   s->refill = false;
   s->drained.clear();
   s->start_generation.clear();
-  for (const std::string& queue : s->queues) {
+  for (const std::string& queue : s->queues.names()) {
     s->start_generation.push_back(queues_[queue].generation);
   }
-  // Queues in the stream's order; the partitions of each from its cursor;
-  // none found drained with nothing announced since.
-  s->order.clear();
-  for (const Group& g : s->groups) {
-    for (size_t m = 0; m < g.members.size(); ++m) {
-      const size_t index = g.members[(g.cursor + m) % g.members.size()];
-      if (s->drained_at[index] == s->start_generation[index]) continue;
-      s->order.push_back(index);
-    }
-  }
+  s->order = s->queues.Order(s->start_generation);
   if (s->order.empty()) return FinishFill(id, *s);
   ClaimFrom(id, 0);
 }
@@ -342,10 +266,8 @@ void Dispatcher::ClaimFrom(SessionId id, size_t pos) {
   }
   int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
   const size_t index = s->order[pos];
-  const std::string& queue = s->queues[index];
-  // The next claim of this queue starts at the partition after this one.
-  const auto [g, member] = s->member_of[index];
-  s->groups[g].cursor = (member + 1) % s->groups[g].members.size();
+  const std::string& queue = s->queues.names()[index];
+  s->queues.Claimed(index);
   std::string claim_id = store::JobStore::NewClaimId();
   store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id, claim_id,
                 [this, id, queue, pos, claim_id](absl::StatusOr<store::ClaimOutcome> outcome) {
@@ -402,11 +324,11 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t pos,
   }
   const size_t index = s->order[pos];
   if (outcome->more) {
-    s->drained_at[index] = kNotDrained;
+    s->queues.SetNotDrained(index);
     WakeOne(queue);  // the queue holds more for the next waiter
   } else {
     s->drained.insert(queue);
-    s->drained_at[index] = s->start_generation[index];
+    s->queues.SetDrained(index, s->start_generation[index]);
     if (outcome->next_due_in_ms >= 0) ArmQueueTimer(queue, outcome->next_due_in_ms);
   }
   bool full = static_cast<int>(s->in_flight.size()) >= s->spec.max_in_flight;
@@ -427,8 +349,7 @@ bool Dispatcher::GrantAndDeliver(SessionId id, Session& s, const std::string& qu
   waits.reserve(jobs.size());
   for (const v1::ClaimedJob& job : jobs) {
     std::string key = LeaseKey(queue, job.job().id());
-    leases_[key] = Lease{id, job.lease_token(), deadline, now};
-    expiries_.emplace(deadline, key);
+    leases_.Grant(key, LeaseTable::Lease{id, job.lease_token(), deadline, now});
     s.in_flight.insert(key);
     granted.emplace_back(job.job().id(), job.lease_token());
     // Claimed at lease expiry minus lease, by the Redis clock like available_at.
@@ -458,10 +379,11 @@ void Dispatcher::FinishFill(SessionId id, Session& s) {
   bool full = static_cast<int>(s.in_flight.size()) >= s.spec.max_in_flight;
   if (!full) {
     bool changed = s.refill;
-    for (size_t i = 0; i < s.queues.size(); ++i) {
+    const std::vector<std::string>& names = s.queues.names();
+    for (size_t i = 0; i < names.size(); ++i) {
       // A partition added during the fill was not claimed from.
       if (i >= s.start_generation.size() ||
-          queues_[s.queues[i]].generation != s.start_generation[i]) {
+          queues_[names[i]].generation != s.start_generation[i]) {
         changed = true;
       }
     }
@@ -476,7 +398,7 @@ void Dispatcher::FinishFill(SessionId id, Session& s) {
 
 void Dispatcher::Wait(SessionId id, Session& s) {
   if (!s.waiting.empty()) return;
-  for (const std::string& queue : s.queues) {
+  for (const std::string& queue : s.queues.names()) {
     auto& waiters = queues_[queue].waiters;
     s.waiting.push_back(waiters.insert(waiters.end(), id));
   }
@@ -484,7 +406,7 @@ void Dispatcher::Wait(SessionId id, Session& s) {
 
 void Dispatcher::Unwait(Session& s) {
   for (size_t i = 0; i < s.waiting.size(); ++i) {
-    queues_[s.queues[i]].waiters.erase(s.waiting[i]);
+    queues_[s.queues.names()[i]].waiters.erase(s.waiting[i]);
   }
   s.waiting.clear();
 }
@@ -543,9 +465,8 @@ void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {
 }
 
 void Dispatcher::ArmExpiryTimer() {
-  if (expiries_.empty()) return;
-  const absl::Time earliest = expiries_.begin()->first;
-  if (expiry_timer_at_ <= earliest) return;
+  const absl::Time earliest = leases_.earliest();
+  if (earliest == absl::InfiniteFuture() || expiry_timer_at_ <= earliest) return;
   loop_->Cancel(expiry_timer_);
   expiry_timer_at_ = earliest;
   expiry_timer_ = loop_->RunAfter(earliest - absl::Now(), [this] {
@@ -556,27 +477,17 @@ void Dispatcher::ArmExpiryTimer() {
 }
 
 void Dispatcher::OnLeasesExpired() {
-  const absl::Time now = absl::Now();
-  while (!expiries_.empty() && expiries_.begin()->first <= now) {
-    const std::string key = expiries_.begin()->second;
-    auto it = leases_.find(key);
-    if (it == leases_.end()) {  // not expected: the set mirrors leases_
-      expiries_.erase(expiries_.begin());
-      continue;
-    }
-    SessionId id = it->second.session;
-    ReleaseLease(key);
+  for (const auto& [key, id] : leases_.TakeExpired(absl::Now())) {
+    if (Session* s = Find(id)) s->in_flight.erase(key);
     OnSlotFreed(id);
   }
   ArmExpiryTimer();
 }
 
 void Dispatcher::ReleaseLease(const std::string& key) {
-  auto it = leases_.find(key);
-  if (it == leases_.end()) return;
-  if (Session* s = Find(it->second.session)) s->in_flight.erase(key);
-  expiries_.erase({it->second.deadline, key});
-  leases_.erase(it);
+  std::optional<SessionId> session = leases_.Remove(key);
+  if (!session) return;
+  if (Session* s = Find(*session)) s->in_flight.erase(key);
 }
 
 }  // namespace jobwire::core

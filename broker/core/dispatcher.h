@@ -45,7 +45,7 @@
 //
 // Thread safety: every public method may be called from any thread; all the
 // state lives on the event loop thread (the methods post to it), except the
-// stream counts that Open and Close keep under a mutex.
+// stream counts (StreamCounts) that Open and Close keep.
 #ifndef JOBWIRE_BROKER_CORE_DISPATCHER_H_
 #define JOBWIRE_BROKER_CORE_DISPATCHER_H_
 
@@ -54,7 +54,6 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -65,7 +64,10 @@
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
+#include "broker/core/lease_table.h"
 #include "broker/core/queue_partitions.h"
+#include "broker/core/stream_counts.h"
+#include "broker/core/stream_queues.h"
 #include "broker/store/job_store.h"
 #include "broker/store/redis_subscriptions.h"
 #include "jobwire/v1/broker.pb.h"
@@ -97,12 +99,6 @@ struct ClaimSpec {
   // reconnect and load rebalances across replicas); jobs delivered keep
   // their leases. InfiniteDuration: never.
   absl::Duration max_age = absl::InfiniteDuration();
-};
-
-// How many Claim streams may be open at once on this broker.
-struct StreamLimits {
-  int64_t max_streams = 10000;
-  int64_t max_streams_per_peer = 1000;  // per ClaimSpec::peer
 };
 
 class Dispatcher {
@@ -160,44 +156,24 @@ class Dispatcher {
   void Shutdown();
 
   // Number of open sessions (for tests and metrics). Thread-safe.
-  int64_t open_sessions() const { return open_sessions_.load(); }
+  int64_t open_sessions() const { return counts_.open(); }
   // Partitions some open session reads (each with a subscription and
   // state). Loop thread only.
   size_t queues_tracked() const { return queues_.size(); }
 
  private:
-  struct Lease {
-    SessionId session;
-    std::string token;
-    absl::Time deadline;  // by the broker's clock
-    absl::Time claimed_at;
-  };
-  // The partitions of one queue a session reads.
-  struct Group {
-    std::string queue;
-    std::vector<size_t> members;  // indexes into Session::queues, by partition
-    size_t cursor = 0;            // the member the next claim starts at
-  };
   struct Session {
     ClaimSpec spec;
-    // The partitions read (store names), indexed like `waiting` and
-    // `start_generation`; grouped by queue in `groups` (spec.queues' order).
-    std::vector<std::string> queues;
-    std::vector<Group> groups;
-    std::vector<std::pair<size_t, size_t>> member_of;  // per queues[i]: (group, member)
-    std::vector<size_t> order;  // this fill's claims: indexes into `queues`
+    // The partitions read; names() is indexed like `waiting` and
+    // `start_generation`. Empty until DoResolve.
+    StreamQueues queues;
+    std::vector<size_t> order;  // this fill's claims: indexes into queues.names()
     std::shared_ptr<JobSink> sink;
     absl::flat_hash_set<std::string> in_flight;  // lease keys held
     bool filling = false;
     bool refill = false;
     std::vector<std::list<SessionId>::iterator> waiting;  // one per queue while waiting
     std::vector<uint64_t> start_generation;
-    // Per queues[i]: the queue's generation when a claim of this session
-    // found it drained (kNotDrained: it was not). A fill skips a queue still
-    // at that generation: nothing has been announced for it since, so the
-    // claim would come back empty (one Redis call saved per freed slot, and
-    // per empty partition of a partitioned queue).
-    std::vector<uint64_t> drained_at;
     absl::flat_hash_set<std::string> woken_for;  // queues whose wake-up this fill carries
     absl::flat_hash_set<std::string> drained;    // queues found short in this fill
     base::EventLoop::TimerId max_age_timer = 0;  // ends the stream at spec.max_age
@@ -214,9 +190,10 @@ class Dispatcher {
   void DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> sink);
   // The partition counts of the session's queues are known (or could not be
   // read: the stream ends with `error`): it reads them and claims.
-  void DoResolve(SessionId id, const absl::Status& error, const std::vector<int>& partitions);
-  // Adds partitions [members.size(), count) of group `g` to session `s`.
-  void AddPartitions(Session& s, size_t g, int count);
+  void DoResolve(SessionId id, const absl::StatusOr<std::vector<int>>& partitions);
+  // One more session reads each of `partitions` (subscribing to a
+  // partition's channel when it is the first).
+  void Subscribe(const std::vector<std::string>& partitions);
   // A queue's partition count grew to `count`: every session reading it
   // reads the new partitions too.
   void OnPartitionsGrown(const std::string& queue, int count);
@@ -265,29 +242,23 @@ class Dispatcher {
   QueuePartitions* const partitions_;
   Metrics* const metrics_;
   std::function<void(absl::Time)> on_lease_granted_;
-  const StreamLimits limits_;
-  std::atomic<SessionId> next_id_{1};
-  static constexpr uint64_t kNotDrained = ~uint64_t{0};
-  size_t next_cursor_ = 0;  // loop thread only: rotates each stream's first partition
-  std::atomic<int64_t> open_sessions_{0};  // written under count_mu_
 
-  absl::Mutex count_mu_;
-  absl::flat_hash_map<std::string, int64_t> peer_sessions_ ABSL_GUARDED_BY(count_mu_);
-  absl::flat_hash_map<SessionId, std::string> session_peer_ ABSL_GUARDED_BY(count_mu_);
+  std::atomic<SessionId> next_id_{1};
+  size_t next_cursor_ = 0;  // loop thread only: rotates each stream's first partition
+
+  StreamCounts counts_;
 
   // Loop thread only.
   bool shutting_down_ = false;
   absl::flat_hash_map<SessionId, std::unique_ptr<Session>> sessions_;
   absl::flat_hash_map<std::string, QueueState> queues_;
-  absl::flat_hash_map<std::string, Lease> leases_;  // by LeaseKey
+  // By LeaseKey; one timer (expiry_timer_*) fires at the earliest
+  // deadline, so the pending timers do not grow with the claim rate.
+  LeaseTable leases_;
   // (queue, claim id) of claims answered UNAVAILABLE: each may have run with
   // its reply lost. Released on the next reconnect; at most one per session
   // and queue, since a session claims again only after a reconnect.
   std::vector<std::pair<std::string, std::string>> lost_claims_;
-  // (deadline, lease key) of every lease in leases_, earliest first; one
-  // timer (expiry_timer_*) fires at the earliest, so the pending timers do
-  // not grow with the claim rate.
-  std::set<std::pair<absl::Time, std::string>> expiries_;
   absl::Time expiry_timer_at_ = absl::InfiniteFuture();
   base::EventLoop::TimerId expiry_timer_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "broker/core/queue_partitions.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -42,6 +43,37 @@ void QueuePartitions::Lookup(const std::string& queue, store::Callback<int> done
   }
   if (read) Read(queue);
   if (known > 0) done(known);
+}
+
+void QueuePartitions::LookupAll(const std::vector<std::string>& queues,
+                                store::Callback<std::vector<int>> done) {
+  struct Counts {
+    absl::Mutex mu;
+    std::vector<int> partitions;
+    size_t remaining;
+    absl::Status error;
+    store::Callback<std::vector<int>> done;
+  };
+  if (queues.empty()) return done(std::vector<int>{});
+  auto counts = std::make_shared<Counts>();
+  counts->partitions.assign(queues.size(), 1);
+  counts->remaining = queues.size();
+  counts->done = std::move(done);
+  for (size_t i = 0; i < queues.size(); ++i) {
+    Lookup(queues[i], [i, counts](absl::StatusOr<int> count) {
+      {
+        absl::MutexLock lock(&counts->mu);
+        if (count.ok()) {
+          counts->partitions[i] = *count;
+        } else if (counts->error.ok()) {
+          counts->error = count.status();
+        }
+        if (--counts->remaining > 0) return;
+      }
+      if (!counts->error.ok()) return counts->done(counts->error);
+      counts->done(std::move(counts->partitions));
+    });
+  }
 }
 
 void QueuePartitions::Refresh(const std::string& queue) {

@@ -41,6 +41,8 @@ class QueuePartitions {
   // The partition count of `queue` (1 for a queue never partitioned).
   // UNAVAILABLE when it was never read and Redis cannot be reached.
   void Lookup(const std::string& queue, store::Callback<int> done);
+  // Lookup of each of `queues`; the counts in order, or the first error.
+  void LookupAll(const std::vector<std::string>& queues, store::Callback<std::vector<int>> done);
   // Reads the count of `queue` again now (after a reconnect, when an
   // announcement may have been missed); reports growth to the listener.
   void Refresh(const std::string& queue);
