@@ -263,16 +263,24 @@ TEST_F(PartitionedQueueTest, JobsSpreadOverEveryPartitionAndEachIsDeliveredOnce)
   ASSERT_TRUE(Create("spread", kPartitions).ok());
   const std::map<int, int64_t> before = EvalCallsPerMaster();
 
-  v1::EnqueueBatchRequest batch;
-  for (int i = 0; i < kJobs; ++i) *batch.add_jobs() = MakeJob("spread", absl::StrCat(i));
-  v1::EnqueueBatchResponse enqueued;
-  ASSERT_TRUE(EnqueueBatch(*stub_, batch, &enqueued).ok());
+  // Batches round robin: each batch's jobs go to one partition together.
   std::set<std::string> ids;
   std::map<int, int> per_partition;
-  for (const v1::EnqueueResult& r : enqueued.results()) {
-    ASSERT_EQ(r.code(), 0) << r.message();
-    ids.insert(r.job_id());
-    ++per_partition[PartitionOf(r.job_id())];
+  for (int b = 0; b < kPartitions; ++b) {
+    v1::EnqueueBatchRequest batch;
+    for (int i = 0; i < kJobs / kPartitions; ++i) {
+      *batch.add_jobs() = MakeJob("spread", absl::StrCat(b, "-", i));
+    }
+    v1::EnqueueBatchResponse enqueued;
+    ASSERT_TRUE(EnqueueBatch(*stub_, batch, &enqueued).ok());
+    std::set<int> partitions;
+    for (const v1::EnqueueResult& r : enqueued.results()) {
+      ASSERT_EQ(r.code(), 0) << r.message();
+      ids.insert(r.job_id());
+      ++per_partition[PartitionOf(r.job_id())];
+      partitions.insert(PartitionOf(r.job_id()));
+    }
+    EXPECT_EQ(partitions.size(), 1u) << "batch " << b << " was split";
   }
   ASSERT_EQ(ids.size(), static_cast<size_t>(kJobs));
   ASSERT_EQ(per_partition.size(), static_cast<size_t>(kPartitions));

@@ -128,10 +128,7 @@ TEST_F(LifecycleTest, AFullStreamOnADrainedQueueClaimsNothingWhenSlotsFree) {
     ASSERT_TRUE(admin->CreateQueue(&context, create, &created).ok());
     // A stream with one free slot, waiting, having found every partition
     // drained: one job per partition claimed, one of them acked.
-    v1::EnqueueBatchRequest batch;
-    for (int i = 0; i < partitions; ++i) *batch.add_jobs() = MakeJob(queue, absl::StrCat(i));
-    v1::EnqueueBatchResponse enqueued;
-    JW_ASSERT_OK(EnqueueBatch(*stub_, batch, &enqueued));
+    for (int i = 0; i < partitions; ++i) MustEnqueue(*stub_, MakeJob(queue, absl::StrCat(i)));
     auto reader = OpenClaim(MakeClaim({queue}, partitions));
     std::vector<v1::ClaimedJob> jobs;
     for (int i = 0; i < partitions; ++i) {

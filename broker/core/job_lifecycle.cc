@@ -77,8 +77,11 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
     if (*count == 1) return EnqueueTo(queue, queue, std::move(jobs), std::move(done));
     // partition -> (positions in `jobs`, the jobs)
     std::map<int, std::pair<std::vector<size_t>, std::vector<v1::EnqueueRequest>>> parts;
+    const int unkeyed = partitions_->NextPartition(*count);
     for (size_t i = 0; i < jobs.size(); ++i) {
-      auto& part = parts[partitions_->Pick(jobs[i], *count)];
+      const std::string& key = jobs[i].idempotency_key();
+      auto& part =
+          parts[key.empty() ? unkeyed : QueuePartitions::PartitionOfKey(key, *count)];
       part.first.push_back(i);
       part.second.push_back(std::move(jobs[i]));
     }

@@ -3,7 +3,8 @@
 // informed of slots that free up and of the queue registry.
 //
 // Callers name queues; the store holds partitions. An enqueue goes to the
-// partition QueuePartitions::Pick chooses, and every other call to the
+// partition QueuePartitions chooses (one per call for the jobs without an
+// idempotency key, by key for the others), and every other call to the
 // partition its job id names (store::PartitionOfJobId); the jobs it answers
 // name the queue, not the partition.
 #ifndef JOBWIRE_BROKER_CORE_JOB_LIFECYCLE_H_

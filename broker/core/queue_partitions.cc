@@ -144,12 +144,14 @@ void QueuePartitions::DropUnused(absl::Time now) {
   sweep_at_ = 2 * entries_.size() + 1024;
 }
 
-int QueuePartitions::Pick(const v1::EnqueueRequest& job, int partitions) {
+int QueuePartitions::NextPartition(int partitions) {
   if (partitions <= 1) return 0;
-  if (!job.idempotency_key().empty()) {
-    return static_cast<int>(StableHash(job.idempotency_key()) % partitions);
-  }
   return static_cast<int>(next_++ % partitions);
+}
+
+int QueuePartitions::PartitionOfKey(const std::string& key, int partitions) {
+  if (partitions <= 1) return 0;
+  return static_cast<int>(StableHash(key) % partitions);
 }
 
 }  // namespace jobwire::core

@@ -51,10 +51,14 @@ class QueuePartitions {
   // Called with (queue, new count) whenever a count grows. Set before use.
   void SetOnGrown(std::function<void(const std::string&, int)> fn) { on_grown_ = std::move(fn); }
 
-  // The partition for `job` in a queue of `partitions`: with an idempotency
-  // key, a stable hash of it (so that one key always lands in one partition
-  // while the count stays, and deduplication holds); else round robin.
-  int Pick(const v1::EnqueueRequest& job, int partitions);
+  // The partition of the next enqueue call's jobs without an idempotency
+  // key in a queue of `partitions`: round robin per call, so that a batch's
+  // jobs share one enqueue.lua call.
+  int NextPartition(int partitions);
+  // The partition for a job with idempotency key `key` (not empty): a
+  // stable hash of it, so that one key always lands in one partition while
+  // the count stays, and deduplication holds.
+  static int PartitionOfKey(const std::string& key, int partitions);
 
  private:
   struct Entry {
