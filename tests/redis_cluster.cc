@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 
@@ -287,6 +288,31 @@ absl::Status RedisCluster::MoveSlot(int slot, int to_port) {
     if (!st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+int64_t RedisCluster::RedirectionsSent(int port) {
+  absl::StatusOr<RedisReply> info = CommandAt(port, {"INFO", "errorstats"});
+  if (!info.ok() || info->is_error()) return -1;
+  int64_t total = 0;
+  for (const std::string kind : {"ASK", "MOVED"}) {
+    const std::string field = absl::StrCat("errorstat_", kind, ":count=");
+    const size_t at = info->str.find(field);
+    if (at == std::string::npos) continue;
+    const size_t from = at + field.size();
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(info->str.substr(from, info->str.find('\r', from) - from), &n)) return -1;
+    total += n;
+  }
+  return total;
+}
+
+absl::Status RedisCluster::CutReplication(int port) {
+  absl::StatusOr<RedisReply> r = CommandAt(port, {"CONFIG", "SET", "requirepass", "cut"});
+  if (r.ok() && !r->is_error()) {
+    r = RedisCommandAt(port, "cut", {"CLIENT", "KILL", "TYPE", "replica"});
+  }
+  if (!r.ok()) return r.status();
+  return r->is_error() ? absl::InternalError("cutting replication: " + r->str) : absl::OkStatus();
 }
 
 }  // namespace jobwire::testing

@@ -66,6 +66,17 @@ class RedisCluster {
   // client sees ASK for keys already moved; afterwards MOVED.
   absl::Status MoveSlot(int slot, int to_port);
 
+  // The ASK and MOVED redirections node `port` has answered since it
+  // started (INFO errorstats); -1 when it does not answer.
+  int64_t RedirectionsSent(int port);
+
+  // Cuts master `port` off from its replicas, a stand-in for a replica that
+  // lags or a link between them that fails first: a password set on the
+  // master (its replicas have none) keeps them from reconnecting once their
+  // links are killed. Connections already authenticated go on; CommandAt on
+  // that node fails from then on (NOAUTH). Kill it next.
+  absl::Status CutReplication(int port);
+
  private:
   struct Node;
 
