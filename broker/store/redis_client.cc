@@ -6,7 +6,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/strings/numbers.h"
 #include "broker/base/logging.h"
+#include "broker/store/key_slot.h"
 
 namespace jobwire::store {
 namespace {
@@ -272,12 +274,9 @@ void RedisClient::Send(std::initializer_list<absl::string_view> args) {
 void RedisClient::OnReply(const redisReply& reply) {
   if (subscribed_mode_ && OnPush(reply)) return;
   if (pending_.empty()) {
-    // An error reply to SSUBSCRIBE (NOAUTH; MOVED from a cluster node that
-    // does not serve the channel's slot).
-    if (reply.type == REDIS_REPLY_ERROR) {
-      base::Log(base::LogLevel::kWarning, "redis refused a subscription",
-                {{"conn", name_}, {"error", std::string(reply.str, reply.len)}});
-    }
+    // An error reply to SSUBSCRIBE / SUNSUBSCRIBE (NOAUTH; MOVED from a
+    // cluster node that does not serve the channel's slot).
+    if (reply.type == REDIS_REPLY_ERROR) OnSubscriptionRefused(Str(&reply));
     return;
   }
   ReplyCallback cb = std::move(pending_.front());
@@ -330,6 +329,31 @@ void RedisClient::SendSubscribe(const std::string& channel) {
   Send({sharded_ ? "SSUBSCRIBE" : "SUBSCRIBE", channel});
 }
 
+bool RedisClient::Subscribed(const std::string& channel) const {
+  auto it = subscriptions_.find(channel);
+  return it != subscriptions_.end() && !it->second.unsubscribing;
+}
+
+void RedisClient::OnSubscriptionRefused(absl::string_view error) {
+  base::Log(base::LogLevel::kWarning, "redis refused a subscription",
+            {{"conn", name_}, {"error", std::string(error)}});
+  // "MOVED <slot> <host:port>" (or ASK, mid-migration): no channel of that
+  // slot is subscribed here, whatever was asked last.
+  absl::string_view rest = error;
+  int slot = -1;
+  if ((!absl::ConsumePrefix(&rest, "MOVED ") && !absl::ConsumePrefix(&rest, "ASK ")) ||
+      !absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &slot)) {
+    return;
+  }
+  for (auto it = subscriptions_.begin(); it != subscriptions_.end();) {
+    if (KeySlot(it->first) == slot) {
+      subscriptions_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
 bool RedisClient::OnPush(const redisReply& r) {
   if (r.type != REDIS_REPLY_ARRAY || r.elements != 3) return false;
   const absl::string_view kind = Str(r.element[0]);
@@ -356,6 +380,10 @@ bool RedisClient::OnPush(const redisReply& r) {
     } else {
       subscriptions_.erase(it);
     }
+  } else {
+    // Not asked for: a cluster node whose slot left it ended the
+    // subscription.
+    subscriptions_.erase(it);
   }
   return true;
 }

@@ -86,7 +86,16 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   // Ends the subscription to `channel` (no-op when there is none). The
   // handler may still see messages published before Redis processed the
   // UNSUBSCRIBE; it is destroyed once the unsubscribe is confirmed.
+  //
+  // A Redis Cluster node ends a sharded subscription by itself when the
+  // channel's slot leaves it (an unrequested SUNSUBSCRIBE), and answers
+  // SSUBSCRIBE / SUNSUBSCRIBE for a slot it does not serve with MOVED: in
+  // both cases the subscription is gone (Subscribed turns false), so that a
+  // later Subscribe sends SSUBSCRIBE again (RedisClusterSubscriber does).
   void Unsubscribe(const std::string& channel) override;
+  // Whether `channel` is subscribed and not being unsubscribed. Loop thread
+  // only.
+  bool Subscribed(const std::string& channel) const;
   // Channels subscribed or being unsubscribed (for tests). Loop thread only.
   size_t subscription_count() const override { return subscriptions_.size(); }
 
@@ -146,6 +155,9 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   void OnReply(const redisReply& reply);
   // True when `reply` was a pub/sub message or confirmation (and handled).
   bool OnPush(const redisReply& reply);
+  // An error reply to a (un)subscribe: logged; MOVED or ASK for a slot ends
+  // every subscription of that slot here.
+  void OnSubscriptionRefused(absl::string_view error);
   void OnClose(const std::string& error, bool during_tls_handshake);
 
   base::EventLoop* const loop_;

@@ -54,7 +54,9 @@ void RedisClusterSubscriber::Place(const std::string& channel, Channel& c) {
   if (topology == nullptr) return;  // Reconcile places it once a map is known
   const NodeAddress& master = topology->MasterFor(KeySlot(channel));
   const std::string want = master.ToString();
-  if (c.node == want) return;
+  // Also when the node ended the subscription itself (the slot left it
+  // and came back before a map showed it elsewhere).
+  if (c.node == want && nodes_[want]->Subscribed(channel)) return;
   if (!c.node.empty()) nodes_[c.node]->Unsubscribe(channel);
   c.node = want;
   // Messages go to whatever handler the channel has now; none once it is
