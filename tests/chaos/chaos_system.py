@@ -334,6 +334,36 @@ def data_node_argv(aof, appendfsync):
     return argv
 
 
+def cut_replication(master, ms, rec):
+    """Before a master_kill (--cut-replication-ms): `CONFIG SET requirepass`
+    on the master, which its replicas do not have, and `CLIENT KILL TYPE
+    replica`, then `ms` milliseconds of the master acknowledging writes that
+    no replica receives (the replica cannot reconnect), as
+    tests/sentinel_broker_test's "replication cut, then killed" does. Records
+    how far the replica was behind at the kill (bytes of the replication
+    stream). The restarted node starts without the password."""
+    pw = "chaos-cut-%d" % os.getpid()
+    redis_call(master, "CONFIG", "SET", "requirepass", pw)
+    r = Resp(master)
+    try:
+        r.call("AUTH", pw)
+        rec["replicas_cut"] = r.call("CLIENT", "KILL", "TYPE", "replica")
+        time.sleep(ms / 1000.0)
+        info = r.call("INFO", "replication")
+    finally:
+        r.close()
+    offs = dict(l.split(":", 1) for l in info.splitlines() if ":" in l)
+    rec["cut_replication_ms"] = ms
+    rec["master_repl_offset_at_kill"] = int(offs.get("master_repl_offset", 0))
+
+
+def replica_offset(port):
+    try:
+        return int(replication_info(port).get("slave_repl_offset", -1))
+    except (OSError, RuntimeError, ConnectionError, ValueError):
+        return -1
+
+
 class SentinelRedis:
     """--redis sentinel: 1 master + 1 replica + 3 sentinels on 127.0.0.1
     (quorum 2, down-after-milliseconds 1000, failover-timeout 5000), as
@@ -344,9 +374,10 @@ class SentinelRedis:
     MASTER_NAME = "jobwire"
     DOWN_AFTER_MS = 1000
 
-    def __init__(self, workdir, appendfsync, aof=False, n_sentinels=3):
+    def __init__(self, workdir, appendfsync, aof=False, n_sentinels=3, cut_ms=0):
         self.appendfsync = appendfsync
         self.aof = aof
+        self.cut_ms = cut_ms
         argv = data_node_argv(aof, appendfsync)
         self.data = [Node(f"redis-d{i}", workdir, argv) for i in range(2)]
         self.sentinels = [Node(f"sentinel-{i}", workdir, self._sentinel_argv)
@@ -438,10 +469,15 @@ class SentinelRedis:
         n = self.node(old)
         rec["master_before"] = old
         rec["alive_before"] = n.alive()
+        if self.cut_ms:
+            cut_replication(old, self.cut_ms, rec)
         t_kill = time.time()
         n.proc.kill()
         rec["status"] = n.proc.wait()
         rec["t_kill"] = round(t_kill, 3)
+        if self.cut_ms:
+            rec["replica_offsets_at_kill"] = [replica_offset(d.port) for d in self.data
+                                              if d.port != old]
         new = wait_for(lambda: self.agreed_master(not_port=old), 30, 0.05)
         rec["t_promoted"] = round(time.time(), 3)
         rec["failover_s"] = round(time.time() - t_kill, 2)
@@ -478,7 +514,9 @@ class SentinelRedis:
 
     def describe(self):
         return (f"redis sentinel: 1 master + 1 replica + {len(self.sentinels)} sentinels, "
-                + (f"AOF appendfsync {self.appendfsync}" if self.aof else "no AOF"))
+                + (f"AOF appendfsync {self.appendfsync}" if self.aof else "no AOF")
+                + (f", replication cut {self.cut_ms} ms before each master kill"
+                   if self.cut_ms else ""))
 
 
 class ClusterRedis:
@@ -491,9 +529,10 @@ class ClusterRedis:
     mode = "cluster"
     NODE_TIMEOUT_MS = 2000
 
-    def __init__(self, workdir, appendfsync, aof=False, masters=3):
+    def __init__(self, workdir, appendfsync, aof=False, masters=3, cut_ms=0):
         self.appendfsync = appendfsync
         self.aof = aof
+        self.cut_ms = cut_ms
         self.workdir = workdir
         base = data_node_argv(aof, appendfsync)
 
@@ -593,10 +632,16 @@ class ClusterRedis:
         rec["slot"] = self.slot
         rec["master_before"] = old
         rec["alive_before"] = n.alive()
+        if self.cut_ms:
+            replicas = [x.port for x in self.nodes if x.alive() and x.port != old
+                        and replication_info(x.port).get("master_port") == str(old)]
+            cut_replication(old, self.cut_ms, rec)
         t_kill = time.time()
         n.proc.kill()
         rec["status"] = n.proc.wait()
         rec["t_kill"] = round(t_kill, 3)
+        if self.cut_ms:
+            rec["replica_offsets_at_kill"] = [replica_offset(p) for p in replicas]
         new = wait_for(lambda: self.agreed_master(not_port=old), 40, 0.05)
         rec["t_promoted"] = round(time.time(), 3)
         rec["failover_s"] = round(time.time() - t_kill, 2)
@@ -633,16 +678,18 @@ class ClusterRedis:
 
     def describe(self):
         return ("redis cluster: 3 masters + 3 replicas, "
-                + (f"AOF appendfsync {self.appendfsync}" if self.aof else "no AOF"))
+                + (f"AOF appendfsync {self.appendfsync}" if self.aof else "no AOF")
+                + (f", replication cut {self.cut_ms} ms before each master kill"
+                   if self.cut_ms else ""))
 
 
-def make_redis(mode, workdir, appendfsync, brokers, aof=False):
+def make_redis(mode, workdir, appendfsync, brokers, aof=False, cut_ms=0):
     if mode == "standalone":
         return Redis(workdir, appendfsync, brokers)
     if mode == "sentinel":
-        return SentinelRedis(workdir, appendfsync, aof)
+        return SentinelRedis(workdir, appendfsync, aof, cut_ms=cut_ms)
     if mode == "cluster":
-        return ClusterRedis(workdir, appendfsync, aof)
+        return ClusterRedis(workdir, appendfsync, aof, cut_ms=cut_ms)
     raise ValueError(mode)
 
 

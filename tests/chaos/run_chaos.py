@@ -80,7 +80,8 @@ def run(args):
     workdir = tempfile.mkdtemp(prefix="jobwire-chaos-")
     schedule = make_schedule(rng, args.duration, args)
     FAULTS = faults_for(args.redis)
-    redis = make_redis(args.redis, workdir, args.appendfsync, args.brokers, aof=args.aof)
+    redis = make_redis(args.redis, workdir, args.appendfsync, args.brokers, aof=args.aof,
+                       cut_ms=args.cut_replication_ms)
     print(f"jobwire chaos: seed {args.seed}, {redis.describe()}, "
           f"{args.brokers} brokers, {args.workers} workers x {args.concurrency}, "
           f"{args.producers} producers x {args.rate}/s, lease {args.lease_ms} ms, "
@@ -239,6 +240,7 @@ def run(args):
             if v:
                 failures.append(f"{k} = {v}")
         summary = {"seed": args.seed, "redis": args.redis, "aof": args.aof,
+                   "cut_replication_ms": args.cut_replication_ms,
                    "appendfsync": args.appendfsync,
                    "duration": args.duration, "counts": res, "info": info,
                    "detail": {k: v[:50] for k, v in detail.items()},
@@ -340,6 +342,11 @@ def main():
                         default="standalone",
                         help="standalone: one Redis with AOF (default); sentinel: 1 master + 1 "
                         "replica + 3 sentinels; cluster: 3 masters + 3 replicas")
+    parser.add_argument("--cut-replication-ms", type=int, default=0,
+                        help="sentinel / cluster, an experiment: cut the master's replication "
+                        "this long before each master_kill, so that the failover loses the "
+                        "writes acknowledged meanwhile (lost_in_failover; the Acks it undoes "
+                        "fail the run)")
     parser.add_argument("--appendfsync", choices=["always", "everysec"], default="always")
     parser.add_argument("--aof", action="store_true",
                         help="sentinel / cluster: AOF on the data nodes too (default: none, "
@@ -363,6 +370,8 @@ def main():
         args.drain_timeout = 90.0 if args.long else 45.0
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10**6)
+    if args.cut_replication_ms and args.redis == "standalone":
+        parser.error("--cut-replication-ms needs --redis sentinel or cluster")
     if args.brokers < 2:
         parser.error("--brokers must be at least 2")
     failures = run(args)
