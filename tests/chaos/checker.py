@@ -23,6 +23,18 @@ RETENTION_S = 24 * 3600.0
 # broker may have applied it.
 DEFINITE_REFUSALS = ("FAILED_PRECONDITION", "NOT_FOUND", "INVALID_ARGUMENT")
 
+# The failover modes (--redis sentinel / cluster): Redis replicates
+# asynchronously, so a master acknowledges a write before its replica has it,
+# and a write the promoted replica never received is gone (docs/guarantees.md,
+# "Sentinel failover"). An acknowledged enqueue whose job is NOT_FOUND
+# counts as lost_in_failover, not lost, when its calls fall within this window
+# around a master_kill: from FAILOVER_BEFORE_S before the kill to
+# FAILOVER_AFTER_S after the promotion was seen. On loopback the replica is
+# at most milliseconds behind; 3 s before the kill covers a producer's or a
+# worker's record written late on a loaded machine.
+FAILOVER_BEFORE_S = 3.0
+FAILOVER_AFTER_S = 1.0
+
 # The violation counts, in the order they are printed; the run fails when
 # any is non-zero.
 VIOLATIONS = ("lost", "unexpected", "completed_twice", "stale_acks_accepted",
@@ -49,11 +61,13 @@ def read_history(paths):
 
 def producer_view(pevents):
     """uid -> {"ok": [job ids], "unknown": n, "failed": n, "invoked": n,
-    "dup_first": bool, "dup": n, "t": first invoke}"""
+    "dup_first": bool, "dup": n, "t": first invoke, "t_last": last record}"""
     view = collections.defaultdict(lambda: {"ok": [], "unknown": 0, "failed": 0, "invoked": 0,
-                                            "dup_first": False, "dup": 0, "t": None})
+                                            "dup_first": False, "dup": 0, "t": None,
+                                            "t_last": None})
     for e in pevents:
         v = view[e["uid"]]
+        v["t_last"] = e["t"]
         if e["ev"] == "invoke":
             v["invoked"] += 1
             if v["t"] is None:
@@ -190,15 +204,100 @@ def state_name(job):
     return "NOT_FOUND" if job is None else job.state.name
 
 
-def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=(), now=None):
+def failover_windows(faults):
+    """[(from, to)] epoch seconds around every master_kill: from
+    FAILOVER_BEFORE_S before the kill to FAILOVER_AFTER_S after the
+    promotion was seen (its end, if it was never seen)."""
+    out = []
+    for r in faults:
+        if r.get("kind") != "master_kill":
+            continue
+        t_kill = r.get("t_kill", r.get("t_start"))
+        t_prom = r.get("t_promoted") or r.get("t_end")
+        if t_kill is None or t_prom is None:
+            continue
+        out.append((t_kill - FAILOVER_BEFORE_S, t_prom + FAILOVER_AFTER_S))
+    return out
+
+
+def payload_uid(job):
+    """The uid a Job's payload names, or None (no such payload)."""
+    try:
+        return json.loads(bytes(job.payload).decode())["uid"]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def split_reused_ids(pview, wevents, jobs, landed):
+    """After a failover lost an enqueue, the new master hands the lost job's
+    id out again (the id counter's increment was lost too), so one job id
+    may name two jobs of two uids. Such an id is kept for the uid the
+    broker's job names (its payload; else the uid enqueued last) and renamed
+    "<id>@<uid>" for the other uids, in their producer and worker records,
+    with GetJob NOT_FOUND under the new name (the broker no longer has that
+    job). Returns (pview, wevents, jobs, landed, {id: [uids]})."""
+    uids_of = collections.defaultdict(set)
+    last_t = {}
+    for u, v in pview.items():
+        for j in v["ok"]:
+            uids_of[j].add(u)
+            last_t[(j, u)] = v["t"] or 0
+    for u, j in landed.items():
+        if j:
+            uids_of[j].add(u)
+            last_t.setdefault((j, u), (pview.get(u) or {}).get("t") or 0)
+    for e in wevents:
+        if "job" in e and "uid" in e:
+            uids_of[e["job"]].add(e["uid"])
+            last_t.setdefault((e["job"], e["uid"]), e["t"])
+    reused = {j: sorted(us) for j, us in uids_of.items() if len(us) > 1}
+    if not reused:
+        return pview, wevents, jobs, landed, {}
+    owner = {}
+    for j, us in reused.items():
+        u = payload_uid(jobs[j]) if jobs.get(j) is not None else None
+        owner[j] = u if u in us else max(us, key=lambda x: last_t.get((j, x), 0))
+    rename = lambda j, u: j if j not in reused or owner[j] == u else f"{j}@{u}"  # noqa: E731
+    pview2 = collections.defaultdict(pview.default_factory)
+    for u, v in pview.items():
+        pview2[u] = dict(v, ok=[rename(j, u) for j in v["ok"]])
+    wevents2 = [dict(e, job=rename(e["job"], e["uid"])) if "job" in e and "uid" in e else e
+                for e in wevents]
+    landed2 = {u: (rename(j, u) if j else j) for u, j in landed.items()}
+    jobs2 = dict(jobs)
+    for j, us in reused.items():
+        for u in us:
+            if u != owner[j]:
+                jobs2[f"{j}@{u}"] = None
+    return pview2, wevents2, jobs2, landed2, reused
+
+
+def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=(), now=None,
+          failover_windows=(), allow_failover_loss=False):
     """The counts. pview: producer_view(); wevents: every worker record;
     jobs: job id -> Job (or None: NOT_FOUND) from GetJob after the drain;
     landed: uid -> job id or None (resolve_unknown of the uids whose every
     call ended unknown); faults: the nemesis' executed records;
     required_faults: the kinds that must have taken effect; killed: names of
-    the worker incarnations ended by SIGKILL. Returns (counts, info, detail)."""
+    the worker incarnations ended by SIGKILL; failover_windows: [(from, to)]
+    epoch seconds around each master kill (failover_windows()); with
+    allow_failover_loss (the failover modes), an acknowledged (or landed)
+    enqueue whose job is NOT_FOUND and whose calls fall in such a window is
+    counted as lost_in_failover (reported, not a violation), and so is an
+    ack_ok of that job within the window; outside every window, or without
+    allow_failover_loss, it is lost. Returns (counts, info, detail)."""
     now = time.time() if now is None else now
     killed = set(killed)
+    windows = list(failover_windows) if allow_failover_loss else []
+    pview, wevents, jobs, landed, reused = split_reused_ids(pview, wevents, jobs, landed)
+
+    def in_window(t0, t1=None):
+        t1 = t0 if t1 is None else t1
+        return t0 is not None and any(a <= t1 and t0 <= b for a, b in windows)
+
+    def enqueue_in_window(u):
+        v = pview.get(u)
+        return v is not None and in_window(v["t"], v["t_last"])
     runs, deliveries = runs_of(wevents)
     by_job = collections.defaultdict(list)
     by_uid = collections.defaultdict(list)
@@ -227,12 +326,18 @@ def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=()
 
     # Per job: what the records say, against what the broker says.
     verdict = {}
+    acks_lost_in_failover = []
     for jid, job in jobs.items():
         jruns = by_job.get(jid, [])
         state = state_name(job)
         if any(r.ack_ok() for r in jruns):
             verdict[jid] = "completed"
-            if state != "COMPLETED":
+            ack_ts = [o["t"] for r in jruns for o in r.outcomes if o["ev"] == "ack_ok"]
+            if (job is None and windows and all(in_window(t) for t in ack_ts)
+                    and all(enqueue_in_window(r.uid) for r in jruns)):
+                # the job and its Ack both went with the master's last writes
+                acks_lost_in_failover.append(jid)
+            elif state != "COMPLETED":
                 violation("ack_ok_not_durable", f"job {jid}: ack_ok by "
                           f"{[r.who for r in jruns if r.ack_ok()]} but the broker says {state}")
         elif state == "COMPLETED":
@@ -260,12 +365,19 @@ def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=()
     # the retention window is a loss whatever the histories say.
     settled = ("completed", "completed_unconfirmed", "completed_without_ack", "dead_exhausted",
                "dead_unexplained")
+    lost_in_failover = []
     for u, jids in sorted(expected.items()):
         v = pview[u]
         within = v["t"] is None or now - v["t"] < RETENTION_S
         gone = [j for j in jids if j in jobs and jobs[j] is None]
-        if gone and within:
-            violation("lost", f"{u} job {sorted(jids)}: NOT_FOUND within the retention window")
+        if gone and within and enqueue_in_window(u):
+            # asynchronous replication: acknowledged by the master just
+            # before it was killed, never received by the promoted replica
+            lost_in_failover.append(f"{u} job {sorted(jids)}: NOT_FOUND, enqueued "
+                                    f"{v['t']:.3f}-{v['t_last']:.3f}, within a failover window")
+        elif gone and within:
+            violation("lost", f"{u} job {sorted(jids)}: NOT_FOUND within the retention window"
+                      + (" (outside every failover window)" if windows else ""))
         elif not any(verdict.get(j) in settled for j in jids):
             how = "acknowledged" if v["ok"] else "landed (every call unknown)"
             violation("lost", f"{u} job {sorted(jids)} {how}: broker "
@@ -389,4 +501,11 @@ def check(pview, wevents, jobs, landed, faults=(), required_faults=(), killed=()
         if r.who in sigterm_at and o["t"] >= sigterm_at[r.who])
     info["stale_acks_superseded_before_ack"] = superseded_before_ack
     info["faults_in_effect"] = dict(fsummary)
+    # the failover modes: what asynchronous replication lost (not violations)
+    info["lost_in_failover"] = len(lost_in_failover)
+    info["ack_ok_lost_in_failover"] = len(acks_lost_in_failover)
+    info["job_ids_reused"] = len(reused)
+    detail["lost_in_failover"] = lost_in_failover
+    detail["ack_ok_lost_in_failover"] = acks_lost_in_failover
+    detail["job_ids_reused"] = [f"{j}: {us}" for j, us in sorted(reused.items())]
     return res, info, detail

@@ -5,6 +5,7 @@ jobwire package (the project venv); no Redis, no broker.
   .venv/bin/python -m pytest tests/chaos/checker_test.py
 """
 import argparse
+import json
 import os
 import random
 import sys
@@ -14,8 +15,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jobwire import Job, JobState  # noqa: E402
 
-from checker import VIOLATIONS, check, producer_view  # noqa: E402
-from nemesis import FAULTS, full_round_s, make_schedule  # noqa: E402
+from checker import (FAILOVER_AFTER_S, FAILOVER_BEFORE_S, VIOLATIONS, check,  # noqa: E402
+                     failover_windows, producer_view)
+from nemesis import FAILOVER_FAULTS, FAULTS, full_round_s, make_schedule  # noqa: E402
 
 NOW = 1000.0
 
@@ -304,3 +306,102 @@ def test_ci_schedule_holds_every_kind():
 def test_worker_finds_the_lease_token_seam():
     import worker
     worker.check_seam()  # exits if jobwire.Worker no longer hands it over
+
+
+# --------------------------------------------------------------------------
+# the failover modes (--redis sentinel / cluster): losses around a master kill
+
+def master_kill(t_kill=10.0, t_promoted=12.0, effect=True, **ev):
+    return dict(fault("master_kill", effect, **ev), target="master", t_start=t_kill,
+                t_kill=t_kill, t_promoted=t_promoted, t_end=t_promoted + 2.0)
+
+
+def failover_judge(pev, wev, jobs, allow=True, faults=None, landed=None):
+    faults = [master_kill()] if faults is None else faults
+    return judge(pev, wev, jobs, landed, failover_windows=failover_windows(faults),
+                 allow_failover_loss=allow)
+
+
+def pjob(jid, state, uid, attempts=1):
+    """A Job whose payload names its uid, as the chaos producers' do."""
+    return Job(id=jid, queue="chaos", type="chaos", payload=json.dumps({"uid": uid}).encode(),
+               attempt=attempts, max_attempts=10, state=JobState[state])
+
+
+def test_failover_window_is_around_the_kill():
+    assert failover_windows([master_kill(10.0, 12.0), fault("broker_kill", True)]) == [
+        (10.0 - FAILOVER_BEFORE_S, 12.0 + FAILOVER_AFTER_S)]
+
+
+# (name, producer records, worker records, GetJob, allow_failover_loss,
+# expected non-zero counts, expected info figures). The master_kill: killed
+# at t=10, promotion seen at t=12; the window is [7, 13].
+FAILOVER_CASES = [
+    ("acked just before the kill, NOT_FOUND after it: lost in failover, not lost",
+     enq("u1", "j1", t=9.5), [], {"j1": None}, True,
+     {}, {"lost_in_failover": 1, "job_ids_reused": 0}),
+    ("the same NOT_FOUND outside every failover window: lost",
+     enq("u1", "j1", t=2.0), [], {"j1": None}, True,
+     {"lost": 1}, {"lost_in_failover": 0}),
+    ("the same NOT_FOUND after the window (the new master had taken over): lost",
+     enq("u1", "j1", t=20.0), [], {"j1": None}, True,
+     {"lost": 1}, {"lost_in_failover": 0}),
+    ("a loss within the window, but failover losses not allowed (standalone): lost",
+     enq("u1", "j1", t=9.5), [], {"j1": None}, False,
+     {"lost": 1}, {"lost_in_failover": 0}),
+    ("enqueued and acked in the window, both lost with the master: lost in failover",
+     enq("u1", "j1", t=9.0), run("u1", "j1", "a.1", 9.3), {"j1": None}, True,
+     {}, {"lost_in_failover": 1, "ack_ok_lost_in_failover": 1}),
+    ("the job lost, its ack_ok long after the window: not durable, lost",
+     enq("u1", "j1", t=2.0), run("u1", "j1", "a.1", 30.0), {"j1": None}, True,
+     {"lost": 1, "ack_ok_not_durable": 1}, {"lost_in_failover": 0}),
+    ("the lost job's id handed out again to the next uid: lost in failover, no other count",
+     enq("u1", "000000000007", t=9.5) + enq("u2", "000000000007", t=14.0),
+     run("u2", "000000000007", "b.1", 14.5), {"000000000007": pjob("000000000007", "COMPLETED",
+                                                                  "u2")}, True,
+     {}, {"lost_in_failover": 1, "job_ids_reused": 1}),
+    ("an id handed out again after a loss outside the window: lost",
+     enq("u1", "000000000007", t=2.0) + enq("u2", "000000000007", t=14.0),
+     run("u1", "000000000007", "a.1", 2.5, end="raised", outcome="fail_ok",
+         out="RETRY_SCHEDULED", who="w2.1")
+     + run("u2", "000000000007", "b.1", 14.5),
+     {"000000000007": pjob("000000000007", "COMPLETED", "u2")}, True,
+     {"lost": 1}, {"lost_in_failover": 0, "job_ids_reused": 1}),
+    ("an Ack undone by the failover (ran again after an accepted Ack): still a violation",
+     enq("u1", "j1", t=8.0), run("u1", "j1", "a.1", 9.0) + run("u1", "j1", "b.1", 15.0, att=2),
+     {"j1": job("j1", "COMPLETED", 2)}, True,
+     {"stale_acks_accepted": 1, "completed_twice": 1}, {"lost_in_failover": 0}),
+]
+
+
+@pytest.mark.parametrize("name,pev,wev,jobs,allow,want,want_info", FAILOVER_CASES,
+                         ids=[c[0] for c in FAILOVER_CASES])
+def test_failover_rule(name, pev, wev, jobs, allow, want, want_info):
+    res, info, detail = failover_judge(pev, wev, jobs, allow=allow)
+    assert violations(res) == want, dict(detail)
+    for k, v in want_info.items():
+        assert info[k] == v, (k, info[k], dict(detail))
+
+
+def test_failover_loss_needs_a_master_kill():
+    # failover losses allowed, but no master_kill in the run: every loss counts
+    res, info, _ = failover_judge(enq("u1", "j1", t=9.5), [], {"j1": None}, faults=[])
+    assert violations(res) == {"lost": 1} and info["lost_in_failover"] == 0
+
+
+@pytest.mark.parametrize("faults,missing", [
+    ([master_kill(master_before=1, master_after=2, status=-9)], 0),
+    ([master_kill(effect=False, master_before=1, master_after=None, status=-9)], 1),
+], ids=["master changed", "no new master"])
+def test_master_kill_effect(faults, missing):
+    res, _, detail = judge(*BASE, faults=faults, required_faults=["master_kill"])
+    assert res["fault_kinds_without_effect"] == missing, detail
+
+
+@pytest.mark.parametrize("mode", ["sentinel", "cluster"])
+def test_failover_schedule_holds_every_kind(mode):
+    args = argparse.Namespace(lease_ms=2000, warmup=3.0, workers=4, brokers=2, redis=mode)
+    assert full_round_s(args) <= 60
+    for seed in range(300):
+        kinds = {k for _, k, _, _ in make_schedule(random.Random(seed), 60.0, args)}
+        assert kinds == set(FAILOVER_FAULTS), (seed, set(FAILOVER_FAULTS) - kinds)

@@ -8,14 +8,43 @@ import subprocess
 import threading
 import time
 
-from chaos_system import Resp, log, open_runs, redis_blocked, redis_call, wait_stopped
+from chaos_system import (Resp, log, open_runs, redis_blocked, redis_call,
+                          redis_connections_of, wait_stopped)
 
+# The fault kinds of --redis standalone (one Redis, killed and restarted from
+# its AOF, or paused) ...
 FAULTS = ["worker_kill", "worker_pause", "broker_kill", "broker_term", "broker_freeze",
           "broker_partition", "redis_kill", "redis_pause"]
+# ... and of the failover modes (--redis sentinel / cluster): the master of
+# the chaos queue killed and failed over instead. A redis_kill restarting the
+# master in place (nothing to fail over to) and a redis_pause longer than the
+# failure detection (it would be a failover with the old master coming back
+# with buffered writes) do not apply there.
+FAILOVER_FAULTS = ["worker_kill", "worker_pause", "broker_kill", "broker_term", "broker_freeze",
+                   "broker_partition", "master_kill"]
+
+
+def faults_for(mode):
+    """The fault kinds of a --redis mode."""
+    return FAULTS if mode in (None, "standalone") else FAILOVER_FAULTS
+
 
 MIN_GAP_S = 1.0           # quiet between two faults, at least
 GAP_S = (1.5, 3.0)        # and normally
 TERM_EXTRA_S = 2.5        # after a broker_term (its drain)
+# after a master_kill: the failover before `secs` starts (sentinel about
+# 2 s, cluster 3-5 s) and the old master's resync after it
+MASTER_EXTRA_S = {"sentinel": 4.0, "cluster": 7.0}
+
+
+def extra_s(kind, mode):
+    """Seconds a fault takes beyond its drawn duration (its gap grows by
+    them): a broker_term's drain, a master_kill's failover and resync."""
+    if kind == "broker_term":
+        return TERM_EXTRA_S
+    if kind == "master_kill":
+        return MASTER_EXTRA_S.get(mode, 4.0)
+    return 0.0
 
 
 def fault_secs(rng, kind, lease):
@@ -30,18 +59,23 @@ def fault_secs(rng, kind, lease):
         "redis_kill": (1.0, 3.0),
         # longer than every client deadline (producer 2 s, worker 3 s)
         "redis_pause": (3.5, 5.0),
+        "master_kill": (1.0, 3.0),          # after the failover, until the old master restarts
     }[kind]
     return rng.uniform(lo, hi)
 
 
 def full_round_s(args):
     """Seconds from the start that always hold one fault of every kind: the
-    longest durations and the shortest gaps (44 s with the defaults)."""
+    longest durations and the shortest gaps (44 s with the defaults; 42 s
+    with --redis sentinel, 45 s with --redis cluster)."""
     lease = args.lease_ms / 1000.0
+    mode = getattr(args, "redis", "standalone")
     longest = {"worker_kill": 1.0, "worker_pause": 2.5 * lease + 1.5, "broker_kill": 3.0,
                "broker_term": 3.0, "broker_freeze": 4.0, "broker_partition": 5.0,
-               "redis_kill": 3.0, "redis_pause": 5.0}
-    return args.warmup + sum(longest.values()) + len(FAULTS) * MIN_GAP_S + TERM_EXTRA_S
+               "redis_kill": 3.0, "redis_pause": 5.0, "master_kill": 3.0}
+    kinds = faults_for(mode)
+    return (args.warmup + sum(longest[k] for k in kinds) + len(kinds) * MIN_GAP_S
+            + sum(extra_s(k, mode) for k in kinds))
 
 
 # --------------------------------------------------------------------------
@@ -53,11 +87,12 @@ def make_schedule(rng, duration, args):
     The first round always fits when duration >= full_round_s(args): its
     gaps shrink (to MIN_GAP_S at least) if the drawn ones would not fit."""
     lease = args.lease_ms / 1000.0
+    mode = getattr(args, "redis", "standalone")
     sched = []
     t = args.warmup
     first = True
     while True:
-        kinds = list(FAULTS)
+        kinds = list(faults_for(mode))
         rng.shuffle(kinds)
         faults = []
         for kind in kinds:
@@ -65,12 +100,14 @@ def make_schedule(rng, duration, args):
                 target = f"w{rng.randrange(args.workers)}"
             elif kind.startswith("broker"):
                 target = f"b{rng.randrange(args.brokers)}"
+            elif kind == "master_kill":
+                target = "master"  # the chaos queue's master when it runs
             else:
                 target = "redis"
                 if kind == "redis_pause":
                     target = rng.choice(["redis:sigstop", "redis:client_pause"])
             secs = fault_secs(rng, kind, lease)
-            gap = rng.uniform(*GAP_S) + (TERM_EXTRA_S if kind == "broker_term" else 0)
+            gap = rng.uniform(*GAP_S) + extra_s(kind, mode)
             faults.append([kind, target, secs, gap])
         if first:
             # the gaps before the last fault of the round must fit
@@ -79,8 +116,7 @@ def make_schedule(rng, duration, args):
             room = duration - t - busy
             if gaps > room > 0:
                 for f in faults[:-1]:
-                    extra = TERM_EXTRA_S if f[0] == "broker_term" else 0
-                    f[3] = max(MIN_GAP_S + extra, f[3] * room / gaps)
+                    f[3] = max(MIN_GAP_S + extra_s(f[0], mode), f[3] * room / gaps)
             first = False
         for kind, target, secs, gap in faults:
             if t + secs > duration:
@@ -263,6 +299,8 @@ class Nemesis(threading.Thread):
         has on that replica's loopback address, every 100 ms, for `secs`.
         The broker reconnects (with backoff) and is cut again at once.
         Effect: CLIENT KILL closed at least one connection."""
+        if self.redis.mode != "standalone":
+            return self._partition_by_pid(target, secs, rec)
         b = self._broker(target)
         laddr = f"{b.redis_host}:{self.redis.port}"
         killed = 0
@@ -280,6 +318,48 @@ class Nemesis(threading.Thread):
         rec["connections_killed"] = killed
         rec["kill_rounds_that_cut"] = rounds_with_kill
         rec["effect"] = killed > 0
+
+    def _partition_by_pid(self, target, secs, rec):
+        """The failover modes' broker_partition: every broker reaches the
+        nodes at 127.0.0.1, so the replica's connections are found from its
+        own sockets (/proc/<pid>/fd, /proc/<pid>/net/tcp) and each is killed
+        on the node it goes to (`CLIENT KILL ADDR`): data nodes and, in
+        sentinel mode, the sentinels. Every 100 ms, for `secs`. Effect: CLIENT
+        KILL closed at least one connection."""
+        b = self._broker(target)
+        ports = self.redis.client_ports()
+        killed = 0
+        rounds_with_kill = 0
+        by_port = {}
+        end = time.time() + secs
+        while time.time() < end:
+            n_round = 0
+            for addr, port in redis_connections_of(b.proc.pid, ports):
+                try:
+                    n = redis_call(port, "CLIENT", "KILL", "ADDR", addr, timeout=0.5)
+                except (OSError, RuntimeError, ConnectionError):
+                    continue  # a node that is down, or the client already gone
+                n_round += n
+                by_port[port] = by_port.get(port, 0) + n
+            killed += n_round
+            rounds_with_kill += n_round > 0
+            time.sleep(0.1)
+        rec["connections_killed"] = killed
+        rec["kill_rounds_that_cut"] = rounds_with_kill
+        rec["killed_by_node_port"] = by_port
+        rec["effect"] = killed > 0
+
+    # -- failover modes
+    def master_kill(self, target, secs, rec):
+        """SIGKILL of the chaos queue's master; the sentinels / the cluster
+        promote its replica; `secs` after the promotion the old master is
+        restarted and rejoins as a replica. Effect: a live master killed
+        (-9) and the master's address changed (master_before / master_after,
+        as the sentinels / every cluster node name it)."""
+        self.redis.kill_master(rec, secs, self.stop_event)
+        if not rec.get("rejoined_as_replica"):
+            self.errors.append(f"master_kill: the old master {rec.get('master_before')} did "
+                               f"not rejoin as a synced replica")
 
     # -- redis
     def redis_kill(self, target, secs, rec):

@@ -17,6 +17,17 @@ injects, one at a time and each for a bounded time:
   redis_pause       Redis frozen (SIGSTOP, or CLIENT PAUSE ALL) for longer
                     than the clients' deadlines
 
+With --redis sentinel (1 master, 1 replica, 3 sentinels) or --redis cluster
+(3 masters, 3 replicas) the brokers run in that mode, redis_kill and
+redis_pause are replaced by
+
+  master_kill       kill -9 of the chaos queue's master; its replica is
+                    promoted; the old one restarts and rejoins as a replica
+
+and acknowledged enqueues that asynchronous replication lost (NOT_FOUND,
+enqueued within a window around a master kill) are reported as
+lost_in_failover, not lost.
+
 Every operation goes to a history (one JSONL file per process). After the
 faults the producers stop, everything heals, the workers drain the queue (and
 finish every run in flight), and the checker judges from the histories (a job
@@ -56,11 +67,11 @@ import tempfile
 import threading
 import time
 
-from chaos_system import (HERE, PY, QUEUE, REPO, Broker, Redis, Workers, log, redis_call,
+from chaos_system import (HERE, PY, QUEUE, REPO, Broker, Workers, log, make_redis,
                           signal_proc)
-from checker import (VIOLATIONS, check, get_jobs, producer_view, read_history,
-                     resolve_unknown)
-from nemesis import FAULTS, Nemesis, full_round_s, make_schedule
+from checker import (VIOLATIONS, check, failover_windows, get_jobs, producer_view,
+                     read_history, resolve_unknown)
+from nemesis import Nemesis, faults_for, full_round_s, make_schedule
 
 # --------------------------------------------------------------------------
 
@@ -68,7 +79,10 @@ def run(args):
     rng = random.Random(args.seed)
     workdir = tempfile.mkdtemp(prefix="jobwire-chaos-")
     schedule = make_schedule(rng, args.duration, args)
-    print(f"jobwire chaos: seed {args.seed}, appendfsync {args.appendfsync}, "
+    FAULTS = faults_for(args.redis)
+    redis = make_redis(args.redis, workdir, args.appendfsync, args.brokers, aof=args.aof,
+                       cut_ms=args.cut_replication_ms)
+    print(f"jobwire chaos: seed {args.seed}, {redis.describe()}, "
           f"{args.brokers} brokers, {args.workers} workers x {args.concurrency}, "
           f"{args.producers} producers x {args.rate}/s, lease {args.lease_ms} ms, "
           f"faults for {args.duration:.0f} s; workdir {workdir}")
@@ -86,7 +100,6 @@ def run(args):
     else:
         print(f"note: {args.duration:.0f} s of faults cannot hold every kind (that needs "
               f"{full_round_s(args):.0f} s); not scheduled: {sorted(set(FAULTS) - scheduled)}")
-    redis = Redis(workdir, args.appendfsync, args.brokers)
     brokers = []
     workers = None
     producers = []
@@ -156,7 +169,7 @@ def run(args):
         pevents, bad_p = read_history(glob.glob(os.path.join(workdir, "producer-*.jsonl")))
         pview = producer_view(pevents)
         unresolved = [u for u, v in pview.items() if not v["ok"] and v["unknown"]]
-        landed = resolve_unknown(redis.port, unresolved)
+        landed = resolve_unknown(redis.master_port(), unresolved)
         ids = {j for v in pview.values() for j in v["ok"]} | {j for j in landed.values() if j}
         pending = set(ids)
         drain_deadline = time.time() + args.drain_timeout
@@ -190,8 +203,11 @@ def run(args):
         client.close()
         if bad_p or bad_w:
             failures.append(f"{bad_p + bad_w} torn history lines")
+        windows = failover_windows(nemesis.done)
         res, info, detail = check(pview, wevents, jobs, landed, faults=nemesis.done,
-                                  required_faults=required, killed=workers.killed)
+                                  required_faults=required, killed=workers.killed,
+                                  failover_windows=windows,
+                                  allow_failover_loss=args.redis != "standalone")
         info["runs_in_flight_at_sigterm"] = in_flight
         failures += nemesis.errors
         for b in brokers:
@@ -214,10 +230,18 @@ def run(args):
             print(f"  {k:<36} {v}")
             for line in detail.get(k, [])[:10]:
                 print(f"      {line}")
+        if args.redis != "standalone":
+            print("\nfailover (reported, not violations):")
+            for k in ("lost_in_failover", "ack_ok_lost_in_failover", "job_ids_reused"):
+                print(f"  {k:<36} {info[k]}")
+                for line in detail.get(k, [])[:10]:
+                    print(f"      {line}")
         for k, v in res.items():
             if v:
                 failures.append(f"{k} = {v}")
-        summary = {"seed": args.seed, "appendfsync": args.appendfsync,
+        summary = {"seed": args.seed, "redis": args.redis, "aof": args.aof,
+                   "cut_replication_ms": args.cut_replication_ms,
+                   "appendfsync": args.appendfsync,
                    "duration": args.duration, "counts": res, "info": info,
                    "detail": {k: v[:50] for k, v in detail.items()},
                    "faults": nemesis.done, "failures": failures,
@@ -270,13 +294,7 @@ def supervise(redis, brokers, workers, producers, failures):
 
 
 def heal(redis, brokers, workers):
-    if not redis.alive():
-        redis.start()
-    signal_proc(redis.proc, signal.SIGCONT)
-    try:
-        redis_call(redis.port, "CLIENT", "UNPAUSE")
-    except Exception:  # noqa: BLE001
-        pass
+    redis.heal()
     for b in brokers:
         signal_proc(b.proc, signal.SIGCONT)
         b.held = False
@@ -320,7 +338,19 @@ def main():
     parser.add_argument("--duration", type=float, default=None,
                         help="seconds of faults (default 60, or 240 with --long)")
     parser.add_argument("--long", action="store_true", help="the long run (240 s of faults)")
+    parser.add_argument("--redis", choices=["standalone", "sentinel", "cluster"],
+                        default="standalone",
+                        help="standalone: one Redis with AOF (default); sentinel: 1 master + 1 "
+                        "replica + 3 sentinels; cluster: 3 masters + 3 replicas")
+    parser.add_argument("--cut-replication-ms", type=int, default=0,
+                        help="sentinel / cluster, an experiment: cut the master's replication "
+                        "this long before each master_kill, so that the failover loses the "
+                        "writes acknowledged meanwhile (lost_in_failover; the Acks it undoes "
+                        "fail the run)")
     parser.add_argument("--appendfsync", choices=["always", "everysec"], default="always")
+    parser.add_argument("--aof", action="store_true",
+                        help="sentinel / cluster: AOF on the data nodes too (default: none, "
+                        "the replicas are the durability)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--brokers", type=int, default=2)
     parser.add_argument("--workers", type=int, default=4)
@@ -340,6 +370,8 @@ def main():
         args.drain_timeout = 90.0 if args.long else 45.0
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10**6)
+    if args.cut_replication_ms and args.redis == "standalone":
+        parser.error("--cut-replication-ms needs --redis sentinel or cluster")
     if args.brokers < 2:
         parser.error("--brokers must be at least 2")
     failures = run(args)
@@ -349,7 +381,7 @@ def main():
         for f in failures[:50]:
             print("  " + f)
         return 1
-    print(f"PASSED (seed {args.seed}): " + " = ".join(VIOLATIONS) + " = 0")
+    print(f"PASSED (seed {args.seed}, --redis {args.redis}): " + " = ".join(VIOLATIONS) + " = 0")
     return 0
 
 
