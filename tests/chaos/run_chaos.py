@@ -67,8 +67,9 @@ import tempfile
 import threading
 import time
 
-from chaos_system import (HERE, PY, QUEUE, REPO, Broker, Workers, log, make_redis,
+from chaos_system import (HERE, PY, QUEUE, REPO, Broker, Workers, log,
                           signal_proc)
+from failover_redis import make_redis
 from checker import (VIOLATIONS, check, failover_windows, get_jobs, producer_view,
                      read_history, resolve_unknown)
 from nemesis import Nemesis, faults_for, full_round_s, make_schedule
