@@ -120,7 +120,41 @@ def replica_offset(port):
         return -1
 
 
-class SentinelRedis:
+class FailoverRedis:
+    """What the Sentinel and Cluster setups share: their processes
+    (processes(): every Node, the order they stop in), the master every
+    view agrees on (agreed_master; no_master() says why there is none), and
+    the run's settings (shape() names the setup)."""
+
+    def __init__(self, appendfsync, aof, cut_ms):
+        self.appendfsync = appendfsync
+        self.aof = aof
+        self.cut_ms = cut_ms
+
+    def master_port(self):
+        p = wait_for(self.agreed_master, 10, 0.1)
+        if p is None:
+            raise RuntimeError(self.no_master())
+        return p
+
+    def node(self, port):
+        return next(n for n in self.processes() if n.port == port)
+
+    def alive(self):
+        return all(n.alive() for n in self.processes())
+
+    def stop(self):
+        for n in self.processes():
+            n.stop()
+
+    def describe(self):
+        return (f"{self.shape()}, "
+                + (f"AOF appendfsync {self.appendfsync}" if self.aof else "no AOF")
+                + (f", replication cut {self.cut_ms} ms before each master kill"
+                   if self.cut_ms else ""))
+
+
+class SentinelRedis(FailoverRedis):
     """--redis sentinel: 1 master + 1 replica + 3 sentinels on 127.0.0.1
     (quorum 2, down-after-milliseconds 1000, failover-timeout 5000), as
     tests/redis_sentinel.cc; the brokers in sentinel mode ask the sentinels
@@ -131,9 +165,7 @@ class SentinelRedis:
     DOWN_AFTER_MS = 1000
 
     def __init__(self, workdir, appendfsync, aof=False, n_sentinels=3, cut_ms=0):
-        self.appendfsync = appendfsync
-        self.aof = aof
-        self.cut_ms = cut_ms
+        super().__init__(appendfsync, aof, cut_ms)
         argv = data_node_argv(aof, appendfsync)
         self.data = [Node(f"redis-d{i}", workdir, argv) for i in range(2)]
         self.sentinels = [Node(f"sentinel-{i}", workdir, self._sentinel_argv)
@@ -200,14 +232,8 @@ class SentinelRedis:
         role = redis_call(views[0], "ROLE", timeout=1.0)
         return views[0] if role and role[0] == "master" else None
 
-    def master_port(self):
-        p = wait_for(self.agreed_master, 10, 0.1)
-        if p is None:
-            raise RuntimeError(f"the sentinels do not agree on a master: {self.sentinel_views()}")
-        return p
-
-    def node(self, port):
-        return next(n for n in self.data + self.sentinels if n.port == port)
+    def processes(self):
+        return self.sentinels + self.data
 
     def data_ports(self):
         return [n.port for n in self.data]
@@ -261,21 +287,14 @@ class SentinelRedis:
             if n.port != m:
                 wait_for(lambda: replica_synced(n.port, m), 30, 0.1)
 
-    def alive(self):
-        return all(n.alive() for n in self.data + self.sentinels)
+    def no_master(self):
+        return f"the sentinels do not agree on a master: {self.sentinel_views()}"
 
-    def stop(self):
-        for n in self.sentinels + self.data:
-            n.stop()
-
-    def describe(self):
-        return (f"redis sentinel: 1 master + 1 replica + {len(self.sentinels)} sentinels, "
-                + (f"AOF appendfsync {self.appendfsync}" if self.aof else "no AOF")
-                + (f", replication cut {self.cut_ms} ms before each master kill"
-                   if self.cut_ms else ""))
+    def shape(self):
+        return f"redis sentinel: 1 master + 1 replica + {len(self.sentinels)} sentinels"
 
 
-class ClusterRedis:
+class ClusterRedis(FailoverRedis):
     """--redis cluster: 3 masters + 3 replicas (`--cluster-enabled yes`,
     `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`,
     cluster-node-timeout 2000), as tests/redis_cluster.cc; the brokers in
@@ -286,9 +305,7 @@ class ClusterRedis:
     NODE_TIMEOUT_MS = 2000
 
     def __init__(self, workdir, appendfsync, aof=False, masters=3, cut_ms=0):
-        self.appendfsync = appendfsync
-        self.aof = aof
-        self.cut_ms = cut_ms
+        super().__init__(appendfsync, aof, cut_ms)
         self.workdir = workdir
         base = data_node_argv(aof, appendfsync)
 
@@ -359,14 +376,14 @@ class ClusterRedis:
         role = redis_call(m, "ROLE", timeout=1.0)
         return m if role and role[0] == "master" else None
 
-    def master_port(self):
-        p = wait_for(self.agreed_master, 10, 0.1)
-        if p is None:
-            raise RuntimeError("the cluster does not agree on the chaos slot's master")
-        return p
+    def processes(self):
+        return self.nodes
 
-    def node(self, port):
-        return next(n for n in self.nodes if n.port == port)
+    def no_master(self):
+        return "the cluster does not agree on the chaos slot's master"
+
+    def shape(self):
+        return "redis cluster: 3 masters + 3 replicas"
 
     def broker_flags(self, index):
         return ["--redis_mode=cluster",
@@ -425,18 +442,6 @@ class ClusterRedis:
                      or replication_info(n.port).get("master_link_status") == "up", 30, 0.1)
         return m
 
-    def alive(self):
-        return all(n.alive() for n in self.nodes)
-
-    def stop(self):
-        for n in self.nodes:
-            n.stop()
-
-    def describe(self):
-        return ("redis cluster: 3 masters + 3 replicas, "
-                + (f"AOF appendfsync {self.appendfsync}" if self.aof else "no AOF")
-                + (f", replication cut {self.cut_ms} ms before each master kill"
-                   if self.cut_ms else ""))
 
 
 def make_redis(mode, workdir, appendfsync, brokers, aof=False, cut_ms=0):
