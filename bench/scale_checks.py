@@ -41,10 +41,6 @@ def add_arguments(parser):
                         help="idle workers for Redis commands/s and broker CPU")
     parser.add_argument("--scale-idle-seconds", type=float, default=10,
                         help="how long the idle window is measured")
-    parser.add_argument("--scale-pickup-rate", type=float, default=20,
-                        help="idle pickup: jobs/s offered, one at a time, to idle workers")
-    parser.add_argument("--scale-pickup-seconds", type=float, default=5,
-                        help="idle pickup: how long they are offered")
 
 
 class Staged:
@@ -221,12 +217,6 @@ def idle_workers(args):
     return result
 
 
-def idle_pickup(args):
-    result, _ = staged(args, "latency", [f"--rate={args.scale_pickup_rate:g}",
-                                         f"--seconds={args.scale_pickup_seconds:g}"])
-    return result
-
-
 # (names, check): a check of one name returns its result, one of several
 # names a dict of results by name.
 CHECKS = [
@@ -234,7 +224,6 @@ CHECKS = [
     (("due_burst",), due_burst),
     (("idle_streams",), idle_streams),
     (("idle_workers",), idle_workers),
-    (("idle_pickup",), idle_pickup),
 ]
 
 
@@ -279,10 +268,10 @@ def report(args, results, errors):
                      f"{large['max_jobs_per_s']:,.0f}) vs {small['jobs_per_s']:,.0f} "
                      f"({small['min_jobs_per_s']:,.0f}–{small['max_jobs_per_s']:,.0f}) jobs/s "
                      f"(ratio {ratio:.2f})", yes_no(ratio >= 0.9)))
-        rows.append(("Redis memory per pending job (~64-byte JSON payload)", "< 300 bytes",
+        rows.append(("Redis memory per pending job (~64-byte JSON payload)", "< 250 bytes",
                      f"{large['bytes_per_job']:,.0f} bytes (used_memory "
                      f"+{large['memory_delta'] / 2**20:,.1f} MiB for {large['pending']:,} jobs)",
-                     yes_no(large["bytes_per_job"] < 300)))
+                     yes_no(large["bytes_per_job"] < 250)))
         notes.append(
             f"- Claim rate: the backlog enqueued, then {args.scale_claim_jobs:,} jobs at "
             f"priority 1 ahead of it (EnqueueBatch of 100 from 4 threads; "
@@ -338,15 +327,6 @@ def report(args, results, errors):
             f"- Idle: {idle['workers']} Workers (concurrency 1), warmed up with one job; "
             f"{idle['commands']} Redis commands in {idle['seconds']:.1f} s ({top}; commandstats "
             f"counts the commands scripts run); Redis CPU {idle['redis_cpu_percent']:.2f}%.")
-    pickup = results.get("idle_pickup")
-    if not failed("idle_pickup"):
-        rows.append((f"Idle pickup, {pickup['offered_per_s']:g} jobs/s",
-                     "mean < 1 ms enqueue to handler",
-                     f"mean {pickup['mean_ms']:.2f} ms, p50 {pickup['p50_ms']:.2f} ms, "
-                     f"p99 {pickup['p99_ms']:.2f} ms", yes_no(pickup["mean_ms"] < 1)))
-        notes.append(
-            f"- Idle pickup: the `latency` scenario, 2 idle Workers x 64, one Enqueue at a "
-            f"time for {args.scale_pickup_seconds:g} s ({pickup['jobs']} jobs), open loop.")
     return [
         "## Scale checks",
         "",
