@@ -23,7 +23,15 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const clientDir = process.env.JOBWIRE_NODE_CLIENT || join(here, '..', '..', 'client', 'node');
-const { Client, Worker, Status } = require(join(clientDir, 'dist', 'index.js'));
+let jobwire;
+try {
+  jobwire = require(join(clientDir, 'dist', 'index.js'));
+} catch (err) {
+  process.stderr.write(`jobwire side: cannot load the Node client from ${clientDir}/dist ` +
+    `(build it with client/node/build.sh, or set $JOBWIRE_NODE_CLIENT): ${err.message}\n`);
+  process.exit(2);
+}
+const { Client, Worker, Status } = jobwire;
 const clientVersion = require(join(clientDir, 'package.json')).version;
 let grpcVersion = '?';
 try {
