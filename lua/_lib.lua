@@ -202,3 +202,82 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
   redis.call('SPUBLISH', channel, int(delay))
   return 'retry', at
 end
+
+-- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
+-- contract, which see); `K` names the queue's keys: ready, scheduled, active,
+-- paused, dead, claim (the record of this call), jobs, payloads. `now` is
+-- now_ms(). Returns claim.lua's reply. Called by claim.lua, and by
+-- enqueue.lua for the claim that rides along an enqueue (the broker's
+-- hand-off to a waiting stream).
+local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes)
+  if redis.call('EXISTS', K.paused) == 1 then return {-1, 0, {}} end
+  local skipped = {}
+
+  local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', int(now), 'LIMIT', 0, 1000)
+  for _, id in ipairs(due) do
+    local job = job_read(K.jobs, id)
+    local priority, available_at = tonumber(job and job[F.priority]), tonumber(job and job[F.available_at])
+    if priority and available_at then
+      redis.call('ZADD', K.ready, ready_score(priority, available_at), id)
+    else
+      skipped[#skipped + 1] = id
+      if job then
+        job[F.state], job[F.finished_at] = 'dead', now
+        job[F.error] = 'job record lacks priority or available_at'
+        job_write(K.jobs, id, job)
+        redis.call('ZADD', K.dead, int(now), id)
+      end
+    end
+  end
+  if #due > 0 then redis.call('ZREM', K.scheduled, unpack(due)) end
+
+  local out = {0, 0, skipped}
+  local popped = redis.call('ZPOPMIN', K.ready, want)
+  local claimed, bytes = 0, 0
+  local expires = now + lease_ms
+  local ids = {}
+  for i = 1, #popped, 2 do
+    local id = popped[i]
+    local job = job_read(K.jobs, id)
+    local size = job_text_bytes(K.payloads, id, job)
+    if claimed > 0 and bytes + size > max_bytes then
+      -- Over the byte bound: this job and the rest go back where they were.
+      local back = {}
+      for j = i, #popped, 2 do
+        back[#back + 1] = popped[j + 1]
+        back[#back + 1] = popped[j]
+      end
+      redis.call('ZADD', K.ready, unpack(back))
+      break
+    end
+    if job == nil then
+      skipped[#skipped + 1] = id
+    else
+      bytes = bytes + size
+      claimed = claimed + 1
+      job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
+      job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
+      job[F.lease_expires_at], job[F.worker_id] = expires, worker_id
+      job_write(K.jobs, id, job)
+      redis.call('ZADD', K.active, int(expires), id)
+      out[#out + 1] = id
+      out[#out + 1] = job_flat(job, redis.call('HGET', K.payloads, id) or '')
+      ids[#ids + 1] = id
+    end
+  end
+  if claimed > 0 then
+    redis.call('SET', K.claim, table.concat(ids, ' '), 'PX', int(lease_ms))
+  end
+
+  if redis.call('ZCARD', K.ready) > 0 then
+    out[2] = 1
+  else
+    local first = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')
+    if #first == 0 then
+      out[1] = -1
+    else
+      out[1] = math.max(0, tonumber(first[2]) - now)
+    end
+  end
+  return out
+end

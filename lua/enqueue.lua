@@ -13,20 +13,30 @@
 -- KEYS[6]  {p}:{q}:payloads    job payloads
 -- KEYS[7]  {p}:{q}:idem        idempotency key -> job id
 -- KEYS[8]  {p}:{q}:idem_expiry idempotency key -> expiry (Redis ms)
+-- KEYS[9]  {p}:{q}:active      (the hand-off claim: KEYS[9..12] as claim.lua's
+-- KEYS[10] {p}:{q}:paused       KEYS[3..6]; unused when ARGV[4] is 0)
+-- KEYS[11] {p}:{q}:dead
+-- KEYS[12] {p}:{q}:claim:<ARGV[6]>
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
 -- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
 --          (docs/redis-layout.md, "Partitioned queues")
--- ARGV[4 + 10k .. 13 + 10k]: the k-th job (k = 0, 1, ...; at least one):
+-- ARGV[4]  hand-off: max jobs to claim for a waiting stream right after the
+--          jobs are stored (0 = no claim); ARGV[5..8] are then claim.lua's
+--          ARGV[2..5]: lease ms, claim id, worker id, max bytes
+-- ARGV[9 + 10k .. 18 + 10k]: the k-th job (k = 0, 1, ...; at least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
 --   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms,
 --   completed retention ms (0 = delete on ack; read by ack.lua)
--- Returns {id1, duplicate1, id2, duplicate2, ..., registered}: duplicate is
--- 1 when the idempotency key was known (nothing written), else 0;
--- registered is 0 when the queue's registered marker is missing (a new
--- queue, or one deleted since): the broker then registers it. Publishes 0 when a new
--- job is due now and the delay of the earliest new job due later, if any.
+-- Returns {id1, duplicate1, id2, duplicate2, ..., registered, claimed}:
+-- duplicate is 1 when the idempotency key was known (nothing written), else
+-- 0; registered is 0 when the queue's registered marker is missing (a new
+-- queue, or one deleted since): the broker then registers it; claimed is
+-- claim.lua's reply for the hand-off claim (absent when ARGV[4] is 0).
+-- Publishes 0 when a new job is due now, unless the hand-off claim left no
+-- due job in the queue (nobody else has anything to claim), and the delay of
+-- the earliest new job due later, if any.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): it creates work; the broker answers RESOURCE_EXHAUSTED.
@@ -36,7 +46,7 @@ local window = tonumber(ARGV[1])
 local out = {}
 local due_now = false
 local next_delay = nil
-for i = 4, #ARGV, 10 do
+for i = 9, #ARGV, 10 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
   if existing then
@@ -73,7 +83,17 @@ for i = 4, #ARGV, 10 do
     out[#out + 1] = 0
   end
 end
+local claimed = nil
+if tonumber(ARGV[4]) > 0 then
+  claimed = claim_ready({ready = KEYS[2], scheduled = KEYS[3], active = KEYS[9],
+                         paused = KEYS[10], dead = KEYS[11], claim = KEYS[12], jobs = KEYS[5],
+                         payloads = KEYS[6]},
+                        now, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7],
+                        tonumber(ARGV[8]))
+  if claimed[2] == 0 then due_now = false end
+end
 if due_now then redis.call('SPUBLISH', ARGV[2], '0') end
 if next_delay then redis.call('SPUBLISH', ARGV[2], int(next_delay)) end
 out[#out + 1] = redis.call('EXISTS', KEYS[4])
+out[#out + 1] = claimed
 return out

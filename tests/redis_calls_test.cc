@@ -2,7 +2,10 @@
 // INFO commandstats: concurrent Enqueues share enqueue.lua calls
 // (EnqueueCoalescer), and a Claim stream waiting on an empty queue does not
 // claim again when an ack frees a slot, nor does a full stream whose queue
-// (or partitions) it found drained, with nothing announced since (Dispatcher).
+// (or partitions) it found drained, with nothing announced since (Dispatcher);
+// a job enqueued while a stream of the same broker waits is claimed by the
+// enqueue.lua call itself (the hand-off), with no wake-up published unless
+// due jobs are left for others.
 
 #include <set>
 #include <string>
@@ -155,6 +158,57 @@ TEST_F(LifecycleTest, AFullStreamOnADrainedQueueClaimsNothingWhenSlotsFree) {
     absl::SleepFor(absl::Milliseconds(200));
     EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - before, 1);
   }
+}
+
+// A stream waits on an empty queue: each job enqueued through its broker is
+// claimed by the enqueue.lua call that stores it (one claim per job, no
+// claim.lua call), and nothing is published, since no due job is left for
+// any other stream or replica.
+TEST_F(LifecycleTest, AJobForAWaitingStreamIsHandedOffWithoutAWakeUp) {
+  const std::string queue = "handoff";
+  auto reader = OpenClaim(MakeClaim({queue}, 8));
+  MustEnqueue(*stub_, MakeJob(queue, "warm-up"));
+  std::optional<v1::ClaimedJob> warm = reader->Next(kPrompt);
+  ASSERT_TRUE(warm.has_value());
+  JW_ASSERT_OK(Ack(*stub_, *warm));
+  absl::SleepFor(absl::Milliseconds(200));
+
+  constexpr int kJobs = 10;
+  const int64_t claims_before = CommandCalls(*redis_, "zpopmin");  // once per claim
+  const int64_t publishes_before = CommandCalls(*redis_, "spublish");
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string id = MustEnqueue(*stub_, MakeJob(queue, absl::StrCat("job-", i)));
+    std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+    ASSERT_TRUE(job.has_value());
+    EXPECT_EQ(job->job().id(), id);
+    EXPECT_EQ(job->job().attempts(), 1);
+    JW_ASSERT_OK(Ack(*stub_, *job));
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - claims_before, kJobs);
+  EXPECT_EQ(CommandCalls(*redis_, "spublish") - publishes_before, 0);
+}
+
+// The hand-off claims for one stream up to its free slots; the jobs left are
+// announced as usual and another waiting stream claims them.
+TEST_F(LifecycleTest, JobsTheHandOffLeavesWakeTheNextStream) {
+  const std::string queue = "handoff-more";
+  auto first = OpenClaim(MakeClaim({queue}, 2));
+  auto second = OpenClaim(MakeClaim({queue}, 2));
+  absl::SleepFor(absl::Milliseconds(300));  // both streams waiting
+  v1::EnqueueBatchRequest batch;
+  for (int i = 0; i < 4; ++i) *batch.add_jobs() = MakeJob(queue, absl::StrCat("job-", i));
+  v1::EnqueueBatchResponse response;
+  JW_ASSERT_OK(EnqueueBatch(*stub_, batch, &response));
+  std::set<std::string> delivered;
+  for (auto* reader : {first.get(), second.get()}) {
+    for (int i = 0; i < 2; ++i) {
+      std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+      ASSERT_TRUE(job.has_value()) << "a stream got " << i << " of its 2 jobs";
+      EXPECT_TRUE(delivered.insert(job->job().id()).second) << "delivered twice";
+    }
+  }
+  EXPECT_EQ(delivered.size(), 4u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #   BullMQ  npm ci in bench/peers/bullmq (bullmq + ioredis pinned by package-lock.json)
 #   asynq   go build of bench/peers/asynq (go.mod / go.sum) into
 #           ${JOBWIRE_BUILD_DIR:-<repo>/build}/bench-peers/asynq-bench
+#   jobwire's Go client program, bench/clients/go, into .../jobwire-go-bench
 #   Celery, RQ, matplotlib (the chart): pip install -r requirements.txt into
 #           the project venv (${JOBWIRE_VENV:-<repo>/.venv})
 # The jobwire Python and Node.js clients come from client/python/setup.sh and
@@ -25,6 +26,10 @@ echo "setup: bullmq $(node -p "require('$HERE/bullmq/node_modules/bullmq/package
 mkdir -p "$BUILD/bench-peers"
 (cd "$HERE/asynq" && go mod download && go build -o "$BUILD/bench-peers/asynq-bench" .)
 echo "setup: $BUILD/bench-peers/asynq-bench ($(cd "$HERE/asynq" && go list -m -f '{{.Path}} {{.Version}}' github.com/hibiken/asynq))"
+
+# jobwire's Go client program (bench/clients/go; generates client/go's stubs
+# first when they are missing).
+"$REPO/bench/clients/go/build.sh"
 
 # Celery, RQ, matplotlib into the project venv.
 if [ ! -x "$VENV/bin/python" ]; then

@@ -271,12 +271,59 @@ void Dispatcher::ClaimFrom(SessionId id, size_t pos) {
   std::string claim_id = store::JobStore::NewClaimId();
   store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id, claim_id,
                 [this, id, queue, pos, claim_id](absl::StatusOr<store::ClaimOutcome> outcome) {
-                  if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kUnavailable) {
-                    // The script may have run with its reply lost.
-                    lost_claims_.emplace_back(queue, claim_id);
-                  }
-                  OnClaimed(id, queue, pos, std::move(outcome));
+                  OnClaimAnswered(id, queue, pos, claim_id, std::move(outcome));
                 });
+}
+
+void Dispatcher::OnClaimAnswered(SessionId id, const std::string& queue, size_t pos,
+                                 const std::string& claim_id,
+                                 absl::StatusOr<store::ClaimOutcome> outcome) {
+  if (!outcome.ok() && outcome.status().code() == absl::StatusCode::kUnavailable) {
+    // The script may have run with its reply lost.
+    lost_claims_.emplace_back(queue, claim_id);
+  }
+  OnClaimed(id, queue, pos, std::move(outcome));
+}
+
+void Dispatcher::OfferHandOff(const std::string& queue,
+                              std::function<void(std::optional<store::HandOff>)> send) {
+  loop_->RunInLoop([this, queue, send = std::move(send)] { send(TakeHandOff(queue)); });
+}
+
+std::optional<store::HandOff> Dispatcher::TakeHandOff(const std::string& queue) {
+  auto found = queues_.find(queue);
+  if (shutting_down_ || found == queues_.end() || found->second.waiters.empty()) {
+    return std::nullopt;
+  }
+  const SessionId id = found->second.waiters.front();
+  Session* s = Find(id);
+  const int free = s ? s->spec.max_in_flight - static_cast<int>(s->in_flight.size()) : 0;
+  if (s == nullptr || s->filling || free <= 0) return std::nullopt;
+  const std::vector<std::string>& names = s->queues.names();
+  const size_t index = std::find(names.begin(), names.end(), queue) - names.begin();
+  if (index == names.size()) return std::nullopt;
+  // As Fill, with one claim: from this partition, riding along the enqueue.
+  // The stream's other partitions were found short with no announcement
+  // since (it was waiting); one announced meanwhile changes its generation,
+  // and FinishFill then fills again.
+  Unwait(*s);
+  s->filling = true;
+  s->refill = false;
+  s->drained.clear();
+  s->start_generation.clear();
+  for (const std::string& name : names) s->start_generation.push_back(queues_[name].generation);
+  s->order = {index};
+  s->queues.Claimed(index);
+  store::HandOff hand_off;
+  hand_off.max_jobs = free;
+  hand_off.lease_ms = s->spec.lease_ms;
+  hand_off.worker_id = s->spec.worker_id;
+  hand_off.claim_id = store::JobStore::NewClaimId();
+  hand_off.claimed = [this, id, queue,
+                      claim_id = hand_off.claim_id](absl::StatusOr<store::ClaimOutcome> outcome) {
+    OnClaimAnswered(id, queue, 0, claim_id, std::move(outcome));
+  };
+  return hand_off;
 }
 
 void Dispatcher::GiveBack(const std::string& queue, const std::string& job_id,

@@ -54,6 +54,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,16 @@ class Dispatcher {
   // partition (release.lua: pending, due now, attempt undone) unless its lease
   // moved on meanwhile.
   void ReturnUnsent(std::vector<v1::ClaimedJob> jobs);
+
+  // The hand-off of jobs this broker is about to store in partition `queue`
+  // (store name) to a stream of its own: runs `send` on the loop thread (at
+  // once when called there) with a claim for the first stream waiting on
+  // that partition with a free slot, to ride along the enqueue.lua call
+  // (JobStore::Enqueue), or with none when no such stream waits. The stream
+  // is then filling, as if woken, until the claim answers; `send` must pass
+  // the claim to JobStore::Enqueue, which always answers it.
+  void OfferHandOff(const std::string& queue,
+                    std::function<void(std::optional<store::HandOff>)> send);
 
   // Called on the loop thread with the expiry (broker clock) of every lease
   // this broker grants (the LeaseReaper's wake-up). Set before the first
@@ -206,6 +217,12 @@ class Dispatcher {
   void OnSlotFreed(SessionId id);
   // Claims from the partition at position `pos` of the fill's order.
   void ClaimFrom(SessionId id, size_t pos);
+  // A claim of session `id` from partition `queue` (order[pos]) answered,
+  // or failed: UNAVAILABLE records it as possibly run (ReleaseLostClaims).
+  void OnClaimAnswered(SessionId id, const std::string& queue, size_t pos,
+                       const std::string& claim_id, absl::StatusOr<store::ClaimOutcome> outcome);
+  // Loop thread: the hand-off claim for OfferHandOff, if a stream waits.
+  std::optional<store::HandOff> TakeHandOff(const std::string& queue);
   // Hands a claimed job that no stream will deliver back to its queue
   // (release.lua) and forgets its lease.
   void GiveBack(const std::string& queue, const std::string& job_id,

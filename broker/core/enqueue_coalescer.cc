@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
 namespace jobwire::core {
 namespace {
 
@@ -9,6 +12,16 @@ size_t PayloadBytes(const std::vector<v1::EnqueueRequest>& jobs) {
   size_t bytes = 0;
   for (const v1::EnqueueRequest& job : jobs) bytes += job.payload().size();
   return bytes;
+}
+
+// Whether any of `jobs` is due now by this broker's clock (Redis' decides;
+// a wrong guess costs a claim that finds nothing, or a PUBLISH round trip).
+bool AnyDueNow(const std::vector<v1::EnqueueRequest>& jobs) {
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  for (const v1::EnqueueRequest& job : jobs) {
+    if (job.delay_ms() == 0 && job.run_at_ms() <= now) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -57,11 +70,22 @@ void EnqueueCoalescer::Send(const std::string& queue, std::vector<Caller> caller
     for (v1::EnqueueRequest& job : callers[i].jobs) jobs.push_back(std::move(job));
   }
   for (Caller& caller : callers) caller.jobs = {};  // sent: only count is used from here on
-  store_->Enqueue(queue, jobs,
-                  [this, queue, callers = std::move(callers)](
-                      absl::StatusOr<std::vector<store::EnqueueOutcome>> result) mutable {
-                    OnAnswered(queue, std::move(callers), std::move(result));
-                  });
+  const bool due_now = hand_off_ != nullptr && AnyDueNow(jobs);
+  auto send = [this, queue, jobs = std::move(jobs), callers = std::move(callers)](
+                  std::optional<store::HandOff> hand_off) mutable {
+    store_->Enqueue(
+        queue, jobs,
+        [this, queue, callers = std::move(callers)](
+            absl::StatusOr<std::vector<store::EnqueueOutcome>> result) mutable {
+          OnAnswered(queue, std::move(callers), std::move(result));
+        },
+        std::move(hand_off));
+  };
+  if (due_now) {
+    hand_off_(queue, std::move(send));
+  } else {
+    send(std::nullopt);
+  }
 }
 
 void EnqueueCoalescer::OnAnswered(const std::string& queue, std::vector<Caller> callers,

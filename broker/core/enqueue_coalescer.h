@@ -15,6 +15,12 @@
 // One call per batch also means one PUBLISH per batch (enqueue.lua publishes
 // once per call), so waiting streams wake once and claim several jobs.
 //
+// A call that stores a job due now first asks the hand-off source (the
+// Dispatcher) for a claim to ride along it: when a stream of this broker
+// waits on the queue, the same enqueue.lua call claims for it, with no
+// PUBLISH round trip in between (and none at all when it takes every due
+// job).
+//
 // Thread safety: Enqueue may be called from any thread; `done` runs on the
 // Redis event loop thread.
 #ifndef JOBWIRE_BROKER_CORE_ENQUEUE_COALESCER_H_
@@ -22,6 +28,8 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +44,14 @@ class EnqueueCoalescer {
   static constexpr size_t kMaxJobs = 1000;
   static constexpr size_t kMaxBytes = 8 << 20;
 
-  // `store` must outlive this object.
-  explicit EnqueueCoalescer(const store::JobStore* store) : store_(store) {}
+  // Calls `send` (on the Redis event loop thread) with the hand-off claim
+  // for the next call to `queue`, or with none (Dispatcher::OfferHandOff).
+  using HandOffSource = std::function<void(
+      const std::string& queue, std::function<void(std::optional<store::HandOff>)> send)>;
+
+  // `store` must outlive this object. Without `hand_off`, no call claims.
+  explicit EnqueueCoalescer(const store::JobStore* store, HandOffSource hand_off = nullptr)
+      : store_(store), hand_off_(std::move(hand_off)) {}
 
   // Stores `jobs` (at least one, all of `queue`, validated, defaults
   // applied); `done` gets one outcome per job (see JobStore::Enqueue).
@@ -65,6 +79,7 @@ class EnqueueCoalescer {
                   absl::StatusOr<std::vector<store::EnqueueOutcome>> result);
 
   const store::JobStore* const store_;
+  const HandOffSource hand_off_;
   absl::Mutex mu_;
   // Only queues with a call in flight have an entry.
   absl::flat_hash_map<std::string, QueueState> queues_ ABSL_GUARDED_BY(mu_);

@@ -60,7 +60,10 @@ JobLifecycle::JobLifecycle(const store::JobStore* store, QueuePartitions* partit
       dispatcher_(dispatcher),
       metrics_(metrics),
       defaults_(defaults),
-      enqueues_(store) {}
+      enqueues_(store, [dispatcher](const std::string& queue,
+                                    std::function<void(std::optional<store::HandOff>)> send) {
+        dispatcher->OfferHandOff(queue, std::move(send));
+      }) {}
 
 void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
                            store::Callback<std::vector<store::EnqueueOutcome>> done) {

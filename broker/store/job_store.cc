@@ -60,6 +60,32 @@ v1::JobState ParseState(const std::string& s) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
+// claim.lua's reply (also the last element of enqueue.lua's with a
+// hand-off), from `script`.
+absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std::string& script,
+                                             const RedisReply& reply) {
+  if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 3) {
+    return absl::InternalError(absl::StrCat("bad ", script, " claim reply"));
+  }
+  ClaimOutcome out;
+  out.next_due_in_ms = reply.elements[0].AsInt(-1);
+  out.more = reply.elements[1].AsInt() == 1;
+  LogSkippedJobs(queue, script, reply.elements[2]);
+  for (size_t i = 3; i + 1 < reply.elements.size(); i += 2) {
+    const RedisReply& fields = reply.elements[i + 1];
+    v1::ClaimedJob claimed;
+    *claimed.mutable_job() = JobFromFields(queue, reply.elements[i].str, fields);
+    for (size_t f = 0; f + 1 < fields.elements.size(); f += 2) {
+      if (fields.elements[f].str == "lease_token") {
+        claimed.set_lease_token(fields.elements[f + 1].str);
+      }
+    }
+    claimed.set_lease_expires_at_ms(claimed.job().lease_expires_at_ms());
+    out.jobs.push_back(std::move(claimed));
+  }
+  return out;
+}
+
 }  // namespace
 
 v1::Job JobFromFields(const std::string& queue, const std::string& id, const RedisReply& fields) {
@@ -139,11 +165,17 @@ void JobStore::CheckRedisSettings() const {
 }
 
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
-                       Callback<std::vector<EnqueueOutcome>> done) const {
+                       Callback<std::vector<EnqueueOutcome>> done,
+                       std::optional<HandOff> hand_off) const {
   Keys keys = KeysFor(queue);
+  const std::string claim_id = hand_off ? hand_off->claim_id : "";
   std::vector<std::string> args = {absl::StrCat(options_.dedup_window_ms), keys.NotifyChannel(),
-                                   JobIdSuffix(PartitionOfName(queue))};
-  args.reserve(3 + 10 * jobs.size());
+                                   JobIdSuffix(PartitionOfName(queue)),
+                                   absl::StrCat(hand_off ? hand_off->max_jobs : 0),
+                                   absl::StrCat(hand_off ? hand_off->lease_ms : 0), claim_id,
+                                   hand_off ? hand_off->worker_id : "",
+                                   absl::StrCat(kMaxClaimBytes)};
+  args.reserve(args.size() + 10 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
     const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
                                                              : options_.completed_retention_ms;
@@ -153,38 +185,46 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
                  absl::StrCat(retention)});
   }
-  scripts_->Eval(scripts_->Get("enqueue"),
-                 {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
-                  keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry()},
-                 std::move(args),
-                 [this, queue, count = jobs.size(),
-                  done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   if (!reply.ok()) return done(reply.status());
-                   if (reply->type != RedisReply::Type::kArray ||
-                       reply->elements.size() != 2 * count + 1) {
-                     return done(absl::InternalError("bad enqueue reply"));
-                   }
-                   const bool registered = reply->elements[2 * count].AsInt() == 1;
-                   std::vector<EnqueueOutcome> out;
-                   out.reserve(count);
-                   for (size_t i = 0; i < count; ++i) {
-                     out.push_back(EnqueueOutcome{reply->elements[2 * i].str,
-                                                  reply->elements[2 * i + 1].AsInt() == 1});
-                   }
-                   if (registered) return done(std::move(out));
-                   // A new queue (or one deleted since): registered before the
-                   // enqueue answers, so ListQueues and the reaper see it then.
-                   RegisterQueue(queue, [queue, out = std::move(out), done = std::move(done)](
-                                            absl::StatusOr<bool> added) mutable {
-                     if (!added.ok()) {
-                       // The jobs are stored; the next enqueue finds the marker
-                       // missing and registers the queue.
-                       base::Log(base::LogLevel::kWarning, "queue not registered",
-                                 {{"queue", queue}, {"error", added.status().ToString()}});
-                     }
-                     done(std::move(out));
-                   });
-                 });
+  Callback<ClaimOutcome> claimed = hand_off ? std::move(hand_off->claimed) : nullptr;
+  scripts_->Eval(
+      scripts_->Get("enqueue"),
+      {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
+       keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry(), keys.Active(),
+       keys.Paused(), keys.Dead(), keys.Claim(claim_id)},
+      std::move(args),
+      [this, queue, count = jobs.size(), claimed = std::move(claimed),
+       done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        const size_t size = 2 * count + 1 + (claimed ? 1 : 0);
+        if (reply.ok() && (reply->type != RedisReply::Type::kArray ||
+                           reply->elements.size() != size)) {
+          reply = absl::InternalError("bad enqueue reply");
+        }
+        if (claimed) {
+          claimed(reply.ok() ? ParseClaimReply(queue, "enqueue", reply->elements.back())
+                             : absl::StatusOr<ClaimOutcome>(reply.status()));
+        }
+        if (!reply.ok()) return done(reply.status());
+        const bool registered = reply->elements[2 * count].AsInt() == 1;
+        std::vector<EnqueueOutcome> out;
+        out.reserve(count);
+        for (size_t i = 0; i < count; ++i) {
+          out.push_back(EnqueueOutcome{reply->elements[2 * i].str,
+                                       reply->elements[2 * i + 1].AsInt() == 1});
+        }
+        if (registered) return done(std::move(out));
+        // A new queue (or one deleted since): registered before the
+        // enqueue answers, so ListQueues and the reaper see it then.
+        RegisterQueue(queue, [queue, out = std::move(out), done = std::move(done)](
+                                 absl::StatusOr<bool> added) mutable {
+          if (!added.ok()) {
+            // The jobs are stored; the next enqueue finds the marker
+            // missing and registers the queue.
+            base::Log(base::LogLevel::kWarning, "queue not registered",
+                      {{"queue", queue}, {"error", added.status().ToString()}});
+          }
+          done(std::move(out));
+        });
+      });
 }
 
 std::string JobStore::NewClaimId() { return RandomToken(); }
@@ -201,25 +241,7 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
        absl::StrCat(kMaxClaimBytes)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        if (reply->type != RedisReply::Type::kArray || reply->elements.size() < 3) {
-          return done(absl::InternalError("bad claim reply"));
-        }
-        ClaimOutcome out;
-        out.next_due_in_ms = reply->elements[0].AsInt(-1);
-        out.more = reply->elements[1].AsInt() == 1;
-        LogSkippedJobs(queue, "claim", reply->elements[2]);
-        for (size_t i = 3; i + 1 < reply->elements.size(); i += 2) {
-          v1::ClaimedJob claimed;
-          *claimed.mutable_job() = JobFromFields(queue, reply->elements[i].str, reply->elements[i + 1]);
-          for (size_t f = 0; f + 1 < reply->elements[i + 1].elements.size(); f += 2) {
-            if (reply->elements[i + 1].elements[f].str == "lease_token") {
-              claimed.set_lease_token(reply->elements[i + 1].elements[f + 1].str);
-            }
-          }
-          claimed.set_lease_expires_at_ms(claimed.job().lease_expires_at_ms());
-          out.jobs.push_back(std::move(claimed));
-        }
-        done(std::move(out));
+        done(ParseClaimReply(queue, "claim", *reply));
       });
 }
 

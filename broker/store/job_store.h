@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,19 @@ struct ClaimOutcome {
   int64_t next_due_in_ms = -1;
 };
 
+// A claim that rides along an enqueue.lua call: the broker's hand-off of
+// the jobs it stores to a stream of its own that waits on the queue
+// (Dispatcher::OfferHandOff). The fields are Claim's.
+struct HandOff {
+  int max_jobs = 1;
+  int64_t lease_ms = 0;
+  std::string worker_id;
+  std::string claim_id;
+  // The claim's outcome, or the call's error (UNAVAILABLE: it may have run,
+  // as for Claim). Runs before the enqueue's own callback.
+  Callback<ClaimOutcome> claimed;
+};
+
 struct AckOutcome {
   absl::Status status;  // OK, NOT_FOUND or FAILED_PRECONDITION
   bool repeat = false;  // OK for an ack that had been applied before
@@ -109,8 +123,12 @@ class JobStore {
   // call; one outcome per job, in order. REQUIRES: `jobs` is not empty and
   // each job is valid with max_attempts and backoff resolved (non-zero). A
   // job without completed_retention_ms gets options().completed_retention_ms.
+  // With `hand_off`, the same call then claims as Claim would (after the
+  // jobs are stored, in the same script) and answers hand_off->claimed; the
+  // queue's wake-up is then published only when due jobs are left.
   void Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
-               Callback<std::vector<EnqueueOutcome>> done) const;
+               Callback<std::vector<EnqueueOutcome>> done,
+               std::optional<HandOff> hand_off = std::nullopt) const;
 
   // A new claim id: random, unique per Claim call.
   static std::string NewClaimId();

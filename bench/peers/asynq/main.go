@@ -1,8 +1,6 @@
-// asynq peer of the jobwire benchmark, two ways:
-//
-// With --role producer|worker: the side-by-side benchmark
-// (bench/side_by_side.py and its protocol), producer and worker as separate
-// processes, JSON event lines on stdout:
+// asynq peer of the jobwire benchmark: the side-by-side benchmark
+// (bench/side_by_side.py and bench/side_protocol.md), producer and worker as
+// separate processes, JSON event lines on stdout:
 //
 //	asynq-bench --role worker   --redis-url redis://127.0.0.1:6379 --jobs 50000 --concurrency 50
 //	asynq-bench --role producer --redis-url redis://127.0.0.1:6379 --jobs 50000 --chunk 1000
@@ -15,29 +13,13 @@
 // of its own (open loop), one Enqueue per task, t = its scheduled time.
 // Warm-up before "ready": Client.Ping. The worker is one Server with
 // Concurrency = --concurrency on the one queue, TaskCheckInterval
-// --task-check-interval (default 10ms in this mode: how long the fetcher
-// sleeps, on average, each time it finds the queue empty; asynq's default is
-// 1 s), go-redis pool Concurrency + 10, default retries, completed tasks not
+// --task-check-interval (default 10ms: how long the fetcher sleeps, on
+// average, each time it finds the queue empty; asynq's default is 1 s, and
+// 10ms was the fastest of 1ms, 10ms, 100ms and 1s in 50,000-job runs),
+// go-redis pool Concurrency + 10, default retries, completed tasks not
 // retained (Retention 0, deleted on success). asynq confirms nothing to the
 // program: a task is counted done when its handler returns (before asynq's
 // own completion script runs).
-//
-// Without --role: the end-to-end program of bench/run_bench.py, producers
-// and a Server at once in this process, from the first Enqueue to the last
-// handled task; prints one JSON line.
-//
-//	asynq-bench --redis-url redis://127.0.0.1:6379 --jobs 20000
-//
-// Settings: asynq has no bulk enqueue, so --producers goroutines (8) share one
-// Client and call Enqueue one task each; one Server with --concurrency (64)
-// on one queue (--queue "default"); MaxRetry(0) is not set (defaults kept) and completed tasks
-// are not retained (asynq's default Retention 0 deletes them on success).
-// TaskCheckInterval (how long the fetcher sleeps when the queue is empty) is
-// asynq's default, 1 s, unless --task-check-interval says otherwise.
-// Completion is counted in the handler (no Redis command); the task is done
-// for asynq only once the handler returns and the server has deleted it, so
-// the clock stops at the last handler return, a few hundred microseconds
-// before its ack, like the C++ benchmark stops at the last ack callback.
 package main
 
 import (
@@ -67,17 +49,16 @@ const (
 )
 
 func main() {
-	role := flag.String("role", "", "producer|worker (side-by-side benchmark); none: the end-to-end program")
+	role := flag.String("role", "", "producer or worker")
 	flag.String("addr", "", "unused (jobwire broker address); accepted like every program of the benchmark")
 	redisURL := flag.String("redis-url", "redis://127.0.0.1:6379", "Redis URL")
-	queue := flag.String("queue", "bench", `queue name (without --role: "default")`)
-	jobs := flag.Int64("jobs", 0, "producer: tasks to enqueue; worker: completions to wait for (without --role: 20000)")
+	queue := flag.String("queue", "bench", "queue name")
+	jobs := flag.Int64("jobs", 0, "producer: tasks to enqueue; worker: completions to wait for")
 	chunk := flag.Int("chunk", 1000, "unused: asynq has no bulk enqueue")
-	concurrency := flag.Int("concurrency", 50, "Server Concurrency (without --role: 64)")
+	concurrency := flag.Int("concurrency", 50, "Server Concurrency")
 	rate := flag.Float64("rate", 0, "offered tasks/s, one Enqueue per task, open loop (0: as fast as it can)")
-	producers := flag.Int("producers", 0, fmt.Sprintf("goroutines calling Client.Enqueue in bulk mode (default %d; without --role: 8)", roleProducers))
-	checkInterval := flag.Duration("task-check-interval", 0, fmt.Sprintf("Server TaskCheckInterval (default %s; without --role: asynq's, 1s)", roleCheckInterval))
-	offerSeconds := flag.Float64("seconds", 5, "without --role, rate mode: how long to offer load (--jobs = rate * seconds)")
+	producers := flag.Int("producers", 0, fmt.Sprintf("goroutines calling Client.Enqueue in bulk mode (default %d)", roleProducers))
+	checkInterval := flag.Duration("task-check-interval", 0, fmt.Sprintf("Server TaskCheckInterval (default %s)", roleCheckInterval))
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "unexpected arguments: %v\n", flag.Args())
@@ -85,23 +66,6 @@ func main() {
 	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
-	if *role == "" {
-		if !set["queue"] {
-			*queue = "default"
-		}
-		if !set["jobs"] {
-			*jobs = 20000
-		}
-		if !set["concurrency"] {
-			*concurrency = 64
-		}
-		if !set["producers"] {
-			*producers = 8
-		}
-		legacyMain(redisURL, jobs, producers, concurrency, checkInterval, queue, rate, offerSeconds)
-		return
-	}
 
 	if !set["producers"] {
 		*producers = roleProducers
@@ -354,141 +318,4 @@ func latencySummary(v []float64) map[string]any {
 	out["p99"] = pct(0.99)
 	out["max"] = s[len(s)-1]
 	return out
-}
-
-// legacyMain is the end-to-end program of bench/run_bench.py (no --role):
-// producers and a Server in this process, one JSON line at the end.
-func legacyMain(redisURL *string, jobs *int64, producers, concurrency *int, checkInterval *time.Duration,
-	queue *string, rate, offerSeconds *float64) {
-	latencyMode := *rate > 0
-	if latencyMode {
-		*jobs = int64(*rate * *offerSeconds)
-	}
-	base := time.Now() // sent_ns and latencies are monotonic offsets from it
-	var latMu sync.Mutex
-	var latencies []int64
-
-	opt, err := asynq.ParseRedisURI(*redisURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-
-	var done atomic.Int64
-	finished := make(chan time.Time, 1)
-	target := *jobs
-	mux := asynq.NewServeMux()
-	mux.HandleFunc("noop", func(ctx context.Context, t *asynq.Task) error {
-		if latencyMode {
-			now := time.Since(base).Nanoseconds()
-			var p struct {
-				SentNs int64 `json:"sent_ns"`
-			}
-			if json.Unmarshal(t.Payload(), &p) == nil {
-				latMu.Lock()
-				latencies = append(latencies, now-p.SentNs)
-				latMu.Unlock()
-			}
-		}
-		if done.Add(1) == target {
-			finished <- time.Now()
-		}
-		return nil
-	})
-	srv := asynq.NewServer(opt, asynq.Config{
-		Concurrency:       *concurrency,
-		Queues:            map[string]int{*queue: 1},
-		TaskCheckInterval: *checkInterval,
-		LogLevel:          asynq.WarnLevel,
-	})
-	if err := srv.Start(mux); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	client := asynq.NewClient(opt)
-	time.Sleep(300 * time.Millisecond) // server polling its queue, like jobwire_bench
-
-	start := time.Now()
-	var failed atomic.Int64
-	var wg sync.WaitGroup
-	if latencyMode {
-		// Open loop: task n is sent at start + n / rate, whatever came before.
-		for n := int64(0); n < target; n++ {
-			time.Sleep(time.Until(start.Add(time.Duration(float64(n) * 1e9 / *rate))))
-			payload := fmt.Sprintf(`{"n":%d,"sent_ns":%d,"pad":"jobwire-bench"}`, n, time.Since(base).Nanoseconds())
-			if _, err := client.Enqueue(asynq.NewTask("noop", []byte(payload)), asynq.Queue(*queue)); err != nil {
-				failed.Add(1)
-			}
-		}
-	}
-	for p := 0; p < *producers && !latencyMode; p++ {
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			for n := int64(p); n < target; n += int64(*producers) {
-				payload := fmt.Sprintf(`{"n":%d,"sent_ns":%d,"pad":"jobwire-bench"}`, n, time.Since(base).Nanoseconds())
-				if _, err := client.Enqueue(asynq.NewTask("noop", []byte(payload)), asynq.Queue(*queue)); err != nil {
-					failed.Add(1)
-				}
-			}
-		}(p)
-	}
-	wg.Wait()
-	var end time.Time
-	select {
-	case end = <-finished:
-	case <-time.After(5 * time.Minute):
-		fmt.Fprintln(os.Stderr, "timed out")
-		os.Exit(1)
-	}
-	seconds := end.Sub(start).Seconds()
-	srv.Shutdown()
-	client.Close()
-
-	if latencyMode {
-		latMu.Lock()
-		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-		pct := func(p float64) float64 {
-			if len(latencies) == 0 {
-				return 0
-			}
-			i := min(len(latencies)-1, int(p*float64(len(latencies))))
-			return float64(latencies[i]) / 1e6
-		}
-		out, _ := json.Marshal(map[string]any{
-			"system": "asynq", "jobs": target, "failed": failed.Load(), "offered_per_s": *rate,
-			"p50_ms": pct(0.5), "p99_ms": pct(0.99), "p999_ms": pct(0.999), "max_ms": pct(1),
-			"instrumentation_commands": 0,
-		})
-		fmt.Println(string(out))
-		return
-	}
-	version := "asynq"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "github.com/hibiken/asynq" || dep.Path == "github.com/redis/go-redis/v9" {
-				version += " " + dep.Path + "@" + dep.Version
-			}
-		}
-	}
-	interval := "1s (default)"
-	if *checkInterval > 0 {
-		interval = checkInterval.String()
-	}
-	out, _ := json.Marshal(map[string]any{
-		"system":     "asynq",
-		"version":    version,
-		"jobs":       target,
-		"failed":     failed.Load(),
-		"seconds":    seconds,
-		"jobs_per_s": float64(target) / seconds,
-		"settings": fmt.Sprintf("no bulk enqueue in asynq: Client.Enqueue one task per call from %d goroutines; "+
-			"1 Server, Concurrency %d, TaskCheckInterval %s; completed tasks not retained; "+
-			"completion counted in the handler", *producers, *concurrency, interval),
-		"instrumentation_commands": 0,
-	})
-	fmt.Println(string(out))
-	if failed.Load() > 0 {
-		os.Exit(1)
-	}
 }
