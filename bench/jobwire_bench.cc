@@ -1,22 +1,16 @@
-// jobwire_bench: the load generator of the benchmark (bench/README.md). One
+// jobwire_bench: the load generator of the scale checks (bench/scale_checks.py)
+// and of the partitioned-queue benchmark (bench/cluster_partitions.py). One
 // scenario per run, against a running broker, through the C++ client; prints
-// one JSON object with what it measured. bench/run_bench.py starts Redis and
-// the broker, runs the scenarios, reads Redis' INFO around each run and
-// writes the report.
+// one JSON object with what it measured. (The side-by-side benchmark runs
+// jobwire's C++ client as separate producer and worker processes instead:
+// bench/side_cpp.cc.)
 //
 //   jobwire_bench --addr=127.0.0.1:50051 --scenario=e2e --jobs=20000
 //
 // Scenarios:
-//   enqueue        --producers threads each Enqueue one job per call
-//   enqueue_batch  the same with EnqueueBatch of --batch jobs
-//   drain          --jobs already queued (batched); --workers workers of
-//                  --concurrency claim and ack them all
-//   e2e            producers (batched) and workers at once: first enqueue to
-//                  last ack
-//   e2e_single     the same with one job per Enqueue call
-//   latency        workers idle; Enqueue calls start at --rate jobs/s for
-//                  --seconds, open loop (not waiting for answers);
-//                  enqueue-to-handler latency percentiles
+//   e2e            --producers threads (EnqueueBatch of --batch) and
+//                  --workers Workers of --concurrency at once: first enqueue
+//                  to last ack
 // Scale checks (bench/README.md, "Scale checks"):
 //   backlog_drain  --backlog queued, then --rounds times: --jobs more ahead
 //                  of it, which workers claim and ack while the backlog
@@ -57,19 +51,14 @@
 
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "broker host:port");
 ABSL_FLAG(std::string, scenario, "e2e",
-          "enqueue, enqueue_batch, drain, e2e, e2e_single, latency, backlog_drain, due_burst, "
-          "idle_streams or idle_workers");
+          "e2e, backlog_drain, due_burst, idle_streams or idle_workers");
 ABSL_FLAG(std::string, queue, "bench", "queue name");
-ABSL_FLAG(int, jobs, 20000,
-          "jobs per run (enqueue, enqueue_batch, drain, e2e, backlog_drain, due_burst)");
+ABSL_FLAG(int, jobs, 20000, "jobs per run (e2e, backlog_drain, due_burst)");
 ABSL_FLAG(int, producers, 4, "producer threads");
 ABSL_FLAG(int, batch, 100, "jobs per EnqueueBatch");
 ABSL_FLAG(int, workers, 2, "Worker instances (one Claim stream each)");
 ABSL_FLAG(int, concurrency, 64, "handlers per worker (max_in_flight)");
-ABSL_FLAG(double, rate, 1000, "latency: offered jobs per second");
-ABSL_FLAG(double, seconds, 5,
-          "latency: how long to offer load; idle_streams, idle_workers without --pause: how "
-          "long to hold");
+ABSL_FLAG(double, seconds, 5, "idle_streams, idle_workers without --pause: how long to hold");
 ABSL_FLAG(int64_t, backlog, 1000, "backlog_drain: jobs left pending behind the --jobs drained");
 ABSL_FLAG(int, rounds, 1, "backlog_drain: rounds of --jobs drained, each enqueued before it");
 ABSL_FLAG(int64_t, due_in_ms, 0,
@@ -177,11 +166,10 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-// Enqueues `jobs` jobs from --producers threads, batched or not, each with
-// `options`; payloads carry `stamp_ns` as sent_ns (0: the time of sending).
-// Returns the number that failed.
-int64_t Produce(int64_t jobs, bool batched, const EnqueueOptions& options = {},
-                int64_t stamp_ns = 0) {
+// Enqueues `jobs` jobs from --producers threads, EnqueueBatch of --batch,
+// each with `options`; payloads carry `stamp_ns` as sent_ns (0: the time of
+// sending). Returns the number that failed.
+int64_t Produce(int64_t jobs, const EnqueueOptions& options = {}, int64_t stamp_ns = 0) {
   const int producers = absl::GetFlag(FLAGS_producers);
   const int batch = absl::GetFlag(FLAGS_batch);
   const std::string queue = absl::GetFlag(FLAGS_queue);
@@ -191,12 +179,6 @@ int64_t Produce(int64_t jobs, bool batched, const EnqueueOptions& options = {},
     threads.emplace_back([&, p] {
       Client client(ClientOptions{absl::GetFlag(FLAGS_addr)});
       for (int64_t n = p; n < jobs;) {
-        if (!batched) {
-          std::string payload = Payload(n, stamp_ns ? stamp_ns : NowNs());
-          if (!client.Enqueue(queue, "noop", payload, options).ok()) ++failed;
-          n += producers;
-          continue;
-        }
         std::vector<BatchJob> chunk;
         for (; n < jobs && static_cast<int>(chunk.size()) < batch; n += producers) {
           chunk.push_back(BatchJob{"noop", Payload(n, stamp_ns ? stamp_ns : NowNs()), options});
@@ -222,12 +204,6 @@ double Percentile(std::vector<int64_t>& sorted_ns, double p) {
   return static_cast<double>(sorted_ns[i]) / 1e6;  // ms
 }
 
-double MeanMs(const std::vector<int64_t>& ns) {
-  if (ns.empty()) return 0;
-  return static_cast<double>(std::accumulate(ns.begin(), ns.end(), int64_t{0})) /
-         static_cast<double>(ns.size()) / 1e6;
-}
-
 int64_t Ns(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 }
@@ -239,63 +215,6 @@ nlohmann::json Summary(const std::string& name, std::vector<int64_t> ns) {
           {name + "_p50_ms", Percentile(ns, 0.50)},
           {name + "_p99_ms", Percentile(ns, 0.99)},
           {name + "_max_ms", ns.empty() ? 0 : static_cast<double>(ns.back()) / 1e6}};
-}
-
-struct OpenLoop {
-  int64_t failed = 0;
-  double sent_per_s = 0;       // calls started per second of the send phase
-  double max_send_lag_ms = 0;  // latest start of a call after its scheduled time
-};
-
-// Open loop: Enqueue call n starts at start + n / rate on the async stub,
-// whether or not earlier calls have answered (one synchronous caller cannot
-// offer more than 1 / round trip). Each payload's sent_ns is the call's
-// scheduled time, so a late start counts in the job's latency. Returns once
-// every call has answered.
-OpenLoop OfferLoad(double rate, int64_t total) {
-  struct Call {
-    grpc::ClientContext context;
-    jobwire::v1::EnqueueRequest request;
-    jobwire::v1::EnqueueResponse response;
-  };
-  // Shared with the callbacks, so that none touches it after it is gone.
-  struct Tally {
-    absl::Mutex mu;
-    int64_t answering ABSL_GUARDED_BY(mu) = 0;  // calls started, not answered yet
-    int64_t failed ABSL_GUARDED_BY(mu) = 0;
-  };
-  auto tally = std::make_shared<Tally>();
-  auto stub = jobwire::v1::Broker::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_addr), grpc::InsecureChannelCredentials()));
-  Clock::duration max_lag{};
-  const auto start = Clock::now();
-  for (int64_t n = 0; n < total; ++n) {
-    const auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(n * 1e9 / rate));
-    std::this_thread::sleep_until(due);
-    max_lag = std::max(max_lag, Clock::now() - due);
-    auto* call = new Call;
-    call->request.set_queue(absl::GetFlag(FLAGS_queue));
-    call->request.set_type("noop");
-    call->request.set_payload(Payload(n, Ns(due.time_since_epoch())));
-    {
-      absl::MutexLock lock(&tally->mu);
-      ++tally->answering;
-    }
-    stub->async()->Enqueue(&call->context, &call->request, &call->response,
-                           [tally, call](const grpc::Status& status) {
-                             delete call;
-                             absl::MutexLock lock(&tally->mu);
-                             if (!status.ok()) ++tally->failed;
-                             --tally->answering;
-                           });
-  }
-  const double send_seconds = Seconds(Clock::now() - start);
-  absl::MutexLock lock(&tally->mu);
-  auto all_answered = [&tally]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tally->mu) {
-    return tally->answering == 0;
-  };
-  tally->mu.Await(absl::Condition(&all_answered));
-  return {tally->failed, total / std::max(send_seconds, 1e-9), Seconds(max_lag) * 1e3};
 }
 
 // Prints a phase line. With --pause, then waits for a line on stdin (the
@@ -322,14 +241,14 @@ nlohmann::json BacklogDrain() {
   EnqueueOptions first;
   first.priority = 1;
   auto load_start = Clock::now();
-  int64_t failed = Produce(backlog, true) + Produce(jobs, true, first);
+  int64_t failed = Produce(backlog) + Produce(jobs, first);
   double load_s = Seconds(Clock::now() - load_start);
   Phase({{"phase", "loaded"}, {"pending", jobs + backlog}, {"load_seconds", load_s}}, false);
   std::vector<double> rates;
   int64_t acked = 0;
   for (int r = 0; r < rounds; ++r) {
     Phase({{"phase", "round"}, {"round", r}}, false);
-    if (r > 0) failed += Produce(jobs, true, first);
+    if (r > 0) failed += Produce(jobs, first);
     Sink sink;
     sink.SetTarget(jobs);
     auto start = Clock::now();
@@ -376,7 +295,7 @@ nlohmann::json DueBurst() {
   at.run_at_ms = absl::ToUnixMillis(absl::Now()) + due_in_ms;
   const Clock::time_point due = Clock::now() + std::chrono::milliseconds(due_in_ms);
   auto enqueue_start = Clock::now();
-  int64_t failed = Produce(jobs, true, at, Ns(due.time_since_epoch()));
+  int64_t failed = Produce(jobs, at, Ns(due.time_since_epoch()));
   auto enqueued = Clock::now();
 
   std::atomic<bool> stop{false};
@@ -535,49 +454,16 @@ nlohmann::json IdleWorkers() {
 nlohmann::json Run(const std::string& scenario) {
   const int64_t jobs = absl::GetFlag(FLAGS_jobs);
   nlohmann::json out{{"scenario", scenario}};
-  if (scenario == "enqueue" || scenario == "enqueue_batch") {
-    auto start = Clock::now();
-    int64_t failed = Produce(jobs, scenario == "enqueue_batch");
-    double s = Seconds(Clock::now() - start);
-    out.update({{"jobs", jobs}, {"failed", failed}, {"seconds", s}, {"jobs_per_s", jobs / s}});
-  } else if (scenario == "drain" || scenario == "e2e" || scenario == "e2e_single") {
+  if (scenario == "e2e") {
     Sink sink;
     sink.SetTarget(jobs);
-    int64_t failed = 0;
-    std::unique_ptr<WorkerPool> pool;
-    Clock::time_point start;
-    if (scenario == "drain") {
-      failed = Produce(jobs, true);
-      start = Clock::now();
-      pool = std::make_unique<WorkerPool>(&sink, false);
-    } else {
-      pool = std::make_unique<WorkerPool>(&sink, false);
-      absl::SleepFor(absl::Milliseconds(300));  // streams open
-      start = Clock::now();
-      failed = Produce(jobs, scenario == "e2e");
-    }
-    Clock::time_point done = sink.WaitDone(absl::Minutes(5));
-    double s = Seconds(done - start);
+    WorkerPool pool(&sink, false);
+    absl::SleepFor(absl::Milliseconds(300));  // streams open
+    const Clock::time_point start = Clock::now();
+    const int64_t failed = Produce(jobs);
+    double s = Seconds(sink.WaitDone(absl::Minutes(5)) - start);
     out.update({{"jobs", jobs}, {"failed", failed}, {"acked", sink.acked()}, {"seconds", s},
                 {"jobs_per_s", jobs / s}});
-  } else if (scenario == "latency") {
-    Sink sink;
-    WorkerPool pool(&sink, true);
-    absl::SleepFor(absl::Milliseconds(300));
-    const double rate = absl::GetFlag(FLAGS_rate);
-    const int64_t total = static_cast<int64_t>(rate * absl::GetFlag(FLAGS_seconds));
-    sink.SetTarget(total);
-    OpenLoop sent = OfferLoad(rate, total);
-    const int64_t failed = sent.failed;
-    sink.WaitDone(absl::Seconds(30));
-    std::vector<int64_t> lat = sink.Latencies();
-    std::sort(lat.begin(), lat.end());
-    out.update({{"offered_per_s", rate}, {"sent_per_s", sent.sent_per_s},
-                {"max_send_lag_ms", sent.max_send_lag_ms}, {"jobs", total}, {"failed", failed},
-                {"acked", sink.acked()}, {"mean_ms", MeanMs(lat)},
-                {"p50_ms", Percentile(lat, 0.50)},
-                {"p99_ms", Percentile(lat, 0.99)}, {"p999_ms", Percentile(lat, 0.999)},
-                {"max_ms", lat.empty() ? 0 : static_cast<double>(lat.back()) / 1e6}});
   } else if (scenario == "backlog_drain") {
     out.update(BacklogDrain());
   } else if (scenario == "due_burst") {
