@@ -7,7 +7,7 @@ follows (bench/side_protocol.md).
   .venv/bin/python bench/peers/rq_side.py --role producer --redis-url redis://127.0.0.1:6379 --jobs 50000
 
 Worker: an RQ worker runs one job at a time, so the worker role runs
---workers (default 4) SimpleWorker processes, its own children (forked; a
+--workers (default 6: of 2, 3, 4, 6, 8 the fastest on 2 cores) SimpleWorker processes, its own children (forked; a
 SimpleWorker runs the job in its own process, no work-horse fork per job);
 --concurrency is not used (RQ has no concurrency inside one process). A job
 counts as done when the job function returns (RQ gives no cheap completion
@@ -237,7 +237,7 @@ def main():
                         help="unused: RQ runs one job at a time per process (see --workers)")
     parser.add_argument("--rate", type=float, default=0)
     # RQ's own knobs (the defaults are the fastest shape found, see "settings")
-    parser.add_argument("--workers", type=int, default=4, help="SimpleWorker child processes")
+    parser.add_argument("--workers", type=int, default=6, help="SimpleWorker child processes")
     parser.add_argument("--senders", type=int, default=4, help="--rate: sender threads")
     args = parser.parse_args()
     args.chunk = max(1, args.chunk)
