@@ -1,6 +1,6 @@
 // jobwire-go-bench: jobwire through its Go client (client/go) in the
 // side-by-side benchmark, one program with two roles run as separate
-// processes (the protocol: /work/shared-bench/PROTOCOL.md, the driver
+// processes (the protocol: bench/side_protocol.md, the driver
 // bench/side_by_side.py).
 //
 //	jobwire-go-bench --role worker   --addr 127.0.0.1:50051 --jobs 50000 --concurrency 50
