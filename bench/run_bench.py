@@ -157,13 +157,16 @@ def round_ratios(bulk, num, den):
 
 
 def cost_cells(results):
-    cpu = lambda who: fmt(field(results, "cpu_us_per_job", who), 1)  # noqa: E731
+    """Redis commands and CPU per job; CPU per job of the producer, worker
+    and broker and the broker's switches ("–" where a system has none)."""
+    def cell(values, digits):
+        return fmt(values, digits) if any(v is not None for v in values) else "–"
+
+    cpu = [cell(field(results, "cpu_us_per_job", who), 1)
+           for who in ("producer", "worker", "broker")]
     return [fmt(field(results, "redis_commands_per_job"), 2),
-            fmt(field(results, "redis_cpu_us_per_job"), 1), cpu("producer"), cpu("worker"),
-            cpu("broker") if results and results[0] and "broker" in results[0].get(
-                "cpu_us_per_job", {}) else "–",
-            fmt(field(results, "broker_switches_per_job"), 2)
-            if any(field(results, "broker_switches_per_job")) else "–"]
+            fmt(field(results, "redis_cpu_us_per_job"), 1), *cpu,
+            cell(field(results, "broker_switches_per_job"), 2)]
 
 
 def bulk_section(args, bulk):
@@ -351,6 +354,9 @@ def main():
     if os.path.exists(NOTES):
         with open(NOTES) as f:
             lines += [f.read().rstrip(), ""]
+    lines += ["Partitioned queues on a Redis Cluster are measured by "
+              "`bench/cluster_partitions.py`: [performance-cluster.md](performance-cluster.md).",
+              ""]
     if errors:
         lines += ["## Runs that failed", ""] + [f"- {k}: {v}" for k, v in errors.items()] + [""]
     chart = args.chart or (os.path.join(os.path.dirname(os.path.abspath(args.out)),
