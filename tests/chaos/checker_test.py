@@ -279,12 +279,18 @@ def pause(held, t_stopped=3.0, t_end=8.0):
     # the held run delivered again to another worker during the pause
     (run("u1", "j1", "a.1", 2.9, outcome="ack_error", code="NOT_FOUND")
      + run("u1", "j1", "b.1", 5, who="w1.1", att=2), ["a.1"], 0),
+    # its lease ended during the pause, the Worker dropped it after SIGCONT,
+    # and the retry ran under another token after SIGCONT (backoff)
+    (run("u1", "j1", "a.1", 2.9, outcome="expired_dropped")
+     + run("u1", "j1", "b.1", 9, who="w1.1", att=2), ["a.1"], 0),
+    # dropped as expired, but never delivered again: no evidence it was taken back
+    (run("u1", "j1", "a.1", 2.9, outcome="expired_dropped"), ["a.1"], 1),
     # the held run finished normally after SIGCONT: no lease expired
     (run("u1", "j1", "a.1", 2.9), ["a.1"], 1),
     # nothing held
     (run("u1", "j1", "a.1", 1.0), [], 1),
-], ids=["late ack refused", "redelivered during the pause", "no lease expired",
-        "held nothing"])
+], ids=["late ack refused", "redelivered during the pause", "expired, then redelivered",
+        "expired, never redelivered", "no lease expired", "held nothing"])
 def test_worker_pause_effect(wev, held, missing):
     jobs = {"j1": job("j1", "COMPLETED", 2)}
     res, info, detail = judge(enq("u1", "j1"), wev, jobs, faults=[pause(held)],

@@ -15,10 +15,14 @@ def pause_effect(rec, runs, deliveries):
     """(effect, evidence) of one worker_pause. It took effect when a run it
     held at SIGSTOP (rec["held_tokens"]) got an Ack / Fail refused with
     FAILED_PRECONDITION, or was delivered again under another token before
-    SIGCONT (its lease expired during the pause).
+    SIGCONT (its lease expired during the pause), or the Worker dropped it
+    as expired after SIGCONT and the job was delivered again under another
+    token afterwards (the retry's backoff can put that past SIGCONT). A
+    pause lasts over two leases and a stopped Worker renews nothing, so a
+    lease held at SIGSTOP always ends during it.
 
     runs: token -> Run; deliveries: job id -> [(claim time, token)]."""
-    refused, redelivered = [], []
+    refused, redelivered, expired = [], [], []
     t_stop = rec.get("t_stopped", rec.get("t_start", 0))
     t_cont = rec.get("t_end", float("inf"))
     for tok in rec.get("held_tokens", []):
@@ -29,9 +33,13 @@ def pause_effect(rec, runs, deliveries):
             refused.append(tok)
         if any(t_stop <= t <= t_cont and t2 != tok for t, t2 in deliveries.get(run.job, [])):
             redelivered.append(tok)
+        if ("expired_dropped" in run.kinds()
+                and any(t >= t_stop and t2 != tok for t, t2 in deliveries.get(run.job, []))):
+            expired.append(tok)
     evidence = {"held": len(rec.get("held_tokens", [])), "late_outcome_refused": len(refused),
-                "redelivered_during_pause": len(redelivered)}
-    return bool(refused or redelivered), evidence
+                "redelivered_during_pause": len(redelivered),
+                "expired_then_redelivered": len(expired)}
+    return bool(refused or redelivered or expired), evidence
 
 
 def check_faults(faults, required, runs, deliveries):
