@@ -45,6 +45,13 @@ CRASH_EXIT = 3
 # Simulated work per run: long enough that every worker's share of the jobs is
 # set by its concurrency, not by its language's per-job overhead.
 WORK_MS = 20
+# The jobs come due evenly over this long (delay_ms), below what the workers
+# drain, so that no backlog builds up. A retry is claimed in due-time order
+# (docs/semantics.md): behind a backlog every retry would wait for its end
+# and run in the last second of the run, and a language frozen or restarting
+# in that second would take none of them (the cross-language check could
+# then not tell a fault from bad luck).
+SPREAD_MS = 8000
 
 
 def free_port():
@@ -66,10 +73,11 @@ def wait_listening(port, proc, what, timeout=15.0):
     raise RuntimeError(f"{what} not listening on {port} after {timeout} s")
 
 
-def job_spec(n):
-    """The planned behaviour of job n: about 20% fail their first attempt,
-    1% crash their worker on the first attempt, 0.4% always fail (and end
-    DEAD after max_attempts = 2)."""
+def job_spec(n, jobs):
+    """The planned behaviour of job n of `jobs`: about 20% fail their first
+    attempt, 1% crash their worker on the first attempt, 0.4% always fail
+    (and end DEAD after max_attempts = 2); due n / jobs of SPREAD_MS after
+    its enqueue."""
     crash = n % 100 == 37
     always_fail = n % 250 == 11
     fail_first = n % 5 == 0
@@ -82,6 +90,7 @@ def job_spec(n):
         "idempotency_key": f"interop-{n}",
         "backoff_base_ms": 50,
         "backoff_max_ms": 500,
+        "delay_ms": n * SPREAD_MS // jobs,
     }
 
 
@@ -206,7 +215,7 @@ def run(args):
             jobs_path = os.path.join(workdir, f"jobs-{lang}.jsonl")
             with open(jobs_path, "w") as f:
                 for n in range(i, args.jobs, len(PRODUCERS)):
-                    f.write(json.dumps(job_spec(n)) + "\n")
+                    f.write(json.dumps(job_spec(n, args.jobs)) + "\n")
             out = os.path.join(workdir, f"enqueued-{lang}.txt")
             penv = dict(env, INTEROP_JOBS=jobs_path, INTEROP_OUT=out)
             producers[lang] = (subprocess.Popen(
@@ -235,7 +244,7 @@ def run(args):
         # meanwhile the freezer freezes each language's worker once.
         channel = grpc.insecure_channel(addr)
         stub = broker_pb2_grpc.BrokerStub(channel)
-        expect_dead = {job_ids[n] for n in job_ids if job_spec(n)["payload"]["always_fail"]}
+        expect_dead = {job_ids[n] for n in job_ids if job_spec(n, args.jobs)["payload"]["always_fail"]}
         freezer = LeaseFreezer(stub, args.queue, workers, LANGS, args.lease_ms, first_n=args.jobs)
         logs = WorkerLogs()
         settled = set()

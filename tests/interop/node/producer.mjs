@@ -24,6 +24,7 @@ function options(s) {
   if (s.idempotency_key) o.idempotencyKey = s.idempotency_key;
   if (s.backoff_base_ms !== undefined && s.backoff_base_ms !== null) o.backoffBaseMs = s.backoff_base_ms;
   if (s.backoff_max_ms !== undefined && s.backoff_max_ms !== null) o.backoffMaxMs = s.backoff_max_ms;
+  if (s.delay_ms) o.delayMs = s.delay_ms;
   return o;
 }
 

@@ -7,7 +7,7 @@ import sys
 from jobwire import Client, JobwireError
 
 BATCH = 100
-OPTION_KEYS = ("max_attempts", "idempotency_key", "backoff_base_ms", "backoff_max_ms")
+OPTION_KEYS = ("max_attempts", "idempotency_key", "backoff_base_ms", "backoff_max_ms", "delay_ms")
 
 
 def load_jobs(path):
