@@ -28,7 +28,8 @@
 -- ARGV[2] jitter seed
 -- ARGV[3] notify channel {p}:{q}:notify
 -- ARGV[4] idle ms: how long a queue may stay empty (no job in any state, not
---         paused) before it is reported idle; 0 = never
+--         paused) before it is reported idle; 0 = no idle check this call
+--         (the empty-since mark is neither read nor written)
 -- Returns {reaped, next_expiry_in_ms, dead, skipped, idle}: idle is 1 when
 -- the queue has been empty for ARGV[4] ms (the broker then drops it from the
 -- registry, delete_queue.lua 'if empty'); next_expiry_in_ms is
@@ -65,8 +66,8 @@ if #first > 0 then next_in = math.max(0, tonumber(first[2]) - now) end
 
 local idle = 0
 local idle_ms = tonumber(ARGV[4])
-local mark = redis.call('GET', KEYS[7])
-if idle_ms > 0 and mark then
+local mark = idle_ms > 0 and redis.call('GET', KEYS[7])
+if mark then
   local empty = #first == 0 and redis.call('ZCARD', KEYS[5]) == 0 and
                 redis.call('ZCARD', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 and
                 redis.call('ZCARD', KEYS[4]) == 0 and redis.call('EXISTS', KEYS[6]) == 0

@@ -73,6 +73,12 @@ void LeaseReaper::Exec() {
     }
     const store::StoreOptions& options = params_.store->options();
     const bool trim_dead = options.dead_retention_ms > 0 || options.dead_max_per_queue > 0;
+    const absl::Time now = absl::Now();
+    const bool check_idle = now >= next_idle_check_;
+    if (check_idle) {
+      next_idle_check_ = now + std::min(params_.idle_check_interval,
+                                        absl::Milliseconds(options.idle_queue_ttl_ms) / 10);
+    }
     auto pass = std::make_shared<Pass>(
         Pass{queues->size() * (trim_dead ? 2 : 1), params_.max_interval});
     for (const std::string& queue : *queues) {
@@ -108,7 +114,8 @@ void LeaseReaper::Exec() {
                               }
                             }
                             if (--pass->remaining == 0) finish(pass->next);
-                          });
+                          },
+                          check_idle);
     }
   });
 }

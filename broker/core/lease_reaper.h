@@ -5,14 +5,17 @@
 // at least every `max_interval`. So an expiry is handled at once, except a
 // lease granted by another replica after this one's last pass, shorter than
 // max_interval, whose broker then dies: it is handled by the next pass,
-// within max_interval of being granted. Idle, a broker runs one pass (4
-// Redis commands per queue) per max_interval. Safe on every replica at
+// within max_interval of being granted. Idle, a broker runs one pass (7
+// Redis commands per queue, and one to list the queues) per max_interval. Safe on every replica at
 // once: reap.lua handles each expiry once. When the store bounds dead jobs
 // (StoreOptions::dead_retention_ms / dead_max_per_queue), each pass also
 // trims every queue's dead set (trim_dead.lua), a batch per queue per pass.
 // A queue reap.lua reports idle (empty for StoreOptions::idle_queue_ttl_ms)
 // is dropped from the registry, so the passes do not grow with every queue
-// ever used; its next Enqueue registers it again.
+// ever used; its next Enqueue registers it again. That check runs in one
+// pass per `idle_check_interval` (or per tenth of the TTL, when shorter),
+// not in every pass: idle, it costs more Redis commands than the rest of a
+// pass, and the TTL is hours where a pass is seconds.
 #ifndef JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 #define JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 
@@ -35,6 +38,8 @@ struct LeaseReaperParams {
   const store::AdminStore* admin = nullptr;
   Metrics* metrics = nullptr;
   absl::Duration max_interval = absl::Seconds(5);
+  // How often at most a pass checks whether queues are idle.
+  absl::Duration idle_check_interval = absl::Minutes(1);
   int batch = 500;  // expired leases settled per queue per call
 };
 
@@ -65,6 +70,7 @@ class LeaseReaper {
   absl::Time next_pass_ = absl::InfiniteFuture();  // when it runs
   bool in_pass_ = false;
   absl::Time granted_during_pass_ = absl::InfiniteFuture();  // earliest expiry
+  absl::Time next_idle_check_ = absl::InfinitePast();  // the first pass checks
 };
 
 }  // namespace jobwire::core

@@ -1,7 +1,8 @@
 // Layout 3 keeps no key TTLs (docs/redis-layout.md, "Expiry without key
 // TTLs"): completed jobs past their retention and idempotency keys past
 // their window are deleted by bounded trims through their expiry indexes,
-// against a real redis-server.
+// against a real redis-server; and the reaper pass's idle check, which
+// runs only when asked.
 #include <string>
 #include <vector>
 
@@ -116,6 +117,41 @@ TEST_F(ShortDedupWindowTest, AnIdempotencyKeyIsFreeOnceItsWindowEnds) {
   const EnqueueOutcome again = EnqueueWithKey(queue, "k");
   EXPECT_FALSE(again.duplicate);
   EXPECT_NE(again.job_id, later.job_id);
+}
+
+class IdleCheckTest : public JobStoreTest {
+ protected:
+  IdleCheckTest() { options_.idle_queue_ttl_ms = 200; }
+};
+
+// The idle check runs only in the passes that ask for it (the LeaseReaper
+// asks once a minute): without it a pass neither reads nor moves the
+// queue's empty-since mark, and reports no queue idle however long it has
+// been empty.
+TEST_F(IdleCheckTest, OnlyAPassThatAsksChecksWhetherTheQueueIsIdle) {
+  const std::string queue = "quiet";
+  const std::string mark = KeysOf(queue).Registered();
+  ASSERT_TRUE(redis_.Command("SET", mark, "1").ok());
+  auto reap = [&](bool check_idle) {
+    return Sync<ReapOutcome>([&](auto cb) { store_->Reap(queue, 100, cb, check_idle); });
+  };
+  auto without = reap(false);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE(without->idle);
+  EXPECT_EQ(redis_.Command("GET", mark)->str, "1");  // not marked empty
+  auto first = reap(true);  // finds it empty: the mark becomes the time
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->idle);
+  const std::string since = redis_.Command("GET", mark)->str;
+  EXPECT_NE(since, "1");
+  absl::SleepFor(absl::Milliseconds(300));  // past the TTL
+  auto unchecked = reap(false);
+  ASSERT_TRUE(unchecked.ok());
+  EXPECT_FALSE(unchecked->idle);
+  EXPECT_EQ(redis_.Command("GET", mark)->str, since);
+  auto checked = reap(true);
+  ASSERT_TRUE(checked.ok());
+  EXPECT_TRUE(checked->idle);
 }
 
 }  // namespace

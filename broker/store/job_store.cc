@@ -354,14 +354,15 @@ void JobStore::Release(const std::string& queue, const std::string& job_id,
                  });
 }
 
-void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done) const {
+void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done,
+                    bool check_idle) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("reap"),
                  {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed(), keys.Ready(),
                   keys.Paused(), keys.Registered(), keys.Jobs(), keys.Payloads(), keys.Results(),
                   keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry()},
                  {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
-                  absl::StrCat(options_.idle_queue_ttl_ms)},
+                  absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (reply->elements.size() != 5) return done(absl::InternalError("bad reap reply"));
