@@ -2,7 +2,8 @@
 // INFO commandstats: concurrent Enqueues share enqueue.lua calls
 // (EnqueueCoalescer), and a Claim stream waiting on an empty queue does not
 // claim again when an ack frees a slot, nor does a full stream whose queue
-// (or partitions) it found drained, with nothing announced since (Dispatcher);
+// (or partitions) it found drained, with nothing announced since, and an
+// AckBatch refills its stream with one claim (Dispatcher);
 // a job enqueued while a stream of the same broker waits is claimed by the
 // enqueue.lua call itself (the hand-off), with no wake-up published unless
 // due jobs are left for others.
@@ -209,6 +210,39 @@ TEST_F(LifecycleTest, JobsTheHandOffLeavesWakeTheNextStream) {
     }
   }
   EXPECT_EQ(delivered.size(), 4u);
+}
+
+// A full stream whose slots an AckBatch frees claims once for all of them:
+// the acks of one call free their slots together, not one claim for the
+// first slot and another for the rest.
+TEST_F(LifecycleTest, AnAckBatchRefillsItsStreamWithOneClaim) {
+  const std::string queue = "batched";
+  constexpr int kSlots = 8;
+  v1::EnqueueBatchRequest batch;
+  for (int i = 0; i < 2 * kSlots; ++i) *batch.add_jobs() = MakeJob(queue, absl::StrCat(i));
+  v1::EnqueueBatchResponse enqueued;
+  JW_ASSERT_OK(EnqueueBatch(*stub_, batch, &enqueued));
+  auto reader = OpenClaim(MakeClaim({queue}, kSlots));
+  v1::AckBatchRequest acks;
+  for (int i = 0; i < kSlots; ++i) {
+    std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+    ASSERT_TRUE(job.has_value()) << "got " << i << " of " << kSlots;
+    v1::AckRequest* ack = acks.add_acks();
+    ack->set_queue(queue);
+    ack->set_job_id(job->job().id());
+    ack->set_lease_token(job->lease_token());
+  }
+  absl::SleepFor(absl::Milliseconds(200));  // full: nothing more is claimed
+
+  const int64_t claims_before = CommandCalls(*redis_, "zpopmin");  // once per claim.lua
+  v1::AckBatchResponse acked;
+  JW_ASSERT_OK(AckBatch(*stub_, acks, &acked));
+  for (const v1::AckResult& result : acked.results()) EXPECT_EQ(result.code(), 0);
+  for (int i = 0; i < kSlots; ++i) {
+    std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
+    ASSERT_TRUE(job.has_value()) << "refilled " << i << " of " << kSlots;
+  }
+  EXPECT_EQ(CommandCalls(*redis_, "zpopmin") - claims_before, 1);
 }
 
 }  // namespace

@@ -63,18 +63,25 @@ void Dispatcher::Close(SessionId id) {
   loop_->Post([this, id] { DoClose(id); });
 }
 
-void Dispatcher::OnJobSettled(const std::string& queue, const std::string& job_id,
-                              const std::string& token, bool acked) {
-  loop_->Post([this, queue, key = LeaseKey(queue, job_id), token, acked] {
-    const LeaseTable::Lease* lease = leases_.Find(key, token);
-    if (lease == nullptr) return;
-    if (acked) {
-      metrics_->JobRunTime(std::string(store::QueueOfPartition(queue)),
-                           absl::Now() - lease->claimed_at);
+void Dispatcher::OnJobsSettled(const std::string& queue,
+                               std::vector<std::pair<std::string, std::string>> jobs,
+                               bool acked) {
+  // At once on the loop thread (where the store answers), so that the
+  // session's claim goes out with no hop between.
+  loop_->RunInLoop([this, queue, jobs = std::move(jobs), acked] {
+    const absl::Time now = absl::Now();
+    absl::flat_hash_set<SessionId> freed;
+    for (const auto& [job_id, token] : jobs) {
+      const std::string key = LeaseKey(queue, job_id);
+      const LeaseTable::Lease* lease = leases_.Find(key, token);
+      if (lease == nullptr) continue;
+      if (acked) {
+        metrics_->JobRunTime(std::string(store::QueueOfPartition(queue)), now - lease->claimed_at);
+      }
+      freed.insert(lease->session);
+      ReleaseLease(key);
     }
-    SessionId id = lease->session;
-    ReleaseLease(key);
-    OnSlotFreed(id);
+    OnSlotsFreed(freed);
   });
 }
 
@@ -230,10 +237,11 @@ void Dispatcher::DoClose(SessionId id) {
   for (const std::string& queue : pass_on) WakeOne(queue);
 }
 
-void Dispatcher::OnSlotFreed(SessionId id) {
-  Session* s = Find(id);
-  if (s == nullptr || !s->waiting.empty()) return;
-  Fill(id);
+void Dispatcher::OnSlotsFreed(const absl::flat_hash_set<SessionId>& ids) {
+  for (SessionId id : ids) {
+    Session* s = Find(id);
+    if (s != nullptr && s->waiting.empty()) Fill(id);
+  }
 }
 
 void Dispatcher::Fill(SessionId id) {
@@ -524,10 +532,12 @@ void Dispatcher::ArmExpiryTimer() {
 }
 
 void Dispatcher::OnLeasesExpired() {
+  absl::flat_hash_set<SessionId> freed;
   for (const auto& [key, id] : leases_.TakeExpired(absl::Now())) {
     if (Session* s = Find(id)) s->in_flight.erase(key);
-    OnSlotFreed(id);
+    freed.insert(id);
   }
+  OnSlotsFreed(freed);
   ArmExpiryTimer();
 }
 

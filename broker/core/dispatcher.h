@@ -21,7 +21,7 @@
 // not drain, passes the wake-up on to the next waiter of that queue. A
 // generation counter per queue closes the race between a claim in flight and
 // a notification arriving meanwhile. A slot frees when a job delivered on
-// the stream is acked or failed through this broker (OnJobSettled) or its
+// the stream is acked or failed through this broker (OnJobsSettled) or its
 // lease runs out by the broker's clock (extended by OnLeaseExtended); the
 // stream claims again then only if it was full, since a waiting stream
 // found its queues short and is woken when they are not; and then only from
@@ -145,12 +145,13 @@ class Dispatcher {
     on_lease_granted_ = std::move(fn);
   }
 
-  // A job of partition store name `queue` (store::PartitionQueue) was acked
-  // (`acked`) or failed through this broker with `token`:
-  // frees the slot of the session that holds it, if any, and for an ack
-  // records the claim-to-ack run time.
-  void OnJobSettled(const std::string& queue, const std::string& job_id, const std::string& token,
-                    bool acked);
+  // Jobs of partition store name `queue` (store::PartitionQueue), each a
+  // (job id, lease token), were acked (`acked`) or failed through this
+  // broker: frees the slot of the session that holds each, if any, and for
+  // an ack records the claim-to-ack run time. A session claims once for all
+  // the slots a call frees (an AckBatch's acks are settled in one call).
+  void OnJobsSettled(const std::string& queue,
+                     std::vector<std::pair<std::string, std::string>> jobs, bool acked);
   // A lease was renewed through this broker: the slot stays taken for
   // `lease_ms` more.
   void OnLeaseExtended(const std::string& queue, const std::string& job_id,
@@ -210,11 +211,11 @@ class Dispatcher {
   void OnPartitionsGrown(const std::string& queue, int count);
   void DoClose(SessionId id);
   void Fill(SessionId id);
-  // A slot of session `id` was freed. A session waiting on its queues had
-  // free slots and found every queue short, so one more slot changes
-  // nothing (a job that becomes due wakes it); only a session that is not
-  // waiting (it was full, or is filling) claims again.
-  void OnSlotFreed(SessionId id);
+  // Slots of sessions `ids` were freed. A session waiting on its queues had
+  // free slots and found every queue short, so more slots change nothing (a
+  // job that becomes due wakes it); only a session that is not waiting (it
+  // was full, or is filling) claims again, once for all its freed slots.
+  void OnSlotsFreed(const absl::flat_hash_set<SessionId>& ids);
   // Claims from the partition at position `pos` of the fill's order.
   void ClaimFrom(SessionId id, size_t pos);
   // A claim of session `id` from partition `queue` (order[pos]) answered,

@@ -147,14 +147,17 @@ void JobLifecycle::AckIn(const std::string& queue, const std::string& partition_
                done = std::move(done)](absl::StatusOr<std::vector<store::AckOutcome>> result) {
                 if (!result.ok()) return done(result.status());
                 std::vector<absl::Status> statuses;
+                std::vector<std::pair<std::string, std::string>> settled;
                 statuses.reserve(result->size());
                 for (size_t i = 0; i < refs.size(); ++i) {
                   const store::AckOutcome& ack = (*result)[i];
                   statuses.push_back(ack.status);
                   if (!ack.status.ok() || ack.repeat) continue;
                   metrics_->JobAcked(queue);
-                  dispatcher_->OnJobSettled(partition_queue, refs[i].first, refs[i].second,
-                                            /*acked=*/true);
+                  settled.push_back(refs[i]);
+                }
+                if (!settled.empty()) {
+                  dispatcher_->OnJobsSettled(partition_queue, std::move(settled), /*acked=*/true);
                 }
                 done(std::move(statuses));
               });
@@ -168,7 +171,7 @@ void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::F
                               done = std::move(done)](absl::StatusOr<store::FailOutcome> result) {
     if (result.ok() && !result->repeat) {
       metrics_->JobFailed(queue, result->dead);
-      dispatcher_->OnJobSettled(partition_queue, id, token, /*acked=*/false);
+      dispatcher_->OnJobsSettled(partition_queue, {{id, token}}, /*acked=*/false);
     }
     done(std::move(result));
   });
