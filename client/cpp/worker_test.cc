@@ -251,6 +251,13 @@ TEST_F(WorkerTest, StopFinishesRunningHandlersAndTakesNoNewJobs) {
                        }}});
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
   worker->RequestStop();
+  // Stop cancels the Claim stream, and the cancel reaches the broker a
+  // moment later: a job claimed for the stream before that is delivered and
+  // run, as every job a stream delivers is (docs/clients.md). So the
+  // second job is enqueued once the broker has surely closed the stream
+  // (the hand-off would otherwise give it to the still-open stream; a CI
+  // run saw that once).
+  absl::SleepFor(absl::Milliseconds(300));
   // Enqueued during the drain, with a handler slot free: it must stay put.
   std::string second = MustEnqueue("slow");
   absl::SleepFor(absl::Milliseconds(500));
