@@ -252,9 +252,9 @@ TEST_F(WorkerTest, StopFinishesRunningHandlersAndTakesNoNewJobs) {
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
   worker->RequestStop();
   // Stop cancels the Claim stream, and the cancel reaches the broker a
-  // moment later: a job claimed for the stream before that is delivered and
-  // run, as every job a stream delivers is (docs/clients.md). So the
-  // second job is enqueued once the broker has surely closed the stream
+  // moment later: a job claimed for the stream before that is delivered, and
+  // the C++ Worker runs every job its stream delivers. So the second job is
+  // enqueued once the broker has surely closed the stream
   // (the hand-off would otherwise give it to the still-open stream; a CI
   // run saw that once).
   absl::SleepFor(absl::Milliseconds(300));
