@@ -49,6 +49,15 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
 
+-- Runs `command` (HSET, ZADD) on `key` with `list`'s field/value or
+-- score/member pairs as arguments, 1000 pairs per call at most (Lua's
+-- unpack stops at 8000 values): one call instead of one per pair.
+local function call_pairs(command, key, list)
+  for i = 1, #list, 2000 do
+    redis.call(command, key, unpack(list, i, math.min(i + 1999, #list)))
+  end
+end
+
 -- Job `id`'s record from hash `jobs_key` as a table indexed by field number
 -- (absent fields nil); nil when there is no record. A record that does not
 -- unpack to a table reads as {} (a record lacking every field).
@@ -235,7 +244,9 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   local popped = redis.call('ZPOPMIN', K.ready, want)
   local claimed, bytes = 0, 0
   local expires = now + lease_ms
-  local ids = {}
+  -- The claimed jobs' ids, their records and their active entries (written
+  -- with one variadic HSET and ZADD after the loop).
+  local ids, records, active = {}, {}, {}
   for i = 1, #popped, 2 do
     local id = popped[i]
     local job = job_read(K.jobs, id)
@@ -258,14 +269,18 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
       job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
       job[F.lease_expires_at], job[F.worker_id] = expires, worker_id
-      job_write(K.jobs, id, job)
-      redis.call('ZADD', K.active, int(expires), id)
+      records[#records + 1] = id
+      records[#records + 1] = cmsgpack.pack(job)
+      active[#active + 1] = int(expires)
+      active[#active + 1] = id
       out[#out + 1] = id
       out[#out + 1] = job_flat(job, redis.call('HGET', K.payloads, id) or '')
       ids[#ids + 1] = id
     end
   end
   if claimed > 0 then
+    call_pairs('HSET', K.jobs, records)
+    call_pairs('ZADD', K.active, active)
     redis.call('SET', K.claim, table.concat(ids, ' '), 'PX', int(lease_ms))
   end
 

@@ -46,6 +46,10 @@ local window = tonumber(ARGV[1])
 local out = {}
 local due_now = false
 local next_delay = nil
+-- Field/value and score/member lists, each written with one variadic
+-- command after the loop (a job's idempotency key is written at once, so
+-- that a later job of the call with the same key finds it).
+local records, payloads, ready, scheduled = {}, {}, {}, {}
 for i = 9, #ARGV, 10 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
@@ -65,13 +69,19 @@ for i = 9, #ARGV, 10 do
     job[F.idempotency_key], job[F.created_at] = idem, now
     job[F.backoff_base], job[F.backoff_max] = tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8])
     job[F.completed_retention] = tonumber(ARGV[i + 9])
-    job_write(KEYS[5], id, job)
-    if ARGV[i + 1] ~= '' then redis.call('HSET', KEYS[6], id, ARGV[i + 1]) end
+    records[#records + 1] = id
+    records[#records + 1] = cmsgpack.pack(job)
+    if ARGV[i + 1] ~= '' then
+      payloads[#payloads + 1] = id
+      payloads[#payloads + 1] = ARGV[i + 1]
+    end
     if available_at <= now then
-      redis.call('ZADD', KEYS[2], ready_score(priority, available_at), id)
+      ready[#ready + 1] = ready_score(priority, available_at)
+      ready[#ready + 1] = id
       due_now = true
     else
-      redis.call('ZADD', KEYS[3], int(available_at), id)
+      scheduled[#scheduled + 1] = int(available_at)
+      scheduled[#scheduled + 1] = id
       local delay = available_at - now
       if not next_delay or delay < next_delay then next_delay = delay end
     end
@@ -83,6 +93,10 @@ for i = 9, #ARGV, 10 do
     out[#out + 1] = 0
   end
 end
+call_pairs('HSET', KEYS[5], records)
+call_pairs('HSET', KEYS[6], payloads)
+call_pairs('ZADD', KEYS[2], ready)
+call_pairs('ZADD', KEYS[3], scheduled)
 local claimed = nil
 if tonumber(ARGV[4]) > 0 then
   claimed = claim_ready({ready = KEYS[2], scheduled = KEYS[3], active = KEYS[9],
