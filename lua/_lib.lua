@@ -250,7 +250,11 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   for i = 1, #popped, 2 do
     local id = popped[i]
     local job = job_read(K.jobs, id)
-    local size = job_text_bytes(K.payloads, id, job)
+    -- Read once, for the byte bound and the reply: past the bound the Lua
+    -- heap holds one payload more than the reply, then lets it go.
+    local payload = redis.call('HGET', K.payloads, id) or ''
+    local err = job and job[F.error]
+    local size = #payload + (type(err) == 'string' and #err or 0)
     if claimed > 0 and bytes + size > max_bytes then
       -- Over the byte bound: this job and the rest go back where they were.
       local back = {}
@@ -274,7 +278,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       active[#active + 1] = int(expires)
       active[#active + 1] = id
       out[#out + 1] = id
-      out[#out + 1] = job_flat(job, redis.call('HGET', K.payloads, id) or '')
+      out[#out + 1] = job_flat(job, payload)
       ids[#ids + 1] = id
     end
   end
