@@ -49,9 +49,14 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
 
--- Runs `command` (HSET, ZADD) on `key` with `list`'s field/value or
+-- add_pair appends a field/value or score/member pair to `list`; call_pairs
+-- runs `command` (HSET, ZADD) on `key` with `list`'s field/value or
 -- score/member pairs as arguments, 1000 pairs per call at most (Lua's
 -- unpack stops at 8000 values): one call instead of one per pair.
+local function add_pair(list, a, b)
+  list[#list + 1] = a
+  list[#list + 1] = b
+end
 local function call_pairs(command, key, list)
   for i = 1, #list, 2000 do
     redis.call(command, key, unpack(list, i, math.min(i + 1999, #list)))
@@ -95,9 +100,12 @@ end
 
 -- Bytes of job `id`'s payload in hash `payloads_key` and of its error text:
 -- what the claim and listing byte bounds count.
-local function job_text_bytes(payloads_key, id, job)
+local function job_error_bytes(job)
   local err = job and job[F.error]
-  return redis.call('HSTRLEN', payloads_key, id) + (type(err) == 'string' and #err or 0)
+  return type(err) == 'string' and #err or 0
+end
+local function job_text_bytes(payloads_key, id, job)
+  return redis.call('HSTRLEN', payloads_key, id) + job_error_bytes(job)
 end
 
 -- Idempotency key `key` of a queue: the id in hash `idem_key` when its
@@ -253,8 +261,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     -- Read once, for the byte bound and the reply: past the bound the Lua
     -- heap holds one payload more than the reply, then lets it go.
     local payload = redis.call('HGET', K.payloads, id) or ''
-    local err = job and job[F.error]
-    local size = #payload + (type(err) == 'string' and #err or 0)
+    local size = #payload + job_error_bytes(job)
     if claimed > 0 and bytes + size > max_bytes then
       -- Over the byte bound: this job and the rest go back where they were.
       local back = {}
@@ -273,10 +280,8 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
       job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
       job[F.lease_expires_at], job[F.worker_id] = expires, worker_id
-      records[#records + 1] = id
-      records[#records + 1] = cmsgpack.pack(job)
-      active[#active + 1] = int(expires)
-      active[#active + 1] = id
+      add_pair(records, id, cmsgpack.pack(job))
+      add_pair(active, int(expires), id)
       out[#out + 1] = id
       out[#out + 1] = job_flat(job, payload)
       ids[#ids + 1] = id

@@ -69,19 +69,13 @@ for i = 9, #ARGV, 10 do
     job[F.idempotency_key], job[F.created_at] = idem, now
     job[F.backoff_base], job[F.backoff_max] = tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8])
     job[F.completed_retention] = tonumber(ARGV[i + 9])
-    records[#records + 1] = id
-    records[#records + 1] = cmsgpack.pack(job)
-    if ARGV[i + 1] ~= '' then
-      payloads[#payloads + 1] = id
-      payloads[#payloads + 1] = ARGV[i + 1]
-    end
+    add_pair(records, id, cmsgpack.pack(job))
+    if ARGV[i + 1] ~= '' then add_pair(payloads, id, ARGV[i + 1]) end
     if available_at <= now then
-      ready[#ready + 1] = ready_score(priority, available_at)
-      ready[#ready + 1] = id
+      add_pair(ready, ready_score(priority, available_at), id)
       due_now = true
     else
-      scheduled[#scheduled + 1] = int(available_at)
-      scheduled[#scheduled + 1] = id
+      add_pair(scheduled, int(available_at), id)
       local delay = available_at - now
       if not next_delay or delay < next_delay then next_delay = delay end
     end

@@ -56,6 +56,14 @@ void LeaseReaper::DropIdle(const std::string& queue) {
   });
 }
 
+bool LeaseReaper::TakeIdleCheck(const store::StoreOptions& options) {
+  const absl::Time now = absl::Now();
+  if (now < next_idle_check_) return false;
+  next_idle_check_ = now + std::min(params_.idle_check_interval,
+                                    absl::Milliseconds(options.idle_queue_ttl_ms) / 10);
+  return true;
+}
+
 void LeaseReaper::Exec() {
   in_pass_ = true;
   // Ends the pass: the next one at `next`, or earlier for a lease granted
@@ -73,12 +81,7 @@ void LeaseReaper::Exec() {
     }
     const store::StoreOptions& options = params_.store->options();
     const bool trim_dead = options.dead_retention_ms > 0 || options.dead_max_per_queue > 0;
-    const absl::Time now = absl::Now();
-    const bool check_idle = now >= next_idle_check_;
-    if (check_idle) {
-      next_idle_check_ = now + std::min(params_.idle_check_interval,
-                                        absl::Milliseconds(options.idle_queue_ttl_ms) / 10);
-    }
+    const bool check_idle = TakeIdleCheck(options);
     auto pass = std::make_shared<Pass>(
         Pass{queues->size() * (trim_dead ? 2 : 1), params_.max_interval});
     for (const std::string& queue : *queues) {

@@ -60,6 +60,9 @@ class LeaseReaper {
  private:
   void Exec();
   void DropIdle(const std::string& queue);
+  // Whether this pass checks for idle queues: once per idle_check_interval
+  // (or tenth of the TTL); a true answer starts the next interval.
+  bool TakeIdleCheck(const store::StoreOptions& options);
   // The next pass runs `delay` from now, replacing the one scheduled.
   void Schedule(absl::Duration delay);
 
