@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "broker/base/build_info.h"
 #include "broker/base/logging.h"
 #include "broker/server/broker_config.h"
 #include "broker/server/broker_server.h"
@@ -74,7 +75,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   Log(LogLevel::kInfo, "jobwire broker listening",
-      {{"listen", config->listen},
+      {{"version", std::string(jobwire::base::Version())},
+       {"commit", std::string(jobwire::base::GitCommit())},
+       {"listen", config->listen},
        {"port", absl::StrCat((*server)->port())},
        {"tls", config->tls_cert.empty()        ? "off"
                : config->tls_client_ca.empty() ? "on"

@@ -26,6 +26,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "broker/base/build_info.h"
 #include "cli/admin_cli.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"jobwire: inspect and operate jobwire queues"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", jobwire::base::VersionLine("jobwire"),
+                       "print the version and git commit, then exit");
   const char* env_addr = std::getenv("JOBWIRE_ADDR");
   std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "localhost:50051";
   int64_t timeout_ms = 10000;

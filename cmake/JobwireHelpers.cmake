@@ -1,11 +1,14 @@
 # jobwire_library(NAME <name> SRCS ... DEPS ...)
 #   A static library jobwire_<name> with the alias jobwire::<name>. Headers are
-#   included from the repository root ("broker/store/redis_client.h").
+#   included from the repository root ("broker/store/redis_client.h") in the
+#   build tree only; the installed ones get <prefix>/include instead
+#   (cmake/JobwirePackage.cmake).
 function(jobwire_library)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_library(jobwire_${ARG_NAME} STATIC ${ARG_SRCS})
   add_library(jobwire::${ARG_NAME} ALIAS jobwire_${ARG_NAME})
-  target_include_directories(jobwire_${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  target_include_directories(jobwire_${ARG_NAME} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                                        $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
   target_link_libraries(jobwire_${ARG_NAME} PUBLIC ${ARG_DEPS})
 endfunction()
 

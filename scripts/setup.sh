@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
 # Installs every dependency jobwire needs to build and test, on a fresh Debian 12 machine.
 # Idempotent: packages already present are left as they are.
+#   scripts/setup.sh           everything: the broker's build, the tests'
+#                              tools and the four clients' ecosystems
+#   scripts/setup.sh --broker  only what building and running the broker and
+#                              the CLI needs (scripts/run-broker.sh)
 set -euo pipefail
 
+broker_only=0
+case "${1:-}" in
+  "") ;;
+  --broker) broker_only=1 ;;
+  *) echo "usage: scripts/setup.sh [--broker]" >&2; exit 2 ;;
+esac
+
+# The broker and CLI (deploy/Dockerfile's build stage installs the same C++
+# packages), and redis-server for its embedded Redis.
 packages=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libhiredis-dev libevent-dev libssl-dev nlohmann-json3-dev libcli11-dev
   prometheus-cpp-dev libjemalloc-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
-  redis-server redis-tools
+  redis-server
 )
+if [ "$broker_only" = 0 ]; then
+  # The tests, benchmarks and sanitizer/fuzz builds.
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev redis-tools)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -25,6 +40,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -q
   $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+[ "$broker_only" = 0 ] || exit 0
 
 # The clients' own ecosystems: the project venv (.venv) with the Python client
 # and pytest, the Node.js client's npm packages, the Go protoc plugins and

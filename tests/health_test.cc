@@ -3,6 +3,9 @@
 #include <set>
 #include <string>
 
+#include <google/protobuf/descriptor.pb.h>
+
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/health_client.h"
@@ -62,6 +65,59 @@ TEST_F(HealthTest, ReflectionListsTheServices) {
   EXPECT_TRUE(names.contains(kBroker));
   EXPECT_TRUE(names.contains("grpc.health.v1.Health"));
   EXPECT_TRUE(names.contains("grpc.reflection.v1alpha.ServerReflection"));
+  while (stream->Read(&response)) {
+  }
+  JW_EXPECT_OK(stream->Finish());
+}
+
+// grpc.reflection.v1, as grpcurl and current clients ask first: the services,
+// then the contract's file by symbol, with its imports; unknown symbols get an
+// error response on the same stream.
+TEST_F(HealthTest, ReflectionV1ListsTheServicesAndServesTheContract) {
+  namespace refl = ::grpc::reflection::v1;
+  auto stub = refl::ServerReflection::NewStub(MakeChannel(broker_->address()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+
+  refl::ServerReflectionRequest request;
+  request.set_list_services("");
+  ASSERT_TRUE(stream->Write(request));
+  refl::ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::set<std::string> names;
+  for (const auto& service : response.list_services_response().service()) {
+    names.insert(service.name());
+  }
+  for (const char* name : {kBroker, "jobwire.v1.Admin", "grpc.health.v1.Health",
+                           "grpc.reflection.v1alpha.ServerReflection",
+                           "grpc.reflection.v1.ServerReflection"}) {
+    EXPECT_TRUE(names.contains(name)) << name;
+  }
+
+  request.set_file_containing_symbol("jobwire.v1.Admin.RetryDead");
+  ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.original_request().file_containing_symbol(), "jobwire.v1.Admin.RetryDead");
+  std::set<std::string> files;
+  for (const std::string& bytes : response.file_descriptor_response().file_descriptor_proto()) {
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(bytes));
+    files.insert(file.name());
+    if (file.name() == "jobwire/v1/admin.proto") {
+      EXPECT_EQ(file.options().java_package(), "dev.jobwire.v1");
+    }
+  }
+  // admin.proto and the broker.proto it imports.
+  EXPECT_EQ(files, (std::set<std::string>{"jobwire/v1/admin.proto", "jobwire/v1/broker.proto"}));
+
+  request.set_file_containing_symbol("jobwire.v1.NoSuchThing");
+  ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.error_response().error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(response.file_descriptor_response().file_descriptor_proto().empty());
+
+  stream->WritesDone();
   while (stream->Read(&response)) {
   }
   JW_EXPECT_OK(stream->Finish());

@@ -47,6 +47,7 @@ TEST_F(LifecycleTest, EnqueueClaimAckRoundTrip) {
   EXPECT_EQ(job.attempts(), 1);
   EXPECT_EQ(job.worker_id(), "worker-a");
   EXPECT_FALSE(claimed->lease_token().empty());
+  EXPECT_EQ(claimed->lease_ms(), 5000);
   EXPECT_GE(claimed->lease_expires_at_ms(), before + 5000 - 1);
   EXPECT_LE(claimed->lease_expires_at_ms(), claimed_at + 5000 + kSlackMs);
 
@@ -68,6 +69,26 @@ TEST_F(LifecycleTest, EnqueueClaimAckRoundTrip) {
   EXPECT_EQ(stored.type(), "email.send");
   EXPECT_EQ(stored.worker_id(), "worker-a");
   EXPECT_FALSE(reader->Next(kQuiet).has_value());
+}
+
+// The granted lease travels with every delivered job, on both delivery paths:
+// a job handed to a stream that was waiting when it was enqueued, and a job
+// claimed from the backlog. A Claim without lease_ms gets the broker default.
+TEST_F(LifecycleTest, AClaimedJobCarriesItsGrantedLease) {
+  const std::string queue = "granted-lease";
+  auto waiting = OpenClaim(MakeClaim({queue}, 1, 0, "waiting"));
+  ASSERT_FALSE(waiting->Next(kQuiet).has_value());  // the stream is waiting
+  MustEnqueue(*stub_, MakeJob(queue, "handed-off"));
+  std::optional<v1::ClaimedJob> handed = waiting->Next(kPrompt);
+  ASSERT_TRUE(handed.has_value());
+  EXPECT_EQ(handed->lease_ms(), 30000);  // The broker default.
+
+  MustEnqueue(*stub_, MakeJob(queue, "backlog"));
+  auto late = OpenClaim(MakeClaim({queue}, 1, 7000, "late"));
+  std::optional<v1::ClaimedJob> claimed = late->Next(kPrompt);
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ(claimed->job().payload(), "backlog");
+  EXPECT_EQ(claimed->lease_ms(), 7000);
 }
 
 TEST_F(LifecycleTest, HigherPriorityIsClaimedFirst) {

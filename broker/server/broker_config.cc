@@ -1,15 +1,19 @@
 #include "broker/server/broker_config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "broker/base/build_info.h"
 #include "broker/service/request_validator.h"
 
 namespace {
@@ -168,12 +172,38 @@ absl::Status CheckRedisMode(const BrokerConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// argv with each flag's name spelt with underscores ("--metrics-listen=x" ->
+// "--metrics_listen=x"), which is how absl knows them; values are untouched.
+std::vector<std::string> WithUnderscoredFlagNames(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& arg = args[i];
+    if (arg == "--") break;  // what follows is not a flag
+    if (arg.size() < 3 || arg[0] != '-') continue;
+    const size_t start = arg[1] == '-' ? 2 : 1;
+    const size_t end = std::min(arg.find('='), arg.size());
+    std::replace(arg.begin() + start, arg.begin() + end, '-', '_');
+  }
+  return args;
+}
+
+}  // namespace
+
 absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "jobwire-broker: the jobwire job-queue broker. Every flag can also be set "
-      "with JOBWIRE_<FLAG> in the environment.");
+      "with JOBWIRE_<FLAG> in the environment; flag names take dashes or "
+      "underscores (--metrics-listen or --metrics_listen).");
+  absl::FlagsUsageConfig usage;
+  usage.version_string = [] { return base::VersionLine("jobwire-broker") + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
   if (absl::Status env = ApplyEnvironment(); !env.ok()) return env;
-  absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> args = WithUnderscoredFlagNames(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& arg : args) arg_ptrs.push_back(arg.data());
+  absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
 
   BrokerConfig c;
   c.listen = absl::GetFlag(FLAGS_listen);

@@ -69,7 +69,8 @@ struct BrokerConfig {
   std::string auth_tokens_file;
 };
 
-// Parses flags and environment. INVALID_ARGUMENT names the flag and its
+// Parses flags and environment; flag names take dashes or underscores, and
+// --version prints base::VersionLine and exits. INVALID_ARGUMENT names the flag and its
 // limit when a value is out of range, or the flags that must come together
 // (--tls_cert with --tls_key; --tls_client_ca needs both; --redis_tls_cert
 // with --redis_tls_key; any --redis_tls_* flag needs a rediss:// URL;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "broker/base/logging.h"
+#include "broker/server/reflection_v1_service.h"
 #include "broker/server/transport_security.h"
 #include "broker/service/rpc_metrics_interceptor.h"
 
@@ -133,10 +134,11 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   s->reaper_.Start();
   s->stats_refresher_.Start();
 
-  // grpc.health.v1 (driven by health_) and server reflection, for probes
-  // and grpcurl.
+  // grpc.health.v1 (driven by health_) and server reflection (v1alpha from
+  // gRPC, v1 of our own), for probes and grpcurl.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  InstallReflectionV1();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen, *credentials, &s->port_);
   builder.RegisterService(&s->service_);

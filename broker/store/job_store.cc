@@ -63,7 +63,7 @@ v1::JobState ParseState(const std::string& s) {
 // claim.lua's reply (also the last element of enqueue.lua's with a
 // hand-off), from `script`.
 absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std::string& script,
-                                             const RedisReply& reply) {
+                                             int64_t lease_ms, const RedisReply& reply) {
   if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 3) {
     return absl::InternalError(absl::StrCat("bad ", script, " claim reply"));
   }
@@ -81,6 +81,7 @@ absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std
       }
     }
     claimed.set_lease_expires_at_ms(claimed.job().lease_expires_at_ms());
+    claimed.set_lease_ms(lease_ms);
     out.jobs.push_back(std::move(claimed));
   }
   return out;
@@ -186,13 +187,14 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(retention)});
   }
   Callback<ClaimOutcome> claimed = hand_off ? std::move(hand_off->claimed) : nullptr;
+  const int64_t lease_ms = hand_off ? hand_off->lease_ms : 0;
   scripts_->Eval(
       scripts_->Get("enqueue"),
       {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
        keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry(), keys.Active(),
        keys.Paused(), keys.Dead(), keys.Claim(claim_id)},
       std::move(args),
-      [this, queue, count = jobs.size(), claimed = std::move(claimed),
+      [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         const size_t size = 2 * count + 1 + (claimed ? 1 : 0);
         if (reply.ok() && (reply->type != RedisReply::Type::kArray ||
@@ -200,7 +202,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
           reply = absl::InternalError("bad enqueue reply");
         }
         if (claimed) {
-          claimed(reply.ok() ? ParseClaimReply(queue, "enqueue", reply->elements.back())
+          claimed(reply.ok() ? ParseClaimReply(queue, "enqueue", lease_ms,
+                                             reply->elements.back())
                              : absl::StatusOr<ClaimOutcome>(reply.status()));
         }
         if (!reply.ok()) return done(reply.status());
@@ -239,9 +242,9 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
        keys.Claim(claim_id), keys.Jobs(), keys.Payloads()},
       {absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id, worker_id,
        absl::StrCat(kMaxClaimBytes)},
-      [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+      [queue, lease_ms, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        done(ParseClaimReply(queue, "claim", *reply));
+        done(ParseClaimReply(queue, "claim", lease_ms, *reply));
       });
 }
 
