@@ -1,24 +1,15 @@
 #!/usr/bin/env bash
-# Builds the Go client: generates the stubs into client/go/jobwirepb (never
-# committed), vets and builds every package, and builds the interop worker
-# into ${JOBWIRE_BUILD_DIR:-<repo>/build}/go/interop-worker. Runs setup.sh
-# first (idempotent).
+# Builds the Go client: regenerates the committed stubs in client/go/jobwirepb
+# from proto/ (generate.sh; commit any change it makes), vets and builds every
+# package, and builds the interop worker into
+# ${JOBWIRE_BUILD_DIR:-<repo>/build}/go/interop-worker. Runs setup.sh first
+# (through generate.sh; idempotent).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-"$HERE/setup.sh"
-BUILD_ROOT="${JOBWIRE_BUILD_DIR:-$ROOT/build}"
-BUILD="$(cd "$BUILD_ROOT" && pwd)/go"
-BIN="$BUILD/bin"
-MODULE=github.com/jobwire/jobwire/client/go
-
-protoc -I "$ROOT/proto" \
-  --plugin=protoc-gen-go="$BIN/protoc-gen-go" \
-  --plugin=protoc-gen-go-grpc="$BIN/protoc-gen-go-grpc" \
-  --go_out="$HERE" --go_opt=module="$MODULE" \
-  --go-grpc_out="$HERE" --go-grpc_opt=module="$MODULE" \
-  "$ROOT/proto/jobwire/v1/broker.proto"
+"$HERE/generate.sh"
+BUILD="$(cd "${JOBWIRE_BUILD_DIR:-$ROOT/build}" && pwd)/go"
 
 cd "$HERE"
 go vet ./...

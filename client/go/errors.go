@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -121,4 +122,58 @@ func NonRetryable(err error) error {
 func IsNonRetryable(err error) bool {
 	var nr *nonRetryableError
 	return errors.As(err, &nr)
+}
+
+// maxRetryAfter is the broker's limit on Fail.retry_after_ms (7 days).
+const maxRetryAfter = 7 * 24 * time.Hour
+
+// RetryAfterError marks a handler error as "retry after Delay": the job is
+// failed with retry_after_ms set, so the broker schedules its next attempt
+// Delay from now instead of after its backoff (attempts are counted as for
+// any failure). Make it with RetryAfter; find it with errors.As.
+type RetryAfterError struct {
+	// Err is the handler's error; its text is the Fail error text.
+	Err error
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("retry after %s", e.Delay)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter wraps a handler error so that the job is retried after d: the
+// Worker sends Fail with retry_after_ms = d rounded up to a whole ms, at least
+// 1 ms and at most the broker's 7 days. It is found through any wrapping
+// (errors.As), and composes with NonRetryable, which wins: a job failed with
+// both becomes DEAD at once. RetryAfter(nil, d) is nil.
+//
+//	return nil, jobwire.RetryAfter(fmt.Errorf("rate limited: %w", err), 30*time.Second)
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryAfterError{Err: err, Delay: d}
+}
+
+// retryAfterMs is the Fail.retry_after_ms of a handler error: 0 when it
+// carries no RetryAfter or is non-retryable, else its delay rounded up to a
+// whole ms and clamped to 1 ms .. 7 days.
+func retryAfterMs(err error) int64 {
+	var ra *RetryAfterError
+	if IsNonRetryable(err) || !errors.As(err, &ra) {
+		return 0
+	}
+	d := min(ra.Delay, maxRetryAfter)
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return max(ms, 1)
 }

@@ -16,8 +16,11 @@ BIN="$BUILD/bin"
 PROTOC_GEN_GO_VERSION=v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION=v1.6.2
 
+# The oldest Go the module builds with: go.mod's go line (set by its
+# dependencies, see README.md).
+GO_MIN="$(sed -n 's/^go //p' "$HERE/go.mod")"
 if ! command -v go >/dev/null 2>&1; then
-  echo "client/go/setup.sh: go not found on PATH (Go >= 1.26 is needed)" >&2
+  echo "client/go/setup.sh: go not found on PATH (Go >= $GO_MIN is needed)" >&2
   exit 1
 fi
 if ! command -v protoc >/dev/null 2>&1; then

@@ -36,7 +36,8 @@ func TestWorkerAcksWithResult(t *testing.T) {
 	}
 	job := seen.Load()
 	if job == nil || job.ID != id || job.Queue != q || job.Type != "echo" || job.Attempt != 1 ||
-		job.MaxAttempts != 4 || job.LeaseExpiresAtMs <= time.Now().Add(-time.Minute).UnixMilli() {
+		job.MaxAttempts != 4 || job.LeaseExpiresAtMs <= time.Now().Add(-time.Minute).UnixMilli() ||
+		job.LeaseMs != 30000 { // the broker default
 		t.Errorf("handler saw %+v", job)
 	}
 	waitFor(t, 5*time.Second, "ack_ok outcome", func() bool { return len(rw.out.forJob(id)) == 1 })
@@ -231,10 +232,12 @@ func TestLeaseRenewedWhileHandlerRuns(t *testing.T) {
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
 	var runs atomic.Int32
+	var leaseMs atomic.Int64
 	startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, LeaseMs: 1000},
 		map[string]jobwire.Handler{
 			"slow": func(ctx context.Context, job *jobwire.Job) (any, error) {
 				runs.Add(1)
+				leaseMs.Store(job.LeaseMs)
 				select {
 				case <-time.After(2500 * time.Millisecond):
 					return "slept", nil
@@ -248,41 +251,8 @@ func TestLeaseRenewedWhileHandlerRuns(t *testing.T) {
 	if j.GetAttempts() != 1 || runs.Load() != 1 || string(j.GetResult()) != `"slept"` {
 		t.Errorf("attempts %d, handler runs %d, result %q", j.GetAttempts(), runs.Load(), j.GetResult())
 	}
-}
-
-func TestRenewalPacedByBrokerDefaultLease(t *testing.T) {
-	t.Parallel()
-	// A broker whose default lease is 3 s: with LeaseMs 0 the worker must
-	// renew at the lease the broker granted, not at a 30 s guess.
-	b, err := testbroker.StartBroker(tmpDir, redisProc.Port, 0, append([]string{"--default_lease_ms=3000"}, brokerFlags...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Stop(5 * time.Second) })
-	c := newClient(t, brokerAddr)
-	q := queueName(t)
-	var runs atomic.Int32
-	var leaseMs atomic.Int64
-	startWorker(t, b.Addr(), jobwire.WorkerOptions{Queues: []string{q}},
-		map[string]jobwire.Handler{
-			"slow": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				runs.Add(1)
-				leaseMs.Store(job.LeaseExpiresAtMs - time.Now().UnixMilli())
-				select {
-				case <-time.After(5 * time.Second):
-					return "slept", nil
-				case <-ctx.Done():
-					return nil, context.Cause(ctx)
-				}
-			},
-		})
-	id := mustEnqueue(t, c, q, "slow", nil, jobwire.WithMaxAttempts(3))
-	j := waitState(t, c, q, id, jobwire.StateCompleted, 15*time.Second)
-	if j.GetAttempts() != 1 || runs.Load() != 1 || string(j.GetResult()) != `"slept"` {
-		t.Errorf("attempts %d, handler runs %d, result %q", j.GetAttempts(), runs.Load(), j.GetResult())
-	}
-	if l := leaseMs.Load(); l > 3500 {
-		t.Errorf("lease granted %d ms, want the broker's 3000 ms default", l)
+	if l := leaseMs.Load(); l != 1000 {
+		t.Errorf("job.LeaseMs %d, want the worker's 1000", l)
 	}
 }
 

@@ -1,0 +1,94 @@
+package jobwire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jobwire/jobwire/client/go/jobwirepb"
+)
+
+// The Worker's Claim stream: kept open (reopened with backoff after any end
+// or error), asking for the free handler slots, each delivered job started
+// in order (docs/clients.md, Worker: Delivery).
+
+// claimLoop keeps one Claim stream open until ctx ends. It returns nil, or
+// the *Error of an INVALID_ARGUMENT refusal.
+func (r *runner) claimLoop(ctx context.Context) error {
+	bo := backoffState{base: 100 * time.Millisecond, max: 5 * time.Second}
+	for {
+		free := r.waitFree(ctx)
+		if free == 0 {
+			return nil
+		}
+		delivered, err := r.claimOnce(ctx, free)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if delivered {
+			bo.reset()
+		}
+		code := status.Code(err)
+		if code == codes.InvalidArgument {
+			e := toError(err)
+			r.w.log.Error("jobwire worker: Claim refused", "error", e)
+			return e
+		}
+		delay := bo.next()
+		if err == nil || errors.Is(err, io.EOF) {
+			r.w.log.Info("jobwire worker: Claim stream ended, reopening", "in", delay.String())
+		} else {
+			r.w.log.Warn("jobwire worker: Claim stream failed, reopening",
+				"code", CodeName(code), "error", status.Convert(err).Message(), "in", delay.String())
+		}
+		if !sleepCtx(ctx, delay) {
+			return nil
+		}
+	}
+}
+
+// claimOnce opens one Claim stream with max_in_flight = free and starts every
+// job it delivers. Each stream message carries one or more jobs (all those
+// claimed since the previous message), which are started one by one in
+// order. It returns when the stream ends.
+func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	o := &r.w.opts
+	stream, err := r.stub.Claim(sctx, &jobwirepb.ClaimRequest{
+		Queues:      o.Queues,
+		MaxInFlight: int32(free),
+		LeaseMs:     o.LeaseMs,
+		WorkerId:    o.WorkerID,
+	})
+	if err != nil {
+		return false, err
+	}
+	r.w.log.Debug("jobwire worker: Claim stream open", "max_in_flight", free)
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return delivered, err
+		}
+		for _, cj := range msg.GetJobs() {
+			delivered = true
+			r.start(cj)
+		}
+	}
+}
+
+// start takes a slot for a job just read off the Claim stream, registers its
+// lease (from now) and runs it in its own goroutine.
+func (r *runner) start(cj *jobwirepb.ClaimedJob) {
+	lease := r.newLease(cj)
+	if r.takeSlot() {
+		r.w.log.Warn("jobwire worker: job delivered beyond the concurrency (a lease was lost while its handler runs), starting it anyway",
+			"job_id", cj.GetJob().GetId(), "queue", cj.GetJob().GetQueue(), "concurrency", r.w.opts.Concurrency)
+	}
+	r.jobs.Add(1)
+	go r.process(cj, lease)
+}

@@ -1,0 +1,127 @@
+package jobwire
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jobwire/jobwire/client/go/jobwirepb"
+)
+
+// The lease of a job being processed: its length (the lease the broker
+// granted), the worker's own estimate of its end, and its renewal while the
+// handler runs (docs/clients.md, Worker: Leases).
+
+// defaultLeaseMs is the broker's documented default lease, used to pace
+// renewals when the broker sends no ClaimedJob.lease_ms (older than that
+// field), WorkerOptions.LeaseMs is 0 and lease_expires_at_ms gives no usable
+// estimate.
+const defaultLeaseMs = 30000
+
+// The lease limits of the broker (1 s .. 12 h).
+const (
+	minLeaseMs = 1000
+	maxLeaseMs = 43200000
+)
+
+// leaseState is the lease of one job being processed.
+type leaseState struct {
+	// length is the lease granted per claim / renewal: ClaimedJob.lease_ms
+	// (see newLease for brokers that do not send it).
+	length time.Duration
+	lost   atomic.Bool
+
+	mu sync.Mutex
+	// deadline is the local (monotonic) estimate of the lease end: receipt
+	// time or the send time of the last successful renewal, plus length. It
+	// bounds the Ack / Fail retries without comparing the Redis clock with
+	// the local one.
+	deadline time.Time
+}
+
+func (l *leaseState) expiry() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+func (l *leaseState) renewed(sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := sent.Add(l.length); d.After(l.deadline) {
+		l.deadline = d
+	}
+}
+
+// newLease is the lease of a job received now: its length is the lease the
+// broker granted (ClaimedJob.lease_ms). A broker older than that field sends
+// 0; then the length is WorkerOptions.LeaseMs, else lease_expires_at_ms minus
+// now when within the broker's 1 s .. 12 h, else the documented 30 s.
+func (r *runner) newLease(cj *jobwirepb.ClaimedJob) *leaseState {
+	now := time.Now()
+	ms := cj.GetLeaseMs()
+	if ms <= 0 {
+		ms = r.w.opts.LeaseMs
+	}
+	if ms == 0 {
+		exp := cj.GetLeaseExpiresAtMs()
+		if exp == 0 {
+			exp = cj.GetJob().GetLeaseExpiresAtMs()
+		}
+		ms = exp - now.UnixMilli()
+		if ms < minLeaseMs || ms > maxLeaseMs {
+			ms = defaultLeaseMs
+		}
+	}
+	l := &leaseState{length: time.Duration(ms) * time.Millisecond}
+	l.deadline = now.Add(l.length)
+	return l
+}
+
+// renew extends the lease every lease length / 3 until ctx ends or the lease
+// is lost.
+func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJob context.CancelCauseFunc) {
+	interval := lease.length / 3
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		timeout := min(r.w.opts.Timeout, interval)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		sent := time.Now()
+		_, err := r.stub.ExtendLease(cctx, &jobwirepb.ExtendLeaseRequest{
+			Queue:      job.Queue,
+			JobId:      job.ID,
+			LeaseToken: job.leaseToken,
+			LeaseMs:    r.w.opts.LeaseMs,
+		})
+		cancel()
+		if err == nil {
+			lease.renewed(sent)
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		switch status.Code(err) {
+		case codes.FailedPrecondition, codes.NotFound:
+			lease.lost.Store(true)
+			r.w.log.Warn("jobwire worker: lease lost, the job moved on",
+				"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt,
+				"code", CodeName(status.Code(err)), "error", status.Convert(err).Message())
+			cancelJob(ErrLeaseLost)
+			return
+		default:
+			r.w.log.Warn("jobwire worker: lease renewal failed, will retry",
+				"job_id", job.ID, "code", CodeName(status.Code(err)), "error", status.Convert(err).Message())
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package jobwire
+
+import "google.golang.org/grpc/codes"
+
+// The final outcomes of a job run, as the Worker reports them to
+// WorkerOptions.OnOutcome.
+
+// OutcomeKind names a final outcome of a job run.
+type OutcomeKind string
+
+// The final outcomes reported to WorkerOptions.OnOutcome. *Error: the broker
+// refused the Ack / Fail. *Unknown: it was still answered UNAVAILABLE /
+// DEADLINE_EXCEEDED when the lease ended, so it may or may not have been
+// stored. ExpiredDropped: the delivery's lease had ended before its handler
+// could start; no handler ran and nothing was sent (the broker delivers the
+// job again).
+const (
+	OutcomeAckOK          OutcomeKind = "ack_ok"
+	OutcomeAckError       OutcomeKind = "ack_error"
+	OutcomeAckUnknown     OutcomeKind = "ack_unknown"
+	OutcomeFailOK         OutcomeKind = "fail_ok"
+	OutcomeFailError      OutcomeKind = "fail_error"
+	OutcomeFailUnknown    OutcomeKind = "fail_unknown"
+	OutcomeExpiredDropped OutcomeKind = "expired_dropped"
+)
+
+// Outcome is one final outcome of a job run, given to WorkerOptions.OnOutcome.
+type Outcome struct {
+	Kind OutcomeKind
+	Job  *Job
+	// Code is the gRPC code of the last answer to the Ack / Fail (ack_error,
+	// fail_error, ack_unknown, fail_unknown); OK otherwise.
+	Code codes.Code
+	// Err is the *Error of that answer (ack_error, fail_error, ack_unknown,
+	// fail_unknown).
+	Err error
+	// FailOutcome is "RETRY_SCHEDULED" or "DEAD" (fail_ok).
+	FailOutcome string
+	// NextAttemptAtMs is when the retry is due (fail_ok with RETRY_SCHEDULED).
+	NextAttemptAtMs int64
+	// HandlerErr is the error the job was failed with (fail_ok, fail_error).
+	HandlerErr error
+	// ErrorText is the text sent with Fail (fail_ok, fail_error, fail_unknown).
+	ErrorText string
+	// Result is the bytes sent with Ack (ack_ok, ack_error, ack_unknown).
+	Result []byte
+}
+
+func (r *runner) outcome(o Outcome) {
+	if f := r.w.opts.OnOutcome; f != nil {
+		f(o)
+	}
+}

@@ -1,0 +1,121 @@
+package jobwire
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jobwire/jobwire/client/go/jobwirepb"
+)
+
+// Settling a job: its Ack (through the ack coalescer) or Fail, retried on
+// UNAVAILABLE / DEADLINE_EXCEEDED until the lease ends by the worker's
+// estimate, and reported as its final outcome.
+
+// callWithRetry calls fn, retrying UNAVAILABLE / DEADLINE_EXCEEDED with
+// backoff until the job's lease has ended by the local estimate, the last
+// attempts just before and at its end (retryWait). At least one call is
+// made. An UNAVAILABLE / DEADLINE_EXCEEDED error returned means the outcome
+// is unknown.
+func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) error) error {
+	bo := backoffState{base: 100 * time.Millisecond, max: 2 * time.Second}
+	for {
+		ctx, cancel := context.WithTimeout(r.hardCtx, r.w.opts.Timeout)
+		err := fn(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) {
+			return err
+		}
+		if lease.lost.Load() || r.hardCtx.Err() != nil {
+			return err
+		}
+		delay, ok := retryWait(max(bo.next(), 20*time.Millisecond), time.Until(lease.expiry()))
+		if !ok {
+			return err
+		}
+		if !sleepCtx(r.hardCtx, delay) {
+			return err
+		}
+	}
+}
+
+// ack acks the job through the coalescer (in an AckBatch call with the acks
+// of other jobs finishing meanwhile), retried for this job alone.
+func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
+	req := &jobwirepb.AckRequest{
+		Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken, Result: result,
+	}
+	// The AckBatch call carrying the ack has a deadline of its own
+	// (sendAcks), not this attempt's ctx.
+	err := r.callWithRetry(lease, func(context.Context) error { return r.acks.ack(req) })
+	if r.abandoned.Load() {
+		return
+	}
+	if err != nil {
+		kind, e := r.unsettled("Ack", job, err, OutcomeAckUnknown, OutcomeAckError)
+		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e, Result: result})
+		return
+	}
+	r.outcome(Outcome{Kind: OutcomeAckOK, Job: job, Result: result})
+}
+
+// sendAcks makes one AckBatch call for the coalescer, with the unary
+// deadline (Timeout); it is cancelled when the stop grace runs out.
+func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
+	ctx, cancel := context.WithTimeout(r.hardCtx, r.w.opts.Timeout)
+	defer cancel()
+	return ackBatch(ctx, r.stub, &jobwirepb.AckBatchRequest{Acks: acks})
+}
+
+func (r *runner) fail(job *Job, lease *leaseState, herr error) {
+	text := errorText(herr)
+	nonRetryable := IsNonRetryable(herr)
+	retryAfter := retryAfterMs(herr)
+	var resp *jobwirepb.FailResponse
+	err := r.callWithRetry(lease, func(ctx context.Context) error {
+		var err error
+		resp, err = r.stub.Fail(ctx, &jobwirepb.FailRequest{
+			Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken,
+			Error: text, NonRetryable: nonRetryable, RetryAfterMs: retryAfter,
+		})
+		return err
+	})
+	if r.abandoned.Load() {
+		return
+	}
+	if err != nil {
+		kind, e := r.unsettled("Fail", job, err, OutcomeFailUnknown, OutcomeFailError)
+		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e,
+			HandlerErr: herr, ErrorText: text})
+		return
+	}
+	r.outcome(Outcome{Kind: OutcomeFailOK, Job: job, FailOutcome: resp.GetOutcome().String(),
+		NextAttemptAtMs: resp.GetNextAttemptAtMs(), HandlerErr: herr, ErrorText: text})
+}
+
+// unsettled logs why the Ack or Fail (call) of job did not succeed and
+// returns its outcome kind: unknown when it was still answered UNAVAILABLE /
+// DEADLINE_EXCEEDED as the lease ended (it may or may not be stored), else
+// refused.
+func (r *runner) unsettled(call string, job *Job, err error, unknown, refused OutcomeKind) (OutcomeKind, error) {
+	e := toError(err)
+	if retryable(err) {
+		r.w.log.Warn("jobwire worker: "+call+" unanswered when the lease ended, it may or may not be stored",
+			"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)
+		return unknown, e
+	}
+	r.w.log.Warn("jobwire worker: "+call+" refused", "job_id", job.ID, "queue", job.Queue,
+		"attempt", job.Attempt, "error", e)
+	return refused, e
+}
+
+// retryable: the Ack / Fail may be sent again (UNAVAILABLE, DEADLINE_EXCEEDED).
+func retryable(err error) bool {
+	code := status.Code(err)
+	return code == codes.Unavailable || code == codes.DeadlineExceeded
+}
