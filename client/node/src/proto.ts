@@ -1,8 +1,8 @@
-import * as path from 'node:path';
 import * as fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { JobwireError } from './errors';
+import { BROKER_DESCRIPTOR } from './generated/broker_descriptor';
 import type { ProtoGrpcType } from './generated/broker';
 import type { BrokerClient } from './generated/jobwire/v1/Broker';
 
@@ -12,6 +12,8 @@ import type { BrokerClient } from './generated/jobwire/v1/Broker';
  * so that the generated types describe what grpc-js really hands us: int64
  * fields arrive as decimal strings (converted to numbers at the API edge),
  * enums as their names, bytes as Buffers, omitted fields as their defaults.
+ * keepCase is applied when build.sh compiles the .proto (camelCase names in
+ * the descriptor); the others when messages are converted.
  */
 export const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: false,
@@ -21,21 +23,17 @@ export const LOADER_OPTIONS: protoLoader.Options = {
   oneofs: true,
 };
 
-/** Where build.sh copies proto/jobwire/v1/broker.proto inside the package. */
-export function protoRoot(): string {
-  return path.resolve(__dirname, '..', 'proto');
-}
-
 let cached: ProtoGrpcType | undefined;
 
+/**
+ * The Broker service and its messages, built from the descriptor that
+ * build.sh compiled from proto/jobwire/v1/broker.proto
+ * (src/generated/broker_descriptor.ts): no .proto file is read or parsed at
+ * run time.
+ */
 export function loadProto(): ProtoGrpcType {
   if (cached) return cached;
-  const root = protoRoot();
-  const file = path.join(root, 'jobwire', 'v1', 'broker.proto');
-  if (!fs.existsSync(file)) {
-    throw new Error(`jobwire: ${file} is missing; run client/node/build.sh (npm run build)`);
-  }
-  const def = protoLoader.loadSync('jobwire/v1/broker.proto', { ...LOADER_OPTIONS, includeDirs: [root] });
+  const def = protoLoader.fromJSON(BROKER_DESCRIPTOR as Parameters<typeof protoLoader.fromJSON>[0], LOADER_OPTIONS);
   cached = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
   return cached;
 }

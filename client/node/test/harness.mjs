@@ -6,6 +6,8 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -125,6 +127,29 @@ export async function waitFor(fn, { timeoutMs = 10_000, intervalMs = 50, what = 
     await sleep(intervalMs);
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+let adminService;
+/**
+ * Admin.DeleteJob (proto/jobwire/v1/admin.proto, loaded from the repository:
+ * the package itself has no Admin stub): removes a job in any state; a worker
+ * holding its lease then gets NOT_FOUND on ExtendLease / Ack / Fail.
+ */
+export async function adminDeleteJob(address, queue, jobId) {
+  if (!adminService) {
+    const def = protoLoader.loadSync('jobwire/v1/admin.proto', {
+      includeDirs: [path.join(REPO_ROOT, 'proto')], longs: String, enums: String, defaults: true, oneofs: true,
+    });
+    adminService = grpc.loadPackageDefinition(def).jobwire.v1.Admin;
+  }
+  const stub = new adminService(address, grpc.credentials.createInsecure());
+  try {
+    await new Promise((resolve, reject) => {
+      stub.DeleteJob({ queue, jobId }, { deadline: Date.now() + 5000 }, (err, res) => (err ? reject(err) : resolve(res)));
+    });
+  } finally {
+    stub.close();
+  }
 }
 
 let seq = 0;

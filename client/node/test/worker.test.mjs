@@ -1,7 +1,7 @@
 // Worker tests against a real redis-server + jobwire-broker.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Worker, NonRetryableError, errorText } from '../dist/index.js';
+import { Client, Worker, NonRetryableError, RetryAfterError, errorText } from '../dist/index.js';
 import { startStack, uniqueQueue, waitFor, sleep } from './harness.mjs';
 
 let stack;
@@ -140,6 +140,114 @@ test('custom error class -> error text names the class', async () => {
   assert.equal((await client.getJob(q, b.jobId)).error, 'Named: explicit');
   assert.equal(errorText(new Error('plain')), 'Error: plain');
   assert.equal(errorText(new RangeError('r')), 'RangeError: r');
+  await worker.stop();
+});
+
+/** The longest prefix of text, in whole characters, whose UTF-8 takes at most maxBytes. */
+function utf8Prefix(text, maxBytes) {
+  let out = '';
+  let size = 0;
+  for (const ch of text) {
+    const n = Buffer.byteLength(ch, 'utf8');
+    if (size + n > maxBytes) break;
+    out += ch;
+    size += n;
+  }
+  return out;
+}
+
+test('a 100 KiB error text of multi-byte characters is cut to 64 KiB at a character boundary', async () => {
+  // 'a' 1 byte, 'é' 2, '€' 3, '😀' 4: after "Error: " (7 bytes) byte 65536
+  // falls inside a '😀'.
+  const message = 'aé€😀'.repeat(10_240); // 100 KiB
+  const text = `Error: ${message}`;
+  const full = Buffer.from(text, 'utf8');
+  assert.equal(full[65_536] & 0xc0, 0x80, 'the 64 KiB cut falls inside a character');
+  const expected = utf8Prefix(text, 65_536);
+  assert.ok(Buffer.byteLength(expected) > 65_536 - 4 && Buffer.byteLength(expected) <= 65_536);
+  // (No assert.equal on these texts: a failure would print 100 KiB.)
+  const sameText = (got, what) => assert.ok(got === expected,
+    `${what}: ${Buffer.byteLength(got ?? '')} bytes ending ${JSON.stringify((got ?? '').slice(-3))}, ` +
+    `expected ${Buffer.byteLength(expected)} bytes ending ${JSON.stringify(expected.slice(-3))}`);
+  sameText(errorText(new Error(message)), 'errorText');
+  const exact = 'x'.repeat(65_536 - 7);
+  assert.equal(errorText(new Error(exact)), `Error: ${exact}`, 'exactly 64 KiB is kept whole');
+
+  const q = uniqueQueue('errlimit');
+  const { worker, outcomes } = startWorker({ queues: [q] }, {
+    long: async () => { throw new Error(message); },
+  });
+  const { jobId } = await client.enqueue(q, 'long', {}, { maxAttempts: 1 });
+  const o = await waitFor(() => outcomeFor(outcomes, jobId), { what: 'outcome' });
+  assert.equal(o.kind, 'fail_ok', `outcome ${o.kind} ${o.codeName ?? ''} ${o.error?.message ?? ''}`);
+  sameText(o.failText, 'the Fail text');
+  const job = await client.getJob(q, jobId);
+  assert.equal(job.state, 'DEAD');
+  sameText(job.error, 'the stored error');
+  await worker.stop();
+});
+
+test('RetryAfterError: Fail with retry_after_ms (rounded up, clamped to 7 days); non-retryable wins', async () => {
+  assert.throws(() => new RetryAfterError('x', NaN), TypeError);
+  assert.throws(() => new RetryAfterError('x', '5'), TypeError);
+  const q = uniqueQueue('retryafter');
+  const thrownAt = {};
+  const { worker, outcomes } = startWorker({ queues: [q], concurrency: 4 }, {
+    soon: async (job) => {
+      if (job.attempt === 1) {
+        thrownAt.soon = Date.now();
+        throw new RetryAfterError('busy', 1500.2);
+      }
+      return { attempt: job.attempt, at: Date.now() };
+    },
+    week: async () => { throw new RetryAfterError('much later', 30 * 24 * 3600 * 1000); },
+    dead: async () => { throw Object.assign(new RetryAfterError('no point', 60_000), { nonRetryable: true }); },
+    duck: async () => { throw Object.assign(new Error('tiny'), { retryAfterMs: 0.4 }); },
+  });
+  // Backoff 50 ms: a retry due later than that is retry_after's doing.
+  const opts = { maxAttempts: 2, backoffBaseMs: 50, backoffMaxMs: 50 };
+  const soon = await client.enqueue(q, 'soon', {}, opts);
+  const week = await client.enqueue(q, 'week', {}, opts);
+  const dead = await client.enqueue(q, 'dead', {}, { ...opts, maxAttempts: 5 });
+  const duck = await client.enqueue(q, 'duck', {}, { ...opts, maxAttempts: 5 });
+
+  const fs = await waitFor(() => outcomeFor(outcomes, soon.jobId, 'fail_ok', 1), { what: 'soon: fail_ok' });
+  const failedAt = Date.now();
+  assert.equal(fs.failText, 'RetryAfterError: busy');
+  assert.equal(fs.failOutcome, 'RETRY_SCHEDULED');
+  assert.equal(fs.retryAfterMs, 1501);
+  assert.equal(fs.nonRetryable, false);
+  const pending = await client.getJob(q, soon.jobId);
+  assert.equal(pending.state, 'PENDING');
+  assert.equal(pending.attempts, 1, 'attempts not used up early');
+  assert.equal(pending.availableAtMs, fs.nextAttemptAtMs);
+  assert.ok(pending.availableAtMs >= thrownAt.soon + 1501 && pending.availableAtMs <= failedAt + 1501,
+    `retry due ${pending.availableAtMs - thrownAt.soon} ms after the throw`);
+  const ack = await waitFor(() => outcomeFor(outcomes, soon.jobId, 'ack_ok', 2), { what: 'soon: ack of attempt 2' });
+  const done = await client.getJob(q, soon.jobId);
+  assert.equal(done.state, 'COMPLETED');
+  assert.equal(done.attempts, 2);
+  assert.ok(done.resultJson().at >= pending.availableAtMs - 50, 'attempt 2 ran when due, not before');
+  assert.ok(ack);
+
+  const fw = await waitFor(() => outcomeFor(outcomes, week.jobId, 'fail_ok'), { what: 'week: fail_ok' });
+  assert.equal(fw.retryAfterMs, 604_800_000);
+  assert.equal(fw.failOutcome, 'RETRY_SCHEDULED');
+  const w = await client.getJob(q, week.jobId);
+  assert.equal(w.state, 'PENDING');
+  assert.ok(Math.abs(w.availableAtMs - (Date.now() + 604_800_000)) < 60_000, 'due in 7 days');
+
+  const fd = await waitFor(() => outcomeFor(outcomes, dead.jobId, 'fail_ok'), { what: 'dead: fail_ok' });
+  assert.equal(fd.failOutcome, 'DEAD');
+  assert.equal(fd.nonRetryable, true);
+  assert.equal(fd.retryAfterMs, 0);
+  const d = await client.getJob(q, dead.jobId);
+  assert.equal(d.state, 'DEAD');
+  assert.equal(d.attempts, 1);
+  assert.equal(d.error, 'RetryAfterError: no point');
+
+  const fk = await waitFor(() => outcomeFor(outcomes, duck.jobId, 'fail_ok', 1), { what: 'duck: fail_ok' });
+  assert.equal(fk.retryAfterMs, 1, 'a numeric retryAfterMs of any thrown object, rounded up');
   await worker.stop();
 });
 

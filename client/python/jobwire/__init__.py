@@ -16,8 +16,9 @@ Worker::
 
     w.run()
 """
-from ._errors import JobwireError, NonRetryableError
+from ._errors import JobwireError, NonRetryableError, RetryAfter
 from ._types import AckResult, EnqueueResult, Job, JobState, Outcome
+from ._version import __version__  # noqa: F401 (re-exported)
 from .client import Client
 from .worker import Worker
 
@@ -31,10 +32,10 @@ __all__ = [
     "Outcome",
     "JobwireError",
     "NonRetryableError",
+    "RetryAfter",
 ]
-__version__ = "0.1.0"
 
 for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, JobwireError,
-             NonRetryableError):
+             NonRetryableError, RetryAfter):
     _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...
 del _cls

@@ -35,26 +35,34 @@ LEASE_LOST = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND)
 class Lease:
     """One delivered job's lease, from delivery until its final Ack / Fail.
 
-    ``deadline`` is the local (monotonic) estimate of the lease end, from the
-    receipt or the last successful renewal; it bounds the Ack / Fail retries.
-    ``lost``: the broker refused a renewal (the job moved on). ``handled``:
+    ``lease_s`` is the lease length (_lease_rules.lease_length_s: the one the
+    broker granted). ``deadline`` is the local (monotonic) estimate of the
+    lease end, from the receipt or the last successful renewal; it bounds the
+    Ack / Fail retries. ``lost``: the broker refused a renewal (the job moved
+    on); the job's ``lease_lost_event`` is set at that moment. ``handled``:
     the handler phase is over (Worker._handled)."""
 
-    def __init__(self, job: Job, token: str, lease_s: float, lease_ms: int, timeout: float,
+    def __init__(self, job: Job, token: str, lease_s: float, renew_ms: int, timeout: float,
                  received: Optional[float] = None):
         self.job = job
         self.token = token
         self.lease_s = lease_s
         # From receipt (time.monotonic() when read off the Claim stream).
         self.deadline = (time.monotonic() if received is None else received) + lease_s
-        self.lost = False
+        self.lost_event = threading.Event()
+        job._lease_lost_event = self.lost_event
         self.handled = False
-        # Renewal settings; lease_ms 0 asks the broker for its default again.
+        # Renewal settings: every third of the lease, each call's deadline at
+        # most that third; renew_ms 0 asks the broker for its default again.
         self.interval = max(lease_s / 3.0, 0.05)
         self.call_timeout = min(timeout, max(self.interval, 0.25))
         self.request = pb.ExtendLeaseRequest(queue=job.queue, job_id=job.id,
-                                             lease_token=token, lease_ms=lease_ms)
+                                             lease_token=token, lease_ms=renew_ms)
         self.renewing = False  # guarded by the renewer's lock
+
+    @property
+    def lost(self) -> bool:
+        return self.lost_event.is_set()
 
 
 class LeaseRenewer:
@@ -138,8 +146,8 @@ class LeaseRenewer:
                 if not lease.renewing:
                     return
                 if code in LEASE_LOST:
-                    lease.lost = True
                     lease.renewing = False
+                    lease.lost_event.set()  # tells the handler (job.lease_lost)
                 else:
                     self._schedule(lease, time.monotonic() + min(lease.interval, 1.0))
             if code in LEASE_LOST:

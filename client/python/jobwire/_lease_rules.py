@@ -1,5 +1,9 @@
-"""The two lease rules both Workers (threaded and asyncio) follow
+"""The lease rules both Workers (threaded and asyncio) follow
 (docs/clients.md, Worker):
+
+- The lease length is the one the broker granted (ClaimedJob.lease_ms); only
+  a broker older than that field (0) leaves it to be guessed: see
+  ``lease_length_s``. Renewals come every third of it.
 
 - An Ack / Fail answered UNAVAILABLE / DEADLINE_EXCEEDED is sent again
   until the lease ends by the worker's own estimate; the waits are clipped so
@@ -13,6 +17,14 @@ from __future__ import annotations
 
 import time
 from typing import Optional
+
+import grpc
+
+# Answers to an Ack / Fail after which it is sent again (until the lease end).
+RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+# The broker's default lease, assumed when nothing better is known.
+BROKER_DEFAULT_LEASE_S = 30.0
 
 # The attempt before the last one is sent this long before the estimated
 # lease end, so that it reaches the broker while the lease still holds.
@@ -42,3 +54,24 @@ def lease_ended_ago_ms(lease_expires_at_ms: int, local_deadline: float) -> Optio
     if lease_expires_at_ms > 0:
         ago = max(ago, time.time() * 1000.0 - lease_expires_at_ms)
     return ago if ago >= 0 else None
+
+
+def lease_length_s(granted_ms: int, configured_ms: Optional[int],
+                   lease_expires_at_ms: int) -> float:
+    """The lease length (seconds) of a delivery: ``granted_ms``
+    (ClaimedJob.lease_ms: the Claim's lease_ms or the broker's default) when
+    the broker sent it. From an older broker (0): the worker's
+    ``configured_ms``, else the time left until ``lease_expires_at_ms`` (Redis
+    clock) when that is plausible (1 s .. 12 h), else the documented 30 s."""
+    if granted_ms > 0:
+        return granted_ms / 1000.0
+    if configured_ms:
+        return configured_ms / 1000.0
+    est = lease_expires_at_ms / 1000.0 - time.time()
+    return est if 1.0 <= est <= 43200.0 else BROKER_DEFAULT_LEASE_S
+
+
+def renew_lease_ms(granted_ms: int, configured_ms: Optional[int]) -> int:
+    """ExtendLeaseRequest.lease_ms: the granted lease again (0 from an older
+    broker: the worker's own, or 0 for the broker's default)."""
+    return granted_ms if granted_ms > 0 else (configured_ms or 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import grpc
@@ -67,7 +67,14 @@ def _loads(data: bytes) -> Any:
 class Job:
     """A job as the broker reports it (``Client.get_job``) or as a handler
     receives it (``attempt`` is 1 for the first run; ``lease_expires_at_ms``
-    follows the renewals while the handler runs)."""
+    follows the renewals while the handler runs).
+
+    Delivered to a handler, it also carries the lease: ``lease_ms``, the
+    lease length the broker granted (the Worker's ``lease_ms`` or the
+    broker's default; 0 from ``get_job`` or from a broker older than the
+    field), and ``lease_lost`` / ``lease_lost_event``, set as soon as a
+    renewal is refused (FAILED_PRECONDITION / NOT_FOUND: the job moved on,
+    its outcome will be refused)."""
 
     id: str
     queue: str
@@ -87,6 +94,29 @@ class Job:
     backoff_base_ms: int = 0
     backoff_max_ms: int = 0
     worker_id: str = ""
+    lease_ms: int = 0
+    # Set by the Worker that runs the job (threading.Event, or asyncio.Event
+    # in jobwire.aio); None otherwise.
+    _lease_lost_event: Any = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def lease_lost(self) -> bool:
+        """True once the broker refused a renewal of this job's lease (the
+        job moved on: its Ack / Fail will be refused). A handler may stop
+        early; the Worker sends its outcome anyway. Always False for a job
+        not run by a Worker."""
+        event = self._lease_lost_event
+        return event is not None and event.is_set()
+
+    @property
+    def lease_lost_event(self) -> Any:
+        """The event set when the lease is lost (see ``lease_lost``): a
+        ``threading.Event`` from ``jobwire.Worker`` (``job.lease_lost_event.wait(t)``
+        in a handler thread), an ``asyncio.Event`` from ``jobwire.aio.Worker``
+        (``await job.lease_lost_event.wait()`` in an ``async def`` handler; a
+        plain-function handler there reads ``job.lease_lost``). None for a job
+        not run by a Worker (e.g. from ``get_job``)."""
+        return self._lease_lost_event
 
     @property
     def attempts(self) -> int:
@@ -102,7 +132,8 @@ class Job:
         return _loads(self.result)
 
     @classmethod
-    def from_proto(cls, pb, lease_expires_at_ms: Optional[int] = None) -> "Job":
+    def from_proto(cls, pb, lease_expires_at_ms: Optional[int] = None,
+                   lease_ms: int = 0) -> "Job":
         try:
             state = JobState(pb.state)
         except ValueError:
@@ -128,6 +159,7 @@ class Job:
             backoff_base_ms=pb.backoff_base_ms,
             backoff_max_ms=pb.backoff_max_ms,
             worker_id=pb.worker_id,
+            lease_ms=lease_ms,
         )
 
 

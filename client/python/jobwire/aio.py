@@ -19,15 +19,16 @@ import grpc.aio
 
 from ._ack_coalescer import AioAckCoalescer, aio_batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_aio_channel, resolve_addr
-from ._errors import JobwireError, NonRetryableError, status_code
+from ._errors import JobwireError, status_code
+from ._failure import Failure, cut_error_text, failure_of
 from ._lease_renewer import LEASE_LOST
-from ._lease_rules import lease_ended_ago_ms, retry_wait
+from ._lease_rules import RETRYABLE, lease_ended_ago_ms, lease_length_s, renew_lease_ms, retry_wait
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from .client import _NO_PAYLOAD, _ack_item, _batch_item, build_ack_results, build_enqueue_request
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
-from .worker import (_BROKER_DEFAULT_LEASE_S, _RECONNECT_MAX_S, _RECONNECT_MIN_S,
-                     _RETRYABLE, _init_settings, error_text)
+from ._worker_options import init_settings
+from .worker import RECONNECT_MAX_S, RECONNECT_MIN_S
 
 __all__ = ["Client", "Worker"]
 
@@ -103,7 +104,11 @@ class Client:
 
 class Worker:
     """asyncio worker; same constructor as ``jobwire.Worker``.
-    ``await worker.run()`` until ``await worker.stop()`` (or a signal)."""
+    ``await worker.run()`` until ``await worker.stop()`` (or a signal).
+    ``async with Worker(...) as w:`` awaits ``w.stop()`` when the block ends.
+    A handler raising SystemExit / KeyboardInterrupt stops the worker and
+    ``run()`` raises it, its job neither acked nor failed (as
+    ``jobwire.Worker``)."""
 
     def __init__(self, addr: Optional[str] = None, queues: Union[str, Sequence[str], None] = None,
                  concurrency: int = 1, lease_ms: Optional[int] = None,
@@ -113,8 +118,8 @@ class Worker:
                  tls: bool = False, tls_root_ca: PemSource = None,
                  tls_client_cert: PemSource = None, tls_client_key: PemSource = None,
                  channel_options=None):
-        _init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
-                       timeout)
+        init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
+                      timeout)
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
         self._metadata = self._security.metadata
         self._channel_options = channel_options
@@ -123,6 +128,7 @@ class Worker:
         self._tasks: Set[asyncio.Task] = set()
         self._call = None
         self._fatal: Optional[JobwireError] = None
+        self._exit: Optional[BaseException] = None  # see jobwire.Worker
         self._closed = False
         self._started = False
         self._stop_event: Optional[asyncio.Event] = None
@@ -137,6 +143,12 @@ class Worker:
     def stats(self) -> Dict[str, int]:
         """As ``jobwire.Worker.stats()``: ``expired_deliveries_dropped``."""
         return {"expired_deliveries_dropped": self._expired_dropped}
+
+    async def __aenter__(self) -> "Worker":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
 
     def __repr__(self) -> str:
         return "jobwire.aio.Worker(addr=%r, queues=%r, worker_id=%r, tls=%s, token=%s)" % (
@@ -187,6 +199,8 @@ class Worker:
             await self._drain(claim)
         if self._fatal is not None:
             raise self._fatal
+        if self._exit is not None:
+            raise self._exit
 
     async def stop(self) -> None:
         """Stop taking jobs, wait up to ``grace`` for running handlers. Called
@@ -245,7 +259,7 @@ class Worker:
             log.error("jobwire: cannot connect: %s", self._fatal)
             self._request_stop()
             return
-        backoff = _RECONNECT_MIN_S
+        backoff = RECONNECT_MIN_S
         while not self._stop_event.is_set():
             async with self._cond:
                 await self._cond.wait_for(
@@ -262,7 +276,7 @@ class Worker:
                 # stream since the previous message), in claim order.
                 async for message in self._call:
                     if not delivered:
-                        delivered, backoff = True, _RECONNECT_MIN_S
+                        delivered, backoff = True, RECONNECT_MIN_S
                     for claimed in message.jobs:
                         self._dispatch(claimed)
                 log.info("jobwire: claim stream ended by the broker; reopening")
@@ -285,7 +299,7 @@ class Worker:
             if self._stop_event.is_set():
                 return
             delay = random.uniform(0, backoff)
-            backoff = min(backoff * 2, _RECONNECT_MAX_S)
+            backoff = min(backoff * 2, RECONNECT_MAX_S)
             try:
                 await asyncio.wait_for(self._stop_event.wait(), delay)
             except asyncio.TimeoutError:
@@ -293,22 +307,17 @@ class Worker:
 
     def _dispatch(self, claimed) -> None:
         self._running += 1
-        job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms)
+        job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms,
+                             lease_ms=claimed.lease_ms)
         t = asyncio.create_task(self._process(job, claimed.lease_token, time.monotonic()))
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
-
-    def _lease_seconds(self, job: Job) -> float:
-        if self.lease_ms:
-            return self.lease_ms / 1000.0
-        est = job.lease_expires_at_ms / 1000.0 - time.time()
-        return est if 1.0 <= est <= 43200.0 else _BROKER_DEFAULT_LEASE_S
 
     async def _renew(self, job: Job, token: str, state: dict) -> None:
         lease_s = state["lease_s"]
         interval = max(lease_s / 3.0, 0.05)
         req = pb.ExtendLeaseRequest(queue=job.queue, job_id=job.id, lease_token=token,
-                                    lease_ms=self.lease_ms or 0)
+                                    lease_ms=renew_lease_ms(job.lease_ms, self.lease_ms))
         delay = interval
         while True:
             await asyncio.sleep(delay)
@@ -319,6 +328,7 @@ class Worker:
             except grpc.aio.AioRpcError as e:
                 if e.code() in LEASE_LOST:
                     state["lost"] = True
+                    job.lease_lost_event.set()  # tells the handler (job.lease_lost)
                     log.warning("jobwire: lease of job %s/%s lost (%s); renewal stops",
                                 job.queue, job.id, e.code().name)
                     return
@@ -329,8 +339,9 @@ class Worker:
             delay = interval
 
     async def _process(self, job: Job, token: str, received: float) -> None:
-        lease_s = self._lease_seconds(job)
+        lease_s = lease_length_s(job.lease_ms, self.lease_ms, job.lease_expires_at_ms)
         state = {"lease_s": lease_s, "deadline": received + lease_s, "lost": False}
+        job._lease_lost_event = asyncio.Event()
         renew = None
         try:
             ended_ago = lease_ended_ago_ms(job.lease_expires_at_ms, state["deadline"])
@@ -346,7 +357,7 @@ class Worker:
             if fn is None:
                 text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
-                await self._fail(job, token, state, text, False)
+                await self._fail(job, token, state, Failure(text))
                 return
             renew = asyncio.create_task(self._renew(job, token, state))
             try:
@@ -358,16 +369,25 @@ class Worker:
                         value = await value
             except asyncio.CancelledError:
                 raise  # abandoned after the grace: no outcome
-            except BaseException as e:  # noqa: B036
+            except (SystemExit, KeyboardInterrupt) as e:
                 renew.cancel()
-                await self._fail(job, token, state, error_text(e), isinstance(e, NonRetryableError))
+                log.warning("jobwire: handler of job %s/%s raised %s: stopping the worker; the "
+                            "job is not failed (its lease expires and it is delivered again)",
+                            job.queue, job.id, type(e).__name__)
+                if self._exit is None:
+                    self._exit = e
+                self._request_stop()
+                return
+            except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
+                renew.cancel()
+                await self._fail(job, token, state, failure_of(e))
                 return
             renew.cancel()
             try:
                 result = encode_result(value)
             except (TypeError, ValueError) as e:
-                await self._fail(job, token, state, "%s: handler result is not JSON-encodable: %s"
-                                 % (type(e).__name__, e), False)
+                await self._fail(job, token, state, Failure(cut_error_text(
+                    "%s: handler result is not JSON-encodable: %s" % (type(e).__name__, e))))
                 return
             await self._ack(job, token, state, result)
         finally:
@@ -397,7 +417,7 @@ class Worker:
                 err = JobwireError.from_rpc_error(e)
             except JobwireError as e:  # from the ack coalescer
                 err = e
-            if err.code in _RETRYABLE:
+            if err.code in RETRYABLE:
                 wait = retry_wait(random.uniform(delay / 2, delay),
                                   state["deadline"] - time.monotonic())
                 if wait is not None:
@@ -412,7 +432,7 @@ class Worker:
                                           result=result), state)
         if err is None:
             await self._report(Outcome("ack_ok", job, lease_lost=state["lost"]))
-        elif err.code in _RETRYABLE:
+        elif err.code in RETRYABLE:
             log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
                         "it may or may not be stored", job.queue, job.id, err)
             await self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
@@ -422,16 +442,19 @@ class Worker:
             await self._report(Outcome("ack_error", job, code=err.code, error=err.message,
                                        lease_lost=state["lost"]))
 
-    async def _fail(self, job, token, state, text: str, non_retryable: bool) -> None:
+    async def _fail(self, job, token, state, failure: Failure) -> None:
         resp, err = await self._send_final(
             self._unary_fail, pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=token,
-                                             error=text, non_retryable=non_retryable), state)
+                                             error=failure.error,
+                                             non_retryable=failure.non_retryable,
+                                             retry_after_ms=failure.retry_after_ms), state)
         if err is None:
             await self._report(Outcome("fail_ok", job,
                                        fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome),
-                                       next_attempt_at_ms=resp.next_attempt_at_ms, error=text,
+                                       next_attempt_at_ms=resp.next_attempt_at_ms,
+                                       error=failure.error,
                                        lease_lost=state["lost"]))
-        elif err.code in _RETRYABLE:
+        elif err.code in RETRYABLE:
             log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
                         "it may or may not be stored", job.queue, job.id, err)
             await self._report(Outcome("fail_unknown", job, code=err.code, error=err.message,

@@ -1,26 +1,31 @@
 """Worker side: one Claim stream, a thread pool of handlers, lease renewal,
 Ack (coalesced into AckBatch calls) / Fail with retries, reconnects, graceful
-stop (docs/clients.md)."""
+stop (docs/clients.md).
+
+This file holds the Worker and its Claim stream; the parts live next to it:
+``_worker_options`` (the constructor's options), ``_handler_pool`` (handler
+threads), ``_lease_renewer`` / ``_lease_rules`` (leases), ``_failure`` (an
+exception's Fail), ``_settler`` (the final Ack / Fail and the outcome)."""
 from __future__ import annotations
 
 import logging
-import os
-import queue as _queue
 import random
 import signal
-import socket
 import threading
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import grpc
 
-from ._ack_coalescer import AckCoalescer, batch_sender
-from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
-from ._errors import JobwireError, NonRetryableError
+from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel
+from ._errors import JobwireError
+from ._failure import Failure, cut_error_text, failure_of
+from ._handler_pool import HandlerPool
 from ._lease_renewer import Lease, LeaseRenewer
-from ._lease_rules import lease_ended_ago_ms, retry_wait
+from ._lease_rules import lease_ended_ago_ms, lease_length_s, renew_lease_ms
+from ._settler import Settler
 from ._types import Job, Outcome, encode_result
+from ._worker_options import default_worker_id, init_settings  # noqa: F401 (re-exported)
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 
@@ -29,97 +34,9 @@ log = logging.getLogger("jobwire.worker")
 Handler = Callable[[Job], Any]
 OutcomeHook = Callable[[Outcome], None]
 
-_RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-_MAX_ERROR_BYTES = 64 * 1024
-_BROKER_DEFAULT_LEASE_S = 30.0
-_RECONNECT_MIN_S = 0.1
-_RECONNECT_MAX_S = 5.0
-
-
-def default_worker_id() -> str:
-    return "python-%s-%d" % (socket.gethostname(), os.getpid())
-
-
-def error_text(exc: BaseException) -> str:
-    """``"<ErrorType>: <message>"``, cut to the broker's 64 KiB limit."""
-    text = "%s: %s" % (type(exc).__name__, exc)
-    data = text.encode("utf-8")
-    if len(data) > _MAX_ERROR_BYTES:
-        text = data[: _MAX_ERROR_BYTES].decode("utf-8", "ignore")
-    return text
-
-
-class _Pool:
-    """A small thread pool that grows only when every thread is busy.
-
-    Normally it holds ``concurrency`` threads (the Claim stream never
-    delivers more jobs than free slots); the rare extra job (the broker
-    freed a slot because a lease was lost while its handler still runs) gets
-    its own thread instead of waiting, so the worker never holds a job it
-    does not start. Threads are daemons so that handlers abandoned after the
-    stop grace do not keep the process alive."""
-
-    def __init__(self, name: str):
-        self._name = name
-        self._tasks: "_queue.SimpleQueue" = _queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._threads = 0
-        self._closed = False
-
-    def submit(self, fn: Callable, *args) -> None:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("pool is shut down")
-            if self._idle > 0:
-                self._idle -= 1
-            else:
-                self._threads += 1
-                t = threading.Thread(target=self._loop, daemon=True,
-                                     name="%s-handler-%d" % (self._name, self._threads))
-                t.start()
-            self._tasks.put((fn, args))
-
-    def _loop(self) -> None:
-        while True:
-            item = self._tasks.get()
-            if item is None:
-                return
-            fn, args = item
-            try:
-                fn(*args)
-            except BaseException:  # never lose a pool thread
-                log.exception("jobwire: unexpected error in handler thread")
-            with self._lock:
-                if self._closed:
-                    return
-                self._idle += 1
-
-    def shutdown(self) -> None:
-        with self._lock:
-            self._closed = True
-            n = self._threads
-        for _ in range(n):
-            self._tasks.put(None)
-
-
-def _init_settings(worker, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
-                   timeout) -> None:
-    """Checks and stores the options shared by the sync and asyncio workers."""
-    if isinstance(queues, str):
-        queues = [queues]
-    worker.queues = list(queues or [])
-    if not worker.queues:
-        raise ValueError("Worker needs at least one queue")
-    if int(concurrency) < 1:
-        raise ValueError("concurrency must be >= 1")
-    worker.addr = resolve_addr(addr)
-    worker.concurrency = int(concurrency)
-    worker.lease_ms = int(lease_ms) if lease_ms else None
-    worker.worker_id = worker_id or default_worker_id()
-    worker.grace = float(grace)
-    worker.on_outcome = on_outcome
-    worker.timeout = float(timeout)
+# Claim stream reopen backoff (full jitter).
+RECONNECT_MIN_S = 0.1
+RECONNECT_MAX_S = 5.0
 
 
 class Worker:
@@ -135,6 +52,12 @@ class Worker:
     ``tls_client_key``: as for ``jobwire.Client`` (every call, the Claim
     stream included, carries the token). A TLS file that cannot be read (or
     an unusable token) makes ``run()`` raise ``JobwireError(INVALID_ARGUMENT)``.
+
+    ``with Worker(...) as w:`` calls ``w.stop()`` when the block ends: the
+    worker drains (see ``stop``) and its channel is closed.
+
+    Thread safety: ``stop()`` may be called from any thread; register
+    handlers before ``run()``.
     """
 
     def __init__(
@@ -155,17 +78,18 @@ class Worker:
         tls_client_key: PemSource = None,
         channel_options=None,
     ):
-        _init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
-                       timeout)
+        init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
+                      timeout)
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
         self._metadata = self._security.metadata
 
         self._handlers: Dict[str, Handler] = {}
         self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerStub(self._channel)
-        self._pool = _Pool("jobwire")
-        # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
-        self._acks = AckCoalescer(batch_sender(self._stub, self._metadata))
+        self._pool = HandlerPool("jobwire")
+        # Sends every job's final Ack / Fail and reports its outcome.
+        self._settler = Settler(self._stub, self._metadata, self._pool, self.timeout,
+                                self._report, self._handled, self._settled)
         # Renews the lease of every running handler, from one thread.
         self._renewer = LeaseRenewer(self._stub, self._metadata)
 
@@ -184,7 +108,16 @@ class Worker:
         self._closed = False
         self._run_thread: Optional[threading.Thread] = None
         self._fatal: Optional[JobwireError] = None
+        # The first SystemExit / KeyboardInterrupt a handler raised: it stops
+        # the worker and run() raises it (the job is not failed).
+        self._exit: Optional[BaseException] = None
         self._expired_dropped = 0  # guarded by _lock
+
+    def __enter__(self) -> "Worker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     def __repr__(self) -> str:
         return "jobwire.Worker(addr=%r, queues=%r, worker_id=%r, tls=%s, token=%s)" % (
@@ -222,7 +155,11 @@ class Worker:
         """Consume until ``stop()`` (or SIGTERM / SIGINT when
         ``install_signal_handlers`` and called from the main thread). Raises
         JobwireError if the broker refuses the Claim (INVALID_ARGUMENT) or the
-        TLS / token options are unusable (INVALID_ARGUMENT)."""
+        TLS / token options are unusable (INVALID_ARGUMENT). A handler that
+        raises SystemExit or KeyboardInterrupt stops the worker (with the
+        grace for the other handlers), and run() then raises that exception;
+        its job is neither acked nor failed (its lease expires and the broker
+        delivers it again)."""
         with self._lock:
             if self._run_thread is not None:
                 raise RuntimeError("Worker.run() can be called once")
@@ -246,6 +183,8 @@ class Worker:
                 signal.signal(sig, prev)
         if self._fatal is not None:
             raise self._fatal
+        if self._exit is not None:
+            raise self._exit
 
     def stop(self, wait: bool = True, timeout: Optional[float] = None) -> None:
         """Stop taking jobs; let running handlers finish and their Ack / Fail
@@ -304,6 +243,7 @@ class Worker:
             if self._closed:
                 return
             self._closed = True
+        self._settler.close()
         self._pool.shutdown()
         self._renewer.close()
         self._channel.close()
@@ -315,7 +255,7 @@ class Worker:
             log.error("jobwire: cannot connect: %s", self._fatal)
             self._request_stop()
             return
-        backoff = _RECONNECT_MIN_S
+        backoff = RECONNECT_MIN_S
         failures = 0
         while not self._stop_requested.is_set():
             with self._cond:
@@ -341,7 +281,7 @@ class Worker:
                         if failures:
                             log.info("jobwire: claim stream delivering again")
                         failures = 0
-                        backoff = _RECONNECT_MIN_S
+                        backoff = RECONNECT_MIN_S
                     # Every job of a message read is leased to this worker:
                     # all are started, even if stop() came meanwhile.
                     for claimed in message.jobs:
@@ -368,7 +308,7 @@ class Worker:
             if self._stop_requested.is_set():
                 return
             delay = random.uniform(0, backoff)  # full jitter
-            backoff = min(backoff * 2, _RECONNECT_MAX_S)
+            backoff = min(backoff * 2, RECONNECT_MAX_S)
             self._stop_requested.wait(delay)
 
     def _dispatch(self, claimed) -> None:
@@ -380,21 +320,15 @@ class Worker:
             log.warning("jobwire: job %s delivered beyond concurrency %d (a lease was lost "
                         "while its handler runs); starting it anyway",
                         claimed.job.id, self.concurrency)
-        job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms)
+        job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms,
+                             lease_ms=claimed.lease_ms)
         self._pool.submit(self._process, job, claimed.lease_token, time.monotonic())
 
     # -- one job ----------------------------------------------------------
-    def _lease_seconds(self, job: Job) -> float:
-        if self.lease_ms:
-            return self.lease_ms / 1000.0
-        # Broker default lease: estimate it from the expiry the broker sent
-        # (clocks may differ a little); fall back to the documented 30 s.
-        est = job.lease_expires_at_ms / 1000.0 - time.time()
-        return est if 1.0 <= est <= 43200.0 else _BROKER_DEFAULT_LEASE_S
-
     def _process(self, job: Job, token: str, received: float) -> None:
-        lease = Lease(job, token, self._lease_seconds(job), self.lease_ms or 0, self.timeout,
-                      received)
+        lease = Lease(job, token,
+                      lease_length_s(job.lease_ms, self.lease_ms, job.lease_expires_at_ms),
+                      renew_lease_ms(job.lease_ms, self.lease_ms), self.timeout, received)
         acking = False  # the Ack was queued: its answer settles the job
         try:
             ended_ago = lease_ended_ago_ms(job.lease_expires_at_ms, lease.deadline)
@@ -405,31 +339,47 @@ class Worker:
             if fn is None:
                 text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
-                self._fail(job, lease, text, non_retryable=False)
+                self._settler.fail(job, lease, Failure(text))
                 return
             self._renewer.add(lease)
             try:
                 value = fn(job)
-            except BaseException as e:  # noqa: B036 - every handler failure is a Fail
+            except (SystemExit, KeyboardInterrupt) as e:
                 self._renewer.remove(lease)
+                self._exit_requested(job, e)
+                return
+            except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
+                self._renewer.remove(lease)
+                failure = failure_of(e)
                 log.info("jobwire: job %s/%s attempt %d failed: %s",
-                         job.queue, job.id, job.attempt, error_text(e)[:500])
-                self._fail(job, lease, error_text(e), non_retryable=isinstance(e, NonRetryableError))
+                         job.queue, job.id, job.attempt, failure.error[:500])
+                self._settler.fail(job, lease, failure)
                 return
             self._renewer.remove(lease)
             try:
                 result = encode_result(value)
             except (TypeError, ValueError) as e:
-                self._fail(job, lease, "%s: handler result is not JSON-encodable: %s"
-                           % (type(e).__name__, e), non_retryable=False)
+                self._settler.fail(job, lease, Failure(cut_error_text(
+                    "%s: handler result is not JSON-encodable: %s" % (type(e).__name__, e))))
                 return
-            self._ack(job, lease, result)
+            self._settler.ack(job, lease, result)
             acking = True
         finally:
             self._renewer.remove(lease)
             self._handled(lease)
             if not acking:
                 self._settled()
+
+    def _exit_requested(self, job: Job, exc: BaseException) -> None:
+        """A handler raised SystemExit / KeyboardInterrupt: no Fail for its
+        job; the worker stops and run() raises ``exc``."""
+        log.warning("jobwire: handler of job %s/%s raised %s: stopping the worker; the job is "
+                    "not failed (its lease expires and it is delivered again)",
+                    job.queue, job.id, type(exc).__name__)
+        with self._lock:
+            if self._exit is None:
+                self._exit = exc
+        self._request_stop()
 
     def _drop_expired(self, job: Job, lease: Lease, ended_ago_ms: float) -> None:
         """No handler, no Ack / Fail: the broker's reaper delivers the job again."""
@@ -453,109 +403,6 @@ class Worker:
             if not lease.handled:
                 lease.handled = True
                 self._handling -= 1
-
-    def _ack(self, job: Job, lease: Lease, result: bytes) -> None:
-        """Queues the Ack without waiting for its answer (this thread may be
-        the one that sends it, and the Acks of other jobs with it)."""
-        req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
-        self._handled(lease)
-        self._acks.submit(req, self.timeout, lambda err: self._acked(job, lease, req, err))
-
-    def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError]) -> None:
-        # On the thread sending the AckBatch call: must not block.
-        if (err is not None and err.code in _RETRYABLE and not self._closed
-                and time.monotonic() < lease.deadline):
-            # Retried with backoff on a handler thread (the sender sleeps for no one).
-            try:
-                self._pool.submit(self._retry_ack, job, lease, req)
-                return
-            except RuntimeError:  # the pool shut down meanwhile
-                pass
-        try:
-            self._report_ack(job, lease, err)
-        finally:
-            self._settled()
-
-    def _retry_ack(self, job: Job, lease: Lease, req) -> None:
-        try:
-            wait = retry_wait(random.uniform(0.05, 0.1), lease.deadline - time.monotonic())
-            if wait is not None:
-                time.sleep(wait)
-            ok, _, err = self._send_final(self._acks.ack, req, lease, delay=0.2)
-            if ok or err is not None:
-                self._report_ack(job, lease, err)
-        finally:
-            self._settled()
-
-    def _report_ack(self, job: Job, lease: Lease, err: Optional[JobwireError]) -> None:
-        if self._closed and err is not None:
-            return  # shut down meanwhile (the call was cut): abandoned
-        if err is None:
-            self._report(Outcome("ack_ok", job, lease_lost=lease.lost))
-        elif err.code in _RETRYABLE:
-            log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
-                        "it may or may not be stored", job.queue, job.id, err)
-            self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
-                                 lease_lost=lease.lost))
-        else:
-            log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
-            self._report(Outcome("ack_error", job, code=err.code, error=err.message,
-                                 lease_lost=lease.lost))
-
-    def _fail(self, job: Job, lease: Lease, text: str, non_retryable: bool) -> None:
-        req = pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=lease.token,
-                             error=text, non_retryable=non_retryable)
-        ok, resp, err = self._send_final(self._unary_fail, req, lease)
-        if ok:
-            outcome = pb.FailResponse.Outcome.Name(resp.outcome)
-            self._report(Outcome("fail_ok", job, fail_outcome=outcome,
-                                 next_attempt_at_ms=resp.next_attempt_at_ms, error=text,
-                                 lease_lost=lease.lost))
-        elif err is not None and err.code in _RETRYABLE:
-            log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
-                        "it may or may not be stored", job.queue, job.id, err)
-            self._report(Outcome("fail_unknown", job, code=err.code, error=err.message,
-                                 lease_lost=lease.lost))
-        elif err is not None:
-            log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
-            self._report(Outcome("fail_error", job, code=err.code, error=err.message,
-                                 lease_lost=lease.lost))
-
-    def _unary_fail(self, request, timeout: float):
-        return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
-
-    def _send_final(self, method, request, lease: Lease, delay: float = 0.1):
-        """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
-        DEADLINE_EXCEEDED until the lease (as last known) has ended, the last
-        attempt at its end (_lease_rules.retry_wait). Returns (ok, response,
-        JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
-        outcome is unknown; (False, None, None) when the worker was shut down
-        meanwhile."""
-        self._handled(lease)
-        first = True
-        while True:
-            timeout = self.timeout
-            if not first:
-                timeout = min(self.timeout, max(lease.deadline - time.monotonic(), 0.5))
-            first = False
-            try:
-                return True, method(request, timeout), None
-            except grpc.RpcError as e:
-                err = JobwireError.from_rpc_error(e)
-            except JobwireError as e:  # from the ack coalescer
-                err = e
-            except ValueError:  # channel closed after the grace: abandoned
-                return False, None, None
-            if self._closed:
-                return False, None, None
-            if err.code in _RETRYABLE:
-                wait = retry_wait(random.uniform(delay / 2, delay),
-                                  lease.deadline - time.monotonic())
-                if wait is not None:
-                    time.sleep(wait)
-                    delay = min(delay * 2, 2.0)
-                    continue
-            return False, None, err
 
     def _report(self, outcome: Outcome) -> None:
         if self.on_outcome is None or self._closed:

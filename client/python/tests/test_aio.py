@@ -1,5 +1,6 @@
 """asyncio API (jobwire.aio) against the real broker."""
 import asyncio
+import sys
 import time
 
 import grpc
@@ -90,4 +91,29 @@ def test_aio_stop_before_run_makes_run_return(broker, queue):
             job = await c.get_job(queue, r.job_id)
         assert took < 2
         assert seen == [] and job.state == JobState.PENDING and job.attempts == 0
+    asyncio.run(main())
+
+
+def test_aio_worker_context_manager_and_handler_exit(broker, queue):
+    """``async with`` stops the worker; a handler's SystemExit stops it and
+    run() raises it, the job not failed."""
+    async def main():
+        w = aio.Worker(broker.addr, queue, lease_ms=3000)
+        w.register("exit", lambda job: sys.exit(4))
+        async with aio.Client(broker.addr) as c:
+            r = await c.enqueue(queue, "exit", b"", max_attempts=3)
+            # Awaited directly: a task ending in SystemExit would stop the loop
+            # itself (asyncio's rule for SystemExit / KeyboardInterrupt).
+            with pytest.raises(SystemExit) as ei:
+                await w.run(install_signal_handlers=False)
+            assert ei.value.code == 4
+            job = await c.get_job(queue, r.job_id)
+            assert job.state == JobState.ACTIVE and job.error == "" and job.attempts == 1
+
+            async with aio.Worker(broker.addr, queue) as w2:
+                w2.register("exit", lambda job: job.attempt)
+                run = asyncio.create_task(w2.run(install_signal_handlers=False))
+                done = await wait_state(c, queue, r.job_id, JobState.COMPLETED, timeout=15)
+            await asyncio.wait_for(run, 5)  # the block's end stopped it
+        assert done.result_json() == 2 and "SystemExit" not in done.error
     asyncio.run(main())

@@ -340,3 +340,71 @@ def test_claim_invalid_argument_is_fatal(broker, queue):
     assert time.monotonic() - t0 < 5
     assert ei.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert ei.value.message.startswith("lease_ms")
+
+
+def test_worker_as_context_manager_drains_on_exit(broker, client, queue):
+    started = threading.Event()
+
+    def slow(job):
+        started.set()
+        time.sleep(0.5)
+        return {"done": True}
+
+    with Worker(broker.addr, queue, grace=10) as w:
+        w.register("slow", slow)
+        t = threading.Thread(target=w.run, kwargs={"install_signal_handlers": False},
+                             daemon=True)
+        t.start()
+        r = client.enqueue(queue, "slow", b"")
+        assert started.wait(10)
+    # The block's end stopped the worker and waited for the running handler
+    # and its Ack: run() has returned and the job is completed.
+    assert not t.is_alive()
+    job = client.get_job(queue, r.job_id)
+    assert job.state == JobState.COMPLETED and job.result_json() == {"done": True}
+
+    with Worker(broker.addr, queue) as never_run:
+        pass
+    assert never_run._closed  # its channel is closed without run()
+
+
+@pytest.mark.parametrize("make_exc", [lambda: SystemExit(3), KeyboardInterrupt],
+                         ids=["SystemExit", "KeyboardInterrupt"])
+def test_handler_exit_stops_worker_without_failing_job(broker, client, queue, make_exc):
+    outcomes = Outcomes()
+    w = Worker(broker.addr, queue, lease_ms=3000, on_outcome=outcomes)
+    calls = []
+
+    @w.handler("exit")
+    def handle(job):
+        calls.append(job.attempt)
+        raise make_exc()
+
+    r = client.enqueue(queue, "exit", b"", max_attempts=3)
+    raised = []
+
+    def target():
+        try:
+            w.run(install_signal_handlers=False)
+        except BaseException as e:  # the test checks which
+            raised.append(e)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(15)
+    assert not t.is_alive(), "run() did not return after the handler raised"
+    assert len(raised) == 1 and type(raised[0]) is type(make_exc())
+    if isinstance(raised[0], SystemExit):
+        assert raised[0].code == 3
+    # Not failed: still leased to the stopped worker, no error, no outcome.
+    job = client.get_job(queue, r.job_id)
+    assert calls == [1]
+    assert job.state == JobState.ACTIVE and job.error == "" and job.attempts == 1
+    assert outcomes.kinds(r.job_id) == []
+    # Its lease expires and the job is delivered again.
+    w2 = Worker(broker.addr, queue)
+    w2.register("exit", lambda job: job.attempt)
+    with running(w2):
+        job = wait_state(client, queue, r.job_id, JobState.COMPLETED, timeout=15)
+    # (the broker notes the expiry in the job's error; no handler error there)
+    assert job.result_json() == 2 and type(raised[0]).__name__ not in job.error

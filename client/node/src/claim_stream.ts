@@ -1,0 +1,150 @@
+/**
+ * The Worker's one Claim stream (docs/clients.md, Worker, Delivery): opened
+ * with max_in_flight = free handler slots, reopened after any end or error
+ * with backoff, and reopened at full size once a reduced one has idled.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { JobwireError, Status, statusName } from './errors';
+import type { BrokerClient } from './proto';
+import type { Logger } from './worker_options';
+import type { ClaimResponse__Output } from './generated/jobwire/v1/ClaimResponse';
+import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
+
+/** Reconnect backoff of the Claim stream: 100 ms doubling to 5 s, full jitter. */
+const RECONNECT_BASE_MS = 100;
+const RECONNECT_MAX_MS = 5000;
+/** A reduced-capacity stream is reopened at full capacity after this idle time. */
+const REGROW_IDLE_MS = 1000;
+
+/** One opened Claim call. */
+export interface StreamState {
+  call: grpc.ClientReadableStream<ClaimResponse__Output>;
+  capacity: number;
+  inFlight: number;
+  openedAt: number;
+}
+
+/** What the stream needs from its Worker. */
+export interface ClaimStreamHost {
+  /** Concurrency minus the jobs held now. */
+  freeSlots(): number;
+  /** Nothing held. */
+  idle(): boolean;
+  /**
+   * One Claim stream message: every job claimed for the stream since the
+   * previous message (1..max_in_flight), to be taken one by one in claim order.
+   */
+  onMessage(s: StreamState, msg: ClaimResponse__Output): void;
+  /** The Claim was refused INVALID_ARGUMENT: the run ends with err. */
+  onFatal(err: JobwireError): void;
+}
+
+export interface ClaimStreamParams {
+  stub: BrokerClient;
+  metadata: () => grpc.Metadata;
+  queues: string[];
+  concurrency: number;
+  /** ClaimRequest.lease_ms (0: the broker default). */
+  leaseMs: number;
+  workerId: string;
+  log: Logger | null;
+  host: ClaimStreamHost;
+}
+
+/** Not thread-safe (one event loop); owned by one Worker run. */
+export class ClaimStream {
+  private stream: StreamState | null = null;
+  private closed = false;
+  private reconnectAttempt = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  private regrowTimer?: NodeJS.Timeout;
+
+  constructor(private readonly p: ClaimStreamParams) {}
+
+  /** Opens the stream unless one is open, a reopen is pending, or no slot is free. */
+  open(): void {
+    if (this.closed || this.stream || this.reconnectTimer) return;
+    const free = this.p.host.freeSlots();
+    if (free <= 0) return; // reopened as soon as a slot frees (afterSettle())
+    const req: ClaimRequest = {
+      queues: this.p.queues,
+      maxInFlight: free,
+      leaseMs: this.p.leaseMs,
+      workerId: this.p.workerId,
+    };
+    const call = this.p.stub.Claim(req, this.p.metadata());
+    const s: StreamState = { call, capacity: free, inFlight: 0, openedAt: Date.now() };
+    this.stream = s;
+    call.on('data', (msg: ClaimResponse__Output) => this.onMessage(s, msg));
+    call.on('error', () => { /* handled in 'status' */ });
+    call.on('status', (st: grpc.StatusObject) => this.onStreamEnd(s, st));
+    this.armRegrow();
+  }
+
+  /** A held job was settled: reopen a stream that ended, or arm the regrow. */
+  afterSettle(): void {
+    if (this.closed) return;
+    if (!this.stream) this.open();
+    else this.armRegrow();
+  }
+
+  /** Cancels the stream and every pending reopen; nothing opens again. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    clearTimeout(this.regrowTimer);
+    this.reconnectTimer = undefined;
+    const s = this.stream;
+    this.stream = null;
+    if (s) s.call.cancel();
+  }
+
+  private onMessage(s: StreamState, msg: ClaimResponse__Output): void {
+    if ((msg.jobs ?? []).some((cj) => cj.job)) {
+      // A delivering stream resets the reconnect backoff and is not idle.
+      this.reconnectAttempt = 0;
+      clearTimeout(this.regrowTimer);
+    }
+    this.p.host.onMessage(s, msg);
+  }
+
+  private onStreamEnd(s: StreamState, st: grpc.StatusObject): void {
+    if (this.stream !== s) return; // replaced or cancelled on purpose
+    this.stream = null;
+    clearTimeout(this.regrowTimer);
+    if (this.closed) return;
+    if (st.code === Status.INVALID_ARGUMENT) {
+      const err = new JobwireError(st.code, st.details);
+      this.p.log?.error(`Claim refused: ${err.message}`);
+      this.p.host.onFatal(err);
+      return;
+    }
+    const cap = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** this.reconnectAttempt);
+    const delay = Math.floor(Math.random() * cap);
+    if (this.reconnectAttempt < 16) this.reconnectAttempt++;
+    this.p.log?.warn(`Claim stream ended (${statusName(st.code)}: ${st.details}); reopening in ${delay} ms`);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      this.open();
+    }, delay);
+  }
+
+  /**
+   * A stream opened while handlers were still running has fewer slots than
+   * the concurrency. Reopen it at full size once the worker has been idle
+   * (nothing held, nothing delivered) for a moment: a job claimed in the very
+   * instant of the swap would only come back after its lease, so the swap
+   * waits for a quiet queue.
+   */
+  private armRegrow(): void {
+    clearTimeout(this.regrowTimer);
+    const s = this.stream;
+    if (!s || s.capacity >= this.p.concurrency || !this.p.host.idle() || this.closed) return;
+    this.regrowTimer = setTimeout(() => {
+      if (this.stream !== s || !this.p.host.idle() || this.closed) return;
+      this.stream = null;
+      s.call.cancel();
+      this.open();
+    }, REGROW_IDLE_MS);
+  }
+}

@@ -1,0 +1,25 @@
+/** The Worker's record of one job it holds, from delivery until it is settled. */
+import type { Job } from './job';
+import type { StreamState } from './claim_stream';
+
+export interface HeldJob {
+  job: Job;
+  token: string;
+  /** The Claim stream that delivered it (its inFlight counts this job). */
+  stream: StreamState;
+  /** The lease length (job.leaseMs): renewal period, deadline and estimate. */
+  leaseMs: number;
+  /** Local-clock estimate of the lease expiry (Ack/Fail retries stop there). */
+  localLeaseDeadline: number;
+  renewTimer?: NodeJS.Timeout;
+  /** An ExtendLease call is in flight (never more than one per job). */
+  renewing: boolean;
+  /** The handler has returned: renewal results arriving later are ignored. */
+  finished: boolean;
+  leaseLost: boolean;
+  /** Given up after the stop grace: nothing more is sent for it. */
+  abandoned: boolean;
+  /** Aborts job.signal. */
+  abort: AbortController;
+  done: Promise<void>;
+}

@@ -1,0 +1,91 @@
+/**
+ * The job a handler receives (Job) and the outcome of its run (Outcome) that
+ * a Worker reports to onOutcome / the 'outcome' event.
+ */
+import { decodeJson, toNumber } from './codec';
+import type { JobwireError } from './errors';
+import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
+
+/** The job a handler receives. */
+export class Job {
+  readonly id: string;
+  readonly queue: string;
+  readonly type: string;
+  /** The payload bytes, unchanged. */
+  readonly payload: Buffer;
+  /** 1 for the first run (the broker's `attempts`, this run included). */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly priority: number;
+  /**
+   * Aborted when the lease is lost (reason: a LeaseLostError) or when the
+   * worker abandons the job after its stop grace (reason: an Error).
+   */
+  readonly signal: AbortSignal;
+  /** Current lease expiry (epoch ms, broker clock); updated by each renewal. */
+  leaseExpiresAtMs: number;
+  /**
+   * The lease length in ms as the broker granted it (ClaimedJob.lease_ms: the
+   * Worker's leaseMs, or the broker default); 0 from a broker too old to send
+   * it, and the Worker then renews on its own estimate (docs/clients.md).
+   */
+  readonly leaseMs: number;
+
+  constructor(cj: ClaimedJob__Output, signal: AbortSignal) {
+    const j = cj.job!;
+    this.id = j.id;
+    this.queue = j.queue;
+    this.type = j.type;
+    this.payload = j.payload ?? Buffer.alloc(0);
+    this.attempt = j.attempts;
+    this.maxAttempts = j.maxAttempts;
+    this.priority = j.priority;
+    this.signal = signal;
+    this.leaseExpiresAtMs = toNumber(cj.leaseExpiresAtMs) || toNumber(j.leaseExpiresAtMs);
+    this.leaseMs = toNumber(cj.leaseMs);
+  }
+
+  /** The payload decoded as UTF-8 JSON. */
+  json<T = unknown>(): T {
+    return decodeJson<T>(this.payload);
+  }
+}
+
+export type Handler = (job: Job) => unknown | Promise<unknown>;
+
+/**
+ * `*_error`: the broker refused the Ack / Fail. `*_unknown`: it was still
+ * answered UNAVAILABLE / DEADLINE_EXCEEDED when the lease ended, so it may or
+ * may not have been stored. `expired_dropped`: the delivery's lease had
+ * ended before its handler could start; no handler ran and nothing was sent
+ * (the broker delivers the job again).
+ */
+export type OutcomeKind =
+  | 'ack_ok' | 'ack_error' | 'ack_unknown' | 'fail_ok' | 'fail_error' | 'fail_unknown' | 'expired_dropped';
+
+/** Counters of a Worker (Worker.stats()). */
+export interface WorkerStats {
+  /** Deliveries whose lease had ended before their handler could start (dropped). */
+  expiredDeliveriesDropped: number;
+}
+
+/** A final outcome of one job run, as given to onOutcome / the 'outcome' event. */
+export interface Outcome {
+  kind: OutcomeKind;
+  job: Job;
+  /** fail_ok: what the broker did with the job. */
+  failOutcome?: 'RETRY_SCHEDULED' | 'DEAD';
+  /** fail_ok with RETRY_SCHEDULED: when the retry is due (epoch ms). */
+  nextAttemptAtMs?: number;
+  /** ack_error / fail_error / ack_unknown / fail_unknown: the gRPC status code and its name. */
+  code?: number;
+  codeName?: string;
+  /** ack_error / fail_error: the refusal; ack_unknown / fail_unknown: the last error. */
+  error?: JobwireError;
+  /** fail_*: the error text sent to the broker, and its non_retryable and retry_after_ms. */
+  failText?: string;
+  nonRetryable?: boolean;
+  retryAfterMs?: number;
+  /** True when the lease was reported lost while the handler ran. */
+  leaseLost: boolean;
+}

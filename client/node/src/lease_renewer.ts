@@ -1,0 +1,93 @@
+/**
+ * Lease renewal of held jobs (docs/clients.md, Worker, Leases): the lease
+ * length of a delivery, and ExtendLease every third of it while the handler
+ * runs, each call with a deadline of at most that third. A FAILED_PRECONDITION
+ * / NOT_FOUND answer means the lease is lost: renewal stops and job.signal is
+ * aborted with a LeaseLostError.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { toNumber } from './codec';
+import { JobwireError, LeaseLostError, Status } from './errors';
+import { unary, type BrokerClient } from './proto';
+import type { HeldJob } from './held_job';
+import type { Logger } from './worker_options';
+import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
+import type { ExtendLeaseResponse__Output } from './generated/jobwire/v1/ExtendLeaseResponse';
+
+/** Broker default lease, the last guess of a broker that does not send ClaimedJob.lease_ms. */
+const BROKER_DEFAULT_LEASE_MS = 30_000;
+
+/**
+ * The lease length of a delivery: the broker's ClaimedJob.lease_ms. A broker
+ * older than that field sends 0: then `configuredMs` (the Worker's leaseMs),
+ * else (broker default) the claim's expiry minus the local clock, else 30 s.
+ */
+export function leaseLength(cj: ClaimedJob__Output, configuredMs: number | undefined, nowMs = Date.now()): number {
+  const granted = toNumber(cj.leaseMs);
+  if (granted > 0) return granted;
+  if (configuredMs !== undefined) return configuredMs;
+  const est = (toNumber(cj.leaseExpiresAtMs) || toNumber(cj.job?.leaseExpiresAtMs)) - nowMs;
+  return est >= 1000 && est <= 43_200_000 ? est : BROKER_DEFAULT_LEASE_MS;
+}
+
+export interface LeaseRenewerParams {
+  stub: BrokerClient;
+  metadata: () => grpc.Metadata;
+  /** Deadline cap of each call (WorkerOptions.timeoutMs). */
+  timeoutMs: number;
+  /** ExtendLeaseRequest.lease_ms: the Worker's leaseMs, 0 for the broker default. */
+  requestLeaseMs: number;
+  log: Logger | null;
+}
+
+/** Not thread-safe (one event loop); owned by one Worker run. */
+export class LeaseRenewer {
+  constructor(private readonly p: LeaseRenewerParams) {}
+
+  /** Renews h's lease every third of h.leaseMs until stop(h) or the lease is lost. */
+  start(h: HeldJob): void {
+    h.renewTimer = setInterval(() => void this.renew(h), this.intervalMs(h));
+  }
+
+  stop(h: HeldJob): void {
+    clearInterval(h.renewTimer);
+  }
+
+  /** Renewal period and deadline: a third of the lease (at least 1 ms). */
+  private intervalMs(h: HeldJob): number {
+    return Math.max(1, Math.floor(h.leaseMs / 3));
+  }
+
+  private async renew(h: HeldJob): Promise<void> {
+    // One renewal in flight at most: a slow ExtendLease is not stacked.
+    if (h.finished || h.leaseLost || h.abandoned || h.renewing) return;
+    h.renewing = true;
+    const sentAt = Date.now();
+    try {
+      const res = await unary<object, ExtendLeaseResponse__Output>(this.p.stub, 'ExtendLease', {
+        queue: h.job.queue, jobId: h.job.id, leaseToken: h.token, leaseMs: this.p.requestLeaseMs,
+      }, Math.min(this.p.timeoutMs, this.intervalMs(h)), this.p.metadata());
+      // The lease was extended at sentAt (even if the handler has returned
+      // meanwhile): that bounds the Ack / Fail retries.
+      h.localLeaseDeadline = Math.max(h.localLeaseDeadline, sentAt + h.leaseMs);
+      if (h.finished) return;
+      const exp = toNumber(res.leaseExpiresAtMs);
+      if (exp > 0) h.job.leaseExpiresAtMs = exp;
+    } catch (e) {
+      // A refusal arriving after the handler returned is ignored: the final
+      // Ack / Fail is already on its way and reports its own refusal.
+      if (h.finished || h.abandoned) return;
+      const err = JobwireError.from(e);
+      if (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND) {
+        h.leaseLost = true;
+        this.stop(h);
+        h.abort.abort(new LeaseLostError(h.job.queue, h.job.id, err));
+        this.p.log?.warn(`lease of job ${h.job.id} lost (${err.message}); renewal stopped`);
+      } else {
+        this.p.log?.warn(`ExtendLease of job ${h.job.id} failed (${err.message}); will retry`);
+      }
+    } finally {
+      h.renewing = false;
+    }
+  }
+}

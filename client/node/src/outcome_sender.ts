@@ -1,0 +1,118 @@
+/**
+ * Settling a held job (docs/clients.md, Worker): its Ack (through the
+ * AckCoalescer) or its Fail, retried on UNAVAILABLE / DEADLINE_EXCEEDED until
+ * the lease has ended by the worker's own estimate, and its final outcome
+ * reported (ack_ok / ack_error / ack_unknown, fail_ok / fail_error /
+ * fail_unknown).
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { AckCoalescer } from './ack_coalescer';
+import { toNumber } from './codec';
+import { JobwireError, Status } from './errors';
+import type { Failure } from './failure';
+import type { HeldJob } from './held_job';
+import type { Outcome } from './job';
+import { retryWait } from './lease_rules';
+import { unary, type BrokerClient } from './proto';
+import type { Logger } from './worker_options';
+import type { FailResponse__Output } from './generated/jobwire/v1/FailResponse';
+
+/** Backoff of Ack / Fail retries on UNAVAILABLE / DEADLINE_EXCEEDED: 100 ms doubling to 2 s, jittered. */
+const OUTCOME_RETRY_BASE_MS = 100;
+const OUTCOME_RETRY_MAX_MS = 2000;
+
+/** The Ack / Fail may be sent again (and its outcome is unknown if it never gets through). */
+function isRetryable(err: JobwireError): boolean {
+  return err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export interface OutcomeSenderParams {
+  stub: BrokerClient;
+  acks: AckCoalescer;
+  metadata: () => grpc.Metadata;
+  /** Deadline of each Fail call (WorkerOptions.timeoutMs). */
+  timeoutMs: number;
+  log: Logger | null;
+  /** Receives every final outcome. */
+  report: (o: Outcome) => void;
+}
+
+/** Not thread-safe (one event loop); owned by one Worker run. */
+export class OutcomeSender {
+  constructor(private readonly p: OutcomeSenderParams) {}
+
+  /** Acks h with result and reports the outcome; never rejects. */
+  async ack(h: HeldJob, result: Buffer): Promise<void> {
+    try {
+      // Through the coalescer (AckBatch); a retry queues this ack again, same token.
+      await this.withOutcomeRetry(h, () => this.p.acks.ack({
+        queue: h.job.queue, jobId: h.job.id, leaseToken: h.token, result,
+      }));
+      this.p.report({ kind: 'ack_ok', job: h.job, leaseLost: h.leaseLost });
+    } catch (e) {
+      const err = JobwireError.from(e);
+      const unknown = isRetryable(err);
+      this.p.log?.warn(unknown
+        ? `Ack of job ${h.job.id} unanswered when its lease ended (${err.message}); it may or may not be stored`
+        : `Ack of job ${h.job.id} refused: ${err.message}`);
+      this.p.report({
+        kind: unknown ? 'ack_unknown' : 'ack_error', job: h.job, code: err.code, codeName: err.codeName, error: err,
+        leaseLost: h.leaseLost,
+      });
+    }
+  }
+
+  /** Fails h as `failure` says and reports the outcome; never rejects. */
+  async fail(h: HeldJob, failure: Failure): Promise<void> {
+    const { text, nonRetryable, retryAfterMs } = failure;
+    try {
+      const res = await this.withOutcomeRetry(h, () => unary<object, FailResponse__Output>(this.p.stub, 'Fail', {
+        queue: h.job.queue, jobId: h.job.id, leaseToken: h.token, error: text, nonRetryable, retryAfterMs,
+      }, this.p.timeoutMs, this.p.metadata()));
+      const outcome = res.outcome === 'DEAD' ? 'DEAD' : 'RETRY_SCHEDULED';
+      this.p.report({
+        kind: 'fail_ok', job: h.job, failOutcome: outcome, nextAttemptAtMs: toNumber(res.nextAttemptAtMs),
+        failText: text, nonRetryable, retryAfterMs, leaseLost: h.leaseLost,
+      });
+    } catch (e) {
+      const err = JobwireError.from(e);
+      const unknown = isRetryable(err);
+      this.p.log?.warn(unknown
+        ? `Fail of job ${h.job.id} unanswered when its lease ended (${err.message}); it may or may not be stored`
+        : `Fail of job ${h.job.id} refused: ${err.message}`);
+      this.p.report({
+        kind: unknown ? 'fail_unknown' : 'fail_error', job: h.job, code: err.code, codeName: err.codeName, error: err,
+        failText: text, nonRetryable, retryAfterMs, leaseLost: h.leaseLost,
+      });
+    }
+  }
+
+  /**
+   * Runs an Ack or Fail, retrying on UNAVAILABLE / DEADLINE_EXCEEDED with
+   * backoff until the lease has ended by the local estimate, the last
+   * attempts just before and at its end (retryWait), or the stop grace is
+   * over. An UNAVAILABLE / DEADLINE_EXCEEDED error thrown means the outcome
+   * is unknown.
+   */
+  private async withOutcomeRetry<T>(h: HeldJob, call: () => Promise<T>): Promise<T> {
+    let attempt = 0;
+    for (;;) {
+      try {
+        return await call();
+      } catch (e) {
+        const err = JobwireError.from(e);
+        const retryable = isRetryable(err);
+        const cap = Math.min(OUTCOME_RETRY_MAX_MS, OUTCOME_RETRY_BASE_MS * 2 ** attempt);
+        const delay = Math.floor(cap / 2 + (Math.random() * cap) / 2);
+        attempt++;
+        if (!retryable || h.abandoned) throw err;
+        const wait = retryWait(delay, h.localLeaseDeadline - Date.now());
+        if (wait === undefined) throw err;
+        await sleep(wait);
+        if (h.abandoned) throw err;
+      }
+    }
+  }
+}

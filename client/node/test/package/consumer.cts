@@ -1,0 +1,10 @@
+// package_test.sh: type-checked (tsc --noEmit, module nodenext) against the
+// installed package's CommonJS types (exports "require" -> dist/index.d.ts).
+import jobwire = require('@jobwire/client');
+
+const client: jobwire.Client = new jobwire.Client({ address: '127.0.0.1:1' });
+const info: Promise<jobwire.JobInfo> = client.getJob('q', 'id');
+const state: jobwire.JobStateName = 'COMPLETED';
+const worker = new jobwire.Worker({ queues: ['q'] });
+worker.register('t', async (job: jobwire.Job) => job.payload);
+export = { info, state };

@@ -1,0 +1,54 @@
+"""How a handler's exception becomes a Fail, the same for both Workers
+(threaded and asyncio; docs/clients.md, Worker):
+
+- the error text is ``"<ErrorType>: <message>"``, cut to at most
+  MAX_ERROR_BYTES (64 KiB, the broker's limit) of UTF-8 at a character
+  boundary, nothing appended;
+- ``NonRetryableError`` sets ``non_retryable``;
+- ``RetryAfter`` sets ``retry_after_ms``, unless the exception is also a
+  ``NonRetryableError`` (non-retryable wins: no delay).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._errors import NonRetryableError, RetryAfter
+
+# FailRequest.error: at most this many bytes of UTF-8 (the broker's limit).
+MAX_ERROR_BYTES = 64 * 1024
+
+
+def cut_error_text(text: str) -> str:
+    """``text`` cut to its longest prefix of whole characters that is at
+    most MAX_ERROR_BYTES of UTF-8. A character UTF-8 cannot carry (a lone
+    surrogate) becomes ``?`` first: a Fail must be valid UTF-8."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= MAX_ERROR_BYTES:
+        return data.decode("utf-8")
+    end = MAX_ERROR_BYTES
+    while end > 0 and (data[end] & 0xC0) == 0x80:  # data[end] continues a character
+        end -= 1
+    return data[:end].decode("utf-8")
+
+
+def error_text(exc: BaseException) -> str:
+    """``"<ErrorType>: <message>"``, cut as ``cut_error_text`` says."""
+    return cut_error_text("%s: %s" % (type(exc).__name__, exc))
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The fields of the Fail a handler's exception gives."""
+
+    error: str
+    non_retryable: bool = False
+    retry_after_ms: int = 0
+
+
+def failure_of(exc: BaseException) -> Failure:
+    """The Fail for ``exc``, raised by a handler."""
+    non_retryable = isinstance(exc, NonRetryableError)
+    retry_after_ms = 0
+    if isinstance(exc, RetryAfter) and not non_retryable:
+        retry_after_ms = exc.retry_after_ms
+    return Failure(error_text(exc), non_retryable, retry_after_ms)

@@ -1,0 +1,171 @@
+"""The threaded Worker's final Ack / Fail of each job and the report of its
+outcome (docs/clients.md, Worker).
+
+Acks go through an ``AckCoalescer`` (AckBatch calls) without waiting for
+their answer; a Fail is a unary call on the handler's thread. Both are
+retried on UNAVAILABLE / DEADLINE_EXCEEDED until the lease has ended by the
+worker's own estimate (_lease_rules.retry_wait); an Ack's retries run on a
+handler thread, since the thread sending an AckBatch sleeps for no one.
+Every final outcome goes to the Worker's ``report``.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Callable, Optional
+
+import grpc
+
+from ._ack_coalescer import AckCoalescer, batch_sender
+from ._errors import JobwireError
+from ._failure import Failure
+from ._handler_pool import HandlerPool
+from ._lease_renewer import Lease
+from ._lease_rules import RETRYABLE, retry_wait
+from ._types import Job, Outcome
+from .v1 import broker_pb2 as pb
+
+log = logging.getLogger("jobwire.worker")
+
+
+class Settler:
+    """Settles the jobs of one Worker.
+
+    The Worker's callbacks: ``handled(lease)`` once the job stops counting
+    toward the concurrency (its final call is about to be sent);
+    ``settled()`` once its final call is answered or given up (the job's
+    slot frees); ``report(outcome)`` for every final outcome.
+
+    Thread safety: every method may be called from any thread; after
+    ``close()`` calls cut by the closing channel are abandoned, not
+    reported."""
+
+    def __init__(self, stub, metadata, pool: HandlerPool, timeout: float,
+                 report: Callable[[Outcome], None], handled: Callable[[Lease], None],
+                 settled: Callable[[], None]):
+        self._stub = stub
+        self._metadata = metadata
+        self._pool = pool
+        self._timeout = timeout
+        self.report = report
+        self._handled = handled
+        self._settled = settled
+        # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
+        self._acks = AckCoalescer(batch_sender(stub, metadata))
+        self._closed = False
+
+    def close(self) -> None:
+        """The worker's channel is closing: nothing more is reported."""
+        self._closed = True
+
+    # -- Ack ----------------------------------------------------------------
+    def ack(self, job: Job, lease: Lease, result: bytes) -> None:
+        """Queues the Ack without waiting for its answer (this thread may be
+        the one that sends it, and the Acks of other jobs with it); calls
+        ``settled()`` once it is answered or given up."""
+        req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
+        self._handled(lease)
+        self._acks.submit(req, self._timeout, lambda err: self._acked(job, lease, req, err))
+
+    def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError]) -> None:
+        # On the thread sending the AckBatch call: must not block.
+        if (err is not None and err.code in RETRYABLE and not self._closed
+                and time.monotonic() < lease.deadline):
+            # Retried with backoff on a handler thread (the sender sleeps for no one).
+            try:
+                self._pool.submit(self._retry_ack, job, lease, req)
+                return
+            except RuntimeError:  # the pool shut down meanwhile
+                pass
+        try:
+            self._report_ack(job, lease, err)
+        finally:
+            self._settled()
+
+    def _retry_ack(self, job: Job, lease: Lease, req) -> None:
+        try:
+            wait = retry_wait(random.uniform(0.05, 0.1), lease.deadline - time.monotonic())
+            if wait is not None:
+                time.sleep(wait)
+            ok, _, err = self._send_final(self._acks.ack, req, lease, delay=0.2)
+            if ok or err is not None:
+                self._report_ack(job, lease, err)
+        finally:
+            self._settled()
+
+    def _report_ack(self, job: Job, lease: Lease, err: Optional[JobwireError]) -> None:
+        if self._closed and err is not None:
+            return  # shut down meanwhile (the call was cut): abandoned
+        if err is None:
+            self.report(Outcome("ack_ok", job, lease_lost=lease.lost))
+        elif err.code in RETRYABLE:
+            log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
+                        "it may or may not be stored", job.queue, job.id, err)
+            self.report(Outcome("ack_unknown", job, code=err.code, error=err.message,
+                                lease_lost=lease.lost))
+        else:
+            log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
+            self.report(Outcome("ack_error", job, code=err.code, error=err.message,
+                                lease_lost=lease.lost))
+
+    # -- Fail ---------------------------------------------------------------
+    def fail(self, job: Job, lease: Lease, failure: Failure) -> None:
+        """Sends the Fail (retried as the module says) and reports its
+        outcome; returns once it is answered or given up. The caller calls
+        ``settled()``."""
+        req = pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=lease.token,
+                             error=failure.error, non_retryable=failure.non_retryable,
+                             retry_after_ms=failure.retry_after_ms)
+        ok, resp, err = self._send_final(self._unary_fail, req, lease)
+        if ok:
+            outcome = pb.FailResponse.Outcome.Name(resp.outcome)
+            self.report(Outcome("fail_ok", job, fail_outcome=outcome,
+                                next_attempt_at_ms=resp.next_attempt_at_ms, error=failure.error,
+                                lease_lost=lease.lost))
+        elif err is not None and err.code in RETRYABLE:
+            log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
+                        "it may or may not be stored", job.queue, job.id, err)
+            self.report(Outcome("fail_unknown", job, code=err.code, error=err.message,
+                                lease_lost=lease.lost))
+        elif err is not None:
+            log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
+            self.report(Outcome("fail_error", job, code=err.code, error=err.message,
+                                lease_lost=lease.lost))
+
+    def _unary_fail(self, request, timeout: float):
+        return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
+
+    # -- both ---------------------------------------------------------------
+    def _send_final(self, method, request, lease: Lease, delay: float = 0.1):
+        """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
+        DEADLINE_EXCEEDED until the lease (as last known) has ended, the last
+        attempt at its end (_lease_rules.retry_wait). Returns (ok, response,
+        JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
+        outcome is unknown; (False, None, None) when the worker was shut down
+        meanwhile."""
+        self._handled(lease)
+        first = True
+        while True:
+            timeout = self._timeout
+            if not first:
+                timeout = min(self._timeout, max(lease.deadline - time.monotonic(), 0.5))
+            first = False
+            try:
+                return True, method(request, timeout), None
+            except grpc.RpcError as e:
+                err = JobwireError.from_rpc_error(e)
+            except JobwireError as e:  # from the ack coalescer
+                err = e
+            except ValueError:  # channel closed after the grace: abandoned
+                return False, None, None
+            if self._closed:
+                return False, None, None
+            if err.code in RETRYABLE:
+                wait = retry_wait(random.uniform(delay / 2, delay),
+                                  lease.deadline - time.monotonic())
+                if wait is not None:
+                    time.sleep(wait)
+                    delay = min(delay * 2, 2.0)
+                    continue
+            return False, None, err
