@@ -46,25 +46,34 @@ TEST_F(HealthTest, UnknownServiceIsNotFound) {
             grpc::StatusCode::NOT_FOUND);
 }
 
+// The services a list_services request on `stream` answers (v1 and v1alpha
+// share the message shapes); empty when the stream fails.
+template <typename Request, typename Response, typename Stream>
+std::set<std::string> ListServices(Stream& stream) {
+  Request request;
+  request.set_list_services("");
+  Response response;
+  std::set<std::string> names;
+  if (!stream.Write(request) || !stream.Read(&response)) return names;
+  for (const auto& service : response.list_services_response().service()) {
+    names.insert(service.name());
+  }
+  return names;
+}
+
 TEST_F(HealthTest, ReflectionListsTheServices) {
   namespace refl = ::grpc::reflection::v1alpha;
   auto stub = refl::ServerReflection::NewStub(MakeChannel(broker_->address()));
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   auto stream = stub->ServerReflectionInfo(&ctx);
-  refl::ServerReflectionRequest request;
-  request.set_list_services("");
-  ASSERT_TRUE(stream->Write(request));
-  stream->WritesDone();
-  refl::ServerReflectionResponse response;
-  ASSERT_TRUE(stream->Read(&response));
-  std::set<std::string> names;
-  for (const auto& service : response.list_services_response().service()) {
-    names.insert(service.name());
-  }
+  std::set<std::string> names =
+      ListServices<refl::ServerReflectionRequest, refl::ServerReflectionResponse>(*stream);
   EXPECT_TRUE(names.contains(kBroker));
   EXPECT_TRUE(names.contains("grpc.health.v1.Health"));
   EXPECT_TRUE(names.contains("grpc.reflection.v1alpha.ServerReflection"));
+  stream->WritesDone();
+  refl::ServerReflectionResponse response;
   while (stream->Read(&response)) {
   }
   JW_EXPECT_OK(stream->Finish());
@@ -80,21 +89,16 @@ TEST_F(HealthTest, ReflectionV1ListsTheServicesAndServesTheContract) {
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   auto stream = stub->ServerReflectionInfo(&ctx);
 
-  refl::ServerReflectionRequest request;
-  request.set_list_services("");
-  ASSERT_TRUE(stream->Write(request));
-  refl::ServerReflectionResponse response;
-  ASSERT_TRUE(stream->Read(&response));
-  std::set<std::string> names;
-  for (const auto& service : response.list_services_response().service()) {
-    names.insert(service.name());
-  }
+  std::set<std::string> names =
+      ListServices<refl::ServerReflectionRequest, refl::ServerReflectionResponse>(*stream);
   for (const char* name : {kBroker, "jobwire.v1.Admin", "grpc.health.v1.Health",
                            "grpc.reflection.v1alpha.ServerReflection",
                            "grpc.reflection.v1.ServerReflection"}) {
     EXPECT_TRUE(names.contains(name)) << name;
   }
 
+  refl::ServerReflectionRequest request;
+  refl::ServerReflectionResponse response;
   request.set_file_containing_symbol("jobwire.v1.Admin.RetryDead");
   ASSERT_TRUE(stream->Write(request));
   ASSERT_TRUE(stream->Read(&response));
