@@ -1,46 +1,36 @@
 #include "client/cpp/worker.h"
 
-#include <cxxabi.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <exception>
 #include <deque>
+#include <exception>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <stop_token>
 #include <thread>
-#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cpp/ack_coalescer.h"
+#include "client/cpp/handler_errors.h"
+#include "client/cpp/lease_renewer.h"
+#include "client/cpp/lease_rules.h"
 
 namespace jobwire::client {
 namespace {
 
-constexpr char kNonRetryableUrl[] = "type.jobwire.dev/non-retryable";
 constexpr absl::Duration kInitialBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
-// The broker's lease limits, and its out-of-the-box default.
-constexpr absl::Duration kMinLease = absl::Seconds(1);
-constexpr absl::Duration kMaxLease = absl::Hours(12);
-constexpr absl::Duration kFallbackLease = absl::Seconds(30);
 // Ack / Fail retries: backoff from kInitialBackoff doubling to this.
 constexpr absl::Duration kMaxRetryBackoff = absl::Seconds(2);
-// The next-to-last Ack / Fail attempt goes out this long before the
-// estimated lease end, so that it reaches the broker while the lease holds;
-// the last one goes out at the end.
-constexpr absl::Duration kFinalLead = absl::Milliseconds(100);
 
 std::string DefaultWorkerId() {
   char host[256] = {0};
@@ -48,43 +38,8 @@ std::string DefaultWorkerId() {
   return absl::StrCat("cpp-", host, "-", getpid());
 }
 
-// The lease length of a job delivered with `claimed`: lease_ms when set, else
-// the broker's default as seen in lease_expires_at_ms at receipt (`now`).
-absl::Duration LeaseLength(int64_t lease_ms, const v1::ClaimedJob& claimed, absl::Time now) {
-  if (lease_ms > 0) return absl::Milliseconds(lease_ms);
-  absl::Duration derived = absl::Milliseconds(claimed.lease_expires_at_ms()) -
-                           (now - absl::UnixEpoch());
-  // Outside (0, 12 h]: a skewed clock or a bogus expiry; assume the default.
-  if (derived <= absl::ZeroDuration() || derived > kMaxLease) return kFallbackLease;
-  return std::max(derived, kMinLease);
-}
-
 bool Retryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
-}
-
-// The wait before the next Ack / Fail attempt after one answered
-// UNAVAILABLE / DEADLINE_EXCEEDED: `wait` (the jittered backoff), clipped so
-// that an attempt is made kFinalLead before the lease end and a last one at
-// the end. `left`: time until the estimated lease end. nullopt when the lease
-// has ended (no attempt is left: the outcome is unknown).
-std::optional<absl::Duration> RetryWait(absl::Duration wait, absl::Duration left) {
-  if (left <= absl::ZeroDuration()) return std::nullopt;
-  if (left > kFinalLead && wait >= left - kFinalLead) return left - kFinalLead;
-  return std::min(wait, left);
-}
-
-// How long ago the lease of a delivery ended, or nullopt while it lasts. It
-// has ended when the local wall clock is at or past `expires_at_ms` (epoch ms
-// on the Redis clock: this assumes the worker's and Redis's clocks agree to
-// well within a lease, e.g. NTP), or when `local_expiry` (the worker's own
-// estimate: receipt or last renewal plus the lease length) has passed.
-std::optional<absl::Duration> LeaseEndedAgo(absl::Time now, int64_t expires_at_ms,
-                                            absl::Time local_expiry) {
-  absl::Duration ago = now - local_expiry;
-  if (expires_at_ms > 0) ago = std::max(ago, now - absl::FromUnixMillis(expires_at_ms));
-  if (ago < absl::ZeroDuration()) return std::nullopt;
-  return ago;
 }
 
 // The outcome of an Ack / Fail (`verb`: "ack" or "fail") that ended with the
@@ -101,30 +56,22 @@ absl::Duration Jitter(absl::Duration limit) {
   return absl::Milliseconds(dist(rng));
 }
 
-std::string Demangle(const char* name) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> demangled(
-      abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-  return status == 0 ? std::string(demangled.get()) : std::string(name);
-}
-
-Job FromClaimed(const v1::ClaimedJob& claimed) {
-  const v1::Job& job = claimed.job();
-  return Job{job.id(),       job.queue(),        job.type(),
-             job.payload(),  job.attempts(),     job.max_attempts(),
-             claimed.lease_expires_at_ms()};
+// The job of `claimed`, whose lost-lease signal is raised through `lost`.
+Job FromClaimed(const v1::ClaimedJob& claimed, std::stop_source lost) {
+  const v1::Job& from = claimed.job();
+  Job job(std::move(lost));
+  job.id = from.id();
+  job.queue = from.queue();
+  job.type = from.type();
+  job.payload = from.payload();
+  job.attempt = from.attempts();
+  job.max_attempts = from.max_attempts();
+  job.lease_expires_at_ms = claimed.lease_expires_at_ms();
+  job.lease_ms = claimed.lease_ms();
+  return job;
 }
 
 }  // namespace
-
-absl::Status NonRetryable(absl::Status status) {
-  status.SetPayload(kNonRetryableUrl, absl::Cord("1"));
-  return status;
-}
-
-bool IsNonRetryable(const absl::Status& status) {
-  return status.GetPayload(kNonRetryableUrl).has_value();
-}
 
 // The worker proper. Run's threads hold a shared_ptr to it, so a handler
 // thread detached by ~Worker keeps everything it touches alive.
@@ -159,33 +106,12 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
     // first try's AckBatch call answered UNAVAILABLE / DEADLINE_EXCEEDED.
     std::optional<v1::AckRequest> retry_ack;
   };
-  // Lease bookkeeping of a delivered job, from receipt until it is settled,
-  // for renewal and the Ack retry limit.
-  struct Lease {
-    std::string queue;
-    std::string id;
-    absl::Duration length;
-    absl::Time expires;     // local estimate
-    absl::Time next_renew;  // expires - 2/3 of the lease
-    int64_t expires_at_ms;  // Redis clock: from the claim or the last renewal
-    bool lost = false;
-    bool abandoned = false;  // left behind after the grace: no renewal, no outcome
-  };
-  // A renewal to make, copied out of leases_.
-  struct Due {
-    std::string token;
-    std::string queue;
-    std::string id;
-    absl::Duration length;
-  };
 
   // Claim streams, one after another, until Stop. Returns the fatal error.
   absl::Status StreamLoop();
   // Registers the leases of the jobs of a stream message and queues them.
   void Receive(const v1::ClaimResponse& message);
   void HandlerThread(size_t index);
-  void RenewThread();
-  void Renew(const Due& due);
   void Process(Task task);
   // Drops the delivery of `task` if its lease has ended (no handler, no Ack
   // / Fail: the broker delivers the job again); returns whether it did.
@@ -201,9 +127,6 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void Fail(const Task& task, const absl::Status& failure);
   // Reports the final outcome and releases the job's slot.
   void Settled(const Task& task, const Outcome& outcome);
-  // The local estimate of the expiry of the lease under `token`, or
-  // InfinitePast when it is settled or abandoned.
-  absl::Time LeaseExpiry(const std::string& token);
   // Repeats `call` while it answers UNAVAILABLE / DEADLINE_EXCEEDED and the
   // lease under `token` lasts and is not abandoned, the last attempts just
   // before and at the lease end (RetryWait). An UNAVAILABLE /
@@ -215,7 +138,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // Marks the leases of every unsettled job abandoned and drops the jobs not
   // started yet. Returns how many jobs were abandoned.
   int AbandonAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Log(const std::string& line);
+  void Log(const std::string& line) const;
 
   const WorkerOptions options_;
   const std::string worker_id_;
@@ -223,6 +146,8 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // Every Ack goes through it (AckBatch calls); a handler thread whose ack
   // finds a call in flight returns to work without waiting for the answer.
   AckCoalescer acks_{&client_};
+  // Every delivered job's lease, from receipt until the job is settled.
+  LeaseRenewer leases_{&client_, [this](const std::string& line) { Log(line); }};
   absl::flat_hash_map<std::string, Handler> handlers_;
 
   absl::Mutex mu_;
@@ -232,12 +157,11 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   int reporting_ ABSL_GUARDED_BY(mu_) = 0;      // Report calls in progress
   int64_t expired_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by lease token
   grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   // in_task_[i]: thread i is working on a task (handler, Ack / Fail).
   std::vector<bool> in_task_ ABSL_GUARDED_BY(mu_);
 
-  std::vector<std::thread> threads_;  // handler threads, then the renewal thread
+  std::vector<std::thread> threads_;  // handler threads
 };
 
 Worker::Worker(WorkerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
@@ -278,9 +202,10 @@ void Worker::Impl::Release() {
       threads_[i].join();
     }
   }
+  leases_.Join();
 }
 
-void Worker::Impl::Log(const std::string& line) {
+void Worker::Impl::Log(const std::string& line) const {
   if (options_.log) {
     options_.log(line);
   } else {
@@ -302,7 +227,7 @@ absl::Status Worker::Impl::Run() {
   for (size_t i = 0; i < concurrency; ++i) {
     threads_.emplace_back([self, i] { self->HandlerThread(i); });
   }
-  threads_.emplace_back([self] { self->RenewThread(); });
+  leases_.Start();
 
   absl::Status status = StreamLoop();
 
@@ -319,22 +244,19 @@ absl::Status Worker::Impl::Run() {
     mu_.Await(absl::Condition(&quiet));
   }
   shutdown_ = true;
+  leases_.Shutdown();
   return status;
 }
 
 int Worker::Impl::AbandonAll() {
   int abandoned = 0;
   for (const Task& task : tasks_) {  // delivered, never started
-    leases_.erase(task.lease_token);
+    leases_.Remove(task.lease_token);
     --running_;
     ++abandoned;
   }
   tasks_.clear();
-  for (auto& [token, lease] : leases_) {
-    if (!lease.abandoned) ++abandoned;
-    lease.abandoned = true;
-  }
-  return abandoned;
+  return abandoned + leases_.AbandonAll();
 }
 
 absl::Status Worker::Impl::StreamLoop() {
@@ -387,14 +309,17 @@ void Worker::Impl::Receive(const v1::ClaimResponse& message) {
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   for (const v1::ClaimedJob& claimed : message.jobs()) {
-    const absl::Duration length = LeaseLength(options_.lease_ms, claimed, now);
-    Task task{FromClaimed(claimed), claimed.lease_token(), std::nullopt};
+    std::stop_source lost;
+    Task task{FromClaimed(claimed, lost), claimed.lease_token(), std::nullopt};
     ++running_;
-    // Registered before the job is queued, so that it is renewed while it
-    // waits for a handler thread too.
-    Lease lease{task.job.queue, task.job.id, length, now + length, now + length / 3,
-                claimed.lease_expires_at_ms()};
-    leases_[task.lease_token] = std::move(lease);
+    // Kept before the job is queued, so that it is renewed while it waits
+    // for a handler thread too.
+    leases_.Add(task.lease_token,
+                LeaseRenewer::Lease{task.job.queue, task.job.id,
+                                    LeaseLength(claimed, options_.lease_ms, now),
+                                    RenewLeaseMs(claimed, options_.lease_ms),
+                                    claimed.lease_expires_at_ms(), std::move(lost)},
+                now);
     tasks_.push_back(std::move(task));
   }
 }
@@ -426,10 +351,10 @@ void Worker::Impl::Process(Task task) {
   }
   if (DropIfExpired(task)) return;
   absl::StatusOr<std::string> result = RunHandler(task);
-  if (LeaseExpiry(task.lease_token) == absl::InfinitePast()) {
+  if (leases_.Expiry(task.lease_token) == absl::InfinitePast()) {
     // Abandoned after the grace: left to expire, so that the broker retries it.
     absl::MutexLock lock(&mu_);
-    leases_.erase(task.lease_token);
+    leases_.Remove(task.lease_token);
     --running_;
     return;
   }
@@ -444,9 +369,7 @@ bool Worker::Impl::DropIfExpired(const Task& task) {
   std::optional<absl::Duration> ago;
   {
     absl::MutexLock lock(&mu_);
-    auto it = leases_.find(task.lease_token);
-    if (it == leases_.end() || it->second.abandoned) return false;
-    ago = LeaseEndedAgo(absl::Now(), it->second.expires_at_ms, it->second.expires);
+    ago = leases_.EndedAgo(task.lease_token, absl::Now());
     if (!ago.has_value()) return false;
     ++expired_dropped_;
   }
@@ -458,7 +381,7 @@ bool Worker::Impl::DropIfExpired(const Task& task) {
     if (options_.on_outcome) options_.on_outcome(job, Outcome{"expired_dropped", ""});
   });
   absl::MutexLock lock(&mu_);
-  leases_.erase(task.lease_token);
+  leases_.Remove(task.lease_token);
   --running_;
   return true;
 }
@@ -476,13 +399,9 @@ absl::StatusOr<std::string> Worker::Impl::RunHandler(const Task& task) {
   try {
     absl::StatusOr<std::string> result = it->second(job);
     if (result.ok()) return result;
-    // "<CODE>: <message>", keeping the non-retryable mark.
-    absl::Status failure(result.status().code(),
-                         absl::StrCat(absl::StatusCodeToString(result.status().code()), ": ",
-                                      result.status().message()));
-    return IsNonRetryable(result.status()) ? NonRetryable(failure) : failure;
+    return HandlerFailure(result.status());
   } catch (const std::exception& e) {
-    return absl::UnknownError(absl::StrCat(Demangle(typeid(e).name()), ": ", e.what()));
+    return ExceptionFailure(e);
   } catch (...) {
     return absl::UnknownError("unknown exception: (not a std::exception)");
   }
@@ -501,7 +420,7 @@ void Worker::Impl::Ack(Task task, std::string result) {
 }
 
 void Worker::Impl::OnAcked(Task task, const absl::Status& status, v1::AckRequest request) {
-  if (Retryable(status) && absl::Now() < LeaseExpiry(task.lease_token)) {
+  if (Retryable(status) && absl::Now() < leases_.Expiry(task.lease_token)) {
     // Retried by a handler thread, so that this one (sending other acks)
     // never sleeps in a backoff.
     task.retry_ack = std::move(request);
@@ -514,7 +433,7 @@ void Worker::Impl::OnAcked(Task task, const absl::Status& status, v1::AckRequest
 
 void Worker::Impl::RetryAck(const Task& task) {
   std::optional<absl::Duration> wait =
-      RetryWait(Jitter(kInitialBackoff), LeaseExpiry(task.lease_token) - absl::Now());
+      RetryWait(Jitter(kInitialBackoff), leases_.Expiry(task.lease_token) - absl::Now());
   if (wait.has_value()) absl::SleepFor(*wait);
   absl::Status status = Retry(task.lease_token, [&] { return acks_.AckAndWait(*task.retry_ack); });
   Settled(task, status.ok() ? Outcome{"ack_ok", ""} : Unsettled("ack", status));
@@ -526,9 +445,7 @@ void Worker::Impl::Fail(const Task& task, const absl::Status& failure) {
   request.set_queue(job.queue);
   request.set_job_id(job.id);
   request.set_lease_token(task.lease_token);
-  // The handler's text is "<CODE>: <message>" already (or the exception's).
-  request.set_error(std::string(failure.message()));
-  request.set_non_retryable(IsNonRetryable(failure));
+  SetFailure(failure, &request);
   absl::StatusOr<v1::FailResponse> response;
   absl::Status status = Retry(task.lease_token, [&] {
     response = client_.Fail(request);
@@ -552,22 +469,14 @@ void Worker::Impl::Settled(const Task& task, const Outcome& outcome) {
     if (options_.on_outcome) options_.on_outcome(job, outcome);
   });
   absl::MutexLock lock(&mu_);
-  leases_.erase(task.lease_token);
+  leases_.Remove(task.lease_token);
   --running_;
-}
-
-absl::Time Worker::Impl::LeaseExpiry(const std::string& token) {
-  absl::MutexLock lock(&mu_);
-  auto it = leases_.find(token);
-  if (it == leases_.end() || it->second.abandoned) return absl::InfinitePast();
-  return it->second.expires;
 }
 
 void Worker::Impl::Report(const std::string& token, const std::function<void()>& report) {
   {
     absl::MutexLock lock(&mu_);
-    auto it = leases_.find(token);
-    if (it != leases_.end() && it->second.abandoned) return;
+    if (leases_.Abandoned(token)) return;
     ++reporting_;
   }
   report();
@@ -583,63 +492,10 @@ absl::Status Worker::Impl::Retry(const std::string& token,
     if (!Retryable(status)) return status;
     // Abandoned or settled: InfinitePast, no attempt left.
     std::optional<absl::Duration> wait =
-        RetryWait(Jitter(backoff), LeaseExpiry(token) - absl::Now());
+        RetryWait(Jitter(backoff), leases_.Expiry(token) - absl::Now());
     if (!wait.has_value()) return status;
     absl::SleepFor(*wait);
     backoff = std::min(backoff * 2, kMaxRetryBackoff);
-  }
-}
-
-void Worker::Impl::RenewThread() {
-  while (true) {
-    std::vector<Due> due;
-    {
-      absl::MutexLock lock(&mu_);
-      absl::Time wake = absl::Now() + absl::Milliseconds(200);
-      for (const auto& [token, lease] : leases_) {
-        if (!lease.lost && !lease.abandoned) wake = std::min(wake, lease.next_renew);
-      }
-      mu_.AwaitWithDeadline(absl::Condition(&shutdown_), wake);
-      if (shutdown_) return;
-      absl::Time now = absl::Now();
-      for (const auto& [token, lease] : leases_) {
-        if (lease.lost || lease.abandoned || lease.next_renew > now) continue;
-        due.push_back(Due{token, lease.queue, lease.id, lease.length});
-      }
-    }
-    // Each renewal has a deadline of at most a third of its lease, and they
-    // run side by side, so a hung call delays no other lease past its expiry.
-    if (due.size() == 1) {
-      Renew(due[0]);
-    } else {
-      std::vector<std::thread> calls;
-      calls.reserve(due.size());
-      for (const Due& d : due) calls.emplace_back([this, &d] { Renew(d); });
-      for (std::thread& call : calls) call.join();
-    }
-  }
-}
-
-void Worker::Impl::Renew(const Due& due) {
-  const absl::Time sent = absl::Now();
-  // lease_ms 0 asks the broker for its default again.
-  absl::StatusOr<int64_t> renewed = client_.ExtendLease(due.queue, due.id, due.token,
-                                                        options_.lease_ms, due.length / 3);
-  absl::MutexLock lock(&mu_);
-  auto it = leases_.find(due.token);
-  if (it == leases_.end() || it->second.abandoned) return;
-  Lease& lease = it->second;
-  if (renewed.ok()) {
-    lease.expires = sent + lease.length;
-    lease.expires_at_ms = *renewed;
-    lease.next_renew = sent + lease.length / 3;
-  } else if (absl::IsFailedPrecondition(renewed.status()) || absl::IsNotFound(renewed.status())) {
-    lease.lost = true;
-    Log(absl::StrCat("lease of job ", due.queue, "/", due.id, " lost: ",
-                     renewed.status().message()));
-  } else {
-    // Transient: try again soon, while the lease may still be alive.
-    lease.next_renew = absl::Now() + std::min(lease.length / 6, absl::Seconds(1));
   }
 }
 

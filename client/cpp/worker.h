@@ -1,7 +1,8 @@
 // jobwire C++ worker: runs registered handlers on jobs pushed over a Claim
 // stream, with the behaviour every client shares (docs/clients.md):
 // max_in_flight = free handler slots, lease renewal every lease / 3 from
-// delivery until the job is settled, Ack / Fail retried on UNAVAILABLE until
+// delivery until the job is settled (a lost lease is signalled to the handler:
+// Job::lease_lost, Job::stop_token), Ack / Fail retried on UNAVAILABLE until
 // the lease ends (ack_unknown / fail_unknown when still unanswered then),
 // deliveries whose lease has ended before their handler starts dropped,
 // stream reconnect with jittered backoff, graceful Stop that
@@ -22,6 +23,7 @@
 #ifndef JOBWIRE_CLIENT_CPP_WORKER_H_
 #define JOBWIRE_CLIENT_CPP_WORKER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,19 +33,39 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "client/cpp/client.h"
-#include "client/cpp/job.h"
+// Beside this header, in the tree (client/cpp/) and installed (include/jobwire/).
+#include "client.h"
+#include "job.h"
 
 namespace jobwire::client {
 
 // A handler returns the result bytes to Ack with, or an error to Fail with
-// (text "<CODE>: <message>"). A thrown exception fails the job with
-// "<exception type>: <what()>".
+// (text "<CODE>: <message>"; see NonRetryable and RetryAfter). A thrown
+// exception fails the job with "<exception type>: <what()>". The error text
+// is cut to kMaxErrorBytes at a UTF-8 character boundary.
 using Handler = std::function<absl::StatusOr<std::string>(const Job&)>;
 
 // Marks `status` so that the job fails straight to DEAD (non_retryable).
 absl::Status NonRetryable(absl::Status status);
 bool IsNonRetryable(const absl::Status& status);
+
+// The longest delay RetryAfter sends: the broker's limit, 7 days.
+inline constexpr int64_t kMaxRetryAfterMs = 604800000;
+
+// Marks `status` so that the job is retried after exactly `delay` instead of
+// the backoff (FailRequest.retry_after_ms): `delay` rounded up to a whole ms,
+// at least 1 ms, at most kMaxRetryAfterMs. The mark is a payload on the
+// status (type URL "type.jobwire.dev/retry_after_ms", the decimal ms). A
+// status also marked NonRetryable goes to DEAD: non_retryable wins.
+//
+//   return RetryAfter(absl::UnavailableError("rate limited"), absl::Seconds(30));
+absl::Status RetryAfter(absl::Status status, absl::Duration delay);
+// The delay of a status marked by RetryAfter, in ms (1..kMaxRetryAfterMs),
+// or 0 when it is not marked.
+int64_t RetryAfterMs(const absl::Status& status);
+
+// The longest Fail error text, in bytes: the broker's limit, 64 KiB.
+inline constexpr size_t kMaxErrorBytes = 65536;
 
 // The final outcome of one delivered job, as reported to on_outcome.
 struct Outcome {
@@ -76,11 +98,13 @@ struct WorkerOptions {
   // Handlers running at once. REQUIRES: >= 1.
   int concurrency = 1;
   // Lease per job, 1000..43200000 ms; 0 means the broker's default lease
-  // (30 s out of the box). With 0, each job's lease length is taken from its
-  // lease_expires_at_ms minus the local time at receipt (at least 1 s; 30 s
-  // when that is not positive or above 12 h, e.g. on a skewed clock) and
-  // renewals ask for the broker default again. Leases are renewed every length / 3 from receipt until the
-  // job is settled, also while it waits for a free handler thread.
+  // (30 s out of the box). Each job's lease length is the one the broker
+  // granted (ClaimedJob.lease_ms, Job::lease_ms), and renewals ask for it
+  // again. Only from a broker older than that field (lease_ms 0) is it this
+  // lease_ms, or with 0 the job's lease_expires_at_ms minus the local time at
+  // receipt (at least 1 s; 30 s when that is not positive or above 12 h, e.g.
+  // on a skewed clock). Leases are renewed every length / 3 from receipt
+  // until the job is settled, also while it waits for a free handler thread.
   // REQUIRES: >= 0 (Run returns INVALID_ARGUMENT otherwise).
   int64_t lease_ms = 0;
   // Empty means "cpp-<host>-<pid>".

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,8 +14,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "client/cpp/lease_rules.h"
 #include "client/cpp/worker_test_util.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "jobwire/v1/admin.grpc.pb.h"
 #include "tests/fault_proxy.h"
 #include "tests/job_record.h"
 #include "tests/test_harness.h"
@@ -109,6 +113,13 @@ class WorkerTest : public BrokerTest {
 class WorkerShortDefaultLeaseTest : public WorkerTest {
  protected:
   WorkerShortDefaultLeaseTest() : WorkerTest({"--default_lease_ms=3000"}) {}
+};
+
+// A broker whose default lease is 1.5 s.
+class WorkerBrokerLeaseTest : public WorkerTest {
+ protected:
+  static constexpr int64_t kDefaultLeaseMs = 1500;
+  WorkerBrokerLeaseTest() : WorkerTest({absl::StrCat("--default_lease_ms=", kDefaultLeaseMs)}) {}
 };
 
 TEST_F(WorkerTest, AcksWithTheHandlersResult) {
@@ -503,6 +514,197 @@ TEST_F(WorkerShortDefaultLeaseTest, RenewsTheBrokersDefaultLease) {
   const int64_t zadds = ZaddCalls() - zadds_before;
   EXPECT_GE(zadds, 4);
   EXPECT_LE(zadds, 15);
+}
+
+// The lease the broker granted (here its default: the worker asks for none)
+// reaches the handler as job.lease_ms, and it is the length renewed: a
+// handler running 2.5 leases keeps its lease and is acked on its first run.
+TEST_F(WorkerBrokerLeaseTest, UsesTheLeaseTheBrokerGranted) {
+  EnqueueOptions once;
+  once.max_attempts = 1;  // a lost lease would kill the job
+  std::string id = MustEnqueue("long", "{}", once);
+  std::atomic<int64_t> seen_lease_ms{-1};
+  RunningWorker worker(Options(1, /*lease_ms=*/0),
+                       {{"long", [&](const Job& job) -> absl::StatusOr<std::string> {
+                          seen_lease_ms = job.lease_ms;
+                          absl::SleepFor(absl::Milliseconds(kDefaultLeaseMs * 5 / 2));
+                          return std::string("done");
+                        }}});
+  v1::Job job = WaitForState(id, kCompleted);
+  EXPECT_EQ(job.attempts(), 1);
+  EXPECT_EQ(job.result(), "done");
+  EXPECT_EQ(outcomes_.WaitFor(1), (std::vector<std::string>{id + " 1 ack_ok"}));
+  EXPECT_EQ(seen_lease_ms.load(), kDefaultLeaseMs);
+}
+
+// The Worker's own lease_ms is what the broker grants, and what job.lease_ms
+// shows.
+TEST_F(WorkerBrokerLeaseTest, JobLeaseMsIsTheWorkersLease) {
+  std::string id = MustEnqueue("t");
+  std::atomic<int64_t> seen_lease_ms{-1};
+  RunningWorker worker(Options(1, /*lease_ms=*/2000),
+                       {{"t", [&](const Job& job) -> absl::StatusOr<std::string> {
+                          seen_lease_ms = job.lease_ms;
+                          return std::string();
+                        }}});
+  WaitForState(id, kCompleted);
+  EXPECT_EQ(seen_lease_ms.load(), 2000);
+}
+
+// A 100 KiB error text of 4-byte characters is cut to the longest
+// whole-character prefix of at most 64 KiB: "INTERNAL: " is 10 bytes, so
+// 65534 bytes (65536 would split a character).
+TEST_F(WorkerTest, TheErrorTextIsCutAtACharacterBoundaryWithin64KiB) {
+  std::string message;
+  while (message.size() < 100 * 1024) message += "\xF0\x9F\x98\x80";  // U+1F600
+  const std::string text = "INTERNAL: " + message;
+  std::string id = MustEnqueue("long-error");
+  RunningWorker worker(Options(), {{"long-error", [&](const Job&) -> absl::StatusOr<std::string> {
+                                      return NonRetryable(absl::InternalError(message));
+                                    }}});
+  v1::Job dead = WaitForState(id, kDead);
+  EXPECT_EQ(outcomes_.WaitFor(1), (std::vector<std::string>{id + " 1 fail_ok DEAD"}));
+  ASSERT_EQ(dead.error().size(), 65534u);
+  EXPECT_EQ(dead.error(), text.substr(0, 65534));
+}
+
+// The granted lease wins over every guess: here the Redis clock runs a
+// minute ahead of the worker's, so lease_expires_at_ms minus the local clock
+// reads 61.5 s. Only a broker older than ClaimedJob.lease_ms leaves a guess.
+TEST(LeaseRulesTest, TheLeaseLengthIsTheGrantedOne) {
+  const absl::Time now = absl::FromUnixMillis(1'800'000'000'000);
+  v1::ClaimedJob skewed;
+  skewed.set_lease_expires_at_ms(absl::ToUnixMillis(now) + 60000 + 1500);
+  skewed.set_lease_ms(1500);
+  EXPECT_EQ(LeaseLength(skewed, /*worker_lease_ms=*/0, now), absl::Milliseconds(1500));
+  EXPECT_EQ(LeaseLength(skewed, /*worker_lease_ms=*/2000, now), absl::Milliseconds(1500));
+  EXPECT_EQ(RenewLeaseMs(skewed, 0), 1500);
+  EXPECT_EQ(RenewLeaseMs(skewed, 2000), 1500);
+
+  v1::ClaimedJob old_broker = skewed;
+  old_broker.set_lease_ms(0);
+  EXPECT_EQ(LeaseLength(old_broker, 2000, now), absl::Milliseconds(2000));
+  EXPECT_EQ(LeaseLength(old_broker, 0, now), absl::Milliseconds(61500));
+  EXPECT_EQ(RenewLeaseMs(old_broker, 2000), 2000);
+  EXPECT_EQ(RenewLeaseMs(old_broker, 0), 0);
+  old_broker.set_lease_expires_at_ms(absl::ToUnixMillis(now) - 10);  // behind: the default
+  EXPECT_EQ(LeaseLength(old_broker, 0, now), kFallbackLease);
+}
+
+TEST(RetryAfterTest, MarksTheDelayInWholeMilliseconds) {
+  EXPECT_EQ(RetryAfterMs(absl::InternalError("plain")), 0);
+  absl::Status marked = RetryAfter(absl::UnavailableError("busy"), absl::Microseconds(1500));
+  EXPECT_EQ(marked.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(marked.message(), "busy");
+  EXPECT_EQ(RetryAfterMs(marked), 2);  // rounded up
+  EXPECT_EQ(std::string(*marked.GetPayload("type.jobwire.dev/retry_after_ms")), "2");
+  EXPECT_EQ(RetryAfterMs(RetryAfter(absl::InternalError(""), absl::Seconds(3))), 3000);
+  EXPECT_EQ(RetryAfterMs(RetryAfter(absl::InternalError(""), absl::ZeroDuration())), 1);
+  EXPECT_EQ(RetryAfterMs(RetryAfter(absl::InternalError(""), absl::Seconds(-5))), 1);
+  EXPECT_EQ(RetryAfterMs(RetryAfter(absl::InternalError(""), absl::Hours(24 * 30))),
+            kMaxRetryAfterMs);
+  EXPECT_EQ(RetryAfterMs(RetryAfter(absl::InternalError(""), absl::InfiniteDuration())),
+            604800000);
+  absl::Status both = NonRetryable(RetryAfter(absl::InternalError("x"), absl::Seconds(1)));
+  EXPECT_TRUE(IsNonRetryable(both));
+  EXPECT_EQ(RetryAfterMs(both), 1000);
+}
+
+// A RetryAfter failure is retried after exactly that delay, not the backoff
+// (10 minutes here), and counts one attempt; non_retryable wins over it.
+TEST_F(WorkerTest, RetryAfterSchedulesTheRetryAfterTheDelay) {
+  constexpr int64_t kDelayMs = 1500;
+  EnqueueOptions slow_backoff;
+  slow_backoff.max_attempts = 3;
+  slow_backoff.backoff_base_ms = 600000;
+  slow_backoff.backoff_max_ms = 600000;
+  std::string id = MustEnqueue("later", "{}", slow_backoff);
+  std::string dead_id = MustEnqueue("never", "{}", slow_backoff);
+  std::atomic<int64_t> failed_at_ms{0};
+  std::atomic<int64_t> second_run_at_ms{0};
+  RunningWorker worker(
+      Options(1),
+      {{"later",
+        [&](const Job& job) -> absl::StatusOr<std::string> {
+          if (job.attempt == 1) {
+            failed_at_ms = absl::ToUnixMillis(absl::Now());
+            return RetryAfter(absl::UnavailableError("busy"), absl::Milliseconds(kDelayMs));
+          }
+          second_run_at_ms = absl::ToUnixMillis(absl::Now());
+          return std::string("second");
+        }},
+       {"never", [](const Job&) -> absl::StatusOr<std::string> {
+          return NonRetryable(
+              RetryAfter(absl::InvalidArgumentError("bad"), absl::Milliseconds(kDelayMs)));
+        }}});
+  v1::Job dead = WaitForState(dead_id, kDead);
+  EXPECT_EQ(dead.attempts(), 1);
+  EXPECT_EQ(dead.error(), "INVALID_ARGUMENT: bad");
+
+  // The retry, scheduled: due kDelayMs after the failure.
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  absl::StatusOr<v1::Job> pending;
+  do {
+    pending = client_->GetJob("q", id);
+    if (pending.ok() && pending->state() == kPending && pending->attempts() == 1) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  } while (absl::Now() < deadline);
+  const int64_t seen_at_ms = absl::ToUnixMillis(absl::Now());
+  JW_ASSERT_OK(pending.status());
+  ASSERT_EQ(pending->state(), kPending) << pending->DebugString();
+  EXPECT_EQ(pending->attempts(), 1);
+  EXPECT_EQ(pending->error(), "UNAVAILABLE: busy");
+  EXPECT_GE(pending->available_at_ms(), failed_at_ms + kDelayMs);
+  EXPECT_LE(pending->available_at_ms(), seen_at_ms + kDelayMs);
+
+  v1::Job job = WaitForState(id, kCompleted);
+  EXPECT_EQ(job.attempts(), 2);
+  EXPECT_EQ(job.result(), "second");
+  EXPECT_GE(second_run_at_ms - failed_at_ms, kDelayMs);
+  EXPECT_LT(second_run_at_ms - failed_at_ms, kDelayMs + 2000);
+}
+
+// A lease lost while the handler runs (here: the job is deleted through the
+// Admin API, so the next ExtendLease answers NOT_FOUND) is signalled to the
+// handler at once: job.lease_lost() and job.stop_token(). The final Ack is
+// still sent, and its refusal reported.
+TEST_F(WorkerTest, ALostLeaseIsSignalledToTheRunningHandler) {
+  std::string id = MustEnqueue("waits");
+  absl::Notification started;
+  std::atomic<bool> lost_at_start{true};
+  std::atomic<bool> signalled{false};
+  std::atomic<bool> lost_at_end{false};
+  std::atomic<int64_t> signalled_at_ms{0};
+  WorkerOptions options = Options(1, /*lease_ms=*/1500);  // renewed every 500 ms
+  options.log = [](const std::string&) {};
+  RunningWorker worker(options, {{"waits", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                    lost_at_start = job.lease_lost();
+                                    absl::Notification lost;
+                                    std::stop_callback on_lost(job.stop_token(),
+                                                               [&] { lost.Notify(); });
+                                    started.Notify();
+                                    signalled = lost.WaitForNotificationWithTimeout(
+                                        absl::Seconds(10));
+                                    signalled_at_ms = absl::ToUnixMillis(absl::Now());
+                                    lost_at_end = job.lease_lost();
+                                    return std::string("too late");
+                                  }}});
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  std::unique_ptr<v1::Admin::Stub> admin = v1::Admin::NewStub(broker_->channel());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::DeleteJobRequest request;
+  request.set_queue("q");
+  request.set_job_id(id);
+  v1::DeleteJobResponse response;
+  const int64_t deleted_at_ms = absl::ToUnixMillis(absl::Now());
+  ASSERT_TRUE(admin->DeleteJob(&context, request, &response).ok());
+
+  EXPECT_EQ(outcomes_.WaitFor(1), (std::vector<std::string>{id + " 1 ack_error NOT_FOUND"}));
+  EXPECT_FALSE(lost_at_start.load());
+  EXPECT_TRUE(signalled.load());
+  EXPECT_TRUE(lost_at_end.load());
+  EXPECT_LT(signalled_at_ms - deleted_at_ms, 1000);
 }
 
 // Rejected by the worker itself, before it contacts any broker.

@@ -1,0 +1,89 @@
+#include "client/cpp/handler_errors.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <typeinfo>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "client/cpp/worker.h"
+
+namespace jobwire::client {
+namespace {
+
+constexpr char kNonRetryableUrl[] = "type.jobwire.dev/non-retryable";
+constexpr char kRetryAfterUrl[] = "type.jobwire.dev/retry_after_ms";
+
+std::string Demangle(const char* name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 ? std::string(demangled.get()) : std::string(name);
+}
+
+}  // namespace
+
+absl::Status NonRetryable(absl::Status status) {
+  status.SetPayload(kNonRetryableUrl, absl::Cord("1"));
+  return status;
+}
+
+bool IsNonRetryable(const absl::Status& status) {
+  return status.GetPayload(kNonRetryableUrl).has_value();
+}
+
+absl::Status RetryAfter(absl::Status status, absl::Duration delay) {
+  int64_t ms = kMaxRetryAfterMs;
+  if (delay < absl::Milliseconds(kMaxRetryAfterMs)) {
+    ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(absl::Ceil(delay, absl::Milliseconds(1))));
+  }
+  status.SetPayload(kRetryAfterUrl, absl::Cord(absl::StrCat(ms)));
+  return status;
+}
+
+int64_t RetryAfterMs(const absl::Status& status) {
+  auto payload = status.GetPayload(kRetryAfterUrl);
+  int64_t ms = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &ms)) return 0;
+  return std::clamp<int64_t>(ms, 1, kMaxRetryAfterMs);
+}
+
+absl::Status HandlerFailure(const absl::Status& status) {
+  absl::Status failure(status.code(), absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                                                   status.message()));
+  if (IsNonRetryable(status)) failure = NonRetryable(std::move(failure));
+  if (int64_t ms = RetryAfterMs(status); ms > 0) {
+    failure = RetryAfter(std::move(failure), absl::Milliseconds(ms));
+  }
+  return failure;
+}
+
+absl::Status ExceptionFailure(const std::exception& e) {
+  return absl::UnknownError(absl::StrCat(Demangle(typeid(e).name()), ": ", e.what()));
+}
+
+std::string TruncateErrorText(absl::string_view text) {
+  if (text.size() <= kMaxErrorBytes) return std::string(text);
+  size_t end = kMaxErrorBytes;
+  // Back over the continuation bytes (10xxxxxx) of the character that
+  // straddles the limit, to its first byte; at most 3 of them in UTF-8.
+  for (int i = 0; i < 3 && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80;
+       ++i) {
+    --end;
+  }
+  return std::string(text.substr(0, end));
+}
+
+void SetFailure(const absl::Status& failure, v1::FailRequest* request) {
+  request->set_error(TruncateErrorText(failure.message()));
+  request->set_non_retryable(IsNonRetryable(failure));
+  if (!request->non_retryable()) request->set_retry_after_ms(RetryAfterMs(failure));
+}
+
+}  // namespace jobwire::client
