@@ -223,13 +223,12 @@ func TestWorkerSendsAcksInAckBatchCalls(t *testing.T) {
 		t.Fatalf("EnqueueBatch: %v", err)
 	}
 	var ran atomic.Int64
-	rw := startWorker(t, b.Addr(), jobwire.WorkerOptions{Queues: []string{q}, Concurrency: 16},
-		map[string]jobwire.Handler{
-			"quick": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				ran.Add(1)
-				return append([]byte("r:"), job.Payload...), nil
-			},
-		})
+	rw := startWorker(t, b.Addr(), []string{q}, map[string]jobwire.Handler{
+		"quick": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			ran.Add(1)
+			return append([]byte("r:"), job.Payload...), nil
+		},
+	}, jobwire.WithConcurrency(16))
 	for i, r := range res {
 		if r.Err != nil {
 			t.Fatalf("job %d not enqueued: %v", i, r.Err)

@@ -95,10 +95,7 @@ func TestWorkerRunsJobsBatchedInOneClaimMessage(t *testing.T) {
 		peak    atomic.Int64
 		allIn   = make(chan struct{})
 	)
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{
-		Queues: []string{q}, Concurrency: n, LeaseMs: 30000,
-		ClientOptions: []jobwire.Option{jobwire.WithDialOptions(grpc.WithChainStreamInterceptor(tap.interceptor))},
-	}, map[string]jobwire.Handler{
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
 		"batched": func(ctx context.Context, job *jobwire.Job) (any, error) {
 			mu.Lock()
 			runs[job.ID]++
@@ -119,7 +116,8 @@ func TestWorkerRunsJobsBatchedInOneClaimMessage(t *testing.T) {
 			}
 			return append([]byte("r:"), job.Payload...), nil
 		},
-	})
+	}, jobwire.WithConcurrency(n), jobwire.WithLease(30*time.Second),
+		jobwire.WithDialOptions(grpc.WithChainStreamInterceptor(tap.interceptor)))
 
 	waitFor(t, 15*time.Second, fmt.Sprintf("all %d handlers to start together", n), func() bool { return started.Load() == n })
 	for i, id := range ids {

@@ -58,12 +58,12 @@ func (r *runner) claimLoop(ctx context.Context) error {
 func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	o := &r.w.opts
+	cfg := &r.w.cfg
 	stream, err := r.stub.Claim(sctx, &jobwirepb.ClaimRequest{
-		Queues:      o.Queues,
+		Queues:      cfg.queues,
 		MaxInFlight: int32(free),
-		LeaseMs:     o.LeaseMs,
-		WorkerId:    o.WorkerID,
+		LeaseMs:     cfg.leaseMs(),
+		WorkerId:    cfg.workerID,
 	})
 	if err != nil {
 		return false, err
@@ -87,7 +87,7 @@ func (r *runner) start(cj *jobwirepb.ClaimedJob) {
 	lease := r.newLease(cj)
 	if r.takeSlot() {
 		r.w.log.Warn("jobwire worker: job delivered beyond the concurrency (a lease was lost while its handler runs), starting it anyway",
-			"job_id", cj.GetJob().GetId(), "queue", cj.GetJob().GetQueue(), "concurrency", r.w.opts.Concurrency)
+			"job_id", cj.GetJob().GetId(), "queue", cj.GetJob().GetQueue(), "concurrency", r.w.cfg.concurrency)
 	}
 	r.jobs.Add(1)
 	go r.process(cj, lease)

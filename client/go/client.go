@@ -44,7 +44,8 @@ const (
 // JobInfo is a job as GetJob returns it (every field of the proto's Job).
 type JobInfo = jobwirepb.Job
 
-// Option configures a Client (and the connection of a Worker).
+// Option configures a Client. Every Option is also a WorkerOption, configuring
+// the connection of a Worker the same way.
 type Option func(*clientConfig)
 
 type clientConfig struct {
@@ -69,7 +70,9 @@ func (c *clientConfig) resolveSecurity() error {
 }
 
 // WithTimeout sets the deadline given to each unary RPC whose context has no
-// deadline of its own (default 10 s).
+// deadline of its own (default 10 s; 0 or less means the default). For a
+// Worker it is the deadline of each AckBatch, Fail and ExtendLease call
+// (ExtendLease: at most a third of the lease).
 func WithTimeout(d time.Duration) Option {
 	return func(c *clientConfig) { c.timeout = d }
 }

@@ -20,13 +20,12 @@ func TestFailErrorTextCutTo64KiBAtACharacterBoundary(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, Concurrency: 2},
-		map[string]jobwire.Handler{
-			// The payload is the error message.
-			"fail": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				return nil, errors.New(string(job.Payload))
-			},
-		})
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		// The payload is the error message.
+		"fail": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			return nil, errors.New(string(job.Payload))
+		},
+	}, jobwire.WithConcurrency(2))
 	for _, tc := range []struct {
 		name    string
 		message string
@@ -87,25 +86,24 @@ func TestRetryAfterSchedulesTheNextAttempt(t *testing.T) {
 			return nil, err()
 		}
 	}
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, Concurrency: 4},
-		map[string]jobwire.Handler{
-			"soon": handler(func() error {
-				// 1500.3 ms: rounded up to 1501.
-				return jobwire.RetryAfter(errors.New("busy"), 1500*time.Millisecond+300*time.Microsecond)
-			}),
-			"wrapped": handler(func() error {
-				return fmt.Errorf("wrapped: %w", jobwire.RetryAfter(&busyError{"db"}, 10*time.Minute))
-			}),
-			"month": handler(func() error {
-				return jobwire.RetryAfter(&busyError{"api"}, 30*24*time.Hour) // clamped to 7 days
-			}),
-			"dead_outer": handler(func() error {
-				return jobwire.NonRetryable(jobwire.RetryAfter(&busyError{"x"}, time.Second))
-			}),
-			"dead_inner": handler(func() error {
-				return jobwire.RetryAfter(jobwire.NonRetryable(&busyError{"y"}), time.Second)
-			}),
-		})
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"soon": handler(func() error {
+			// 1500.3 ms: rounded up to 1501.
+			return jobwire.RetryAfter(errors.New("busy"), 1500*time.Millisecond+300*time.Microsecond)
+		}),
+		"wrapped": handler(func() error {
+			return fmt.Errorf("wrapped: %w", jobwire.RetryAfter(&busyError{"db"}, 10*time.Minute))
+		}),
+		"month": handler(func() error {
+			return jobwire.RetryAfter(&busyError{"api"}, 30*24*time.Hour) // clamped to 7 days
+		}),
+		"dead_outer": handler(func() error {
+			return jobwire.NonRetryable(jobwire.RetryAfter(&busyError{"x"}, time.Second))
+		}),
+		"dead_inner": handler(func() error {
+			return jobwire.RetryAfter(jobwire.NonRetryable(&busyError{"y"}), time.Second)
+		}),
+	}, jobwire.WithConcurrency(4))
 	// With a one-hour backoff, a retry due sooner came from retry_after_ms.
 	backoff := []jobwire.EnqueueOption{jobwire.WithMaxAttempts(2), jobwire.WithBackoffBase(time.Hour), jobwire.WithBackoffMax(time.Hour)}
 	for _, tc := range []struct {

@@ -63,17 +63,14 @@ func TestDeliveryWhoseLeaseEndedIsDroppedAndDeliveredAgain(t *testing.T) {
 	q := queueName(t)
 	var mu sync.Mutex
 	var runs []int
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{
-		Queues: []string{q}, LeaseMs: 2000,
-		ClientOptions: []jobwire.Option{jobwire.WithDialOptions(grpc.WithStreamInterceptor(lateClaims))},
-	}, map[string]jobwire.Handler{
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
 		"late": func(ctx context.Context, job *jobwire.Job) (any, error) {
 			mu.Lock()
 			runs = append(runs, job.Attempt)
 			mu.Unlock()
 			return job.Attempt, nil
 		},
-	})
+	}, jobwire.WithLease(2*time.Second), jobwire.WithDialOptions(grpc.WithStreamInterceptor(lateClaims)))
 	id := mustEnqueue(t, c, q, "late", nil, jobwire.WithMaxAttempts(5))
 	waitFor(t, 20*time.Second, "two outcomes", func() bool { return len(rw.out.forJob(id)) >= 2 })
 	j := waitState(t, c, q, id, jobwire.StateCompleted, 10*time.Second)
@@ -110,25 +107,13 @@ func ackAcrossOutage(t *testing.T, backBeforeEnd time.Duration) (string, *runnin
 	started := make(chan struct{}, 1)
 	killed := make(chan struct{})
 	leaseEnd := make(chan time.Time, 1)
-	var mu sync.Mutex
-	var reportedAt time.Time
 	// Reconnects within 0.2 s of the broker listening again (the gRPC
 	// default backs off for seconds after a few failed connects).
 	fast := grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},
 		MinConnectTimeout: time.Second,
 	})
-	rw := startWorker(t, b.Addr(), jobwire.WorkerOptions{
-		Queues: []string{q}, LeaseMs: 4000, Timeout: 2 * time.Second,
-		ClientOptions: []jobwire.Option{jobwire.WithDialOptions(fast)},
-		OnOutcome: func(jobwire.Outcome) {
-			mu.Lock()
-			defer mu.Unlock()
-			if reportedAt.IsZero() {
-				reportedAt = time.Now()
-			}
-		},
-	}, map[string]jobwire.Handler{
+	rw := startWorker(t, b.Addr(), []string{q}, map[string]jobwire.Handler{
 		"t": func(ctx context.Context, job *jobwire.Job) (any, error) {
 			if job.Attempt == 1 {
 				started <- struct{}{}
@@ -139,7 +124,7 @@ func ackAcrossOutage(t *testing.T, backBeforeEnd time.Duration) (string, *runnin
 			}
 			return job.Attempt, nil
 		},
-	})
+	}, jobwire.WithLease(4*time.Second), jobwire.WithTimeout(2*time.Second), jobwire.WithDialOptions(fast))
 	id := mustEnqueue(t, producer, q, "t", nil, jobwire.WithMaxAttempts(5))
 	select {
 	case <-started:
@@ -155,7 +140,7 @@ func ackAcrossOutage(t *testing.T, backBeforeEnd time.Duration) (string, *runnin
 		t.Fatalf("restart broker on port %d: %v", port, err)
 	}
 	waitState(t, producer, q, id, jobwire.StateCompleted, 20*time.Second)
-	return id, rw, end, func() time.Time { mu.Lock(); defer mu.Unlock(); return reportedAt }
+	return id, rw, end, rw.out.first
 }
 
 func TestAckIsSentAgainUntilTheLeaseEnds(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 // defaultLeaseMs is the broker's documented default lease, used to pace
 // renewals when the broker sends no ClaimedJob.lease_ms (older than that
-// field), WorkerOptions.LeaseMs is 0 and lease_expires_at_ms gives no usable
+// field), WithLease is 0 and lease_expires_at_ms gives no usable
 // estimate.
 const defaultLeaseMs = 30000
 
@@ -59,13 +59,13 @@ func (l *leaseState) renewed(sent time.Time) {
 
 // newLease is the lease of a job received now: its length is the lease the
 // broker granted (ClaimedJob.lease_ms). A broker older than that field sends
-// 0; then the length is WorkerOptions.LeaseMs, else lease_expires_at_ms minus
+// 0; then the length is WithLease, else lease_expires_at_ms minus
 // now when within the broker's 1 s .. 12 h, else the documented 30 s.
 func (r *runner) newLease(cj *jobwirepb.ClaimedJob) *leaseState {
 	now := time.Now()
 	ms := cj.GetLeaseMs()
 	if ms <= 0 {
-		ms = r.w.opts.LeaseMs
+		ms = r.w.cfg.leaseMs()
 	}
 	if ms == 0 {
 		exp := cj.GetLeaseExpiresAtMs()
@@ -94,14 +94,14 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 			return
 		case <-ticker.C:
 		}
-		timeout := min(r.w.opts.Timeout, interval)
+		timeout := min(r.w.cfg.conn.timeout, interval)
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		sent := time.Now()
 		_, err := r.stub.ExtendLease(cctx, &jobwirepb.ExtendLeaseRequest{
 			Queue:      job.Queue,
 			JobId:      job.ID,
 			LeaseToken: job.leaseToken,
-			LeaseMs:    r.w.opts.LeaseMs,
+			LeaseMs:    r.w.cfg.leaseMs(),
 		})
 		cancel()
 		if err == nil {

@@ -88,10 +88,8 @@ func TestLeaseLengthFromBroker(t *testing.T) {
 			return nil, context.Cause(ctx)
 		}
 	}
-	rw := startWorker(t, b.Addr(), jobwire.WorkerOptions{
-		Queues: []string{q}, Concurrency: 3,
-		ClientOptions: []jobwire.Option{jobwire.WithDialOptions(grpc.WithStreamInterceptor(rewriteClaims(edit)))},
-	}, map[string]jobwire.Handler{"plain": slow, "skewed": slow, "old_broker": slow})
+	rw := startWorker(t, b.Addr(), []string{q}, map[string]jobwire.Handler{"plain": slow, "skewed": slow, "old_broker": slow},
+		jobwire.WithConcurrency(3), jobwire.WithDialOptions(grpc.WithStreamInterceptor(rewriteClaims(edit))))
 	cases := []struct {
 		typ         string
 		wantLeaseMs int64
@@ -148,20 +146,19 @@ func TestLeaseLostIsToldToTheHandlerAtOnce(t *testing.T) {
 		at    time.Time
 	}
 	told := make(chan notice, 1)
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, LeaseMs: 1500},
-		map[string]jobwire.Handler{
-			"long": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				started <- struct{}{}
-				select {
-				case <-ctx.Done():
-					told <- notice{context.Cause(ctx), time.Now()}
-					return nil, context.Cause(ctx)
-				case <-time.After(10 * time.Second):
-					told <- notice{nil, time.Now()}
-					return "not told", nil
-				}
-			},
-		})
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"long": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			started <- struct{}{}
+			select {
+			case <-ctx.Done():
+				told <- notice{context.Cause(ctx), time.Now()}
+				return nil, context.Cause(ctx)
+			case <-time.After(10 * time.Second):
+				told <- notice{nil, time.Now()}
+				return "not told", nil
+			}
+		},
+	}, jobwire.WithLease(1500*time.Millisecond))
 	id := mustEnqueue(t, c, q, "long", nil, jobwire.WithMaxAttempts(3))
 	select {
 	case <-started:

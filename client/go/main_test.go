@@ -83,16 +83,27 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// outcomes collects what a worker's OnOutcome hook receives.
+// outcomes collects what a worker's outcome hook receives.
 type outcomes struct {
-	mu   sync.Mutex
-	list []jobwire.Outcome
+	mu      sync.Mutex
+	list    []jobwire.Outcome
+	firstAt time.Time // when the first outcome came
 }
 
 func (o *outcomes) add(x jobwire.Outcome) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.list == nil {
+		o.firstAt = time.Now()
+	}
 	o.list = append(o.list, x)
+}
+
+// first is when the first outcome came (zero before).
+func (o *outcomes) first() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.firstAt
 }
 
 func (o *outcomes) forJob(id string) []jobwire.Outcome {
@@ -114,25 +125,17 @@ type runningWorker struct {
 	runErr chan error
 }
 
-// startWorker builds a worker with the handlers, runs it in the background
-// and stops it at the end of the test (checking that Run returned nil).
-func startWorker(t *testing.T, addr string, opts jobwire.WorkerOptions, handlers map[string]jobwire.Handler) *runningWorker {
+// startWorker builds a worker of queues with the handlers, runs it in the
+// background and stops it at the end of the test (checking that Run returned
+// nil). The worker logs warnings to stderr, has a grace of 5 s and records
+// its outcomes in runningWorker.out; opts come after these and may replace
+// them (except the outcome hook, which the recording needs).
+func startWorker(t *testing.T, addr string, queues []string, handlers map[string]jobwire.Handler, opts ...jobwire.WorkerOption) *runningWorker {
 	t.Helper()
 	rw := &runningWorker{out: &outcomes{}, runErr: make(chan error, 1)}
-	user := opts.OnOutcome
-	opts.OnOutcome = func(o jobwire.Outcome) {
-		rw.out.add(o)
-		if user != nil {
-			user(o)
-		}
-	}
-	if opts.Logger == nil {
-		opts.Logger = testLogger()
-	}
-	if opts.Grace == 0 {
-		opts.Grace = 5 * time.Second
-	}
-	w, err := jobwire.NewWorker(addr, opts)
+	all := append([]jobwire.WorkerOption{jobwire.WithLogger(testLogger()), jobwire.WithGrace(5 * time.Second)}, opts...)
+	all = append(all, jobwire.WithOutcomeHook(rw.out.add))
+	w, err := jobwire.NewWorker(addr, queues, all...)
 	if err != nil {
 		t.Fatalf("NewWorker: %v", err)
 	}

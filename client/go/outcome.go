@@ -3,12 +3,12 @@ package jobwire
 import "google.golang.org/grpc/codes"
 
 // The final outcomes of a job run, as the Worker reports them to
-// WorkerOptions.OnOutcome.
+// the hook of WithOutcomeHook.
 
 // OutcomeKind names a final outcome of a job run.
 type OutcomeKind string
 
-// The final outcomes reported to WorkerOptions.OnOutcome. *Error: the broker
+// The final outcomes reported to the hook of WithOutcomeHook. *Error: the broker
 // refused the Ack / Fail. *Unknown: it was still answered UNAVAILABLE /
 // DEADLINE_EXCEEDED when the lease ended, so it may or may not have been
 // stored. ExpiredDropped: the delivery's lease had ended before its handler
@@ -24,7 +24,7 @@ const (
 	OutcomeExpiredDropped OutcomeKind = "expired_dropped"
 )
 
-// Outcome is one final outcome of a job run, given to WorkerOptions.OnOutcome.
+// Outcome is one final outcome of a job run, given to the hook of WithOutcomeHook.
 type Outcome struct {
 	Kind OutcomeKind
 	Job  *Job
@@ -47,7 +47,7 @@ type Outcome struct {
 }
 
 func (r *runner) outcome(o Outcome) {
-	if f := r.w.opts.OnOutcome; f != nil {
+	if f := r.w.cfg.onOutcome; f != nil {
 		f(o)
 	}
 }

@@ -104,31 +104,31 @@ func (s *securityConfig) dialOptions() (opts []grpc.DialOption, hasToken bool, e
 func (s *securityConfig) tlsConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if s.tlsRootCA != "" {
-		pem, src, err := loadPEM("TLSRootCA", s.tlsRootCA)
+		pem, src, err := loadPEM("WithTLSRootCA", s.tlsRootCA)
 		if err != nil {
 			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("jobwire: TLSRootCA (%s) holds no PEM certificate", src)
+			return nil, fmt.Errorf("jobwire: WithTLSRootCA: %s holds no PEM certificate", src)
 		}
 		cfg.RootCAs = pool
 	}
 	if s.tlsClientCert != "" || s.tlsClientKey != "" {
 		if s.tlsClientCert == "" || s.tlsClientKey == "" {
-			return nil, errors.New("jobwire: TLSClientCert and TLSClientKey must be given together")
+			return nil, errors.New("jobwire: WithTLSClientCert: give both the certificate and the key")
 		}
-		certPEM, certSrc, err := loadPEM("TLSClientCert", s.tlsClientCert)
+		certPEM, certSrc, err := loadPEM("WithTLSClientCert: certificate", s.tlsClientCert)
 		if err != nil {
 			return nil, err
 		}
-		keyPEM, keySrc, err := loadPEM("TLSClientKey", s.tlsClientKey)
+		keyPEM, keySrc, err := loadPEM("WithTLSClientCert: key", s.tlsClientKey)
 		if err != nil {
 			return nil, err
 		}
 		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			return nil, fmt.Errorf("jobwire: TLSClientCert (%s) / TLSClientKey (%s): %w", certSrc, keySrc, err)
+			return nil, fmt.Errorf("jobwire: WithTLSClientCert: certificate (%s) / key (%s): %w", certSrc, keySrc, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}

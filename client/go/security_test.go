@@ -221,14 +221,7 @@ func TestSecurityMutualTLSWithTokensEndToEnd(t *testing.T) {
 	id := mustEnqueue(t, c, q, "invoice", map[string]int{"n": 21})
 
 	logs := &logBuffer{}
-	rw := startWorker(t, addr, jobwire.WorkerOptions{
-		Queues:        []string{q},
-		Logger:        logs.logger(),
-		Token:         workerToken,
-		TLSRootCA:     p.pem(t, "ca.pem"),
-		TLSClientCert: p.pem(t, "client.pem"),
-		TLSClientKey:  p.pem(t, "client.key"),
-	}, map[string]jobwire.Handler{
+	rw := startWorker(t, addr, []string{q}, map[string]jobwire.Handler{
 		"invoice": func(ctx context.Context, job *jobwire.Job) (any, error) {
 			var in struct{ N int }
 			if err := job.JSON(&in); err != nil {
@@ -236,7 +229,11 @@ func TestSecurityMutualTLSWithTokensEndToEnd(t *testing.T) {
 			}
 			return map[string]int{"doubled": in.N * 2}, nil
 		},
-	})
+	},
+		jobwire.WithLogger(logs.logger()),
+		jobwire.WithToken(workerToken),
+		jobwire.WithTLSRootCA(p.pem(t, "ca.pem")),
+		jobwire.WithTLSClientCert(p.pem(t, "client.pem"), p.pem(t, "client.key")))
 
 	j := waitState(t, c, q, id, jobwire.StateCompleted, 15*time.Second)
 	if string(j.GetResult()) != `{"doubled":42}` || j.GetAttempts() != 1 {
@@ -319,19 +316,16 @@ func TestSecurityWorkerWithoutClaimPermissionLogsAndRetries(t *testing.T) {
 
 	logs := &logBuffer{}
 	handled := make(chan struct{}, 1)
-	rw := startWorker(t, addr, jobwire.WorkerOptions{
-		Queues:        []string{q},
-		Logger:        logs.logger(),
-		Token:         producerToken, // enqueue only
-		TLSRootCA:     p.path("ca.pem"),
-		TLSClientCert: p.path("client.pem"),
-		TLSClientKey:  p.path("client.key"),
-	}, map[string]jobwire.Handler{
+	rw := startWorker(t, addr, []string{q}, map[string]jobwire.Handler{
 		"t": func(ctx context.Context, job *jobwire.Job) (any, error) {
 			handled <- struct{}{}
 			return nil, nil
 		},
-	})
+	},
+		jobwire.WithLogger(logs.logger()),
+		jobwire.WithToken(producerToken), // enqueue only
+		jobwire.WithTLSRootCA(p.path("ca.pem")),
+		jobwire.WithTLSClientCert(p.path("client.pem"), p.path("client.key")))
 
 	const msg = "jobwire worker: Claim stream failed, reopening"
 	waitFor(t, 10*time.Second, "two refused Claim streams logged", func() bool {
@@ -414,7 +408,7 @@ func TestSecurityTokenFromEnvironmentOverPlaintext(t *testing.T) {
 	}
 
 	t.Setenv("JOBWIRE_TOKEN", workerToken)
-	startWorker(t, addr, jobwire.WorkerOptions{Queues: []string{q}}, map[string]jobwire.Handler{
+	startWorker(t, addr, []string{q}, map[string]jobwire.Handler{
 		"t": func(ctx context.Context, job *jobwire.Job) (any, error) { return []byte("done"), nil },
 	})
 	j := waitState(t, fromEnv, q, id, jobwire.StateCompleted, 15*time.Second)
@@ -486,25 +480,23 @@ func TestSecurityConfigErrors(t *testing.T) {
 	}
 
 	expect("unreadable root CA", dialErr(jobwire.WithTLSRootCA(missing)),
-		"TLSRootCA", missing, "no such file")
+		"WithTLSRootCA", missing, "no such file")
 	expect("root CA without a certificate", dialErr(jobwire.WithTLSRootCA(p.path("client.key"))),
-		"TLSRootCA", "no PEM certificate")
+		"WithTLSRootCA", "no PEM certificate")
 	expect("certificate without key", dialErr(jobwire.WithTLSClientCert(p.path("client.pem"), "")),
-		"TLSClientCert and TLSClientKey must be given together")
+		"WithTLSClientCert: give both the certificate and the key")
 	expect("key of another certificate",
 		dialErr(jobwire.WithTLSClientCert(p.path("client.pem"), p.pem(t, "server.key"))),
-		"TLSClientCert (file "+p.path("client.pem")+") / TLSClientKey (PEM text)")
+		"WithTLSClientCert: certificate (file "+p.path("client.pem")+") / key (PEM text)")
 	expect("token with a newline", dialErr(jobwire.WithToken(producerToken+"\n")),
 		"token", "not printable ASCII")
 
-	_, err := jobwire.NewWorker("127.0.0.1:1", jobwire.WorkerOptions{
-		Queues: []string{"q"}, TLSClientCert: missing, TLSClientKey: keyText,
-	})
+	_, err := jobwire.NewWorker("127.0.0.1:1", []string{"q"}, jobwire.WithTLSClientCert(missing, keyText))
 	if err == nil {
 		t.Fatal("NewWorker with an unreadable certificate succeeded")
 	}
-	expect("worker with an unreadable certificate", err, "TLSClientCert", missing)
-	_, err = jobwire.NewWorker("127.0.0.1:1", jobwire.WorkerOptions{Queues: []string{"q"}, Token: "a b"})
+	expect("worker with an unreadable certificate", err, "WithTLSClientCert: certificate", missing)
+	_, err = jobwire.NewWorker("127.0.0.1:1", []string{"q"}, jobwire.WithToken("a b"))
 	if err == nil {
 		t.Fatal("NewWorker with a token holding a space succeeded")
 	}

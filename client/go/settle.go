@@ -22,7 +22,7 @@ import (
 func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) error) error {
 	bo := backoffState{base: 100 * time.Millisecond, max: 2 * time.Second}
 	for {
-		ctx, cancel := context.WithTimeout(r.hardCtx, r.w.opts.Timeout)
+		ctx, cancel := context.WithTimeout(r.hardCtx, r.w.cfg.conn.timeout)
 		err := fn(ctx)
 		cancel()
 		if err == nil {
@@ -65,9 +65,9 @@ func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 }
 
 // sendAcks makes one AckBatch call for the coalescer, with the unary
-// deadline (Timeout); it is cancelled when the stop grace runs out.
+// deadline (WithTimeout); it is cancelled when the stop grace runs out.
 func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
-	ctx, cancel := context.WithTimeout(r.hardCtx, r.w.opts.Timeout)
+	ctx, cancel := context.WithTimeout(r.hardCtx, r.w.cfg.conn.timeout)
 	defer cancel()
 	return ackBatch(ctx, r.stub, &jobwirepb.AckBatchRequest{Acks: acks})
 }

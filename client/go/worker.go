@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,7 +20,8 @@ import (
 // because the broker refused a lease renewal (FAILED_PRECONDITION or
 // NOT_FOUND): the job moved on (its lease expired and it was retried or became
 // dead, or it was deleted). The handler is told at once; it may ignore it. The
-// Worker still sends the job's Ack / Fail, whose refusal goes to OnOutcome.
+// Worker still sends the job's Ack / Fail, whose refusal goes to the outcome
+// hook (WithOutcomeHook).
 var ErrLeaseLost = errors.New("jobwire: lease lost")
 
 // ErrWorkerAbandoned is the cause of a handler context cancelled because the
@@ -41,7 +42,7 @@ type Job struct {
 	// job was delivered.
 	LeaseExpiresAtMs int64
 	// LeaseMs is the lease the broker granted for this run, in ms
-	// (ClaimedJob.lease_ms: WorkerOptions.LeaseMs, or the broker default).
+	// (ClaimedJob.lease_ms: WithLease, or the broker default).
 	// The Worker renews it every third of this while the handler runs. 0 from
 	// a broker older than that field.
 	LeaseMs int64
@@ -72,8 +73,7 @@ type Handler func(ctx context.Context, job *Job) (any, error)
 // Run (or RunUntilSignal) once.
 type Worker struct {
 	addr string
-	opts WorkerOptions
-	cfg  clientConfig
+	cfg  workerConfig
 	log  *slog.Logger
 
 	mu       sync.Mutex
@@ -100,59 +100,22 @@ func (w *Worker) Stats() WorkerStats {
 }
 
 // NewWorker builds a worker for the broker at addr (empty: $JOBWIRE_ADDR, else
-// localhost:50051). Nothing is connected before Run; a TLS file that cannot be
-// read or parsed, or an unusable token, is an error here.
-func NewWorker(addr string, opts WorkerOptions) (*Worker, error) {
-	if len(opts.Queues) == 0 {
-		return nil, errors.New("jobwire: WorkerOptions.Queues is empty")
+// localhost:50051) that consumes queues (1..32 names, earlier queues served
+// first). Nothing is connected before Run. A value outside an option's limits
+// (WithConcurrency, WithLease, ...), a TLS file that cannot be read or
+// parsed, or an unusable token is an error here, naming the option.
+func NewWorker(addr string, queues []string, opts ...WorkerOption) (*Worker, error) {
+	cfg := defaultWorkerConfig(slices.Clone(queues))
+	for _, o := range opts {
+		o.applyWorker(&cfg)
 	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 1
-	}
-	if opts.LeaseMs < 0 {
-		return nil, fmt.Errorf("jobwire: WorkerOptions.LeaseMs %d is negative", opts.LeaseMs)
-	}
-	if opts.WorkerID == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "unknown"
-		}
-		opts.WorkerID = fmt.Sprintf("go-%s-%d", host, os.Getpid())
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	cfg := clientConfig{timeout: opts.Timeout}
-	for _, o := range opts.ClientOptions {
-		o(&cfg)
-	}
-	if opts.Token != "" {
-		WithToken(opts.Token)(&cfg)
-	}
-	if opts.TLS {
-		WithTLS()(&cfg)
-	}
-	if opts.TLSRootCA != "" {
-		WithTLSRootCA(opts.TLSRootCA)(&cfg)
-	}
-	if opts.TLSClientCert != "" || opts.TLSClientKey != "" {
-		WithTLSClientCert(opts.TLSClientCert, opts.TLSClientKey)(&cfg)
-	}
-	if err := cfg.resolveSecurity(); err != nil {
+	if err := cfg.resolve(); err != nil {
 		return nil, err
 	}
 	return &Worker{
 		addr:     resolveAddr(addr),
-		opts:     opts,
 		cfg:      cfg,
-		log:      logger.With("worker_id", opts.WorkerID),
+		log:      cfg.logger.With("worker_id", cfg.workerID),
 		handlers: map[string]Handler{},
 		stopCh:   make(chan struct{}),
 		doneCh:   make(chan struct{}),
@@ -160,7 +123,7 @@ func NewWorker(addr string, opts WorkerOptions) (*Worker, error) {
 }
 
 // WorkerID is the worker's id (the default one when none was given).
-func (w *Worker) WorkerID() string { return w.opts.WorkerID }
+func (w *Worker) WorkerID() string { return w.cfg.workerID }
 
 // Handle registers the handler for jobs of type jobType (replacing any
 // earlier one). Register before Run.
@@ -177,8 +140,8 @@ func (w *Worker) handler(jobType string) Handler {
 }
 
 // Stop stops the worker: the Claim stream is cancelled (no new jobs), running
-// handlers get up to Grace to finish and have their Ack / Fail sent, then Run
-// returns. Stop waits for that when Run is running (call `go w.Stop()` from a
+// handlers get up to the grace (WithGrace) to finish and have their Ack / Fail
+// sent, then Run returns. Stop waits for that when Run is running (call `go w.Stop()` from a
 // handler). It may be called more than once and before Run.
 func (w *Worker) Stop() {
 	w.stopOnce.Do(func() { close(w.stopCh) })
@@ -212,7 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	defer close(w.doneCh)
 
-	conn, err := newConn(w.addr, &w.cfg)
+	conn, err := newConn(w.addr, &w.cfg.conn)
 	if err != nil {
 		return err
 	}
@@ -237,14 +200,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		w:       w,
 		stub:    jobwirepb.NewBrokerClient(conn),
 		hardCtx: hardCtx,
-		free:    w.opts.Concurrency,
+		free:    w.cfg.concurrency,
 	}
 	r.slotCond = sync.NewCond(&r.slotMu)
 	r.acks = newAckCoalescer(r.sendAcks)
 
-	w.log.Info("jobwire worker starting", "addr", w.addr, "queues", w.opts.Queues,
-		"concurrency", w.opts.Concurrency, "lease_ms", w.opts.LeaseMs,
-		"tls", w.cfg.sec.tlsOn(), "token", w.cfg.hasToken)
+	w.log.Info("jobwire worker starting", "addr", w.addr, "queues", w.cfg.queues,
+		"concurrency", w.cfg.concurrency, "lease_ms", w.cfg.leaseMs(),
+		"tls", w.cfg.conn.sec.tlsOn(), "token", w.cfg.conn.hasToken)
 	fatal := r.claimLoop(runCtx)
 
 	drained := make(chan struct{})
@@ -252,15 +215,19 @@ func (w *Worker) Run(ctx context.Context) error {
 		r.jobs.Wait()
 		close(drained)
 	}()
-	timer := time.NewTimer(w.opts.Grace)
+	timer := time.NewTimer(w.cfg.grace)
 	defer timer.Stop()
 	select {
 	case <-drained:
 	case <-timer.C:
-		r.abandoned.Store(true)
-		w.log.Warn("jobwire worker: stop grace expired, abandoning running handlers",
-			"grace", w.opts.Grace.String())
-		abandon(ErrWorkerAbandoned)
+		select {
+		case <-drained: // done as the grace ran out (a grace of 0, nothing running)
+		default:
+			r.abandoned.Store(true)
+			w.log.Warn("jobwire worker: stop grace expired, abandoning running handlers",
+				"grace", w.cfg.grace.String())
+			abandon(ErrWorkerAbandoned)
+		}
 	}
 	w.log.Info("jobwire worker stopped")
 	return fatal
@@ -331,7 +298,7 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 		MaxAttempts:      int(info.GetMaxAttempts()),
 		LeaseExpiresAtMs: cj.GetLeaseExpiresAtMs(),
 		LeaseMs:          cj.GetLeaseMs(),
-		WorkerID:         r.w.opts.WorkerID,
+		WorkerID:         r.w.cfg.workerID,
 		Info:             info,
 		leaseToken:       cj.GetLeaseToken(),
 	}
@@ -355,7 +322,7 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 	)
 	if h == nil {
 		r.releaseSlot()
-		herr = &noHandlerError{msg: `no handler for job type "` + job.Type + `" in worker ` + r.w.opts.WorkerID}
+		herr = &noHandlerError{msg: `no handler for job type "` + job.Type + `" in worker ` + r.w.cfg.workerID}
 		r.w.log.Warn("jobwire worker: no handler for job type, failing it for a retry",
 			"job_id", job.ID, "queue", job.Queue, "type", job.Type, "attempt", job.Attempt)
 	} else {

@@ -1,56 +1,145 @@
 package jobwire
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 )
 
-// The options of a Worker (WorkerOptions) and their defaults.
+// The options of a Worker (WorkerOption), their defaults and their limits.
 
 // DefaultGrace is how long Stop waits for running handlers by default.
 const DefaultGrace = 25 * time.Second
 
-// WorkerOptions configures a Worker. Only Queues is required.
-type WorkerOptions struct {
-	// Queues to consume, earlier queues first.
-	Queues []string
-	// Concurrency is the number of handlers running at once (default 1).
-	Concurrency int
-	// LeaseMs is the lease per job (0: the broker default, 30 s). The lease is
-	// renewed every third of the lease the broker granted (ClaimedJob.lease_ms,
-	// which is LeaseMs when set) while a handler runs.
-	LeaseMs int64
-	// WorkerID names the worker on claimed jobs (default go-<host>-<pid>).
-	WorkerID string
-	// Grace is how long Stop waits for running handlers and their Ack / Fail
-	// (default 25 s).
-	Grace time.Duration
-	// OnOutcome, when set, receives every final outcome. It is called from
-	// the job's goroutine; it should not block for long.
-	OnOutcome func(Outcome)
-	// Timeout is the deadline of each unary call (AckBatch, Fail,
-	// ExtendLease); default 10 s. Acks are sent in AckBatch calls, each
-	// carrying the acks of the jobs that finished while the previous one was
-	// in flight.
-	Timeout time.Duration
-	// Logger receives the worker's log records (default slog.Default()).
-	Logger *slog.Logger
-	// ClientOptions configure the connection (WithDialOptions, WithToken,
-	// ...). The fields below, when set, are applied after them.
-	ClientOptions []Option
+// The limits of the Claim request (proto/jobwire/v1/broker.proto,
+// ClaimRequest), checked by NewWorker so that a bad value is an error there
+// rather than an INVALID_ARGUMENT from Run.
+const (
+	maxQueues       = 32   // ClaimRequest.queues
+	maxConcurrency  = 1000 // ClaimRequest.max_in_flight (the free slots)
+	maxWorkerIDSize = 256  // ClaimRequest.worker_id, in bytes
+)
 
-	// Token is the bearer token sent on every call (Claim, AckBatch, Fail,
-	// ExtendLease); empty means $JOBWIRE_TOKEN (read by NewWorker), else
-	// none. The token needs the claim permission on every queue of Queues.
-	Token string
-	// TLS turns TLS on (with the system roots unless TLSRootCA is set).
-	// TLSRootCA, TLSClientCert and TLSClientKey turn it on by themselves.
-	TLS bool
-	// TLSRootCA is the CA certificate(s) to trust: PEM text (containing
-	// "-----BEGIN") or the path of a PEM file.
-	TLSRootCA string
-	// TLSClientCert and TLSClientKey are a client certificate chain and its
-	// key for mutual TLS, each PEM text or a path; both or neither.
-	TLSClientCert string
-	TLSClientKey  string
+// WorkerOption configures a Worker. The worker's own options are
+// WithConcurrency, WithLease, WithWorkerID, WithGrace, WithLogger and
+// WithOutcomeHook. Every Client Option is a WorkerOption too and configures
+// the worker's connection as it does a Client's: WithTimeout (the deadline of
+// each AckBatch / Fail / ExtendLease call), WithToken, WithTLS,
+// WithTLSRootCA, WithTLSClientCert and WithDialOptions. When an option is
+// given twice, the last one wins.
+type WorkerOption interface {
+	applyWorker(*workerConfig)
 }
+
+// workerOption is a worker-only WorkerOption.
+type workerOption func(*workerConfig)
+
+func (f workerOption) applyWorker(c *workerConfig) { f(c) }
+
+// applyWorker makes a Client Option a WorkerOption: it configures the
+// worker's connection.
+func (o Option) applyWorker(c *workerConfig) { o(&c.conn) }
+
+// workerConfig is the configuration of a Worker, built by NewWorker from its
+// arguments and options.
+type workerConfig struct {
+	queues      []string
+	concurrency int
+	lease       time.Duration // 0: the broker default
+	workerID    string
+	grace       time.Duration
+	onOutcome   func(Outcome)
+	logger      *slog.Logger
+	conn        clientConfig // connection: timeout, token, TLS, dial options
+}
+
+// defaultWorkerConfig is the configuration of a Worker given no options.
+func defaultWorkerConfig(queues []string) workerConfig {
+	return workerConfig{
+		queues:      queues,
+		concurrency: 1,
+		grace:       DefaultGrace,
+		logger:      slog.Default(),
+		conn:        clientConfig{timeout: DefaultTimeout},
+	}
+}
+
+// WithConcurrency sets the number of handlers running at once, 1..1000
+// (default 1). It is the Claim stream's max_in_flight when all are free.
+func WithConcurrency(n int) WorkerOption {
+	return workerOption(func(c *workerConfig) { c.concurrency = n })
+}
+
+// WithLease sets the lease of each claimed job, 1 s .. 12 h at millisecond
+// precision; 0 (the default) takes the broker default, 30 s. While a handler
+// runs, the lease is renewed every third of the lease the broker granted
+// (Job.LeaseMs, which is d when set).
+func WithLease(d time.Duration) WorkerOption {
+	return workerOption(func(c *workerConfig) { c.lease = d })
+}
+
+// WithWorkerID names the worker on the jobs it claims, at most 256 bytes
+// (default go-<host>-<pid>; empty means the default).
+func WithWorkerID(id string) WorkerOption {
+	return workerOption(func(c *workerConfig) { c.workerID = id })
+}
+
+// WithGrace sets how long Stop waits for running handlers and their Ack /
+// Fail before abandoning them (default 25 s; 0: abandon them at once).
+func WithGrace(d time.Duration) WorkerOption {
+	return workerOption(func(c *workerConfig) { c.grace = d })
+}
+
+// WithLogger sets where the worker logs: reconnects, unknown job types,
+// refusals (default slog.Default(); slog.New(slog.DiscardHandler) for none).
+func WithLogger(l *slog.Logger) WorkerOption {
+	return workerOption(func(c *workerConfig) { c.logger = l })
+}
+
+// WithOutcomeHook sets a function that receives every final outcome of a job
+// run (see Outcome). It is called from the job's goroutine and should not
+// block for long.
+func WithOutcomeHook(f func(Outcome)) WorkerOption {
+	return workerOption(func(c *workerConfig) { c.onOutcome = f })
+}
+
+// resolve checks the configuration against the limits above and fills in the
+// defaults that need the environment: the worker id, and the token and TLS
+// material of the connection. Each error names the option and its limit.
+func (c *workerConfig) resolve() error {
+	if len(c.queues) == 0 || len(c.queues) > maxQueues {
+		return fmt.Errorf("jobwire: NewWorker: %d queues; give 1..%d", len(c.queues), maxQueues)
+	}
+	if c.concurrency < 1 || c.concurrency > maxConcurrency {
+		return fmt.Errorf("jobwire: WithConcurrency(%d): must be 1..%d", c.concurrency, maxConcurrency)
+	}
+	if ms := c.lease.Milliseconds(); c.lease != 0 && (ms < minLeaseMs || ms > maxLeaseMs) {
+		return fmt.Errorf("jobwire: WithLease(%v): must be 1s..12h (or 0: the broker default)", c.lease)
+	}
+	if len(c.workerID) > maxWorkerIDSize {
+		return fmt.Errorf("jobwire: WithWorkerID: %d bytes; at most %d", len(c.workerID), maxWorkerIDSize)
+	}
+	if c.workerID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown"
+		}
+		c.workerID = fmt.Sprintf("go-%s-%d", host, os.Getpid())
+	}
+	if c.grace < 0 {
+		return fmt.Errorf("jobwire: WithGrace(%v): must be 0 or more", c.grace)
+	}
+	if c.logger == nil {
+		return errors.New("jobwire: WithLogger(nil): give a logger (slog.New(slog.DiscardHandler) for none)")
+	}
+	if c.conn.timeout <= 0 {
+		c.conn.timeout = DefaultTimeout
+	}
+	return c.conn.resolveSecurity()
+}
+
+// leaseMs is the ClaimRequest.lease_ms of the configuration (0: the broker
+// default).
+func (c *workerConfig) leaseMs() int64 { return c.lease.Milliseconds() }

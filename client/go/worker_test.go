@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,14 +23,13 @@ func TestWorkerAcksWithResult(t *testing.T) {
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
 	var seen atomic.Pointer[jobwire.Job]
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, WorkerID: "go-test-ack"},
-		map[string]jobwire.Handler{
-			"echo": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				seen.Store(job)
-				return append([]byte("done:"), job.Payload...), nil
-			},
-			"nothing": func(ctx context.Context, job *jobwire.Job) (any, error) { return nil, nil },
-		})
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"echo": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			seen.Store(job)
+			return append([]byte("done:"), job.Payload...), nil
+		},
+		"nothing": func(ctx context.Context, job *jobwire.Job) (any, error) { return nil, nil },
+	}, jobwire.WithWorkerID("go-test-ack"))
 	id := mustEnqueue(t, c, q, "echo", []byte("abc"), jobwire.WithMaxAttempts(4))
 	j := waitState(t, c, q, id, jobwire.StateCompleted, 10*time.Second)
 	if string(j.GetResult()) != "done:abc" || j.GetAttempts() != 1 || j.GetWorkerId() != "go-test-ack" {
@@ -67,7 +68,7 @@ func TestJSONRoundTripThroughWorker(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
-	startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}}, map[string]jobwire.Handler{
+	startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
 		"order": func(ctx context.Context, job *jobwire.Job) (any, error) {
 			var o order
 			if err := job.JSON(&o); err != nil {
@@ -93,24 +94,23 @@ func TestHandlerErrorRetriedThenNonRetryable(t *testing.T) {
 	q := queueName(t)
 	var mu sync.Mutex
 	attempts := map[string][]int{}
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, Concurrency: 2},
-		map[string]jobwire.Handler{
-			"flaky": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				mu.Lock()
-				attempts[job.ID] = append(attempts[job.ID], job.Attempt)
-				mu.Unlock()
-				if job.Attempt == 1 {
-					return nil, errors.New("planned first-attempt failure")
-				}
-				return "ok", nil
-			},
-			"fatal": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				return nil, jobwire.NonRetryable(fmt.Errorf("bad input %d", 7))
-			},
-			"panics": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				panic("kaboom")
-			},
-		})
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"flaky": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			mu.Lock()
+			attempts[job.ID] = append(attempts[job.ID], job.Attempt)
+			mu.Unlock()
+			if job.Attempt == 1 {
+				return nil, errors.New("planned first-attempt failure")
+			}
+			return "ok", nil
+		},
+		"fatal": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			return nil, jobwire.NonRetryable(fmt.Errorf("bad input %d", 7))
+		},
+		"panics": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			panic("kaboom")
+		},
+	}, jobwire.WithConcurrency(2))
 	id := mustEnqueue(t, c, q, "flaky", nil, jobwire.WithMaxAttempts(3),
 		jobwire.WithBackoffBase(100*time.Millisecond), jobwire.WithBackoffMax(200*time.Millisecond))
 	j := waitState(t, c, q, id, jobwire.StateCompleted, 10*time.Second)
@@ -153,10 +153,9 @@ func TestUnknownTypeFailedWithText(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
-	rw := startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, WorkerID: "go-test-unknown"},
-		map[string]jobwire.Handler{
-			"known": func(ctx context.Context, job *jobwire.Job) (any, error) { return nil, nil },
-		})
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"known": func(ctx context.Context, job *jobwire.Job) (any, error) { return nil, nil },
+	}, jobwire.WithWorkerID("go-test-unknown"))
 	id := mustEnqueue(t, c, q, "mystery", nil, jobwire.WithMaxAttempts(1))
 	j := waitState(t, c, q, id, jobwire.StateDead, 10*time.Second)
 	want := `no handler for job type "mystery" in worker go-test-unknown`
@@ -188,28 +187,27 @@ func TestConcurrencyRunsNHandlersAtOnce(t *testing.T) {
 	var running, peak atomic.Int32
 	allIn := make(chan struct{})
 	var once sync.Once
-	startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, Concurrency: n},
-		map[string]jobwire.Handler{
-			"work": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				cur := running.Add(1)
-				defer running.Add(-1)
-				for {
-					p := peak.Load()
-					if cur <= p || peak.CompareAndSwap(p, cur) {
-						break
-					}
+	startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"work": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			cur := running.Add(1)
+			defer running.Add(-1)
+			for {
+				p := peak.Load()
+				if cur <= p || peak.CompareAndSwap(p, cur) {
+					break
 				}
-				if cur == n {
-					once.Do(func() { close(allIn) })
-				}
-				select {
-				case <-allIn:
-				case <-time.After(5 * time.Second):
-				}
-				time.Sleep(50 * time.Millisecond)
-				return nil, nil
-			},
-		})
+			}
+			if cur == n {
+				once.Do(func() { close(allIn) })
+			}
+			select {
+			case <-allIn:
+			case <-time.After(5 * time.Second):
+			}
+			time.Sleep(50 * time.Millisecond)
+			return nil, nil
+		},
+	}, jobwire.WithConcurrency(n))
 	var ids []string
 	for i := 0; i < 2*n; i++ {
 		ids = append(ids, mustEnqueue(t, c, q, "work", i))
@@ -233,19 +231,18 @@ func TestLeaseRenewedWhileHandlerRuns(t *testing.T) {
 	q := queueName(t)
 	var runs atomic.Int32
 	var leaseMs atomic.Int64
-	startWorker(t, brokerAddr, jobwire.WorkerOptions{Queues: []string{q}, LeaseMs: 1000},
-		map[string]jobwire.Handler{
-			"slow": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				runs.Add(1)
-				leaseMs.Store(job.LeaseMs)
-				select {
-				case <-time.After(2500 * time.Millisecond):
-					return "slept", nil
-				case <-ctx.Done():
-					return nil, context.Cause(ctx)
-				}
-			},
-		})
+	startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"slow": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			runs.Add(1)
+			leaseMs.Store(job.LeaseMs)
+			select {
+			case <-time.After(2500 * time.Millisecond):
+				return "slept", nil
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		},
+	}, jobwire.WithLease(time.Second))
 	id := mustEnqueue(t, c, q, "slow", nil, jobwire.WithMaxAttempts(3))
 	j := waitState(t, c, q, id, jobwire.StateCompleted, 10*time.Second)
 	if j.GetAttempts() != 1 || runs.Load() != 1 || string(j.GetResult()) != `"slept"` {
@@ -270,16 +267,15 @@ func TestWorkerSurvivesBrokerRestart(t *testing.T) {
 	q := queueName(t)
 	slowStarted := make(chan struct{}, 1)
 	var slowReturned atomic.Int64 // unix ms
-	rw := startWorker(t, b.Addr(), jobwire.WorkerOptions{Queues: []string{q}, Concurrency: 2, LeaseMs: 6000},
-		map[string]jobwire.Handler{
-			"quick": func(ctx context.Context, job *jobwire.Job) (any, error) { return "q", nil },
-			"slow": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				slowStarted <- struct{}{}
-				time.Sleep(800 * time.Millisecond)
-				slowReturned.Store(time.Now().UnixMilli())
-				return "s", nil
-			},
-		})
+	rw := startWorker(t, b.Addr(), []string{q}, map[string]jobwire.Handler{
+		"quick": func(ctx context.Context, job *jobwire.Job) (any, error) { return "q", nil },
+		"slow": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			slowStarted <- struct{}{}
+			time.Sleep(800 * time.Millisecond)
+			slowReturned.Store(time.Now().UnixMilli())
+			return "s", nil
+		},
+	}, jobwire.WithConcurrency(2), jobwire.WithLease(6*time.Second))
 	before := mustEnqueue(t, producer, q, "quick", nil)
 	waitState(t, producer, q, before, jobwire.StateCompleted, 10*time.Second)
 
@@ -340,20 +336,19 @@ func TestLeaseLostCancelsHandlerAndFailIsRefused(t *testing.T) {
 	q := queueName(t)
 	started := make(chan struct{}, 1)
 	cause := make(chan error, 1)
-	rw := startWorker(t, b.Addr(), jobwire.WorkerOptions{Queues: []string{q}, LeaseMs: 1000},
-		map[string]jobwire.Handler{
-			"long": func(ctx context.Context, job *jobwire.Job) (any, error) {
-				started <- struct{}{}
-				select {
-				case <-ctx.Done():
-					cause <- context.Cause(ctx)
-					return nil, context.Cause(ctx)
-				case <-time.After(15 * time.Second):
-					cause <- nil
-					return "too late", nil
-				}
-			},
-		})
+	rw := startWorker(t, b.Addr(), []string{q}, map[string]jobwire.Handler{
+		"long": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			started <- struct{}{}
+			select {
+			case <-ctx.Done():
+				cause <- context.Cause(ctx)
+				return nil, context.Cause(ctx)
+			case <-time.After(15 * time.Second):
+				cause <- nil
+				return "too late", nil
+			}
+		},
+	}, jobwire.WithLease(time.Second))
 	id := mustEnqueue(t, c, q, "long", nil, jobwire.WithMaxAttempts(1))
 	select {
 	case <-started:
@@ -392,9 +387,8 @@ func TestStopLetsRunningHandlerFinish(t *testing.T) {
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
 	started := make(chan string, 4)
-	w, err := jobwire.NewWorker(brokerAddr, jobwire.WorkerOptions{
-		Queues: []string{q}, Concurrency: 2, Grace: 10 * time.Second, Logger: testLogger(),
-	})
+	w, err := jobwire.NewWorker(brokerAddr, []string{q},
+		jobwire.WithConcurrency(2), jobwire.WithGrace(10*time.Second), jobwire.WithLogger(testLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +449,7 @@ func TestStopLetsRunningHandlerFinish(t *testing.T) {
 func TestRunCtxCancelAndInvalidClaim(t *testing.T) {
 	t.Parallel()
 	// Cancelling Run's context stops the worker.
-	w, err := jobwire.NewWorker(brokerAddr, jobwire.WorkerOptions{Queues: []string{queueName(t)}, Logger: testLogger()})
+	w, err := jobwire.NewWorker(brokerAddr, []string{queueName(t)}, jobwire.WithLogger(testLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,8 +467,9 @@ func TestRunCtxCancelAndInvalidClaim(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 
-	// INVALID_ARGUMENT on Claim (lease below 1 s) is fatal: Run returns it.
-	w, err = jobwire.NewWorker(brokerAddr, jobwire.WorkerOptions{Queues: []string{queueName(t)}, LeaseMs: 10, Logger: testLogger()})
+	// INVALID_ARGUMENT on Claim (a queue name with '#', which the broker
+	// refuses) is fatal: Run returns it.
+	w, err = jobwire.NewWorker(brokerAddr, []string{"bad#queue"}, jobwire.WithLogger(testLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,10 +477,70 @@ func TestRunCtxCancelAndInvalidClaim(t *testing.T) {
 	select {
 	case err := <-done:
 		if je := asError(t, err); je.Code != codes.InvalidArgument {
-			t.Errorf("Run with lease 10 ms: %v", err)
+			t.Errorf("Run with an invalid queue name: %v", err)
 		}
 	case <-time.After(5 * time.Second):
 		w.Stop()
-		t.Fatal("Run with an invalid lease did not return")
+		t.Fatal("Run with an invalid queue name did not return")
+	}
+}
+
+// A value outside an option's limits (those of ClaimRequest in broker.proto)
+// is an error of NewWorker naming the option and the limit; nothing is sent.
+func TestNewWorkerRefusesBadOptions(t *testing.T) {
+	t.Parallel()
+	q := []string{"q"}
+	for _, tc := range []struct {
+		name   string
+		queues []string
+		opts   []jobwire.WorkerOption
+		want   string // "" = accepted
+	}{
+		{"no queue", nil, nil, "jobwire: NewWorker: 0 queues; give 1..32"},
+		{"33 queues", make([]string, 33), nil, "jobwire: NewWorker: 33 queues; give 1..32"},
+		{"concurrency 0", q, []jobwire.WorkerOption{jobwire.WithConcurrency(0)}, "jobwire: WithConcurrency(0): must be 1..1000"},
+		{"concurrency 1001", q, []jobwire.WorkerOption{jobwire.WithConcurrency(1001)}, "jobwire: WithConcurrency(1001): must be 1..1000"},
+		{"concurrency 1000", q, []jobwire.WorkerOption{jobwire.WithConcurrency(1000)}, ""},
+		{"lease 10ms", q, []jobwire.WorkerOption{jobwire.WithLease(10 * time.Millisecond)},
+			"jobwire: WithLease(10ms): must be 1s..12h (or 0: the broker default)"},
+		{"lease 13h", q, []jobwire.WorkerOption{jobwire.WithLease(13 * time.Hour)},
+			"jobwire: WithLease(13h0m0s): must be 1s..12h (or 0: the broker default)"},
+		{"lease -1s", q, []jobwire.WorkerOption{jobwire.WithLease(-time.Second)}, "jobwire: WithLease(-1s): must be 1s..12h"},
+		{"lease 0 and 1s..12h", q, []jobwire.WorkerOption{jobwire.WithLease(0), jobwire.WithLease(time.Second), jobwire.WithLease(12 * time.Hour)}, ""},
+		{"worker id of 257 bytes", q, []jobwire.WorkerOption{jobwire.WithWorkerID(strings.Repeat("w", 257))},
+			"jobwire: WithWorkerID: 257 bytes; at most 256"},
+		{"grace -1s", q, []jobwire.WorkerOption{jobwire.WithGrace(-time.Second)}, "jobwire: WithGrace(-1s): must be 0 or more"},
+		{"grace 0", q, []jobwire.WorkerOption{jobwire.WithGrace(0)}, ""},
+		{"nil logger", q, []jobwire.WorkerOption{jobwire.WithLogger(nil)}, "jobwire: WithLogger(nil)"},
+		{"last wins", q, []jobwire.WorkerOption{jobwire.WithConcurrency(0), jobwire.WithConcurrency(4)}, ""},
+	} {
+		w, err := jobwire.NewWorker("127.0.0.1:1", tc.queues, tc.opts...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: NewWorker: %v", tc.name, err)
+		case tc.want != "" && err == nil:
+			t.Errorf("%s: NewWorker succeeded, want an error %q", tc.name, tc.want)
+		case tc.want != "" && !strings.HasPrefix(err.Error(), tc.want):
+			t.Errorf("%s: error %q, want %q", tc.name, err, tc.want)
+		}
+		if w != nil && tc.want != "" {
+			t.Errorf("%s: a worker came with the error", tc.name)
+		}
+	}
+}
+
+// The worker id defaults to go-<host>-<pid>; WithWorkerID sets it.
+func TestNewWorkerID(t *testing.T) {
+	t.Parallel()
+	w, err := jobwire.NewWorker("127.0.0.1:1", []string{"q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("-%d", os.Getpid()); !strings.HasPrefix(w.WorkerID(), "go-") || !strings.HasSuffix(w.WorkerID(), want) {
+		t.Errorf("default WorkerID() = %q, want go-<host>%s", w.WorkerID(), want)
+	}
+	w, err = jobwire.NewWorker("127.0.0.1:1", []string{"q"}, jobwire.WithWorkerID("billing-1"))
+	if err != nil || w.WorkerID() != "billing-1" {
+		t.Errorf("WithWorkerID: %v, %v", w, err)
 	}
 }

@@ -14,9 +14,9 @@
 // time. Warm-up before "ready": one GetJob of an id that does not exist
 // (answered NOT_FOUND; nothing is enqueued).
 //
-// Worker: one jobwire.Worker with Concurrency = --concurrency (one Claim
+// Worker: one jobwire.Worker with WithConcurrency(--concurrency) (one Claim
 // stream), broker-default lease and retention. A job is counted done when the
-// Worker's OnOutcome reports ack_ok (the broker confirmed the Ack; acks go in
+// Worker's outcome hook reports ack_ok (the broker confirmed the Ack; acks go in
 // coalesced AckBatch calls). "ready" is printed once the Claim stream is open
 // (seen by a stream interceptor on the Worker's channel).
 package main
@@ -252,14 +252,13 @@ func worker(c config) int {
 		other     atomic.Int64
 	)
 	finished := make(chan struct{})
-	w, err := jobwire.NewWorker(c.addr, jobwire.WorkerOptions{
-		Queues:        []string{c.queue},
-		Concurrency:   c.concurrency,
-		WorkerID:      fmt.Sprintf("bench-go-%d", os.Getpid()),
-		Grace:         4 * time.Second,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		ClientOptions: []jobwire.Option{jobwire.WithDialOptions(grpc.WithChainStreamInterceptor(claimOpened))},
-		OnOutcome: func(o jobwire.Outcome) {
+	w, err := jobwire.NewWorker(c.addr, []string{c.queue},
+		jobwire.WithConcurrency(c.concurrency),
+		jobwire.WithWorkerID(fmt.Sprintf("bench-go-%d", os.Getpid())),
+		jobwire.WithGrace(4*time.Second),
+		jobwire.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		jobwire.WithDialOptions(grpc.WithChainStreamInterceptor(claimOpened)),
+		jobwire.WithOutcomeHook(func(o jobwire.Outcome) {
 			now := nowMs()
 			if o.Kind != jobwire.OutcomeAckOK {
 				if other.Add(1) <= 5 {
@@ -285,8 +284,7 @@ func worker(c config) int {
 			if completed == c.jobs {
 				close(finished)
 			}
-		},
-	})
+		}))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1

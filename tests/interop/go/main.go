@@ -93,17 +93,16 @@ func run() error {
 	log := &lineLog{f: f}
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("prog", "go-worker")
-	w, err := jobwire.NewWorker(addr, jobwire.WorkerOptions{
-		Queues:      []string{queue},
-		Concurrency: concurrency,
-		LeaseMs:     int64(leaseMs),
-		WorkerID:    fmt.Sprintf("%s-interop-%d", lang, os.Getpid()),
-		Logger:      logger,
+	w, err := jobwire.NewWorker(addr, []string{queue},
+		jobwire.WithConcurrency(concurrency),
+		jobwire.WithLease(time.Duration(leaseMs)*time.Millisecond),
+		jobwire.WithWorkerID(fmt.Sprintf("%s-interop-%d", lang, os.Getpid())),
+		jobwire.WithLogger(logger),
 		// Every kind the client reports, with its detail when it has one: the
 		// Fail's outcome, or the code of the last answer (ack_error,
 		// fail_error, ack_unknown, fail_unknown); expired_dropped and ack_ok
 		// have none.
-		OnOutcome: func(o jobwire.Outcome) {
+		jobwire.WithOutcomeHook(func(o jobwire.Outcome) {
 			switch {
 			case o.Kind == jobwire.OutcomeFailOK:
 				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang, o.FailOutcome)
@@ -112,8 +111,7 @@ func run() error {
 			default:
 				log.line(string(o.Kind), o.Job.ID, o.Job.Attempt, lang)
 			}
-		},
-	})
+		}))
 	if err != nil {
 		return err
 	}

@@ -34,20 +34,18 @@ func main() {
 	}
 	fmt.Println("enqueued job", res.JobID)
 
-	// Worker: one Claim stream on the queue; OnOutcome reports what became
-	// of our job once the broker has answered its Ack (or Fail).
+	// Worker: one Claim stream on the queue; the outcome hook reports what
+	// became of our job once the broker has answered its Ack (or Fail).
 	outcome := make(chan jobwire.Outcome, 1)
-	w, err := jobwire.NewWorker(*addr, jobwire.WorkerOptions{
-		Queues: []string{"quickstart"},
-		OnOutcome: func(o jobwire.Outcome) {
+	w, err := jobwire.NewWorker(*addr, []string{"quickstart"},
+		jobwire.WithOutcomeHook(func(o jobwire.Outcome) {
 			if o.Job.ID == res.JobID {
 				select {
 				case outcome <- o:
 				default:
 				}
 			}
-		},
-	})
+		}))
 	if err != nil {
 		log.Fatal(err)
 	}
