@@ -20,5 +20,5 @@ worker.register('send-email', async (job) => {
   return { sent: true, to };                     // stored as the job's JSON result
 });
 
-await worker.run(); // resolves after SIGTERM / SIGINT
+await worker.run({ installSignalHandlers: true }); // resolves after SIGTERM / SIGINT
 console.log('worker stopped');

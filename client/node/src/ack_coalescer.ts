@@ -25,15 +25,18 @@ export const MAX_ACK_BATCH_BYTES = 8 * 1024 * 1024;
 /**
  * One AckBatch call: resolves with one result per ack, in order; rejects with
  * JobwireError when the call fails as a whole (INTERNAL when the broker
- * answers a different number of results).
+ * answers a different number of results), or as unary() does when `signal`
+ * aborts it.
  */
 export async function sendAckBatch(
   stub: BrokerClient,
   acks: AckRequest[],
   timeoutMs: number,
   metadata: grpc.Metadata,
+  signal?: AbortSignal,
 ): Promise<AckResult__Output[]> {
-  const res = await unary<{ acks: AckRequest[] }, AckBatchResponse__Output>(stub, 'AckBatch', { acks }, timeoutMs, metadata);
+  const res = await unary<{ acks: AckRequest[] }, AckBatchResponse__Output>(
+    stub, 'AckBatch', { acks }, timeoutMs, metadata, signal);
   if (res.results.length !== acks.length) {
     throw new JobwireError(Status.INTERNAL,
       `AckBatch answered ${res.results.length} results for ${acks.length} acks`);

@@ -3,6 +3,7 @@ import { JobwireError, statusName, Status } from './errors';
 import { decodeJson, encodeValue, toNumber } from './codec';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
 import { sendAckBatch } from './ack_coalescer';
+import { callTimeoutMs, type CallOptions } from './call_options';
 import type { AckRequest } from './generated/jobwire/v1/AckRequest';
 import type { EnqueueRequest } from './generated/jobwire/v1/EnqueueRequest';
 import type { EnqueueResponse__Output } from './generated/jobwire/v1/EnqueueResponse';
@@ -13,7 +14,7 @@ import type { JobState__Output } from './generated/jobwire/v1/JobState';
 export interface ClientOptions extends SecurityOptions {
   /** Broker `host:port`. Default: $JOBWIRE_ADDR, else `localhost:50051`. */
   address?: string;
-  /** Deadline of every unary call, in ms. Default 10000. */
+  /** Deadline of every unary call, in ms (a call's own `timeoutMs` overrides it). Default 10000. */
   timeoutMs?: number;
   /**
    * Channel credentials, for what the tls options cannot express. Exclusive
@@ -47,6 +48,12 @@ export interface EnqueueOptions {
    */
   completedRetentionMs?: number;
 }
+
+/**
+ * The last argument of enqueue: the job's options and the call's (`signal`,
+ * `timeoutMs`; see CallOptions).
+ */
+export interface EnqueueCallOptions extends EnqueueOptions, CallOptions {}
 
 export interface EnqueueResult {
   jobId: string;
@@ -156,7 +163,11 @@ export function toEnqueueRequest(queue: string, type: string, payload: unknown, 
 
 /**
  * The producer / admin side: one gRPC channel, every call with a deadline.
- * Failures reject with JobwireError.
+ * Failures reject with JobwireError. Every call takes an optional last
+ * CallOptions (`signal`, `timeoutMs`; merged into enqueue's options): an
+ * aborted call rejects with the signal's reason when it is an Error, else a
+ * DOMException named 'AbortError' (call_options.ts); a timeoutMs that is not
+ * a finite number > 0 rejects with TypeError.
  */
 export class Client {
   readonly address: string;
@@ -177,10 +188,15 @@ export class Client {
     this.stub = makeStub(this.address, conn.credentials, options.channelOptions);
   }
 
-  /** Stores one job. `payload`: bytes unchanged, anything else as JSON. */
-  async enqueue(queue: string, type: string, payload?: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+  /**
+   * Stores one job. `payload`: bytes unchanged, anything else as JSON.
+   * `options`: the job's (EnqueueOptions) and the call's (`signal`, `timeoutMs`).
+   */
+  async enqueue(queue: string, type: string, payload?: unknown, options?: EnqueueCallOptions): Promise<EnqueueResult> {
+    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
     const req = toEnqueueRequest(queue, type, payload, options);
-    const res = await unary<EnqueueRequest, EnqueueResponse__Output>(this.stub, 'Enqueue', req, this.timeoutMs, this.metadata());
+    const res = await unary<EnqueueRequest, EnqueueResponse__Output>(
+      this.stub, 'Enqueue', req, timeoutMs, this.metadata(), options?.signal);
     return { jobId: res.jobId, duplicate: res.duplicate };
   }
 
@@ -189,10 +205,11 @@ export class Client {
    * returned (ok: false), not thrown; a call-level error (empty or oversized
    * batch, broker unreachable) rejects.
    */
-  async enqueueBatch(queue: string, jobs: BatchJob[]): Promise<BatchResult[]> {
+  async enqueueBatch(queue: string, jobs: BatchJob[], options?: CallOptions): Promise<BatchResult[]> {
+    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
     const reqs = jobs.map((j) => toEnqueueRequest(queue, j.type, j.payload, j.options));
     const res = await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
-      this.stub, 'EnqueueBatch', { jobs: reqs }, this.timeoutMs, this.metadata());
+      this.stub, 'EnqueueBatch', { jobs: reqs }, timeoutMs, this.metadata(), options?.signal);
     return res.results.map((r): BatchResult =>
       r.code === Status.OK ? { ok: true, jobId: r.jobId, duplicate: r.duplicate } : itemError(r.code, r.message));
   }
@@ -206,24 +223,27 @@ export class Client {
    * PERMISSION_DENIED, broker unreachable) rejects; after UNAVAILABLE some
    * acks may be stored: repeat them all with the same tokens.
    */
-  async ackBatch(acks: BatchAck[]): Promise<AckBatchResult[]> {
+  async ackBatch(acks: BatchAck[], options?: CallOptions): Promise<AckBatchResult[]> {
+    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
     const reqs = acks.map((a): AckRequest => ({
       queue: a.queue, jobId: a.jobId, leaseToken: a.leaseToken, result: encodeValue(a.result),
     }));
-    const results = await sendAckBatch(this.stub, reqs, this.timeoutMs, this.metadata());
+    const results = await sendAckBatch(this.stub, reqs, timeoutMs, this.metadata(), options?.signal);
     return results.map((r): AckBatchResult => (r.code === Status.OK ? { ok: true } : itemError(r.code, r.message)));
   }
 
   /** Reads one job in whatever state it is. */
-  async getJob(queue: string, jobId: string): Promise<JobInfo> {
+  async getJob(queue: string, jobId: string, options?: CallOptions): Promise<JobInfo> {
+    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
     const res = await unary<{ queue: string; jobId: string }, Job__Output>(
-      this.stub, 'GetJob', { queue, jobId }, this.timeoutMs, this.metadata());
+      this.stub, 'GetJob', { queue, jobId }, timeoutMs, this.metadata(), options?.signal);
     return new JobInfo(res);
   }
 
   /** Cancels a PENDING job (it becomes DEAD with error "cancelled"). */
-  async cancel(queue: string, jobId: string): Promise<void> {
-    await unary(this.stub, 'Cancel', { queue, jobId }, this.timeoutMs, this.metadata());
+  async cancel(queue: string, jobId: string, options?: CallOptions): Promise<void> {
+    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
+    await unary(this.stub, 'Cancel', { queue, jobId }, timeoutMs, this.metadata(), options?.signal);
   }
 
   /** Closes the channel. */

@@ -1,5 +1,5 @@
 export { Client, JobInfo } from './client';
-export type { ClientOptions, EnqueueOptions, EnqueueResult, BatchJob, BatchResult, BatchAck, AckBatchResult, JobStateName } from './client';
+export type { ClientOptions, EnqueueOptions, EnqueueCallOptions, EnqueueResult, BatchJob, BatchResult, BatchAck, AckBatchResult, JobStateName } from './client';
 export { Worker } from './worker';
 export { Job } from './job';
 export { errorText } from './failure';
@@ -8,3 +8,4 @@ export type { WorkerOptions, RunOptions, Logger } from './worker_options';
 export { JobwireError, NonRetryableError, RetryAfterError, LeaseLostError, Status, statusName } from './errors';
 export { encodeValue } from './codec';
 export type { SecurityOptions } from './proto';
+export type { CallOptions } from './call_options';

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { abortError } from './call_options';
 import { JobwireError } from './errors';
 import { BROKER_DESCRIPTOR } from './generated/broker_descriptor';
 import type { ProtoGrpcType } from './generated/broker';
@@ -190,7 +191,10 @@ export function makeStub(
 /**
  * Promise wrapper of a unary call with a deadline (and the connection's
  * metadata); failures reject with a JobwireError carrying the status code and
- * the broker's message.
+ * the broker's message. With a `signal` (call_options.ts): already aborted,
+ * rejects at once with abortError(signal) and sends nothing; aborted while in
+ * flight, cancels the call (`call.cancel()`) and rejects at once with
+ * abortError(signal). The abort listener is removed when the call settles.
  */
 export function unary<Req, Res>(
   stub: BrokerClient,
@@ -198,14 +202,33 @@ export function unary<Req, Res>(
   req: Req,
   timeoutMs: number,
   metadata: grpc.Metadata = new grpc.Metadata(),
+  signal?: AbortSignal,
 ): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(abortError(signal));
+      return;
+    }
     const fn = (stub as unknown as Record<string, Function>)[method];
     const deadline = new Date(Date.now() + timeoutMs);
-    fn.call(stub, req, metadata, { deadline }, (err: grpc.ServiceError | null, res: Res) => {
+    let settled = false;
+    let onAbort: (() => void) | undefined;
+    const call: grpc.ClientUnaryCall = fn.call(stub, req, metadata, { deadline }, (err: grpc.ServiceError | null, res: Res) => {
+      if (settled) return; // aborted: already rejected
+      settled = true;
+      if (onAbort) signal!.removeEventListener('abort', onAbort);
       if (err) reject(JobwireError.from(err));
       else resolve(res);
     });
+    if (signal) {
+      onAbort = () => {
+        if (settled) return;
+        settled = true;
+        call.cancel();
+        reject(abortError(signal));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
   });
 }
 

@@ -113,9 +113,10 @@ export class Worker extends EventEmitter {
   }
 
   /**
-   * Consumes until stop() (or SIGTERM / SIGINT when installSignalHandlers).
-   * Resolves once stopped; rejects when the broker refuses the Claim with
-   * INVALID_ARGUMENT.
+   * Consumes until stop() (or SIGTERM / SIGINT when
+   * `installSignalHandlers: true`, off by default; the listeners are removed
+   * before run() settles). Resolves once stopped; rejects when the broker
+   * refuses the Claim with INVALID_ARGUMENT.
    */
   run(options: RunOptions = {}): Promise<void> {
     if (this.running || this.stopPromise) throw new Error('jobwire Worker: run() was already called');
@@ -149,7 +150,7 @@ export class Worker extends EventEmitter {
       this.resolveRun = resolve;
       this.rejectRun = reject;
     });
-    if (options.installSignalHandlers ?? true) {
+    if (options.installSignalHandlers === true) {
       this.signalHandler = () => {
         this.log?.info('signal received, stopping');
         void this.stop();

@@ -40,7 +40,12 @@ export interface WorkerOptions extends SecurityOptions {
 }
 
 export interface RunOptions {
-  /** Stop gracefully on SIGTERM / SIGINT (default true). */
+  /**
+   * Stop gracefully (as stop()) on SIGTERM / SIGINT: run() adds one listener
+   * for each to `process` and removes them when it ends. Default false: run()
+   * touches no signal, and the process's own handling (or Node's default,
+   * exit) stays as it was.
+   */
   installSignalHandlers?: boolean;
 }
 

@@ -130,12 +130,8 @@ export async function waitFor(fn, { timeoutMs = 10_000, intervalMs = 50, what = 
 }
 
 let adminService;
-/**
- * Admin.DeleteJob (proto/jobwire/v1/admin.proto, loaded from the repository:
- * the package itself has no Admin stub): removes a job in any state; a worker
- * holding its lease then gets NOT_FOUND on ExtendLease / Ack / Fail.
- */
-export async function adminDeleteJob(address, queue, jobId) {
+/** One unary call of the Admin service (proto/jobwire/v1/admin.proto, loaded from the repository). */
+async function adminCall(address, method, req) {
   if (!adminService) {
     const def = protoLoader.loadSync('jobwire/v1/admin.proto', {
       includeDirs: [path.join(REPO_ROOT, 'proto')], longs: String, enums: String, defaults: true, oneofs: true,
@@ -144,12 +140,33 @@ export async function adminDeleteJob(address, queue, jobId) {
   }
   const stub = new adminService(address, grpc.credentials.createInsecure());
   try {
-    await new Promise((resolve, reject) => {
-      stub.DeleteJob({ queue, jobId }, { deadline: Date.now() + 5000 }, (err, res) => (err ? reject(err) : resolve(res)));
+    return await new Promise((resolve, reject) => {
+      stub[method](req, { deadline: Date.now() + 5000 }, (err, res) => (err ? reject(err) : resolve(res)));
     });
   } finally {
     stub.close();
   }
+}
+
+/**
+ * Admin.DeleteJob (the package itself has no Admin stub): removes a job in
+ * any state; a worker holding its lease then gets NOT_FOUND on ExtendLease /
+ * Ack / Fail.
+ */
+export async function adminDeleteJob(address, queue, jobId) {
+  await adminCall(address, 'DeleteJob', { queue, jobId });
+}
+
+/**
+ * Admin.GetQueueStats with the int64 counts as numbers: { pendingDue,
+ * pendingScheduled, active, completed, dead, ... } (all 0 for a queue that
+ * never had jobs).
+ */
+export async function adminQueueStats(address, queue) {
+  const s = await adminCall(address, 'GetQueueStats', { queue });
+  const out = { ...s };
+  for (const k of ['pendingDue', 'pendingScheduled', 'active', 'completed', 'dead']) out[k] = Number(s[k]);
+  return out;
 }
 
 let seq = 0;

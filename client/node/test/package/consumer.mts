@@ -1,13 +1,21 @@
 // package_test.sh: type-checked (tsc --noEmit, module nodenext) against the
 // installed package's ES-module types (exports "import" -> dist/index.d.mts).
-import { Client, Worker, JobwireError, Status, type Job, type Outcome, type EnqueueOptions } from '@jobwire/client';
+import { Client, Worker, JobwireError, Status, type Job, type Outcome, type EnqueueOptions, type CallOptions, type EnqueueCallOptions } from '@jobwire/client';
 
 const options: EnqueueOptions = { priority: 5, maxAttempts: 3 };
 const client = new Client({ address: '127.0.0.1:1', timeoutMs: 1000 });
 const enqueued: Promise<{ jobId: string; duplicate: boolean }> = client.enqueue('q', 'add', { a: 1 }, options);
+const call: CallOptions = { signal: AbortSignal.timeout(500), timeoutMs: 200 };
+const job = client.getJob('q', 'id', call);
+const both: EnqueueCallOptions = { ...options, signal: new AbortController().signal };
+void client.enqueueBatch('q', [{ type: 'add', payload: 1, options }], { timeoutMs: 50 });
+void client.cancel('q', 'id', call);
+void client.ackBatch([{ queue: 'q', jobId: 'id', leaseToken: 't' }], call);
+void client.enqueue('q', 'add', 1, both);
 const worker = new Worker({ queues: ['q'], concurrency: 2, logger: null });
 worker.register('add', async (job: Job) => ({ sum: (job.json() as { a: number }).a + 1 }));
 worker.on('outcome', (o: Outcome) => { if (o.kind === 'ack_ok') void worker.stop(); });
 const code: number = Status.NOT_FOUND;
 const isError = (e: unknown): e is JobwireError => e instanceof JobwireError;
-export { enqueued, code, isError };
+export { enqueued, job, code, isError };
+void worker.run({ installSignalHandlers: true });
