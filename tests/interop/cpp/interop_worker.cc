@@ -1,11 +1,17 @@
-// The C++ interop worker (tests/interop/README.md): one handler for type
-// "interop" on the jobwire::client::Worker, logging every run and outcome.
+// The C++ interop worker (tests/interop/README.md): handlers for types
+// "interop" and "behaviour" on the jobwire::client::Worker, logging every run
+// and outcome.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -37,6 +43,56 @@ class LineLog {
  private:
   int fd_;
 };
+
+// The "behaviour" handler (tests/interop/README.md, "The behaviour handler"):
+// payload {"scenario": string, ...}; `start` is logged by the caller.
+absl::StatusOr<std::string> RunBehaviour(const jobwire::client::Job& job,
+                                         const std::string& lang, LineLog& log) {
+  nlohmann::json payload = job.Json();
+  const std::string scenario = payload.value("scenario", "");
+  if (scenario == "lease_ms") {
+    absl::SleepFor(absl::Milliseconds(payload.value("sleep_ms", int64_t{0})));
+    return nlohmann::json{{"lang", lang}, {"lease_ms", job.lease_ms}}.dump();
+  }
+  if (scenario == "long_error") {
+    const std::string unit = payload.value("unit", "");
+    const int64_t count = payload.value("count", int64_t{0});
+    std::string text;
+    if (count > 0) text.reserve(unit.size() * static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) text += unit;
+    return absl::InternalError(text);
+  }
+  if (scenario == "retry_after") {
+    if (job.attempt == 1) {
+      return jobwire::client::RetryAfter(
+          absl::UnavailableError("retry later"),
+          absl::Milliseconds(payload.value("delay_ms", int64_t{0})));
+    }
+    return nlohmann::json{{"lang", lang}}.dump();
+  }
+  if (scenario == "non_retryable") {
+    return jobwire::client::NonRetryable(absl::InvalidArgumentError("bad input"));
+  }
+  if (scenario == "wait_lease_lost") {
+    // Woken by the lost-lease signal (the job's stop_token) or the timeout.
+    std::mutex mutex;
+    std::condition_variable_any lost;
+    std::unique_lock lock(mutex);
+    lost.wait_for(lock, job.stop_token(),
+                  std::chrono::milliseconds(payload.value("wait_ms", int64_t{0})),
+                  [] { return false; });
+    lock.unlock();
+    const bool lease_lost = job.lease_lost();
+    log.Write(absl::StrCat(lease_lost ? "lease_lost " : "lease_kept ", job.id, " ",
+                           job.attempt, " ", lang));
+    return nlohmann::json{{"lang", lang}, {"lease_lost", lease_lost}}.dump();
+  }
+  if (scenario == "sleep") {
+    absl::SleepFor(absl::Milliseconds(payload.value("sleep_ms", int64_t{0})));
+    return nlohmann::json{{"lang", lang}}.dump();
+  }
+  return absl::InternalError(absl::StrCat("unknown scenario ", scenario));
+}
 
 }  // namespace
 
@@ -94,6 +150,10 @@ int main() {
       return absl::InternalError("planned first-attempt failure");
     }
     return nlohmann::json{{"n", payload["n"]}, {"lang", lang}}.dump();
+  });
+  worker.Register("behaviour", [&](const Job& job) -> absl::StatusOr<std::string> {
+    log.Write(absl::StrCat("start ", job.id, " ", job.attempt, " ", lang));
+    return RunBehaviour(job, lang, log);
   });
 
   std::thread signal_thread([&] {

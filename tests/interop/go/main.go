@@ -28,6 +28,17 @@ type payload struct {
 	HoldMs int    `json:"hold_ms"`
 }
 
+// behaviourPayload is the payload of a "behaviour" job (README.md, "The
+// behaviour handler"): the scenario and its parameters.
+type behaviourPayload struct {
+	Scenario string `json:"scenario"`
+	SleepMs  int    `json:"sleep_ms"`
+	Unit     string `json:"unit"`
+	Count    int    `json:"count"`
+	DelayMs  int    `json:"delay_ms"`
+	WaitMs   int    `json:"wait_ms"`
+}
+
 type result struct {
 	N    int    `json:"n"`
 	Lang string `json:"lang"`
@@ -140,10 +151,70 @@ func run() error {
 		}
 		return result{N: p.N, Lang: lang}, nil
 	})
+	w.Handle("behaviour", func(ctx context.Context, job *jobwire.Job) (any, error) {
+		return behaviour(ctx, job, log, lang)
+	})
 	logger.Info("interop worker starting", "addr", addr, "queue", queue,
 		"concurrency", concurrency, "lease_ms", leaseMs)
 	// Returns after SIGTERM / SIGINT, once running handlers are acked.
 	return w.RunUntilSignal()
+}
+
+// behaviour is the "behaviour" handler (README.md, "The behaviour handler"):
+// one scenario per job, for tests/behaviours/run_behaviours.py.
+func behaviour(ctx context.Context, job *jobwire.Job, log *lineLog, lang string) (any, error) {
+	log.line("start", job.ID, job.Attempt, lang)
+	var p behaviourPayload
+	if err := job.JSON(&p); err != nil {
+		return nil, jobwire.NonRetryable(err)
+	}
+	switch p.Scenario {
+	case "lease_ms":
+		time.Sleep(time.Duration(p.SleepMs) * time.Millisecond)
+		return map[string]any{"lang": lang, "lease_ms": job.LeaseMs}, nil
+	case "long_error":
+		return nil, errors.New(strings.Repeat(p.Unit, p.Count))
+	case "retry_after":
+		if job.Attempt == 1 {
+			return nil, jobwire.RetryAfter(errors.New("retry later"),
+				time.Duration(p.DelayMs)*time.Millisecond)
+		}
+		return map[string]any{"lang": lang}, nil
+	case "non_retryable":
+		return nil, jobwire.NonRetryable(errors.New("bad input"))
+	case "wait_lease_lost":
+		lost := waitLeaseLost(ctx, time.Duration(p.WaitMs)*time.Millisecond)
+		kind := "lease_kept"
+		if lost {
+			kind = "lease_lost"
+		}
+		log.line(kind, job.ID, job.Attempt, lang)
+		return map[string]any{"lang": lang, "lease_lost": lost}, nil
+	case "sleep":
+		time.Sleep(time.Duration(p.SleepMs) * time.Millisecond)
+		return map[string]any{"lang": lang}, nil
+	default:
+		return nil, fmt.Errorf("unknown scenario %s", p.Scenario)
+	}
+}
+
+// waitLeaseLost reports whether the handler's context was cancelled with
+// cause jobwire.ErrLeaseLost within d. A cancellation for another cause (the
+// drain's grace ran out: ErrWorkerAbandoned) is no lost lease: the wait goes
+// on until d.
+func waitLeaseLost(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		if errors.Is(context.Cause(ctx), jobwire.ErrLeaseLost) {
+			return true
+		}
+		<-timer.C
+		return false
+	case <-timer.C:
+		return false
+	}
 }
 
 func main() {

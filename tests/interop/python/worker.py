@@ -5,7 +5,7 @@ import sys
 import threading
 import time
 
-from jobwire import Worker
+from jobwire import NonRetryableError, RetryAfter, Worker
 
 ADDR = os.environ["JOBWIRE_ADDR"]
 QUEUE = os.environ["INTEROP_QUEUE"]
@@ -45,6 +45,33 @@ def handle(job):
     return {"n": p.get("n"), "lang": LANG}
 
 
+def handle_behaviour(job):
+    """The "behaviour" handler (README.md, "The behaviour handler"): one
+    scenario per job, for tests/behaviours/run_behaviours.py."""
+    log_line("start", job.id, job.attempt, LANG)
+    p = job.json()
+    scenario = p.get("scenario")
+    if scenario == "lease_ms":
+        time.sleep(p.get("sleep_ms", 0) / 1000.0)
+        return {"lang": LANG, "lease_ms": job.lease_ms}
+    if scenario == "long_error":
+        raise ValueError(p["unit"] * p["count"])
+    if scenario == "retry_after":
+        if job.attempt == 1:
+            raise RetryAfter(p["delay_ms"] / 1000.0, "retry later")
+        return {"lang": LANG}
+    if scenario == "non_retryable":
+        raise NonRetryableError("bad input")
+    if scenario == "wait_lease_lost":
+        lost = job.lease_lost_event.wait(p.get("wait_ms", 0) / 1000.0)
+        log_line("lease_lost" if lost else "lease_kept", job.id, job.attempt, LANG)
+        return {"lang": LANG, "lease_lost": bool(lost)}
+    if scenario == "sleep":
+        time.sleep(p.get("sleep_ms", 0) / 1000.0)
+        return {"lang": LANG}
+    raise RuntimeError("unknown scenario %s" % scenario)
+
+
 def on_outcome(o) -> None:
     """Every kind the client reports, with its detail when it has one: the
     Fail's outcome, or the code of the last answer (ack_error, fail_error,
@@ -64,6 +91,7 @@ def main() -> int:
     w = Worker(ADDR, [QUEUE], concurrency=CONCURRENCY, lease_ms=LEASE_MS,
                worker_id="%s-interop-%d" % (LANG, os.getpid()), on_outcome=on_outcome)
     w.register("interop", handle)
+    w.register("behaviour", handle_behaviour)
     w.run(install_signal_handlers=True)  # returns after SIGTERM / SIGINT
     return 0
 

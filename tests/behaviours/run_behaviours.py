@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""The shared client behaviours (docs/clients.md, "Behaviours"), checked the
+same way for every language's Worker.
+
+Starts a real redis-server and the real broker (--default_lease_ms=1500), and
+one interop worker program per language (tests/interop/<lang>/worker, its
+"behaviour" handler: tests/interop/README.md), each alone on a queue of its
+own with no lease of its own (the broker default). For each behaviour it
+enqueues the same jobs for every language, then judges each language from
+what its worker logged and from GetJob, never from what the broker says
+about itself alone. Prints the table behaviour x language and exits 1 when a
+cell is not "ok".
+
+  run_behaviours.py [--broker PATH] [--build-dir DIR] [--langs python,node,go,cpp]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import grpc
+from jobwire.v1 import broker_pb2 as pb
+from jobwire.v1 import broker_pb2_grpc as pb_grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+INTEROP = os.path.join(REPO, "tests", "interop")
+sys.path.insert(0, INTEROP)
+from run_interop import free_port, wait_listening  # noqa: E402
+
+LANGS = ["python", "node", "go", "cpp"]
+LEASE_MS = 1500           # the broker default every worker gets
+MAX_ERROR_BYTES = 65536   # Fail.error, the broker's limit
+COMPLETED, DEAD = pb.COMPLETED, pb.DEAD
+
+
+class Failed(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failed(message)
+
+
+class Worker:
+    """One language's interop worker process and its log."""
+
+    def __init__(self, lang, workdir, env):
+        self.lang = lang
+        self.queue = f"behaviours-{lang}"
+        self.log = os.path.join(workdir, f"{lang}.log")
+        self.stderr_path = os.path.join(workdir, f"{lang}.stderr")
+        self.env = dict(env, INTEROP_LANG=lang, INTEROP_LOG=self.log,
+                        INTEROP_QUEUE=self.queue, INTEROP_CONCURRENCY="4",
+                        INTEROP_LEASE_MS="0")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.stderr = open(self.stderr_path, "a")
+        self.proc = subprocess.Popen([os.path.join(INTEROP, self.lang, "worker")],
+                                     env=self.env, stdout=self.stderr, stderr=subprocess.STDOUT)
+
+    def lines(self, job_id):
+        """The log lines of `job_id`, each split into fields."""
+        try:
+            with open(self.log) as f:
+                rows = [line.split() for line in f]
+        except FileNotFoundError:
+            return []
+        return [r for r in rows if len(r) >= 4 and r[1] == job_id]
+
+    def wait_line(self, job_id, kind, timeout, count=1):
+        """The `count`-th line of `kind` for the job; Failed after `timeout`."""
+        deadline = time.time() + timeout
+        while True:
+            found = [r for r in self.lines(job_id) if r[0] == kind]
+            if len(found) >= count:
+                return found[count - 1]
+            if time.time() > deadline:
+                raise Failed(f"no '{kind}' line for job {job_id} after {timeout} s "
+                             f"(log: {[' '.join(r) for r in self.lines(job_id)]})")
+            time.sleep(0.02)
+
+    def stop(self, timeout=30.0):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            status = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            status = self.proc.wait()
+        self.stderr.close()
+        return status
+
+
+class Broker:
+    """The broker's Broker and Admin calls the checks use."""
+
+    def __init__(self, addr):
+        self.channel = grpc.insecure_channel(addr)
+        self.stub = pb_grpc.BrokerStub(self.channel)
+
+    def enqueue(self, queue, payload=None, type_="behaviour", **options):
+        request = pb.EnqueueRequest(queue=queue, type=type_,
+                                    payload=json.dumps(payload or {}).encode(), **options)
+        return self.stub.Enqueue(request, timeout=10).job_id
+
+    def job(self, queue, job_id):
+        return self.stub.GetJob(pb.GetJobRequest(queue=queue, job_id=job_id), timeout=10)
+
+    def wait_state(self, queue, job_id, states, timeout):
+        deadline = time.time() + timeout
+        while True:
+            job = self.job(queue, job_id)
+            if job.state in states:
+                return job
+            if time.time() > deadline:
+                raise Failed(f"job {job_id} is {pb.JobState.Name(job.state)} after {timeout} s, "
+                             f"want {[pb.JobState.Name(s) for s in states]}")
+            time.sleep(0.05)
+
+    def delete_job(self, queue, job_id):
+        """Admin.DeleteJob (admin.proto; the Python package generates only the
+        Broker stubs): the request's two string fields encoded by hand."""
+        def field(number, text):
+            data = text.encode()
+            return bytes([number << 3 | 2, len(data)]) + data
+        call = self.channel.unary_unary("/jobwire.v1.Admin/DeleteJob",
+                                        request_serializer=lambda b: b,
+                                        response_deserializer=lambda b: b)
+        call(field(1, queue) + field(2, job_id), timeout=10)
+
+
+# --- the behaviours --------------------------------------------------------
+# Each is a pair: start(broker, worker) -> state, enqueued for every language
+# before any is judged; then judge(broker, worker, state) raises Failed.
+
+def lease_start(b, w):
+    return b.enqueue(w.queue, {"scenario": "lease_ms", "sleep_ms": int(LEASE_MS * 2.5)},
+                     max_attempts=1)
+
+
+def lease_judge(b, w, job_id):
+    job = b.wait_state(w.queue, job_id, (COMPLETED, DEAD), 20)
+    check(job.state == COMPLETED and job.attempts == 1,
+          f"a handler running 2.5 leases: {pb.JobState.Name(job.state)} after "
+          f"{job.attempts} attempt(s), error {job.error!r}")
+    result = json.loads(job.result)
+    check(result.get("lease_ms") == LEASE_MS,
+          f"the handler saw lease_ms {result.get('lease_ms')}, the broker granted {LEASE_MS}")
+    check(w.wait_line(job_id, "ack_ok", 5), "no ack_ok outcome")
+
+
+UNIT, COUNT = "\u20ac", 34134  # 3 bytes each: 102402 bytes, cut mid-character
+
+
+def error_text_start(b, w):
+    return b.enqueue(w.queue, {"scenario": "long_error", "unit": UNIT, "count": COUNT},
+                     max_attempts=1)
+
+
+def error_text_judge(b, w, job_id):
+    job = b.wait_state(w.queue, job_id, (DEAD,), 15)
+    data = job.error.encode("utf-8")
+    check(len(data) <= MAX_ERROR_BYTES, f"error text of {len(data)} bytes")
+    check(len(data) > MAX_ERROR_BYTES - len(UNIT.encode()),
+          f"error text cut to {len(data)} bytes, more than one character short of 64 KiB")
+    head, sep, rest = job.error.partition(": ")
+    check(sep and rest and rest == UNIT * len(rest),
+          f"error text {job.error[:40]!r}... is not '<type>: ' and whole characters")
+
+
+def retry_after_start(b, w):
+    # A backoff of an hour: only retry_after can bring attempt 2 in seconds.
+    return (b.enqueue(w.queue, {"scenario": "retry_after", "delay_ms": 1500},
+                      max_attempts=3, backoff_base_ms=3600000, backoff_max_ms=3600000),
+            time.time())
+
+
+def retry_after_judge(b, w, state):
+    job_id, enqueued = state
+    w.wait_line(job_id, "fail_ok", 10)
+    job = b.wait_state(w.queue, job_id, (COMPLETED, DEAD), 15)
+    took = time.time() - enqueued
+    check(job.state == COMPLETED and job.attempts == 2,
+          f"{pb.JobState.Name(job.state)} after {job.attempts} attempt(s)")
+    check(w.wait_line(job_id, "fail_ok", 1)[4:] == ["RETRY_SCHEDULED"], "attempt 1 not a retry")
+    check(took >= 1.5, f"attempt 2 completed {took:.2f} s after enqueue, before the 1.5 s delay")
+
+
+def non_retryable_start(b, w):
+    return b.enqueue(w.queue, {"scenario": "non_retryable"}, max_attempts=3,
+                     backoff_base_ms=100)
+
+
+def non_retryable_judge(b, w, job_id):
+    job = b.wait_state(w.queue, job_id, (DEAD,), 10)
+    check(job.attempts == 1, f"DEAD after {job.attempts} attempts, want 1 of 3")
+    check("bad input" in job.error, f"error {job.error!r} lacks the handler's message")
+    check(w.wait_line(job_id, "fail_ok", 5)[4:] == ["DEAD"], "the Fail's outcome is not DEAD")
+
+
+def unknown_type_start(b, w):
+    return b.enqueue(w.queue, {}, type_="no-such-type", max_attempts=2, backoff_base_ms=100,
+                     backoff_max_ms=100)
+
+
+def unknown_type_judge(b, w, job_id):
+    job = b.wait_state(w.queue, job_id, (DEAD,), 10)
+    check(job.attempts == 2, f"DEAD after {job.attempts} attempts, want 2 (retryable)")
+    check(re.fullmatch(r'no handler for job type "no-such-type" in worker \S+', job.error),
+          f"error {job.error!r}")
+
+
+def lease_lost_start(b, w):
+    return b.enqueue(w.queue, {"scenario": "wait_lease_lost", "wait_ms": 10000}, max_attempts=1)
+
+
+def lease_lost_judge(b, w, job_id):
+    w.wait_line(job_id, "start", 10)
+    deleted = time.time()
+    b.delete_job(w.queue, job_id)
+    w.wait_line(job_id, "lease_lost", 5)
+    # Renewal runs every third of the lease: told within about one renewal.
+    took = time.time() - deleted
+    check(took < LEASE_MS / 1000.0 * 1.5, f"the handler was told {took:.2f} s after the delete")
+    outcome = w.wait_line(job_id, "ack_error", 5)
+    check(outcome[4:] == ["NOT_FOUND"], f"the final Ack got {outcome[4:]}, want NOT_FOUND")
+
+
+def drain_start(b, w):
+    return b.enqueue(w.queue, {"scenario": "sleep", "sleep_ms": 1000}, max_attempts=1)
+
+
+def drain_judge(b, w, job_id):
+    w.wait_line(job_id, "start", 10)
+    status = w.stop()
+    check(status == 0, f"the worker exited with status {status} on SIGTERM")
+    job = b.job(w.queue, job_id)
+    check(job.state == COMPLETED, f"the running job is {pb.JobState.Name(job.state)} after stop")
+    w.wait_line(job_id, "ack_ok", 1)
+    w.start()  # for the behaviours after this one
+
+
+# (number, name, start, judge), in the order of docs/clients.md.
+BEHAVIOURS = [
+    ("W1", "lease length from the broker", lease_start, lease_judge),
+    ("W2", "error text cut to 64 KiB", error_text_start, error_text_judge),
+    ("W3", "retry after from a handler", retry_after_start, retry_after_judge),
+    ("W4", "non-retryable error", non_retryable_start, non_retryable_judge),
+    ("W5", "unknown job type", unknown_type_start, unknown_type_judge),
+    ("W6", "lost lease told to the handler", lease_lost_start, lease_lost_judge),
+    ("W7", "stop drains running handlers", drain_start, drain_judge),
+]
+
+
+def run(args):
+    langs = args.langs.split(",")
+    workdir = tempfile.mkdtemp(prefix="jobwire-behaviours-")
+    procs, workers = [], {}
+    table = {}
+    try:
+        redis_port = free_port()
+        redis = subprocess.Popen(
+            ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", workdir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(redis)
+        wait_listening(redis_port, redis, "redis-server")
+        broker_port = free_port()
+        addr = f"127.0.0.1:{broker_port}"
+        broker_log = open(os.path.join(workdir, "broker.log"), "w")
+        broker = subprocess.Popen(
+            [args.broker, f"--listen={addr}", f"--redis_url=redis://127.0.0.1:{redis_port}",
+             "--metrics_listen=", f"--default_lease_ms={LEASE_MS}", "--log_level=warning"],
+            stdout=broker_log, stderr=subprocess.STDOUT)
+        procs.append(broker)
+        wait_listening(broker_port, broker, "broker")
+
+        env = dict(os.environ, JOBWIRE_ADDR=addr)
+        if args.build_dir:
+            env["JOBWIRE_BUILD_DIR"] = args.build_dir
+        b = Broker(addr)
+        for lang in langs:
+            workers[lang] = Worker(lang, workdir, env)
+        for number, name, start, judge in BEHAVIOURS:
+            states = {}
+            for lang in langs:
+                try:
+                    states[lang] = start(b, workers[lang])
+                except (Failed, grpc.RpcError) as e:
+                    table[(number, lang)] = f"FAIL: start: {e}"
+            for lang in langs:
+                if lang not in states:
+                    continue
+                try:
+                    judge(b, workers[lang], states[lang])
+                    table[(number, lang)] = "ok"
+                except (Failed, grpc.RpcError, ValueError) as e:
+                    table[(number, lang)] = f"FAIL: {e}"
+    finally:
+        for w in workers.values():
+            if w.proc.poll() is None:
+                w.stop(timeout=10)
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    failed = report(langs, table)
+    if failed and not args.keep:
+        print(f"logs kept in {workdir}")
+    elif not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if failed else 0
+
+
+def report(langs, table):
+    print("| behaviour | " + " | ".join(langs) + " |")
+    print("|---|" + "---|" * len(langs))
+    failures = []
+    for number, name, _, _ in BEHAVIOURS:
+        cells = []
+        for lang in langs:
+            cell = table.get((number, lang), "FAIL: not run")
+            cells.append("ok" if cell == "ok" else "FAIL")
+            if cell != "ok":
+                failures.append(f"{number} {lang}: {cell}")
+        print(f"| {number} {name} | " + " | ".join(cells) + " |")
+    for f in failures:
+        print(f)
+    print("PASSED" if not failures else f"FAILED: {len(failures)} cell(s)")
+    return bool(failures)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--broker", default=os.path.join(REPO, "build", "broker", "jobwire-broker"))
+    parser.add_argument("--build-dir", default="")
+    parser.add_argument("--langs", default=",".join(LANGS))
+    parser.add_argument("--keep", action="store_true", help="keep the logs")
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
