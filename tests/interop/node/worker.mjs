@@ -1,6 +1,11 @@
 // Interop worker on the Node client's Worker (tests/interop/README.md).
 import * as fs from 'node:fs';
-import { Worker } from '../../../client/node/dist/index.js';
+import {
+  LeaseLostError,
+  NonRetryableError,
+  RetryAfterError,
+  Worker,
+} from '../../../client/node/dist/index.js';
 
 function env(name) {
   const v = process.env[name];
@@ -55,6 +60,57 @@ worker.register('interop', async (job) => {
   if (p.always_fail) throw new Error('always fails');
   if (p.fail_first && job.attempt === 1) throw new Error('planned first-attempt failure');
   return { n: p.n, lang };
+});
+
+// The "behaviour" handler (tests/interop/README.md, "The behaviour handler"):
+// one scenario per job, for tests/behaviours/run_behaviours.py.
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Resolves true when job.signal aborts because the lease was lost (reason a
+// LeaseLostError), false after waitMs. An abort for another reason (the stop
+// grace ran out) is not a lost lease: the wait goes on to its timeout.
+function waitLeaseLost(job, waitMs) {
+  const lost = () => job.signal.aborted && job.signal.reason instanceof LeaseLostError;
+  if (lost()) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      if (!lost()) return;
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      job.signal.removeEventListener('abort', onAbort);
+      resolve(false);
+    }, waitMs);
+    job.signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+worker.register('behaviour', async (job) => {
+  logLine(`start ${job.id} ${job.attempt} ${lang}`);
+  const p = job.json();
+  switch (p.scenario) {
+    case 'lease_ms':
+      if (p.sleep_ms) await sleep(p.sleep_ms);
+      return { lang, lease_ms: job.leaseMs };
+    case 'long_error':
+      throw new Error(String(p.unit).repeat(p.count));
+    case 'retry_after':
+      if (job.attempt === 1) throw new RetryAfterError('retry later', p.delay_ms);
+      return { lang };
+    case 'non_retryable':
+      throw new NonRetryableError('bad input');
+    case 'wait_lease_lost': {
+      const leaseLost = await waitLeaseLost(job, p.wait_ms ?? 0);
+      logLine(`${leaseLost ? 'lease_lost' : 'lease_kept'} ${job.id} ${job.attempt} ${lang}`);
+      return { lang, lease_lost: leaseLost };
+    }
+    case 'sleep':
+      if (p.sleep_ms) await sleep(p.sleep_ms);
+      return { lang };
+    default:
+      throw new Error(`unknown scenario ${p.scenario}`);
+  }
 });
 
 try {
