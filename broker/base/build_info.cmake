@@ -4,7 +4,7 @@
 # rebuilds nothing.
 #   -DOUT=<header> -DVERSION=<x.y.z> -DSOURCE_DIR=<repo> [-DGIT_COMMIT=<hash>]
 cmake_minimum_required(VERSION 3.25)
-if(NOT GIT_COMMIT)
+if(GIT_COMMIT STREQUAL "")
   set(GIT_COMMIT unknown)
   find_program(GIT git)
   if(GIT)

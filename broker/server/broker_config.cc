@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
@@ -174,17 +175,32 @@ absl::Status CheckRedisMode(const BrokerConfig& c) {
 
 namespace {
 
-// argv with each flag's name spelt with underscores ("--metrics-listen=x" ->
-// "--metrics_listen=x"), which is how absl knows them; values are untouched.
+// argv with each known flag's name spelt with underscores, which is how absl
+// knows them: "--metrics-listen=x" -> "--metrics_listen=x", "--no-foo-bar" ->
+// "--nofoo_bar" for a bool flag. Only a name that is a flag once rewritten is
+// touched, and never a value: neither the part after '=' nor the argument
+// after a non-bool flag given without one ("--key-prefix -a-b").
 std::vector<std::string> WithUnderscoredFlagNames(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 1; i < args.size(); ++i) {
     std::string& arg = args[i];
     if (arg == "--") break;  // what follows is not a flag
-    if (arg.size() < 3 || arg[0] != '-') continue;
+    if (arg.size() < 2 || arg[0] != '-') continue;
     const size_t start = arg[1] == '-' ? 2 : 1;
     const size_t end = std::min(arg.find('='), arg.size());
-    std::replace(arg.begin() + start, arg.begin() + end, '-', '_');
+    std::string name = arg.substr(start, end - start);
+    std::replace(name.begin(), name.end(), '-', '_');
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    const bool negated = flag == nullptr && absl::StartsWith(name, "no_");
+    if (negated) {
+      flag = absl::FindCommandLineFlag(name.substr(3));
+      if (flag == nullptr || !flag->IsOfType<bool>()) continue;
+      name = "no" + name.substr(3);
+    }
+    if (flag == nullptr) continue;  // absl names it as unknown
+    arg.replace(start, end - start, name);
+    // "--flag value": the next argument is the value, whatever it looks like.
+    if (end == arg.size() && !negated && !flag->IsOfType<bool>()) ++i;
   }
   return args;
 }

@@ -4,6 +4,10 @@
 // generated descriptor pool, like the v1alpha service: every .proto linked
 // into the broker, its imports included.
 //
+// gRPC 1.57 and later ship grpc.reflection.v1 in grpc++_reflection (the
+// same .proto file name): on such a gRPC, delete this service and
+// proto/grpc/reflection/v1/, which would then be registered twice.
+//
 // InstallReflectionV1() adds it to every grpc::ServerBuilder created after
 // the call, as a ServerBuilderPlugin, so that it lists the services of the
 // server it is part of (itself included). Call it before building a server.

@@ -68,8 +68,58 @@ absl::Status ExceptionFailure(const std::exception& e) {
   return absl::UnknownError(absl::StrCat(Demangle(typeid(e).name()), ": ", e.what()));
 }
 
-std::string TruncateErrorText(absl::string_view text) {
-  if (text.size() <= kMaxErrorBytes) return std::string(text);
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[i], 0 when there is
+// none (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF).
+size_t SequenceLength(absl::string_view text, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  if (b < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (b >= 0xC2 && b <= 0xDF) {
+    n = 2;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+std::string ValidUtf8(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = SequenceLength(text, i);
+    if (n == 0) {
+      out.append("\xEF\xBF\xBD");  // U+FFFD
+      ++i;
+    } else {
+      out.append(text.data() + i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string TruncateErrorText(absl::string_view raw) {
+  const std::string valid = ValidUtf8(raw);
+  const absl::string_view text = valid;
+  if (text.size() <= kMaxErrorBytes) return valid;
   size_t end = kMaxErrorBytes;
   // Back over the continuation bytes (10xxxxxx) of the character that
   // straddles the limit, to its first byte; at most 3 of them in UTF-8.

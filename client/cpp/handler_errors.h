@@ -20,8 +20,9 @@ absl::Status HandlerFailure(const absl::Status& status);
 // The failure of a handler that threw `e`: "<exception type>: <what()>".
 absl::Status ExceptionFailure(const std::exception& e);
 
-// `text` cut to at most kMaxErrorBytes (worker.h), at a UTF-8 character
-// boundary (never a partial sequence), nothing appended.
+// `text` as valid UTF-8 (each byte that does not belong to a well-formed
+// sequence becomes U+FFFD: a protobuf string field must be UTF-8), cut to at
+// most kMaxErrorBytes (worker.h) at a character boundary, nothing appended.
 std::string TruncateErrorText(absl::string_view text);
 
 // Fills error, non_retryable and retry_after_ms of `request` from `failure`

@@ -49,6 +49,7 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # so that EXIT's cleanup runs on a signal too
 
 BUILD="$WORK/build"
 PREFIX="$WORK/prefix"

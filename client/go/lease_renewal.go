@@ -83,16 +83,24 @@ func (r *runner) newLease(cj *jobwirepb.ClaimedJob) *leaseState {
 }
 
 // renew extends the lease every lease length / 3 until ctx ends or the lease
-// is lost.
+// is lost; after a failed call (not a refusal) it tries again sooner, after
+// half of that, at most 1 s (docs/clients.md, Leases).
 func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJob context.CancelCauseFunc) {
 	interval := lease.length / 3
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	retry := min(interval/2, time.Second)
+	// The lease asked for: the one granted (the Claim's, or the broker
+	// default), unless the broker is too old to say it.
+	leaseMs := job.LeaseMs
+	if leaseMs == 0 {
+		leaseMs = r.w.cfg.leaseMs()
+	}
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		}
 		timeout := min(r.w.cfg.conn.timeout, interval)
 		cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -101,11 +109,12 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 			Queue:      job.Queue,
 			JobId:      job.ID,
 			LeaseToken: job.leaseToken,
-			LeaseMs:    r.w.cfg.leaseMs(),
+			LeaseMs:    leaseMs,
 		})
 		cancel()
 		if err == nil {
 			lease.renewed(sent)
+			timer.Reset(interval)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -122,6 +131,7 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 		default:
 			r.w.log.Warn("jobwire worker: lease renewal failed, will retry",
 				"job_id", job.ID, "code", CodeName(status.Code(err)), "error", status.Convert(err).Message())
+			timer.Reset(retry)
 		}
 	}
 }

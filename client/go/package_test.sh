@@ -46,6 +46,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # so that EXIT's cleanup runs on a signal too
 
 # 2. A consumer module with a fresh module cache. GOPROXY keeps its default:
 #    real modules come from the Go module proxy.

@@ -45,6 +45,7 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # so that EXIT's cleanup runs on a signal too
 case "$T/" in
   "$REPO"/*) fail "the temporary folder $T is inside the repository (set TMPDIR)" ;;
 esac

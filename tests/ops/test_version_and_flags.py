@@ -54,4 +54,16 @@ def test_broker_flags_take_dashes():
         assert "default_lease_ms" in out.stderr and "1000" in out.stderr, out.stderr
     out = run([BROKER_BIN, "--no-such-flag=1"])
     assert out.returncode != 0
-    assert "no_such_flag" in out.stderr, out.stderr
+    assert "no-such-flag" in out.stderr, out.stderr
+
+
+def test_dashed_flags_leave_values_alone():
+    # A value after a flag given without '=' keeps its dashes.
+    out = run([BROKER_BIN, "--listen=127.0.0.1:0", "--metrics_listen=", "--redis-mode", "-sent-inel"])
+    assert out.returncode == 2, out.stderr
+    assert 'got "-sent-inel"' in out.stderr, out.stderr
+    # A dashed negation of a bool flag is that flag's negation.
+    out = run([BROKER_BIN, "--listen=127.0.0.1:0", "--metrics_listen=",
+               "--no-redis-tls-insecure-skip-verify", "--default-lease-ms=5"])
+    assert out.returncode == 2, out.stderr
+    assert "default_lease_ms must be in 1000..43200000" in out.stderr, out.stderr

@@ -19,10 +19,12 @@ export interface Failure {
 /**
  * The longest prefix of `text` whose UTF-8 encoding fits in maxBytes, cut
  * at a character boundary (never a partial UTF-8 sequence), nothing appended.
+ * A lone surrogate (which UTF-8 cannot carry) becomes U+FFFD, as in every
+ * client: a Fail must be valid UTF-8.
  */
 export function truncateUtf8(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= maxBytes) return text;
+  if (bytes.length <= maxBytes) return bytes.toString('utf8');
   let end = maxBytes;
   // bytes[end] is the first byte left out: while it continues a sequence
   // (10xxxxxx), that character straddles the cut and goes too.

@@ -113,8 +113,9 @@ test('a lost lease (job deleted) aborts job.signal with a LeaseLostError within 
     await adminDeleteJob(stack.address, q, jobId);
     const o = await waitFor(() => outcomes.find((x) => x.job.id === jobId), { what: 'outcome', timeoutMs: 15_000 });
     assert.ok(abortedAt > 0, 'job.signal aborted');
-    // Renewal every 500 ms: the next one after the delete is refused.
-    assert.ok(abortedAt - deletedAt <= 1000, `signal aborted ${abortedAt - deletedAt} ms after the delete`);
+    // Renewal every 500 ms: the next one after the delete is refused (a
+    // margin for a loaded machine; without the signal it never aborts).
+    assert.ok(abortedAt - deletedAt <= 2000, `signal aborted ${abortedAt - deletedAt} ms after the delete`);
     assert.ok(reason instanceof LeaseLostError, `abort reason ${reason?.name}: ${reason?.message}`);
     assert.equal(reason.name, 'LeaseLostError');
     assert.equal(reason.code, Status.NOT_FOUND);

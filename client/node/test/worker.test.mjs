@@ -140,6 +140,8 @@ test('custom error class -> error text names the class', async () => {
   assert.equal((await client.getJob(q, b.jobId)).error, 'Named: explicit');
   assert.equal(errorText(new Error('plain')), 'Error: plain');
   assert.equal(errorText(new RangeError('r')), 'RangeError: r');
+  // A lone surrogate (no UTF-8 for it) becomes U+FFFD, as in every client.
+  assert.equal(errorText(new Error('a\ud800b')), 'Error: a\ufffdb');
   await worker.stop();
 });
 

@@ -21,8 +21,9 @@ MAX_ERROR_BYTES = 64 * 1024
 def cut_error_text(text: str) -> str:
     """``text`` cut to its longest prefix of whole characters that is at
     most MAX_ERROR_BYTES of UTF-8. A character UTF-8 cannot carry (a lone
-    surrogate) becomes ``?`` first: a Fail must be valid UTF-8."""
-    data = text.encode("utf-8", "replace")
+    surrogate) becomes U+FFFD first, as in every client: a Fail must be
+    valid UTF-8."""
+    data = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
     if len(data) <= MAX_ERROR_BYTES:
         return data.decode("utf-8")
     end = MAX_ERROR_BYTES

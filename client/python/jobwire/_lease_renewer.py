@@ -149,7 +149,8 @@ class LeaseRenewer:
                     lease.renewing = False
                     lease.lost_event.set()  # tells the handler (job.lease_lost)
                 else:
-                    self._schedule(lease, time.monotonic() + min(lease.interval, 1.0))
+                    # Sooner than the period: half of it, at most 1 s (docs/clients.md).
+                    self._schedule(lease, time.monotonic() + min(lease.interval / 2, 1.0))
             if code in LEASE_LOST:
                 log.warning("jobwire: lease of job %s/%s lost (%s: %s); renewal stops",
                             lease.job.queue, lease.job.id, code.name, e.details())

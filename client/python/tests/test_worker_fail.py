@@ -40,7 +40,7 @@ def test_error_text_is_cut_to_64_kib_at_a_character_boundary(broker, client, que
 
     job_id, odd_id = run_worker(kind, broker.addr, register, body, queues=queue,
                                 on_outcome=outcomes)
-    assert wait_state(client, queue, odd_id, JobState.DEAD).error == "ValueError: a?b"
+    assert wait_state(client, queue, odd_id, JobState.DEAD).error == "ValueError: a\ufffdb"
     job = wait_state(client, queue, job_id, JobState.DEAD)
     # "ValueError: " is 12 bytes; 21841 more characters make 65535 bytes, and
     # one more would pass 65536: the cut falls inside a character.

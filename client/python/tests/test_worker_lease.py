@@ -145,8 +145,9 @@ def test_lost_lease_is_signalled_to_the_running_handler(broker, client, queue, k
                                     on_outcome=outcomes)
     assert seen["before"] == (False, False)
     assert seen["signalled"] and seen["after"]
-    # Renewals every 0.5 s: the handler hears of it well within a second.
-    assert seen["at"] - deleted_at < 1.2, seen["at"] - deleted_at
+    # Renewals every 0.5 s: the handler hears of it within about one (a
+    # margin for a loaded machine; without the signal it never hears).
+    assert seen["at"] - deleted_at < 2.0, seen["at"] - deleted_at
     # The Ack is still sent; its refusal is the outcome.
     [outcome] = outcomes.items
     assert (outcome.kind, outcome.code, outcome.lease_lost) == (
