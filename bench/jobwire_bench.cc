@@ -347,7 +347,7 @@ nlohmann::json DueBurst() {
 nlohmann::json IdleStreams() {
   const int streams = absl::GetFlag(FLAGS_streams);
   const int channels = std::max(1, absl::GetFlag(FLAGS_channels));
-  std::vector<std::unique_ptr<jobwire::v1::Broker::Stub>> stubs;
+  std::vector<std::unique_ptr<jobwire::v1::BrokerService::Stub>> stubs;
   for (int c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -356,7 +356,7 @@ nlohmann::json IdleStreams() {
     if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
       return {{"error", "cannot connect"}};
     }
-    stubs.push_back(jobwire::v1::Broker::NewStub(channel));
+    stubs.push_back(jobwire::v1::BrokerService::NewStub(channel));
   }
   Phase({{"phase", "connected"}, {"channels", channels}}, false);
 

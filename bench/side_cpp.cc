@@ -146,7 +146,7 @@ int64_t ProduceOpenLoop(double rate, int64_t jobs, double start_ms) {
     int64_t failed ABSL_GUARDED_BY(mu) = 0;
   };
   auto tally = std::make_shared<Tally>();
-  auto stub = jobwire::v1::Broker::NewStub(
+  auto stub = jobwire::v1::BrokerService::NewStub(
       grpc::CreateChannel(absl::GetFlag(FLAGS_addr), grpc::InsecureChannelCredentials()));
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < jobs; ++i) {

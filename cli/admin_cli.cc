@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cli/table.h"
 #include "google/protobuf/util/json_util.h"
@@ -35,7 +36,7 @@ std::string Time(int64_t ms) {
 }
 
 std::string StateName(v1::JobState state) {
-  return absl::AsciiStrToLower(v1::JobState_Name(state));
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::JobState_Name(state), "JOB_STATE_"));
 }
 
 // Printable text as it is, anything else as base64.
@@ -56,8 +57,8 @@ AdminCli::AdminCli(client::ClientOptions connection, std::ostream* out, bool jso
     : client_(std::move(connection)),
       out_(out),
       json_(json),
-      admin_(v1::Admin::NewStub(client_.channel())),
-      broker_(v1::Broker::NewStub(client_.channel())) {}
+      admin_(v1::AdminService::NewStub(client_.channel())),
+      broker_(v1::BrokerService::NewStub(client_.channel())) {}
 
 std::unique_ptr<grpc::ClientContext> AdminCli::Context() const {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -96,9 +97,10 @@ absl::Status AdminCli::Queues() {
 absl::Status AdminCli::Stats(const std::string& queue) {
   v1::GetQueueStatsRequest request;
   request.set_queue(queue);
-  v1::QueueStats q;
-  grpc::Status status = admin_->GetQueueStats(Context().get(), request, &q);
+  v1::GetQueueStatsResponse response;
+  grpc::Status status = admin_->GetQueueStats(Context().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
+  const v1::QueueStats& q = response.stats();
   if (json_) {
     PrintJson(q);
     return absl::OkStatus();
@@ -119,7 +121,7 @@ absl::Status AdminCli::Jobs(const std::string& queue, const ListJobsOptions& opt
   v1::ListJobsRequest request;
   request.set_queue(queue);
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
-  if (!v1::JobState_Parse(absl::AsciiStrToUpper(options.state), &state)) {
+  if (!v1::JobState_Parse(absl::StrCat("JOB_STATE_", absl::AsciiStrToUpper(options.state)), &state)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--state: must be pending, active, completed or dead, got \"", options.state, "\""));
   }
@@ -153,9 +155,10 @@ absl::Status AdminCli::Job(const std::string& queue, const std::string& id) {
   v1::GetJobRequest request;
   request.set_queue(queue);
   request.set_job_id(id);
-  v1::Job job;
-  grpc::Status status = broker_->GetJob(Context().get(), request, &job);
+  v1::GetJobResponse response;
+  grpc::Status status = broker_->GetJob(Context().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
+  const v1::Job& job = response.job();
   if (json_) {
     PrintJson(job);
     return absl::OkStatus();

@@ -69,8 +69,8 @@ class AdminCli {
   client::Client client_;
   std::ostream* const out_;
   const bool json_;
-  std::unique_ptr<v1::Admin::Stub> admin_;
-  std::unique_ptr<v1::Broker::Stub> broker_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
+  std::unique_ptr<v1::BrokerService::Stub> broker_;
 };
 
 }  // namespace jobwire::cli

@@ -43,13 +43,13 @@ int64_t ToInt(const std::string& s) {
 
 const char* StateName(v1::JobState s) {
   switch (s) {
-    case v1::PENDING:
+    case v1::JOB_STATE_PENDING:
       return "pending";
-    case v1::ACTIVE:
+    case v1::JOB_STATE_ACTIVE:
       return "active";
-    case v1::COMPLETED:
+    case v1::JOB_STATE_COMPLETED:
       return "completed";
-    case v1::DEAD:
+    case v1::JOB_STATE_DEAD:
       return "dead";
     default:
       return "unspecified";

@@ -9,7 +9,7 @@
 namespace jobwire::fuzz {
 
 enum class RequestKind : uint8_t {
-  // jobwire.v1.Broker
+  // jobwire.v1.BrokerService
   kEnqueue = 0,
   kEnqueueBatch,
   kClaim,
@@ -18,7 +18,7 @@ enum class RequestKind : uint8_t {
   kExtendLease,
   kGetJob,
   kCancel,
-  // jobwire.v1.Admin
+  // jobwire.v1.AdminService
   kListQueues,
   kGetQueueStats,
   kListJobs,

@@ -21,6 +21,7 @@ packages=(
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libhiredis-dev libevent-dev libssl-dev nlohmann-json3-dev libcli11-dev
   prometheus-cpp-dev libjemalloc-dev
+  golang-github-gogo-googleapis-dev
   redis-server
 )
 if [ "$broker_only" = 0 ]; then
@@ -53,3 +54,5 @@ done
 "$root/deploy/setup.sh"
 # The operations tests' tools (grpc-health-probe).
 "$root/tests/ops/setup.sh"
+# buf, for the contract's lint, format and breaking checks (proto/check.sh).
+"$root/proto/setup.sh"

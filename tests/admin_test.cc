@@ -23,7 +23,7 @@ class AdminTest : public BrokerTest {
  protected:
   void SetUp() override {
     BrokerTest::SetUp();
-    admin_ = v1::Admin::NewStub(broker_->channel());
+    admin_ = v1::AdminService::NewStub(broker_->channel());
   }
 
   static std::unique_ptr<grpc::ClientContext> Context() {
@@ -35,10 +35,10 @@ class AdminTest : public BrokerTest {
   v1::QueueStats Stats(const std::string& queue) {
     v1::GetQueueStatsRequest request;
     request.set_queue(queue);
-    v1::QueueStats stats;
-    grpc::Status status = admin_->GetQueueStats(Context().get(), request, &stats);
+    v1::GetQueueStatsResponse response;
+    grpc::Status status = admin_->GetQueueStats(Context().get(), request, &response);
     EXPECT_TRUE(status.ok()) << StatusText(status);
-    return stats;
+    return response.stats();
   }
 
   // Ids of one page, and its next_page_token in `token`.
@@ -75,7 +75,7 @@ class AdminTest : public BrokerTest {
     return job.state();
   }
 
-  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 TEST_F(AdminTest, StatsCountEveryStateAndListQueuesShowsThem) {
@@ -143,7 +143,7 @@ TEST_F(AdminTest, ListJobsPagesInBothOrdersAndFiltersByType) {
 
   v1::ListJobsRequest request;
   request.set_queue(queue);
-  request.set_state(v1::PENDING);
+  request.set_state(v1::JOB_STATE_PENDING);
   request.set_page_size(2);
   request.set_oldest_first(true);
   std::string token;
@@ -174,7 +174,7 @@ TEST_F(AdminTest, ListJobsPagesInBothOrdersAndFiltersByType) {
 
   v1::ListJobsRequest dead;
   dead.set_queue(queue);
-  dead.set_state(v1::DEAD);
+  dead.set_state(v1::JOB_STATE_DEAD);
   EXPECT_TRUE(Page(dead).empty());
 }
 
@@ -331,7 +331,7 @@ TEST_F(AdminTest, InvalidRequestsNameTheFieldAndChangeNothing) {
     return [this, queue, edit] {
       v1::ListJobsRequest r;
       r.set_queue(queue);
-      r.set_state(v1::DEAD);
+      r.set_state(v1::JOB_STATE_DEAD);
       edit(r);
       v1::ListJobsResponse resp;
       return admin_->ListJobs(Context().get(), r, &resp);

@@ -61,8 +61,8 @@ class AuthTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<v1::Broker::Stub> StubWith(const std::string& token) const {
-    return v1::Broker::NewStub(MakeChannel(broker_->address(), nullptr, token));
+  std::unique_ptr<v1::BrokerService::Stub> StubWith(const std::string& token) const {
+    return v1::BrokerService::NewStub(MakeChannel(broker_->address(), nullptr, token));
   }
 
   std::string dir_;
@@ -143,15 +143,15 @@ TEST_F(AuthTest, EachTokenMayTouchOnlyItsQueues) {
 TEST_F(AuthTest, AdminNeedsTheAdminPermission) {
   MustEnqueue(*StubWith(kProducerToken), MakeJob("billing.invoices"));
   auto as = [&](const std::string& token) {
-    return v1::Admin::NewStub(MakeChannel(broker_->address(), nullptr, token));
+    return v1::AdminService::NewStub(MakeChannel(broker_->address(), nullptr, token));
   };
   auto call_stats = [&](const std::string& token) {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
     v1::GetQueueStatsRequest req;
     req.set_queue("billing.invoices");
-    v1::QueueStats stats;
-    return as(token)->GetQueueStats(&ctx, req, &stats);
+    v1::GetQueueStatsResponse response;
+    return as(token)->GetQueueStats(&ctx, req, &response);
   };
   EXPECT_EQ(call_stats("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   grpc::Status denied = call_stats(kProducerToken);

@@ -135,7 +135,7 @@ TEST(BrokerProcessTest, StopsPromptlyWithAnIdleClientConnected) {
   JW_ASSERT_OK(broker.Start());
   // A second connection that made a call and stays open, idle.
   auto channel = MakeChannel(broker.address());
-  auto stub = v1::Broker::NewStub(channel);
+  auto stub = v1::BrokerService::NewStub(channel);
   v1::Job job;
   EXPECT_EQ(GetJob(*stub, "q", "1", &job).error_code(), grpc::StatusCode::NOT_FOUND);
   ExpectPromptCleanStop(broker);
@@ -150,7 +150,7 @@ TEST(BrokerProcessTest, ShutdownEndsClaimStreamsAndLeasesSurviveOnAnotherBroker)
   JW_ASSERT_OK(second.Start());
   auto first_stub = first.NewStub();
   const std::string id = MustEnqueue(*first_stub, MakeJob("drain", "p"));
-  ClaimReader reader(v1::Broker::NewStub(MakeChannel(first.address())),
+  ClaimReader reader(v1::BrokerService::NewStub(MakeChannel(first.address())),
                      MakeClaim({"drain"}, 1, 30000));
   std::optional<v1::ClaimedJob> claimed = reader.Next(absl::Seconds(5));
   ASSERT_TRUE(claimed.has_value());

@@ -126,7 +126,7 @@ TEST_F(CliTest, JsonOutputIsMachineReadable) {
   nlohmann::json jobs = nlohmann::json::parse(r.out);
   ASSERT_EQ(jobs["jobs"].size(), 1u);
   EXPECT_EQ(jobs["jobs"][0]["type"], "t");
-  EXPECT_EQ(jobs["jobs"][0]["state"], "PENDING");
+  EXPECT_EQ(jobs["jobs"][0]["state"], "JOB_STATE_PENDING");
 
   r = Cli({"stats", "q", "--json"});
   EXPECT_EQ(nlohmann::json::parse(r.out)["queue"], "q");

@@ -32,7 +32,7 @@ v1::EnqueueRequest MakeJob(const std::string& queue, const std::string& payload,
   return request;
 }
 
-grpc::Status Enqueue(v1::Broker::StubInterface& stub,
+grpc::Status Enqueue(v1::BrokerService::StubInterface& stub,
                      const v1::EnqueueRequest& request,
                      v1::EnqueueResponse* response) {
   grpc::ClientContext context;
@@ -40,7 +40,7 @@ grpc::Status Enqueue(v1::Broker::StubInterface& stub,
   return stub.Enqueue(&context, request, response);
 }
 
-grpc::Status EnqueueBatch(v1::Broker::StubInterface& stub,
+grpc::Status EnqueueBatch(v1::BrokerService::StubInterface& stub,
                           const v1::EnqueueBatchRequest& request,
                           v1::EnqueueBatchResponse* response) {
   grpc::ClientContext context;
@@ -48,17 +48,20 @@ grpc::Status EnqueueBatch(v1::Broker::StubInterface& stub,
   return stub.EnqueueBatch(&context, request, response);
 }
 
-grpc::Status GetJob(v1::Broker::StubInterface& stub, const std::string& queue,
+grpc::Status GetJob(v1::BrokerService::StubInterface& stub, const std::string& queue,
                     const std::string& job_id, v1::Job* job) {
   grpc::ClientContext context;
   SetRpcDeadline(context);
   v1::GetJobRequest request;
   request.set_queue(queue);
   request.set_job_id(job_id);
-  return stub.GetJob(&context, request, job);
+  v1::GetJobResponse response;
+  grpc::Status status = stub.GetJob(&context, request, &response);
+  *job = std::move(*response.mutable_job());
+  return status;
 }
 
-grpc::Status Ack(v1::Broker::StubInterface& stub, const std::string& queue,
+grpc::Status Ack(v1::BrokerService::StubInterface& stub, const std::string& queue,
                  const std::string& job_id, const std::string& lease_token,
                  const std::string& result) {
   grpc::ClientContext context;
@@ -72,13 +75,13 @@ grpc::Status Ack(v1::Broker::StubInterface& stub, const std::string& queue,
   return stub.Ack(&context, request, &response);
 }
 
-grpc::Status Ack(v1::Broker::StubInterface& stub, const v1::ClaimedJob& claimed,
+grpc::Status Ack(v1::BrokerService::StubInterface& stub, const v1::ClaimedJob& claimed,
                  const std::string& result) {
   return Ack(stub, claimed.job().queue(), claimed.job().id(),
              claimed.lease_token(), result);
 }
 
-grpc::Status AckBatch(v1::Broker::StubInterface& stub,
+grpc::Status AckBatch(v1::BrokerService::StubInterface& stub,
                       const v1::AckBatchRequest& request,
                       v1::AckBatchResponse* response) {
   grpc::ClientContext context;
@@ -86,14 +89,14 @@ grpc::Status AckBatch(v1::Broker::StubInterface& stub,
   return stub.AckBatch(&context, request, response);
 }
 
-grpc::Status Fail(v1::Broker::StubInterface& stub,
+grpc::Status Fail(v1::BrokerService::StubInterface& stub,
                   const v1::FailRequest& request, v1::FailResponse* response) {
   grpc::ClientContext context;
   SetRpcDeadline(context);
   return stub.Fail(&context, request, response);
 }
 
-grpc::Status ExtendLease(v1::Broker::StubInterface& stub,
+grpc::Status ExtendLease(v1::BrokerService::StubInterface& stub,
                          const v1::ExtendLeaseRequest& request,
                          v1::ExtendLeaseResponse* response) {
   grpc::ClientContext context;
@@ -101,7 +104,7 @@ grpc::Status ExtendLease(v1::Broker::StubInterface& stub,
   return stub.ExtendLease(&context, request, response);
 }
 
-grpc::Status Cancel(v1::Broker::StubInterface& stub, const std::string& queue,
+grpc::Status Cancel(v1::BrokerService::StubInterface& stub, const std::string& queue,
                     const std::string& job_id) {
   grpc::ClientContext context;
   SetRpcDeadline(context);
@@ -125,7 +128,7 @@ v1::FailRequest MakeFail(const v1::ClaimedJob& claimed,
   return request;
 }
 
-std::string MustEnqueue(v1::Broker::StubInterface& stub,
+std::string MustEnqueue(v1::BrokerService::StubInterface& stub,
                         const v1::EnqueueRequest& request) {
   v1::EnqueueResponse response;
   grpc::Status status = Enqueue(stub, request, &response);

@@ -52,7 +52,7 @@ class ClusterFailoverTest : public ::testing::Test {
       request.set_queue(kQueue);
       request.set_partitions(partitions());
       v1::CreateQueueResponse response;
-      ASSERT_TRUE(v1::Admin::NewStub(broker_->channel())->CreateQueue(&context, request, &response).ok());
+      ASSERT_TRUE(v1::AdminService::NewStub(broker_->channel())->CreateQueue(&context, request, &response).ok());
     }
     // The slot moved, or whose master is killed: partition 1's when the
     // queue has several (the others keep their masters).

@@ -128,7 +128,7 @@ class Load {
     }
   }
 
-  void EnqueueUntilAnswered(v1::Broker::Stub& stub, const std::string& payload) {
+  void EnqueueUntilAnswered(v1::BrokerService::Stub& stub, const std::string& payload) {
     v1::EnqueueRequest request = MakeJob(queue_, payload);
     request.set_idempotency_key(payload);
     const absl::Time give_up = absl::Now() + kEnqueueRetryFor;
@@ -187,7 +187,7 @@ class Load {
     }
   }
 
-  void AckUntilAnswered(v1::Broker::Stub& stub, const v1::ClaimedJob& job) {
+  void AckUntilAnswered(v1::BrokerService::Stub& stub, const v1::ClaimedJob& job) {
     const absl::Time give_up = absl::Now() + kAckRetryFor;
     while (true) {
       const absl::Time sent = absl::Now();
@@ -314,7 +314,7 @@ inline std::string Text(const Tally& t, const Records& r) {
 struct Lost {
   int gone = 0, reused = 0, stuck = 0, early = 0, acked_gone = 0;
 };
-inline Lost ClassifyLost(v1::Broker::Stub& stub, const std::string& queue, const Records& r,
+inline Lost ClassifyLost(v1::BrokerService::Stub& stub, const std::string& queue, const Records& r,
                   absl::Time killed) {
   Lost lost;
   for (const auto& [payload, job] : r.jobs) {

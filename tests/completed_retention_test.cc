@@ -31,7 +31,7 @@ class CompletedRetentionTest : public BrokerTest {
   void SetUp() override {
     BrokerTest::SetUp();
     if (HasFatalFailure()) return;
-    admin_ = v1::Admin::NewStub(broker_->channel());
+    admin_ = v1::AdminService::NewStub(broker_->channel());
   }
 
   // Enqueues one job of `queue` (retention unset when nullopt), claims and
@@ -55,13 +55,13 @@ class CompletedRetentionTest : public BrokerTest {
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
     v1::GetQueueStatsRequest request;
     request.set_queue(queue);
-    v1::QueueStats stats;
-    grpc::Status status = admin_->GetQueueStats(&context, request, &stats);
+    v1::GetQueueStatsResponse response;
+    grpc::Status status = admin_->GetQueueStats(&context, request, &response);
     EXPECT_TRUE(status.ok()) << StatusText(status);
-    return stats.completed();
+    return response.stats().completed();
   }
 
-  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 TEST_F(CompletedRetentionTest, RetentionZeroDeletesOnAckAndARepeatedAckIsStillOk) {
@@ -102,7 +102,7 @@ TEST_F(CompletedRetentionTest, RetentionNKeepsTheJobThatLongAndCountsItUntilThen
   const int64_t counted = CompletedCount(queue);
   if (early) {
     JW_ASSERT_OK(read);
-    EXPECT_EQ(job.state(), v1::COMPLETED);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_COMPLETED);
     EXPECT_EQ(job.result(), "done");
     EXPECT_EQ(counted, 1);
   }
@@ -122,7 +122,7 @@ TEST_F(CompletedRetentionTest, UnsetTakesTheBrokerDefault) {
   v1::ClaimedJob claimed = EnqueueClaimAck(queue, std::nullopt);
   v1::Job job;
   JW_ASSERT_OK(GetJob(*stub_, queue, claimed.job().id(), &job));
-  EXPECT_EQ(job.state(), v1::COMPLETED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_COMPLETED);
   // Deleted when its completed-index score (the expiry) passes.
   const std::string completed = absl::StrCat("jw:{", queue, "}:completed");
   auto expiry = RedisCommandFor(completed, {"ZSCORE", completed, claimed.job().id()});

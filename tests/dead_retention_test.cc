@@ -19,7 +19,7 @@ constexpr absl::Duration kPass = absl::Seconds(12);  // two reaper passes and sl
 
 // Enqueues `n` jobs (idempotency keys key-0 ..) and cancels each, oldest
 // first; returns their ids.
-std::vector<std::string> MakeDead(v1::Broker::Stub& stub, const std::string& queue, int n) {
+std::vector<std::string> MakeDead(v1::BrokerService::Stub& stub, const std::string& queue, int n) {
   std::vector<std::string> ids;
   for (int i = 0; i < n; ++i) {
     v1::EnqueueRequest job = MakeJob(queue, "p");
@@ -31,7 +31,7 @@ std::vector<std::string> MakeDead(v1::Broker::Stub& stub, const std::string& que
   return ids;
 }
 
-bool Exists(v1::Broker::Stub& stub, const std::string& queue, const std::string& id) {
+bool Exists(v1::BrokerService::Stub& stub, const std::string& queue, const std::string& id) {
   v1::Job job;
   return GetJob(stub, queue, id, &job).ok();
 }
@@ -89,7 +89,7 @@ class IdleQueueTest : public BrokerTest {
       : BrokerTest({"--idle_queue_ttl_ms=1000", "--completed_retention_ms=500"}) {}
 
   bool Listed(const std::string& queue) {
-    auto admin = v1::Admin::NewStub(broker_->channel());
+    auto admin = v1::AdminService::NewStub(broker_->channel());
     grpc::ClientContext context;
     v1::ListQueuesResponse response;
     EXPECT_TRUE(admin->ListQueues(&context, v1::ListQueuesRequest(), &response).ok());

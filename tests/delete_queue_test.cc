@@ -27,7 +27,7 @@ class DeleteQueueTest : public BrokerTest {
  protected:
   void SetUp() override {
     BrokerTest::SetUp();
-    admin_ = v1::Admin::NewStub(broker_->channel());
+    admin_ = v1::AdminService::NewStub(broker_->channel());
   }
 
   grpc::Status Delete(const std::string& queue, bool force, int64_t* deleted = nullptr) {
@@ -67,7 +67,7 @@ class DeleteQueueTest : public BrokerTest {
     return keys;
   }
 
-  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 TEST_F(DeleteQueueTest, RemovesEveryJobInEveryState) {

@@ -62,7 +62,7 @@ TEST(DrainTest, SigtermReportsNotServingEndsStreamsAndFinishesUnaryCalls) {
   JW_ASSERT_OK(broker.Start());
   auto channel = MakeChannel(broker.address());
   ASSERT_TRUE(WaitForHealth(channel, "", kServing, absl::Seconds(5)));
-  ClaimReader reader(v1::Broker::NewStub(channel), MakeClaim({"drain"}));
+  ClaimReader reader(v1::BrokerService::NewStub(channel), MakeClaim({"drain"}));
   absl::SleepFor(absl::Milliseconds(200));  // the stream is open and waiting
 
   // Hold Redis so that an Enqueue stays in flight across the SIGTERM.
@@ -72,7 +72,7 @@ TEST(DrainTest, SigtermReportsNotServingEndsStreamsAndFinishesUnaryCalls) {
   grpc::Status enqueued;
   v1::EnqueueResponse response;
   std::thread producer([&] {
-    auto stub = v1::Broker::NewStub(channel);
+    auto stub = v1::BrokerService::NewStub(channel);
     enqueued = Enqueue(*stub, MakeJob("drain", "in-flight"), &response);
   });
   absl::SleepFor(absl::Milliseconds(300));
@@ -92,9 +92,9 @@ TEST(DrainTest, SigtermReportsNotServingEndsStreamsAndFinishesUnaryCalls) {
   HealthStatus during;
   JW_EXPECT_OK(CheckHealth(channel, "", &during));
   EXPECT_EQ(during, kNotServing);
-  JW_EXPECT_OK(CheckHealth(channel, "jobwire.v1.Broker", &during));
+  JW_EXPECT_OK(CheckHealth(channel, "jobwire.v1.BrokerService", &during));
   EXPECT_EQ(during, kNotServing);
-  ClaimReader late(v1::Broker::NewStub(channel), MakeClaim({"drain"}));
+  ClaimReader late(v1::BrokerService::NewStub(channel), MakeClaim({"drain"}));
   std::optional<grpc::Status> late_end = late.WaitForEnd(absl::Seconds(1));
   ASSERT_TRUE(late_end.has_value());
   EXPECT_EQ(late_end->error_code(), grpc::StatusCode::UNAVAILABLE);

@@ -14,7 +14,7 @@
 namespace jobwire::testing {
 namespace {
 
-constexpr const char* kBroker = "jobwire.v1.Broker";
+constexpr const char* kBroker = "jobwire.v1.BrokerService";
 
 class HealthTest : public BrokerTest {};
 
@@ -91,7 +91,7 @@ TEST_F(HealthTest, ReflectionV1ListsTheServicesAndServesTheContract) {
 
   std::set<std::string> names =
       ListServices<refl::ServerReflectionRequest, refl::ServerReflectionResponse>(*stream);
-  for (const char* name : {kBroker, "jobwire.v1.Admin", "grpc.health.v1.Health",
+  for (const char* name : {kBroker, "jobwire.v1.AdminService", "grpc.health.v1.Health",
                            "grpc.reflection.v1alpha.ServerReflection",
                            "grpc.reflection.v1.ServerReflection"}) {
     EXPECT_TRUE(names.contains(name)) << name;
@@ -99,10 +99,10 @@ TEST_F(HealthTest, ReflectionV1ListsTheServicesAndServesTheContract) {
 
   refl::ServerReflectionRequest request;
   refl::ServerReflectionResponse response;
-  request.set_file_containing_symbol("jobwire.v1.Admin.RetryDead");
+  request.set_file_containing_symbol("jobwire.v1.AdminService.RetryDead");
   ASSERT_TRUE(stream->Write(request));
   ASSERT_TRUE(stream->Read(&response));
-  EXPECT_EQ(response.original_request().file_containing_symbol(), "jobwire.v1.Admin.RetryDead");
+  EXPECT_EQ(response.original_request().file_containing_symbol(), "jobwire.v1.AdminService.RetryDead");
   std::set<std::string> files;
   for (const std::string& bytes : response.file_descriptor_response().file_descriptor_proto()) {
     google::protobuf::FileDescriptorProto file;

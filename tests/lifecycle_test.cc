@@ -308,7 +308,7 @@ TEST_F(LifecycleTest, TwoStreamsShareTwoThousandJobsExactlyOnce) {
   std::vector<std::string> ids[2];
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   auto work = [&](int w) {
-    std::unique_ptr<v1::Broker::Stub> stub = broker_->NewStub();
+    std::unique_ptr<v1::BrokerService::Stub> stub = broker_->NewStub();
     while (total.load() < kJobs && absl::Now() < deadline) {
       std::optional<v1::ClaimedJob> claimed =
           readers[w]->Next(absl::Milliseconds(100));

@@ -27,7 +27,7 @@ inline constexpr absl::Duration kPrompt = absl::Seconds(5);
 class LifecycleTest : public BrokerTest {};
 
 // Takes jobs one at a time from `reader`, acking each, and returns their ids.
-inline std::vector<std::string> ClaimAndAckInOrder(v1::Broker::Stub& stub,
+inline std::vector<std::string> ClaimAndAckInOrder(v1::BrokerService::Stub& stub,
                                                    ClaimReader& reader, int count) {
   std::vector<std::string> ids;
   for (int i = 0; i < count; ++i) {

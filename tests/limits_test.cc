@@ -94,7 +94,7 @@ class StreamLimitTest : public BrokerTest {
   // `queue` reached it (and stays unacked on it).
   std::unique_ptr<ClaimReader> OpenProven(std::shared_ptr<grpc::Channel> channel,
                                           const std::string& queue) {
-    auto reader = std::make_unique<ClaimReader>(v1::Broker::NewStub(channel), MakeClaim({queue}));
+    auto reader = std::make_unique<ClaimReader>(v1::BrokerService::NewStub(channel), MakeClaim({queue}));
     MustEnqueue(*stub_, MakeJob(queue));
     EXPECT_TRUE(reader->Next(absl::Seconds(10)).has_value()) << "stream on " << queue;
     return reader;
@@ -104,7 +104,7 @@ class StreamLimitTest : public BrokerTest {
   // `timeout`, or nullopt when it stays open.
   std::optional<grpc::Status> EndOfNewStream(std::shared_ptr<grpc::Channel> channel,
                                              absl::Duration timeout) {
-    ClaimReader reader(v1::Broker::NewStub(channel), MakeClaim({"other"}));
+    ClaimReader reader(v1::BrokerService::NewStub(channel), MakeClaim({"other"}));
     return reader.WaitForEnd(timeout);
   }
 };
@@ -207,13 +207,13 @@ TEST_F(SlowReaderTest, NonReadingStreamStallsOnlyItself) {
 
   // The stream that never reads, on its own connection; leases of 1 s so
   // that its jobs come back and are claimed for it again and again.
-  auto stalled_stub = v1::Broker::NewStub(OwnConnection(broker_->address()));
+  auto stalled_stub = v1::BrokerService::NewStub(OwnConnection(broker_->address()));
   grpc::ClientContext stalled_context;
   std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> stalled =
       stalled_stub->Claim(&stalled_context, MakeClaim({"flood"}, kJobs, /*lease_ms=*/1000));
 
   // Wait until the broker has claimed all of them for it.
-  v1::Broker::Stub& stub = *stub_;
+  v1::BrokerService::Stub& stub = *stub_;
   auto all_active = [&] {
     v1::Job job;
     return GetJob(stub, "flood", batch_response.results(kJobs - 1).job_id(), &job).ok() &&
@@ -230,7 +230,7 @@ TEST_F(SlowReaderTest, NonReadingStreamStallsOnlyItself) {
   // A worker on another connection gets each job promptly, for 6 s (six
   // lease periods of the stalled stream).
   auto worker = std::make_unique<ClaimReader>(
-      v1::Broker::NewStub(OwnConnection(broker_->address())), MakeClaim({"work"}));
+      v1::BrokerService::NewStub(OwnConnection(broker_->address())), MakeClaim({"work"}));
   int done = 0;
   absl::Duration slowest;
   for (absl::Time end = absl::Now() + absl::Seconds(6); absl::Now() < end; ++done) {

@@ -33,7 +33,7 @@ v1::EnqueueBatchRequest Batch() {
 
 // Reads up to kJobs jobs from `reader` for 15 s, acking each; returns their
 // ids. Each must be its first attempt.
-std::set<std::string> DeliveredAndAcked(v1::Broker::Stub& stub, ClaimReader& reader) {
+std::set<std::string> DeliveredAndAcked(v1::BrokerService::Stub& stub, ClaimReader& reader) {
   std::set<std::string> got;
   for (const absl::Time deadline = absl::Now() + absl::Seconds(15);
        got.size() < kJobs && absl::Now() < deadline;) {
@@ -46,7 +46,7 @@ std::set<std::string> DeliveredAndAcked(v1::Broker::Stub& stub, ClaimReader& rea
   return got;
 }
 
-void ExpectCompletedOnce(v1::Broker::Stub& stub, const std::set<std::string>& ids) {
+void ExpectCompletedOnce(v1::BrokerService::Stub& stub, const std::set<std::string>& ids) {
   for (const std::string& id : ids) {
     v1::Job job;
     JW_ASSERT_OK(GetJob(stub, "lost", id, &job));

@@ -38,7 +38,7 @@ absl::Status ConfigSet(RedisServer& redis, const std::string& name, const std::s
 }
 
 // The job's state, or nullopt when GetJob fails.
-std::optional<v1::JobState> StateOf(v1::Broker::Stub& stub, const std::string& id,
+std::optional<v1::JobState> StateOf(v1::BrokerService::Stub& stub, const std::string& id,
                                     v1::Job* out = nullptr) {
   v1::Job job;
   if (!GetJob(stub, kQueue, id, &job).ok()) return std::nullopt;
@@ -131,12 +131,12 @@ TEST_F(MemoryLimitTest, CreatingWorkIsRefusedAndFinishingWorkSucceeds) {
   EXPECT_TRUE(absl::StrContains(reaped.error(), "lease expired")) << reaped.DebugString();
 
   // Reads still answer; redriving a dead job creates work and is refused.
-  std::unique_ptr<v1::Admin::Stub> admin = v1::Admin::NewStub(broker_->channel());
+  std::unique_ptr<v1::AdminService::Stub> admin = v1::AdminService::NewStub(broker_->channel());
   v1::GetQueueStatsRequest stats_request;
   stats_request.set_queue(kQueue);
-  v1::QueueStats stats;
+  v1::GetQueueStatsResponse stats;
   JW_EXPECT_OK(admin->GetQueueStats(Context().get(), stats_request, &stats));
-  EXPECT_GE(stats.dead(), 1);
+  EXPECT_GE(stats.stats().dead(), 1);
   v1::RetryDeadRequest redrive;
   redrive.set_queue(kQueue);
   redrive.add_job_ids(to_cancel);

@@ -40,7 +40,7 @@ class PartitionedQueueTest : public BrokerTest {
  protected:
   void SetUp() override {
     BrokerTest::SetUp();
-    admin_ = v1::Admin::NewStub(broker_->channel());
+    admin_ = v1::AdminService::NewStub(broker_->channel());
   }
 
   static void Deadline(grpc::ClientContext& context) {
@@ -74,9 +74,9 @@ class PartitionedQueueTest : public BrokerTest {
     Deadline(context);
     v1::GetQueueStatsRequest request;
     request.set_queue(queue);
-    v1::QueueStats stats;
-    EXPECT_TRUE(admin_->GetQueueStats(&context, request, &stats).ok());
-    return stats;
+    v1::GetQueueStatsResponse response;
+    EXPECT_TRUE(admin_->GetQueueStats(&context, request, &response).ok());
+    return response.stats();
   }
 
   // Enqueues `count` jobs of priority `priority` to `queue`, one call each;
@@ -207,7 +207,7 @@ class PartitionedQueueTest : public BrokerTest {
     return status;
   }
 
-  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 TEST_F(PartitionedQueueTest, CreateAndUpdateRefuseWhatTheyCannotDoAndChangeNothing) {

@@ -127,7 +127,7 @@ TEST_F(RedisAuthTest, NoSecretInLogsOrErrors) {
   for (const std::string& token :
        std::vector<std::string>{kGoodToken, kBadToken, ""}) {
     auto stub =
-        v1::Broker::NewStub(MakeChannel(broker_->address(), nullptr, token));
+        v1::BrokerService::NewStub(MakeChannel(broker_->address(), nullptr, token));
     for (const char* queue : {"app.jobs", "other"}) {
       v1::EnqueueResponse resp;
       grpc::Status s = Enqueue(*stub, MakeJob(queue), &resp);

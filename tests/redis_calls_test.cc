@@ -120,7 +120,7 @@ TEST_F(LifecycleTest, AckOnAWaitingStreamCostsNoClaim) {
 }
 
 TEST_F(LifecycleTest, AFullStreamOnADrainedQueueClaimsNothingWhenSlotsFree) {
-  std::unique_ptr<v1::Admin::Stub> admin = v1::Admin::NewStub(broker_->channel());
+  std::unique_ptr<v1::AdminService::Stub> admin = v1::AdminService::NewStub(broker_->channel());
   for (int partitions : {1, 4}) {
     SCOPED_TRACE(partitions);
     const std::string queue = absl::StrCat("drained-", partitions);

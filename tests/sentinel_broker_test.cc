@@ -142,7 +142,7 @@ TEST(SentinelAuthTest, SentinelsWithTheirOwnPasswordNeedIt) {
   broker.set_stderr_path(std::string(dir) + "/with.log");
   JW_ASSERT_OK(broker.Start());
   {
-    std::unique_ptr<v1::Broker::Stub> stub = broker.NewStub();
+    std::unique_ptr<v1::BrokerService::Stub> stub = broker.NewStub();
     const std::string id = MustEnqueue(*stub, MakeJob("authed", "p"));
     ClaimReader claim(broker.NewStub(), MakeClaim({"authed"}));
     std::optional<v1::ClaimedJob> job = claim.Next(absl::Seconds(10));
@@ -189,7 +189,7 @@ class SentinelBrokerTest : public ::testing::Test {
 
   RedisSentinelGroup group_;
   std::unique_ptr<BrokerProcess> broker_;
-  std::unique_ptr<v1::Broker::Stub> stub_;
+  std::unique_ptr<v1::BrokerService::Stub> stub_;
 };
 
 TEST_F(SentinelBrokerTest, WorksThroughTheMasterTheSentinelsName) {

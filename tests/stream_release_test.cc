@@ -52,7 +52,7 @@ class StreamReleaseTest : public BrokerTest {
     JW_ASSERT_OK(EnqueueBatch(*stub_, batch, &response));
     for (const auto& result : response.results()) ids_.push_back(result.job_id());
 
-    stalled_stub_ = v1::Broker::NewStub(OwnConnection(broker_->address()));
+    stalled_stub_ = v1::BrokerService::NewStub(OwnConnection(broker_->address()));
     stalled_ = stalled_stub_->Claim(&stalled_context_, MakeClaim({"held"}, kJobs, kLeaseMs));
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
     while (CountIn(kActive) < kJobs && absl::Now() < deadline) {
@@ -96,7 +96,7 @@ class StreamReleaseTest : public BrokerTest {
   }
 
   std::vector<std::string> ids_;
-  std::unique_ptr<v1::Broker::Stub> stalled_stub_;
+  std::unique_ptr<v1::BrokerService::Stub> stalled_stub_;
   grpc::ClientContext stalled_context_;
   std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> stalled_;
 };

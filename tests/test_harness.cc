@@ -197,7 +197,7 @@ absl::Status BrokerProcess::StartOnce() {
     absl::SleepFor(absl::Milliseconds(10));
   }
   channel_ = MakeChannel(address_, security_.credentials, security_.token);
-  std::unique_ptr<v1::Broker::Stub> stub = v1::Broker::NewStub(channel_);
+  std::unique_ptr<v1::BrokerService::Stub> stub = v1::BrokerService::NewStub(channel_);
   grpc::Status last(grpc::StatusCode::UNAVAILABLE, "not probed");
   while (absl::Now() < deadline) {
     if (!process_.Running()) {
@@ -210,8 +210,8 @@ absl::Status BrokerProcess::StartOnce() {
     v1::GetJobRequest request;
     request.set_queue("probe");
     request.set_job_id("0");
-    v1::Job job;
-    last = stub->GetJob(&context, request, &job);
+    v1::GetJobResponse response;
+    last = stub->GetJob(&context, request, &response);
     // The broker's own answer while it cannot reach Redis.
     if (!wait_for_redis_ &&
         last.error_code() == grpc::StatusCode::UNAVAILABLE &&
@@ -241,13 +241,13 @@ void BrokerProcess::Signal(int sig) {
   if (process_.pid() > 0) kill(process_.pid(), sig);
 }
 
-std::unique_ptr<v1::Broker::Stub> BrokerProcess::NewStub() const {
-  return v1::Broker::NewStub(channel_);
+std::unique_ptr<v1::BrokerService::Stub> BrokerProcess::NewStub() const {
+  return v1::BrokerService::NewStub(channel_);
 }
 
 // --------------------------------------------------------------- ClaimReader
 
-ClaimReader::ClaimReader(std::unique_ptr<v1::Broker::Stub> stub,
+ClaimReader::ClaimReader(std::unique_ptr<v1::BrokerService::Stub> stub,
                          v1::ClaimRequest request)
     : stub_(std::move(stub)) {
   thread_ = std::thread([this, request = std::move(request)] { Run(request); });

@@ -167,7 +167,7 @@ class BrokerProcess {
   // REQUIRES: Start() succeeded and Stop() was not called since.
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   // A stub on channel(). REQUIRES: as for channel().
-  std::unique_ptr<v1::Broker::Stub> NewStub() const;
+  std::unique_ptr<v1::BrokerService::Stub> NewStub() const;
 
  private:
   absl::Status StartOnce();
@@ -198,7 +198,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(
 class ClaimReader {
  public:
   // Opens the stream at once. Owns `stub`.
-  ClaimReader(std::unique_ptr<v1::Broker::Stub> stub,
+  ClaimReader(std::unique_ptr<v1::BrokerService::Stub> stub,
               v1::ClaimRequest request);
   ClaimReader(const ClaimReader&) = delete;
   ClaimReader& operator=(const ClaimReader&) = delete;
@@ -231,7 +231,7 @@ class ClaimReader {
  private:
   void Run(v1::ClaimRequest request);
 
-  std::unique_ptr<v1::Broker::Stub> stub_;
+  std::unique_ptr<v1::BrokerService::Stub> stub_;
   grpc::ClientContext context_;
   mutable absl::Mutex mu_;
   std::deque<std::pair<v1::ClaimedJob, absl::Time>> queue_
@@ -277,7 +277,7 @@ class BrokerTest : public ::testing::Test {
   std::unique_ptr<RedisServer> redis_;  // null in cluster mode
   RedisCluster* cluster_ = nullptr;     // cluster mode: the process's cluster
   std::unique_ptr<BrokerProcess> broker_;
-  std::unique_ptr<v1::Broker::Stub> stub_;
+  std::unique_ptr<v1::BrokerService::Stub> stub_;
 };
 
 // A ClaimRequest on `queues`.
@@ -293,28 +293,28 @@ v1::EnqueueRequest MakeJob(const std::string& queue,
 
 // Client calls with a 10 s deadline. They return the gRPC status and fill
 // the response.
-grpc::Status Enqueue(v1::Broker::StubInterface& stub,
+grpc::Status Enqueue(v1::BrokerService::StubInterface& stub,
                      const v1::EnqueueRequest& request,
                      v1::EnqueueResponse* response);
-grpc::Status EnqueueBatch(v1::Broker::StubInterface& stub,
+grpc::Status EnqueueBatch(v1::BrokerService::StubInterface& stub,
                           const v1::EnqueueBatchRequest& request,
                           v1::EnqueueBatchResponse* response);
-grpc::Status GetJob(v1::Broker::StubInterface& stub, const std::string& queue,
+grpc::Status GetJob(v1::BrokerService::StubInterface& stub, const std::string& queue,
                     const std::string& job_id, v1::Job* job);
-grpc::Status Ack(v1::Broker::StubInterface& stub, const std::string& queue,
+grpc::Status Ack(v1::BrokerService::StubInterface& stub, const std::string& queue,
                  const std::string& job_id, const std::string& lease_token,
                  const std::string& result = "");
-grpc::Status Ack(v1::Broker::StubInterface& stub, const v1::ClaimedJob& claimed,
+grpc::Status Ack(v1::BrokerService::StubInterface& stub, const v1::ClaimedJob& claimed,
                  const std::string& result = "");
-grpc::Status AckBatch(v1::Broker::StubInterface& stub,
+grpc::Status AckBatch(v1::BrokerService::StubInterface& stub,
                       const v1::AckBatchRequest& request,
                       v1::AckBatchResponse* response);
-grpc::Status Fail(v1::Broker::StubInterface& stub,
+grpc::Status Fail(v1::BrokerService::StubInterface& stub,
                   const v1::FailRequest& request, v1::FailResponse* response);
-grpc::Status ExtendLease(v1::Broker::StubInterface& stub,
+grpc::Status ExtendLease(v1::BrokerService::StubInterface& stub,
                          const v1::ExtendLeaseRequest& request,
                          v1::ExtendLeaseResponse* response);
-grpc::Status Cancel(v1::Broker::StubInterface& stub, const std::string& queue,
+grpc::Status Cancel(v1::BrokerService::StubInterface& stub, const std::string& queue,
                     const std::string& job_id);
 
 // A FailRequest for `claimed`.
@@ -324,7 +324,7 @@ v1::FailRequest MakeFail(const v1::ClaimedJob& claimed,
 
 // Enqueues `request` and returns the job id; "" (and a gtest failure) when
 // the call fails.
-std::string MustEnqueue(v1::Broker::StubInterface& stub,
+std::string MustEnqueue(v1::BrokerService::StubInterface& stub,
                         const v1::EnqueueRequest& request);
 
 }  // namespace jobwire::testing

@@ -26,7 +26,7 @@ namespace {
 // through the handshake to the broker.
 grpc::Status Probe(const std::string& address,
                    std::shared_ptr<grpc::ChannelCredentials> credentials) {
-  auto stub = v1::Broker::NewStub(MakeChannel(address, std::move(credentials)));
+  auto stub = v1::BrokerService::NewStub(MakeChannel(address, std::move(credentials)));
   v1::Job job;
   return GetJob(*stub, "tls", "missing", &job);
 }
@@ -84,7 +84,7 @@ TEST_F(TlsTest, PlaintextHealthListenerForProbes) {
       StartBroker(/*mutual=*/true, {"--health_listen=" + health_address}));
   auto plaintext = MakeChannel(health_address, grpc::InsecureChannelCredentials());
   EXPECT_TRUE(WaitForHealth(plaintext, "", kServing, absl::Seconds(5)));
-  EXPECT_TRUE(WaitForHealth(plaintext, "jobwire.v1.Broker", kServing, absl::Seconds(5)));
+  EXPECT_TRUE(WaitForHealth(plaintext, "jobwire.v1.BrokerService", kServing, absl::Seconds(5)));
   EXPECT_EQ(Probe(health_address, grpc::InsecureChannelCredentials()).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
 

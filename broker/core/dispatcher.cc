@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
 #include "broker/store/keys.h"
 
@@ -142,10 +143,13 @@ void Dispatcher::OnRedisReconnected() {
 
 namespace {
 absl::Status ShuttingDown() {
-  return absl::UnavailableError("broker is shutting down; reconnect to another replica");
+  return base::WithReason(
+      absl::UnavailableError("broker is shutting down; reconnect to another replica"),
+      base::reason::kBrokerShuttingDown);
 }
 absl::Status TooOld() {
-  return absl::UnavailableError("claim stream reached its maximum age; reconnect");
+  return base::WithReason(absl::UnavailableError("claim stream reached its maximum age; reconnect"),
+                          base::reason::kClaimStreamMaxAge);
 }
 }  // namespace
 

@@ -113,7 +113,7 @@ void Metrics::LeasesExpired(const std::string& queue, int64_t count, int64_t dea
 }
 
 void Metrics::RpcFinished(absl::string_view full_method, absl::string_view code) {
-  // "/jobwire.v1.Broker/Enqueue" -> service "jobwire.v1.Broker", method "Enqueue".
+  // "/jobwire.v1.BrokerService/Enqueue" -> service "jobwire.v1.BrokerService", method "Enqueue".
   absl::string_view path = absl::StripPrefix(full_method, "/");
   size_t slash = path.rfind('/');
   absl::string_view service = slash == absl::string_view::npos ? "" : path.substr(0, slash);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "broker/base/error_reason.h"
 #include "broker/store/keys.h"
 
 namespace jobwire::core {
@@ -249,8 +250,10 @@ void QueueAdmin::DeleteQueue(const std::string& queue, bool force,
   Stats(queue, [queue, remove, done = std::move(done)](absl::StatusOr<v1::QueueStats> stats) {
     if (!stats.ok()) return done(stats.status());
     if (stats->active() > 0) {
-      return done(absl::FailedPreconditionError(absl::StrCat(
-          "queue ", queue, " has ", stats->active(), " active jobs; set force to delete them too")));
+      return done(base::WithReason(
+          absl::FailedPreconditionError(absl::StrCat("queue ", queue, " has ", stats->active(),
+                                                     " active jobs; set force to delete them too")),
+          base::reason::kQueueHasActiveJobs));
     }
     remove(std::move(done));
   });

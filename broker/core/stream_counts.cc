@@ -1,19 +1,28 @@
 #include "broker/core/stream_counts.h"
 
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 
 namespace jobwire::core {
+namespace {
+
+absl::Status TooMany(absl::string_view message) {
+  return base::WithRetryDelay(base::WithReason(absl::ResourceExhaustedError(message),
+                                               base::reason::kTooManyClaimStreams),
+                              absl::Seconds(1));
+}
+
+}  // namespace
 
 absl::Status StreamCounts::Admit(uint64_t id, const std::string& peer) {
   absl::MutexLock lock(&mu_);
   if (open_.load() >= limits_.max_streams) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many Claim streams on this broker (--max_claim_streams=",
-                     limits_.max_streams, "); retry later or on another replica"));
+    return TooMany(absl::StrCat("too many Claim streams on this broker (--max_claim_streams=",
+                                limits_.max_streams, "); retry later or on another replica"));
   }
   int64_t& from_peer = per_peer_[peer];
   if (from_peer >= limits_.max_streams_per_peer) {
-    return absl::ResourceExhaustedError(absl::StrCat(
+    return TooMany(absl::StrCat(
         "too many Claim streams on this connection (--max_claim_streams_per_peer=",
         limits_.max_streams_per_peer, "); close some or open another connection"));
   }

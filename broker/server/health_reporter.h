@@ -1,6 +1,6 @@
 // HealthReporter: drives the standard gRPC health service (grpc.health.v1)
 // of one broker. The broker reports SERVING, for the whole server ("") and
-// for jobwire.v1.Broker, only while its Redis command connection is up and
+// for jobwire.v1.BrokerService, only while its Redis command connection is up and
 // it is not draining; NOT_SERVING otherwise (and before Redis first
 // connects). Kubernetes probes and load balancers read it.
 #ifndef JOBWIRE_BROKER_SERVER_HEALTH_REPORTER_H_
@@ -16,7 +16,7 @@
 namespace jobwire::server {
 
 // The service names that get a status (besides "", the whole server).
-inline constexpr const char* kBrokerServiceName = "jobwire.v1.Broker";
+inline constexpr const char* kBrokerServiceName = "jobwire.v1.BrokerService";
 
 // Thread safety: every method may be called from any thread.
 class HealthReporter {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 #include "broker/service/admin_validator.h"
 #include "broker/service/counted_reactor.h"
 
@@ -32,8 +33,10 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
   if (FinishIfError(reactor, caller.status())) return reactor;
   const Principal* principal = *caller;
   if (principal != nullptr && principal->admin.empty()) {
-    FinishIfError(reactor, absl::PermissionDeniedError(absl::StrCat(
-                               "token \"", principal->name, "\" may not administer any queue")));
+    FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
+                                                "token \"", principal->name,
+                                                "\" may not administer any queue")),
+                                            base::reason::kTokenNotPermitted));
     return reactor;
   }
   admin_->ListQueues([reactor, resp, principal](
@@ -50,13 +53,13 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* AdminService::GetQueueStats(grpc::CallbackServerContext* ctx,
                                                       const v1::GetQueueStatsRequest* req,
-                                                      v1::QueueStats* resp) {
+                                                      v1::GetQueueStatsResponse* resp) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateQueueRequest(req->queue()))) return reactor;
   if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   admin_->Stats(req->queue(), [reactor, resp](absl::StatusOr<v1::QueueStats> stats) {
     if (FinishIfError(reactor, stats.status())) return;
-    *resp = *std::move(stats);
+    *resp->mutable_stats() = *std::move(stats);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

@@ -1,4 +1,4 @@
-// AdminService: the jobwire.v1.Admin gRPC service (callback API), what
+// AdminService: the jobwire.v1.AdminService gRPC service (callback API), what
 // operators use to inspect queues, redrive dead jobs and pause work. Each
 // handler validates its request (INVALID_ARGUMENT, nothing changed), checks
 // that the caller's token may administer the queue (UNAUTHENTICATED /
@@ -20,7 +20,7 @@ namespace jobwire::service {
 
 // Thread safety: gRPC calls the handlers concurrently; the only state of its
 // own is an atomic count of calls in flight.
-class AdminService final : public v1::Admin::CallbackService {
+class AdminService final : public v1::AdminService::CallbackService {
  public:
   // `admin` and `authorizer` must outlive the service.
   AdminService(const core::QueueAdmin* admin, const Authorizer* authorizer);
@@ -30,7 +30,7 @@ class AdminService final : public v1::Admin::CallbackService {
                                        v1::ListQueuesResponse* resp) override;
   grpc::ServerUnaryReactor* GetQueueStats(grpc::CallbackServerContext* ctx,
                                           const v1::GetQueueStatsRequest* req,
-                                          v1::QueueStats* resp) override;
+                                          v1::GetQueueStatsResponse* resp) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx,
                                      const v1::ListJobsRequest* req,
                                      v1::ListJobsResponse* resp) override;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/status_macros.h"
 #include "broker/service/request_validator.h"
 #include "broker/store/keys.h"
@@ -10,7 +11,7 @@ namespace jobwire::service {
 namespace {
 
 absl::Status Invalid(absl::string_view field, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+  return base::WithField(absl::InvalidArgumentError(absl::StrCat(field, ": ", what)), field);
 }
 
 absl::Status CheckType(absl::string_view type) {
@@ -69,7 +70,7 @@ absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
 
 absl::Status ValidateListJobs(const v1::ListJobsRequest& r) {
   JW_RETURN_IF_ERROR(ValidateQueueName("queue", r.queue()));
-  if (r.state() < v1::PENDING || r.state() > v1::DEAD) {
+  if (r.state() < v1::JOB_STATE_PENDING || r.state() > v1::JOB_STATE_DEAD) {
     return Invalid("state", absl::StrCat("must be PENDING, ACTIVE, COMPLETED or DEAD, got ",
                                          static_cast<int>(r.state())));
   }

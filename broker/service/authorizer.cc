@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/file.h"
 #include "nlohmann/json.hpp"
 
@@ -167,14 +168,16 @@ absl::StatusOr<const Principal*> Authorizer::Authenticate(
   const auto& metadata = ctx.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
-    return absl::UnauthenticatedError(
-        "missing bearer token: send metadata \"authorization: Bearer <token>\"");
+    return base::WithReason(absl::UnauthenticatedError(
+                                "missing bearer token: send metadata \"authorization: Bearer <token>\""),
+                            base::reason::kTokenMissing);
   }
   const absl::string_view value(it->second.data(), it->second.size());
   if (value.size() <= kBearer.size() ||
       !absl::EqualsIgnoreCase(value.substr(0, kBearer.size()), kBearer)) {
-    return absl::UnauthenticatedError(
-        "malformed authorization metadata: expected \"Bearer <token>\"");
+    return base::WithReason(absl::UnauthenticatedError(
+                                "malformed authorization metadata: expected \"Bearer <token>\""),
+                            base::reason::kTokenInvalid);
   }
   const std::array<unsigned char, 32> digest = Sha256(value.substr(kBearer.size()));
   // Every entry is compared, in constant time, whatever matched earlier.
@@ -183,7 +186,10 @@ absl::StatusOr<const Principal*> Authorizer::Authenticate(
     const bool equal = CRYPTO_memcmp(digest.data(), p.sha256.data(), digest.size()) == 0;
     if (equal) found = &p;
   }
-  if (found == nullptr) return absl::UnauthenticatedError("invalid bearer token");
+  if (found == nullptr) {
+    return base::WithReason(absl::UnauthenticatedError("invalid bearer token"),
+                            base::reason::kTokenInvalid);
+  }
   return found;
 }
 
@@ -209,9 +215,12 @@ absl::Status Authorizer::Authorize(const grpc::ServerContextBase& ctx, Permissio
   if (!principal.ok()) return principal.status();
   for (absl::string_view queue : queues) {
     if (!Allows(*principal, permission, queue)) {
-      return absl::PermissionDeniedError(absl::StrCat("token \"", (*principal)->name,
-                                                      "\" may not ", Describe(permission),
-                                                      " queue \"", queue, "\""));
+      return base::WithMetadata(
+          base::WithReason(absl::PermissionDeniedError(absl::StrCat(
+                               "token \"", (*principal)->name, "\" may not ",
+                               Describe(permission), " queue \"", queue, "\"")),
+                           base::reason::kTokenNotPermitted),
+          "queue", queue);
     }
   }
   return absl::OkStatus();

@@ -8,12 +8,22 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "broker/base/error_reason.h"
 #include "broker/service/claim_reactor.h"
+#include "broker/service/grpc_status.h"
 #include "broker/service/counted_reactor.h"
 
 namespace jobwire::service {
 
 namespace {
+
+// A batch result's code, message and reason (OK: code 0, nothing else).
+template <typename Result>
+void SetResultError(const absl::Status& status, Result* result) {
+  result->set_code(static_cast<int>(status.code()));
+  result->set_message(std::string(status.message()));
+  if (!status.ok()) result->set_reason(base::ReasonOf(status));
+}
 
 // The first step of a batch call: adds one result per item and checks each
 // item with `validate(item, "<field>[i].")`, writing an invalid item's error
@@ -30,8 +40,7 @@ absl::flat_hash_map<absl::string_view, std::vector<int>> ValidByQueue(
     if (valid.ok()) {
       by_queue[items[i].queue()].push_back(i);
     } else {
-      result->set_code(static_cast<int>(valid.code()));
-      result->set_message(std::string(valid.message()));
+      SetResultError(valid, result);
     }
   }
   return by_queue;
@@ -41,11 +50,6 @@ absl::flat_hash_map<absl::string_view, std::vector<int>> ValidByQueue(
 
 grpc::ServerUnaryReactor* BrokerService::NewUnaryReactor() {
   return new CountedReactor(&calls_in_flight_);
-}
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
@@ -111,8 +115,7 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
               result->set_job_id((*out)[k].job_id);
               result->set_duplicate((*out)[k].duplicate);
             } else {
-              result->set_code(static_cast<int>(out.status().code()));
-              result->set_message(std::string(out.status().message()));
+              SetResultError(out.status(), result);
             }
           }
           if (--*remaining == 0) reactor->Finish(grpc::Status::OK);
@@ -199,8 +202,7 @@ grpc::ServerUnaryReactor* BrokerService::AckBatch(grpc::CallbackServerContext* c
           if (out.ok()) {
             for (size_t k = 0; k < indexes.size(); ++k) {
               v1::AckResult* result = resp->mutable_results(indexes[k]);
-              result->set_code(static_cast<int>((*out)[k].code()));
-              result->set_message(std::string((*out)[k].message()));
+              SetResultError((*out)[k], result);
             }
           } else {
             absl::MutexLock lock(&pending->mu);
@@ -228,7 +230,7 @@ grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,
   }
   lifecycle_->Fail(*req, [reactor, resp](absl::StatusOr<store::FailOutcome> out) {
     if (FinishIfError(reactor, out.status())) return;
-    resp->set_outcome(out->dead ? v1::FailResponse::DEAD : v1::FailResponse::RETRY_SCHEDULED);
+    resp->set_outcome(out->dead ? v1::FailResponse::OUTCOME_DEAD : v1::FailResponse::OUTCOME_RETRY_SCHEDULED);
     resp->set_next_attempt_at_ms(out->next_attempt_at_ms);
     reactor->Finish(grpc::Status::OK);
   });
@@ -252,7 +254,8 @@ grpc::ServerUnaryReactor* BrokerService::ExtendLease(grpc::CallbackServerContext
 }
 
 grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx,
-                                                const v1::GetJobRequest* req, v1::Job* resp) {
+                                                const v1::GetJobRequest* req,
+                                                v1::GetJobResponse* resp) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateGetJob(*req))) return reactor;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kRead, req->queue()))) {
@@ -260,7 +263,7 @@ grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx
   }
   lifecycle_->GetJob(*req, [reactor, resp](absl::StatusOr<v1::Job> out) {
     if (FinishIfError(reactor, out.status())) return;
-    *resp = std::move(*out);
+    *resp->mutable_job() = std::move(*out);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

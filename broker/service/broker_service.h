@@ -1,4 +1,4 @@
-// BrokerService: the jobwire.v1.Broker gRPC service (callback API). Each
+// BrokerService: the jobwire.v1.BrokerService gRPC service (callback API). Each
 // handler validates its request (INVALID_ARGUMENT, nothing changed), checks
 // the caller's token (UNAUTHENTICATED / PERMISSION_DENIED, see Authorizer),
 // then hands it to the lifecycle layer and finishes the call from the Redis
@@ -30,7 +30,7 @@ struct ServiceOptions {
 
 // Thread safety: gRPC calls the handlers concurrently; the only state of
 // its own is an atomic count of unary calls in flight.
-class BrokerService final : public v1::Broker::CallbackService {
+class BrokerService final : public v1::BrokerService::CallbackService {
  public:
   // `lifecycle`, `dispatcher`, `metrics` and `authorizer` must outlive the
   // service.
@@ -55,7 +55,7 @@ class BrokerService final : public v1::Broker::CallbackService {
                                         const v1::ExtendLeaseRequest* req,
                                         v1::ExtendLeaseResponse* resp) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
-                                   v1::Job* resp) override;
+                                   v1::GetJobResponse* resp) override;
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
                                    v1::CancelResponse* resp) override;
 
@@ -73,9 +73,6 @@ class BrokerService final : public v1::Broker::CallbackService {
   const Limits limits_;
   const absl::Duration max_stream_age_;
 };
-
-// absl and gRPC share the canonical status codes.
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace jobwire::service
 

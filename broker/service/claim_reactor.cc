@@ -3,6 +3,8 @@
 #include <iterator>
 #include <utility>
 
+#include "broker/service/grpc_status.h"
+
 namespace jobwire::service {
 
 ClaimReactor::ClaimReactor(core::Dispatcher* dispatcher, core::Metrics* metrics,
@@ -84,7 +86,7 @@ void ClaimReactor::Sink::Finish(const grpc::Status& status) {
 }
 
 void ClaimReactor::Sink::Close(const absl::Status& status) {
-  Finish(grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message())));
+  Finish(ToGrpcStatus(status));
 }
 
 void ClaimReactor::Sink::Detach() {

@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "broker/service/grpc_status.h"
 
 namespace jobwire::service {
 
@@ -30,12 +31,11 @@ class CountedReactor : public grpc::ServerUnaryReactor {
   std::atomic<int64_t>* const in_flight_;
 };
 
-// Finishes `reactor` with `status` when it is an error (same code and
-// message); returns whether it was.
+// Finishes `reactor` with `status` when it is an error (ToGrpcStatus: same
+// code and message, with the error's details); returns whether it was.
 inline bool FinishIfError(grpc::ServerUnaryReactor* reactor, const absl::Status& status) {
   if (status.ok()) return false;
-  reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                               std::string(status.message())));
+  reactor->Finish(ToGrpcStatus(status));
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/status_macros.h"
 
 namespace jobwire::service {
@@ -14,7 +15,7 @@ bool IsNameChar(char c) {
 }
 
 absl::Status Invalid(absl::string_view field, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+  return base::WithField(absl::InvalidArgumentError(absl::StrCat(field, ": ", what)), field);
 }
 
 // A name made of [A-Za-z0-9._:-], 1..max_length characters.

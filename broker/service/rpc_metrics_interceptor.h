@@ -1,5 +1,5 @@
 // RpcMetricsInterceptor: a gRPC server interceptor that counts every call
-// of every service on the server (jobwire.v1.Broker, health, reflection, and
+// of every service on the server (jobwire.v1.BrokerService, health, reflection, and
 // any service registered later) by method and final status code in Metrics.
 //
 //   builder.experimental().SetInterceptorCreators(

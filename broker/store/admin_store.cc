@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 #include "broker/store/job_store.h"
 
 namespace jobwire::store {
@@ -43,14 +44,14 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
   Keys k = KeysFor(queue);
   std::vector<std::string> keys = {k.Jobs(), k.Payloads(), k.Results()};
   switch (request.state) {
-    case v1::PENDING:
+    case v1::JOB_STATE_PENDING:
       keys.push_back(k.Ready());
       keys.push_back(k.Scheduled());
       break;
-    case v1::ACTIVE:
+    case v1::JOB_STATE_ACTIVE:
       keys.push_back(k.Active());
       break;
-    case v1::COMPLETED:
+    case v1::JOB_STATE_COMPLETED:
       keys.push_back(k.Completed());
       break;
     default:
@@ -134,9 +135,11 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
         if (!IsArray(*reply, 2)) return done(absl::InternalError("bad delete_queue reply"));
         const std::string& code = reply->elements[0].str;
         if (code == "ACTIVE") {
-          return done(absl::FailedPreconditionError(absl::StrCat(
-              "queue ", queue, " has ", reply->elements[1].AsInt(),
-              " active jobs; set force to delete them too")));
+          return done(base::WithReason(
+              absl::FailedPreconditionError(absl::StrCat(
+                  "queue ", queue, " has ", reply->elements[1].AsInt(),
+                  " active jobs; set force to delete them too")),
+              base::reason::kQueueHasActiveJobs));
         }
         if (code == "BUSY") return done(std::make_pair(int64_t{0}, false));
         const int64_t removed = reply->elements[1].AsInt();
@@ -181,8 +184,7 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 1)) return done(absl::InternalError("bad delete_job reply"));
         if (reply->elements[0].str == "NOT_FOUND") {
-          return done(absl::NotFoundError(
-              absl::StrCat(JobRef(queue, job_id), " not found")));
+          return done(JobNotFound(queue, job_id));
         }
         done(true);
       });
@@ -224,17 +226,22 @@ void AdminStore::SetPartitions(const std::string& queue, int partitions, bool cr
         const int64_t count = reply->elements[1].AsInt();
         if (code == "OK") return done(static_cast<int>(count));
         if (code == "EXISTS") {
-          return done(absl::AlreadyExistsError(absl::StrCat(
-              "queue ", queue, " exists (", count, " partitions); UpdateQueue changes it")));
+          return done(base::WithReason(
+              absl::AlreadyExistsError(absl::StrCat(
+                  "queue ", queue, " exists (", count, " partitions); UpdateQueue changes it")),
+              base::reason::kQueueExists));
         }
         if (code == "MISSING") {
-          return done(absl::NotFoundError(
-              absl::StrCat("queue ", queue, " not found; CreateQueue creates it")));
+          return done(base::WithReason(
+              absl::NotFoundError(absl::StrCat("queue ", queue, " not found; CreateQueue creates it")),
+              base::reason::kQueueNotFound));
         }
         if (code == "SHRINK") {
-          return done(absl::FailedPreconditionError(absl::StrCat(
-              "partitions: queue ", queue, " has ", count, " partitions and cannot shrink to ",
-              partitions, " (the jobs of a dropped partition would be stranded)")));
+          return done(base::WithReason(
+              absl::FailedPreconditionError(absl::StrCat(
+                  "partitions: queue ", queue, " has ", count, " partitions and cannot shrink to ",
+                  partitions, " (the jobs of a dropped partition would be stranded)")),
+              base::reason::kPartitionsDecrease));
         }
         done(absl::InternalError(absl::StrCat("unexpected set_partitions reply: ", code)));
       });

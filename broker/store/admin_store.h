@@ -28,7 +28,7 @@ struct JobPage {
 
 // Which jobs of a state ListJobs reads (see list_jobs.lua).
 struct JobPageRequest {
-  v1::JobState state = v1::PENDING;
+  v1::JobState state = v1::JOB_STATE_PENDING;
   int partition = 0;  // of a partitioned queue (QueueAdmin)
   int64_t offset = 0;
   int page_size = 50;

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
 
 namespace jobwire::store {
@@ -35,28 +36,35 @@ absl::StatusOr<RedisReply> CheckScriptStatus(absl::StatusOr<RedisReply> reply,
   }
   const std::string& code = reply->elements[0].str;
   if (code == "OK") return reply;
-  if (code == "NOT_FOUND") return absl::NotFoundError(absl::StrCat(JobRef(queue, id), " not found"));
+  if (code == "NOT_FOUND") return JobNotFound(queue, id);
   if (code == "STALE") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "lease_token is not the current lease of ", JobRef(queue, id),
-        " (the lease expired or the job was claimed again)"));
+    return base::WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "lease_token is not the current lease of ", JobRef(queue, id),
+            " (the lease expired or the job was claimed again)")),
+        base::reason::kLeaseStale);
   }
   if (code == "CORRUPT" && reply->elements.size() > 1) {
-    return absl::DataLossError(absl::StrCat(JobRef(queue, id), " has no valid ",
-                                            reply->elements[1].str, " field"));
+    return base::WithReason(absl::DataLossError(absl::StrCat(JobRef(queue, id), " has no valid ",
+                                                             reply->elements[1].str, " field")),
+                            base::reason::kJobRecordCorrupt);
   }
   if (code == "STATE" && reply->elements.size() > 1) {
-    return absl::FailedPreconditionError(absl::StrCat(JobRef(queue, id), " is ",
-                                                      reply->elements[1].str, ", not ", wanted_state));
+    const std::string& state = reply->elements[1].str;
+    return base::WithMetadata(
+        base::WithReason(absl::FailedPreconditionError(
+                             absl::StrCat(JobRef(queue, id), " is ", state, ", not ", wanted_state)),
+                         base::reason::kJobState),
+        "state", state);
   }
   return absl::InternalError(absl::StrCat("unexpected script reply: ", code));
 }
 
 v1::JobState ParseState(const std::string& s) {
-  if (s == "pending") return v1::PENDING;
-  if (s == "active") return v1::ACTIVE;
-  if (s == "completed") return v1::COMPLETED;
-  if (s == "dead") return v1::DEAD;
+  if (s == "pending") return v1::JOB_STATE_PENDING;
+  if (s == "active") return v1::JOB_STATE_ACTIVE;
+  if (s == "completed") return v1::JOB_STATE_COMPLETED;
+  if (s == "dead") return v1::JOB_STATE_DEAD;
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
@@ -432,7 +440,7 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                        return done(absl::InternalError("bad get_job reply"));
                      }
                      if (reply->elements.empty()) {
-                       return done(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")));
+                       return done(JobNotFound(queue, job_id));
                      }
                      done(JobFromFields(queue, job_id, *reply));
                    });

@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 
 namespace jobwire::store {
 
@@ -46,6 +47,11 @@ std::string JobRef(absl::string_view queue, absl::string_view job_id) {
   if (partition == 0) return absl::StrCat("job ", job_id, " in queue ", queue);
   return absl::StrCat("job ", job_id, " in queue ", QueueOfPartition(queue), " (partition ",
                       partition, ")");
+}
+
+absl::Status JobNotFound(absl::string_view queue, absl::string_view job_id) {
+  return base::WithReason(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")),
+                          base::reason::kJobNotFound);
 }
 
 std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }

@@ -36,6 +36,8 @@
 #define JOBWIRE_BROKER_STORE_KEYS_H_
 
 #include <string>
+
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace jobwire::store {
@@ -57,6 +59,8 @@ std::string JobIdSuffix(int partition);
 // "job <id> in queue <q>" for messages, naming the queue (and the
 // partition, if not 0) of store name `queue`.
 std::string JobRef(absl::string_view queue, absl::string_view job_id);
+// NOT_FOUND with reason JOB_NOT_FOUND: "<JobRef> not found".
+absl::Status JobNotFound(absl::string_view queue, absl::string_view job_id);
 
 // Thread safety: immutable, safe to share.
 class Keys {

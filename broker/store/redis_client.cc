@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
 #include "broker/store/key_slot.h"
 
@@ -21,7 +22,7 @@ absl::StatusOr<RedisReply> ToResult(const redisReply& reply) {
   if (!out.is_error() || absl::StartsWith(out.str, "NOSCRIPT")) return out;
   for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
     if (absl::StartsWith(out.str, transient)) {
-      return absl::UnavailableError(absl::StrCat("redis: ", out.str));
+      return base::RedisUnavailableError(absl::StrCat("redis: ", out.str));
     }
   }
   return absl::InternalError(absl::StrCat("redis: ", out.str));
@@ -48,7 +49,7 @@ RedisClient::RedisClient(base::EventLoop* loop, RedisAddress address, std::strin
 RedisClient::~RedisClient() {
   connection_.reset();  // no callback from it
   std::deque<ReplyCallback> pending = std::move(pending_);
-  for (ReplyCallback& cb : pending) cb(absl::UnavailableError("redis client destroyed"));
+  for (ReplyCallback& cb : pending) cb(base::RedisUnavailableError("redis client destroyed"));
   if (dns_ != nullptr) evdns_base_free(dns_, /*fail_requests=*/0);
 }
 
@@ -217,7 +218,7 @@ void RedisClient::OnClose(const std::string& error, bool during_tls_handshake) {
     if (on_disconnected_) on_disconnected_();
   }
   for (ReplyCallback& cb : pending) {
-    cb(absl::UnavailableError(absl::StrCat(kLost, ": ", error)));
+    cb(base::RedisUnavailableError(absl::StrCat(kLost, ": ", error)));
   }
   if (was_ready) return;
   // A failed attempt. Each new reason is logged once (TLS failures, which
@@ -234,7 +235,7 @@ void RedisClient::OnClose(const std::string& error, bool during_tls_handshake) {
 void RedisClient::Command(std::vector<std::string> args, ReplyCallback callback) {
   loop_->RunInLoop([this, args = std::move(args), callback = std::move(callback)]() mutable {
     if (!connected_) {
-      callback(absl::UnavailableError(
+      callback(base::RedisUnavailableError(
           absl::StrCat("redis is not reachable at ", address_.host, ":", address_.port)));
       return;
     }

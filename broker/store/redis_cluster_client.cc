@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
 #include "broker/store/key_slot.h"
 
@@ -68,10 +69,10 @@ RedisClusterClient::~RedisClusterClient() {
   stopping_ = true;
   for (auto& [key, node] : nodes_) {
     std::deque<std::shared_ptr<Op>> waiting = std::move(node->waiting);
-    for (auto& op : waiting) Finish(op, absl::UnavailableError("redis cluster client destroyed"));
+    for (auto& op : waiting) Finish(op, base::RedisUnavailableError("redis cluster client destroyed"));
   }
   std::map<uint64_t, std::shared_ptr<Op>> delayed = std::move(delayed_);
-  for (auto& [seq, op] : delayed) Finish(op, absl::UnavailableError("redis cluster client destroyed"));
+  for (auto& [seq, op] : delayed) Finish(op, base::RedisUnavailableError("redis cluster client destroyed"));
   // Each RedisClient fails what it has in flight; OnReply then only
   // finishes (stopping_).
   nodes_.clear();
@@ -116,7 +117,7 @@ void RedisClusterClient::Command(std::vector<std::string> args, ReplyCallback ca
 
 void RedisClusterClient::Send(std::shared_ptr<Op> op) {
   if (stopping_) {
-    Finish(op, absl::UnavailableError("redis cluster client destroyed"));
+    Finish(op, base::RedisUnavailableError("redis cluster client destroyed"));
     return;
   }
   NodeAddress target;
@@ -125,7 +126,7 @@ void RedisClusterClient::Send(std::shared_ptr<Op> op) {
   } else if (op->moved_to) {
     target = *op->moved_to;
   } else if (!topology_) {
-    Finish(op, absl::UnavailableError("redis cluster: the slot map is not known yet (no node "
+    Finish(op, base::RedisUnavailableError("redis cluster: the slot map is not known yet (no node "
                                       "answered CLUSTER SHARDS)"));
     return;
   } else {
@@ -165,7 +166,7 @@ void RedisClusterClient::OnReply(std::shared_ptr<Op> op, absl::StatusOr<RedisRep
     const absl::string_view text = message.substr(kReplyPrefix.size());
     if (std::optional<Redirect> redirect = ParseRedirect(text)) {
       if (++op->redirects > kMaxRedirects) {
-        Finish(op, absl::UnavailableError(absl::StrCat("redis cluster: gave up after ",
+        Finish(op, base::RedisUnavailableError(absl::StrCat("redis cluster: gave up after ",
                                                        kMaxRedirects, " redirections: ", text)));
         return;
       }
@@ -196,7 +197,7 @@ void RedisClusterClient::OnReply(std::shared_ptr<Op> op, absl::StatusOr<RedisRep
 
 void RedisClusterClient::Retry(std::shared_ptr<Op> op, absl::Status why) {
   if (++op->retries > kMaxRetries) {
-    Finish(op, absl::UnavailableError(absl::StrCat("redis cluster: gave up after ", kMaxRetries,
+    Finish(op, base::RedisUnavailableError(absl::StrCat("redis cluster: gave up after ", kMaxRetries,
                                                    " retries: ", why.message())));
     return;
   }
@@ -241,7 +242,7 @@ void RedisClusterClient::FailWaiting(const std::string& key) {
   std::deque<std::shared_ptr<Op>> waiting = std::move(node.waiting);
   node.waiting.clear();
   for (auto& op : waiting) {
-    Finish(op, absl::UnavailableError(absl::StrCat("redis cluster: node ", key,
+    Finish(op, base::RedisUnavailableError(absl::StrCat("redis cluster: node ", key,
                                                    " not connected within ",
                                                    absl::FormatDuration(kConnectWait))));
   }

@@ -16,6 +16,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "broker/base/error_reason.h"
 
 namespace jobwire::store {
 namespace {
@@ -72,7 +73,7 @@ absl::Status RedisConnection::Open() {
     std::string error = open_error_.empty() ? ErrorText(BEV_EVENT_ERROR) : open_error_;
     bufferevent_free(bev_);
     bev_ = nullptr;
-    return absl::UnavailableError(error);
+    return base::RedisUnavailableError(error);
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "broker/base/error_reason.h"
 #include "broker/store/script_sources.h"
 
 namespace jobwire::store {
@@ -87,9 +88,12 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
                                         absl::StatusOr<RedisReply> reply) mutable {
     if (IsOomRefusal(reply)) {
       const std::string redis_error = reply.ok() ? reply->str : std::string(reply.status().message());
-      reply = absl::ResourceExhaustedError(absl::StrCat(
-          "redis is over its maxmemory limit (noeviction): ", script.name,
-          " refused; retry once memory is freed (", redis_error, ")"));
+      reply = base::WithRetryDelay(
+          base::WithReason(absl::ResourceExhaustedError(absl::StrCat(
+                               "redis is over its maxmemory limit (noeviction): ", script.name,
+                               " refused; retry once memory is freed (", redis_error, ")")),
+                           base::reason::kRedisOutOfMemory),
+          absl::Seconds(1));
     }
     callback(std::move(reply));
   };

@@ -229,7 +229,7 @@ TEST_F(ScriptSafetyTest, ListPageIsBoundedByBytes) {
   const std::string mib(1 << 20, 'x');
   for (int i = 0; i < 5; ++i) Enqueue(queue, "t", 0, 0, 3, 1000, 3600000, mib);
   JobPageRequest request;
-  request.state = v1::PENDING;
+  request.state = v1::JOB_STATE_PENDING;
   request.page_size = 50;
   request.scan_limit = 50;
   request.newest_first = false;

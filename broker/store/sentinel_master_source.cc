@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
 
 namespace jobwire::store {
@@ -102,7 +103,7 @@ void SentinelMasterSource::Ask(std::shared_ptr<Query> query) {
   }
   if (query->next == query->order.size()) {
     MasterCallback callback = std::move(query->callback);
-    callback(absl::UnavailableError(absl::StrCat("no sentinel names a master \"",
+    callback(base::RedisUnavailableError(absl::StrCat("no sentinel names a master \"",
                                                  options_.master_name, "\":", query->failures)));
     return;
   }

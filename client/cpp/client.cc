@@ -108,7 +108,7 @@ Client::Client(ClientOptions options)
       timeout_(options.timeout),
       authorization_(ResolveAuthorization(options.token)),
       channel_(MakeChannel(address_, MakeCredentials(options, &config_error_))),
-      stub_(v1::Broker::NewStub(channel_)) {}
+      stub_(v1::BrokerService::NewStub(channel_)) {}
 
 void Client::SetDeadline(grpc::ClientContext* context, absl::Duration timeout) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + std::min(timeout, timeout_)));
@@ -164,13 +164,13 @@ absl::StatusOr<v1::Job> Client::GetJob(absl::string_view queue, absl::string_vie
   v1::GetJobRequest request;
   request.set_queue(std::string(queue));
   request.set_job_id(std::string(job_id));
-  v1::Job job;
+  v1::GetJobResponse response;
   grpc::ClientContext context;
   if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
-  grpc::Status status = stub_->GetJob(&context, request, &job);
+  grpc::Status status = stub_->GetJob(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
-  return job;
+  return std::move(*response.mutable_job());
 }
 
 absl::Status Client::Cancel(absl::string_view queue, absl::string_view job_id) {

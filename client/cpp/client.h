@@ -148,7 +148,7 @@ class Client {
   const std::string authorization_;  // "Bearer <token>" or empty
   absl::Status config_error_;        // a TLS file that could not be read
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Broker::Stub> stub_;
+  std::unique_ptr<v1::BrokerService::Stub> stub_;
 };
 
 }  // namespace jobwire::client

@@ -134,6 +134,6 @@ status=0
 timeout 60 "$CONSUMER/consumer" "127.0.0.1:$BROKER_PORT" >"$WORK/consumer.out" 2>&1 || status=$?
 cat "$WORK/consumer.out"
 [ "$status" -eq 0 ] || { tail -20 "$WORK/broker.log" >&2; fail "the consumer exited with $status"; }
-grep -Eq '^job [^ ]+ COMPLETED result 42$' "$WORK/consumer.out" \
-  || fail "the consumer did not print a COMPLETED job with result 42"
+grep -Eq '^job [^ ]+ JOB_STATE_COMPLETED result 42$' "$WORK/consumer.out" \
+  || fail "the consumer did not print a JOB_STATE_COMPLETED job with result 42"
 step "PASS"

@@ -452,7 +452,7 @@ void Worker::Impl::Fail(const Task& task, const absl::Status& failure) {
     return response.status();
   });
   if (status.ok()) {
-    Settled(task, Outcome{"fail_ok", response->outcome() == v1::FailResponse::DEAD
+    Settled(task, Outcome{"fail_ok", response->outcome() == v1::FailResponse::OUTCOME_DEAD
                                          ? "DEAD"
                                          : "RETRY_SCHEDULED"});
   } else {

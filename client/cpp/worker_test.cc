@@ -704,7 +704,7 @@ TEST_F(WorkerTest, ALostLeaseIsSignalledToTheRunningHandler) {
                                     return std::string("too late");
                                   }}});
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  std::unique_ptr<v1::Admin::Stub> admin = v1::Admin::NewStub(broker_->channel());
+  std::unique_ptr<v1::AdminService::Stub> admin = v1::AdminService::NewStub(broker_->channel());
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::DeleteJobRequest request;

@@ -35,10 +35,10 @@ type JobState = jobwirepb.JobState
 
 // The job states.
 const (
-	StatePending   = jobwirepb.JobState_PENDING
-	StateActive    = jobwirepb.JobState_ACTIVE
-	StateCompleted = jobwirepb.JobState_COMPLETED
-	StateDead      = jobwirepb.JobState_DEAD
+	StatePending   = jobwirepb.JobState_JOB_STATE_PENDING
+	StateActive    = jobwirepb.JobState_JOB_STATE_ACTIVE
+	StateCompleted = jobwirepb.JobState_JOB_STATE_COMPLETED
+	StateDead      = jobwirepb.JobState_JOB_STATE_DEAD
 )
 
 // JobInfo is a job as GetJob returns it (every field of the proto's Job).
@@ -132,7 +132,7 @@ func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
 // concurrent use.
 type Client struct {
 	conn    *grpc.ClientConn
-	stub    jobwirepb.BrokerClient
+	stub    jobwirepb.BrokerServiceClient
 	timeout time.Duration
 	addr    string
 }
@@ -158,7 +158,7 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, stub: jobwirepb.NewBrokerClient(conn), timeout: cfg.timeout, addr: addr}, nil
+	return &Client{conn: conn, stub: jobwirepb.NewBrokerServiceClient(conn), timeout: cfg.timeout, addr: addr}, nil
 }
 
 // Addr is the broker address the client talks to.
@@ -169,7 +169,7 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // Stub gives the generated gRPC client on the same channel, for calls this
 // package does not wrap.
-func (c *Client) Stub() jobwirepb.BrokerClient { return c.stub }
+func (c *Client) Stub() jobwirepb.BrokerServiceClient { return c.stub }
 
 // withDeadline gives ctx the client's default deadline when it has none.
 func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
@@ -401,7 +401,7 @@ func (c *Client) AckBatch(ctx context.Context, acks []BatchAck) ([]AckResult, er
 
 // ackBatch makes one AckBatch call. It returns one error per ack, in order
 // (nil: acked; else an *Error), or the call's *Error.
-func ackBatch(ctx context.Context, stub jobwirepb.BrokerClient, req *jobwirepb.AckBatchRequest) ([]error, error) {
+func ackBatch(ctx context.Context, stub jobwirepb.BrokerServiceClient, req *jobwirepb.AckBatchRequest) ([]error, error) {
 	resp, err := stub.AckBatch(ctx, req)
 	if err != nil {
 		return nil, toError(err)
@@ -424,11 +424,11 @@ func ackBatch(ctx context.Context, stub jobwirepb.BrokerClient, req *jobwirepb.A
 func (c *Client) GetJob(ctx context.Context, queue, jobID string) (*JobInfo, error) {
 	ctx, cancel := withDeadline(ctx, c.timeout)
 	defer cancel()
-	job, err := c.stub.GetJob(ctx, &jobwirepb.GetJobRequest{Queue: queue, JobId: jobID})
+	resp, err := c.stub.GetJob(ctx, &jobwirepb.GetJobRequest{Queue: queue, JobId: jobID})
 	if err != nil {
 		return nil, toError(err)
 	}
-	return job, nil
+	return resp.GetJob(), nil
 }
 
 // Cancel makes a PENDING job DEAD with error "cancelled". An ACTIVE,

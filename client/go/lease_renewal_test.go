@@ -121,14 +121,14 @@ func TestLeaseLengthFromBroker(t *testing.T) {
 }
 
 // adminClient is an Admin stub on the suite's broker.
-func adminClient(t *testing.T) jobwirepb.AdminClient {
+func adminClient(t *testing.T) jobwirepb.AdminServiceClient {
 	t.Helper()
 	conn, err := grpc.NewClient(brokerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return jobwirepb.NewAdminClient(conn)
+	return jobwirepb.NewAdminServiceClient(conn)
 }
 
 func TestLeaseLostIsToldToTheHandlerAtOnce(t *testing.T) {

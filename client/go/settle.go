@@ -2,6 +2,7 @@ package jobwire
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -94,7 +95,7 @@ func (r *runner) fail(job *Job, lease *leaseState, herr error) {
 			HandlerErr: herr, ErrorText: text})
 		return
 	}
-	r.outcome(Outcome{Kind: OutcomeFailOK, Job: job, FailOutcome: resp.GetOutcome().String(),
+	r.outcome(Outcome{Kind: OutcomeFailOK, Job: job, FailOutcome: strings.TrimPrefix(resp.GetOutcome().String(), "OUTCOME_"),
 		NextAttemptAtMs: resp.GetNextAttemptAtMs(), HandlerErr: herr, ErrorText: text})
 }
 

@@ -198,7 +198,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	r := &runner{
 		w:       w,
-		stub:    jobwirepb.NewBrokerClient(conn),
+		stub:    jobwirepb.NewBrokerServiceClient(conn),
 		hardCtx: hardCtx,
 		free:    w.cfg.concurrency,
 	}
@@ -236,7 +236,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // runner is the state of one Run.
 type runner struct {
 	w         *Worker
-	stub      jobwirepb.BrokerClient
+	stub      jobwirepb.BrokerServiceClient
 	hardCtx   context.Context
 	jobs      sync.WaitGroup
 	abandoned atomic.Bool

@@ -102,8 +102,8 @@ run_consumer() {
   echo "$1: $out"
 }
 step "consumers"
-run_consumer consumer.mjs '{"state":"COMPLETED","attempts":1,"result":{"sum":5,"module":"esm"}}'
-run_consumer consumer.cjs '{"state":"COMPLETED","attempts":1,"result":{"sum":42,"module":"cjs"}}'
+run_consumer consumer.mjs '{"state":"JOB_STATE_COMPLETED","attempts":1,"result":{"sum":5,"module":"esm"}}'
+run_consumer consumer.cjs '{"state":"JOB_STATE_COMPLETED","attempts":1,"result":{"sum":42,"module":"cjs"}}'
 
 step "tsc against the installed types"
 cat >"$APP/tsconfig.json" <<'JSON'

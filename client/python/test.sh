@@ -8,6 +8,18 @@ VENV="${JOBWIRE_VENV:-$REPO/.venv}"
 if [ ! -x "$VENV/bin/python" ] || ! (cd / && "$VENV/bin/python" -c 'import jobwire.v1.broker_pb2, pytest' 2>/dev/null); then
   "$HERE/setup.sh"
 fi
+# The tests import the installed package: reinstall it (build.sh) when its
+# sources or the contract changed since it was installed.
+sources_hash() {
+  (cd "$REPO" && find proto/jobwire client/python/jobwire client/python/pyproject.toml \
+     -type f \( -name '*.proto' -o -name '*.py' -o -name '*.toml' -o -name '*.typed' \) \
+     ! -path '*/v1/*_pb2*' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum) | sha256sum
+}
+STAMP="$VENV/.jobwire-python-client.sha256"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$(sources_hash)" ]; then
+  "$HERE/build.sh"
+  sources_hash > "$STAMP"
+fi
 cd "$HERE"
 # bin/pytest (not "python -m pytest", which would put this folder first on
 # sys.path): the tests import the installed package, with its generated stubs.

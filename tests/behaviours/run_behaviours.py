@@ -39,7 +39,7 @@ LANGS = ["python", "node", "go", "cpp"]
 # machine running four workers does not lose a lease to a slow renewal.
 LEASE_MS = 3000
 MAX_ERROR_BYTES = 65536   # Fail.error, the broker's limit
-COMPLETED, DEAD = pb.COMPLETED, pb.DEAD
+COMPLETED, DEAD = pb.JOB_STATE_COMPLETED, pb.JOB_STATE_DEAD
 
 
 class Failed(Exception):
@@ -108,7 +108,7 @@ class Broker:
 
     def __init__(self, addr):
         self.channel = grpc.insecure_channel(addr)
-        self.stub = pb_grpc.BrokerStub(self.channel)
+        self.stub = pb_grpc.BrokerServiceStub(self.channel)
 
     def enqueue(self, queue, payload=None, type_="behaviour", **options):
         request = pb.EnqueueRequest(queue=queue, type=type_,
@@ -116,7 +116,7 @@ class Broker:
         return self.stub.Enqueue(request, timeout=10).job_id
 
     def job(self, queue, job_id):
-        return self.stub.GetJob(pb.GetJobRequest(queue=queue, job_id=job_id), timeout=10)
+        return self.stub.GetJob(pb.GetJobRequest(queue=queue, job_id=job_id), timeout=10).job
 
     def wait_state(self, queue, job_id, states, timeout):
         deadline = time.time() + timeout
@@ -135,7 +135,7 @@ class Broker:
         def field(number, text):
             data = text.encode()
             return bytes([number << 3 | 2, len(data)]) + data
-        call = self.channel.unary_unary("/jobwire.v1.Admin/DeleteJob",
+        call = self.channel.unary_unary("/jobwire.v1.AdminService/DeleteJob",
                                         request_serializer=lambda b: b,
                                         response_deserializer=lambda b: b)
         call(field(1, queue) + field(2, job_id), timeout=10)

@@ -118,7 +118,7 @@ def check_job(run, job_id, job, counts):
     crashed = [e for e in starts
                if e.log in run.crashed_logs and (e.attempt, e.log) not in ended]
 
-    want = broker_pb2.DEAD if job_id in run.expect_dead else broker_pb2.COMPLETED
+    want = broker_pb2.JOB_STATE_DEAD if job_id in run.expect_dead else broker_pb2.JOB_STATE_COMPLETED
     if job.state != want:
         return [f"job {job_id}: state {broker_pb2.JobState.Name(job.state)}, "
                 f"want {broker_pb2.JobState.Name(want)} (error {job.error!r})"]
@@ -130,7 +130,7 @@ def check_job(run, job_id, job, counts):
             failures.append(f"job {job_id}: Ack accepted for attempt {e.attempt} in {e.lang}, "
                             f"but the broker's latest attempt is {job.attempts} "
                             f"(a superseded lease)")
-    if want == broker_pb2.COMPLETED:
+    if want == broker_pb2.JOB_STATE_COMPLETED:
         lang = completed_by(job, acks, evs, crashed, counts)
         if lang is None:
             failures.append(f"job {job_id}: COMPLETED with no Ack in the logs")

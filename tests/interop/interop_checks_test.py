@@ -46,9 +46,9 @@ FREEZES = [("python", "python-1.log", "ja"), ("go", "go-1.log", "jc")]
 
 def broker_job(job_id, n, attempts, lang):
     if lang is None:
-        return broker_pb2.Job(id=job_id, state=broker_pb2.DEAD, attempts=attempts,
+        return broker_pb2.Job(id=job_id, state=broker_pb2.JOB_STATE_DEAD, attempts=attempts,
                               error="always fails")
-    return broker_pb2.Job(id=job_id, state=broker_pb2.COMPLETED, attempts=attempts,
+    return broker_pb2.Job(id=job_id, state=broker_pb2.JOB_STATE_COMPLETED, attempts=attempts,
                           result=json.dumps({"n": n, "lang": lang}).encode())
 
 

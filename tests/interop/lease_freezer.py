@@ -123,7 +123,7 @@ class LeaseFreezer:
         if frozen_s < self.lease_s + MARGIN_S:
             return
         job = self.stub.GetJob(broker_pb2.GetJobRequest(queue=self.queue, job_id=freeze.job_id),
-                               timeout=10)
+                               timeout=10).job
         if job.attempts <= freeze.attempt and frozen_s < self.lease_s + MAX_EXTRA_S:
             return
         os.kill(proc.pid, signal.SIGCONT)

@@ -243,7 +243,7 @@ def run(args):
         # few whose outcome line died with a crashing worker) in the broker;
         # meanwhile the freezer freezes each language's worker once.
         channel = grpc.insecure_channel(addr)
-        stub = broker_pb2_grpc.BrokerStub(channel)
+        stub = broker_pb2_grpc.BrokerServiceStub(channel)
         expect_dead = {job_ids[n] for n in job_ids if job_spec(n, args.jobs)["payload"]["always_fail"]}
         freezer = LeaseFreezer(stub, args.queue, workers, LANGS, args.lease_ms, first_n=args.jobs)
         logs = WorkerLogs()
@@ -265,8 +265,8 @@ def run(args):
                     swept_at = time.time()
                     for job_id in unsettled:
                         job = stub.GetJob(broker_pb2.GetJobRequest(queue=args.queue,
-                                                                   job_id=job_id), timeout=10)
-                        if job.state in (broker_pb2.COMPLETED, broker_pb2.DEAD):
+                                                                   job_id=job_id), timeout=10).job
+                        if job.state in (broker_pb2.JOB_STATE_COMPLETED, broker_pb2.JOB_STATE_DEAD):
                             settled.add(job_id)
                 time.sleep(0.1)
         finally:
@@ -284,7 +284,7 @@ def run(args):
         broker_jobs = {}
         for job_id in job_n:
             broker_jobs[job_id] = stub.GetJob(
-                broker_pb2.GetJobRequest(queue=args.queue, job_id=job_id), timeout=10)
+                broker_pb2.GetJobRequest(queue=args.queue, job_id=job_id), timeout=10).job
         channel.close()
 
         facts = interop_checks.Run(

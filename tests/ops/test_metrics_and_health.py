@@ -137,7 +137,7 @@ def claimed_jobs(stream, n):
 def test_metrics_count_operations(broker):
     client = Client(broker.addr)
     channel = grpc.insecure_channel(broker.addr)
-    stub = pb_grpc.BrokerStub(channel)
+    stub = pb_grpc.BrokerServiceStub(channel)
     q = "ops-q"
     for i in range(4):
         client.enqueue(q, "t", {"i": i})
@@ -154,19 +154,19 @@ def test_metrics_count_operations(broker):
     stub.Ack(pb.AckRequest(queue=q, job_id=got[2].job.id, lease_token=got[2].lease_token), timeout=10)
     r = stub.Fail(pb.FailRequest(queue=q, job_id=got[3].job.id, lease_token=got[3].lease_token,
                                  error="later", retry_after_ms=600000), timeout=10)
-    assert r.outcome == pb.FailResponse.RETRY_SCHEDULED
+    assert r.outcome == pb.FailResponse.OUTCOME_RETRY_SCHEDULED
     r = stub.Fail(pb.FailRequest(queue=q, job_id=got[4].job.id, lease_token=got[4].lease_token,
                                  error="boom", non_retryable=True), timeout=10)
-    assert r.outcome == pb.FailResponse.DEAD
+    assert r.outcome == pb.FailResponse.OUTCOME_DEAD
     # Repeats (a client retrying after UNAVAILABLE) answer OK with the same
     # outcome and are not counted again.
     stub.Ack(pb.AckRequest(queue=q, job_id=got[0].job.id, lease_token=got[0].lease_token), timeout=10)
     again = stub.Fail(pb.FailRequest(queue=q, job_id=got[3].job.id, lease_token=got[3].lease_token,
                                      error="later", retry_after_ms=600000), timeout=10)
-    assert again.outcome == pb.FailResponse.RETRY_SCHEDULED
+    assert again.outcome == pb.FailResponse.OUTCOME_RETRY_SCHEDULED
     again = stub.Fail(pb.FailRequest(queue=q, job_id=got[4].job.id, lease_token=got[4].lease_token,
                                      error="boom", non_retryable=True), timeout=10)
-    assert again.outcome == pb.FailResponse.DEAD
+    assert again.outcome == pb.FailResponse.OUTCOME_DEAD
     with pytest.raises(grpc.RpcError) as stale:
         stub.Ack(pb.AckRequest(queue=q, job_id=got[0].job.id, lease_token="stale"), timeout=10)
     assert stale.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -209,7 +209,7 @@ def test_metrics_count_operations(broker):
     assert sample(text, "jobwire_job_run_seconds_count", queue=q) == 3
     # Per-RPC counts by method and code.
     rpc = "jobwire_rpc_requests_total"
-    svc = "jobwire.v1.Broker"
+    svc = "jobwire.v1.BrokerService"
     assert sample(text, rpc, service=svc, method="Enqueue", code="OK") == 7
     assert sample(text, rpc, service=svc, method="Ack", code="OK") == 4
     assert sample(text, rpc, service=svc, method="Ack", code="FAILED_PRECONDITION") == 1
@@ -222,7 +222,7 @@ def test_metrics_count_operations(broker):
 def test_lease_expiry_is_counted(broker):
     client = Client(broker.addr)
     channel = grpc.insecure_channel(broker.addr)
-    stub = pb_grpc.BrokerStub(channel)
+    stub = pb_grpc.BrokerServiceStub(channel)
     q = "ops-exp"
     client.enqueue(q, "t", {}, max_attempts=1)
     stream = stub.Claim(pb.ClaimRequest(queues=[q], max_in_flight=1, lease_ms=1000, worker_id="ops"))
@@ -250,12 +250,12 @@ def probe(addr: str, service: str = "") -> int:
 def test_grpc_health_probe_follows_redis(redis, broker):
     assert os.access(PROBE_BIN, os.X_OK), f"{PROBE_BIN} missing: run tests/ops/setup.sh"
     wait_for(lambda: probe(broker.addr) == 0, 10, "probe SERVING")
-    assert probe(broker.addr, "jobwire.v1.Broker") == 0
+    assert probe(broker.addr, "jobwire.v1.BrokerService") == 0
     assert probe(broker.addr, "no.such.Service") != 0
 
     redis.stop()
     wait_for(lambda: probe(broker.addr) != 0, 10, "probe failing without Redis")
-    assert probe(broker.addr, "jobwire.v1.Broker") != 0
+    assert probe(broker.addr, "jobwire.v1.BrokerService") != 0
 
     redis.start()  # same port: the broker reconnects (backoff up to 2 s)
     wait_for(lambda: probe(broker.addr) == 0, 15, "probe SERVING again")

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   }
   std::cout << "job " << job->id() << " " << jobwire::v1::JobState_Name(job->state())
             << " result " << job->result() << "\n";
-  return result.kind == "ack_ok" && job->state() == jobwire::v1::COMPLETED &&
+  return result.kind == "ack_ok" && job->state() == jobwire::v1::JOB_STATE_COMPLETED &&
                  job->result() == "42"
              ? 0
              : 1;

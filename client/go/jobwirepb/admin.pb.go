@@ -1,8 +1,9 @@
 // jobwire admin contract, version 1: what operators use to inspect queues,
 // redrive dead jobs and pause work during an incident. Served by every
-// broker replica next to the Broker service, on the same port.
+// broker replica next to the BrokerService, on the same port.
 //
-// Error model: the same codes and decision rule as broker.proto.
+// Error model: the same codes, decision rule and error details (ErrorInfo
+// reasons) as broker.proto.
 //   INVALID_ARGUMENT    the request breaks a documented limit; the message names
 //                       the field and the limit. Nothing was changed.
 //   NOT_FOUND           the job id is unknown in that queue (UpdateQueue: the
@@ -472,6 +473,50 @@ func (x *GetQueueStatsRequest) GetQueue() string {
 	return ""
 }
 
+type GetQueueStatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stats         *QueueStats            `protobuf:"bytes,1,opt,name=stats,proto3" json:"stats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQueueStatsResponse) Reset() {
+	*x = GetQueueStatsResponse{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQueueStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQueueStatsResponse) ProtoMessage() {}
+
+func (x *GetQueueStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQueueStatsResponse.ProtoReflect.Descriptor instead.
+func (*GetQueueStatsResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetQueueStatsResponse) GetStats() *QueueStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
 type ListJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -502,7 +547,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +559,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +572,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListJobsRequest) GetQueue() string {
@@ -583,7 +628,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +640,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +653,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -639,7 +684,7 @@ type RetryDeadRequest struct {
 
 func (x *RetryDeadRequest) Reset() {
 	*x = RetryDeadRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +696,7 @@ func (x *RetryDeadRequest) String() string {
 func (*RetryDeadRequest) ProtoMessage() {}
 
 func (x *RetryDeadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +709,7 @@ func (x *RetryDeadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryDeadRequest.ProtoReflect.Descriptor instead.
 func (*RetryDeadRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RetryDeadRequest) GetQueue() string {
@@ -704,7 +749,7 @@ type RetryDeadResponse struct {
 
 func (x *RetryDeadResponse) Reset() {
 	*x = RetryDeadResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +761,7 @@ func (x *RetryDeadResponse) String() string {
 func (*RetryDeadResponse) ProtoMessage() {}
 
 func (x *RetryDeadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +774,7 @@ func (x *RetryDeadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryDeadResponse.ProtoReflect.Descriptor instead.
 func (*RetryDeadResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RetryDeadResponse) GetMoved() int64 {
@@ -749,7 +794,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +806,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +819,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteJobRequest) GetQueue() string {
@@ -799,7 +844,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +856,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +869,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 type DeleteQueueRequest struct {
@@ -838,7 +883,7 @@ type DeleteQueueRequest struct {
 
 func (x *DeleteQueueRequest) Reset() {
 	*x = DeleteQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +895,7 @@ func (x *DeleteQueueRequest) String() string {
 func (*DeleteQueueRequest) ProtoMessage() {}
 
 func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +908,7 @@ func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueRequest.ProtoReflect.Descriptor instead.
 func (*DeleteQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteQueueRequest) GetQueue() string {
@@ -890,7 +935,7 @@ type DeleteQueueResponse struct {
 
 func (x *DeleteQueueResponse) Reset() {
 	*x = DeleteQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +947,7 @@ func (x *DeleteQueueResponse) String() string {
 func (*DeleteQueueResponse) ProtoMessage() {}
 
 func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +960,7 @@ func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueResponse.ProtoReflect.Descriptor instead.
 func (*DeleteQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteQueueResponse) GetDeleted() int64 {
@@ -936,7 +981,7 @@ type PurgeDeadRequest struct {
 
 func (x *PurgeDeadRequest) Reset() {
 	*x = PurgeDeadRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +993,7 @@ func (x *PurgeDeadRequest) String() string {
 func (*PurgeDeadRequest) ProtoMessage() {}
 
 func (x *PurgeDeadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1006,7 @@ func (x *PurgeDeadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PurgeDeadRequest) GetQueue() string {
@@ -987,7 +1032,7 @@ type PurgeDeadResponse struct {
 
 func (x *PurgeDeadResponse) Reset() {
 	*x = PurgeDeadResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1044,7 @@ func (x *PurgeDeadResponse) String() string {
 func (*PurgeDeadResponse) ProtoMessage() {}
 
 func (x *PurgeDeadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1057,7 @@ func (x *PurgeDeadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PurgeDeadResponse) GetPurged() int64 {
@@ -1031,7 +1076,7 @@ type PauseQueueRequest struct {
 
 func (x *PauseQueueRequest) Reset() {
 	*x = PauseQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1088,7 @@ func (x *PauseQueueRequest) String() string {
 func (*PauseQueueRequest) ProtoMessage() {}
 
 func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1101,7 @@ func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PauseQueueRequest) GetQueue() string {
@@ -1074,7 +1119,7 @@ type PauseQueueResponse struct {
 
 func (x *PauseQueueResponse) Reset() {
 	*x = PauseQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1131,7 @@ func (x *PauseQueueResponse) String() string {
 func (*PauseQueueResponse) ProtoMessage() {}
 
 func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1144,7 @@ func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 type ResumeQueueRequest struct {
@@ -1111,7 +1156,7 @@ type ResumeQueueRequest struct {
 
 func (x *ResumeQueueRequest) Reset() {
 	*x = ResumeQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1168,7 @@ func (x *ResumeQueueRequest) String() string {
 func (*ResumeQueueRequest) ProtoMessage() {}
 
 func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1181,7 @@ func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueRequest.ProtoReflect.Descriptor instead.
 func (*ResumeQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ResumeQueueRequest) GetQueue() string {
@@ -1154,7 +1199,7 @@ type ResumeQueueResponse struct {
 
 func (x *ResumeQueueResponse) Reset() {
 	*x = ResumeQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1211,7 @@ func (x *ResumeQueueResponse) String() string {
 func (*ResumeQueueResponse) ProtoMessage() {}
 
 func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1224,7 @@ func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueResponse.ProtoReflect.Descriptor instead.
 func (*ResumeQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
@@ -1219,7 +1264,9 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\x12ListQueuesResponse\x12.\n" +
 	"\x06queues\x18\x01 \x03(\v2\x16.jobwire.v1.QueueStatsR\x06queues\",\n" +
 	"\x14GetQueueStatsRequest\x12\x14\n" +
-	"\x05queue\x18\x01 \x01(\tR\x05queue\"\xc6\x01\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\"E\n" +
+	"\x15GetQueueStatsResponse\x12,\n" +
+	"\x05stats\x18\x01 \x01(\v2\x16.jobwire.v1.QueueStatsR\x05stats\"\xc6\x01\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12*\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x14.jobwire.v1.JobStateR\x05state\x12\x1b\n" +
@@ -1257,13 +1304,13 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\x12PauseQueueResponse\"*\n" +
 	"\x12ResumeQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x15\n" +
-	"\x13ResumeQueueResponse2\xd1\x06\n" +
-	"\x05Admin\x12N\n" +
+	"\x13ResumeQueueResponse2\xe3\x06\n" +
+	"\fAdminService\x12N\n" +
 	"\vCreateQueue\x12\x1e.jobwire.v1.CreateQueueRequest\x1a\x1f.jobwire.v1.CreateQueueResponse\x12N\n" +
 	"\vUpdateQueue\x12\x1e.jobwire.v1.UpdateQueueRequest\x1a\x1f.jobwire.v1.UpdateQueueResponse\x12K\n" +
 	"\n" +
-	"ListQueues\x12\x1d.jobwire.v1.ListQueuesRequest\x1a\x1e.jobwire.v1.ListQueuesResponse\x12I\n" +
-	"\rGetQueueStats\x12 .jobwire.v1.GetQueueStatsRequest\x1a\x16.jobwire.v1.QueueStats\x12E\n" +
+	"ListQueues\x12\x1d.jobwire.v1.ListQueuesRequest\x1a\x1e.jobwire.v1.ListQueuesResponse\x12T\n" +
+	"\rGetQueueStats\x12 .jobwire.v1.GetQueueStatsRequest\x1a!.jobwire.v1.GetQueueStatsResponse\x12E\n" +
 	"\bListJobs\x12\x1b.jobwire.v1.ListJobsRequest\x1a\x1c.jobwire.v1.ListJobsResponse\x12H\n" +
 	"\tRetryDead\x12\x1c.jobwire.v1.RetryDeadRequest\x1a\x1d.jobwire.v1.RetryDeadResponse\x12H\n" +
 	"\tDeleteJob\x12\x1c.jobwire.v1.DeleteJobRequest\x1a\x1d.jobwire.v1.DeleteJobResponse\x12N\n" +
@@ -1289,64 +1336,66 @@ func file_jobwire_v1_admin_proto_rawDescGZIP() []byte {
 	return file_jobwire_v1_admin_proto_rawDescData
 }
 
-var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_jobwire_v1_admin_proto_goTypes = []any{
-	(*QueueStats)(nil),           // 0: jobwire.v1.QueueStats
-	(*CreateQueueRequest)(nil),   // 1: jobwire.v1.CreateQueueRequest
-	(*CreateQueueResponse)(nil),  // 2: jobwire.v1.CreateQueueResponse
-	(*UpdateQueueRequest)(nil),   // 3: jobwire.v1.UpdateQueueRequest
-	(*UpdateQueueResponse)(nil),  // 4: jobwire.v1.UpdateQueueResponse
-	(*ListQueuesRequest)(nil),    // 5: jobwire.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),   // 6: jobwire.v1.ListQueuesResponse
-	(*GetQueueStatsRequest)(nil), // 7: jobwire.v1.GetQueueStatsRequest
-	(*ListJobsRequest)(nil),      // 8: jobwire.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),     // 9: jobwire.v1.ListJobsResponse
-	(*RetryDeadRequest)(nil),     // 10: jobwire.v1.RetryDeadRequest
-	(*RetryDeadResponse)(nil),    // 11: jobwire.v1.RetryDeadResponse
-	(*DeleteJobRequest)(nil),     // 12: jobwire.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),    // 13: jobwire.v1.DeleteJobResponse
-	(*DeleteQueueRequest)(nil),   // 14: jobwire.v1.DeleteQueueRequest
-	(*DeleteQueueResponse)(nil),  // 15: jobwire.v1.DeleteQueueResponse
-	(*PurgeDeadRequest)(nil),     // 16: jobwire.v1.PurgeDeadRequest
-	(*PurgeDeadResponse)(nil),    // 17: jobwire.v1.PurgeDeadResponse
-	(*PauseQueueRequest)(nil),    // 18: jobwire.v1.PauseQueueRequest
-	(*PauseQueueResponse)(nil),   // 19: jobwire.v1.PauseQueueResponse
-	(*ResumeQueueRequest)(nil),   // 20: jobwire.v1.ResumeQueueRequest
-	(*ResumeQueueResponse)(nil),  // 21: jobwire.v1.ResumeQueueResponse
-	(JobState)(0),                // 22: jobwire.v1.JobState
-	(*Job)(nil),                  // 23: jobwire.v1.Job
+	(*QueueStats)(nil),            // 0: jobwire.v1.QueueStats
+	(*CreateQueueRequest)(nil),    // 1: jobwire.v1.CreateQueueRequest
+	(*CreateQueueResponse)(nil),   // 2: jobwire.v1.CreateQueueResponse
+	(*UpdateQueueRequest)(nil),    // 3: jobwire.v1.UpdateQueueRequest
+	(*UpdateQueueResponse)(nil),   // 4: jobwire.v1.UpdateQueueResponse
+	(*ListQueuesRequest)(nil),     // 5: jobwire.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),    // 6: jobwire.v1.ListQueuesResponse
+	(*GetQueueStatsRequest)(nil),  // 7: jobwire.v1.GetQueueStatsRequest
+	(*GetQueueStatsResponse)(nil), // 8: jobwire.v1.GetQueueStatsResponse
+	(*ListJobsRequest)(nil),       // 9: jobwire.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),      // 10: jobwire.v1.ListJobsResponse
+	(*RetryDeadRequest)(nil),      // 11: jobwire.v1.RetryDeadRequest
+	(*RetryDeadResponse)(nil),     // 12: jobwire.v1.RetryDeadResponse
+	(*DeleteJobRequest)(nil),      // 13: jobwire.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),     // 14: jobwire.v1.DeleteJobResponse
+	(*DeleteQueueRequest)(nil),    // 15: jobwire.v1.DeleteQueueRequest
+	(*DeleteQueueResponse)(nil),   // 16: jobwire.v1.DeleteQueueResponse
+	(*PurgeDeadRequest)(nil),      // 17: jobwire.v1.PurgeDeadRequest
+	(*PurgeDeadResponse)(nil),     // 18: jobwire.v1.PurgeDeadResponse
+	(*PauseQueueRequest)(nil),     // 19: jobwire.v1.PauseQueueRequest
+	(*PauseQueueResponse)(nil),    // 20: jobwire.v1.PauseQueueResponse
+	(*ResumeQueueRequest)(nil),    // 21: jobwire.v1.ResumeQueueRequest
+	(*ResumeQueueResponse)(nil),   // 22: jobwire.v1.ResumeQueueResponse
+	(JobState)(0),                 // 23: jobwire.v1.JobState
+	(*Job)(nil),                   // 24: jobwire.v1.Job
 }
 var file_jobwire_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
-	22, // 1: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
-	23, // 2: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
-	1,  // 3: jobwire.v1.Admin.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
-	3,  // 4: jobwire.v1.Admin.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
-	5,  // 5: jobwire.v1.Admin.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
-	7,  // 6: jobwire.v1.Admin.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
-	8,  // 7: jobwire.v1.Admin.ListJobs:input_type -> jobwire.v1.ListJobsRequest
-	10, // 8: jobwire.v1.Admin.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
-	12, // 9: jobwire.v1.Admin.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
-	14, // 10: jobwire.v1.Admin.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
-	16, // 11: jobwire.v1.Admin.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
-	18, // 12: jobwire.v1.Admin.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
-	20, // 13: jobwire.v1.Admin.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
-	2,  // 14: jobwire.v1.Admin.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
-	4,  // 15: jobwire.v1.Admin.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
-	6,  // 16: jobwire.v1.Admin.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
-	0,  // 17: jobwire.v1.Admin.GetQueueStats:output_type -> jobwire.v1.QueueStats
-	9,  // 18: jobwire.v1.Admin.ListJobs:output_type -> jobwire.v1.ListJobsResponse
-	11, // 19: jobwire.v1.Admin.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
-	13, // 20: jobwire.v1.Admin.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
-	15, // 21: jobwire.v1.Admin.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
-	17, // 22: jobwire.v1.Admin.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
-	19, // 23: jobwire.v1.Admin.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
-	21, // 24: jobwire.v1.Admin.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
-	14, // [14:25] is the sub-list for method output_type
-	3,  // [3:14] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	0,  // 1: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
+	23, // 2: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
+	24, // 3: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
+	1,  // 4: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
+	3,  // 5: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
+	5,  // 6: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
+	7,  // 7: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
+	9,  // 8: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
+	11, // 9: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
+	13, // 10: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
+	15, // 11: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
+	17, // 12: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
+	19, // 13: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
+	21, // 14: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
+	2,  // 15: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
+	4,  // 16: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
+	6,  // 17: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
+	8,  // 18: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
+	10, // 19: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
+	12, // 20: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
+	14, // 21: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
+	16, // 22: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
+	18, // 23: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
+	20, // 24: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
+	22, // 25: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
+	15, // [15:26] is the sub-list for method output_type
+	4,  // [4:15] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_admin_proto_init() }
@@ -1361,7 +1410,7 @@ func file_jobwire_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_admin_proto_rawDesc), len(file_jobwire_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,8 +1,9 @@
 // jobwire admin contract, version 1: what operators use to inspect queues,
 // redrive dead jobs and pause work during an incident. Served by every
-// broker replica next to the Broker service, on the same port.
+// broker replica next to the BrokerService, on the same port.
 //
-// Error model: the same codes and decision rule as broker.proto.
+// Error model: the same codes, decision rule and error details (ErrorInfo
+// reasons) as broker.proto.
 //   INVALID_ARGUMENT    the request breaks a documented limit; the message names
 //                       the field and the limit. Nothing was changed.
 //   NOT_FOUND           the job id is unknown in that queue (UpdateQueue: the
@@ -41,23 +42,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_CreateQueue_FullMethodName   = "/jobwire.v1.Admin/CreateQueue"
-	Admin_UpdateQueue_FullMethodName   = "/jobwire.v1.Admin/UpdateQueue"
-	Admin_ListQueues_FullMethodName    = "/jobwire.v1.Admin/ListQueues"
-	Admin_GetQueueStats_FullMethodName = "/jobwire.v1.Admin/GetQueueStats"
-	Admin_ListJobs_FullMethodName      = "/jobwire.v1.Admin/ListJobs"
-	Admin_RetryDead_FullMethodName     = "/jobwire.v1.Admin/RetryDead"
-	Admin_DeleteJob_FullMethodName     = "/jobwire.v1.Admin/DeleteJob"
-	Admin_DeleteQueue_FullMethodName   = "/jobwire.v1.Admin/DeleteQueue"
-	Admin_PurgeDead_FullMethodName     = "/jobwire.v1.Admin/PurgeDead"
-	Admin_PauseQueue_FullMethodName    = "/jobwire.v1.Admin/PauseQueue"
-	Admin_ResumeQueue_FullMethodName   = "/jobwire.v1.Admin/ResumeQueue"
+	AdminService_CreateQueue_FullMethodName   = "/jobwire.v1.AdminService/CreateQueue"
+	AdminService_UpdateQueue_FullMethodName   = "/jobwire.v1.AdminService/UpdateQueue"
+	AdminService_ListQueues_FullMethodName    = "/jobwire.v1.AdminService/ListQueues"
+	AdminService_GetQueueStats_FullMethodName = "/jobwire.v1.AdminService/GetQueueStats"
+	AdminService_ListJobs_FullMethodName      = "/jobwire.v1.AdminService/ListJobs"
+	AdminService_RetryDead_FullMethodName     = "/jobwire.v1.AdminService/RetryDead"
+	AdminService_DeleteJob_FullMethodName     = "/jobwire.v1.AdminService/DeleteJob"
+	AdminService_DeleteQueue_FullMethodName   = "/jobwire.v1.AdminService/DeleteQueue"
+	AdminService_PurgeDead_FullMethodName     = "/jobwire.v1.AdminService/PurgeDead"
+	AdminService_PauseQueue_FullMethodName    = "/jobwire.v1.AdminService/PauseQueue"
+	AdminService_ResumeQueue_FullMethodName   = "/jobwire.v1.AdminService/ResumeQueue"
 )
 
-// AdminClient is the client API for Admin service.
+// AdminServiceClient is the client API for AdminService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
-type AdminClient interface {
+type AdminServiceClient interface {
 	// Creates a queue with a partition count. A queue of P > 1 partitions
 	// keeps its jobs in P parts under P Redis Cluster hash tags, so that one
 	// queue spreads over the cluster's masters; what it promises about order
@@ -83,7 +84,7 @@ type AdminClient interface {
 	// One queue's counts and the age of its oldest due job. A queue that never
 	// had jobs answers all zeros.
 	// Errors: INVALID_ARGUMENT (queue), UNAVAILABLE.
-	GetQueueStats(ctx context.Context, in *GetQueueStatsRequest, opts ...grpc.CallOption) (*QueueStats, error)
+	GetQueueStats(ctx context.Context, in *GetQueueStatsRequest, opts ...grpc.CallOption) (*GetQueueStatsResponse, error)
 	// One page of the jobs of a queue in one state.
 	// Errors: INVALID_ARGUMENT (queue, state, page_size, page_token, type),
 	// UNAVAILABLE.
@@ -120,128 +121,128 @@ type AdminClient interface {
 	ResumeQueue(ctx context.Context, in *ResumeQueueRequest, opts ...grpc.CallOption) (*ResumeQueueResponse, error)
 }
 
-type adminClient struct {
+type adminServiceClient struct {
 	cc grpc.ClientConnInterface
 }
 
-func NewAdminClient(cc grpc.ClientConnInterface) AdminClient {
-	return &adminClient{cc}
+func NewAdminServiceClient(cc grpc.ClientConnInterface) AdminServiceClient {
+	return &adminServiceClient{cc}
 }
 
-func (c *adminClient) CreateQueue(ctx context.Context, in *CreateQueueRequest, opts ...grpc.CallOption) (*CreateQueueResponse, error) {
+func (c *adminServiceClient) CreateQueue(ctx context.Context, in *CreateQueueRequest, opts ...grpc.CallOption) (*CreateQueueResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateQueueResponse)
-	err := c.cc.Invoke(ctx, Admin_CreateQueue_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_CreateQueue_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) UpdateQueue(ctx context.Context, in *UpdateQueueRequest, opts ...grpc.CallOption) (*UpdateQueueResponse, error) {
+func (c *adminServiceClient) UpdateQueue(ctx context.Context, in *UpdateQueueRequest, opts ...grpc.CallOption) (*UpdateQueueResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdateQueueResponse)
-	err := c.cc.Invoke(ctx, Admin_UpdateQueue_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_UpdateQueue_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) ListQueues(ctx context.Context, in *ListQueuesRequest, opts ...grpc.CallOption) (*ListQueuesResponse, error) {
+func (c *adminServiceClient) ListQueues(ctx context.Context, in *ListQueuesRequest, opts ...grpc.CallOption) (*ListQueuesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListQueuesResponse)
-	err := c.cc.Invoke(ctx, Admin_ListQueues_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_ListQueues_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) GetQueueStats(ctx context.Context, in *GetQueueStatsRequest, opts ...grpc.CallOption) (*QueueStats, error) {
+func (c *adminServiceClient) GetQueueStats(ctx context.Context, in *GetQueueStatsRequest, opts ...grpc.CallOption) (*GetQueueStatsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(QueueStats)
-	err := c.cc.Invoke(ctx, Admin_GetQueueStats_FullMethodName, in, out, cOpts...)
+	out := new(GetQueueStatsResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetQueueStats_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error) {
+func (c *adminServiceClient) ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListJobsResponse)
-	err := c.cc.Invoke(ctx, Admin_ListJobs_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_ListJobs_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) RetryDead(ctx context.Context, in *RetryDeadRequest, opts ...grpc.CallOption) (*RetryDeadResponse, error) {
+func (c *adminServiceClient) RetryDead(ctx context.Context, in *RetryDeadRequest, opts ...grpc.CallOption) (*RetryDeadResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RetryDeadResponse)
-	err := c.cc.Invoke(ctx, Admin_RetryDead_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_RetryDead_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error) {
+func (c *adminServiceClient) DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteJobResponse)
-	err := c.cc.Invoke(ctx, Admin_DeleteJob_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_DeleteJob_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) DeleteQueue(ctx context.Context, in *DeleteQueueRequest, opts ...grpc.CallOption) (*DeleteQueueResponse, error) {
+func (c *adminServiceClient) DeleteQueue(ctx context.Context, in *DeleteQueueRequest, opts ...grpc.CallOption) (*DeleteQueueResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteQueueResponse)
-	err := c.cc.Invoke(ctx, Admin_DeleteQueue_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_DeleteQueue_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) PurgeDead(ctx context.Context, in *PurgeDeadRequest, opts ...grpc.CallOption) (*PurgeDeadResponse, error) {
+func (c *adminServiceClient) PurgeDead(ctx context.Context, in *PurgeDeadRequest, opts ...grpc.CallOption) (*PurgeDeadResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PurgeDeadResponse)
-	err := c.cc.Invoke(ctx, Admin_PurgeDead_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_PurgeDead_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) PauseQueue(ctx context.Context, in *PauseQueueRequest, opts ...grpc.CallOption) (*PauseQueueResponse, error) {
+func (c *adminServiceClient) PauseQueue(ctx context.Context, in *PauseQueueRequest, opts ...grpc.CallOption) (*PauseQueueResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PauseQueueResponse)
-	err := c.cc.Invoke(ctx, Admin_PauseQueue_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_PauseQueue_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *adminClient) ResumeQueue(ctx context.Context, in *ResumeQueueRequest, opts ...grpc.CallOption) (*ResumeQueueResponse, error) {
+func (c *adminServiceClient) ResumeQueue(ctx context.Context, in *ResumeQueueRequest, opts ...grpc.CallOption) (*ResumeQueueResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ResumeQueueResponse)
-	err := c.cc.Invoke(ctx, Admin_ResumeQueue_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, AdminService_ResumeQueue_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// AdminServer is the server API for Admin service.
-// All implementations must embed UnimplementedAdminServer
+// AdminServiceServer is the server API for AdminService service.
+// All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
-type AdminServer interface {
+type AdminServiceServer interface {
 	// Creates a queue with a partition count. A queue of P > 1 partitions
 	// keeps its jobs in P parts under P Redis Cluster hash tags, so that one
 	// queue spreads over the cluster's masters; what it promises about order
@@ -267,7 +268,7 @@ type AdminServer interface {
 	// One queue's counts and the age of its oldest due job. A queue that never
 	// had jobs answers all zeros.
 	// Errors: INVALID_ARGUMENT (queue), UNAVAILABLE.
-	GetQueueStats(context.Context, *GetQueueStatsRequest) (*QueueStats, error)
+	GetQueueStats(context.Context, *GetQueueStatsRequest) (*GetQueueStatsResponse, error)
 	// One page of the jobs of a queue in one state.
 	// Errors: INVALID_ARGUMENT (queue, state, page_size, page_token, type),
 	// UNAVAILABLE.
@@ -302,318 +303,318 @@ type AdminServer interface {
 	// Errors: INVALID_ARGUMENT (queue), UNAVAILABLE.
 	PauseQueue(context.Context, *PauseQueueRequest) (*PauseQueueResponse, error)
 	ResumeQueue(context.Context, *ResumeQueueRequest) (*ResumeQueueResponse, error)
-	mustEmbedUnimplementedAdminServer()
+	mustEmbedUnimplementedAdminServiceServer()
 }
 
-// UnimplementedAdminServer must be embedded to have
+// UnimplementedAdminServiceServer must be embedded to have
 // forward compatible implementations.
 //
 // NOTE: this should be embedded by value instead of pointer to avoid a nil
 // pointer dereference when methods are called.
-type UnimplementedAdminServer struct{}
+type UnimplementedAdminServiceServer struct{}
 
-func (UnimplementedAdminServer) CreateQueue(context.Context, *CreateQueueRequest) (*CreateQueueResponse, error) {
+func (UnimplementedAdminServiceServer) CreateQueue(context.Context, *CreateQueueRequest) (*CreateQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateQueue not implemented")
 }
-func (UnimplementedAdminServer) UpdateQueue(context.Context, *UpdateQueueRequest) (*UpdateQueueResponse, error) {
+func (UnimplementedAdminServiceServer) UpdateQueue(context.Context, *UpdateQueueRequest) (*UpdateQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateQueue not implemented")
 }
-func (UnimplementedAdminServer) ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error) {
+func (UnimplementedAdminServiceServer) ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListQueues not implemented")
 }
-func (UnimplementedAdminServer) GetQueueStats(context.Context, *GetQueueStatsRequest) (*QueueStats, error) {
+func (UnimplementedAdminServiceServer) GetQueueStats(context.Context, *GetQueueStatsRequest) (*GetQueueStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetQueueStats not implemented")
 }
-func (UnimplementedAdminServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
+func (UnimplementedAdminServiceServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListJobs not implemented")
 }
-func (UnimplementedAdminServer) RetryDead(context.Context, *RetryDeadRequest) (*RetryDeadResponse, error) {
+func (UnimplementedAdminServiceServer) RetryDead(context.Context, *RetryDeadRequest) (*RetryDeadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RetryDead not implemented")
 }
-func (UnimplementedAdminServer) DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error) {
+func (UnimplementedAdminServiceServer) DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteJob not implemented")
 }
-func (UnimplementedAdminServer) DeleteQueue(context.Context, *DeleteQueueRequest) (*DeleteQueueResponse, error) {
+func (UnimplementedAdminServiceServer) DeleteQueue(context.Context, *DeleteQueueRequest) (*DeleteQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteQueue not implemented")
 }
-func (UnimplementedAdminServer) PurgeDead(context.Context, *PurgeDeadRequest) (*PurgeDeadResponse, error) {
+func (UnimplementedAdminServiceServer) PurgeDead(context.Context, *PurgeDeadRequest) (*PurgeDeadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PurgeDead not implemented")
 }
-func (UnimplementedAdminServer) PauseQueue(context.Context, *PauseQueueRequest) (*PauseQueueResponse, error) {
+func (UnimplementedAdminServiceServer) PauseQueue(context.Context, *PauseQueueRequest) (*PauseQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PauseQueue not implemented")
 }
-func (UnimplementedAdminServer) ResumeQueue(context.Context, *ResumeQueueRequest) (*ResumeQueueResponse, error) {
+func (UnimplementedAdminServiceServer) ResumeQueue(context.Context, *ResumeQueueRequest) (*ResumeQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResumeQueue not implemented")
 }
-func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
-func (UnimplementedAdminServer) testEmbeddedByValue()               {}
+func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
+func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
 
-// UnsafeAdminServer may be embedded to opt out of forward compatibility for this service.
-// Use of this interface is not recommended, as added methods to AdminServer will
+// UnsafeAdminServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to AdminServiceServer will
 // result in compilation errors.
-type UnsafeAdminServer interface {
-	mustEmbedUnimplementedAdminServer()
+type UnsafeAdminServiceServer interface {
+	mustEmbedUnimplementedAdminServiceServer()
 }
 
-func RegisterAdminServer(s grpc.ServiceRegistrar, srv AdminServer) {
-	// If the following call panics, it indicates UnimplementedAdminServer was
+func RegisterAdminServiceServer(s grpc.ServiceRegistrar, srv AdminServiceServer) {
+	// If the following call panics, it indicates UnimplementedAdminServiceServer was
 	// embedded by pointer and is nil.  This will cause panics if an
 	// unimplemented method is ever invoked, so we test this at initialization
 	// time to prevent it from happening at runtime later due to I/O.
 	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
 		t.testEmbeddedByValue()
 	}
-	s.RegisterService(&Admin_ServiceDesc, srv)
+	s.RegisterService(&AdminService_ServiceDesc, srv)
 }
 
-func _Admin_CreateQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_CreateQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateQueueRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).CreateQueue(ctx, in)
+		return srv.(AdminServiceServer).CreateQueue(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_CreateQueue_FullMethodName,
+		FullMethod: AdminService_CreateQueue_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).CreateQueue(ctx, req.(*CreateQueueRequest))
+		return srv.(AdminServiceServer).CreateQueue(ctx, req.(*CreateQueueRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_UpdateQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_UpdateQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UpdateQueueRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).UpdateQueue(ctx, in)
+		return srv.(AdminServiceServer).UpdateQueue(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_UpdateQueue_FullMethodName,
+		FullMethod: AdminService_UpdateQueue_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).UpdateQueue(ctx, req.(*UpdateQueueRequest))
+		return srv.(AdminServiceServer).UpdateQueue(ctx, req.(*UpdateQueueRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_ListQueues_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_ListQueues_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListQueuesRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).ListQueues(ctx, in)
+		return srv.(AdminServiceServer).ListQueues(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_ListQueues_FullMethodName,
+		FullMethod: AdminService_ListQueues_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).ListQueues(ctx, req.(*ListQueuesRequest))
+		return srv.(AdminServiceServer).ListQueues(ctx, req.(*ListQueuesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_GetQueueStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_GetQueueStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetQueueStatsRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).GetQueueStats(ctx, in)
+		return srv.(AdminServiceServer).GetQueueStats(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_GetQueueStats_FullMethodName,
+		FullMethod: AdminService_GetQueueStats_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).GetQueueStats(ctx, req.(*GetQueueStatsRequest))
+		return srv.(AdminServiceServer).GetQueueStats(ctx, req.(*GetQueueStatsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_ListJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_ListJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListJobsRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).ListJobs(ctx, in)
+		return srv.(AdminServiceServer).ListJobs(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_ListJobs_FullMethodName,
+		FullMethod: AdminService_ListJobs_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).ListJobs(ctx, req.(*ListJobsRequest))
+		return srv.(AdminServiceServer).ListJobs(ctx, req.(*ListJobsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_RetryDead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_RetryDead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RetryDeadRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).RetryDead(ctx, in)
+		return srv.(AdminServiceServer).RetryDead(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_RetryDead_FullMethodName,
+		FullMethod: AdminService_RetryDead_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).RetryDead(ctx, req.(*RetryDeadRequest))
+		return srv.(AdminServiceServer).RetryDead(ctx, req.(*RetryDeadRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_DeleteJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_DeleteJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteJobRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).DeleteJob(ctx, in)
+		return srv.(AdminServiceServer).DeleteJob(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_DeleteJob_FullMethodName,
+		FullMethod: AdminService_DeleteJob_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).DeleteJob(ctx, req.(*DeleteJobRequest))
+		return srv.(AdminServiceServer).DeleteJob(ctx, req.(*DeleteJobRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_DeleteQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_DeleteQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteQueueRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).DeleteQueue(ctx, in)
+		return srv.(AdminServiceServer).DeleteQueue(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_DeleteQueue_FullMethodName,
+		FullMethod: AdminService_DeleteQueue_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).DeleteQueue(ctx, req.(*DeleteQueueRequest))
+		return srv.(AdminServiceServer).DeleteQueue(ctx, req.(*DeleteQueueRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_PurgeDead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_PurgeDead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PurgeDeadRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).PurgeDead(ctx, in)
+		return srv.(AdminServiceServer).PurgeDead(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_PurgeDead_FullMethodName,
+		FullMethod: AdminService_PurgeDead_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).PurgeDead(ctx, req.(*PurgeDeadRequest))
+		return srv.(AdminServiceServer).PurgeDead(ctx, req.(*PurgeDeadRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_PauseQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_PauseQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PauseQueueRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).PauseQueue(ctx, in)
+		return srv.(AdminServiceServer).PauseQueue(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_PauseQueue_FullMethodName,
+		FullMethod: AdminService_PauseQueue_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).PauseQueue(ctx, req.(*PauseQueueRequest))
+		return srv.(AdminServiceServer).PauseQueue(ctx, req.(*PauseQueueRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Admin_ResumeQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _AdminService_ResumeQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ResumeQueueRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AdminServer).ResumeQueue(ctx, in)
+		return srv.(AdminServiceServer).ResumeQueue(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Admin_ResumeQueue_FullMethodName,
+		FullMethod: AdminService_ResumeQueue_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdminServer).ResumeQueue(ctx, req.(*ResumeQueueRequest))
+		return srv.(AdminServiceServer).ResumeQueue(ctx, req.(*ResumeQueueRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-// Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
+// AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
-var Admin_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "jobwire.v1.Admin",
-	HandlerType: (*AdminServer)(nil),
+var AdminService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "jobwire.v1.AdminService",
+	HandlerType: (*AdminServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
 			MethodName: "CreateQueue",
-			Handler:    _Admin_CreateQueue_Handler,
+			Handler:    _AdminService_CreateQueue_Handler,
 		},
 		{
 			MethodName: "UpdateQueue",
-			Handler:    _Admin_UpdateQueue_Handler,
+			Handler:    _AdminService_UpdateQueue_Handler,
 		},
 		{
 			MethodName: "ListQueues",
-			Handler:    _Admin_ListQueues_Handler,
+			Handler:    _AdminService_ListQueues_Handler,
 		},
 		{
 			MethodName: "GetQueueStats",
-			Handler:    _Admin_GetQueueStats_Handler,
+			Handler:    _AdminService_GetQueueStats_Handler,
 		},
 		{
 			MethodName: "ListJobs",
-			Handler:    _Admin_ListJobs_Handler,
+			Handler:    _AdminService_ListJobs_Handler,
 		},
 		{
 			MethodName: "RetryDead",
-			Handler:    _Admin_RetryDead_Handler,
+			Handler:    _AdminService_RetryDead_Handler,
 		},
 		{
 			MethodName: "DeleteJob",
-			Handler:    _Admin_DeleteJob_Handler,
+			Handler:    _AdminService_DeleteJob_Handler,
 		},
 		{
 			MethodName: "DeleteQueue",
-			Handler:    _Admin_DeleteQueue_Handler,
+			Handler:    _AdminService_DeleteQueue_Handler,
 		},
 		{
 			MethodName: "PurgeDead",
-			Handler:    _Admin_PurgeDead_Handler,
+			Handler:    _AdminService_PurgeDead_Handler,
 		},
 		{
 			MethodName: "PauseQueue",
-			Handler:    _Admin_PauseQueue_Handler,
+			Handler:    _AdminService_PauseQueue_Handler,
 		},
 		{
 			MethodName: "ResumeQueue",
-			Handler:    _Admin_ResumeQueue_Handler,
+			Handler:    _AdminService_ResumeQueue_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

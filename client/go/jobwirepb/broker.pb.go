@@ -1,6 +1,6 @@
 // jobwire broker contract, version 1.
 //
-// One Broker service owns every job queue. Producers call Enqueue /
+// One BrokerService owns every job queue. Producers call Enqueue /
 // EnqueueBatch; workers open a Claim stream, receive jobs pushed to them, and
 // finish each one with Ack or Fail (renewing its lease with ExtendLease while
 // they work). GetJob and Cancel serve "submit and poll" users.
@@ -36,6 +36,44 @@
 //                       with the same lease token after a success answer OK.
 //   INTERNAL            a broker bug or an unexpected Redis reply.
 //
+// Error details: every error carries, in the standard gRPC binary details
+// (trailer "grpc-status-details-bin", a google.rpc.Status), a
+// google.rpc.ErrorInfo whose domain is "jobwire.dev" and whose reason is one
+// of the stable values below (a reason keeps its meaning once published; new
+// ones may be added). An error no row names has the name of its code as its
+// reason ("UNAVAILABLE", "INTERNAL", ...). Also attached:
+// google.rpc.BadRequest (one field violation: the field path, e.g.
+// "jobs[3].priority", and the message) with INVALID_FIELD, and
+// google.rpc.RetryInfo where the broker knows how long to wait.
+//   INVALID_FIELD           INVALID_ARGUMENT; metadata "field": the field.
+//   JOB_NOT_FOUND           NOT_FOUND: no such job in that queue.
+//   QUEUE_NOT_FOUND         NOT_FOUND (UpdateQueue): no such queue.
+//   LEASE_STALE             FAILED_PRECONDITION: the lease token is not the
+//                           job's current lease. Drop the job: another run
+//                           owns it.
+//   JOB_STATE               FAILED_PRECONDITION: the job's state refuses the
+//                           call; metadata "state": the job's state
+//                           ("pending", "active", "completed", "dead").
+//   QUEUE_HAS_ACTIVE_JOBS   FAILED_PRECONDITION (DeleteQueue without force).
+//   PARTITIONS_DECREASE     FAILED_PRECONDITION (UpdateQueue).
+//   QUEUE_EXISTS            ALREADY_EXISTS (CreateQueue).
+//   TOKEN_MISSING           UNAUTHENTICATED: no bearer token was sent.
+//   TOKEN_INVALID           UNAUTHENTICATED: the token is malformed or
+//                           unknown.
+//   TOKEN_NOT_PERMITTED     PERMISSION_DENIED; metadata "queue": the queue
+//                           (absent for ListQueues).
+//   REDIS_OUT_OF_MEMORY     RESOURCE_EXHAUSTED, with RetryInfo (1 s).
+//   TOO_MANY_CLAIM_STREAMS  RESOURCE_EXHAUSTED (Claim), with RetryInfo (1 s).
+//   REDIS_UNAVAILABLE       UNAVAILABLE: Redis cannot be reached, or answered
+//                           with a transient error (LOADING, READONLY, ...).
+//   BROKER_SHUTTING_DOWN    UNAVAILABLE: this replica is draining; reconnect
+//                           (to another replica).
+//   CLAIM_STREAM_MAX_AGE    UNAVAILABLE (Claim): the stream reached the
+//                           broker's --max_stream_age_ms; reconnect at once.
+//   JOB_RECORD_CORRUPT      DATA_LOSS: the job's stored record is damaged.
+// Batch results (EnqueueResult, AckResult) carry the same reason in their
+// reason field.
+//
 // Times are milliseconds since the Unix epoch, measured on the Redis server's
 // clock, so broker replicas with skewed clocks agree.
 
@@ -69,32 +107,32 @@ type JobState int32
 const (
 	JobState_JOB_STATE_UNSPECIFIED JobState = 0
 	// Waiting to be claimed: due now, or scheduled for available_at_ms.
-	JobState_PENDING JobState = 1
+	JobState_JOB_STATE_PENDING JobState = 1
 	// Held by a worker under a lease until lease_expires_at_ms.
-	JobState_ACTIVE JobState = 2
+	JobState_JOB_STATE_ACTIVE JobState = 2
 	// Acked; kept with its result for the job's completed retention
 	// (EnqueueRequest.completed_retention_ms, else the broker's).
-	JobState_COMPLETED JobState = 3
+	JobState_JOB_STATE_COMPLETED JobState = 3
 	// Out of attempts, failed non-retryable, or cancelled; kept until an
 	// operator acts.
-	JobState_DEAD JobState = 4
+	JobState_JOB_STATE_DEAD JobState = 4
 )
 
 // Enum value maps for JobState.
 var (
 	JobState_name = map[int32]string{
 		0: "JOB_STATE_UNSPECIFIED",
-		1: "PENDING",
-		2: "ACTIVE",
-		3: "COMPLETED",
-		4: "DEAD",
+		1: "JOB_STATE_PENDING",
+		2: "JOB_STATE_ACTIVE",
+		3: "JOB_STATE_COMPLETED",
+		4: "JOB_STATE_DEAD",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
-		"PENDING":               1,
-		"ACTIVE":                2,
-		"COMPLETED":             3,
-		"DEAD":                  4,
+		"JOB_STATE_PENDING":     1,
+		"JOB_STATE_ACTIVE":      2,
+		"JOB_STATE_COMPLETED":   3,
+		"JOB_STATE_DEAD":        4,
 	}
 )
 
@@ -125,28 +163,27 @@ func (JobState) EnumDescriptor() ([]byte, []int) {
 	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{0}
 }
 
-// Nested so that its values do not clash with JobState's.
 type FailResponse_Outcome int32
 
 const (
 	FailResponse_OUTCOME_UNSPECIFIED FailResponse_Outcome = 0
 	// The job is PENDING again, due at next_attempt_at_ms.
-	FailResponse_RETRY_SCHEDULED FailResponse_Outcome = 1
+	FailResponse_OUTCOME_RETRY_SCHEDULED FailResponse_Outcome = 1
 	// The job is DEAD.
-	FailResponse_DEAD FailResponse_Outcome = 2
+	FailResponse_OUTCOME_DEAD FailResponse_Outcome = 2
 )
 
 // Enum value maps for FailResponse_Outcome.
 var (
 	FailResponse_Outcome_name = map[int32]string{
 		0: "OUTCOME_UNSPECIFIED",
-		1: "RETRY_SCHEDULED",
-		2: "DEAD",
+		1: "OUTCOME_RETRY_SCHEDULED",
+		2: "OUTCOME_DEAD",
 	}
 	FailResponse_Outcome_value = map[string]int32{
-		"OUTCOME_UNSPECIFIED": 0,
-		"RETRY_SCHEDULED":     1,
-		"DEAD":                2,
+		"OUTCOME_UNSPECIFIED":     0,
+		"OUTCOME_RETRY_SCHEDULED": 1,
+		"OUTCOME_DEAD":            2,
 	}
 )
 
@@ -623,10 +660,12 @@ type EnqueueResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// OK with job_id / duplicate, or the error that job got (same codes as
 	// Enqueue).
-	Code          int32  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"` // a google.rpc.Code value
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Duplicate     bool   `protobuf:"varint,4,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	Code      int32  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"` // a google.rpc.Code value
+	Message   string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	JobId     string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Duplicate bool   `protobuf:"varint,4,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// The error's reason (see "Error details" above); empty when code is OK.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -687,6 +726,13 @@ func (x *EnqueueResult) GetDuplicate() bool {
 		return x.Duplicate
 	}
 	return false
+}
+
+func (x *EnqueueResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type EnqueueBatchResponse struct {
@@ -1081,8 +1127,10 @@ func (x *AckBatchRequest) GetAcks() []*AckRequest {
 type AckResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// OK, or the error that ack got (same codes as Ack).
-	Code          int32  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"` // a google.rpc.Code value
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Code    int32  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"` // a google.rpc.Code value
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The error's reason (see "Error details" above); empty when code is OK.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1127,6 +1175,13 @@ func (x *AckResult) GetCode() int32 {
 func (x *AckResult) GetMessage() string {
 	if x != nil {
 		return x.Message
+	}
+	return ""
+}
+
+func (x *AckResult) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -1483,6 +1538,50 @@ func (x *GetJobRequest) GetJobId() string {
 	return ""
 }
 
+type GetJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetJobResponse) Reset() {
+	*x = GetJobResponse{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetJobResponse) ProtoMessage() {}
+
+func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
+func (*GetJobResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 type CancelRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Queue         string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -1493,7 +1592,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1604,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1617,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelRequest) GetQueue() string {
@@ -1543,7 +1642,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1654,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1667,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
 }
 
 var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
@@ -1615,12 +1714,13 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"E\n" +
 	"\x13EnqueueBatchRequest\x12.\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x1a.jobwire.v1.EnqueueRequestR\x04jobs\"r\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1a.jobwire.v1.EnqueueRequestR\x04jobs\"\x8a\x01\n" +
 	"\rEnqueueResult\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1c\n" +
-	"\tduplicate\x18\x04 \x01(\bR\tduplicate\"K\n" +
+	"\tduplicate\x18\x04 \x01(\bR\tduplicate\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"K\n" +
 	"\x14EnqueueBatchResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.jobwire.v1.EnqueueResultR\aresults\"\x82\x01\n" +
 	"\fClaimRequest\x12\x16\n" +
@@ -1646,10 +1746,11 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x06result\x18\x04 \x01(\fR\x06result\"\r\n" +
 	"\vAckResponse\"=\n" +
 	"\x0fAckBatchRequest\x12*\n" +
-	"\x04acks\x18\x01 \x03(\v2\x16.jobwire.v1.AckRequestR\x04acks\"9\n" +
+	"\x04acks\x18\x01 \x03(\v2\x16.jobwire.v1.AckRequestR\x04acks\"Q\n" +
 	"\tAckResult\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"C\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"C\n" +
 	"\x10AckBatchResponse\x12/\n" +
 	"\aresults\x18\x01 \x03(\v2\x15.jobwire.v1.AckResultR\aresults\"\xbc\x01\n" +
 	"\vFailRequest\x12\x14\n" +
@@ -1659,14 +1760,14 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"leaseToken\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12#\n" +
 	"\rnon_retryable\x18\x05 \x01(\bR\fnonRetryable\x12$\n" +
-	"\x0eretry_after_ms\x18\x06 \x01(\x03R\fretryAfterMs\"\xba\x01\n" +
+	"\x0eretry_after_ms\x18\x06 \x01(\x03R\fretryAfterMs\"\xca\x01\n" +
 	"\fFailResponse\x12:\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2 .jobwire.v1.FailResponse.OutcomeR\aoutcome\x12+\n" +
-	"\x12next_attempt_at_ms\x18\x02 \x01(\x03R\x0fnextAttemptAtMs\"A\n" +
+	"\x12next_attempt_at_ms\x18\x02 \x01(\x03R\x0fnextAttemptAtMs\"Q\n" +
 	"\aOutcome\x12\x17\n" +
-	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
-	"\x0fRETRY_SCHEDULED\x10\x01\x12\b\n" +
-	"\x04DEAD\x10\x02\"}\n" +
+	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17OUTCOME_RETRY_SCHEDULED\x10\x01\x12\x10\n" +
+	"\fOUTCOME_DEAD\x10\x02\"}\n" +
 	"\x12ExtendLeaseRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1f\n" +
@@ -1677,27 +1778,28 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x13lease_expires_at_ms\x18\x01 \x01(\x03R\x10leaseExpiresAtMs\"<\n" +
 	"\rGetJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"<\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"3\n" +
+	"\x0eGetJobResponse\x12!\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job\"<\n" +
 	"\rCancelRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"\x10\n" +
-	"\x0eCancelResponse*W\n" +
+	"\x0eCancelResponse*\x7f\n" +
 	"\bJobState\x12\x19\n" +
-	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\v\n" +
-	"\aPENDING\x10\x01\x12\n" +
-	"\n" +
-	"\x06ACTIVE\x10\x02\x12\r\n" +
-	"\tCOMPLETED\x10\x03\x12\b\n" +
-	"\x04DEAD\x10\x042\xe0\x04\n" +
-	"\x06Broker\x12B\n" +
+	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11JOB_STATE_PENDING\x10\x01\x12\x14\n" +
+	"\x10JOB_STATE_ACTIVE\x10\x02\x12\x17\n" +
+	"\x13JOB_STATE_COMPLETED\x10\x03\x12\x12\n" +
+	"\x0eJOB_STATE_DEAD\x10\x042\xf2\x04\n" +
+	"\rBrokerService\x12B\n" +
 	"\aEnqueue\x12\x1a.jobwire.v1.EnqueueRequest\x1a\x1b.jobwire.v1.EnqueueResponse\x12Q\n" +
 	"\fEnqueueBatch\x12\x1f.jobwire.v1.EnqueueBatchRequest\x1a .jobwire.v1.EnqueueBatchResponse\x12>\n" +
 	"\x05Claim\x12\x18.jobwire.v1.ClaimRequest\x1a\x19.jobwire.v1.ClaimResponse0\x01\x126\n" +
 	"\x03Ack\x12\x16.jobwire.v1.AckRequest\x1a\x17.jobwire.v1.AckResponse\x12E\n" +
 	"\bAckBatch\x12\x1b.jobwire.v1.AckBatchRequest\x1a\x1c.jobwire.v1.AckBatchResponse\x129\n" +
 	"\x04Fail\x12\x17.jobwire.v1.FailRequest\x1a\x18.jobwire.v1.FailResponse\x12N\n" +
-	"\vExtendLease\x12\x1e.jobwire.v1.ExtendLeaseRequest\x1a\x1f.jobwire.v1.ExtendLeaseResponse\x124\n" +
-	"\x06GetJob\x12\x19.jobwire.v1.GetJobRequest\x1a\x0f.jobwire.v1.Job\x12?\n" +
+	"\vExtendLease\x12\x1e.jobwire.v1.ExtendLeaseRequest\x1a\x1f.jobwire.v1.ExtendLeaseResponse\x12?\n" +
+	"\x06GetJob\x12\x19.jobwire.v1.GetJobRequest\x1a\x1a.jobwire.v1.GetJobResponse\x12?\n" +
 	"\x06Cancel\x12\x19.jobwire.v1.CancelRequest\x1a\x1a.jobwire.v1.CancelResponseB\x87\x01\n" +
 	"\x0edev.jobwire.v1B\vBrokerProtoP\x01Z8github.com/jobwire/jobwire/client/go/jobwirepb;jobwirepb\xa2\x02\x03JWX\xaa\x02\n" +
 	"Jobwire.V1\xca\x02\n" +
@@ -1716,7 +1818,7 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                // 0: jobwire.v1.JobState
 	(FailResponse_Outcome)(0),    // 1: jobwire.v1.FailResponse.Outcome
@@ -1739,8 +1841,9 @@ var file_jobwire_v1_broker_proto_goTypes = []any{
 	(*ExtendLeaseRequest)(nil),   // 18: jobwire.v1.ExtendLeaseRequest
 	(*ExtendLeaseResponse)(nil),  // 19: jobwire.v1.ExtendLeaseResponse
 	(*GetJobRequest)(nil),        // 20: jobwire.v1.GetJobRequest
-	(*CancelRequest)(nil),        // 21: jobwire.v1.CancelRequest
-	(*CancelResponse)(nil),       // 22: jobwire.v1.CancelResponse
+	(*GetJobResponse)(nil),       // 21: jobwire.v1.GetJobResponse
+	(*CancelRequest)(nil),        // 22: jobwire.v1.CancelRequest
+	(*CancelResponse)(nil),       // 23: jobwire.v1.CancelResponse
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
@@ -1751,29 +1854,30 @@ var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	11, // 5: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
 	14, // 6: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
 	1,  // 7: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	3,  // 8: jobwire.v1.Broker.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	5,  // 9: jobwire.v1.Broker.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	8,  // 10: jobwire.v1.Broker.Claim:input_type -> jobwire.v1.ClaimRequest
-	11, // 11: jobwire.v1.Broker.Ack:input_type -> jobwire.v1.AckRequest
-	13, // 12: jobwire.v1.Broker.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	16, // 13: jobwire.v1.Broker.Fail:input_type -> jobwire.v1.FailRequest
-	18, // 14: jobwire.v1.Broker.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	20, // 15: jobwire.v1.Broker.GetJob:input_type -> jobwire.v1.GetJobRequest
-	21, // 16: jobwire.v1.Broker.Cancel:input_type -> jobwire.v1.CancelRequest
-	4,  // 17: jobwire.v1.Broker.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	7,  // 18: jobwire.v1.Broker.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	9,  // 19: jobwire.v1.Broker.Claim:output_type -> jobwire.v1.ClaimResponse
-	12, // 20: jobwire.v1.Broker.Ack:output_type -> jobwire.v1.AckResponse
-	15, // 21: jobwire.v1.Broker.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	17, // 22: jobwire.v1.Broker.Fail:output_type -> jobwire.v1.FailResponse
-	19, // 23: jobwire.v1.Broker.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	2,  // 24: jobwire.v1.Broker.GetJob:output_type -> jobwire.v1.Job
-	22, // 25: jobwire.v1.Broker.Cancel:output_type -> jobwire.v1.CancelResponse
-	17, // [17:26] is the sub-list for method output_type
-	8,  // [8:17] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	2,  // 8: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	3,  // 9: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	5,  // 10: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	8,  // 11: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	11, // 12: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	13, // 13: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	16, // 14: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	18, // 15: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	20, // 16: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	22, // 17: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	4,  // 18: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	7,  // 19: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	9,  // 20: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	12, // 21: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	15, // 22: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	17, // 23: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	19, // 24: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	21, // 25: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	23, // 26: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	18, // [18:27] is the sub-list for method output_type
+	9,  // [9:18] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -1788,7 +1892,7 @@ func file_jobwire_v1_broker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

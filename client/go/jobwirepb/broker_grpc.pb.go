@@ -1,6 +1,6 @@
 // jobwire broker contract, version 1.
 //
-// One Broker service owns every job queue. Producers call Enqueue /
+// One BrokerService owns every job queue. Producers call Enqueue /
 // EnqueueBatch; workers open a Claim stream, receive jobs pushed to them, and
 // finish each one with Ack or Fail (renewing its lease with ExtendLease while
 // they work). GetJob and Cancel serve "submit and poll" users.
@@ -36,6 +36,44 @@
 //                       with the same lease token after a success answer OK.
 //   INTERNAL            a broker bug or an unexpected Redis reply.
 //
+// Error details: every error carries, in the standard gRPC binary details
+// (trailer "grpc-status-details-bin", a google.rpc.Status), a
+// google.rpc.ErrorInfo whose domain is "jobwire.dev" and whose reason is one
+// of the stable values below (a reason keeps its meaning once published; new
+// ones may be added). An error no row names has the name of its code as its
+// reason ("UNAVAILABLE", "INTERNAL", ...). Also attached:
+// google.rpc.BadRequest (one field violation: the field path, e.g.
+// "jobs[3].priority", and the message) with INVALID_FIELD, and
+// google.rpc.RetryInfo where the broker knows how long to wait.
+//   INVALID_FIELD           INVALID_ARGUMENT; metadata "field": the field.
+//   JOB_NOT_FOUND           NOT_FOUND: no such job in that queue.
+//   QUEUE_NOT_FOUND         NOT_FOUND (UpdateQueue): no such queue.
+//   LEASE_STALE             FAILED_PRECONDITION: the lease token is not the
+//                           job's current lease. Drop the job: another run
+//                           owns it.
+//   JOB_STATE               FAILED_PRECONDITION: the job's state refuses the
+//                           call; metadata "state": the job's state
+//                           ("pending", "active", "completed", "dead").
+//   QUEUE_HAS_ACTIVE_JOBS   FAILED_PRECONDITION (DeleteQueue without force).
+//   PARTITIONS_DECREASE     FAILED_PRECONDITION (UpdateQueue).
+//   QUEUE_EXISTS            ALREADY_EXISTS (CreateQueue).
+//   TOKEN_MISSING           UNAUTHENTICATED: no bearer token was sent.
+//   TOKEN_INVALID           UNAUTHENTICATED: the token is malformed or
+//                           unknown.
+//   TOKEN_NOT_PERMITTED     PERMISSION_DENIED; metadata "queue": the queue
+//                           (absent for ListQueues).
+//   REDIS_OUT_OF_MEMORY     RESOURCE_EXHAUSTED, with RetryInfo (1 s).
+//   TOO_MANY_CLAIM_STREAMS  RESOURCE_EXHAUSTED (Claim), with RetryInfo (1 s).
+//   REDIS_UNAVAILABLE       UNAVAILABLE: Redis cannot be reached, or answered
+//                           with a transient error (LOADING, READONLY, ...).
+//   BROKER_SHUTTING_DOWN    UNAVAILABLE: this replica is draining; reconnect
+//                           (to another replica).
+//   CLAIM_STREAM_MAX_AGE    UNAVAILABLE (Claim): the stream reached the
+//                           broker's --max_stream_age_ms; reconnect at once.
+//   JOB_RECORD_CORRUPT      DATA_LOSS: the job's stored record is damaged.
+// Batch results (EnqueueResult, AckResult) carry the same reason in their
+// reason field.
+//
 // Times are milliseconds since the Unix epoch, measured on the Redis server's
 // clock, so broker replicas with skewed clocks agree.
 
@@ -60,21 +98,21 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Broker_Enqueue_FullMethodName      = "/jobwire.v1.Broker/Enqueue"
-	Broker_EnqueueBatch_FullMethodName = "/jobwire.v1.Broker/EnqueueBatch"
-	Broker_Claim_FullMethodName        = "/jobwire.v1.Broker/Claim"
-	Broker_Ack_FullMethodName          = "/jobwire.v1.Broker/Ack"
-	Broker_AckBatch_FullMethodName     = "/jobwire.v1.Broker/AckBatch"
-	Broker_Fail_FullMethodName         = "/jobwire.v1.Broker/Fail"
-	Broker_ExtendLease_FullMethodName  = "/jobwire.v1.Broker/ExtendLease"
-	Broker_GetJob_FullMethodName       = "/jobwire.v1.Broker/GetJob"
-	Broker_Cancel_FullMethodName       = "/jobwire.v1.Broker/Cancel"
+	BrokerService_Enqueue_FullMethodName      = "/jobwire.v1.BrokerService/Enqueue"
+	BrokerService_EnqueueBatch_FullMethodName = "/jobwire.v1.BrokerService/EnqueueBatch"
+	BrokerService_Claim_FullMethodName        = "/jobwire.v1.BrokerService/Claim"
+	BrokerService_Ack_FullMethodName          = "/jobwire.v1.BrokerService/Ack"
+	BrokerService_AckBatch_FullMethodName     = "/jobwire.v1.BrokerService/AckBatch"
+	BrokerService_Fail_FullMethodName         = "/jobwire.v1.BrokerService/Fail"
+	BrokerService_ExtendLease_FullMethodName  = "/jobwire.v1.BrokerService/ExtendLease"
+	BrokerService_GetJob_FullMethodName       = "/jobwire.v1.BrokerService/GetJob"
+	BrokerService_Cancel_FullMethodName       = "/jobwire.v1.BrokerService/Cancel"
 )
 
-// BrokerClient is the client API for Broker service.
+// BrokerServiceClient is the client API for BrokerService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
-type BrokerClient interface {
+type BrokerServiceClient interface {
 	// Stores one job. With an idempotency key already seen inside the dedup
 	// window, stores nothing and returns the original job id with
 	// duplicate = true.
@@ -156,44 +194,44 @@ type BrokerClient interface {
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND (also once a
 	// completed job's retention has passed, at once for retention 0),
 	// UNAVAILABLE.
-	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error)
+	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
 	// Cancels a pending job: it becomes DEAD with error "cancelled".
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND,
 	// FAILED_PRECONDITION (the job is active, completed or dead), UNAVAILABLE.
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
 }
 
-type brokerClient struct {
+type brokerServiceClient struct {
 	cc grpc.ClientConnInterface
 }
 
-func NewBrokerClient(cc grpc.ClientConnInterface) BrokerClient {
-	return &brokerClient{cc}
+func NewBrokerServiceClient(cc grpc.ClientConnInterface) BrokerServiceClient {
+	return &brokerServiceClient{cc}
 }
 
-func (c *brokerClient) Enqueue(ctx context.Context, in *EnqueueRequest, opts ...grpc.CallOption) (*EnqueueResponse, error) {
+func (c *brokerServiceClient) Enqueue(ctx context.Context, in *EnqueueRequest, opts ...grpc.CallOption) (*EnqueueResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(EnqueueResponse)
-	err := c.cc.Invoke(ctx, Broker_Enqueue_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, BrokerService_Enqueue_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *brokerClient) EnqueueBatch(ctx context.Context, in *EnqueueBatchRequest, opts ...grpc.CallOption) (*EnqueueBatchResponse, error) {
+func (c *brokerServiceClient) EnqueueBatch(ctx context.Context, in *EnqueueBatchRequest, opts ...grpc.CallOption) (*EnqueueBatchResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(EnqueueBatchResponse)
-	err := c.cc.Invoke(ctx, Broker_EnqueueBatch_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, BrokerService_EnqueueBatch_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *brokerClient) Claim(ctx context.Context, in *ClaimRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ClaimResponse], error) {
+func (c *brokerServiceClient) Claim(ctx context.Context, in *ClaimRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ClaimResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Broker_ServiceDesc.Streams[0], Broker_Claim_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[0], BrokerService_Claim_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -208,72 +246,72 @@ func (c *brokerClient) Claim(ctx context.Context, in *ClaimRequest, opts ...grpc
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Broker_ClaimClient = grpc.ServerStreamingClient[ClaimResponse]
+type BrokerService_ClaimClient = grpc.ServerStreamingClient[ClaimResponse]
 
-func (c *brokerClient) Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error) {
+func (c *brokerServiceClient) Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AckResponse)
-	err := c.cc.Invoke(ctx, Broker_Ack_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, BrokerService_Ack_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *brokerClient) AckBatch(ctx context.Context, in *AckBatchRequest, opts ...grpc.CallOption) (*AckBatchResponse, error) {
+func (c *brokerServiceClient) AckBatch(ctx context.Context, in *AckBatchRequest, opts ...grpc.CallOption) (*AckBatchResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AckBatchResponse)
-	err := c.cc.Invoke(ctx, Broker_AckBatch_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, BrokerService_AckBatch_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *brokerClient) Fail(ctx context.Context, in *FailRequest, opts ...grpc.CallOption) (*FailResponse, error) {
+func (c *brokerServiceClient) Fail(ctx context.Context, in *FailRequest, opts ...grpc.CallOption) (*FailResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(FailResponse)
-	err := c.cc.Invoke(ctx, Broker_Fail_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, BrokerService_Fail_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *brokerClient) ExtendLease(ctx context.Context, in *ExtendLeaseRequest, opts ...grpc.CallOption) (*ExtendLeaseResponse, error) {
+func (c *brokerServiceClient) ExtendLease(ctx context.Context, in *ExtendLeaseRequest, opts ...grpc.CallOption) (*ExtendLeaseResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ExtendLeaseResponse)
-	err := c.cc.Invoke(ctx, Broker_ExtendLease_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, BrokerService_ExtendLease_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *brokerClient) GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error) {
+func (c *brokerServiceClient) GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Job)
-	err := c.cc.Invoke(ctx, Broker_GetJob_FullMethodName, in, out, cOpts...)
+	out := new(GetJobResponse)
+	err := c.cc.Invoke(ctx, BrokerService_GetJob_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *brokerClient) Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error) {
+func (c *brokerServiceClient) Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CancelResponse)
-	err := c.cc.Invoke(ctx, Broker_Cancel_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, BrokerService_Cancel_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// BrokerServer is the server API for Broker service.
-// All implementations must embed UnimplementedBrokerServer
+// BrokerServiceServer is the server API for BrokerService service.
+// All implementations must embed UnimplementedBrokerServiceServer
 // for forward compatibility.
-type BrokerServer interface {
+type BrokerServiceServer interface {
 	// Stores one job. With an idempotency key already seen inside the dedup
 	// window, stores nothing and returns the original job id with
 	// duplicate = true.
@@ -355,268 +393,268 @@ type BrokerServer interface {
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND (also once a
 	// completed job's retention has passed, at once for retention 0),
 	// UNAVAILABLE.
-	GetJob(context.Context, *GetJobRequest) (*Job, error)
+	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
 	// Cancels a pending job: it becomes DEAD with error "cancelled".
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND,
 	// FAILED_PRECONDITION (the job is active, completed or dead), UNAVAILABLE.
 	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
-	mustEmbedUnimplementedBrokerServer()
+	mustEmbedUnimplementedBrokerServiceServer()
 }
 
-// UnimplementedBrokerServer must be embedded to have
+// UnimplementedBrokerServiceServer must be embedded to have
 // forward compatible implementations.
 //
 // NOTE: this should be embedded by value instead of pointer to avoid a nil
 // pointer dereference when methods are called.
-type UnimplementedBrokerServer struct{}
+type UnimplementedBrokerServiceServer struct{}
 
-func (UnimplementedBrokerServer) Enqueue(context.Context, *EnqueueRequest) (*EnqueueResponse, error) {
+func (UnimplementedBrokerServiceServer) Enqueue(context.Context, *EnqueueRequest) (*EnqueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Enqueue not implemented")
 }
-func (UnimplementedBrokerServer) EnqueueBatch(context.Context, *EnqueueBatchRequest) (*EnqueueBatchResponse, error) {
+func (UnimplementedBrokerServiceServer) EnqueueBatch(context.Context, *EnqueueBatchRequest) (*EnqueueBatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EnqueueBatch not implemented")
 }
-func (UnimplementedBrokerServer) Claim(*ClaimRequest, grpc.ServerStreamingServer[ClaimResponse]) error {
+func (UnimplementedBrokerServiceServer) Claim(*ClaimRequest, grpc.ServerStreamingServer[ClaimResponse]) error {
 	return status.Error(codes.Unimplemented, "method Claim not implemented")
 }
-func (UnimplementedBrokerServer) Ack(context.Context, *AckRequest) (*AckResponse, error) {
+func (UnimplementedBrokerServiceServer) Ack(context.Context, *AckRequest) (*AckResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ack not implemented")
 }
-func (UnimplementedBrokerServer) AckBatch(context.Context, *AckBatchRequest) (*AckBatchResponse, error) {
+func (UnimplementedBrokerServiceServer) AckBatch(context.Context, *AckBatchRequest) (*AckBatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AckBatch not implemented")
 }
-func (UnimplementedBrokerServer) Fail(context.Context, *FailRequest) (*FailResponse, error) {
+func (UnimplementedBrokerServiceServer) Fail(context.Context, *FailRequest) (*FailResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fail not implemented")
 }
-func (UnimplementedBrokerServer) ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error) {
+func (UnimplementedBrokerServiceServer) ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExtendLease not implemented")
 }
-func (UnimplementedBrokerServer) GetJob(context.Context, *GetJobRequest) (*Job, error) {
+func (UnimplementedBrokerServiceServer) GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetJob not implemented")
 }
-func (UnimplementedBrokerServer) Cancel(context.Context, *CancelRequest) (*CancelResponse, error) {
+func (UnimplementedBrokerServiceServer) Cancel(context.Context, *CancelRequest) (*CancelResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cancel not implemented")
 }
-func (UnimplementedBrokerServer) mustEmbedUnimplementedBrokerServer() {}
-func (UnimplementedBrokerServer) testEmbeddedByValue()                {}
+func (UnimplementedBrokerServiceServer) mustEmbedUnimplementedBrokerServiceServer() {}
+func (UnimplementedBrokerServiceServer) testEmbeddedByValue()                       {}
 
-// UnsafeBrokerServer may be embedded to opt out of forward compatibility for this service.
-// Use of this interface is not recommended, as added methods to BrokerServer will
+// UnsafeBrokerServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to BrokerServiceServer will
 // result in compilation errors.
-type UnsafeBrokerServer interface {
-	mustEmbedUnimplementedBrokerServer()
+type UnsafeBrokerServiceServer interface {
+	mustEmbedUnimplementedBrokerServiceServer()
 }
 
-func RegisterBrokerServer(s grpc.ServiceRegistrar, srv BrokerServer) {
-	// If the following call panics, it indicates UnimplementedBrokerServer was
+func RegisterBrokerServiceServer(s grpc.ServiceRegistrar, srv BrokerServiceServer) {
+	// If the following call panics, it indicates UnimplementedBrokerServiceServer was
 	// embedded by pointer and is nil.  This will cause panics if an
 	// unimplemented method is ever invoked, so we test this at initialization
 	// time to prevent it from happening at runtime later due to I/O.
 	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
 		t.testEmbeddedByValue()
 	}
-	s.RegisterService(&Broker_ServiceDesc, srv)
+	s.RegisterService(&BrokerService_ServiceDesc, srv)
 }
 
-func _Broker_Enqueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_Enqueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(EnqueueRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).Enqueue(ctx, in)
+		return srv.(BrokerServiceServer).Enqueue(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_Enqueue_FullMethodName,
+		FullMethod: BrokerService_Enqueue_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).Enqueue(ctx, req.(*EnqueueRequest))
+		return srv.(BrokerServiceServer).Enqueue(ctx, req.(*EnqueueRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Broker_EnqueueBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_EnqueueBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(EnqueueBatchRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).EnqueueBatch(ctx, in)
+		return srv.(BrokerServiceServer).EnqueueBatch(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_EnqueueBatch_FullMethodName,
+		FullMethod: BrokerService_EnqueueBatch_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).EnqueueBatch(ctx, req.(*EnqueueBatchRequest))
+		return srv.(BrokerServiceServer).EnqueueBatch(ctx, req.(*EnqueueBatchRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Broker_Claim_Handler(srv interface{}, stream grpc.ServerStream) error {
+func _BrokerService_Claim_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ClaimRequest)
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(BrokerServer).Claim(m, &grpc.GenericServerStream[ClaimRequest, ClaimResponse]{ServerStream: stream})
+	return srv.(BrokerServiceServer).Claim(m, &grpc.GenericServerStream[ClaimRequest, ClaimResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Broker_ClaimServer = grpc.ServerStreamingServer[ClaimResponse]
+type BrokerService_ClaimServer = grpc.ServerStreamingServer[ClaimResponse]
 
-func _Broker_Ack_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_Ack_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AckRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).Ack(ctx, in)
+		return srv.(BrokerServiceServer).Ack(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_Ack_FullMethodName,
+		FullMethod: BrokerService_Ack_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).Ack(ctx, req.(*AckRequest))
+		return srv.(BrokerServiceServer).Ack(ctx, req.(*AckRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Broker_AckBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_AckBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AckBatchRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).AckBatch(ctx, in)
+		return srv.(BrokerServiceServer).AckBatch(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_AckBatch_FullMethodName,
+		FullMethod: BrokerService_AckBatch_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).AckBatch(ctx, req.(*AckBatchRequest))
+		return srv.(BrokerServiceServer).AckBatch(ctx, req.(*AckBatchRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Broker_Fail_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_Fail_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(FailRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).Fail(ctx, in)
+		return srv.(BrokerServiceServer).Fail(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_Fail_FullMethodName,
+		FullMethod: BrokerService_Fail_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).Fail(ctx, req.(*FailRequest))
+		return srv.(BrokerServiceServer).Fail(ctx, req.(*FailRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Broker_ExtendLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_ExtendLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ExtendLeaseRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).ExtendLease(ctx, in)
+		return srv.(BrokerServiceServer).ExtendLease(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_ExtendLease_FullMethodName,
+		FullMethod: BrokerService_ExtendLease_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).ExtendLease(ctx, req.(*ExtendLeaseRequest))
+		return srv.(BrokerServiceServer).ExtendLease(ctx, req.(*ExtendLeaseRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Broker_GetJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_GetJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetJobRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).GetJob(ctx, in)
+		return srv.(BrokerServiceServer).GetJob(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_GetJob_FullMethodName,
+		FullMethod: BrokerService_GetJob_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).GetJob(ctx, req.(*GetJobRequest))
+		return srv.(BrokerServiceServer).GetJob(ctx, req.(*GetJobRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Broker_Cancel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _BrokerService_Cancel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CancelRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(BrokerServer).Cancel(ctx, in)
+		return srv.(BrokerServiceServer).Cancel(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Broker_Cancel_FullMethodName,
+		FullMethod: BrokerService_Cancel_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(BrokerServer).Cancel(ctx, req.(*CancelRequest))
+		return srv.(BrokerServiceServer).Cancel(ctx, req.(*CancelRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-// Broker_ServiceDesc is the grpc.ServiceDesc for Broker service.
+// BrokerService_ServiceDesc is the grpc.ServiceDesc for BrokerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
-var Broker_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "jobwire.v1.Broker",
-	HandlerType: (*BrokerServer)(nil),
+var BrokerService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "jobwire.v1.BrokerService",
+	HandlerType: (*BrokerServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
 			MethodName: "Enqueue",
-			Handler:    _Broker_Enqueue_Handler,
+			Handler:    _BrokerService_Enqueue_Handler,
 		},
 		{
 			MethodName: "EnqueueBatch",
-			Handler:    _Broker_EnqueueBatch_Handler,
+			Handler:    _BrokerService_EnqueueBatch_Handler,
 		},
 		{
 			MethodName: "Ack",
-			Handler:    _Broker_Ack_Handler,
+			Handler:    _BrokerService_Ack_Handler,
 		},
 		{
 			MethodName: "AckBatch",
-			Handler:    _Broker_AckBatch_Handler,
+			Handler:    _BrokerService_AckBatch_Handler,
 		},
 		{
 			MethodName: "Fail",
-			Handler:    _Broker_Fail_Handler,
+			Handler:    _BrokerService_Fail_Handler,
 		},
 		{
 			MethodName: "ExtendLease",
-			Handler:    _Broker_ExtendLease_Handler,
+			Handler:    _BrokerService_ExtendLease_Handler,
 		},
 		{
 			MethodName: "GetJob",
-			Handler:    _Broker_GetJob_Handler,
+			Handler:    _BrokerService_GetJob_Handler,
 		},
 		{
 			MethodName: "Cancel",
-			Handler:    _Broker_Cancel_Handler,
+			Handler:    _BrokerService_Cancel_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Claim",
-			Handler:       _Broker_Claim_Handler,
+			Handler:       _BrokerService_Claim_Handler,
 			ServerStreams: true,
 		},
 	},

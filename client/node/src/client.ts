@@ -9,6 +9,7 @@ import type { EnqueueRequest } from './generated/jobwire/v1/EnqueueRequest';
 import type { EnqueueResponse__Output } from './generated/jobwire/v1/EnqueueResponse';
 import type { EnqueueBatchResponse__Output } from './generated/jobwire/v1/EnqueueBatchResponse';
 import type { Job__Output } from './generated/jobwire/v1/Job';
+import type { GetJobResponse__Output } from './generated/jobwire/v1/GetJobResponse';
 import type { JobState__Output } from './generated/jobwire/v1/JobState';
 
 export interface ClientOptions extends SecurityOptions {
@@ -235,9 +236,10 @@ export class Client {
   /** Reads one job in whatever state it is. */
   async getJob(queue: string, jobId: string, options?: CallOptions): Promise<JobInfo> {
     const timeoutMs = callTimeoutMs(options, this.timeoutMs);
-    const res = await unary<{ queue: string; jobId: string }, Job__Output>(
+    const res = await unary<{ queue: string; jobId: string }, GetJobResponse__Output>(
       this.stub, 'GetJob', { queue, jobId }, timeoutMs, this.metadata(), options?.signal);
-    return new JobInfo(res);
+    if (!res.job) throw new JobwireError(grpc.status.INTERNAL, 'GetJob answered without a job');
+    return new JobInfo(res.job);
   }
 
   /** Cancels a PENDING job (it becomes DEAD with error "cancelled"). */

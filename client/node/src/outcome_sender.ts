@@ -71,7 +71,7 @@ export class OutcomeSender {
       const res = await this.withOutcomeRetry(h, () => unary<object, FailResponse__Output>(this.p.stub, 'Fail', {
         queue: h.job.queue, jobId: h.job.id, leaseToken: h.token, error: text, nonRetryable, retryAfterMs,
       }, this.p.timeoutMs, this.p.metadata()));
-      const outcome = res.outcome === 'DEAD' ? 'DEAD' : 'RETRY_SCHEDULED';
+      const outcome = res.outcome === 'OUTCOME_DEAD' ? 'DEAD' : 'RETRY_SCHEDULED';
       this.p.report({
         kind: 'fail_ok', job: h.job, failOutcome: outcome, nextAttemptAtMs: toNumber(res.nextAttemptAtMs),
         failText: text, nonRetryable, retryAfterMs, leaseLost: h.leaseLost,

@@ -5,7 +5,7 @@ import { abortError } from './call_options';
 import { JobwireError } from './errors';
 import { BROKER_DESCRIPTOR } from './generated/broker_descriptor';
 import type { ProtoGrpcType } from './generated/broker';
-import type { BrokerClient } from './generated/jobwire/v1/Broker';
+import type { BrokerServiceClient as BrokerClient } from './generated/jobwire/v1/BrokerService';
 
 /**
  * Loader options. They must match the flags build.sh passes to
@@ -181,7 +181,7 @@ export function makeStub(
   channelOptions?: grpc.ChannelOptions,
 ): BrokerClient {
   const proto = loadProto();
-  const Ctor = proto.jobwire.v1.Broker;
+  const Ctor = proto.jobwire.v1.BrokerService;
   return new Ctor(address, credentials ?? grpc.credentials.createInsecure(), {
     ...CHANNEL_OPTIONS,
     ...(channelOptions ?? {}),

@@ -56,7 +56,7 @@ async function rpcCount(method) {
   let sum = 0;
   for (const line of (await res.text()).split('\n')) {
     if (!line.startsWith('jobwire_rpc_requests_total{')) continue;
-    if (!line.includes('service="jobwire.v1.Broker"') || !line.includes(`method="${method}"`)) continue;
+    if (!line.includes('service="jobwire.v1.BrokerService"') || !line.includes(`method="${method}"`)) continue;
     sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
@@ -70,7 +70,7 @@ test('ackBatch: per-ack results across two queues; only the good acks change any
   const staleJob = await client.enqueue(qb, 't', { s: 1 }, { backoffBaseMs: 10, backoffMaxMs: 20 });
   const first = await claim([qb], 1, 1000);
   const staleToken = first.get(`${qb}/${staleJob.jobId}`);
-  await waitFor(async () => (await client.getJob(qb, staleJob.jobId)).state === 'PENDING',
+  await waitFor(async () => (await client.getJob(qb, staleJob.jobId)).state === 'JOB_STATE_PENDING',
     { what: 'the 1 s lease to expire', timeoutMs: 10_000 });
   await sleep(50); // past the 10..20 ms retry backoff
 
@@ -109,18 +109,18 @@ test('ackBatch: per-ack results across two queues; only the good acks change any
 
   // The good acks completed their jobs with the results.
   const a = await client.getJob(qa, goodA.jobId);
-  assert.equal(a.state, 'COMPLETED');
+  assert.equal(a.state, 'JOB_STATE_COMPLETED');
   assert.deepEqual(a.resultJson(), { done: 'a' });
   const b = await client.getJob(qb, goodB.jobId);
-  assert.equal(b.state, 'COMPLETED');
+  assert.equal(b.state, 'JOB_STATE_COMPLETED');
   assert.deepEqual([...b.result], [0, 255]);
   // The refused ones are untouched: still held by their current lease.
   const stale = await client.getJob(qb, staleJob.jobId);
-  assert.equal(stale.state, 'ACTIVE');
+  assert.equal(stale.state, 'JOB_STATE_ACTIVE');
   assert.equal(stale.attempts, 2);
   assert.equal(stale.result.length, 0);
   const invalid = await client.getJob(qb, invalidB.jobId);
-  assert.equal(invalid.state, 'ACTIVE');
+  assert.equal(invalid.state, 'JOB_STATE_ACTIVE');
   assert.equal(invalid.result.length, 0);
   await assert.rejects(client.getJob(qa, 'no-such-job'), (e) => e.code === Status.NOT_FOUND);
 
@@ -187,7 +187,7 @@ test('Worker: 300 quick jobs at concurrency 16 are acked through few AckBatch ca
   assert.deepEqual(new Set(outcomes.map((o) => o.job.id)), new Set(ids));
   for (let n = 0; n < N; n += 1) {
     const j = await client.getJob(q, ids[n]);
-    assert.equal(j.state, 'COMPLETED', `job ${n}`);
+    assert.equal(j.state, 'JOB_STATE_COMPLETED', `job ${n}`);
     assert.deepEqual(j.resultJson(), { n });
   }
 

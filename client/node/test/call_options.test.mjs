@@ -117,7 +117,7 @@ test('an already aborted signal: every call rejects at once with its reason, not
       assert.ok(Date.now() - t0 < 1000, `${name} rejected at once`);
     }
     await new Promise((r) => setTimeout(r, 200));
-    assert.deepEqual(srv.streams.map((s) => s.path), ['/jobwire.v1.Broker/GetJob'], 'only the control call reached the server');
+    assert.deepEqual(srv.streams.map((s) => s.path), ['/jobwire.v1.BrokerService/GetJob'], 'only the control call reached the server');
   } finally {
     c.close();
     await srv.close();
@@ -207,7 +207,7 @@ test('a call that settles removes its abort listener, and a later abort changes 
   await assert.rejects(client.getJob(q, 'no-such-job', { signal: ac.signal }), (e) => e instanceof JobwireError && e.code === Status.NOT_FOUND);
   assert.equal(getEventListeners(ac.signal, 'abort').length, 0, 'listener removed after failure');
   ac.abort();
-  assert.equal((await client.getJob(q, jobId)).state, 'PENDING');
+  assert.equal((await client.getJob(q, jobId)).state, 'JOB_STATE_PENDING');
 });
 
 test('timeoutMs: 1 on a call gives DEADLINE_EXCEEDED', async () => {

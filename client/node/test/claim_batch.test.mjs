@@ -44,7 +44,7 @@ test('raw Claim stream: with 50 jobs pending and maxInFlight 20, the first messa
     if (!Array.isArray(msg.jobs)) return void problems.push(`a message without a jobs list: ${JSON.stringify(msg)}`);
     messages.push(msg.jobs.map((cj) => cj.job?.id));
     for (const cj of msg.jobs) {
-      if (cj.job?.queue !== q || cj.job?.state !== 'ACTIVE') problems.push(`unexpected job ${JSON.stringify(cj.job)}`);
+      if (cj.job?.queue !== q || cj.job?.state !== 'JOB_STATE_ACTIVE') problems.push(`unexpected job ${JSON.stringify(cj.job)}`);
       if (!cj.leaseToken) problems.push(`job ${cj.job?.id} without a lease token`);
       if (tokens.has(cj.job?.id)) problems.push(`job ${cj.job?.id} delivered twice`);
       tokens.set(cj.job?.id, cj.leaseToken);
@@ -67,7 +67,7 @@ test('raw Claim stream: with 50 jobs pending and maxInFlight 20, the first messa
     const claimed = messages.flat();
     assert.equal(new Set(claimed).size, MAX);
     for (const id of claimed) assert.ok(ids.includes(id), `unknown job ${id}`);
-    for (const id of claimed.slice(0, 3)) assert.equal((await client.getJob(q, id)).state, 'ACTIVE');
+    for (const id of claimed.slice(0, 3)) assert.equal((await client.getJob(q, id)).state, 'JOB_STATE_ACTIVE');
 
     // Acking 5 of them frees 5 slots of the stream: 5 more jobs arrive, no more.
     const acked = claimed.slice(0, 5);
@@ -138,7 +138,7 @@ test('Worker: 50 jobs pending before it starts, concurrency 50: batched messages
   assert.equal(worker.activeJobs, 0);
   for (let n = 0; n < N; n += 1) {
     const j = await client.getJob(q, ids[n]);
-    assert.equal(j.state, 'COMPLETED', `job ${n}`);
+    assert.equal(j.state, 'JOB_STATE_COMPLETED', `job ${n}`);
     assert.equal(j.attempts, 1, `job ${n} attempts`);
     assert.deepEqual(j.resultJson(), { n, attempt: 1 });
   }

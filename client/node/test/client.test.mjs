@@ -30,7 +30,7 @@ test('enqueue + getJob round trip with options', async () => {
   assert.equal(job.id, r.jobId);
   assert.equal(job.queue, q);
   assert.equal(job.type, 'report');
-  assert.equal(job.state, 'PENDING');
+  assert.equal(job.state, 'JOB_STATE_PENDING');
   assert.equal(job.priority, 7);
   assert.equal(job.maxAttempts, 5);
   assert.equal(job.attempts, 0);
@@ -45,7 +45,7 @@ test('enqueue + getJob round trip with options', async () => {
   const at = new Date(Date.now() + 3_600_000);
   const r2 = await client.enqueue(q, 'report', 'x', { runAt: at });
   const job2 = await client.getJob(q, r2.jobId);
-  assert.equal(job2.state, 'PENDING');
+  assert.equal(job2.state, 'JOB_STATE_PENDING');
   assert.ok(Math.abs(job2.availableAtMs - at.getTime()) < 5000);
   assert.equal(job2.maxAttempts, 3, 'broker default max_attempts');
   assert.equal(job2.json(), 'x', 'a string payload is JSON-encoded');
@@ -122,7 +122,7 @@ test('cancel makes a pending job DEAD; a second cancel is refused', async () => 
   const { jobId } = await client.enqueue(q, 't', {}, { delayMs: 60_000 });
   await client.cancel(q, jobId);
   const job = await client.getJob(q, jobId);
-  assert.equal(job.state, 'DEAD');
+  assert.equal(job.state, 'JOB_STATE_DEAD');
   assert.equal(job.error, 'cancelled');
   assert.ok(job.finishedAtMs > 0);
   await assert.rejects(client.cancel(q, jobId),

@@ -130,13 +130,13 @@ export async function waitFor(fn, { timeoutMs = 10_000, intervalMs = 50, what = 
 }
 
 let adminService;
-/** One unary call of the Admin service (proto/jobwire/v1/admin.proto, loaded from the repository). */
+/** One unary call of the AdminService (proto/jobwire/v1/admin.proto, loaded from the repository). */
 async function adminCall(address, method, req) {
   if (!adminService) {
     const def = protoLoader.loadSync('jobwire/v1/admin.proto', {
       includeDirs: [path.join(REPO_ROOT, 'proto')], longs: String, enums: String, defaults: true, oneofs: true,
     });
-    adminService = grpc.loadPackageDefinition(def).jobwire.v1.Admin;
+    adminService = grpc.loadPackageDefinition(def).jobwire.v1.AdminService;
   }
   const stub = new adminService(address, grpc.credentials.createInsecure());
   try {
@@ -149,7 +149,7 @@ async function adminCall(address, method, req) {
 }
 
 /**
- * Admin.DeleteJob (the package itself has no Admin stub): removes a job in
+ * AdminService.DeleteJob (the package itself has no Admin stub): removes a job in
  * any state; a worker holding its lease then gets NOT_FOUND on ExtendLease /
  * Ack / Fail.
  */
@@ -158,12 +158,12 @@ export async function adminDeleteJob(address, queue, jobId) {
 }
 
 /**
- * Admin.GetQueueStats with the int64 counts as numbers: { pendingDue,
+ * AdminService.GetQueueStats with the int64 counts as numbers: { pendingDue,
  * pendingScheduled, active, completed, dead, ... } (all 0 for a queue that
  * never had jobs).
  */
 export async function adminQueueStats(address, queue) {
-  const s = await adminCall(address, 'GetQueueStats', { queue });
+  const { stats: s } = await adminCall(address, 'GetQueueStats', { queue });
   const out = { ...s };
   for (const k of ['pendingDue', 'pendingScheduled', 'active', 'completed', 'dead']) out[k] = Number(s[k]);
   return out;

@@ -78,7 +78,7 @@ test('the lease length comes from the broker (job.leaseMs); handlers running 2.5
       assert.equal(o.leaseLost, false, c.name);
       assert.equal(o.job.leaseMs, c.lease, `${c.name}: job.leaseMs`);
       const job = await client.getJob(q, jobId);
-      assert.equal(job.state, 'COMPLETED', c.name);
+      assert.equal(job.state, 'JOB_STATE_COMPLETED', c.name);
       assert.equal(job.attempts, 1, c.name);
       assert.deepEqual(job.resultJson(), { leaseMs: c.lease, aborted: false }, c.name);
       await worker.stop();

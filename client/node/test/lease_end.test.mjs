@@ -70,7 +70,7 @@ test('a delivery whose lease ended before its handler could start is dropped and
     assert.equal(dropped.length, 1);
     assert.match(dropped[0], new RegExp(`${jobId}.*${q}.*ended \\d+ ms ago`));
     const job = await client.getJob(q, jobId);
-    assert.equal(job.state, 'COMPLETED');
+    assert.equal(job.state, 'JOB_STATE_COMPLETED');
     assert.equal(job.attempts, 2);
   } finally {
     await worker.stop();
@@ -116,7 +116,7 @@ async function ackAcrossOutage(backBeforeEndMs) {
   await waitFor(() => leaseEnd, { what: 'the handler returned' });
   await sleep(Math.max(0, leaseEnd - backBeforeEndMs - Date.now()));
   await stack.restartBroker();
-  await waitFor(async () => (await client.getJob(q, jobId)).state === 'COMPLETED',
+  await waitFor(async () => (await client.getJob(q, jobId)).state === 'JOB_STATE_COMPLETED',
     { what: 'the job completed', timeoutMs: 20_000 });
   return { jobId, outcomes, leaseEnd, reportedAt, client, stop: async () => { await worker.stop(); await running; client.close(); } };
 }

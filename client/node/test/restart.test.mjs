@@ -58,7 +58,7 @@ test('broker SIGKILLed and restarted: running job still acked, later jobs proces
   assert.ok(slowReturnedAt >= killedAt && slowReturnedAt < restartAt,
     `slow handler returned at ${slowReturnedAt}, broker killed at ${killedAt}, restarted at ${restartAt}: the Ack retry was not exercised`);
   const slowJob = await client.getJob(q, slow.jobId);
-  assert.equal(slowJob.state, 'COMPLETED');
+  assert.equal(slowJob.state, 'JOB_STATE_COMPLETED');
   assert.equal(slowJob.attempts, 1);
   assert.deepEqual(slowJob.resultJson(), { slow: true });
 
@@ -68,7 +68,7 @@ test('broker SIGKILLed and restarted: running job still acked, later jobs proces
   await waitFor(() => later.every(acked), { what: 'later jobs acked', timeoutMs: 10_000 });
   for (const id of later) {
     const j = await client.getJob(q, id);
-    assert.equal(j.state, 'COMPLETED');
+    assert.equal(j.state, 'JOB_STATE_COMPLETED');
     assert.equal(j.attempts, 1);
   }
   await worker.stop();

@@ -120,10 +120,10 @@ test('mTLS + tokens: enqueue, and a Worker runs jobs end to end (Claim, ExtendLe
 
   // GetJob is allowed to a token with enqueue (or claim) on the queue.
   const done = await producer.getJob(q, ok.jobId);
-  assert.equal(done.state, 'COMPLETED');
+  assert.equal(done.state, 'JOB_STATE_COMPLETED');
   assert.deepEqual(done.resultJson(), { done: 7 });
   const retried = await producer.getJob(q, bad.jobId);
-  assert.equal(retried.state, 'PENDING');
+  assert.equal(retried.state, 'JOB_STATE_PENDING');
   assert.equal(retried.error, 'Error: boom');
   assert.deepEqual(lines.filter((l) => l.level !== 'info'), [], 'no warning or error logged');
 
@@ -183,7 +183,7 @@ test('a Worker whose token may not claim logs PERMISSION_DENIED and keeps retryi
   assert.equal(settled, false, 'run() is still running');
   assert.equal(handled, 0);
   assert.deepEqual(outcomes, []);
-  assert.equal((await producer.getJob(q, jobId)).state, 'PENDING');
+  assert.equal((await producer.getJob(q, jobId)).state, 'JOB_STATE_PENDING');
   assertNoToken(lines.map((l) => l.msg).join('\n'));
 
   await worker.stop();
@@ -218,7 +218,7 @@ test('JOBWIRE_TOKEN is the default token; an explicit token wins over it', async
     process.env.JOBWIRE_TOKEN = TOKENS.producer;
     const fromEnv = client(mtlsPaths());
     const r = await fromEnv.enqueue(q, 't', { env: true });
-    assert.equal((await fromEnv.getJob(q, r.jobId)).state, 'PENDING');
+    assert.equal((await fromEnv.getJob(q, r.jobId)).state, 'JOB_STATE_PENDING');
     const emptyToken = client({ token: '', ...mtlsPaths() }); // empty means: use the env
     await emptyToken.enqueue(q, 't', {});
 

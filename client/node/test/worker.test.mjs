@@ -58,7 +58,7 @@ test('worker acks with the result; JSON payload round trip', async () => {
   assert.ok(Buffer.isBuffer(job.payload));
   assert.ok(job.leaseExpiresAtMs > Date.now() - 5000);
   const stored = await client.getJob(q, jobId);
-  assert.equal(stored.state, 'COMPLETED');
+  assert.equal(stored.state, 'JOB_STATE_COMPLETED');
   assert.equal(stored.attempts, 1);
   assert.deepEqual(stored.resultJson(), { hello: 'Zoë ✓', attempt: 1 });
   assert.equal(stored.workerId, worker.workerId);
@@ -98,7 +98,7 @@ test('handler throwing -> failed, retried as attempt 2, then acked', async () =>
   assert.equal(fail.failText, 'TypeError: first run breaks');
   assert.deepEqual(attempts, [1, 2]);
   const job = await client.getJob(q, jobId);
-  assert.equal(job.state, 'COMPLETED');
+  assert.equal(job.state, 'JOB_STATE_COMPLETED');
   assert.equal(job.attempts, 2);
   assert.deepEqual(job.resultJson(), { ok: 2 });
   await worker.stop();
@@ -114,7 +114,7 @@ test('NonRetryableError -> DEAD after one attempt with the error text', async ()
   assert.equal(o.failOutcome, 'DEAD');
   assert.equal(o.nonRetryable, true);
   const job = await client.getJob(q, jobId);
-  assert.equal(job.state, 'DEAD');
+  assert.equal(job.state, 'JOB_STATE_DEAD');
   assert.equal(job.attempts, 1);
   assert.equal(job.error, 'NonRetryableError: bad input');
   await worker.stop();
@@ -184,7 +184,7 @@ test('a 100 KiB error text of multi-byte characters is cut to 64 KiB at a charac
   assert.equal(o.kind, 'fail_ok', `outcome ${o.kind} ${o.codeName ?? ''} ${o.error?.message ?? ''}`);
   sameText(o.failText, 'the Fail text');
   const job = await client.getJob(q, jobId);
-  assert.equal(job.state, 'DEAD');
+  assert.equal(job.state, 'JOB_STATE_DEAD');
   sameText(job.error, 'the stored error');
   await worker.stop();
 });
@@ -220,14 +220,14 @@ test('RetryAfterError: Fail with retry_after_ms (rounded up, clamped to 7 days);
   assert.equal(fs.retryAfterMs, 1501);
   assert.equal(fs.nonRetryable, false);
   const pending = await client.getJob(q, soon.jobId);
-  assert.equal(pending.state, 'PENDING');
+  assert.equal(pending.state, 'JOB_STATE_PENDING');
   assert.equal(pending.attempts, 1, 'attempts not used up early');
   assert.equal(pending.availableAtMs, fs.nextAttemptAtMs);
   assert.ok(pending.availableAtMs >= thrownAt.soon + 1501 && pending.availableAtMs <= failedAt + 1501,
     `retry due ${pending.availableAtMs - thrownAt.soon} ms after the throw`);
   const ack = await waitFor(() => outcomeFor(outcomes, soon.jobId, 'ack_ok', 2), { what: 'soon: ack of attempt 2' });
   const done = await client.getJob(q, soon.jobId);
-  assert.equal(done.state, 'COMPLETED');
+  assert.equal(done.state, 'JOB_STATE_COMPLETED');
   assert.equal(done.attempts, 2);
   assert.ok(done.resultJson().at >= pending.availableAtMs - 50, 'attempt 2 ran when due, not before');
   assert.ok(ack);
@@ -236,7 +236,7 @@ test('RetryAfterError: Fail with retry_after_ms (rounded up, clamped to 7 days);
   assert.equal(fw.retryAfterMs, 604_800_000);
   assert.equal(fw.failOutcome, 'RETRY_SCHEDULED');
   const w = await client.getJob(q, week.jobId);
-  assert.equal(w.state, 'PENDING');
+  assert.equal(w.state, 'JOB_STATE_PENDING');
   assert.ok(Math.abs(w.availableAtMs - (Date.now() + 604_800_000)) < 60_000, 'due in 7 days');
 
   const fd = await waitFor(() => outcomeFor(outcomes, dead.jobId, 'fail_ok'), { what: 'dead: fail_ok' });
@@ -244,7 +244,7 @@ test('RetryAfterError: Fail with retry_after_ms (rounded up, clamped to 7 days);
   assert.equal(fd.nonRetryable, true);
   assert.equal(fd.retryAfterMs, 0);
   const d = await client.getJob(q, dead.jobId);
-  assert.equal(d.state, 'DEAD');
+  assert.equal(d.state, 'JOB_STATE_DEAD');
   assert.equal(d.attempts, 1);
   assert.equal(d.error, 'RetryAfterError: no point');
 
@@ -262,7 +262,7 @@ test('unknown job type -> failed (retryable) with the contract text', async () =
   const o = await waitFor(() => outcomeFor(outcomes, jobId, 'fail_ok'), { what: 'fail_ok' });
   assert.equal(o.failOutcome, 'RETRY_SCHEDULED', 'retryable, so a worker that knows the type can take it');
   const job = await client.getJob(q, jobId);
-  assert.equal(job.state, 'PENDING');
+  assert.equal(job.state, 'JOB_STATE_PENDING');
   assert.equal(job.attempts, 1);
   assert.equal(job.error, 'no handler for job type "mystery" in worker node-test-unknown');
   await worker.stop();
@@ -307,7 +307,7 @@ test('lease renewal keeps a long handler\'s job (leaseMs 1000, 2.5 s handler)', 
   assert.equal(o.kind, 'ack_ok', `outcome ${o.kind} ${o.codeName ?? ''}`);
   assert.equal(o.leaseLost, false);
   const job = await client.getJob(q, jobId);
-  assert.equal(job.state, 'COMPLETED');
+  assert.equal(job.state, 'JOB_STATE_COMPLETED');
   assert.equal(job.attempts, 1);
   assert.deepEqual(job.resultJson(), { attempt: 1, aborted: false });
   await worker.stop();
@@ -340,10 +340,10 @@ test('stop() lets the running handler finish and ack, and takes no new jobs', as
   assert.equal(finished, true, 'stop() waited for the handler');
   assert.ok(outcomeFor(outcomes, jobId, 'ack_ok'), 'the running job was acked before stop() returned');
   await running; // run() resolved
-  assert.equal((await client.getJob(q, jobId)).state, 'COMPLETED');
+  assert.equal((await client.getJob(q, jobId)).state, 'JOB_STATE_COMPLETED');
   await sleep(300);
   const pending = await client.getJob(q, later.jobId);
-  assert.equal(pending.state, 'PENDING', 'no new job taken after stop()');
+  assert.equal(pending.state, 'JOB_STATE_PENDING', 'no new job taken after stop()');
   assert.equal(pending.attempts, 0);
   assert.equal(calls, 1);
 });

@@ -56,8 +56,8 @@ if (shape(fromProto) !== shape(fromJson)) {
   console.error(`gen_descriptor: the JSON descriptor of ${file} does not reproduce its package definition`);
   process.exit(1);
 }
-if (!fromJson['jobwire.v1.Broker']) {
-  console.error(`gen_descriptor: ${file} has no service jobwire.v1.Broker`);
+if (!fromJson['jobwire.v1.BrokerService']) {
+  console.error(`gen_descriptor: ${file} has no service jobwire.v1.BrokerService`);
   process.exit(1);
 }
 

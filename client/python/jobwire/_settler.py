@@ -119,7 +119,7 @@ class Settler:
                              retry_after_ms=failure.retry_after_ms)
         ok, resp, err = self._send_final(self._unary_fail, req, lease)
         if ok:
-            outcome = pb.FailResponse.Outcome.Name(resp.outcome)
+            outcome = pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_")
             self.report(Outcome("fail_ok", job, fail_outcome=outcome,
                                 next_attempt_at_ms=resp.next_attempt_at_ms, error=failure.error,
                                 lease_lost=lease.lost))

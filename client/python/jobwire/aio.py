@@ -49,7 +49,7 @@ class Client:
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
         self._metadata = self._security.metadata
         self._channel = open_aio_channel(self.addr, channel_options, self._security)
-        self._stub = pb_grpc.BrokerStub(self._channel)
+        self._stub = pb_grpc.BrokerServiceStub(self._channel)
 
     def __repr__(self) -> str:
         return "jobwire.aio.Client(addr=%r, tls=%s, token=%s)" % (
@@ -95,8 +95,9 @@ class Client:
         return build_ack_results(reqs, resp)
 
     async def get_job(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> Job:
-        return Job.from_proto(await self._call(
-            self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id), timeout))
+        resp = await self._call(self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id),
+                                timeout)
+        return Job.from_proto(resp.job)
 
     async def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
         await self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)
@@ -175,7 +176,7 @@ class Worker:
         self._cond = asyncio.Condition()
         self._done = asyncio.Event()
         self._channel = open_aio_channel(self.addr, self._channel_options, self._security)
-        self._stub = pb_grpc.BrokerStub(self._channel)
+        self._stub = pb_grpc.BrokerServiceStub(self._channel)
         # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
         self._acks = AioAckCoalescer(aio_batch_sender(self._stub, self._metadata))
         if self._stop_requested:  # stop() came before run(): nothing to drain
@@ -450,7 +451,7 @@ class Worker:
                                              retry_after_ms=failure.retry_after_ms), state)
         if err is None:
             await self._report(Outcome("fail_ok", job,
-                                       fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome),
+                                       fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_"),
                                        next_attempt_at_ms=resp.next_attempt_at_ms,
                                        error=failure.error,
                                        lease_lost=state["lost"]))

@@ -155,7 +155,7 @@ class Client:
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
         self._metadata = self._security.metadata
         self._channel = open_channel(self.addr, channel_options, self._security)
-        self._stub = pb_grpc.BrokerStub(self._channel)
+        self._stub = pb_grpc.BrokerServiceStub(self._channel)
 
     def __repr__(self) -> str:
         return "jobwire.Client(addr=%r, tls=%s, token=%s)" % (
@@ -229,7 +229,7 @@ class Client:
     def get_job(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> Job:
         """The job in whatever state it is (NOT_FOUND raises)."""
         resp = self._call(self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id), timeout)
-        return Job.from_proto(resp)
+        return Job.from_proto(resp.job)
 
     def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
         """Cancel a PENDING job (it becomes DEAD with error "cancelled")."""

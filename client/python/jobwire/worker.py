@@ -85,7 +85,7 @@ class Worker:
 
         self._handlers: Dict[str, Handler] = {}
         self._channel = open_channel(self.addr, channel_options, self._security)
-        self._stub = pb_grpc.BrokerStub(self._channel)
+        self._stub = pb_grpc.BrokerServiceStub(self._channel)
         self._pool = HandlerPool("jobwire")
         # Sends every job's final Ack / Fail and reports its outcome.
         self._settler = Settler(self._stub, self._metadata, self._pool, self.timeout,

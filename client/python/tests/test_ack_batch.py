@@ -18,7 +18,7 @@ def claim(addr, queues, n):
     """Claims n jobs through a raw Claim stream: [(job_id, queue, token)].
     The stream is then closed; the jobs stay ACTIVE under their leases."""
     with grpc.insecure_channel(addr) as ch:
-        call = broker_pb2_grpc.BrokerStub(ch).Claim(
+        call = broker_pb2_grpc.BrokerServiceStub(ch).Claim(
             broker_pb2.ClaimRequest(queues=queues, max_in_flight=n, lease_ms=60_000,
                                     worker_id="pytest-raw-claim"), timeout=10)
         got = []

@@ -154,7 +154,7 @@ def test_raw_claim_stream_batches_pending_jobs_up_to_max_in_flight(broker, clien
     ended = []
 
     with grpc.insecure_channel(broker.addr) as ch:
-        stub = broker_pb2_grpc.BrokerStub(ch)
+        stub = broker_pb2_grpc.BrokerServiceStub(ch)
         call = stub.Claim(broker_pb2.ClaimRequest(queues=[queue], max_in_flight=20,
                                                   lease_ms=60_000, worker_id="pytest-raw-batch"))
 
@@ -189,7 +189,7 @@ def test_raw_claim_stream_batches_pending_jobs_up_to_max_in_flight(broker, clien
             # Claim order is enqueue order (one priority, all due).
             assert got_ids == ids[:20]
             for c in got:
-                assert c.job.state == broker_pb2.ACTIVE and c.job.attempts == 1 and c.lease_token
+                assert c.job.state == broker_pb2.JOB_STATE_ACTIVE and c.job.attempts == 1 and c.lease_token
 
             # Acking one frees one slot: exactly one more job arrives.
             stub.Ack(broker_pb2.AckRequest(queue=queue, job_id=got[0].job.id,

@@ -97,7 +97,7 @@ def test_invalid_argument_message_unchanged(client, queue, broker):
     from jobwire.v1 import broker_pb2, broker_pb2_grpc
     with grpc.insecure_channel(broker.addr) as ch:
         with pytest.raises(grpc.RpcError) as raw:
-            broker_pb2_grpc.BrokerStub(ch).Enqueue(
+            broker_pb2_grpc.BrokerServiceStub(ch).Enqueue(
                 broker_pb2.EnqueueRequest(queue=queue, type="t", priority=5000), timeout=5)
     assert err.message == raw.value.details()
     assert err.message.startswith("priority")

@@ -97,7 +97,7 @@ def delete_job(addr, queue, job_id):
         return bytes([number << 3 | 2, len(data)]) + data
 
     with grpc.insecure_channel(addr) as channel:
-        call = channel.unary_unary("/jobwire.v1.Admin/DeleteJob",
+        call = channel.unary_unary("/jobwire.v1.AdminService/DeleteJob",
                                    request_serializer=lambda b: b,
                                    response_deserializer=lambda b: b)
         call(field(1, queue) + field(2, job_id), timeout=5)

@@ -4,7 +4,7 @@ import jobwire = require('@jobwire/client');
 
 const client: jobwire.Client = new jobwire.Client({ address: '127.0.0.1:1' });
 const info: Promise<jobwire.JobInfo> = client.getJob('q', 'id');
-const state: jobwire.JobStateName = 'COMPLETED';
+const state: jobwire.JobStateName = 'JOB_STATE_COMPLETED';
 const worker = new jobwire.Worker({ queues: ['q'] });
 worker.register('t', async (job: jobwire.Job) => job.payload);
 export = { info, state };
