@@ -4,7 +4,7 @@
 #   target_link_libraries(my_target PRIVATE jobwire::client)
 #
 # Installed tree (<prefix> = CMAKE_INSTALL_PREFIX):
-#   include/jobwire/{client,worker,job}.h    client/cpp's public headers
+#   include/jobwire/{client,worker,job,error_details}.h  client/cpp's public headers
 #   include/jobwire/v1/*.pb.h, *.grpc.pb.h   generated from proto/jobwire/v1
 #   lib/libjobwire_client.a, libjobwire_proto.a
 #   lib/cmake/jobwire/jobwireConfig.cmake    finds the dependencies, then

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/cpp/error_details.h"
 
 namespace jobwire::client {
 namespace {
@@ -36,8 +37,9 @@ void FillRequest(absl::string_view queue, absl::string_view type, absl::string_v
 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  absl::Status out(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  AttachErrorDetails(status.error_details(), &out);
+  return out;
 }
 
 std::string ResolveAddress(absl::string_view address) {
@@ -92,11 +94,20 @@ std::string ResolveAuthorization(const std::string& token) {
 static std::shared_ptr<grpc::Channel> MakeChannel(
     const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
-  // gRPC's default reconnect backoff grows to 2 minutes; a broker that
-  // restarts should be found again within seconds.
+  // A broker that restarts should be found again within seconds:
+  // - gRPC's default reconnect backoff grows to 2 minutes: from 100 ms to 5 s;
+  // - after a failed connect the channel re-resolves the address, and gRPC
+  //   core's DNS resolver waits at least 30 s between resolutions by
+  //   default: until then every call failed at once with the old error, so
+  //   a worker's Ack retries could not reach a broker back after 1 s
+  //   (behaviour W8, docs/clients.md): at most one resolution a second;
+  // - gRPC core takes GRPC_ARG_MIN_RECONNECT_BACKOFF_MS as the minimum
+  //   connect timeout (doc/connection-backoff.md, MIN_CONNECT_TIMEOUT), not
+  //   a backoff: 5 s, as the Go client's MinConnectTimeout.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 250);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   // The broker accepts payloads (and results) of up to 64 MiB; gRPC's default
   // receive limit is 4 MiB.
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -151,8 +162,9 @@ absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> Client::EnqueueBatch(
   results.reserve(response.results_size());
   for (const v1::EnqueueResult& result : response.results()) {
     if (result.code() != 0) {
-      results.emplace_back(
-          absl::Status(static_cast<absl::StatusCode>(result.code()), result.message()));
+      absl::Status error(static_cast<absl::StatusCode>(result.code()), result.message());
+      AttachReason(result.reason(), &error);
+      results.emplace_back(std::move(error));
     } else {
       results.emplace_back(Enqueued{result.job_id(), result.duplicate()});
     }
@@ -211,7 +223,9 @@ absl::StatusOr<std::vector<absl::Status>> Client::AckBatch(const v1::AckBatchReq
   std::vector<absl::Status> results;
   results.reserve(response.results_size());
   for (const v1::AckResult& result : response.results()) {
-    results.emplace_back(static_cast<absl::StatusCode>(result.code()), result.message());
+    absl::Status outcome(static_cast<absl::StatusCode>(result.code()), result.message());
+    AttachReason(result.reason(), &outcome);
+    results.push_back(std::move(outcome));
   }
   return results;
 }

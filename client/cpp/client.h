@@ -7,8 +7,9 @@
 //                                nlohmann::json{{"to", "a@example.com"}});
 //
 // Every call carries the client's deadline. Every failure is an absl::Status
-// with the gRPC code and the broker's message unchanged; an unreachable broker
-// gives UNAVAILABLE or DEADLINE_EXCEEDED after the deadline.
+// with the gRPC code and the broker's message unchanged, and the broker's
+// error details (ErrorReason and friends, error_details.h); an unreachable
+// broker gives UNAVAILABLE or DEADLINE_EXCEEDED after the deadline.
 //
 // Thread safety: a Client is safe to use from many threads at once.
 #ifndef JOBWIRE_CLIENT_CPP_CLIENT_H_
@@ -24,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "error_details.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 #include "nlohmann/json.hpp"
@@ -78,7 +80,8 @@ struct BatchJob {
   EnqueueOptions options;
 };
 
-// Converts a gRPC status to the absl::Status with the same code and message.
+// Converts a gRPC status to the absl::Status with the same code and message,
+// and the broker's error details as payloads (error_details.h).
 absl::Status FromGrpc(const grpc::Status& status);
 
 // The address a client with `address` connects to (see ClientOptions).

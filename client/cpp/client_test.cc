@@ -149,7 +149,51 @@ TEST_F(ClientTest, InvalidArgumentCarriesTheBrokersMessage) {
     EXPECT_EQ(enqueued.status().code(), absl::StatusCode::kInvalidArgument) << c.field;
     EXPECT_NE(enqueued.status().message().find(c.field), absl::string_view::npos)
         << enqueued.status().message();
+    // The error details name the field too.
+    EXPECT_EQ(ErrorReason(enqueued.status()), reason::kInvalidField);
+    EXPECT_EQ(ErrorDomain(enqueued.status()), "jobwire.dev");
+    EXPECT_EQ(ErrorField(enqueued.status()), c.field);
+    EXPECT_EQ(ErrorMetadata(enqueued.status())["field"], c.field);
   }
+}
+
+// Each refusal carries its reason, for single calls and batch items alike.
+TEST_F(ClientTest, ErrorsCarryTheBrokersReason) {
+  EXPECT_EQ(ErrorReason(client_->GetJob("q", "424242").status()), reason::kJobNotFound);
+
+  absl::StatusOr<Enqueued> enqueued = client_->Enqueue("q", "t", "");
+  JW_ASSERT_OK(enqueued.status());
+  auto reader = OpenClaim(::jobwire::testing::MakeClaim({"q"}));
+  std::optional<v1::ClaimedJob> claimed = reader->Next(absl::Seconds(5));
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ(ErrorReason(client_->Ack("q", enqueued->job_id, claimed->lease_token() + "x", "")),
+            reason::kLeaseStale);
+  absl::Status cancel = client_->Cancel("q", enqueued->job_id);
+  EXPECT_EQ(ErrorReason(cancel), reason::kJobState);
+  EXPECT_EQ(ErrorMetadata(cancel)["state"], "active");
+  EXPECT_FALSE(ErrorRetryDelay(cancel).has_value());
+
+  absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> batch =
+      client_->EnqueueBatch("q", {BatchJob{"t", "", {}}, BatchJob{"", "", {}}});
+  JW_ASSERT_OK(batch.status());
+  ASSERT_EQ(batch->size(), 2u);
+  JW_EXPECT_OK(batch->at(0).status());
+  EXPECT_EQ(ErrorReason(batch->at(1).status()), reason::kInvalidField);
+  EXPECT_EQ(ErrorDomain(batch->at(1).status()), "jobwire.dev");
+
+  v1::AckBatchRequest acks;
+  v1::AckRequest* ack = acks.add_acks();
+  ack->set_queue("q");
+  ack->set_job_id("424242");
+  ack->set_lease_token("no-such-lease");
+  absl::StatusOr<std::vector<absl::Status>> acked = client_->AckBatch(acks);
+  JW_ASSERT_OK(acked.status());
+  ASSERT_EQ(acked->size(), 1u);
+  EXPECT_EQ(ErrorReason(acked->at(0)), reason::kJobNotFound);
+
+  // Errors the client makes itself have no reason.
+  EXPECT_EQ(ErrorReason(absl::DeadlineExceededError("late")), "");
+  EXPECT_EQ(ErrorReason(absl::OkStatus()), "");
 }
 
 TEST(ClientUnreachableTest, FailsWithinTheDeadline) {

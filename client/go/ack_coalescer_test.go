@@ -39,7 +39,7 @@ func (f *fakeAckBatch) send(acks []*jobwirepb.AckRequest) ([]error, error) {
 	errs := make([]error, len(acks))
 	for i, id := range ids {
 		if strings.HasPrefix(id, "bad") {
-			errs[i] = newError(codes.FailedPrecondition, "refused "+id)
+			errs[i] = newError(codes.FailedPrecondition, "LEASE_STALE", "refused "+id)
 		}
 	}
 	return errs, nil
@@ -144,7 +144,7 @@ func TestAckCoalescerQueuesAcksWhileACallIsInFlight(t *testing.T) {
 }
 
 func TestAckCoalescerCallErrorGoesToEveryAck(t *testing.T) {
-	f := &fakeAckBatch{callErr: newError(codes.Unavailable, "redis down")}
+	f := &fakeAckBatch{callErr: newError(codes.Unavailable, "REDIS_UNAVAILABLE", "redis down")}
 	c := newAckCoalescer(f.send)
 	f.gate.Lock()
 	first := ackAll(c, []string{"first"})

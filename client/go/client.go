@@ -1,6 +1,11 @@
 // Package jobwire is the Go client of the jobwire job-queue broker: a
 // producer Client (Enqueue, EnqueueBatch, GetJob, Cancel, AckBatch) and a
 // Worker that consumes queues over one Claim stream. It follows docs/clients.md.
+//
+// Every failed RPC returns an *Error carrying the gRPC code, the broker's
+// message and the broker's stable reason (Error.Reason, with Metadata, Field
+// and RetryDelay); test the reason with errors.Is and the sentinels, e.g.
+// errors.Is(err, jobwire.ErrLeaseStale). See Error.
 package jobwire
 
 import (
@@ -308,7 +313,8 @@ type BatchJob struct {
 }
 
 // BatchResult is the outcome of one job of a batch: either JobID / Duplicate,
-// or Err (an *Error with the broker's per-job code and message).
+// or Err (an *Error with the broker's per-job code, message and Reason, e.g.
+// errors.Is(r.Err, ErrInvalidField)).
 type BatchResult struct {
 	JobID     string
 	Duplicate bool
@@ -338,7 +344,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, queue string, jobs []BatchJob
 	out := make([]BatchResult, len(resp.GetResults()))
 	for i, r := range resp.GetResults() {
 		if code := codes.Code(r.GetCode()); code != codes.OK {
-			out[i].Err = newError(code, r.GetMessage())
+			out[i].Err = newError(code, r.GetReason(), r.GetMessage())
 			continue
 		}
 		out[i].JobID = r.GetJobId()
@@ -359,9 +365,10 @@ type BatchAck struct {
 
 // AckResult is the outcome of one ack of a batch: Err is nil when the job is
 // COMPLETED with the result (or was already, by an Ack with the same token),
-// else an *Error with the broker's per-ack code and message
-// (INVALID_ARGUMENT naming "acks[<i>].<field>", NOT_FOUND, or
-// FAILED_PRECONDITION when the token is not the job's current lease).
+// else an *Error with the broker's per-ack code, message and Reason
+// (INVALID_ARGUMENT / INVALID_FIELD naming "acks[<i>].<field>", NOT_FOUND /
+// JOB_NOT_FOUND, or FAILED_PRECONDITION / LEASE_STALE when the token is not
+// the job's current lease).
 type AckResult struct {
 	Err error
 }
@@ -408,13 +415,13 @@ func ackBatch(ctx context.Context, stub jobwirepb.BrokerServiceClient, req *jobw
 	}
 	results := resp.GetResults()
 	if len(results) != len(req.GetAcks()) {
-		return nil, newError(codes.Internal,
+		return nil, newError(codes.Internal, "",
 			fmt.Sprintf("AckBatch answered %d results for %d acks", len(results), len(req.GetAcks())))
 	}
 	errs := make([]error, len(results))
 	for i, r := range results {
 		if code := codes.Code(r.GetCode()); code != codes.OK {
-			errs[i] = newError(code, r.GetMessage())
+			errs[i] = newError(code, r.GetReason(), r.GetMessage())
 		}
 	}
 	return errs, nil

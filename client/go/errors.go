@@ -1,25 +1,68 @@
 package jobwire
 
+// Errors of this package.
+//
+// Every failed RPC returns an *Error: the gRPC code, the broker's message and
+// what the broker's error details say (broker.proto, "Error details"): the
+// stable Reason of its google.rpc.ErrorInfo (domain "jobwire.dev") with its
+// Metadata, the Field of a google.rpc.BadRequest (INVALID_FIELD) and the
+// RetryDelay of a google.rpc.RetryInfo. A per-job error of EnqueueBatch or
+// per-ack error of AckBatch is an *Error too, whose Reason is the result's
+// reason field (it has no Metadata, Field or RetryDelay).
+//
+// There is one sentinel error per reason of broker.proto (ErrJobNotFound,
+// ErrLeaseStale, ...): errors.Is(err, jobwire.ErrLeaseStale) is true exactly
+// when err is, or wraps, an *Error whose Reason is "LEASE_STALE". The
+// sentinels are values of an unexported type: they only name a reason, are
+// never returned themselves, and errors.As(err, &je) finds only real errors.
+// A reason without a sentinel (the broker may add reasons; an error no row of
+// broker.proto names has its code's name as reason, "INTERNAL", ...) is
+// matched by comparing Error.Reason.
+
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
+// errorDomain is the domain of the broker's google.rpc.ErrorInfo; an
+// ErrorInfo of another domain is ignored.
+const errorDomain = "jobwire.dev"
+
 // Error is the error every failed RPC of this package returns: the gRPC status
-// code and the broker's message, unchanged.
+// code and the broker's message, unchanged, with the broker's error details.
 //
-// It works with errors.As and with status.Code / status.FromError (it
-// implements GRPCStatus).
+// It works with errors.As, with errors.Is and the Err* reason sentinels, and
+// with status.Code / status.FromError (it implements GRPCStatus, which
+// returns the status as received, details included).
 type Error struct {
 	// Code is the gRPC status code (codes.InvalidArgument, codes.NotFound, ...).
 	Code codes.Code
 	// Message is the broker's message exactly as it was sent.
 	Message string
+	// Reason is the stable reason of the error (broker.proto, "Error
+	// details"): "LEASE_STALE", "JOB_NOT_FOUND", ... It is the ErrorInfo
+	// reason of an RPC error and the reason field of a batch result; "" when
+	// the error carries none (an error made on the client side, such as a
+	// refused connection or an expired deadline, or a broker that sends no
+	// details).
+	Reason string
+	// Metadata is the ErrorInfo metadata ("field" with INVALID_FIELD, "state"
+	// with JOB_STATE, "queue" with TOKEN_NOT_PERMITTED); nil when there is
+	// none. Do not modify it.
+	Metadata map[string]string
+	// Field is the field path of the BadRequest field violation that comes
+	// with INVALID_FIELD ("priority", "jobs[3].priority"); "" when none.
+	Field string
+	// RetryDelay is the RetryInfo delay (REDIS_OUT_OF_MEMORY,
+	// TOO_MANY_CLAIM_STREAMS): wait at least this long before retrying; 0
+	// when the broker sent none.
+	RetryDelay time.Duration
 
 	st *status.Status
 }
@@ -27,6 +70,15 @@ type Error struct {
 // Error implements error: "jobwire: <CODE>: <message>".
 func (e *Error) Error() string {
 	return fmt.Sprintf("jobwire: %s: %s", CodeName(e.Code), e.Message)
+}
+
+// Is reports whether target is the sentinel of e's reason (ErrLeaseStale for
+// Reason "LEASE_STALE", ...), so that errors.Is(err, jobwire.ErrLeaseStale)
+// holds exactly when err's Reason is LEASE_STALE. An *Error without a Reason
+// matches no sentinel.
+func (e *Error) Is(target error) bool {
+	r, ok := target.(*reasonError)
+	return ok && e.Reason != "" && e.Reason == r.reason
 }
 
 // GRPCStatus returns the status the error was made from, so that
@@ -40,6 +92,63 @@ func (e *Error) GRPCStatus() *status.Status {
 
 // Status is the same as GRPCStatus.
 func (e *Error) Status() *status.Status { return e.GRPCStatus() }
+
+// reasonError is the type of the reason sentinels: it matches, through
+// (*Error).Is, every *Error of its reason.
+type reasonError struct{ reason string }
+
+// Error implements error: "jobwire: <REASON>".
+func (e *reasonError) Error() string { return "jobwire: " + e.reason }
+
+// The reason sentinels, one per reason of broker.proto: use them with
+// errors.Is (never returned themselves). The codes they come with are in
+// broker.proto.
+var (
+	// ErrInvalidField: INVALID_ARGUMENT; the request breaks a documented
+	// limit. Error.Field and Metadata["field"] name the field.
+	ErrInvalidField error = &reasonError{"INVALID_FIELD"}
+	// ErrJobNotFound: NOT_FOUND; no such job in that queue.
+	ErrJobNotFound error = &reasonError{"JOB_NOT_FOUND"}
+	// ErrQueueNotFound: NOT_FOUND (UpdateQueue); no such queue.
+	ErrQueueNotFound error = &reasonError{"QUEUE_NOT_FOUND"}
+	// ErrLeaseStale: FAILED_PRECONDITION; the lease token is not the job's
+	// current lease. Drop the job: another run owns it.
+	ErrLeaseStale error = &reasonError{"LEASE_STALE"}
+	// ErrJobState: FAILED_PRECONDITION; the job's state refuses the call.
+	// Metadata["state"] is the state ("pending", "active", "completed",
+	// "dead").
+	ErrJobState error = &reasonError{"JOB_STATE"}
+	// ErrQueueHasActiveJobs: FAILED_PRECONDITION (DeleteQueue without force).
+	ErrQueueHasActiveJobs error = &reasonError{"QUEUE_HAS_ACTIVE_JOBS"}
+	// ErrPartitionsDecrease: FAILED_PRECONDITION (UpdateQueue).
+	ErrPartitionsDecrease error = &reasonError{"PARTITIONS_DECREASE"}
+	// ErrQueueExists: ALREADY_EXISTS (CreateQueue).
+	ErrQueueExists error = &reasonError{"QUEUE_EXISTS"}
+	// ErrTokenMissing: UNAUTHENTICATED; no bearer token was sent.
+	ErrTokenMissing error = &reasonError{"TOKEN_MISSING"}
+	// ErrTokenInvalid: UNAUTHENTICATED; the token is malformed or unknown.
+	ErrTokenInvalid error = &reasonError{"TOKEN_INVALID"}
+	// ErrTokenNotPermitted: PERMISSION_DENIED; Metadata["queue"] is the queue
+	// (absent for ListQueues).
+	ErrTokenNotPermitted error = &reasonError{"TOKEN_NOT_PERMITTED"}
+	// ErrRedisOutOfMemory: RESOURCE_EXHAUSTED; nothing was stored. Retry
+	// after Error.RetryDelay, with backoff.
+	ErrRedisOutOfMemory error = &reasonError{"REDIS_OUT_OF_MEMORY"}
+	// ErrTooManyClaimStreams: RESOURCE_EXHAUSTED (Claim). Retry after
+	// Error.RetryDelay.
+	ErrTooManyClaimStreams error = &reasonError{"TOO_MANY_CLAIM_STREAMS"}
+	// ErrRedisUnavailable: UNAVAILABLE; Redis cannot be reached, or answered
+	// with a transient error. Safe to retry.
+	ErrRedisUnavailable error = &reasonError{"REDIS_UNAVAILABLE"}
+	// ErrBrokerShuttingDown: UNAVAILABLE; this broker replica is draining.
+	// Reconnect (to another replica).
+	ErrBrokerShuttingDown error = &reasonError{"BROKER_SHUTTING_DOWN"}
+	// ErrClaimStreamMaxAge: UNAVAILABLE (Claim); the stream reached the
+	// broker's --max_stream_age_ms. Reconnect at once.
+	ErrClaimStreamMaxAge error = &reasonError{"CLAIM_STREAM_MAX_AGE"}
+	// ErrJobRecordCorrupt: DATA_LOSS; the job's stored record is damaged.
+	ErrJobRecordCorrupt error = &reasonError{"JOB_RECORD_CORRUPT"}
+)
 
 // toError turns an error from a gRPC call into an *Error. nil stays nil.
 func toError(err error) error {
@@ -63,12 +172,47 @@ func toError(err error) error {
 			st = status.New(codes.Unknown, err.Error())
 		}
 	}
-	return &Error{Code: st.Code(), Message: st.Message(), st: st}
+	e := &Error{Code: st.Code(), Message: st.Message(), st: st}
+	e.readDetails(st.Details())
+	return e
 }
 
-// newError builds an *Error from a code and message (per-job batch errors).
-func newError(c codes.Code, msg string) *Error {
-	return &Error{Code: c, Message: msg, st: status.New(c, msg)}
+// readDetails fills Reason and Metadata from the first ErrorInfo of domain
+// errorDomain, Field from the first field violation of the first BadRequest
+// and RetryDelay from the first RetryInfo among details (as
+// status.Status.Details returns them; undecodable entries are errors and are
+// skipped).
+func (e *Error) readDetails(details []any) {
+	var haveInfo, haveBadRequest, haveRetry bool
+	for _, d := range details {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			if !haveInfo && d.GetDomain() == errorDomain {
+				haveInfo = true
+				e.Reason = d.GetReason()
+				if len(d.GetMetadata()) > 0 {
+					e.Metadata = d.GetMetadata()
+				}
+			}
+		case *errdetails.BadRequest:
+			if !haveBadRequest && len(d.GetFieldViolations()) > 0 {
+				haveBadRequest = true
+				e.Field = d.GetFieldViolations()[0].GetField()
+			}
+		case *errdetails.RetryInfo:
+			if !haveRetry && d.GetRetryDelay() != nil {
+				haveRetry = true
+				e.RetryDelay = d.GetRetryDelay().AsDuration()
+			}
+		}
+	}
+}
+
+// newError builds an *Error from a code, reason and message: a per-job error
+// of a batch result (reason is the result's reason field), or an error the
+// client detects itself (reason "").
+func newError(c codes.Code, reason, msg string) *Error {
+	return &Error{Code: c, Message: msg, Reason: reason, st: status.New(c, msg)}
 }
 
 var codeNames = map[codes.Code]string{

@@ -6,6 +6,11 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // RetryAfter without a broker: the rounding and clamping of retry_after_ms.
@@ -42,5 +47,45 @@ func TestRetryAfterMsTable(t *testing.T) {
 	var ra *RetryAfterError
 	if err := fmt.Errorf("ctx: %w", RetryAfter(base, time.Second)); !errors.As(err, &ra) || ra.Delay != time.Second || ra.Err != base {
 		t.Errorf("errors.As through wrapping found %+v", ra)
+	}
+}
+
+// toError decodes the broker's error details: the first ErrorInfo of domain
+// jobwire.dev (others ignored), the BadRequest field and the RetryInfo delay.
+func TestToErrorReadsTheDetails(t *testing.T) {
+	st, err := status.New(codes.ResourceExhausted, "redis is out of memory").WithDetails(
+		&errdetails.ErrorInfo{Reason: "FOREIGN", Domain: "example.com"},
+		&errdetails.ErrorInfo{Reason: "REDIS_OUT_OF_MEMORY", Domain: "jobwire.dev"},
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(1500 * time.Millisecond)},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := toError(st.Err()).(*Error)
+	if e.Code != codes.ResourceExhausted || e.Reason != "REDIS_OUT_OF_MEMORY" || e.Metadata != nil ||
+		e.Field != "" || e.RetryDelay != 1500*time.Millisecond || !errors.Is(e, ErrRedisOutOfMemory) {
+		t.Errorf("RESOURCE_EXHAUSTED: %+v", e)
+	}
+	if got := e.GRPCStatus(); got != st {
+		t.Errorf("GRPCStatus() is not the status received")
+	}
+
+	st, err = status.New(codes.InvalidArgument, "jobs[3].priority: out of range").WithDetails(
+		&errdetails.ErrorInfo{Reason: "INVALID_FIELD", Domain: "jobwire.dev", Metadata: map[string]string{"field": "jobs[3].priority"}},
+		&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "jobs[3].priority", Description: "out of range"}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = toError(fmt.Errorf("call: %w", st.Err())).(*Error)
+	if e.Reason != "INVALID_FIELD" || e.Field != "jobs[3].priority" || e.Metadata["field"] != "jobs[3].priority" ||
+		e.RetryDelay != 0 || !errors.Is(e, ErrInvalidField) {
+		t.Errorf("INVALID_ARGUMENT: %+v", e)
+	}
+
+	// No details (a client-side error): no reason, matches no sentinel.
+	e = toError(status.Error(codes.Unavailable, "connection refused")).(*Error)
+	if e.Reason != "" || e.Metadata != nil || e.Field != "" || e.RetryDelay != 0 || errors.Is(e, ErrRedisUnavailable) {
+		t.Errorf("UNAVAILABLE without details: %+v", e)
 	}
 }

@@ -2,15 +2,18 @@
 # Proves @jobwire/client installs like a normal npm package:
 #   1. `npm pack` here (prepack runs build.sh) -> jobwire-client-<version>.tgz,
 #      checked to hold the CommonJS and ES-module entries, their types and the
-#      compiled descriptor, and no .proto file (none is read at run time);
+#      compiled descriptors (broker.proto's, and google.rpc.Status's with which
+#      the error details are decoded), and no .proto file (none is read at run
+#      time);
 #   2. a fresh project in a temp dir outside the repository: `npm init -y`,
 #      `npm install <tarball>`;
 #   3. a real redis-server and the real broker (JOBWIRE_BROKER_BIN, default
 #      <repo>/build/broker/jobwire-broker) on free loopback ports;
 #   4. from that project, test/package/consumer.mjs (`import`) and
 #      consumer.cjs (`require`) each enqueue a job, process it with a Worker
-#      and print the finished job; both outputs are compared with the expected
-#      ones;
+#      and print the finished job (and check that a getJob of a missing job
+#      rejects with reason JOB_NOT_FOUND); both outputs are compared with the
+#      expected ones;
 #   5. tsc --noEmit (module nodenext, strict, skipLibCheck off) type-checks
 #      consumer.mts and consumer.cts against the installed package's types.
 # Exits non-zero on any failure; processes and temp dirs go on exit.
@@ -65,7 +68,8 @@ tarballs=("$WORK"/pack/*.tgz)
 TGZ="${tarballs[0]}"
 listing="$(tar tzf "$TGZ")"
 for f in package/package.json package/README.md package/dist/index.js package/dist/index.d.ts \
-         package/dist/index.mjs package/dist/index.d.mts package/dist/generated/broker_descriptor.js; do
+         package/dist/index.mjs package/dist/index.d.mts package/dist/generated/broker_descriptor.js \
+         package/dist/generated/rpc_status_descriptor.js package/dist/status_details.js; do
   grep -qx "$f" <<<"$listing" || fail "$(basename "$TGZ") lacks $f"
 done
 if grep -q '\.proto$' <<<"$listing"; then fail "$(basename "$TGZ") ships a .proto file"; fi

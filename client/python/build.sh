@@ -11,7 +11,8 @@ fi
 rm -rf "$HERE/build" "$HERE"/*.egg-info
 "$VENV/bin/python" -m pip --disable-pip-version-check -q install \
   --no-build-isolation --force-reinstall --no-deps "$HERE"
-# Dependencies (pins derived from the generated code) are checked separately
+# Dependencies (pins derived from the generated code, and the error-details
+# packages grpcio-status / googleapis-common-protos) are checked separately
 # so that --force-reinstall does not reinstall grpcio every time.
 "$VENV/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation "$HERE"
 rm -rf "$HERE/build" "$HERE"/*.egg-info

@@ -16,9 +16,10 @@
 #      the wheel's version.
 #
 # Needs python3 (>= 3.9, with venv), redis-server on PATH, the broker binary
-# and PyPI (build, setuptools, grpcio-tools, grpcio, protobuf; pip's cache
-# makes reruns fast). Everything lives in one temporary folder, removed on
-# exit with the processes it started. Exit 0: pass.
+# and PyPI (build, setuptools, grpcio-tools, grpcio, protobuf, grpcio-status,
+# googleapis-common-protos; pip's cache makes reruns fast). Everything lives
+# in one temporary folder, removed on exit with the processes it started.
+# Exit 0: pass.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"

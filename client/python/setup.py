@@ -7,7 +7,8 @@ An sdist carries its own copy of the .proto (``proto/jobwire/v1/``, written
 into the sdist only, never into this folder), so the wheel builds from the
 unpacked sdist alone. The runtime pins (grpcio, protobuf) are read from the
 generated code itself, so they always match the grpcio-tools that produced
-it.
+it; grpcio-status (decoding the error details) follows grpcio's pin, and
+googleapis-common-protos (the google.rpc messages) has a fixed range.
 """
 import os
 import re
@@ -21,6 +22,8 @@ from setuptools.command.sdist import sdist
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_FILE = "jobwire/v1/broker.proto"
 GENERATED = ("broker_pb2.py", "broker_pb2.pyi", "broker_pb2_grpc.py")
+# google.rpc.Status / ErrorInfo / BadRequest / RetryInfo at run time.
+ERROR_DETAILS_PROTOS = "googleapis-common-protos>=1.74,<2"
 
 
 def proto_root():
@@ -64,7 +67,8 @@ def generate(out_dir):
 
 
 def runtime_requirements():
-    """grpcio / protobuf pins matching the code grpcio-tools generates."""
+    """grpcio / protobuf pins matching the code grpcio-tools generates, and
+    the error-details packages (grpcio-status at grpcio's range)."""
     tmp = tempfile.mkdtemp(prefix="jobwire-gen-")
     try:
         gen = generate(tmp)
@@ -82,7 +86,14 @@ def runtime_requirements():
     else:
         reqs.append("protobuf>=4.21")
     m = re.search(r"^GRPC_GENERATED_VERSION = '([0-9.]+)'", grpc_py, re.M)
-    reqs.append("grpcio>=%s,<2" % m.group(1) if m else "grpcio>=1.50,<2")
+    grpc_min = m.group(1) if m else "1.50"
+    reqs.append("grpcio>=%s,<2" % grpc_min)
+    # The error details (JobwireError.reason ...): grpcio-status is released
+    # in lockstep with grpcio (grpcio-status X needs grpcio >= X), so it gets
+    # grpcio's range; googleapis-common-protos (google.rpc.status_pb2 /
+    # error_details_pb2) from 1.74, its first release that accepts protobuf 7.
+    reqs.append("grpcio-status>=%s,<2" % grpc_min)
+    reqs.append(ERROR_DETAILS_PROTOS)
     return reqs
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent setup of the Python client's environment: the repo venv
 # (<repo>/.venv), the test/build tools, and the jobwire package (stubs are
-# generated from proto/ while it is built).
+# generated from proto/ while it is built) with its dependencies (grpcio,
+# protobuf, grpcio-status, googleapis-common-protos: setup.py's pins).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"

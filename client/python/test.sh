@@ -5,13 +5,16 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 VENV="${JOBWIRE_VENV:-$REPO/.venv}"
-if [ ! -x "$VENV/bin/python" ] || ! (cd / && "$VENV/bin/python" -c 'import jobwire.v1.broker_pb2, pytest' 2>/dev/null); then
+# (import jobwire: the package and its dependencies, e.g. grpcio-status.)
+if [ ! -x "$VENV/bin/python" ] || ! (cd / && "$VENV/bin/python" -c 'import jobwire, jobwire.v1.broker_pb2, pytest' 2>/dev/null); then
   "$HERE/setup.sh"
 fi
 # The tests import the installed package: reinstall it (build.sh) when its
-# sources or the contract changed since it was installed.
+# sources, its build script (setup.py: the dependencies) or the contract
+# changed since it was installed.
 sources_hash() {
   (cd "$REPO" && find proto/jobwire client/python/jobwire client/python/pyproject.toml \
+     client/python/setup.py \
      -type f \( -name '*.proto' -o -name '*.py' -o -name '*.toml' -o -name '*.typed' \) \
      ! -path '*/v1/*_pb2*' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum) | sha256sum
 }

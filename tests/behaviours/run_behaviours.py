@@ -2,7 +2,8 @@
 """The shared client behaviours (docs/clients.md, "Behaviours"), checked the
 same way for every language's Worker.
 
-Starts a real redis-server and the real broker (--default_lease_ms=3000), and
+Starts a real redis-server and the real broker (--default_lease_ms=3000; W8
+kills it and starts it again on the same port), and
 one interop worker program per language (tests/interop/<lang>/worker, its
 "behaviour" handler: tests/interop/README.md), each alone on a queue of its
 own with no lease of its own (the broker default). For each behaviour it
@@ -103,11 +104,48 @@ class Worker:
         return status
 
 
+class BrokerProcess:
+    """The broker under test, which a behaviour may kill and start again on
+    the same port."""
+
+    def __init__(self, path, redis_port, workdir):
+        self.port = free_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        self.argv = [path, f"--listen={self.addr}", f"--redis_url=redis://127.0.0.1:{redis_port}",
+                     "--metrics_listen=", f"--default_lease_ms={LEASE_MS}",
+                     "--log_level=warning"]
+        self.log = open(os.path.join(workdir, "broker.log"), "a")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT)
+        wait_listening(self.port, self.proc, "broker")
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
 class Broker:
     """The broker's Broker and Admin calls the checks use."""
 
     def __init__(self, addr):
-        self.channel = grpc.insecure_channel(addr)
+        # Reconnects within half a second of a broker restart (W8, W9).
+        self.channel = grpc.insecure_channel(addr, options=[
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 500)])
         self.stub = pb_grpc.BrokerServiceStub(self.channel)
 
     def enqueue(self, queue, payload=None, type_="behaviour", **options):
@@ -116,7 +154,8 @@ class Broker:
         return self.stub.Enqueue(request, timeout=10).job_id
 
     def job(self, queue, job_id):
-        return self.stub.GetJob(pb.GetJobRequest(queue=queue, job_id=job_id), timeout=10).job
+        return self.stub.GetJob(pb.GetJobRequest(queue=queue, job_id=job_id), timeout=10,
+                                wait_for_ready=True).job
 
     def wait_state(self, queue, job_id, states, timeout):
         deadline = time.time() + timeout
@@ -142,8 +181,9 @@ class Broker:
 
 
 # --- the behaviours --------------------------------------------------------
-# Each is a pair: start(broker, worker) -> state, enqueued for every language
-# before any is judged; then judge(broker, worker, state) raises Failed.
+# Each is start(broker, worker) -> state, run for every language; then
+# act(process, broker, workers, states), once for all languages (or None);
+# then judge(broker, worker, state), which raises Failed.
 
 def lease_start(b, w):
     return b.enqueue(w.queue, {"scenario": "lease_ms", "sleep_ms": int(LEASE_MS * 2.5)},
@@ -255,15 +295,40 @@ def drain_judge(b, w, job_id):
     w.start()  # for the behaviours after this one
 
 
-# (number, name, start, judge), in the order of docs/clients.md.
+# W8: the broker is killed (SIGKILL) and started again on the same port 1 s
+# later; then each Worker, whose Claim stream broke, reconnects on its own
+# (backoff from 100 ms to 5 s): a job enqueued after the restart is run and
+# acked.
+OUTAGE_S = 1.0
+
+
+def reconnect_start(b, w):
+    return None
+
+
+def broker_restart(process, b, workers, states):
+    process.kill()
+    time.sleep(OUTAGE_S)
+    process.start()
+
+
+def reconnect_judge(b, w, _):
+    job_id = b.enqueue(w.queue, {"scenario": "sleep", "sleep_ms": 0}, max_attempts=1)
+    job = b.wait_state(w.queue, job_id, (COMPLETED, DEAD), 15)
+    check(job.state == COMPLETED, f"{pb.JobState.Name(job.state)}, error {job.error!r}")
+    w.wait_line(job_id, "ack_ok", 5)
+
+
+# (number, name, start, act, judge), in the order of docs/clients.md.
 BEHAVIOURS = [
-    ("W1", "lease length from the broker", lease_start, lease_judge),
-    ("W2", "error text cut to 64 KiB", error_text_start, error_text_judge),
-    ("W3", "retry after from a handler", retry_after_start, retry_after_judge),
-    ("W4", "non-retryable error", non_retryable_start, non_retryable_judge),
-    ("W5", "unknown job type", unknown_type_start, unknown_type_judge),
-    ("W6", "lost lease told to the handler", lease_lost_start, lease_lost_judge),
-    ("W7", "stop drains running handlers", drain_start, drain_judge),
+    ("W1", "lease length from the broker", lease_start, None, lease_judge),
+    ("W2", "error text cut to 64 KiB", error_text_start, None, error_text_judge),
+    ("W3", "retry after from a handler", retry_after_start, None, retry_after_judge),
+    ("W4", "non-retryable error", non_retryable_start, None, non_retryable_judge),
+    ("W5", "unknown job type", unknown_type_start, None, unknown_type_judge),
+    ("W6", "lost lease told to the handler", lease_lost_start, None, lease_lost_judge),
+    ("W7", "stop drains running handlers", drain_start, None, drain_judge),
+    ("W8", "reconnect after a broker restart", reconnect_start, broker_restart, reconnect_judge),
 ]
 
 
@@ -271,6 +336,7 @@ def run(args):
     langs = args.langs.split(",")
     workdir = tempfile.mkdtemp(prefix="jobwire-behaviours-")
     procs, workers = [], {}
+    process = None
     table = {}
     try:
         redis_port = free_port()
@@ -280,29 +346,28 @@ def run(args):
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(redis)
         wait_listening(redis_port, redis, "redis-server")
-        broker_port = free_port()
-        addr = f"127.0.0.1:{broker_port}"
-        broker_log = open(os.path.join(workdir, "broker.log"), "w")
-        broker = subprocess.Popen(
-            [args.broker, f"--listen={addr}", f"--redis_url=redis://127.0.0.1:{redis_port}",
-             "--metrics_listen=", f"--default_lease_ms={LEASE_MS}", "--log_level=warning"],
-            stdout=broker_log, stderr=subprocess.STDOUT)
-        procs.append(broker)
-        wait_listening(broker_port, broker, "broker")
+        process = BrokerProcess(args.broker, redis_port, workdir)
 
-        env = dict(os.environ, JOBWIRE_ADDR=addr)
+        env = dict(os.environ, JOBWIRE_ADDR=process.addr)
         if args.build_dir:
             env["JOBWIRE_BUILD_DIR"] = args.build_dir
-        b = Broker(addr)
+        b = Broker(process.addr)
         for lang in langs:
             workers[lang] = Worker(lang, workdir, env)
-        for number, name, start, judge in BEHAVIOURS:
+        for number, name, start, act, judge in BEHAVIOURS:
             states = {}
             for lang in langs:
                 try:
                     states[lang] = start(b, workers[lang])
                 except (Failed, grpc.RpcError) as e:
                     table[(number, lang)] = f"FAIL: start: {e}"
+            if act is not None:
+                try:
+                    act(process, b, workers, states)
+                except (Failed, RuntimeError) as e:
+                    for lang in states:
+                        table[(number, lang)] = f"FAIL: {e}"
+                    states = {}
             for lang in langs:
                 if lang not in states:
                     continue
@@ -315,6 +380,8 @@ def run(args):
         for w in workers.values():
             if w.proc.poll() is None:
                 w.stop(timeout=10)
+        if process is not None:
+            process.stop()
         for p in reversed(procs):
             p.terminate()
             try:
@@ -333,7 +400,7 @@ def report(langs, table):
     print("| behaviour | " + " | ".join(langs) + " |")
     print("|---|" + "---|" * len(langs))
     failures = []
-    for number, name, _, _ in BEHAVIOURS:
+    for number, name, _, _, _ in BEHAVIOURS:
         cells = []
         for lang in langs:
             cell = table.get((number, lang), "FAIL: not run")

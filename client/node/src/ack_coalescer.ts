@@ -103,7 +103,7 @@ export class AckCoalescer {
       const r = results[i];
       if (r === undefined) e.reject(new JobwireError(Status.INTERNAL, `AckBatch answered no result for ack ${i}`));
       else if (r.code === Status.OK) e.resolve();
-      else e.reject(new JobwireError(r.code, r.message));
+      else e.reject(new JobwireError(r.code, r.message, { reason: r.reason }));
     });
   }
 

@@ -114,7 +114,7 @@ export class ClaimStream {
     clearTimeout(this.regrowTimer);
     if (this.closed) return;
     if (st.code === Status.INVALID_ARGUMENT) {
-      const err = new JobwireError(st.code, st.details);
+      const err = JobwireError.fromStatus(st);
       this.p.log?.error(`Claim refused: ${err.message}`);
       this.p.host.onFatal(err);
       return;

@@ -68,10 +68,13 @@ export interface BatchJob {
   options?: EnqueueOptions;
 }
 
-/** A per-job result of enqueueBatch: stored (ok) or the job's own error. */
+/**
+ * A per-job result of enqueueBatch: stored (ok) or the job's own error;
+ * `reason` is the result's reason (see Reason), also `error.reason`.
+ */
 export type BatchResult =
   | { ok: true; jobId: string; duplicate: boolean }
-  | { ok: false; code: number; codeName: string; message: string; error: JobwireError };
+  | { ok: false; code: number; codeName: string; message: string; reason: string; error: JobwireError };
 
 /** One ack of ackBatch: the job, the lease token its claim carried, its result. */
 export interface BatchAck {
@@ -82,14 +85,20 @@ export interface BatchAck {
   result?: unknown;
 }
 
-/** A per-ack result of ackBatch: stored (ok) or the ack's own error. */
+/**
+ * A per-ack result of ackBatch: stored (ok) or the ack's own error; `reason`
+ * is the result's reason (see Reason), also `error.reason`.
+ */
 export type AckBatchResult =
   | { ok: true }
-  | { ok: false; code: number; codeName: string; message: string; error: JobwireError };
+  | { ok: false; code: number; codeName: string; message: string; reason: string; error: JobwireError };
 
-/** The `ok: false` form of a per-item error of a batch call. */
-function itemError(code: number, message: string) {
-  return { ok: false as const, code, codeName: statusName(code), message, error: new JobwireError(code, message) };
+/**
+ * The `ok: false` form of a per-item error of a batch call; `error.reason` is
+ * the result's reason field (see Reason).
+ */
+function itemError(code: number, message: string, reason: string) {
+  return { ok: false as const, code, codeName: statusName(code), message, reason, error: new JobwireError(code, message, { reason }) };
 }
 
 export type JobStateName = JobState__Output;
@@ -212,7 +221,7 @@ export class Client {
     const res = await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
       this.stub, 'EnqueueBatch', { jobs: reqs }, timeoutMs, this.metadata(), options?.signal);
     return res.results.map((r): BatchResult =>
-      r.code === Status.OK ? { ok: true, jobId: r.jobId, duplicate: r.duplicate } : itemError(r.code, r.message));
+      r.code === Status.OK ? { ok: true, jobId: r.jobId, duplicate: r.duplicate } : itemError(r.code, r.message, r.reason));
   }
 
   /**
@@ -230,7 +239,7 @@ export class Client {
       queue: a.queue, jobId: a.jobId, leaseToken: a.leaseToken, result: encodeValue(a.result),
     }));
     const results = await sendAckBatch(this.stub, reqs, timeoutMs, this.metadata(), options?.signal);
-    return results.map((r): AckBatchResult => (r.code === Status.OK ? { ok: true } : itemError(r.code, r.message)));
+    return results.map((r): AckBatchResult => (r.code === Status.OK ? { ok: true } : itemError(r.code, r.message, r.reason)));
   }
 
   /** Reads one job in whatever state it is. */

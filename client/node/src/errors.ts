@@ -1,4 +1,5 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { detailsFromMetadata } from './status_details';
 
 /** gRPC status code number -> name ("UNAVAILABLE", ...). */
 export function statusName(code: number): string {
@@ -7,33 +8,131 @@ export function statusName(code: number): string {
 }
 
 /**
+ * The reasons the broker puts in its errors' google.rpc.ErrorInfo (domain
+ * "jobwire.dev") and in the `reason` field of batch results
+ * (proto/jobwire/v1/broker.proto, "Error details"): compare
+ * `JobwireError.reason` with these. A reason keeps its meaning once
+ * published, but new ones may be added, and an error no row of the contract
+ * names has the name of its code as its reason ("UNAVAILABLE", "INTERNAL",
+ * ...): treat `reason` as an open string, not as this union only. Frozen.
+ */
+export const Reason = Object.freeze({
+  /** INVALID_ARGUMENT: a field breaks a documented limit; metadata.field and `field` name it. */
+  INVALID_FIELD: 'INVALID_FIELD',
+  /** NOT_FOUND: no such job in that queue. */
+  JOB_NOT_FOUND: 'JOB_NOT_FOUND',
+  /** NOT_FOUND (UpdateQueue): no such queue. */
+  QUEUE_NOT_FOUND: 'QUEUE_NOT_FOUND',
+  /** FAILED_PRECONDITION: the lease token is not the job's current lease; drop the job. */
+  LEASE_STALE: 'LEASE_STALE',
+  /** FAILED_PRECONDITION: the job's state refuses the call; metadata.state: "pending", "active", "completed" or "dead". */
+  JOB_STATE: 'JOB_STATE',
+  /** FAILED_PRECONDITION (DeleteQueue without force). */
+  QUEUE_HAS_ACTIVE_JOBS: 'QUEUE_HAS_ACTIVE_JOBS',
+  /** FAILED_PRECONDITION (UpdateQueue). */
+  PARTITIONS_DECREASE: 'PARTITIONS_DECREASE',
+  /** ALREADY_EXISTS (CreateQueue). */
+  QUEUE_EXISTS: 'QUEUE_EXISTS',
+  /** UNAUTHENTICATED: no bearer token was sent. */
+  TOKEN_MISSING: 'TOKEN_MISSING',
+  /** UNAUTHENTICATED: the token is malformed or unknown. */
+  TOKEN_INVALID: 'TOKEN_INVALID',
+  /** PERMISSION_DENIED; metadata.queue: the queue (absent for ListQueues). */
+  TOKEN_NOT_PERMITTED: 'TOKEN_NOT_PERMITTED',
+  /** RESOURCE_EXHAUSTED: Redis is over its maxmemory; `retryDelayMs` says when to retry. */
+  REDIS_OUT_OF_MEMORY: 'REDIS_OUT_OF_MEMORY',
+  /** RESOURCE_EXHAUSTED (Claim); `retryDelayMs` says when to retry. */
+  TOO_MANY_CLAIM_STREAMS: 'TOO_MANY_CLAIM_STREAMS',
+  /** UNAVAILABLE: Redis cannot be reached, or answered with a transient error. */
+  REDIS_UNAVAILABLE: 'REDIS_UNAVAILABLE',
+  /** UNAVAILABLE: this broker replica is draining; reconnect (to another replica). */
+  BROKER_SHUTTING_DOWN: 'BROKER_SHUTTING_DOWN',
+  /** UNAVAILABLE (Claim): the stream reached the broker's --max_stream_age_ms; reconnect at once. */
+  CLAIM_STREAM_MAX_AGE: 'CLAIM_STREAM_MAX_AGE',
+  /** DATA_LOSS: the job's stored record is damaged. */
+  JOB_RECORD_CORRUPT: 'JOB_RECORD_CORRUPT',
+} as const);
+
+/** One of the reasons the contract names (see the `Reason` object). */
+export type Reason = (typeof Reason)[keyof typeof Reason];
+
+/** What a JobwireError carries besides its code and message (all optional). */
+export interface JobwireErrorOptions {
+  cause?: unknown;
+  /** The error's reason (ErrorInfo.reason, or a batch result's `reason`); default ''. */
+  reason?: string;
+  /** ErrorInfo.metadata; default {}. */
+  metadata?: Record<string, string>;
+  /** BadRequest: the field violation's field path. */
+  field?: string;
+  /** RetryInfo: how long to wait before retrying, in ms. */
+  retryDelayMs?: number;
+}
+
+/**
  * A failed broker call. `code` is the gRPC status number (see
  * `@grpc/grpc-js` `status`), `codeName` its name, and `details` the broker's
  * message, unchanged.
+ *
+ * The error details the broker attaches (broker.proto, "Error details";
+ * decoded from the "grpc-status-details-bin" trailer by JobwireError.from):
+ * `reason` is the stable machine-readable cause (compare it with `Reason`),
+ * `metadata` the ErrorInfo's key/values ("field", "state", "queue"), `field`
+ * the BadRequest's field path (INVALID_FIELD), `retryDelayMs` the RetryInfo's
+ * delay (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS). A per-item error of a
+ * batch call (enqueueBatch, ackBatch, the Worker's coalesced acks) has the
+ * result's `reason` and no metadata, field or delay. An error without details
+ * (raised by grpc-js itself: DEADLINE_EXCEEDED, an unreachable broker, ...,
+ * or by this package) has reason '' and metadata {}.
  */
 export class JobwireError extends Error {
   readonly code: number;
   readonly codeName: string;
   readonly details: string;
+  /** ErrorInfo.reason (domain "jobwire.dev"), or the batch result's reason; '' when none. */
+  readonly reason: string;
+  /** ErrorInfo.metadata; {} when none. */
+  readonly metadata: Record<string, string>;
+  /** The BadRequest field violation's field path (e.g. "priority"); undefined without a BadRequest. */
+  readonly field?: string;
+  /** RetryInfo.retry_delay in ms (rounded up); undefined without a RetryInfo. */
+  readonly retryDelayMs?: number;
 
-  constructor(code: number, details: string, options?: { cause?: unknown }) {
+  constructor(code: number, details: string, options?: JobwireErrorOptions) {
     const codeName = statusName(code);
-    super(`${codeName}: ${details}`, options);
+    super(`${codeName}: ${details}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'JobwireError';
     this.code = code;
     this.codeName = codeName;
     this.details = details;
+    this.reason = options?.reason ?? '';
+    this.metadata = { ...(options?.metadata ?? {}) };
+    if (options?.field !== undefined) this.field = options.field;
+    if (options?.retryDelayMs !== undefined) this.retryDelayMs = options.retryDelayMs;
   }
 
-  /** Wraps an error from grpc-js (a ServiceError) or anything else. */
+  /**
+   * Wraps an error from grpc-js (a ServiceError: its `metadata` holds the
+   * broker's "grpc-status-details-bin" trailer, decoded into reason,
+   * metadata, field and retryDelayMs) or anything else (UNKNOWN). A
+   * JobwireError is returned as is.
+   */
   static from(err: unknown): JobwireError {
     if (err instanceof JobwireError) return err;
-    const e = err as { code?: unknown; details?: unknown; message?: unknown };
+    const e = err as { code?: unknown; details?: unknown; message?: unknown; metadata?: unknown };
     if (e && typeof e.code === 'number') {
       const details = typeof e.details === 'string' ? e.details : String(e.message ?? '');
-      return new JobwireError(e.code, details, { cause: err });
+      return new JobwireError(e.code, details, { ...detailsFromMetadata(e.metadata), cause: err });
     }
     return new JobwireError(GrpcStatus.UNKNOWN, String((e && e.message) ?? err), { cause: err });
+  }
+
+  /**
+   * A JobwireError from a grpc-js StatusObject (a stream's 'status' event):
+   * code, details and the error details of its metadata.
+   */
+  static fromStatus(st: { code: number; details: string; metadata?: unknown }): JobwireError {
+    return new JobwireError(st.code, st.details, detailsFromMetadata(st.metadata));
   }
 }
 
@@ -86,6 +185,8 @@ export class LeaseLostError extends Error {
   /** The ExtendLease refusal's status (FAILED_PRECONDITION or NOT_FOUND) and name. */
   readonly code: number;
   readonly codeName: string;
+  /** The refusal's reason (LEASE_STALE, JOB_NOT_FOUND, JOB_STATE, ...; see Reason). */
+  readonly reason: string;
 
   constructor(queue: string, jobId: string, cause: JobwireError) {
     super(`lease of job ${jobId} in queue ${queue} lost: ${cause.message}`, { cause });
@@ -94,6 +195,7 @@ export class LeaseLostError extends Error {
     this.jobId = jobId;
     this.code = cause.code;
     this.codeName = cause.codeName;
+    this.reason = cause.reason;
   }
 }
 

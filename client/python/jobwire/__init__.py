@@ -15,8 +15,18 @@ Worker::
         return {"sent": job.json()["to"]}
 
     w.run()
+
+Errors: every failed call raises ``JobwireError`` (``code``, ``message``,
+and the broker's typed details: ``reason``, ``metadata``, ``field``,
+``retry_delay``); ``Reason`` names the stable reasons::
+
+    try:
+        client.cancel("emails", job_id)
+    except JobwireError as e:
+        if e.reason == Reason.JOB_STATE:
+            print("not pending:", e.metadata["state"])
 """
-from ._errors import JobwireError, NonRetryableError, RetryAfter
+from ._errors import JobwireError, NonRetryableError, Reason, RetryAfter
 from ._types import AckResult, EnqueueResult, Job, JobState, Outcome
 from ._version import __version__  # noqa: F401 (re-exported)
 from .client import Client
@@ -31,11 +41,12 @@ __all__ = [
     "AckResult",
     "Outcome",
     "JobwireError",
+    "Reason",
     "NonRetryableError",
     "RetryAfter",
 ]
 
 for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, JobwireError,
-             NonRetryableError, RetryAfter):
+             Reason, NonRetryableError, RetryAfter):
     _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...
 del _cls

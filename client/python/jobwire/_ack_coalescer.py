@@ -111,7 +111,7 @@ def _call_failed(exc: BaseException) -> JobwireError:
 def _settle(batch: List[_Entry], errors: List[Optional[JobwireError]]) -> None:
     for entry, err in zip(batch, errors):
         # A distinct exception object per ack: each is raised in its own thread.
-        entry.error = None if err is None else JobwireError(err.code, err.message)
+        entry.error = None if err is None else err._copy()
         entry.done = True
 
 

@@ -23,7 +23,14 @@ CHANNEL_OPTIONS: Tuple[Tuple[str, int], ...] = (
     ("grpc.max_receive_message_length", -1),
     ("grpc.max_send_message_length", -1),
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
+    # gRPC core's minimum connect timeout (not a backoff), 5 s as the Go
+    # client's MinConnectTimeout.
+    ("grpc.min_reconnect_backoff_ms", 5000),
+    # After a failed connect the channel re-resolves the address; gRPC
+    # core's DNS resolver waits 30 s between resolutions by default, and
+    # every call fails at once until then: at most one a second, so a
+    # restarted broker is reached within seconds (behaviour W8).
+    ("grpc.dns_min_time_between_resolutions_ms", 250),
     ("grpc.max_reconnect_backoff_ms", 5000),
     ("grpc.keepalive_time_ms", 360000),
     ("grpc.keepalive_timeout_ms", 20000),

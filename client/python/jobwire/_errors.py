@@ -1,13 +1,33 @@
-"""Errors raised by the jobwire client."""
+"""Errors raised by the jobwire client.
+
+Contract (proto/jobwire/v1/broker.proto, "Error details"): every error the
+broker answers carries, in the standard gRPC binary details (trailer
+``grpc-status-details-bin``, a ``google.rpc.Status``), a
+``google.rpc.ErrorInfo`` of domain ``jobwire.dev`` whose ``reason`` is a
+stable value (``Reason``), plus ``google.rpc.BadRequest`` (one field
+violation) with ``INVALID_FIELD`` and ``google.rpc.RetryInfo`` where the
+broker knows how long to wait. ``JobwireError.from_rpc_error`` decodes them
+(grpcio-status, googleapis-common-protos) for sync and ``grpc.aio`` errors
+alike; batch results (EnqueueResult, AckResult) carry the reason in their
+``reason`` field, which the per-item errors take (``JobwireError.from_result``).
+"""
 from __future__ import annotations
 
 import datetime as _dt
 import decimal
-from typing import Union
+import enum
+from typing import Dict, Optional, Union
 
 import grpc
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
 
 _CODE_BY_VALUE = {c.value[0]: c for c in grpc.StatusCode}
+
+# The ErrorInfo domain of the broker's errors.
+ERROR_DOMAIN = "jobwire.dev"
+_DETAILS_KEY = "grpc-status-details-bin"
 
 
 def status_code(value: int) -> grpc.StatusCode:
@@ -15,17 +35,99 @@ def status_code(value: int) -> grpc.StatusCode:
     return _CODE_BY_VALUE.get(int(value), grpc.StatusCode.UNKNOWN)
 
 
+class Reason(str, enum.Enum):
+    """The stable error reasons of the broker (``google.rpc.ErrorInfo.reason``
+    and the batch results' ``reason``; broker.proto "Error details").
+
+    A ``str`` enum: ``JobwireError.reason`` is a plain ``str`` that compares
+    equal to its member (``e.reason == Reason.LEASE_STALE``, or
+    ``Reason(e.reason)`` for a member, ValueError for a value this client does
+    not know). A reason keeps its meaning once published; the broker may add
+    new ones, and an error no row names has the name of its code as its reason
+    (``"UNAVAILABLE"``, ``"INTERNAL"``, ...), which is not a member here.
+    """
+
+    INVALID_FIELD = "INVALID_FIELD"  # INVALID_ARGUMENT; metadata "field"
+    JOB_NOT_FOUND = "JOB_NOT_FOUND"  # NOT_FOUND: no such job in that queue
+    QUEUE_NOT_FOUND = "QUEUE_NOT_FOUND"  # NOT_FOUND (UpdateQueue)
+    LEASE_STALE = "LEASE_STALE"  # FAILED_PRECONDITION: not the current lease
+    JOB_STATE = "JOB_STATE"  # FAILED_PRECONDITION; metadata "state"
+    QUEUE_HAS_ACTIVE_JOBS = "QUEUE_HAS_ACTIVE_JOBS"  # FAILED_PRECONDITION
+    PARTITIONS_DECREASE = "PARTITIONS_DECREASE"  # FAILED_PRECONDITION
+    QUEUE_EXISTS = "QUEUE_EXISTS"  # ALREADY_EXISTS (CreateQueue)
+    TOKEN_MISSING = "TOKEN_MISSING"  # UNAUTHENTICATED
+    TOKEN_INVALID = "TOKEN_INVALID"  # UNAUTHENTICATED
+    TOKEN_NOT_PERMITTED = "TOKEN_NOT_PERMITTED"  # PERMISSION_DENIED; metadata "queue"
+    REDIS_OUT_OF_MEMORY = "REDIS_OUT_OF_MEMORY"  # RESOURCE_EXHAUSTED, RetryInfo
+    TOO_MANY_CLAIM_STREAMS = "TOO_MANY_CLAIM_STREAMS"  # RESOURCE_EXHAUSTED, RetryInfo
+    REDIS_UNAVAILABLE = "REDIS_UNAVAILABLE"  # UNAVAILABLE
+    BROKER_SHUTTING_DOWN = "BROKER_SHUTTING_DOWN"  # UNAVAILABLE: reconnect
+    CLAIM_STREAM_MAX_AGE = "CLAIM_STREAM_MAX_AGE"  # UNAVAILABLE (Claim): reconnect
+    JOB_RECORD_CORRUPT = "JOB_RECORD_CORRUPT"  # DATA_LOSS
+
+    def __str__(self) -> str:  # the value, on every Python version
+        return self.value
+
+
+def _rich_status(err: grpc.RpcError) -> Optional["status_pb2.Status"]:
+    """The google.rpc.Status of a failed call (sync ``grpc.RpcError`` or
+    ``grpc.aio.AioRpcError``: both answer code() / details() /
+    trailing_metadata() synchronously, which is what
+    ``grpc_status.rpc_status.from_call`` reads), or None when it carries none.
+    grpcio-status refuses a Status whose message differs from the call's
+    (e.g. rewritten by a proxy): its details are still used then, as long as
+    the code matches. Details that cannot be decoded are ignored."""
+    try:
+        return rpc_status.from_call(err)
+    except DecodeError:
+        return None
+    except ValueError:
+        pass
+    except Exception:  # not a call (no trailing_metadata()): no details
+        return None
+    try:
+        for key, value in err.trailing_metadata() or ():
+            if key == _DETAILS_KEY:
+                st = status_pb2.Status.FromString(value)
+                code = err.code()
+                return st if code is not None and st.code == code.value[0] else None
+    except Exception:
+        return None
+    return None
+
+
 class JobwireError(Exception):
-    """A failed RPC: the gRPC status code and the broker's message, unchanged.
+    """A failed RPC: the gRPC status code and the broker's message, unchanged,
+    with the typed error details the broker attached.
 
     ``code`` is a ``grpc.StatusCode`` (e.g. ``grpc.StatusCode.INVALID_ARGUMENT``)
     and ``message`` the broker's text (``details`` is an alias).
+
+    ``reason`` (str): the error's stable reason, compare it with ``Reason``
+    (``if e.reason == Reason.LEASE_STALE``): the broker's
+    ``google.rpc.ErrorInfo.reason``, or for a per-item error of
+    ``enqueue_batch`` / ``ack_batch`` the result's ``reason`` field; ``""``
+    when there is none (errors raised by the client or by gRPC itself, e.g.
+    DEADLINE_EXCEEDED or a broker that cannot be reached).
+    ``metadata`` (dict[str, str]): the ErrorInfo metadata (``"field"`` with
+    INVALID_FIELD, ``"state"`` with JOB_STATE, ``"queue"`` with
+    TOKEN_NOT_PERMITTED); ``{}`` for per-item batch errors.
+    ``field`` (str or None): the field path of the BadRequest field violation
+    (``"priority"``, ``"jobs[3].priority"``), INVALID_FIELD only.
+    ``retry_delay`` (float seconds or None): the broker's RetryInfo, how long
+    to wait before retrying (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS).
     """
 
-    def __init__(self, code: grpc.StatusCode, message: str):
+    def __init__(self, code: grpc.StatusCode, message: str, *, reason: str = "",
+                 metadata: Optional[Dict[str, str]] = None, field: Optional[str] = None,
+                 retry_delay: Optional[float] = None):
         super().__init__(code, message)
         self.code = code
         self.message = message
+        self.reason = str(reason or "")
+        self.metadata: Dict[str, str] = dict(metadata or {})
+        self.field = field
+        self.retry_delay = retry_delay
 
     @property
     def details(self) -> str:
@@ -34,11 +136,70 @@ class JobwireError(Exception):
     def __str__(self) -> str:
         return "%s: %s" % (self.code.name, self.message)
 
+    def __reduce__(self):
+        # Pickles / copies keep the details (Exception's default keeps args only).
+        return _rebuild, (type(self), self.code, self.message, self.reason, self.metadata,
+                          self.field, self.retry_delay)
+
+    def _copy(self) -> "JobwireError":
+        """A distinct exception object with the same code, message and details."""
+        return JobwireError(self.code, self.message, reason=self.reason,
+                            metadata=self.metadata, field=self.field,
+                            retry_delay=self.retry_delay)
+
     @classmethod
     def from_rpc_error(cls, err: grpc.RpcError) -> "JobwireError":
+        """The JobwireError of a failed call, sync (``grpc.RpcError``) or
+        asyncio (``grpc.aio.AioRpcError``), with the details decoded from its
+        ``grpc-status-details-bin`` trailer (none: reason ``""``)."""
         code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
         details = err.details() if hasattr(err, "details") else str(err)
-        return cls(code or grpc.StatusCode.UNKNOWN, details or "")
+        kwargs = _decode_details(_rich_status(err)) if hasattr(err, "trailing_metadata") else {}
+        return cls(code or grpc.StatusCode.UNKNOWN, details or "", **kwargs)
+
+    @classmethod
+    def from_result(cls, code: int, message: str, reason: str = "") -> "JobwireError":
+        """The per-item error of a batch result (EnqueueResult / AckResult):
+        its google.rpc.Code number, message and ``reason`` field."""
+        return cls(status_code(code), message, reason=reason)
+
+
+def _rebuild(cls, code, message, reason, metadata, field, retry_delay):
+    return cls(code, message, reason=reason, metadata=metadata, field=field,
+               retry_delay=retry_delay)
+
+
+def _decode_details(st: Optional["status_pb2.Status"]) -> dict:
+    """JobwireError keyword arguments from a google.rpc.Status's details: the
+    ErrorInfo of domain jobwire.dev (else the first ErrorInfo), the first
+    BadRequest field violation, the RetryInfo. Unknown details are skipped."""
+    out: dict = {}
+    if st is None:
+        return out
+    info = None
+    for any_msg in st.details:
+        try:
+            if any_msg.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                ei = error_details_pb2.ErrorInfo()
+                any_msg.Unpack(ei)
+                if info is None or (info.domain != ERROR_DOMAIN and ei.domain == ERROR_DOMAIN):
+                    info = ei
+            elif any_msg.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                br = error_details_pb2.BadRequest()
+                any_msg.Unpack(br)
+                if br.field_violations and "field" not in out:
+                    out["field"] = br.field_violations[0].field
+            elif any_msg.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                ri = error_details_pb2.RetryInfo()
+                any_msg.Unpack(ri)
+                d = ri.retry_delay
+                out["retry_delay"] = d.seconds + d.nanos / 1e9
+        except DecodeError:
+            continue
+    if info is not None:
+        out["reason"] = info.reason
+        out["metadata"] = dict(info.metadata)
+    return out
 
 
 class NonRetryableError(Exception):

@@ -103,11 +103,11 @@ class Settler:
             log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
                         "it may or may not be stored", job.queue, job.id, err)
             self.report(Outcome("ack_unknown", job, code=err.code, error=err.message,
-                                lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost))
         else:
             log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
             self.report(Outcome("ack_error", job, code=err.code, error=err.message,
-                                lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost))
 
     # -- Fail ---------------------------------------------------------------
     def fail(self, job: Job, lease: Lease, failure: Failure) -> None:
@@ -127,11 +127,11 @@ class Settler:
             log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
                         "it may or may not be stored", job.queue, job.id, err)
             self.report(Outcome("fail_unknown", job, code=err.code, error=err.message,
-                                lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost))
         elif err is not None:
             log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
             self.report(Outcome("fail_error", job, code=err.code, error=err.message,
-                                lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost))
 
     def _unary_fail(self, request, timeout: float):
         return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)

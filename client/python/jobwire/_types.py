@@ -166,8 +166,8 @@ class Job:
 @dataclass(frozen=True)
 class EnqueueResult:
     """Outcome of one enqueue. From ``enqueue_batch`` a job the broker refused
-    has ``error`` set (a JobwireError with the per-job code and message) and
-    an empty ``job_id``."""
+    has ``error`` set (a JobwireError with the per-job code, message and
+    ``reason``) and an empty ``job_id``."""
 
     job_id: str
     duplicate: bool = False
@@ -182,7 +182,7 @@ class EnqueueResult:
 class AckResult:
     """Outcome of one ack of ``ack_batch``. ``error`` is None when the job is
     COMPLETED with the result (or already was, by an ack with the same
-    token), else a JobwireError with the per-ack code and message:
+    token), else a JobwireError with the per-ack code, message and ``reason``:
     INVALID_ARGUMENT (the message names ``acks[<i>].<field>``), NOT_FOUND, or
     FAILED_PRECONDITION (the token is not the job's current lease)."""
 
@@ -212,6 +212,9 @@ class Outcome:
     fail_outcome: ``RETRY_SCHEDULED`` or ``DEAD`` for ``fail_ok``.
     error: the error text sent with a Fail, or the broker's message for
     ``*_error`` / ``*_unknown``.
+    reason: the error's reason (``jobwire.Reason``, e.g. ``LEASE_STALE``) for
+    ``*_error`` / ``*_unknown``; ``""`` when the answer carried none (and for
+    the other kinds).
     """
 
     kind: str
@@ -221,3 +224,4 @@ class Outcome:
     next_attempt_at_ms: int = 0
     error: str = ""
     lease_lost: bool = False
+    reason: str = ""

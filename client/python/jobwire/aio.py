@@ -19,12 +19,13 @@ import grpc.aio
 
 from ._ack_coalescer import AioAckCoalescer, aio_batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_aio_channel, resolve_addr
-from ._errors import JobwireError, status_code
+from ._errors import JobwireError
 from ._failure import Failure, cut_error_text, failure_of
 from ._lease_renewer import LEASE_LOST
 from ._lease_rules import RETRYABLE, lease_ended_ago_ms, lease_length_s, renew_lease_ms, retry_wait
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
-from .client import _NO_PAYLOAD, _ack_item, _batch_item, build_ack_results, build_enqueue_request
+from .client import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
+                     build_enqueue_request, build_enqueue_results)
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 from ._worker_options import init_settings
@@ -82,10 +83,7 @@ class Client:
                             timeout: Optional[float] = None) -> List[EnqueueResult]:
         req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])
         resp = await self._call(self._stub.EnqueueBatch, req, timeout)
-        return [EnqueueResult(job_id=r.job_id, duplicate=r.duplicate) if r.code == 0 else
-                EnqueueResult(job_id=r.job_id, duplicate=r.duplicate,
-                              error=JobwireError(status_code(r.code), r.message))
-                for r in resp.results]
+        return build_enqueue_results(resp)
 
     async def ack_batch(self, acks: Iterable[Mapping[str, Any]], *,
                         timeout: Optional[float] = None) -> List[AckResult]:
@@ -437,11 +435,11 @@ class Worker:
             log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
                         "it may or may not be stored", job.queue, job.id, err)
             await self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
-                                       lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost"]))
         else:
             log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
             await self._report(Outcome("ack_error", job, code=err.code, error=err.message,
-                                       lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost"]))
 
     async def _fail(self, job, token, state, failure: Failure) -> None:
         resp, err = await self._send_final(
@@ -459,11 +457,11 @@ class Worker:
             log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
                         "it may or may not be stored", job.queue, job.id, err)
             await self._report(Outcome("fail_unknown", job, code=err.code, error=err.message,
-                                       lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost"]))
         else:
             log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
             await self._report(Outcome("fail_error", job, code=err.code, error=err.message,
-                                       lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost"]))
 
     async def _report(self, outcome: Outcome) -> None:
         if self.on_outcome is None or self._closed:

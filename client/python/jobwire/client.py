@@ -7,7 +7,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence
 import grpc
 
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
-from ._errors import JobwireError, status_code
+from ._errors import JobwireError
 from ._types import AckResult, EnqueueResult, Job, encode_payload, encode_result, to_epoch_ms, to_ms
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
@@ -106,15 +106,26 @@ def _ack_item(item: Any) -> "pb.AckRequest":
                          result=encode_result(item.get("result")))
 
 
+def build_enqueue_results(resp: "pb.EnqueueBatchResponse") -> List[EnqueueResult]:
+    """``enqueue_batch``'s answer: one EnqueueResult per job, in order; a
+    refused job's ``error`` carries the result's code, message and reason."""
+    return [EnqueueResult(job_id=r.job_id, duplicate=r.duplicate) if r.code == 0 else
+            EnqueueResult(job_id=r.job_id, duplicate=r.duplicate,
+                          error=JobwireError.from_result(r.code, r.message, r.reason))
+            for r in resp.results]
+
+
 def ack_batch_errors(requests: Sequence["pb.AckRequest"],
                      resp: "pb.AckBatchResponse") -> List[Optional[JobwireError]]:
     """The per-ack errors of an AckBatch answer, in request order (None: the
-    ack was stored). Raises JobwireError(INTERNAL) when the broker answered
-    a different number of results (shared with the workers' coalescers)."""
+    ack was stored; else a JobwireError with the result's code, message and
+    reason, e.g. LEASE_STALE). Raises JobwireError(INTERNAL) when the broker
+    answered a different number of results (shared with the workers'
+    coalescers)."""
     if len(resp.results) != len(requests):
         raise JobwireError(grpc.StatusCode.INTERNAL, "AckBatch answered %d results for %d acks"
                            % (len(resp.results), len(requests)))
-    return [None if r.code == 0 else JobwireError(status_code(r.code), r.message)
+    return [None if r.code == 0 else JobwireError.from_result(r.code, r.message, r.reason)
             for r in resp.results]
 
 
@@ -130,7 +141,9 @@ class Client:
 
     ``addr`` defaults to ``$JOBWIRE_ADDR``, else ``localhost:50051``; every
     call has a deadline of ``timeout`` seconds (overridable per call). Every
-    failed call raises ``JobwireError`` with the broker's code and message.
+    failed call raises ``JobwireError`` with the broker's code and message,
+    and the typed details it attached (``reason``, a ``jobwire.Reason``
+    value; ``metadata``; ``field``; ``retry_delay``).
 
     Security (all keyword-only, off by default):
 
@@ -212,18 +225,12 @@ class Client:
                       *, timeout: Optional[float] = None) -> List[EnqueueResult]:
         """Store up to 1000 jobs, each ``{"type", "payload", "options": {...}}``
         (options may also be inline keys). One result per job, in order; a
-        job the broker refused has ``.error`` set (returned, not raised).
+        job the broker refused has ``.error`` set (returned, not raised), a
+        JobwireError whose ``reason`` is the result's (e.g. INVALID_FIELD).
         A call-level error (empty or oversized batch) raises JobwireError."""
         req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])
         resp = self._call(self._stub.EnqueueBatch, req, timeout)
-        out = []
-        for r in resp.results:
-            if r.code == 0:
-                out.append(EnqueueResult(job_id=r.job_id, duplicate=r.duplicate))
-            else:
-                out.append(EnqueueResult(job_id=r.job_id, duplicate=r.duplicate,
-                                         error=JobwireError(status_code(r.code), r.message)))
-        return out
+        return build_enqueue_results(resp)
 
     # -- submit and poll --------------------------------------------------
     def get_job(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> Job:

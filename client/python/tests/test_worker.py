@@ -6,7 +6,7 @@ import time
 import grpc
 import pytest
 
-from jobwire import Client, JobState, JobwireError, NonRetryableError, Worker
+from jobwire import Client, JobState, JobwireError, NonRetryableError, Reason, Worker
 from conftest import running, wait_for
 
 
@@ -229,6 +229,7 @@ def test_lost_lease_stops_renewal_and_is_reported(broker, client, queue, redis_u
     [first] = [o for o in outcomes.items if o.job.attempt == 1]
     assert first.kind == "ack_error" and first.lease_lost
     assert first.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert first.reason == Reason.LEASE_STALE  # through the ack coalescer's copies
     assert len([r for r in caplog.records if "lost" in r.getMessage()]) == 1  # renewal stopped
 
 

@@ -2,7 +2,7 @@
 // Enqueues one job, processes it with a Worker, prints the finished job as
 // one JSON line. Address: $JOBWIRE_ADDR; queue: argv[2].
 'use strict';
-const { Client, Worker, JobwireError, Status } = require('@jobwire/client');
+const { Client, Worker, JobwireError, Status, Reason } = require('@jobwire/client');
 
 const queue = process.argv[2] ?? 'package-test-cjs';
 setTimeout(() => { console.error('consumer.cjs: timed out'); process.exit(1); }, 30_000).unref();
@@ -25,6 +25,8 @@ async function main() {
     throw new Error('getJob of a missing job succeeded');
   } catch (e) {
     if (!(e instanceof JobwireError) || e.code !== Status.NOT_FOUND) throw e;
+    // The error details, decoded with the descriptor shipped in the tarball.
+    if (e.reason !== Reason.JOB_NOT_FOUND) throw new Error(`reason ${JSON.stringify(e.reason)}, expected JOB_NOT_FOUND`);
   }
   client.close();
   console.log(JSON.stringify({ state: info.state, attempts: info.attempts, result: info.resultJson() }));

@@ -1,6 +1,6 @@
 // package_test.sh: type-checked (tsc --noEmit, module nodenext) against the
 // installed package's ES-module types (exports "import" -> dist/index.d.mts).
-import { Client, Worker, JobwireError, Status, type Job, type Outcome, type EnqueueOptions, type CallOptions, type EnqueueCallOptions } from '@jobwire/client';
+import { Client, Worker, JobwireError, Status, Reason, type Job, type Outcome, type EnqueueOptions, type CallOptions, type EnqueueCallOptions } from '@jobwire/client';
 
 const options: EnqueueOptions = { priority: 5, maxAttempts: 3 };
 const client = new Client({ address: '127.0.0.1:1', timeoutMs: 1000 });
@@ -17,5 +17,11 @@ worker.register('add', async (job: Job) => ({ sum: (job.json() as { a: number })
 worker.on('outcome', (o: Outcome) => { if (o.kind === 'ack_ok') void worker.stop(); });
 const code: number = Status.NOT_FOUND;
 const isError = (e: unknown): e is JobwireError => e instanceof JobwireError;
-export { enqueued, job, code, isError };
+// The error details: reason (an open string; Reason lists the contract's), metadata, field, retryDelayMs.
+const stale = (e: JobwireError): boolean => e.reason === Reason.LEASE_STALE;
+const detail = (e: JobwireError): [string, string | undefined, string | undefined, number | undefined] =>
+  [e.reason, e.metadata['state'], e.field, e.retryDelayMs];
+const known: Reason = Reason.INVALID_FIELD;
+void client.enqueueBatch('q', [{ type: 'add' }]).then((rs) => rs.map((r) => (r.ok ? '' : r.reason + r.error.reason)));
+export { enqueued, job, code, isError, stale, detail, known };
 void worker.run({ installSignalHandlers: true });
