@@ -94,19 +94,25 @@ std::string ResolveAuthorization(const std::string& token) {
 static std::shared_ptr<grpc::Channel> MakeChannel(
     const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
-  // A broker that restarts should be found again within seconds:
+  // A broker that restarts should be found again within a second or two
+  // (a worker's Ack retries run only until its lease ends):
   // - gRPC's default reconnect backoff grows to 2 minutes: from 100 ms to 5 s;
   // - after a failed connect the channel re-resolves the address, and gRPC
   //   core's DNS resolver waits at least 30 s between resolutions by
-  //   default: until then every call failed at once with the old error, so
-  //   a worker's Ack retries could not reach a broker back after 1 s
-  //   (behaviour W8, docs/clients.md): at most one resolution a second;
+  //   default, every call failing at once meanwhile: at most 4 a second;
+  // - round_robin, not pick_first: gRPC 1.51's pick_first, given the
+  //   re-resolved address while in TRANSIENT_FAILURE, stayed idle and
+  //   connected to nothing until the process asked again, seconds later
+  //   (seen with GRPC_TRACE=pick_first); round_robin reconnects each address
+  //   by itself, and spreads calls over the addresses a name resolves to
+  //   (the replicas behind a headless Service);
   // - gRPC core takes GRPC_ARG_MIN_RECONNECT_BACKOFF_MS as the minimum
   //   connect timeout (doc/connection-backoff.md, MIN_CONNECT_TIMEOUT), not
   //   a backoff: 5 s, as the Go client's MinConnectTimeout.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 250);
+  args.SetLoadBalancingPolicyName("round_robin");
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   // The broker accepts payloads (and results) of up to 64 MiB; gRPC's default
   // receive limit is 4 MiB.
