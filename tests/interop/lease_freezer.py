@@ -50,7 +50,7 @@ class LeaseFreezer:
         self._attempts = 0          # hold jobs enqueued for the current language
         self._landing = None        # (job id, deadline) of the hold job in flight
         self._frozen = None         # (Freeze, proc, stopped at)
-        self._resumed = None        # (Freeze, deadline for its outcome line)
+        self._resumed = None        # (Freeze, its process, deadline for its outcome line)
 
     @property
     def done(self):
@@ -131,13 +131,23 @@ class LeaseFreezer:
         freeze.attempts_at_resume = job.attempts
         self.freezes.append(freeze)
         self._frozen = None
-        self._resumed = (freeze, time.monotonic() + OUTCOME_TIMEOUT_S)
+        self._resumed = (freeze, proc, time.monotonic() + OUTCOME_TIMEOUT_S)
 
     def _await_outcome(self, new_events):
-        freeze, deadline = self._resumed
+        freeze, proc, deadline = self._resumed
         ended = any(jid == freeze.job_id and e.log == freeze.log and e.attempt == freeze.attempt
                     and e.kind not in RUN_STEPS for jid, e in new_events)
-        if ended or time.monotonic() > deadline:
+        if ended:
+            self._resumed = None
+            self._next_language()
+        elif proc.poll() is not None:
+            # The resumed worker crashed (a planned crash job of the backlog,
+            # run by another of its threads) before the late Ack's outcome
+            # was logged: this freeze proves nothing either way. Freeze that
+            # language again (its tries stay counted).
+            self.freezes.remove(freeze)
+            self._resumed = None
+        elif time.monotonic() > deadline:
             self._resumed = None
             self._next_language()
 
