@@ -118,16 +118,19 @@ TEST(DrainTest, WorkerMidJobAcksThroughSecondBrokerAndNothingIsLost) {
   RedisServer redis;
   JW_ASSERT_OK(redis.Start());
   BrokerProcess first(redis.port(), {"--shutdown_grace_ms=20000"});
-  BrokerProcess second(redis.port());
   JW_ASSERT_OK(first.Start());
-  JW_ASSERT_OK(second.Start());
-  auto producer = second.NewStub();
   std::vector<std::string> ids;
-  for (int i = 0; i < 5; ++i) ids.push_back(MustEnqueue(*producer, MakeJob("handoff", "p")));
+  for (int i = 0; i < 5; ++i) ids.push_back(MustEnqueue(*first.NewStub(), MakeJob("handoff", "p")));
 
-  // The channel knows both replicas; pick_first uses the first while it is up.
+  // The channel knows both replicas from the start, but the second starts
+  // listening only once the worker's Claim stream is on the first: the C++
+  // client's round_robin puts a stream on any address that is up.
+  absl::StatusOr<int> free_port = PickFreePort();
+  JW_ASSERT_OK(free_port.status());
   const std::string port_a = first.address().substr(first.address().rfind(':') + 1);
-  const std::string port_b = second.address().substr(second.address().rfind(':') + 1);
+  const std::string port_b = absl::StrCat(*free_port);
+  const std::string address_b = absl::StrCat("127.0.0.1:", port_b);
+  Subprocess second;
   OutcomeLog outcomes;
   absl::Notification started, release;
   std::atomic<int> runs{0};
@@ -157,6 +160,12 @@ TEST(DrainTest, WorkerMidJobAcksThroughSecondBrokerAndNothingIsLost) {
   std::thread run([&] { JW_EXPECT_OK(worker.Run()); });
 
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  JW_ASSERT_OK(second.Spawn({JOBWIRE_BROKER_PATH, "--listen=" + address_b,
+                             absl::StrCat("--redis_url=redis://127.0.0.1:", redis.port()),
+                             "--metrics_listen="}));
+  ASSERT_TRUE(WaitForHealth(MakeChannel(address_b), "jobwire.v1.BrokerService", kServing,
+                            absl::Seconds(10)));
+  auto producer = v1::BrokerService::NewStub(MakeChannel(address_b));
   const absl::Time term_at = absl::Now();
   int status = first.Stop();  // SIGTERM while the worker holds the job
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
