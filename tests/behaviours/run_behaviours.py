@@ -350,6 +350,21 @@ BEHAVIOURS = [
 ]
 
 
+def start_redis(workdir):
+    """A throwaway redis-server on a free loopback port: (process, port)."""
+    port = free_port()
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+         "--save", "", "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port, redis, "redis-server")
+    except RuntimeError:
+        redis.kill()
+        raise
+    return redis, port
+
+
 def run(args):
     langs = args.langs.split(",")
     workdir = tempfile.mkdtemp(prefix="jobwire-behaviours-")
@@ -357,13 +372,8 @@ def run(args):
     process = None
     table = {}
     try:
-        redis_port = free_port()
-        redis = subprocess.Popen(
-            ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", workdir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        redis, redis_port = start_redis(workdir)
         procs.append(redis)
-        wait_listening(redis_port, redis, "redis-server")
         process = BrokerProcess(args.broker, redis_port, workdir)
 
         env = dict(os.environ, JOBWIRE_ADDR=process.addr)
