@@ -51,11 +51,10 @@ export function defaultAddress(): string {
  * Channel options: reconnect quickly after a broker restart (grpc-js waits
  * 1 s doubling to 120 s by default; calls made meanwhile fail fast with
  * UNAVAILABLE, so a long channel backoff would stall the worker's own
- * reconnect loop).
+ * reconnect loop). grpc-js reads no grpc.min_reconnect_backoff_ms.
  */
 export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.min_reconnect_backoff_ms': 100,
   'grpc.max_reconnect_backoff_ms': 5000,
   'grpc.max_receive_message_length': 64 * 1024 * 1024,
   'grpc.max_send_message_length': 64 * 1024 * 1024,
