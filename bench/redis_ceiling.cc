@@ -95,7 +95,7 @@ class DrainLoop {
  private:
   void Claim() {
     if (acked_ >= total_) return;
-    store_->Claim(queue_, batch_, 30000, "ceiling", JobStore::NewClaimId(), [this](absl::StatusOr<ClaimOutcome> out) {
+    store_->Claim(queue_, batch_, 30000, "ceiling", JobStore::NewClaimId(), {}, [this](absl::StatusOr<ClaimOutcome> out) {
       if (!out.ok() || out->jobs.empty()) return Claim();  // the rest are being acked
       // One ack.lua call for the whole claimed batch, as a Worker's AckBatch.
       std::vector<jobwire::v1::AckRequest> acks(out->jobs.size());

@@ -49,6 +49,37 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
 
+-- The ready set's index by job type (`ready_by_type`, a zset whose scores
+-- are all 0, read by ZRANGEBYLEX): one member per ready job, the job's type
+-- (its byte length in 3 digits, then the type), its ready score in 16 digits
+-- and its id, so that the members of one type sort like the ready set does
+-- (by score, then id) and a Claim that filters by type finds its best jobs
+-- at the front of its types' ranges, never behind other types' jobs. The
+-- length prefix keeps every type's range apart from the others' whatever
+-- bytes a type holds. Every script that adds to or removes from a ready set
+-- does it through ready_add / ready_remove (or writes the same members).
+local function type_prefix(job_type)
+  return string.format('%03d', #job_type) .. job_type
+end
+local function type_member(job_type, score, id)
+  return type_prefix(job_type) .. string.format('%016d', tonumber(score)) .. id
+end
+-- The type of a record (as job_read gives it), '' when it has none.
+local function job_type_of(job)
+  local t = job and job[F.type]
+  if type(t) ~= 'string' then return '' end
+  return t
+end
+-- The type, ready score and id a member of ready_by_type holds; nil for a
+-- member of another shape (none is written).
+local function type_member_parts(member)
+  local len = tonumber(string.sub(member, 1, 3))
+  if not len or #member < 3 + len + 16 then return nil end
+  local score = tonumber(string.sub(member, 4 + len, 19 + len))
+  if not score then return nil end
+  return string.sub(member, 4, 3 + len), score, string.sub(member, 20 + len)
+end
+
 -- add_pair appends a field/value or score/member pair to `list`; call_pairs
 -- runs `command` (HSET, ZADD) on `key` with `list`'s field/value or
 -- score/member pairs as arguments, 1000 pairs per call at most (Lua's
@@ -61,6 +92,23 @@ local function call_pairs(command, key, list)
   for i = 1, #list, 2000 do
     redis.call(command, key, unpack(list, i, math.min(i + 1999, #list)))
   end
+end
+
+-- Job `id` (record `job`) becomes ready with `score` (ready_score): in the
+-- ready set `R.ready` and its type index `R.by_type`.
+local function ready_add(R, job, score, id)
+  redis.call('ZADD', R.ready, score, id)
+  redis.call('ZADD', R.by_type, 0, type_member(job_type_of(job), score, id))
+end
+
+-- Job `id` (record `job`, nil when it has none) leaves the ready set `R.ready`
+-- and its type index `R.by_type`, if it was in the set. Returns 1 when it was.
+local function ready_remove(R, job, id)
+  local score = redis.call('ZSCORE', R.ready, id)
+  if not score then return 0 end
+  redis.call('ZREM', R.ready, id)
+  redis.call('ZREM', R.by_type, type_member(job_type_of(job), score, id))
+  return 1
 end
 
 -- Job `id`'s record from hash `jobs_key` as a table indexed by field number
@@ -220,22 +268,77 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
   return 'retry', at
 end
 
+-- The best ready jobs for a claim of up to `want` jobs: every type's when
+-- `types` is empty (the ready set's first `want`), else only the listed
+-- types' (the first `want` of each type's range of the index, merged). Each
+-- is {id = id, score = ready score, member = its index member (filtered
+-- claims only)}, best first (by score, then id, as the ready set orders).
+local function ready_candidates(K, types, want)
+  local out = {}
+  if #types == 0 then
+    local r = redis.call('ZRANGE', K.ready, 0, want - 1, 'WITHSCORES')
+    for i = 1, #r, 2 do out[#out + 1] = {id = r[i], score = tonumber(r[i + 1])} end
+    return out
+  end
+  for _, t in ipairs(types) do
+    local prefix = type_prefix(t)
+    local r = redis.call('ZRANGEBYLEX', K.by_type, '[' .. prefix, '(' .. prefix .. ':',
+                         'LIMIT', 0, want)
+    for _, member in ipairs(r) do
+      local _, score, id = type_member_parts(member)
+      if score then out[#out + 1] = {id = id, score = score, member = member} end
+    end
+  end
+  if #types > 1 then
+    table.sort(out, function(a, b)
+      if a.score ~= b.score then return a.score < b.score end
+      return a.id < b.id
+    end)
+  end
+  return out
+end
+
+-- Whether a claim filtered to `types` (empty: every type) would find a due
+-- job now, and (filtered claims only) the other types that have due jobs:
+-- what claim.lua reports so that the broker wakes a stream that can take
+-- them. Walks the index one type at a time (a ZRANGEBYLEX per type).
+local function ready_left(K, types)
+  if #types == 0 then return redis.call('ZCARD', K.ready) > 0, {} end
+  if redis.call('ZCARD', K.ready) == 0 then return false, {} end
+  local mine, more, others = {}, false, {}
+  for _, t in ipairs(types) do mine[t] = true end
+  local from = '-'
+  while true do
+    local r = redis.call('ZRANGEBYLEX', K.by_type, from, '+', 'LIMIT', 0, 1)
+    if #r == 0 then break end
+    local t = type_member_parts(r[1])
+    if not t then break end
+    if mine[t] then more = true else others[#others + 1] = t end
+    from = '[' .. type_prefix(t) .. ':'
+  end
+  return more, others
+end
+
 -- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
--- contract, which see); `K` names the queue's keys: ready, scheduled, active,
--- paused, dead, claim (the record of this call), jobs, payloads. `now` is
--- now_ms(). Returns claim.lua's reply. Called by claim.lua, and by
--- enqueue.lua for the claim that rides along an enqueue (the broker's
--- hand-off to a waiting stream).
-local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes)
-  if redis.call('EXISTS', K.paused) == 1 then return {-1, 0, {}} end
+-- contract, which see), of the types in `types` only unless it is empty;
+-- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
+-- dead, claim (the record of this call), jobs, payloads. `now` is now_ms().
+-- Returns claim.lua's reply. Called by claim.lua, and by enqueue.lua for the
+-- claim that rides along an enqueue (the broker's hand-off to a waiting
+-- stream).
+local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
+  if redis.call('EXISTS', K.paused) == 1 then return {-1, 0, {}, {}} end
   local skipped = {}
 
   local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', int(now), 'LIMIT', 0, 1000)
+  local ready, by_type = {}, {}
   for _, id in ipairs(due) do
     local job = job_read(K.jobs, id)
     local priority, available_at = tonumber(job and job[F.priority]), tonumber(job and job[F.available_at])
     if priority and available_at then
-      redis.call('ZADD', K.ready, ready_score(priority, available_at), id)
+      local score = ready_score(priority, available_at)
+      add_pair(ready, score, id)
+      add_pair(by_type, 0, type_member(job_type_of(job), score, id))
     else
       skipped[#skipped + 1] = id
       if job then
@@ -246,35 +349,40 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       end
     end
   end
-  if #due > 0 then redis.call('ZREM', K.scheduled, unpack(due)) end
+  if #due > 0 then
+    call_pairs('ZADD', K.ready, ready)
+    call_pairs('ZADD', K.by_type, by_type)
+    redis.call('ZREM', K.scheduled, unpack(due))
+  end
 
-  local out = {0, 0, skipped}
-  local popped = redis.call('ZPOPMIN', K.ready, want)
+  local out = {0, 0, skipped, {}}
   local claimed, bytes = 0, 0
   local expires = now + lease_ms
-  -- The claimed jobs' ids, their records and their active entries (written
-  -- with one variadic HSET and ZADD after the loop).
-  local ids, records, active = {}, {}, {}
-  for i = 1, #popped, 2 do
-    local id = popped[i]
+  -- The claimed jobs' ids, their records, their active entries and what
+  -- leaves the ready set and its index (each written with one variadic
+  -- command after the loop).
+  local ids, records, active, gone, gone_members = {}, {}, {}, {}, {}
+  for _, c in ipairs(ready_candidates(K, types, want)) do
+    if claimed >= want then break end
+    local id = c.id
     local job = job_read(K.jobs, id)
-    -- Read once, for the byte bound and the reply: past the bound the Lua
-    -- heap holds one payload more than the reply, then lets it go.
-    local payload = redis.call('HGET', K.payloads, id) or ''
-    local size = #payload + job_error_bytes(job)
-    if claimed > 0 and bytes + size > max_bytes then
-      -- Over the byte bound: this job and the rest go back where they were.
-      local back = {}
-      for j = i, #popped, 2 do
-        back[#back + 1] = popped[j + 1]
-        back[#back + 1] = popped[j]
-      end
-      redis.call('ZADD', K.ready, unpack(back))
-      break
-    end
-    if job == nil then
+    if c.member and not redis.call('ZSCORE', K.ready, id) then
+      -- An index entry whose job is no longer ready (none is left behind by
+      -- these scripts): dropped.
+      gone_members[#gone_members + 1] = c.member
+    elseif job == nil then
       skipped[#skipped + 1] = id
+      gone[#gone + 1] = id
+      if c.member then gone_members[#gone_members + 1] = c.member end
     else
+      -- Read once, for the byte bound and the reply: past the bound the Lua
+      -- heap holds one payload more than the reply, then lets it go.
+      local payload = redis.call('HGET', K.payloads, id) or ''
+      local size = #payload + job_error_bytes(job)
+      -- Over the byte bound: this job and the rest stay ready.
+      if claimed > 0 and bytes + size > max_bytes then break end
+      gone[#gone + 1] = id
+      gone_members[#gone_members + 1] = c.member or type_member(job_type_of(job), c.score, id)
       bytes = bytes + size
       claimed = claimed + 1
       job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
@@ -287,13 +395,17 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       ids[#ids + 1] = id
     end
   end
+  if #gone > 0 then redis.call('ZREM', K.ready, unpack(gone)) end
+  if #gone_members > 0 then redis.call('ZREM', K.by_type, unpack(gone_members)) end
   if claimed > 0 then
     call_pairs('HSET', K.jobs, records)
     call_pairs('ZADD', K.active, active)
     redis.call('SET', K.claim, table.concat(ids, ' '), 'PX', int(lease_ms))
   end
 
-  if redis.call('ZCARD', K.ready) > 0 then
+  local more, others = ready_left(K, types)
+  out[4] = others
+  if more then
     out[2] = 1
   else
     local first = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')

@@ -5,6 +5,7 @@
 -- KEYS[2] {p}:{q}:ready
 -- KEYS[3] {p}:{q}:scheduled
 -- KEYS[4] {p}:{q}:dead
+-- KEYS[5] {p}:{q}:ready_by_type
 -- ARGV[1] job id
 -- Returns {'OK'} | {'NOT_FOUND'} | {'STATE', state} (not pending).
 --
@@ -17,7 +18,7 @@ if job[F.state] ~= 'pending' then return {'STATE', tostring(job[F.state])} end
 local now = now_ms()
 job[F.state], job[F.error], job[F.finished_at] = 'dead', 'cancelled', now
 job_write(KEYS[1], ARGV[1], job)
-redis.call('ZREM', KEYS[2], ARGV[1])
+ready_remove({ready = KEYS[2], by_type = KEYS[5]}, job, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], int(now), ARGV[1])
 return {'OK'}

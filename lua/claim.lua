@@ -3,8 +3,10 @@
 -- at most about ARGV[5] bytes of them (at least one job, whatever its size),
 -- so that a reply stays bounded in Redis' Lua heap, its output buffer and the
 -- broker. First moves scheduled jobs that are now due into the ready set (at
--- most 1000 per call), then takes the best ready jobs: highest priority, then
--- the one due first. Each claimed job gets attempts + 1, a new lease token
+-- most 1000 per call), then takes the best ready jobs of the wanted types
+-- (ARGV[6..]; every type when none is given): highest priority, then the one
+-- due first. A filtered claim reads the ready set's index by type, so jobs of
+-- other types ahead of the wanted ones never hide them. Each claimed job gets attempts + 1, a new lease token
 -- and a lease expiry, and enters the active set. Every field a job needs is
 -- read before anything is written: an id whose record is missing is dropped
 -- from the ready / scheduled set and never claimed (no record is created for
@@ -20,26 +22,32 @@
 --         leased, space-separated, expiring with the lease)
 -- KEYS[7] {p}:{q}:jobs (job records)
 -- KEYS[8] {p}:{q}:payloads
+-- KEYS[9] {p}:{q}:ready_by_type (the ready set's index by type)
 -- ARGV[1] max jobs to claim (>= 1)
 -- ARGV[2] lease ms
 -- ARGV[3] claim id: lease token prefix (random, unique per call; job i gets
 --         claim_id.i)
 -- ARGV[4] worker id
 -- ARGV[5] max bytes of payload and error text in all (>= 1)
--- Returns {next_due_in_ms, more, skipped, id1, fields1, id2, fields2, ...}
+-- ARGV[6..] job types to claim (none: every type)
+-- Returns {next_due_in_ms, more, skipped, others, id1, fields1, id2, fields2, ...}
 -- where fieldsN is the job after the claim as a flat field/value list (its
 -- record's fields and its payload, job_flat). more is 1 when
--- due jobs are left (the call stopped at ARGV[1] jobs or ARGV[5] bytes;
--- next_due_in_ms is then 0), else 0 and next_due_in_ms is the ms until the
+-- due jobs of the wanted types are left (the call stopped at ARGV[1] jobs or
+-- ARGV[5] bytes; next_due_in_ms is then 0), else 0 and next_due_in_ms is the ms until the
 -- earliest scheduled job is due (0 if due now), or -1 if none is scheduled
 -- or the queue is paused (resuming publishes a wake-up). skipped is the list
--- of ids dropped for a missing or partial record.
+-- of ids dropped for a missing or partial record. others (a filtered claim
+-- only; else empty) lists the other types that have due jobs, so that the
+-- broker wakes a stream that takes them.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): a claim starts runs whose Acks would store results past the limit;
 -- the Claim streams stay open and the broker tries again every second.
+local types = {}
+for i = 6, #ARGV do types[#types + 1] = ARGV[i] end
 return claim_ready({ready = KEYS[1], scheduled = KEYS[2], active = KEYS[3],
                     paused = KEYS[4], dead = KEYS[5], claim = KEYS[6], jobs = KEYS[7],
-                    payloads = KEYS[8]},
+                    payloads = KEYS[8], by_type = KEYS[9]},
                    now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4],
-                   tonumber(ARGV[5]))
+                   tonumber(ARGV[5]), types)

@@ -8,12 +8,14 @@
 -- KEYS[6] {p}:{q}:dead
 -- KEYS[7] {p}:{q}:payloads     KEYS[8] {p}:{q}:results
 -- KEYS[9] {p}:{q}:idem         KEYS[10] {p}:{q}:idem_expiry
+-- KEYS[11] {p}:{q}:ready_by_type
 -- ARGV[1] job id
 -- Returns {'OK'} | {'NOT_FOUND'}.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {'NOT_FOUND'} end
-for i = 2, 6 do redis.call('ZREM', KEYS[i], ARGV[1]) end
+ready_remove({ready = KEYS[2], by_type = KEYS[11]}, job_read(KEYS[1], ARGV[1]), ARGV[1])
+for i = 3, 6 do redis.call('ZREM', KEYS[i], ARGV[1]) end
 delete_job({jobs = KEYS[1], payloads = KEYS[7], results = KEYS[8], idem = KEYS[9],
             idem_expiry = KEYS[10]}, ARGV[1])
 return {'OK'}

@@ -24,6 +24,7 @@
 -- KEYS[13] {p}:{q}:acked       KEYS[14] {p}:{q}:acked_expiry
 -- KEYS[15] {p}:{q}:partitions  (a created queue's count; 'empty' keeps such
 --          a queue, a deletion removes it)
+-- KEYS[16] {p}:{q}:ready_by_type (emptied with the ready set)
 -- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all, is not paused and was not
 --         created with a partition count (the reaper dropping an idle queue)
@@ -49,6 +50,7 @@ for i = 1, 5 do
   if left <= 0 then break end
   local ids = redis.call('ZRANGE', KEYS[i], 0, left - 1)
   for _, id in ipairs(ids) do
+    if i == 1 then ready_remove({ready = KEYS[1], by_type = KEYS[16]}, job_read(J.jobs, id), id) end
     removed = removed + delete_job(J, id)
   end
   if #ids > 0 then redis.call('ZREM', KEYS[i], unpack(ids)) end
@@ -60,5 +62,6 @@ end
 -- No job is left in a set: what remains of the job hashes (records no set
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
-redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15])
+redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15],
+           KEYS[16])
 return {'DONE', removed}

@@ -17,6 +17,7 @@
 -- KEYS[10] {p}:{q}:paused       KEYS[3..6]; unused when ARGV[4] is 0)
 -- KEYS[11] {p}:{q}:dead
 -- KEYS[12] {p}:{q}:claim:<ARGV[6]>
+-- KEYS[13] {p}:{q}:ready_by_type (the ready set's index by type)
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
 -- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
@@ -24,7 +25,10 @@
 -- ARGV[4]  hand-off: max jobs to claim for a waiting stream right after the
 --          jobs are stored (0 = no claim); ARGV[5..8] are then claim.lua's
 --          ARGV[2..5]: lease ms, claim id, worker id, max bytes
--- ARGV[9 + 10k .. 18 + 10k]: the k-th job (k = 0, 1, ...; at least one):
+-- ARGV[9]  n: the number of job types the hand-off claim takes (0 = every
+--          type), then ARGV[10 .. 9 + n] those types
+-- ARGV[J + 10k .. J + 9 + 10k], J = 10 + n: the k-th job (k = 0, 1, ...; at
+--   least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
 --   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms,
@@ -35,7 +39,8 @@
 -- queue, or one deleted since): the broker then registers it; claimed is
 -- claim.lua's reply for the hand-off claim (absent when ARGV[4] is 0).
 -- Publishes 0 when a new job is due now, unless the hand-off claim left no
--- due job in the queue (nobody else has anything to claim), and the delay of
+-- due job in the queue (nobody else has anything to claim: neither of its
+-- types nor of others), and the delay of
 -- the earliest new job due later, if any.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
@@ -49,8 +54,11 @@ local next_delay = nil
 -- Field/value and score/member lists, each written with one variadic
 -- command after the loop (a job's idempotency key is written at once, so
 -- that a later job of the call with the same key finds it).
-local records, payloads, ready, scheduled = {}, {}, {}, {}
-for i = 9, #ARGV, 10 do
+local records, payloads, ready, by_type, scheduled = {}, {}, {}, {}, {}
+local hand_off_types = {}
+local first_job = 10 + tonumber(ARGV[9])
+for i = 10, first_job - 1 do hand_off_types[#hand_off_types + 1] = ARGV[i] end
+for i = first_job, #ARGV, 10 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
   if existing then
@@ -72,7 +80,9 @@ for i = 9, #ARGV, 10 do
     add_pair(records, id, cmsgpack.pack(job))
     if ARGV[i + 1] ~= '' then add_pair(payloads, id, ARGV[i + 1]) end
     if available_at <= now then
-      add_pair(ready, ready_score(priority, available_at), id)
+      local score = ready_score(priority, available_at)
+      add_pair(ready, score, id)
+      add_pair(by_type, 0, type_member(ARGV[i], score, id))
       due_now = true
     else
       add_pair(scheduled, int(available_at), id)
@@ -90,15 +100,16 @@ end
 call_pairs('HSET', KEYS[5], records)
 call_pairs('HSET', KEYS[6], payloads)
 call_pairs('ZADD', KEYS[2], ready)
+call_pairs('ZADD', KEYS[13], by_type)
 call_pairs('ZADD', KEYS[3], scheduled)
 local claimed = nil
 if tonumber(ARGV[4]) > 0 then
   claimed = claim_ready({ready = KEYS[2], scheduled = KEYS[3], active = KEYS[9],
                          paused = KEYS[10], dead = KEYS[11], claim = KEYS[12], jobs = KEYS[5],
-                         payloads = KEYS[6]},
+                         payloads = KEYS[6], by_type = KEYS[13]},
                         now, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7],
-                        tonumber(ARGV[8]))
-  if claimed[2] == 0 then due_now = false end
+                        tonumber(ARGV[8]), hand_off_types)
+  if claimed[2] == 0 and #claimed[4] == 0 then due_now = false end
 end
 if due_now then redis.call('SPUBLISH', ARGV[2], '0') end
 if next_delay then redis.call('SPUBLISH', ARGV[2], int(next_delay)) end

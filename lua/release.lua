@@ -8,6 +8,7 @@
 -- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:ready
+-- KEYS[4] {p}:{q}:ready_by_type
 -- ARGV[1] job id   ARGV[2] lease token of the undelivered claim
 -- ARGV[3] notify channel
 -- Returns {'OK'} | {'NOT_FOUND'} | {'STALE'} (the token is not the current
@@ -29,6 +30,6 @@ job[F.attempts] = tonumber(job[F.attempts]) - 1
 job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[3], ready_score(priority, available_at), ARGV[1])
+ready_add({ready = KEYS[3], by_type = KEYS[4]}, job, ready_score(priority, available_at), ARGV[1])
 redis.call('SPUBLISH', ARGV[3], 0)
 return {'OK'}

@@ -10,6 +10,7 @@
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:ready
 -- KEYS[4] {p}:{q}:jobs (job records)
+-- KEYS[5] {p}:{q}:ready_by_type
 -- ARGV[1] claim id (the lease token prefix of the call)
 -- ARGV[2] notify channel
 -- Returns the number of jobs given back (0 when the record is gone: the
@@ -33,7 +34,7 @@ for id in string.gmatch(record, '%S+') do
     job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
     job_write(KEYS[4], id, job)
     redis.call('ZREM', KEYS[2], id)
-    redis.call('ZADD', KEYS[3], ready_score(priority, available_at), id)
+    ready_add({ready = KEYS[3], by_type = KEYS[5]}, job, ready_score(priority, available_at), id)
     released = released + 1
   end
 end

@@ -15,6 +15,7 @@
 -- KEYS[1] {p}:{q}:dead
 -- KEYS[2] {p}:{q}:ready
 -- KEYS[3] {p}:{q}:jobs (job records)
+-- KEYS[4] {p}:{q}:ready_by_type
 -- ARGV[1] notify channel
 -- ARGV[2] type filter ('' for every type)
 -- ARGV[3] 'ids': ARGV[4..] are job ids
@@ -59,7 +60,7 @@ for _, id in ipairs(ids) do
     job[F.finished_at], job[F.lease_expires_at], job[F.lease_token] = 0, 0, ''
     job_write(KEYS[3], id, job)
     redis.call('ZREM', KEYS[1], id)
-    redis.call('ZADD', KEYS[2], ready_score(priority, now), id)
+    ready_add({ready = KEYS[2], by_type = KEYS[4]}, job, ready_score(priority, now), id)
     moved = moved + 1
   else
     if wanted then skipped[#skipped + 1] = id end

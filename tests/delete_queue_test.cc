@@ -119,7 +119,8 @@ TEST_F(DeleteQueueTest, RefusesActiveJobsUnlessForced) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_TRUE(absl::StrContains(refused.error_message(), "1 active")) << refused.error_message();
   EXPECT_TRUE(Listed(q));
-  EXPECT_EQ(KeysOf(q).size(), 6u);  // 2 jobs, ready, active, seq, registered: nothing removed
+  // jobs, payloads, ready, ready_by_type, active, seq, registered: nothing removed
+  EXPECT_EQ(KeysOf(q).size(), 7u);
 
   int64_t deleted = 0;
   JW_ASSERT_OK(Delete(q, /*force=*/true, &deleted));

@@ -167,6 +167,7 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
   }
   auto session = std::make_unique<Session>();
   session->spec = std::move(spec);
+  session->types.insert(session->spec.types.begin(), session->spec.types.end());
   session->sink = std::move(sink);
   if (session->spec.max_age != absl::InfiniteDuration()) {
     session->max_age_timer = loop_->RunAfter(session->spec.max_age, [this, id] {
@@ -281,7 +282,7 @@ void Dispatcher::ClaimFrom(SessionId id, size_t pos) {
   const std::string& queue = s->queues.names()[index];
   s->queues.Claimed(index);
   std::string claim_id = store::JobStore::NewClaimId();
-  store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id, claim_id,
+  store_->Claim(queue, free, s->spec.lease_ms, s->spec.worker_id, claim_id, s->spec.types,
                 [this, id, queue, pos, claim_id](absl::StatusOr<store::ClaimOutcome> outcome) {
                   OnClaimAnswered(id, queue, pos, claim_id, std::move(outcome));
                 });
@@ -297,18 +298,35 @@ void Dispatcher::OnClaimAnswered(SessionId id, const std::string& queue, size_t 
   OnClaimed(id, queue, pos, std::move(outcome));
 }
 
-void Dispatcher::OfferHandOff(const std::string& queue,
+void Dispatcher::OfferHandOff(const std::string& queue, std::vector<std::string> types,
                               std::function<void(std::optional<store::HandOff>)> send) {
-  loop_->RunInLoop([this, queue, send = std::move(send)] { send(TakeHandOff(queue)); });
+  loop_->RunInLoop([this, queue, types = std::move(types), send = std::move(send)] {
+    send(TakeHandOff(queue, types));
+  });
 }
 
-std::optional<store::HandOff> Dispatcher::TakeHandOff(const std::string& queue) {
-  auto found = queues_.find(queue);
-  if (shutting_down_ || found == queues_.end() || found->second.waiters.empty()) {
-    return std::nullopt;
+bool Dispatcher::Takes(const Session& s, const std::vector<std::string>& types) {
+  if (s.types.empty() || types.empty()) return true;
+  for (const std::string& type : types) {
+    if (s.types.contains(type)) return true;
   }
-  const SessionId id = found->second.waiters.front();
-  Session* s = Find(id);
+  return false;
+}
+
+std::optional<store::HandOff> Dispatcher::TakeHandOff(const std::string& queue,
+                                                      const std::vector<std::string>& types) {
+  auto found = queues_.find(queue);
+  if (shutting_down_ || found == queues_.end()) return std::nullopt;
+  Session* s = nullptr;
+  SessionId id = 0;
+  for (SessionId waiter : found->second.waiters) {
+    Session* candidate = Find(waiter);
+    if (candidate != nullptr && Takes(*candidate, types)) {
+      s = candidate;
+      id = waiter;
+      break;
+    }
+  }
   const int free = s ? s->spec.max_in_flight - static_cast<int>(s->in_flight.size()) : 0;
   if (s == nullptr || s->filling || free <= 0) return std::nullopt;
   const std::vector<std::string>& names = s->queues.names();
@@ -328,6 +346,7 @@ std::optional<store::HandOff> Dispatcher::TakeHandOff(const std::string& queue) 
   s->queues.Claimed(index);
   store::HandOff hand_off;
   hand_off.max_jobs = free;
+  hand_off.types = s->spec.types;
   hand_off.lease_ms = s->spec.lease_ms;
   hand_off.worker_id = s->spec.worker_id;
   hand_off.claim_id = store::JobStore::NewClaimId();
@@ -384,12 +403,14 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t pos,
   const size_t index = s->order[pos];
   if (outcome->more) {
     s->queues.SetNotDrained(index);
-    WakeOne(queue);  // the queue holds more for the next waiter
+    WakeOne(queue, s->spec.types);  // the queue holds more for the next waiter
   } else {
     s->drained.insert(queue);
     s->queues.SetDrained(index, s->start_generation[index]);
     if (outcome->next_due_in_ms >= 0) ArmQueueTimer(queue, outcome->next_due_in_ms);
   }
+  // Due jobs of types this stream does not take: for a waiter that does.
+  if (!outcome->other_types.empty()) WakeOne(queue, outcome->other_types);
   bool full = static_cast<int>(s->in_flight.size()) >= s->spec.max_in_flight;
   if (!full && pos + 1 < s->order.size()) {
     ClaimFrom(id, pos + 1);
@@ -470,18 +491,25 @@ void Dispatcher::Unwait(Session& s) {
   s.waiting.clear();
 }
 
-void Dispatcher::WakeOne(const std::string& queue) {
+void Dispatcher::WakeOne(const std::string& queue, const std::vector<std::string>& types) {
   auto found = queues_.find(queue);
   if (found == queues_.end()) return;  // no stream reads it any more
   QueueState& q = found->second;
   ++q.generation;
-  if (q.waiters.empty()) return;
-  SessionId id = q.waiters.front();
-  Session* s = Find(id);
-  if (s == nullptr) {
-    q.waiters.pop_front();
-    return;
+  auto waiter = q.waiters.begin();
+  while (waiter != q.waiters.end()) {
+    Session* s = Find(*waiter);
+    if (s == nullptr) {
+      waiter = q.waiters.erase(waiter);
+    } else if (!Takes(*s, types)) {
+      ++waiter;
+    } else {
+      break;
+    }
   }
+  if (waiter == q.waiters.end()) return;
+  SessionId id = *waiter;
+  Session* s = Find(id);
   Unwait(*s);
   s->woken_for.insert(queue);
   Fill(id);

@@ -18,7 +18,13 @@
 // leases to expire.
 // A stream whose claim left due jobs in the queue (it stopped at its free
 // slots or the claim's byte bound), or that was woken for a queue it did
-// not drain, passes the wake-up on to the next waiter of that queue. A
+// not drain, passes the wake-up on to the next waiter of that queue.
+// A stream may take only some job types (ClaimSpec::types): its claims read
+// only those (claim.lua), and report the other types that have due jobs;
+// a wake-up for such types goes to the first waiter that takes one of them
+// (a wake-up of unknown types, such as a notification, to the first
+// waiter), so that jobs no waiting stream takes wake nobody, and a wake-up
+// never circles among streams that cannot use it. A
 // generation counter per queue closes the race between a claim in flight and
 // a notification arriving meanwhile. A slot frees when a job delivered on
 // the stream is acked or failed through this broker (OnJobsSettled) or its
@@ -93,6 +99,8 @@ struct ClaimSpec {
   int max_in_flight = 1;
   int64_t lease_ms = 30000;
   std::string worker_id;
+  // The job types the stream takes (ClaimRequest.types); empty: every type.
+  std::vector<std::string> types;
   // The client connection the stream arrived on (grpc peer(), e.g.
   // "ipv4:10.0.0.7:51234"): StreamLimits::max_streams_per_peer counts by it.
   std::string peer;
@@ -129,13 +137,14 @@ class Dispatcher {
   void ReturnUnsent(std::vector<v1::ClaimedJob> jobs);
 
   // The hand-off of jobs this broker is about to store in partition `queue`
-  // (store name) to a stream of its own: runs `send` on the loop thread (at
-  // once when called there) with a claim for the first stream waiting on
-  // that partition with a free slot, to ride along the enqueue.lua call
+  // (store name), due now and of `types`, to a stream of its own: runs
+  // `send` on the loop thread (at once when called there) with a claim for
+  // the first stream waiting on that partition with a free slot that takes
+  // one of `types`, to ride along the enqueue.lua call
   // (JobStore::Enqueue), or with none when no such stream waits. The stream
   // is then filling, as if woken, until the claim answers; `send` must pass
   // the claim to JobStore::Enqueue, which always answers it.
-  void OfferHandOff(const std::string& queue,
+  void OfferHandOff(const std::string& queue, std::vector<std::string> types,
                     std::function<void(std::optional<store::HandOff>)> send);
 
   // Called on the loop thread with the expiry (broker clock) of every lease
@@ -176,6 +185,7 @@ class Dispatcher {
  private:
   struct Session {
     ClaimSpec spec;
+    absl::flat_hash_set<std::string> types;  // spec.types, for lookups
     // The partitions read; names() is indexed like `waiting` and
     // `start_generation`. Empty until DoResolve.
     StreamQueues queues;
@@ -223,7 +233,11 @@ class Dispatcher {
   void OnClaimAnswered(SessionId id, const std::string& queue, size_t pos,
                        const std::string& claim_id, absl::StatusOr<store::ClaimOutcome> outcome);
   // Loop thread: the hand-off claim for OfferHandOff, if a stream waits.
-  std::optional<store::HandOff> TakeHandOff(const std::string& queue);
+  std::optional<store::HandOff> TakeHandOff(const std::string& queue,
+                                            const std::vector<std::string>& types);
+  // Whether session `s` takes a job of one of `types` (empty: of types not
+  // known, which any session may take).
+  static bool Takes(const Session& s, const std::vector<std::string>& types);
   // Hands a claimed job that no stream will deliver back to its queue
   // (release.lua) and forgets its lease.
   void GiveBack(const std::string& queue, const std::string& job_id,
@@ -238,7 +252,9 @@ class Dispatcher {
   void FinishFill(SessionId id, Session& s);
   void Wait(SessionId id, Session& s);
   void Unwait(Session& s);
-  void WakeOne(const std::string& queue);
+  // Announces new due jobs in `queue` (its generation) and wakes the first
+  // waiter that takes one of `types` (empty: the first waiter).
+  void WakeOne(const std::string& queue, const std::vector<std::string>& types = {});
   void OnNotify(const std::string& queue, const std::string& message);
   void ArmQueueTimer(const std::string& queue, int64_t delay_ms);
   // Arms the one lease timer at the earliest lease deadline, unless it is

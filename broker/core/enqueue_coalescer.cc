@@ -1,5 +1,7 @@
 #include "broker/core/enqueue_coalescer.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -14,14 +16,19 @@ size_t PayloadBytes(const std::vector<v1::EnqueueRequest>& jobs) {
   return bytes;
 }
 
-// Whether any of `jobs` is due now by this broker's clock (Redis' decides;
-// a wrong guess costs a claim that finds nothing, or a PUBLISH round trip).
-bool AnyDueNow(const std::vector<v1::EnqueueRequest>& jobs) {
+// The distinct types of the jobs of `jobs` that are due now by this broker's
+// clock (Redis' decides; a wrong guess costs a claim that finds nothing, or a
+// PUBLISH round trip).
+std::vector<std::string> DueNowTypes(const std::vector<v1::EnqueueRequest>& jobs) {
   const int64_t now = absl::ToUnixMillis(absl::Now());
+  std::vector<std::string> types;
   for (const v1::EnqueueRequest& job : jobs) {
-    if (job.delay_ms() == 0 && job.run_at_ms() <= now) return true;
+    if (job.delay_ms() == 0 && job.run_at_ms() <= now &&
+        std::find(types.begin(), types.end(), job.type()) == types.end()) {
+      types.push_back(job.type());
+    }
   }
-  return false;
+  return types;
 }
 
 }  // namespace
@@ -70,7 +77,8 @@ void EnqueueCoalescer::Send(const std::string& queue, std::vector<Caller> caller
     for (v1::EnqueueRequest& job : callers[i].jobs) jobs.push_back(std::move(job));
   }
   for (Caller& caller : callers) caller.jobs = {};  // sent: only count is used from here on
-  const bool due_now = hand_off_ != nullptr && AnyDueNow(jobs);
+  std::vector<std::string> due_types;
+  if (hand_off_ != nullptr) due_types = DueNowTypes(jobs);
   auto send = [this, queue, jobs = std::move(jobs), callers = std::move(callers)](
                   std::optional<store::HandOff> hand_off) mutable {
     store_->Enqueue(
@@ -81,8 +89,8 @@ void EnqueueCoalescer::Send(const std::string& queue, std::vector<Caller> caller
         },
         std::move(hand_off));
   };
-  if (due_now) {
-    hand_off_(queue, std::move(send));
+  if (!due_types.empty()) {
+    hand_off_(queue, std::move(due_types), std::move(send));
   } else {
     send(std::nullopt);
   }

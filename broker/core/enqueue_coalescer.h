@@ -45,9 +45,10 @@ class EnqueueCoalescer {
   static constexpr size_t kMaxBytes = 8 << 20;
 
   // Calls `send` (on the Redis event loop thread) with the hand-off claim
-  // for the next call to `queue`, or with none (Dispatcher::OfferHandOff).
-  using HandOffSource = std::function<void(
-      const std::string& queue, std::function<void(std::optional<store::HandOff>)> send)>;
+  // for the next call to `queue`, whose jobs due now have the given types,
+  // or with none (Dispatcher::OfferHandOff).
+  using HandOffSource = std::function<void(const std::string& queue, std::vector<std::string> types,
+                                           std::function<void(std::optional<store::HandOff>)> send)>;
 
   // `store` must outlive this object. Without `hand_off`, no call claims.
   explicit EnqueueCoalescer(const store::JobStore* store, HandOffSource hand_off = nullptr)

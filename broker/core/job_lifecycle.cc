@@ -60,9 +60,9 @@ JobLifecycle::JobLifecycle(const store::JobStore* store, QueuePartitions* partit
       dispatcher_(dispatcher),
       metrics_(metrics),
       defaults_(defaults),
-      enqueues_(store, [dispatcher](const std::string& queue,
+      enqueues_(store, [dispatcher](const std::string& queue, std::vector<std::string> types,
                                     std::function<void(std::optional<store::HandOff>)> send) {
-        dispatcher->OfferHandOff(queue, std::move(send));
+        dispatcher->OfferHandOff(queue, std::move(types), std::move(send));
       }) {}
 
 void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,

@@ -144,6 +144,7 @@ grpc::ServerWriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::Callback
   spec.max_in_flight = req->max_in_flight() == 0 ? 1 : req->max_in_flight();
   spec.lease_ms = req->lease_ms() == 0 ? lifecycle_->defaults().lease_ms : req->lease_ms();
   spec.worker_id = req->worker_id();
+  spec.types.assign(req->types().begin(), req->types().end());
   spec.peer = ctx->peer();
   if (max_stream_age_ != absl::InfiniteDuration()) {
     thread_local absl::BitGen bitgen;

@@ -128,6 +128,15 @@ absl::Status ValidateClaim(const v1::ClaimRequest& r) {
     JW_RETURN_IF_ERROR(CheckRange("max_in_flight", r.max_in_flight(), 1, kMaxInFlight));
   }
   JW_RETURN_IF_ERROR(CheckLease("lease_ms", r.lease_ms()));
+  if (r.types_size() > kMaxClaimTypes) {
+    return Invalid("types", absl::StrCat("must name at most ", kMaxClaimTypes, " types, got ",
+                                         r.types_size()));
+  }
+  for (int i = 0; i < r.types_size(); ++i) {
+    const std::string field = absl::StrCat("types[", i, "]");
+    if (r.types(i).empty()) return Invalid(field, "must not be empty (1..256 bytes)");
+    JW_RETURN_IF_ERROR(CheckMaxBytes(field, r.types(i), kMaxTypeLength));
+  }
   return CheckMaxBytes("worker_id", r.worker_id(), kMaxWorkerIdLength);
 }
 

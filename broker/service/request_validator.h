@@ -23,6 +23,7 @@ inline constexpr int kMaxErrorLength = 64 * 1024;
 inline constexpr int kMaxBatchJobs = 1000;
 inline constexpr int kMaxBatchAcks = 1000;
 inline constexpr int kMaxClaimQueues = 32;
+inline constexpr int kMaxClaimTypes = 64;
 inline constexpr int kMaxInFlight = 1000;
 inline constexpr int kMaxPriority = 1000;
 inline constexpr int kMaxAttempts = 1000;

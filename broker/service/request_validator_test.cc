@@ -133,7 +133,12 @@ INSTANTIATE_TEST_SUITE_P(
         ClaimCase{"lease_999", [](v1::ClaimRequest* r) { r->set_lease_ms(999); }, "lease_ms"},
         ClaimCase{"lease_negative", [](v1::ClaimRequest* r) { r->set_lease_ms(-1); }, "lease_ms"},
         ClaimCase{"lease_over_12h", [](v1::ClaimRequest* r) { r->set_lease_ms(43200001); }, "lease_ms"},
-        ClaimCase{"worker_id_long", [](v1::ClaimRequest* r) { r->set_worker_id(std::string(257, 'w')); }, "worker_id"}),
+        ClaimCase{"worker_id_long", [](v1::ClaimRequest* r) { r->set_worker_id(std::string(257, 'w')); }, "worker_id"},
+        ClaimCase{"types_64", [](v1::ClaimRequest* r) { for (int i = 0; i < 64; ++i) r->add_types(std::to_string(i)); }, ""},
+        ClaimCase{"types_65", [](v1::ClaimRequest* r) { for (int i = 0; i < 65; ++i) r->add_types(std::to_string(i)); }, "types"},
+        ClaimCase{"type_empty", [](v1::ClaimRequest* r) { r->add_types("a"); r->add_types(""); }, "types[1]"},
+        ClaimCase{"type_256", [](v1::ClaimRequest* r) { r->add_types(std::string(256, 't')); }, ""},
+        ClaimCase{"type_257", [](v1::ClaimRequest* r) { r->add_types(std::string(257, 't')); }, "types[0]"}),
     [](const ::testing::TestParamInfo<ClaimCase>& info) { return info.param.name; });
 
 TEST(JobRefValidation, AckFailExtendGetCancel) {

@@ -94,7 +94,7 @@ void AdminStore::RetryDeadIds(const std::string& queue, const std::vector<std::s
   Keys k = KeysFor(queue);
   std::vector<std::string> args = {k.NotifyChannel(), type, "ids"};
   args.insert(args.end(), ids.begin(), ids.end());
-  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready(), k.Jobs()}, std::move(args),
+  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready(), k.Jobs(), k.ReadyByType()}, std::move(args),
                  RetryReply(queue, std::move(done)));
 }
 
@@ -102,7 +102,7 @@ void AdminStore::RetryDeadScan(const std::string& queue, const std::string& type
                                int batch, const std::string& bound,
                                Callback<RetryBatch> done) const {
   Keys k = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready(), k.Jobs()},
+  scripts_->Eval(scripts_->Get("retry_dead"), {k.Dead(), k.Ready(), k.Jobs(), k.ReadyByType()},
                  {k.NotifyChannel(), type, "scan", absl::StrCat(offset),
                   absl::StrCat(batch), bound},
                  RetryReply(queue, std::move(done)));
@@ -128,7 +128,7 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
       scripts_->Get("delete_queue"),
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
        k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
-       k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions()},
+       k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -178,7 +178,7 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
   scripts_->Eval(
       scripts_->Get("delete_job"),
       {k.Jobs(), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Payloads(),
-       k.Results(), k.Idempotency(), k.IdempotencyExpiry()},
+       k.Results(), k.Idempotency(), k.IdempotencyExpiry(), k.ReadyByType()},
       {job_id},
       [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());

@@ -72,14 +72,15 @@ v1::JobState ParseState(const std::string& s) {
 // hand-off), from `script`.
 absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std::string& script,
                                              int64_t lease_ms, const RedisReply& reply) {
-  if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 3) {
+  if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 4) {
     return absl::InternalError(absl::StrCat("bad ", script, " claim reply"));
   }
   ClaimOutcome out;
   out.next_due_in_ms = reply.elements[0].AsInt(-1);
   out.more = reply.elements[1].AsInt() == 1;
   LogSkippedJobs(queue, script, reply.elements[2]);
-  for (size_t i = 3; i + 1 < reply.elements.size(); i += 2) {
+  for (const RedisReply& type : reply.elements[3].elements) out.other_types.push_back(type.str);
+  for (size_t i = 4; i + 1 < reply.elements.size(); i += 2) {
     const RedisReply& fields = reply.elements[i + 1];
     v1::ClaimedJob claimed;
     *claimed.mutable_job() = JobFromFields(queue, reply.elements[i].str, fields);
@@ -139,6 +140,7 @@ void JobStore::CheckRedisSettings() const {
     if (!reply.ok() || reply->is_error()) return;  // the connection's own errors are logged
     if (reply->type == RedisReply::Type::kString) {
       if (reply->str == want) return;
+      if (reply->str == "3") return UpgradeFromLayout3();
       base::Log(base::LogLevel::kError,
                 "redis holds jobwire data of another key layout; this broker does not read it "
                 "(docs/redis-layout.md, \"Layout versions\")",
@@ -151,7 +153,7 @@ void JobStore::CheckRedisSettings() const {
                        // No queue: a new Redis (RegisterQueue sets the marker).
                        if (queues->integer == 0) return;
                        // Queues but no marker: layout 1 or 2, unless a broker
-                       // of layout 3 registered one since the GET (it sets
+                       // of layout 3 or later registered one since the GET (it sets
                        // the marker first): NX tells them apart, and leaves
                        // the finding for every later connect to report.
                        const int64_t count = queues->integer;
@@ -161,7 +163,7 @@ void JobStore::CheckRedisSettings() const {
                              if (!set.ok() || set->type != RedisReply::Type::kStatus) return;
                              base::Log(base::LogLevel::kError,
                                        "redis holds jobwire queues of key layout 1 or 2 (no "
-                                       "layout marker; now marked 2); this broker (layout 3) "
+                                       "layout marker; now marked 2); this broker (layout 4) "
                                        "does not read their jobs and drops their ids as missing "
                                        "records: stop it and drain them with a broker of the "
                                        "old version first (docs/redis-layout.md, \"Layout "
@@ -171,6 +173,45 @@ void JobStore::CheckRedisSettings() const {
                            });
                      });
   });
+}
+
+void JobStore::UpgradeFromLayout3() const {
+  base::Log(base::LogLevel::kInfo, "upgrading jobwire data from key layout 3 to 4 (indexing "
+            "every queue's ready jobs by type)", {});
+  client_->Command(
+      {"SMEMBERS", Keys::Registry(options_.key_prefix)},
+      [this](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok() || reply->type != RedisReply::Type::kArray) return;  // next connect
+        auto queues = std::make_shared<std::vector<std::string>>();
+        for (const RedisReply& queue : reply->elements) queues->push_back(queue.str);
+        IndexByType(std::move(queues), 0, 0);
+      });
+}
+
+void JobStore::IndexByType(std::shared_ptr<std::vector<std::string>> queues, size_t index,
+                           int64_t offset) const {
+  constexpr int kBatch = 1000;
+  if (index == queues->size()) {
+    // Every queue is indexed: from now on the data is layout 4 (a repeated
+    // upgrade by another broker meanwhile did the same, harmlessly).
+    client_->Command({"SET", Keys::Layout(options_.key_prefix), absl::StrCat(kLayoutVersion)},
+                     [count = queues->size()](absl::StatusOr<RedisReply> set) {
+                       if (!set.ok()) return;
+                       base::Log(base::LogLevel::kInfo, "upgraded jobwire data to key layout 4",
+                                 {{"queues", absl::StrCat(count)}});
+                     });
+    return;
+  }
+  Keys keys = KeysFor((*queues)[index]);
+  scripts_->Eval(scripts_->Get("index_by_type"), {keys.Ready(), keys.ReadyByType(), keys.Jobs()},
+                 {absl::StrCat(offset), absl::StrCat(kBatch)},
+                 [this, queues, index](absl::StatusOr<RedisReply> reply) {
+                   // Redis unreachable: the marker still says 3, and the next
+                   // connect starts the upgrade again.
+                   if (!reply.ok() || reply->type != RedisReply::Type::kInteger) return;
+                   if (reply->integer < 0) return IndexByType(queues, index + 1, 0);
+                   IndexByType(queues, index, reply->integer);
+                 });
 }
 
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
@@ -184,6 +225,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                                    absl::StrCat(hand_off ? hand_off->lease_ms : 0), claim_id,
                                    hand_off ? hand_off->worker_id : "",
                                    absl::StrCat(kMaxClaimBytes)};
+  args.push_back(absl::StrCat(hand_off ? hand_off->types.size() : 0));
+  if (hand_off) args.insert(args.end(), hand_off->types.begin(), hand_off->types.end());
   args.reserve(args.size() + 10 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
     const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
@@ -200,7 +243,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
       scripts_->Get("enqueue"),
       {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
        keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry(), keys.Active(),
-       keys.Paused(), keys.Dead(), keys.Claim(claim_id)},
+       keys.Paused(), keys.Dead(), keys.Claim(claim_id), keys.ReadyByType()},
       std::move(args),
       [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -242,14 +285,16 @@ std::string JobStore::NewClaimId() { return RandomToken(); }
 
 void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
                      const std::string& worker_id, const std::string& claim_id,
-                     Callback<ClaimOutcome> done) const {
+                     const std::vector<std::string>& types, Callback<ClaimOutcome> done) const {
   Keys keys = KeysFor(queue);
+  std::vector<std::string> args = {absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id,
+                                   worker_id, absl::StrCat(kMaxClaimBytes)};
+  args.insert(args.end(), types.begin(), types.end());
   scripts_->Eval(
       scripts_->Get("claim"),
       {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
-       keys.Claim(claim_id), keys.Jobs(), keys.Payloads()},
-      {absl::StrCat(max_jobs), absl::StrCat(lease_ms), claim_id, worker_id,
-       absl::StrCat(kMaxClaimBytes)},
+       keys.Claim(claim_id), keys.Jobs(), keys.Payloads(), keys.ReadyByType()},
+      std::move(args),
       [queue, lease_ms, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         done(ParseClaimReply(queue, "claim", lease_ms, *reply));
@@ -260,7 +305,8 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
                             Callback<int64_t> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("release_claim"),
-                 {keys.Claim(claim_id), keys.Active(), keys.Ready(), keys.Jobs()},
+                 {keys.Claim(claim_id), keys.Active(), keys.Ready(), keys.Jobs(),
+                  keys.ReadyByType()},
                  {claim_id, keys.NotifyChannel()},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -345,7 +391,8 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
                       Callback<bool> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("cancel"),
-                 {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead()}, {job_id},
+                 {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead(), keys.ReadyByType()},
+                 {job_id},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "pending");
                    if (!checked.ok()) return done(checked.status());
@@ -356,7 +403,8 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
 void JobStore::Release(const std::string& queue, const std::string& job_id,
                        const std::string& token, Callback<bool> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("release"), {keys.Jobs(), keys.Active(), keys.Ready()},
+  scripts_->Eval(scripts_->Get("release"),
+                 {keys.Jobs(), keys.Active(), keys.Ready(), keys.ReadyByType()},
                  {job_id, token, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");

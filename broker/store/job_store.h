@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +29,7 @@ using Callback = std::function<void(absl::StatusOr<T>)>;
 
 // The Redis key layout this store reads and writes (docs/redis-layout.md),
 // recorded in <p>:layout.
-inline constexpr int64_t kLayoutVersion = 3;
+inline constexpr int64_t kLayoutVersion = 4;
 
 // A job deleted on Ack (completed retention 0) leaves a tombstone of its
 // lease token until its lease would have ended plus this long, so that a
@@ -62,9 +63,12 @@ inline constexpr int64_t kMaxClaimBytes = 4 << 20;
 
 struct ClaimOutcome {
   std::vector<v1::ClaimedJob> jobs;
-  // True when due jobs are left in the queue (the claim stopped at its count
-  // or byte bound).
+  // True when due jobs of the claim's types are left in the queue (the claim
+  // stopped at its count or byte bound).
   bool more = false;
+  // A claim filtered by type: the other types that have due jobs in the
+  // queue (empty for a claim of every type).
+  std::vector<std::string> other_types;
   // Meaningful when !more: ms until the earliest scheduled job is due (0 =
   // now), or -1 when none is scheduled.
   int64_t next_due_in_ms = -1;
@@ -75,6 +79,7 @@ struct ClaimOutcome {
 // (Dispatcher::OfferHandOff). The fields are Claim's.
 struct HandOff {
   int max_jobs = 1;
+  std::vector<std::string> types;  // empty: every type
   int64_t lease_ms = 0;
   std::string worker_id;
   std::string claim_id;
@@ -111,7 +116,9 @@ class JobStore {
   JobStore(RedisCommands* client, const ScriptRunner* scripts, StoreOptions options);
 
   // Checks the layout marker <p>:layout (Keys::Layout; RegisterQueue sets
-  // it): when it names another version than kLayoutVersion, logs an error
+  // it): when it names version 3, upgrades the data to 4 (UpgradeFromLayout3:
+  // adds an index, changes nothing else); when it names another version than
+  // kLayoutVersion, logs an error
   // saying so (docs/redis-layout.md, "Layout versions"); when it is missing
   // while queues are registered (data of layout 1 or 2, which this store
   // does not read), sets it to 2 (NX: unless a broker of this layout just
@@ -133,13 +140,15 @@ class JobStore {
   // A new claim id: random, unique per Claim call.
   static std::string NewClaimId();
 
-  // claim.lua: leases up to `max_jobs` due jobs of `queue`, at most about
+  // claim.lua: leases up to `max_jobs` due jobs of `queue` of the given
+  // `types` (empty: every type), at most about
   // kMaxClaimBytes of them (at least one), under `claim_id` (from
   // NewClaimId; it prefixes their lease tokens). When the answer is
   // UNAVAILABLE the call may have run and its reply been lost: ReleaseClaim
   // with the same id, once Redis is back, gives such jobs back.
   void Claim(const std::string& queue, int max_jobs, int64_t lease_ms, const std::string& worker_id,
-             const std::string& claim_id, Callback<ClaimOutcome> done) const;
+             const std::string& claim_id, const std::vector<std::string>& types,
+             Callback<ClaimOutcome> done) const;
 
   // release_claim.lua: gives back every job that the Claim call `claim_id`
   // leased and that is still active under that lease (pending, due now,
@@ -215,6 +224,12 @@ class JobStore {
 
  private:
   Keys KeysFor(const std::string& queue) const { return Keys(options_.key_prefix, queue); }
+  // Data of layout 3 lacks the ready sets' index by type: index_by_type.lua
+  // builds it for every registered queue, a batch at a time, then the marker
+  // is set to 4 (CheckRedisSettings).
+  void UpgradeFromLayout3() const;
+  void IndexByType(std::shared_ptr<std::vector<std::string>> queues, size_t index,
+                   int64_t offset) const;
 
   RedisCommands* const client_;
   const ScriptRunner* const scripts_;

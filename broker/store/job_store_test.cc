@@ -83,7 +83,7 @@ TEST_F(JobStoreTest, BackoffIsExponentialCappedWithTenPercentJitter) {
     for (int run = 1; run <= c.attempts; ++run) {
       // Make a scheduled retry due at once (test-only shortcut).
       ASSERT_TRUE(redis_.Command("ZADD", Keys("jw", queue).Scheduled(), 0, id).ok());
-      auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), cb); });
+      auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), {}, cb); });
       ASSERT_TRUE(claimed.ok());
       ASSERT_EQ(claimed->jobs.size(), 1u);
       ASSERT_EQ(claimed->jobs[0].job().attempts(), run);
@@ -110,7 +110,7 @@ TEST_F(JobStoreTest, JitterSpreadsRetries) {
   const std::string queue = "jitter";
   std::vector<int64_t> delays;
   for (int i = 0; i < 10; ++i) Enqueue(queue, "t", 0, 0, 3, 100000, 3600000);
-  auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 10, 30000, "w", JobStore::NewClaimId(), cb); });
+  auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 10, 30000, "w", JobStore::NewClaimId(), {}, cb); });
   ASSERT_TRUE(claimed.ok());
   ASSERT_EQ(claimed->jobs.size(), 10u);
   std::set<int64_t> distinct;
@@ -129,7 +129,7 @@ TEST_F(JobStoreTest, JitterSpreadsRetries) {
 TEST_F(JobStoreTest, RetryAfterOverridesBackoffWithoutJitter) {
   const std::string queue = "retry_after";
   std::string id = Enqueue(queue, "t", 0, 0);
-  auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), cb); });
+  auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), {}, cb); });
   ASSERT_TRUE(claimed.ok());
   ASSERT_EQ(claimed->jobs.size(), 1u);
   v1::FailRequest f;
@@ -154,7 +154,7 @@ TEST_F(JobStoreTest, RetryAfterOverridesBackoffWithoutJitter) {
 TEST_F(JobStoreTest, ReleaseGivesAnUndeliveredClaimBack) {
   const std::string queue = "release";
   std::string id = Enqueue(queue, "t", 5, 0);
-  auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), cb); });
+  auto claimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), {}, cb); });
   ASSERT_TRUE(claimed.ok());
   ASSERT_EQ(claimed->jobs.size(), 1u);
   const std::string token = claimed->jobs[0].lease_token();
@@ -179,7 +179,7 @@ TEST_F(JobStoreTest, ReleaseGivesAnUndeliveredClaimBack) {
   EXPECT_EQ(acked->at(0).status.code(), absl::StatusCode::kFailedPrecondition);
 
   // Claimable again, as attempt 1 with a new token.
-  auto reclaimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), cb); });
+  auto reclaimed = Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, 1, 30000, "w", JobStore::NewClaimId(), {}, cb); });
   ASSERT_TRUE(reclaimed.ok());
   ASSERT_EQ(reclaimed->jobs.size(), 1u);
   EXPECT_EQ(reclaimed->jobs[0].job().id(), id);

@@ -73,8 +73,11 @@ class JobStoreTest : public ::testing::Test {
     return out.ok() ? out->at(0).job_id : "";
   }
 
-  absl::StatusOr<ClaimOutcome> Claim(const std::string& queue, int n, int64_t lease_ms = 30000) {
-    return Sync<ClaimOutcome>([&](auto cb) { store_->Claim(queue, n, lease_ms, "w", JobStore::NewClaimId(), cb); });
+  // Claims up to `n` jobs of `types` (empty: every type).
+  absl::StatusOr<ClaimOutcome> Claim(const std::string& queue, int n, int64_t lease_ms = 30000,
+                                     const std::vector<std::string>& types = {}) {
+    return Sync<ClaimOutcome>(
+        [&](auto cb) { store_->Claim(queue, n, lease_ms, "w", JobStore::NewClaimId(), types, cb); });
   }
 
   // Claims up to `n` jobs one call at a time; returns their types in order.

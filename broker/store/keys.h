@@ -1,4 +1,4 @@
-// Keys: the whole Redis key layout (version 3), in one place.
+// Keys: the whole Redis key layout (version 4), in one place.
 // docs/redis-layout.md is the written form of this file; change both
 // together, and bump the version in both when a key or field changes meaning.
 //
@@ -10,6 +10,8 @@
 //   <p>:{<q>}:results      hash   job id -> result of a completed job (when not empty)
 //   <p>:{<q>}:seq          string job id counter
 //   <p>:{<q>}:ready        zset   due pending jobs, by priority then due time
+//   <p>:{<q>}:ready_by_type zset  the ready set's index by type (lex order;
+//                                 members: type, score, id; scores 0)
 //   <p>:{<q>}:scheduled    zset   pending jobs due later, by due time
 //   <p>:{<q>}:active       zset   leased jobs, by lease expiry
 //   <p>:{<q>}:completed    zset   completed jobs, by expiry (ack time + retention)
@@ -24,7 +26,7 @@
 //   <p>:{<q>}:partitions   string the queue's partition count, when set (> 1)
 //   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
 //   <p>:queues             set    names of queues that have or had jobs
-//   <p>:layout             string the layout version of the data (3)
+//   <p>:layout             string the layout version of the data (4)
 //
 // A queue of P > 1 partitions keeps partition 0 under {<q>} and partition i
 // (1..P-1) under {<q>#i}, each a queue of its own in every key above (and in
@@ -72,6 +74,8 @@ class Keys {
   std::string Results() const { return base_ + "results"; }
   std::string Seq() const { return base_ + "seq"; }
   std::string Ready() const { return base_ + "ready"; }
+  // The ready set's index by job type (claims that filter by type).
+  std::string ReadyByType() const { return base_ + "ready_by_type"; }
   std::string Scheduled() const { return base_ + "scheduled"; }
   std::string Active() const { return base_ + "active"; }
   std::string Completed() const { return base_ + "completed"; }

@@ -790,7 +790,14 @@ type ClaimRequest struct {
 	// broker default (30 s).
 	LeaseMs int64 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
 	// Free-form worker name stored on claimed jobs, at most 256 bytes.
-	WorkerId      string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	WorkerId string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// The job types this stream takes: 0..64 types, each 1..256 bytes (a
+	// job's type limit). Empty: every type. A stream is delivered only jobs
+	// of its types; jobs of other types wait, without using an attempt, for a
+	// stream that takes them, and never hide this stream's types behind them
+	// (jobs of the wanted types are found by an index, not by skipping over
+	// others). Each Worker helper sends the types it has handlers for.
+	Types         []string `protobuf:"bytes,5,rep,name=types,proto3" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -851,6 +858,13 @@ func (x *ClaimRequest) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *ClaimRequest) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
 }
 
 // One message of a Claim stream.
@@ -1722,12 +1736,13 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\tduplicate\x18\x04 \x01(\bR\tduplicate\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\"K\n" +
 	"\x14EnqueueBatchResponse\x123\n" +
-	"\aresults\x18\x01 \x03(\v2\x19.jobwire.v1.EnqueueResultR\aresults\"\x82\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x19.jobwire.v1.EnqueueResultR\aresults\"\x98\x01\n" +
 	"\fClaimRequest\x12\x16\n" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\x12\"\n" +
 	"\rmax_in_flight\x18\x02 \x01(\x05R\vmaxInFlight\x12\x19\n" +
 	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\x12\x1b\n" +
-	"\tworker_id\x18\x04 \x01(\tR\bworkerId\";\n" +
+	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\x14\n" +
+	"\x05types\x18\x05 \x03(\tR\x05types\";\n" +
 	"\rClaimResponse\x12*\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x16.jobwire.v1.ClaimedJobR\x04jobs\"\x9a\x01\n" +
 	"\n" +
