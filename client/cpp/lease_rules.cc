@@ -5,9 +5,6 @@
 namespace jobwire::client {
 namespace {
 
-// The broker's lease limits.
-constexpr absl::Duration kMinLease = absl::Seconds(1);
-constexpr absl::Duration kMaxLease = absl::Hours(12);
 // The next-to-last Ack / Fail attempt goes out this long before the
 // estimated lease end, so that it reaches the broker while the lease holds;
 // the last one goes out at the end.
@@ -15,17 +12,14 @@ constexpr absl::Duration kFinalLead = absl::Milliseconds(100);
 
 }  // namespace
 
-absl::Duration LeaseLength(const v1::ClaimedJob& claimed, int64_t worker_lease_ms,
-                           absl::Time now) {
+absl::Duration LeaseLength(const v1::ClaimedJob& claimed, int64_t requested_lease_ms) {
   if (claimed.lease_ms() > 0) return absl::Milliseconds(claimed.lease_ms());
-  if (worker_lease_ms > 0) return absl::Milliseconds(worker_lease_ms);
-  absl::Duration derived = absl::FromUnixMillis(claimed.lease_expires_at_ms()) - now;
-  if (derived <= absl::ZeroDuration() || derived > kMaxLease) return kFallbackLease;
-  return std::max(derived, kMinLease);
+  if (requested_lease_ms > 0) return absl::Milliseconds(requested_lease_ms);
+  return absl::Milliseconds(kBrokerDefaultLeaseMs);
 }
 
-int64_t RenewLeaseMs(const v1::ClaimedJob& claimed, int64_t worker_lease_ms) {
-  return claimed.lease_ms() > 0 ? claimed.lease_ms() : worker_lease_ms;
+int64_t RenewLeaseMs(const v1::ClaimedJob& claimed, int64_t requested_lease_ms) {
+  return claimed.lease_ms() > 0 ? claimed.lease_ms() : requested_lease_ms;
 }
 
 std::optional<absl::Duration> RetryWait(absl::Duration wait, absl::Duration left) {

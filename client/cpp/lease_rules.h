@@ -12,20 +12,23 @@
 
 namespace jobwire::client {
 
-// The broker's out-of-the-box default lease, assumed when nothing better is
-// known.
-inline constexpr absl::Duration kFallbackLease = absl::Seconds(30);
+// The broker's default lease out of the box (--default_lease_ms): the length
+// assumed for a job whose Worker asked for the broker's default from a
+// broker older than ClaimedJob.lease_ms.
+inline constexpr int64_t kBrokerDefaultLeaseMs = 30000;
 
-// The lease length of a job delivered with `claimed` and received at `now`:
-// the lease the broker granted (claimed.lease_ms). From a broker older than
-// that field (0): `worker_lease_ms` (WorkerOptions::lease_ms) when set, else
-// lease_expires_at_ms minus `now`, at least 1 s; kFallbackLease when that is
-// not positive or above 12 h (a skewed clock or a bogus expiry).
-absl::Duration LeaseLength(const v1::ClaimedJob& claimed, int64_t worker_lease_ms, absl::Time now);
+// The lease length of a job delivered with `claimed` to a Worker whose Claim
+// asked for `requested_lease_ms` (ClaimRequest.lease_ms, from
+// WorkerOptions::lease_ms): the lease the broker granted (claimed.lease_ms).
+// From a broker older than that field (0): `requested_lease_ms`, or
+// kBrokerDefaultLeaseMs when that is 0. No clock is read: the Redis clock's
+// lease_expires_at_ms is never compared with the local one here.
+absl::Duration LeaseLength(const v1::ClaimedJob& claimed, int64_t requested_lease_ms);
 
 // ExtendLeaseRequest.lease_ms for a job delivered with `claimed`: the granted
-// lease again; from an older broker `worker_lease_ms` (0: the broker default).
-int64_t RenewLeaseMs(const v1::ClaimedJob& claimed, int64_t worker_lease_ms);
+// lease again; from an older broker `requested_lease_ms` (0: the broker
+// default, as in the Claim).
+int64_t RenewLeaseMs(const v1::ClaimedJob& claimed, int64_t requested_lease_ms);
 
 // The wait before the next Ack / Fail attempt after one answered
 // UNAVAILABLE / DEADLINE_EXCEEDED: `wait` (the jittered backoff), clipped so

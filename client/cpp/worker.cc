@@ -1,3 +1,7 @@
+// Worker and its Impl: the handler threads, the task queue, the drain and
+// the abandonment after the grace. The parts it composes live in their own
+// files: ClaimStream (the Claim streams and their reconnect), LeaseRenewer
+// (the leases), OutcomeSettler (Ack / Fail and their retries).
 #include "client/cpp/worker.h"
 
 #include <unistd.h>
@@ -8,52 +12,32 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <random>
 #include <stop_token>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "client/cpp/ack_coalescer.h"
+#include "client/cpp/claim_stream.h"
 #include "client/cpp/handler_errors.h"
 #include "client/cpp/lease_renewer.h"
 #include "client/cpp/lease_rules.h"
+#include "client/cpp/outcome_settler.h"
 
 namespace jobwire::client {
 namespace {
 
-constexpr absl::Duration kInitialBackoff = absl::Milliseconds(100);
-constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
-// Ack / Fail retries: backoff from kInitialBackoff doubling to this.
-constexpr absl::Duration kMaxRetryBackoff = absl::Seconds(2);
+// The most job types one Claim takes (ClaimRequest.types).
+constexpr size_t kMaxClaimTypes = 64;
 
 std::string DefaultWorkerId() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   return absl::StrCat("cpp-", host, "-", getpid());
-}
-
-bool Retryable(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
-}
-
-// The outcome of an Ack / Fail (`verb`: "ack" or "fail") that ended with the
-// error `status`: unknown when it may have been stored, else refused.
-Outcome Unsettled(absl::string_view verb, const absl::Status& status) {
-  return Outcome{absl::StrCat(verb, Retryable(status) ? "_unknown" : "_error"),
-                 absl::StatusCodeToString(status.code())};
-}
-
-// A uniformly random duration in [0, limit] ("full jitter").
-absl::Duration Jitter(absl::Duration limit) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_int_distribution<int64_t> dist(0, absl::ToInt64Milliseconds(limit));
-  return absl::Milliseconds(dist(rng));
 }
 
 // The job of `claimed`, whose lost-lease signal is raised through `lost`.
@@ -71,6 +55,15 @@ Job FromClaimed(const v1::ClaimedJob& claimed, std::stop_source lost) {
   return job;
 }
 
+// The Claim request of every stream of a worker (max_in_flight set per stream).
+v1::ClaimRequest ClaimRequestOf(const WorkerOptions& options, const std::string& worker_id) {
+  v1::ClaimRequest request;
+  for (const std::string& queue : options.queues) request.add_queues(queue);
+  request.set_lease_ms(options.lease_ms);
+  request.set_worker_id(worker_id);
+  return request;
+}
+
 }  // namespace
 
 // The worker proper. Run's threads hold a shared_ptr to it, so a handler
@@ -80,9 +73,16 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   explicit Impl(WorkerOptions options)
       : options_(std::move(options)),
         worker_id_(options_.worker_id.empty() ? DefaultWorkerId() : options_.worker_id),
+        concurrency_(std::max(1, options_.concurrency)),
         client_(ClientOptions{options_.address, options_.timeout, options_.token, options_.tls,
                               options_.tls_root_ca, options_.tls_client_cert,
-                              options_.tls_client_key}) {}
+                              options_.tls_client_key}),
+        leases_(&client_, [this](const std::string& line) { Log(line); }),
+        settler_(&client_, &leases_),
+        stream_(ClaimStream::Params{
+            &client_, ClaimRequestOf(options_, worker_id_), [this] { return AwaitFreeSlots(); },
+            [this](const v1::ClaimResponse& message) { Receive(message); },
+            [this](const std::string& line) { Log(line); }}) {}
 
   void Register(std::string type, Handler handler) {
     handlers_[std::move(type)] = std::move(handler);
@@ -104,11 +104,12 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
     std::string lease_token;
     // Set when the handler has run and its Ack is to be sent again: the
     // first try's AckBatch call answered UNAVAILABLE / DEADLINE_EXCEEDED.
-    std::optional<v1::AckRequest> retry_ack;
+    std::optional<OutcomeSettler::AckRetry> retry_ack;
   };
 
-  // Claim streams, one after another, until Stop. Returns the fatal error.
-  absl::Status StreamLoop();
+  // For the ClaimStream: waits until a handler slot is free; returns how
+  // many are, or 0 once stopping.
+  int AwaitFreeSlots();
   // Registers the leases of the jobs of a stream message and queues them.
   void Receive(const v1::ClaimResponse& message);
   void HandlerThread(size_t index);
@@ -119,19 +120,11 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // Runs the handler; returns the result or the failure text in the status.
   absl::StatusOr<std::string> RunHandler(const Task& task);
   // Queues the Ack of a handler's result without waiting for its answer:
-  // OnAcked settles the job on whichever thread sends the call.
+  // the job is settled, or its Ack queued for a handler thread to send
+  // again, on whichever thread sends the call.
   void Ack(Task task, std::string result);
-  void OnAcked(Task task, const absl::Status& status, v1::AckRequest request);
-  // Sends task.retry_ack until it is answered or its lease ends.
-  void RetryAck(const Task& task);
-  void Fail(const Task& task, const absl::Status& failure);
   // Reports the final outcome and releases the job's slot.
   void Settled(const Task& task, const Outcome& outcome);
-  // Repeats `call` while it answers UNAVAILABLE / DEADLINE_EXCEEDED and the
-  // lease under `token` lasts and is not abandoned, the last attempts just
-  // before and at the lease end (RetryWait). An UNAVAILABLE /
-  // DEADLINE_EXCEEDED status returned means the outcome is unknown.
-  absl::Status Retry(const std::string& token, const std::function<absl::Status()>& call);
   // Runs `report` (user code: on_outcome or log) unless the lease under
   // `token` was abandoned. Run does not return while a report runs.
   void Report(const std::string& token, const std::function<void()>& report);
@@ -140,14 +133,18 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   int AbandonAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(const std::string& line) const;
 
+  static OutcomeSettler::Delivery DeliveryOf(const Task& task) {
+    return {task.job.queue, task.job.id, task.lease_token, task.job.stop_token()};
+  }
+
   const WorkerOptions options_;
   const std::string worker_id_;
+  const int concurrency_;
   Client client_;
-  // Every Ack goes through it (AckBatch calls); a handler thread whose ack
-  // finds a call in flight returns to work without waiting for the answer.
-  AckCoalescer acks_{&client_};
   // Every delivered job's lease, from receipt until the job is settled.
-  LeaseRenewer leases_{&client_, [this](const std::string& line) { Log(line); }};
+  LeaseRenewer leases_;
+  OutcomeSettler settler_;
+  ClaimStream stream_;
   absl::flat_hash_map<std::string, Handler> handlers_;
 
   absl::Mutex mu_;
@@ -157,7 +154,6 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   int reporting_ ABSL_GUARDED_BY(mu_) = 0;      // Report calls in progress
   int64_t expired_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
-  grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   // in_task_[i]: thread i is working on a task (handler, Ack / Fail).
   std::vector<bool> in_task_ ABSL_GUARDED_BY(mu_);
 
@@ -181,9 +177,11 @@ const std::string& Worker::worker_id() const { return impl_->worker_id(); }
 WorkerStats Worker::stats() const { return impl_->stats(); }
 
 void Worker::Impl::Stop() {
-  absl::MutexLock lock(&mu_);
-  stopping_ = true;
-  if (stream_context_ != nullptr) stream_context_->TryCancel();
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  stream_.Stop();
 }
 
 void Worker::Impl::Release() {
@@ -218,21 +216,33 @@ absl::Status Worker::Impl::Run() {
     return absl::InvalidArgumentError(absl::StrCat(
         "lease_ms must be 0 (the broker default) or more, got ", options_.lease_ms));
   }
-  const size_t concurrency = std::max(1, options_.concurrency);
+  // The Claim takes the types this worker has handlers for, and no others.
+  std::vector<std::string> types;
+  for (const auto& [type, handler] : handlers_) types.push_back(type);
+  std::sort(types.begin(), types.end());
+  if (types.empty()) {
+    return absl::FailedPreconditionError("no handler registered: Register one before Run");
+  }
+  if (types.size() > kMaxClaimTypes) {
+    return absl::InvalidArgumentError(absl::StrCat("handlers for ", types.size(),
+                                                   " job types; a Claim takes at most ",
+                                                   kMaxClaimTypes));
+  }
   {
     absl::MutexLock lock(&mu_);
-    in_task_.assign(concurrency, false);
+    in_task_.assign(concurrency_, false);
   }
   std::shared_ptr<Impl> self = shared_from_this();
-  for (size_t i = 0; i < concurrency; ++i) {
+  for (int i = 0; i < concurrency_; ++i) {
     threads_.emplace_back([self, i] { self->HandlerThread(i); });
   }
   leases_.Start();
 
-  absl::Status status = StreamLoop();
+  absl::Status status = stream_.Run(types);
 
   // Drain: wait up to `grace` for delivered jobs to be settled.
   absl::MutexLock lock(&mu_);
+  stopping_ = true;
   auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0; };
   mu_.AwaitWithTimeout(absl::Condition(&drained), options_.grace);
   if (running_ > 0) {
@@ -259,50 +269,13 @@ int Worker::Impl::AbandonAll() {
   return abandoned + leases_.AbandonAll();
 }
 
-absl::Status Worker::Impl::StreamLoop() {
-  const int concurrency = std::max(1, options_.concurrency);
-  absl::Duration backoff = kInitialBackoff;
-  while (true) {
-    int free_slots = 0;
-    grpc::ClientContext context;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this, concurrency]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || running_ < concurrency;
-      };
-      mu_.Await(absl::Condition(&ready));
-      if (stopping_) return absl::OkStatus();
-      free_slots = concurrency - running_;
-      stream_context_ = &context;
-    }
-
-    v1::ClaimRequest request;
-    for (const std::string& queue : options_.queues) request.add_queues(queue);
-    request.set_max_in_flight(free_slots);
-    request.set_lease_ms(options_.lease_ms);
-    request.set_worker_id(worker_id_);
-    std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> reader =
-        client_.Claim(&context, request);
-
-    v1::ClaimResponse message;
-    while (reader->Read(&message)) {
-      backoff = kInitialBackoff;
-      Receive(message);
-    }
-    absl::Status status = FromGrpc(reader->Finish());
-
-    absl::MutexLock lock(&mu_);
-    stream_context_ = nullptr;
-    if (stopping_) return absl::OkStatus();
-    if (absl::IsInvalidArgument(status)) {
-      stopping_ = true;
-      return status;
-    }
-    Log(absl::StrCat("claim stream ended (", status.ToString(), "); reconnecting"));
-    auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-    mu_.AwaitWithTimeout(absl::Condition(&stopped), Jitter(backoff));
-    backoff = std::min(backoff * 2, kMaxBackoff);
-  }
+int Worker::Impl::AwaitFreeSlots() {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || running_ < concurrency_;
+  };
+  mu_.Await(absl::Condition(&ready));
+  return stopping_ ? 0 : concurrency_ - running_;
 }
 
 void Worker::Impl::Receive(const v1::ClaimResponse& message) {
@@ -316,7 +289,7 @@ void Worker::Impl::Receive(const v1::ClaimResponse& message) {
     // for a handler thread too.
     leases_.Add(task.lease_token,
                 LeaseRenewer::Lease{task.job.queue, task.job.id,
-                                    LeaseLength(claimed, options_.lease_ms, now),
+                                    LeaseLength(claimed, options_.lease_ms),
                                     RenewLeaseMs(claimed, options_.lease_ms),
                                     claimed.lease_expires_at_ms(), std::move(lost)},
                 now);
@@ -346,7 +319,7 @@ void Worker::Impl::HandlerThread(size_t index) {
 
 void Worker::Impl::Process(Task task) {
   if (task.retry_ack.has_value()) {
-    RetryAck(task);
+    Settled(task, settler_.RetryAck(DeliveryOf(task), *task.retry_ack));
     return;
   }
   if (DropIfExpired(task)) return;
@@ -361,7 +334,7 @@ void Worker::Impl::Process(Task task) {
   if (result.ok()) {
     Ack(std::move(task), *std::move(result));
   } else {
-    Fail(task, result.status());
+    Settled(task, settler_.Fail(DeliveryOf(task), result.status()));
   }
 }
 
@@ -390,6 +363,8 @@ absl::StatusOr<std::string> Worker::Impl::RunHandler(const Task& task) {
   const Job& job = task.job;
   auto it = handlers_.find(job.type);
   if (it == handlers_.end()) {
+    // Only a broker older than ClaimRequest.types delivers a type this
+    // worker did not claim: failed (retryable) for a worker that knows it.
     std::string text =
         absl::StrCat("no handler for job type \"", job.type, "\" in worker ", worker_id_);
     Report(task.lease_token,
@@ -408,56 +383,21 @@ absl::StatusOr<std::string> Worker::Impl::RunHandler(const Task& task) {
 }
 
 void Worker::Impl::Ack(Task task, std::string result) {
-  v1::AckRequest request;
-  request.set_queue(task.job.queue);
-  request.set_job_id(task.job.id);
-  request.set_lease_token(task.lease_token);
-  request.set_result(std::move(result));
-  acks_.Ack(std::move(request),
-            [this, task = std::move(task)](absl::Status status, v1::AckRequest sent) mutable {
-              OnAcked(std::move(task), status, std::move(sent));
-            });
-}
-
-void Worker::Impl::OnAcked(Task task, const absl::Status& status, v1::AckRequest request) {
-  if (Retryable(status) && absl::Now() < leases_.Expiry(task.lease_token)) {
-    // Retried by a handler thread, so that this one (sending other acks)
-    // never sleeps in a backoff.
-    task.retry_ack = std::move(request);
-    absl::MutexLock lock(&mu_);
-    tasks_.push_back(std::move(task));
-    return;
-  }
-  Settled(task, status.ok() ? Outcome{"ack_ok", ""} : Unsettled("ack", status));
-}
-
-void Worker::Impl::RetryAck(const Task& task) {
-  std::optional<absl::Duration> wait =
-      RetryWait(Jitter(kInitialBackoff), leases_.Expiry(task.lease_token) - absl::Now());
-  if (wait.has_value()) absl::SleepFor(*wait);
-  absl::Status status = Retry(task.lease_token, [&] { return acks_.AckAndWait(*task.retry_ack); });
-  Settled(task, status.ok() ? Outcome{"ack_ok", ""} : Unsettled("ack", status));
-}
-
-void Worker::Impl::Fail(const Task& task, const absl::Status& failure) {
-  const Job& job = task.job;
-  v1::FailRequest request;
-  request.set_queue(job.queue);
-  request.set_job_id(job.id);
-  request.set_lease_token(task.lease_token);
-  SetFailure(failure, &request);
-  absl::StatusOr<v1::FailResponse> response;
-  absl::Status status = Retry(task.lease_token, [&] {
-    response = client_.Fail(request);
-    return response.status();
-  });
-  if (status.ok()) {
-    Settled(task, Outcome{"fail_ok", response->outcome() == v1::FailResponse::OUTCOME_DEAD
-                                         ? "DEAD"
-                                         : "RETRY_SCHEDULED"});
-  } else {
-    Settled(task, Unsettled("fail", status));
-  }
+  // Before `task` moves into the callback.
+  const OutcomeSettler::Delivery delivery = DeliveryOf(task);
+  settler_.Ack(delivery, std::move(result),
+               [this, task = std::move(task)](
+                   std::variant<Outcome, OutcomeSettler::AckRetry> answer) mutable {
+                 if (const Outcome* outcome = std::get_if<Outcome>(&answer)) {
+                   Settled(task, *outcome);
+                   return;
+                 }
+                 // Sent again by a handler thread, so that this one (sending
+                 // other acks) never sleeps in a backoff.
+                 task.retry_ack = std::get<OutcomeSettler::AckRetry>(std::move(answer));
+                 absl::MutexLock lock(&mu_);
+                 tasks_.push_back(std::move(task));
+               });
 }
 
 void Worker::Impl::Settled(const Task& task, const Outcome& outcome) {
@@ -482,21 +422,6 @@ void Worker::Impl::Report(const std::string& token, const std::function<void()>&
   report();
   absl::MutexLock lock(&mu_);
   --reporting_;
-}
-
-absl::Status Worker::Impl::Retry(const std::string& token,
-                                 const std::function<absl::Status()>& call) {
-  absl::Duration backoff = kInitialBackoff;
-  while (true) {
-    absl::Status status = call();
-    if (!Retryable(status)) return status;
-    // Abandoned or settled: InfinitePast, no attempt left.
-    std::optional<absl::Duration> wait =
-        RetryWait(Jitter(backoff), leases_.Expiry(token) - absl::Now());
-    if (!wait.has_value()) return status;
-    absl::SleepFor(*wait);
-    backoff = std::min(backoff * 2, kMaxRetryBackoff);
-  }
 }
 
 }  // namespace jobwire::client

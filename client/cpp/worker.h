@@ -3,10 +3,11 @@
 // max_in_flight = free handler slots, lease renewal every lease / 3 from
 // delivery until the job is settled (a lost lease is signalled to the handler:
 // Job::lease_lost, Job::stop_token), Ack / Fail retried on UNAVAILABLE until
-// the lease ends (ack_unknown / fail_unknown when still unanswered then),
+// the lease ends (ack_unknown / fail_unknown when still unanswered then; sent
+// only once when the lease is already known lost),
 // deliveries whose lease has ended before their handler starts dropped,
-// stream reconnect with jittered backoff, graceful Stop that
-// abandons handlers still running after the grace.
+// stream reconnect with exponential backoff (100 ms to 5 s, full jitter),
+// graceful Stop that abandons handlers still running after the grace.
 //
 //   jobwire::client::Worker worker({.queues = {"emails"}, .concurrency = 8});
 //   worker.Register("send-email", [](const jobwire::client::Job& job)
@@ -72,7 +73,9 @@ struct Outcome {
   // "ack_ok", "ack_error", "ack_unknown", "fail_ok", "fail_error",
   // "fail_unknown" or "expired_dropped". *_error: the broker refused the Ack
   // / Fail. *_unknown: it was still answered UNAVAILABLE / DEADLINE_EXCEEDED
-  // when the lease ended, so it may or may not have been stored.
+  // when the lease ended, or its one attempt was, the lease being known lost
+  // (not sent again: the broker would refuse it), so it may or may not have
+  // been stored.
   // expired_dropped: the delivery's lease had ended before its handler could
   // start; no handler ran and nothing was sent (the broker delivers the job
   // again).
@@ -101,10 +104,10 @@ struct WorkerOptions {
   // (30 s out of the box). Each job's lease length is the one the broker
   // granted (ClaimedJob.lease_ms, Job::lease_ms), and renewals ask for it
   // again. Only from a broker older than that field (lease_ms 0) is it this
-  // lease_ms, or with 0 the job's lease_expires_at_ms minus the local time at
-  // receipt (at least 1 s; 30 s when that is not positive or above 12 h, e.g.
-  // on a skewed clock). Leases are renewed every length / 3 from receipt
-  // until the job is settled, also while it waits for a free handler thread.
+  // lease_ms, or 30000 (the broker's default out of the box) when this is 0;
+  // the local clock is never compared with lease_expires_at_ms for it.
+  // Leases are renewed every length / 3 from receipt until the job is
+  // settled, also while it waits for a free handler thread.
   // REQUIRES: >= 0 (Run returns INVALID_ARGUMENT otherwise).
   int64_t lease_ms = 0;
   // Empty means "cpp-<host>-<pid>".
@@ -148,9 +151,12 @@ class Worker {
   // (and their Ack / Fail) and returns OK. Jobs still running (or delivered
   // and not started) after `grace` are abandoned: their leases are no longer
   // renewed, they are neither Acked nor Failed and on_outcome is not called,
-  // so the broker retries them once their leases expire. Returns
-  // INVALID_ARGUMENT at once when lease_ms is negative or the broker rejects
-  // the Claim request.
+  // so the broker retries them once their leases expire. Its Claim streams
+  // take only the job types registered (ClaimRequest.types), so a job of
+  // another type is never delivered to it: it waits for a worker that has a
+  // handler for it. Returns FAILED_PRECONDITION at once when no handler is
+  // registered, INVALID_ARGUMENT when lease_ms is negative, handlers for more
+  // than 64 types are registered, or the broker rejects the Claim request.
   // REQUIRES: called once.
   absl::Status Run();
 
