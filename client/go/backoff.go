@@ -15,6 +15,8 @@ type backoffState struct {
 	n         int
 }
 
+// next is the wait before the next attempt: uniform in [0, d], d = base
+// doubled per attempt since the last reset, at most max.
 func (b *backoffState) next() time.Duration {
 	d := b.base << min(b.n, 20)
 	if d > b.max || d <= 0 {

@@ -16,10 +16,16 @@ import (
 // or error), asking for the free handler slots, each delivered job started
 // in order (docs/clients.md, Worker: Delivery).
 
+// reconnectBackoff is the Claim stream's reopen backoff: 100 ms doubling to
+// 5 s, full jitter; claimLoop resets it once a stream delivers.
+func reconnectBackoff() backoffState {
+	return backoffState{base: 100 * time.Millisecond, max: 5 * time.Second}
+}
+
 // claimLoop keeps one Claim stream open until ctx ends. It returns nil, or
 // the *Error of an INVALID_ARGUMENT refusal.
 func (r *runner) claimLoop(ctx context.Context) error {
-	bo := backoffState{base: 100 * time.Millisecond, max: 5 * time.Second}
+	bo := reconnectBackoff()
 	for {
 		free := r.waitFree(ctx)
 		if free == 0 {
@@ -51,10 +57,11 @@ func (r *runner) claimLoop(ctx context.Context) error {
 	}
 }
 
-// claimOnce opens one Claim stream with max_in_flight = free and starts every
-// job it delivers. Each stream message carries one or more jobs (all those
-// claimed since the previous message), which are started one by one in
-// order. It returns when the stream ends.
+// claimOnce opens one Claim stream with max_in_flight = free and the job
+// types with a handler (claimTypes), and starts every job it delivers. Each
+// stream message carries one or more jobs (all those claimed since the
+// previous message), which are started one by one in order. It returns when
+// the stream ends.
 func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -64,6 +71,7 @@ func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err e
 		MaxInFlight: int32(free),
 		LeaseMs:     cfg.leaseMs(),
 		WorkerId:    cfg.workerID,
+		Types:       r.w.claimTypes(),
 	})
 	if err != nil {
 		return false, err

@@ -18,8 +18,7 @@ import (
 
 // defaultLeaseMs is the broker's documented default lease, used to pace
 // renewals when the broker sends no ClaimedJob.lease_ms (older than that
-// field), WithLease is 0 and lease_expires_at_ms gives no usable
-// estimate.
+// field) and WithLease is 0 (leaseLength).
 const defaultLeaseMs = 30000
 
 // The lease limits of the broker (1 s .. 12 h).
@@ -31,7 +30,7 @@ const (
 // leaseState is the lease of one job being processed.
 type leaseState struct {
 	// length is the lease granted per claim / renewal: ClaimedJob.lease_ms
-	// (see newLease for brokers that do not send it).
+	// (see leaseLength for brokers that do not send it).
 	length time.Duration
 	lost   atomic.Bool
 
@@ -58,27 +57,11 @@ func (l *leaseState) renewed(sent time.Time) {
 }
 
 // newLease is the lease of a job received now: its length is the lease the
-// broker granted (ClaimedJob.lease_ms). A broker older than that field sends
-// 0; then the length is WithLease, else lease_expires_at_ms minus
-// now when within the broker's 1 s .. 12 h, else the documented 30 s.
+// broker granted (ClaimedJob.lease_ms); from a broker older than that field,
+// the one the Claim asked for, else the broker default (leaseLength).
 func (r *runner) newLease(cj *jobwirepb.ClaimedJob) *leaseState {
-	now := time.Now()
-	ms := cj.GetLeaseMs()
-	if ms <= 0 {
-		ms = r.w.cfg.leaseMs()
-	}
-	if ms == 0 {
-		exp := cj.GetLeaseExpiresAtMs()
-		if exp == 0 {
-			exp = cj.GetJob().GetLeaseExpiresAtMs()
-		}
-		ms = exp - now.UnixMilli()
-		if ms < minLeaseMs || ms > maxLeaseMs {
-			ms = defaultLeaseMs
-		}
-	}
-	l := &leaseState{length: time.Duration(ms) * time.Millisecond}
-	l.deadline = now.Add(l.length)
+	l := &leaseState{length: leaseLength(cj.GetLeaseMs(), r.w.cfg.leaseMs())}
+	l.deadline = time.Now().Add(l.length)
 	return l
 }
 

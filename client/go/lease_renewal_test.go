@@ -57,7 +57,10 @@ func TestLeaseLengthFromBroker(t *testing.T) {
 	// handler runs 2.5 leases. "skewed": the Redis clock is a minute ahead of
 	// the worker's (lease_expires_at_ms minus the local clock reads 61.5 s,
 	// the old guess, which renewed far too late). "old_broker": no lease_ms
-	// (a broker older than the field): the worker falls back to that guess.
+	// (a broker older than the field), and also the skewed clock: a second
+	// worker, which asks for 1.5 s, must use the lease it asked for, not a
+	// guess from the clock. (Asking for none, such a worker assumes the
+	// broker's 30 s default: leaseLength's table.)
 	const defaultLease = 1500
 	b, err := testbroker.StartBroker(tmpDir, redisProc.Port, 0,
 		append([]string{"--default_lease_ms=1500"}, brokerFlags...)...)
@@ -71,6 +74,7 @@ func TestLeaseLengthFromBroker(t *testing.T) {
 			cj.LeaseExpiresAtMs += 60000
 		case "old_broker":
 			cj.LeaseMs = 0
+			cj.LeaseExpiresAtMs += 60000
 		}
 	}
 	c := newClient(t, brokerAddr) // the suite's broker, same Redis
@@ -88,8 +92,14 @@ func TestLeaseLengthFromBroker(t *testing.T) {
 			return nil, context.Cause(ctx)
 		}
 	}
-	rw := startWorker(t, b.Addr(), []string{q}, map[string]jobwire.Handler{"plain": slow, "skewed": slow, "old_broker": slow},
-		jobwire.WithConcurrency(3), jobwire.WithDialOptions(grpc.WithStreamInterceptor(rewriteClaims(edit))))
+	rewrite := jobwire.WithDialOptions(grpc.WithStreamInterceptor(rewriteClaims(edit)))
+	rw := startWorker(t, b.Addr(), []string{q}, map[string]jobwire.Handler{"plain": slow, "skewed": slow},
+		jobwire.WithConcurrency(2), rewrite)
+	qOld := q + ".asked"
+	rwOld := startWorker(t, b.Addr(), []string{qOld}, map[string]jobwire.Handler{"old_broker": slow},
+		jobwire.WithLease(defaultLease*time.Millisecond), rewrite)
+	queueOf := map[string]string{"plain": q, "skewed": q, "old_broker": qOld}
+	workerOf := map[string]*runningWorker{"plain": rw, "skewed": rw, "old_broker": rwOld}
 	cases := []struct {
 		typ         string
 		wantLeaseMs int64
@@ -100,16 +110,16 @@ func TestLeaseLengthFromBroker(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for _, tc := range cases {
-		ids[tc.typ] = mustEnqueue(t, c, q, tc.typ, nil, jobwire.WithMaxAttempts(3))
+		ids[tc.typ] = mustEnqueue(t, c, queueOf[tc.typ], tc.typ, nil, jobwire.WithMaxAttempts(3))
 	}
 	for _, tc := range cases {
 		id := ids[tc.typ]
-		j := waitState(t, c, q, id, jobwire.StateCompleted, 20*time.Second)
+		j := waitState(t, c, queueOf[tc.typ], id, jobwire.StateCompleted, 20*time.Second)
 		if j.GetAttempts() != 1 || string(j.GetResult()) != `"slept"` {
 			t.Errorf("%s: attempts %d result %q, want 1 and \"slept\"", tc.typ, j.GetAttempts(), j.GetResult())
 		}
-		waitFor(t, 5*time.Second, tc.typ+" outcome", func() bool { return len(rw.out.forJob(id)) >= 1 })
-		if got, want := kinds(rw, id), []string{"ack_ok 1"}; !slices.Equal(got, want) {
+		waitFor(t, 5*time.Second, tc.typ+" outcome", func() bool { return len(workerOf[tc.typ].out.forJob(id)) >= 1 })
+		if got, want := kinds(workerOf[tc.typ], id), []string{"ack_ok 1"}; !slices.Equal(got, want) {
 			t.Errorf("%s: outcomes %v, want %v", tc.typ, got, want)
 		}
 		mu.Lock()

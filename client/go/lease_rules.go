@@ -2,7 +2,24 @@ package jobwire
 
 import "time"
 
-// The two lease rules every Worker follows (docs/clients.md, Worker).
+// The lease rules every Worker follows (docs/clients.md, Worker).
+
+// leaseLength is the lease length of a delivery: grantedMs
+// (ClaimedJob.lease_ms, the lease the broker granted) when the broker sent
+// it. A broker older than that field sends 0: then askedMs (the Claim's
+// lease_ms, WithLease), else (the worker asked for the broker default)
+// defaultLeaseMs. No clock is read: the Redis clock and the local one need
+// not agree.
+func leaseLength(grantedMs, askedMs int64) time.Duration {
+	ms := grantedMs
+	if ms <= 0 {
+		ms = askedMs
+	}
+	if ms <= 0 {
+		ms = defaultLeaseMs
+	}
+	return time.Duration(ms) * time.Millisecond
+}
 
 // finalLead is how long before the estimated lease end the next-to-last
 // Ack / Fail attempt is sent, so that it reaches the broker while the lease

@@ -57,3 +57,22 @@ func TestRetryWaitKeepsAttemptsUpToTheLeaseEnd(t *testing.T) {
 		}
 	}
 }
+
+// The lease length of a delivery: never guessed from lease_expires_at_ms and
+// the local clock.
+func TestLeaseLengthTable(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		grantedMs, askedMs int64
+		want               time.Duration
+	}{
+		{"granted by the broker", 1500, 0, 1500 * time.Millisecond},
+		{"granted wins over asked", 1500, 4000, 1500 * time.Millisecond},
+		{"older broker: the lease asked for", 0, 4000, 4 * time.Second},
+		{"older broker, broker default asked for: 30 s", 0, 0, 30 * time.Second},
+	} {
+		if got := leaseLength(c.grantedMs, c.askedMs); got != c.want {
+			t.Errorf("%s: leaseLength(%d, %d) = %v, want %v", c.name, c.grantedMs, c.askedMs, got, c.want)
+		}
+	}
+}

@@ -13,13 +13,16 @@ import (
 
 // Settling a job: its Ack (through the ack coalescer) or Fail, retried on
 // UNAVAILABLE / DEADLINE_EXCEEDED until the lease ends by the worker's
-// estimate, and reported as its final outcome.
+// estimate (per job, and never once its lease is known lost), and reported
+// as its final outcome.
 
 // callWithRetry calls fn, retrying UNAVAILABLE / DEADLINE_EXCEEDED with
 // backoff until the job's lease has ended by the local estimate, the last
 // attempts just before and at its end (retryWait). At least one call is
-// made. An UNAVAILABLE / DEADLINE_EXCEEDED error returned means the outcome
-// is unknown.
+// made. Once the lease is known lost (a renewal was refused and the handler
+// told), an UNAVAILABLE / DEADLINE_EXCEEDED answer is not retried: the
+// broker would refuse the call anyway. An UNAVAILABLE / DEADLINE_EXCEEDED
+// error returned means the outcome is unknown.
 func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) error) error {
 	bo := backoffState{base: 100 * time.Millisecond, max: 2 * time.Second}
 	for {
@@ -58,7 +61,7 @@ func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 		return
 	}
 	if err != nil {
-		kind, e := r.unsettled("Ack", job, err, OutcomeAckUnknown, OutcomeAckError)
+		kind, e := r.unsettled("Ack", job, lease, err, OutcomeAckUnknown, OutcomeAckError)
 		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e, Result: result})
 		return
 	}
@@ -90,7 +93,7 @@ func (r *runner) fail(job *Job, lease *leaseState, herr error) {
 		return
 	}
 	if err != nil {
-		kind, e := r.unsettled("Fail", job, err, OutcomeFailUnknown, OutcomeFailError)
+		kind, e := r.unsettled("Fail", job, lease, err, OutcomeFailUnknown, OutcomeFailError)
 		r.outcome(Outcome{Kind: kind, Job: job, Code: status.Code(err), Err: e,
 			HandlerErr: herr, ErrorText: text})
 		return
@@ -101,12 +104,16 @@ func (r *runner) fail(job *Job, lease *leaseState, herr error) {
 
 // unsettled logs why the Ack or Fail (call) of job did not succeed and
 // returns its outcome kind: unknown when it was still answered UNAVAILABLE /
-// DEADLINE_EXCEEDED as the lease ended (it may or may not be stored), else
-// refused.
-func (r *runner) unsettled(call string, job *Job, err error, unknown, refused OutcomeKind) (OutcomeKind, error) {
+// DEADLINE_EXCEEDED as the lease ended or after it was lost (it may or may
+// not be stored), else refused.
+func (r *runner) unsettled(call string, job *Job, lease *leaseState, err error, unknown, refused OutcomeKind) (OutcomeKind, error) {
 	e := toError(err)
 	if retryable(err) {
-		r.w.log.Warn("jobwire worker: "+call+" unanswered when the lease ended, it may or may not be stored",
+		when := "when the lease ended"
+		if lease.lost.Load() {
+			when = "after the lease was lost (not sent again)"
+		}
+		r.w.log.Warn("jobwire worker: "+call+" unanswered "+when+", it may or may not be stored",
 			"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)
 		return unknown, e
 	}

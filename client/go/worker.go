@@ -126,7 +126,10 @@ func NewWorker(addr string, queues []string, opts ...WorkerOption) (*Worker, err
 func (w *Worker) WorkerID() string { return w.cfg.workerID }
 
 // Handle registers the handler for jobs of type jobType (replacing any
-// earlier one). Register before Run.
+// earlier one). Register before Run. The Claim names the job types with a
+// handler (ClaimRequest.types, at most 64), so the broker delivers only
+// those: a job of another type waits pending, using no attempt, for a worker
+// that handles it.
 func (w *Worker) Handle(jobType string, h Handler) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -164,12 +167,19 @@ func (w *Worker) RunUntilSignal() error {
 // Run consumes jobs until ctx is cancelled or Stop is called, then drains
 // gracefully (see Stop) and returns nil. It returns an *Error at once when the
 // broker refuses the Claim with INVALID_ARGUMENT (bad queue names, lease, ...),
-// after draining. Run may be called only once.
+// after draining. It returns an error at once, having started nothing (Run
+// may then be called again), when no handler is registered or more than 64
+// job types have one (the limit of ClaimRequest.types). Run may be called
+// only once.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
 		w.mu.Unlock()
 		return errors.New("jobwire: Worker.Run called twice")
+	}
+	if err := w.handlersErr(); err != nil {
+		w.mu.Unlock()
+		return err
 	}
 	w.started = true
 	w.mu.Unlock()
@@ -321,6 +331,9 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 		herr   error
 	)
 	if h == nil {
+		// Only a broker older than ClaimRequest.types delivers a type the
+		// Claim did not name: failed for a retry, so that a worker that
+		// handles it takes the job.
 		r.releaseSlot()
 		herr = &noHandlerError{msg: `no handler for job type "` + job.Type + `" in worker ` + r.w.cfg.workerID}
 		r.w.log.Warn("jobwire worker: no handler for job type, failing it for a retry",

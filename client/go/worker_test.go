@@ -149,33 +149,65 @@ func TestHandlerErrorRetriedThenNonRetryable(t *testing.T) {
 	}
 }
 
-func TestUnknownTypeFailedWithText(t *testing.T) {
+// The Claim names the worker's job types (ClaimRequest.types): a job of
+// another type, ahead of the worker's own in the queue, is never delivered:
+// it stays pending with no attempt used, and the worker's own job runs.
+func TestJobOfTypeWithoutHandlerIsNeverDelivered(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
+	other := mustEnqueue(t, c, q, "mystery", nil)
+	own := mustEnqueue(t, c, q, "known", nil)
 	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
-		"known": func(ctx context.Context, job *jobwire.Job) (any, error) { return nil, nil },
+		"known": func(ctx context.Context, job *jobwire.Job) (any, error) { return "ran", nil },
 	}, jobwire.WithWorkerID("go-test-unknown"))
-	id := mustEnqueue(t, c, q, "mystery", nil, jobwire.WithMaxAttempts(1))
-	j := waitState(t, c, q, id, jobwire.StateDead, 10*time.Second)
-	want := `no handler for job type "mystery" in worker go-test-unknown`
-	if j.GetError() != want {
-		t.Errorf("error %q, want %q", j.GetError(), want)
+	j := waitState(t, c, q, own, jobwire.StateCompleted, 10*time.Second)
+	if j.GetAttempts() != 1 || string(j.GetResult()) != `"ran"` {
+		t.Errorf("own job: attempts %d result %q", j.GetAttempts(), j.GetResult())
 	}
-	waitFor(t, 5*time.Second, "fail outcome", func() bool { return len(rw.out.forJob(id)) == 1 })
-	if o := rw.out.forJob(id)[0]; o.Kind != jobwire.OutcomeFailOK || o.FailOutcome != "DEAD" {
-		t.Errorf("outcome %+v", o)
+	waitFor(t, 5*time.Second, "ack_ok outcome", func() bool { return len(rw.out.forJob(own)) == 1 })
+	j, err := c.GetJob(context.Background(), q, other)
+	if err != nil || j.GetState() != jobwire.StatePending || j.GetAttempts() != 0 || j.GetError() != "" {
+		t.Errorf("job of a type without handler: %v %v; want PENDING, 0 attempts, no error", j, err)
 	}
+	if o := rw.out.forJob(other); len(o) != 0 {
+		t.Errorf("outcomes of the job of a type without handler: %v", o)
+	}
+}
 
-	// With attempts left the failure is retryable.
-	id = mustEnqueue(t, c, q, "mystery", nil, jobwire.WithMaxAttempts(3), jobwire.WithBackoffBase(time.Hour))
-	waitFor(t, 10*time.Second, "retry scheduled", func() bool {
-		o := rw.out.forJob(id)
-		return len(o) == 1 && o[0].Kind == jobwire.OutcomeFailOK && o[0].FailOutcome == "RETRY_SCHEDULED"
-	})
-	j, err := c.GetJob(context.Background(), q, id)
-	if err != nil || j.GetState() != jobwire.StatePending || j.GetAttempts() != 1 || j.GetError() != want {
-		t.Errorf("retryable unknown-type job: %v %v", j, err)
+// Run refuses at once a worker without handler (an empty ClaimRequest.types
+// would claim every type) or with more job types than a Claim may name (64);
+// 64 are taken.
+func TestRunRefusesNoHandlerAndMoreThan64Types(t *testing.T) {
+	t.Parallel()
+	q := queueName(t)
+	w, err := jobwire.NewWorker(brokerAddr, []string{q}, jobwire.WithLogger(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nop := func(ctx context.Context, job *jobwire.Job) (any, error) { return job.Type, nil }
+	err = w.Run(context.Background())
+	if want := "jobwire: Worker.Run: no handler registered"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Run without handler: %v, want %q...", err, want)
+	}
+	for i := range 65 {
+		w.Handle(fmt.Sprintf("t%02d", i), nop)
+	}
+	err = w.Run(context.Background())
+	if want := "jobwire: Worker.Run: 65 job types have handlers; a Worker takes at most 64"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Run with 65 types: %v, want %q...", err, want)
+	}
+	w.Stop() // never started: returns at once
+
+	handlers := map[string]jobwire.Handler{}
+	for i := range 64 {
+		handlers[fmt.Sprintf("t%02d", i)] = nop
+	}
+	c := newClient(t, brokerAddr)
+	id := mustEnqueue(t, c, q, "t63", nil)
+	startWorker(t, brokerAddr, []string{q}, handlers)
+	if j := waitState(t, c, q, id, jobwire.StateCompleted, 10*time.Second); string(j.GetResult()) != `"t63"` {
+		t.Errorf("job of type t63: result %q", j.GetResult())
 	}
 }
 
@@ -453,6 +485,8 @@ func TestRunCtxCancelAndInvalidClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nop := func(ctx context.Context, job *jobwire.Job) (any, error) { return nil, nil }
+	w.Handle("t", nop)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -473,6 +507,7 @@ func TestRunCtxCancelAndInvalidClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.Handle("t", nop)
 	go func() { done <- w.Run(context.Background()) }()
 	select {
 	case err := <-done:

@@ -1,9 +1,11 @@
 /**
  * The Worker's one Claim stream (docs/clients.md, Worker, Delivery): opened
- * with max_in_flight = free handler slots, reopened after any end or error
- * with backoff, and reopened at full size once a reduced one has idled.
+ * with max_in_flight = free handler slots and the job types with a handler
+ * (claim_types.ts), reopened after any end or error with backoff, and
+ * reopened at full size once a reduced one has idled.
  */
 import type * as grpc from '@grpc/grpc-js';
+import { claimTypes } from './claim_types';
 import { JobwireError, Status, statusName } from './errors';
 import type { BrokerClient } from './proto';
 import type { Logger } from './worker_options';
@@ -15,6 +17,16 @@ const RECONNECT_BASE_MS = 100;
 const RECONNECT_MAX_MS = 5000;
 /** A reduced-capacity stream is reopened at full capacity after this idle time. */
 const REGROW_IDLE_MS = 1000;
+
+/**
+ * The wait (ms) before reopening the Claim stream for the `attempt`-th time
+ * (0 for the first) since a stream last delivered: uniform in [0, d] ("full
+ * jitter"), d = 100 ms doubled per attempt, at most 5 s.
+ */
+export function reconnectDelayMs(attempt: number, random: () => number = Math.random): number {
+  const cap = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** Math.min(Math.max(attempt, 0), 16));
+  return Math.floor(random() * (cap + 1));
+}
 
 /** One opened Claim call. */
 export interface StreamState {
@@ -47,6 +59,8 @@ export interface ClaimStreamParams {
   /** ClaimRequest.lease_ms (0: the broker default). */
   leaseMs: number;
   workerId: string;
+  /** The job types with a handler, read at each (re)open (ClaimRequest.types). */
+  types: () => Iterable<string>;
   log: Logger | null;
   host: ClaimStreamHost;
 }
@@ -71,6 +85,7 @@ export class ClaimStream {
       maxInFlight: free,
       leaseMs: this.p.leaseMs,
       workerId: this.p.workerId,
+      types: claimTypes(this.p.types()),
     };
     const call = this.p.stub.Claim(req, this.p.metadata());
     const s: StreamState = { call, capacity: free, inFlight: 0, openedAt: Date.now() };
@@ -119,8 +134,7 @@ export class ClaimStream {
       this.p.host.onFatal(err);
       return;
     }
-    const cap = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** this.reconnectAttempt);
-    const delay = Math.floor(Math.random() * cap);
+    const delay = reconnectDelayMs(this.reconnectAttempt);
     if (this.reconnectAttempt < 16) this.reconnectAttempt++;
     this.p.log?.warn(`Claim stream ended (${statusName(st.code)}: ${st.details}); reopening in ${delay} ms`);
     this.reconnectTimer = setTimeout(() => {

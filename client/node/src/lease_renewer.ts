@@ -14,20 +14,19 @@ import type { Logger } from './worker_options';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
 import type { ExtendLeaseResponse__Output } from './generated/jobwire/v1/ExtendLeaseResponse';
 
-/** Broker default lease, the last guess of a broker that does not send ClaimedJob.lease_ms. */
+/** The broker's default lease, assumed when a broker that does not send ClaimedJob.lease_ms granted it. */
 const BROKER_DEFAULT_LEASE_MS = 30_000;
 
 /**
  * The lease length of a delivery: the broker's ClaimedJob.lease_ms. A broker
- * older than that field sends 0: then `configuredMs` (the Worker's leaseMs),
- * else (broker default) the claim's expiry minus the local clock, else 30 s.
+ * older than that field sends 0: then `configuredMs` (the Worker's leaseMs,
+ * the one its Claim asked for), else (it asked for the broker default) 30 s.
+ * No clock is read: the Redis clock and the local one need not agree.
  */
-export function leaseLength(cj: ClaimedJob__Output, configuredMs: number | undefined, nowMs = Date.now()): number {
+export function leaseLength(cj: ClaimedJob__Output, configuredMs: number | undefined): number {
   const granted = toNumber(cj.leaseMs);
   if (granted > 0) return granted;
-  if (configuredMs !== undefined) return configuredMs;
-  const est = (toNumber(cj.leaseExpiresAtMs) || toNumber(cj.job?.leaseExpiresAtMs)) - nowMs;
-  return est >= 1000 && est <= 43_200_000 ? est : BROKER_DEFAULT_LEASE_MS;
+  return configuredMs !== undefined && configuredMs > 0 ? configuredMs : BROKER_DEFAULT_LEASE_MS;
 }
 
 export interface LeaseRenewerParams {

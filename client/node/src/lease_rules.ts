@@ -1,6 +1,7 @@
 /**
- * The two lease rules every Worker follows (docs/clients.md, Worker).
+ * The lease rules every Worker follows (docs/clients.md, Worker).
  */
+import { Status } from './errors';
 
 /**
  * How long before the estimated lease end the next-to-last Ack / Fail
@@ -8,6 +9,16 @@
  * the last attempt is sent at the end.
  */
 export const FINAL_LEAD_MS = 100;
+
+/**
+ * Whether an Ack / Fail answered `code` may be sent again: only after
+ * UNAVAILABLE / DEADLINE_EXCEEDED, and only while the lease is not known lost
+ * (a renewal was refused: the broker would refuse it anyway). false: its
+ * outcome is final (unknown when `code` is one of those two).
+ */
+export function mayResend(code: number, leaseLost: boolean): boolean {
+  return (code === Status.UNAVAILABLE || code === Status.DEADLINE_EXCEEDED) && !leaseLost;
+}
 
 /**
  * The wait before the next Ack / Fail attempt after one answered UNAVAILABLE

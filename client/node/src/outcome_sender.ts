@@ -1,9 +1,9 @@
 /**
  * Settling a held job (docs/clients.md, Worker): its Ack (through the
  * AckCoalescer) or its Fail, retried on UNAVAILABLE / DEADLINE_EXCEEDED until
- * the lease has ended by the worker's own estimate, and its final outcome
- * reported (ack_ok / ack_error / ack_unknown, fail_ok / fail_error /
- * fail_unknown).
+ * the lease has ended by the worker's own estimate, per job, and never once
+ * that job's lease is known lost (mayResend), and its final outcome reported
+ * (ack_ok / ack_error / ack_unknown, fail_ok / fail_error / fail_unknown).
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { AckCoalescer } from './ack_coalescer';
@@ -12,14 +12,25 @@ import { JobwireError, Status } from './errors';
 import type { Failure } from './failure';
 import type { HeldJob } from './held_job';
 import type { Outcome } from './job';
-import { retryWait } from './lease_rules';
+import { mayResend, retryWait } from './lease_rules';
 import { unary, type BrokerClient } from './proto';
 import type { Logger } from './worker_options';
 import type { FailResponse__Output } from './generated/jobwire/v1/FailResponse';
 
-/** Backoff of Ack / Fail retries on UNAVAILABLE / DEADLINE_EXCEEDED: 100 ms doubling to 2 s, jittered. */
+/** Backoff of Ack / Fail retries on UNAVAILABLE / DEADLINE_EXCEEDED: 100 ms doubling to 2 s, full jitter. */
 const OUTCOME_RETRY_BASE_MS = 100;
 const OUTCOME_RETRY_MAX_MS = 2000;
+
+/**
+ * The backoff (ms) after the `attempt`-th Ack / Fail attempt of a job (0 for
+ * the first) was answered UNAVAILABLE / DEADLINE_EXCEEDED, before retryWait
+ * clips it: uniform in [0, d] ("full jitter", as the Claim stream's reopen
+ * and the Go client), d = 100 ms doubled per attempt, at most 2 s.
+ */
+export function outcomeRetryDelayMs(attempt: number, random: () => number = Math.random): number {
+  const cap = Math.min(OUTCOME_RETRY_MAX_MS, OUTCOME_RETRY_BASE_MS * 2 ** Math.min(Math.max(attempt, 0), 16));
+  return Math.floor(random() * (cap + 1));
+}
 
 /** The Ack / Fail may be sent again (and its outcome is unknown if it never gets through). */
 function isRetryable(err: JobwireError): boolean {
@@ -27,6 +38,9 @@ function isRetryable(err: JobwireError): boolean {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Why the log says an unanswered Ack / Fail of h was not sent again. */
+const givenUp = (h: HeldJob) => (h.leaseLost ? 'after its lease was lost (not sent again)' : 'when its lease ended');
 
 export interface OutcomeSenderParams {
   stub: BrokerClient;
@@ -55,7 +69,7 @@ export class OutcomeSender {
       const err = JobwireError.from(e);
       const unknown = isRetryable(err);
       this.p.log?.warn(unknown
-        ? `Ack of job ${h.job.id} unanswered when its lease ended (${err.message}); it may or may not be stored`
+        ? `Ack of job ${h.job.id} unanswered ${givenUp(h)} (${err.message}); it may or may not be stored`
         : `Ack of job ${h.job.id} refused: ${err.message}`);
       this.p.report({
         kind: unknown ? 'ack_unknown' : 'ack_error', job: h.job, code: err.code, codeName: err.codeName, error: err,
@@ -80,7 +94,7 @@ export class OutcomeSender {
       const err = JobwireError.from(e);
       const unknown = isRetryable(err);
       this.p.log?.warn(unknown
-        ? `Fail of job ${h.job.id} unanswered when its lease ended (${err.message}); it may or may not be stored`
+        ? `Fail of job ${h.job.id} unanswered ${givenUp(h)} (${err.message}); it may or may not be stored`
         : `Fail of job ${h.job.id} refused: ${err.message}`);
       this.p.report({
         kind: unknown ? 'fail_unknown' : 'fail_error', job: h.job, code: err.code, codeName: err.codeName, error: err,
@@ -93,8 +107,9 @@ export class OutcomeSender {
    * Runs an Ack or Fail, retrying on UNAVAILABLE / DEADLINE_EXCEEDED with
    * backoff until the lease has ended by the local estimate, the last
    * attempts just before and at its end (retryWait), or the stop grace is
-   * over. An UNAVAILABLE / DEADLINE_EXCEEDED error thrown means the outcome
-   * is unknown.
+   * over; once h's lease is known lost it is not retried (mayResend). An
+   * UNAVAILABLE / DEADLINE_EXCEEDED error thrown means the outcome is
+   * unknown.
    */
   private async withOutcomeRetry<T>(h: HeldJob, call: () => Promise<T>): Promise<T> {
     let attempt = 0;
@@ -103,11 +118,9 @@ export class OutcomeSender {
         return await call();
       } catch (e) {
         const err = JobwireError.from(e);
-        const retryable = isRetryable(err);
-        const cap = Math.min(OUTCOME_RETRY_MAX_MS, OUTCOME_RETRY_BASE_MS * 2 ** attempt);
-        const delay = Math.floor(cap / 2 + (Math.random() * cap) / 2);
+        const delay = outcomeRetryDelayMs(attempt);
         attempt++;
-        if (!retryable || h.abandoned) throw err;
+        if (!mayResend(err.code, h.leaseLost) || h.abandoned) throw err;
         const wait = retryWait(delay, h.localLeaseDeadline - Date.now());
         if (wait === undefined) throw err;
         await sleep(wait);

@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import type * as grpc from '@grpc/grpc-js';
 import { AckCoalescer, sendAckBatch } from './ack_coalescer';
 import { ClaimStream, type StreamState } from './claim_stream';
+import { checkHandlerCount } from './claim_types';
 import { encodeValue } from './codec';
 import type { JobwireError } from './errors';
 import { failureOf } from './failure';
@@ -90,7 +91,10 @@ export class Worker extends EventEmitter {
     this.channelOptions = options.channelOptions;
   }
 
-  /** Registers the handler of a job type (replacing any previous one). */
+  /**
+   * Registers the handler of a job type (replacing any previous one). The
+   * Claim names these types (at most 64), so the broker delivers only them.
+   */
   register(type: string, handler: Handler): this {
     if (typeof handler !== 'function') throw new TypeError('jobwire Worker: handler must be a function');
     this.handlers.set(type, handler);
@@ -116,10 +120,13 @@ export class Worker extends EventEmitter {
    * Consumes until stop() (or SIGTERM / SIGINT when
    * `installSignalHandlers: true`, off by default; the listeners are removed
    * before run() settles). Resolves once stopped; rejects when the broker
-   * refuses the Claim with INVALID_ARGUMENT.
+   * refuses the Claim with INVALID_ARGUMENT. Throws at once, starting
+   * nothing, an Error when no handler is registered and a RangeError when
+   * more than 64 job types have one (the limit of ClaimRequest.types).
    */
   run(options: RunOptions = {}): Promise<void> {
     if (this.running || this.stopPromise) throw new Error('jobwire Worker: run() was already called');
+    checkHandlerCount(this.handlers.size);
     this.running = true;
     const stub = makeStub(this.address, this.credentials, this.channelOptions);
     const acks = new AckCoalescer((batch) => sendAckBatch(stub, batch, this.timeoutMs, this.metadata()));
@@ -127,7 +134,7 @@ export class Worker extends EventEmitter {
       stub,
       claims: new ClaimStream({
         stub, metadata: this.metadata, queues: this.queues, concurrency: this.concurrency,
-        leaseMs: this.leaseMs ?? 0, workerId: this.workerId, log: this.log,
+        leaseMs: this.leaseMs ?? 0, workerId: this.workerId, types: () => this.handlers.keys(), log: this.log,
         host: {
           freeSlots: () => this.concurrency - this.busy.size,
           idle: () => this.busy.size === 0,
@@ -285,6 +292,9 @@ export class Worker extends EventEmitter {
     const job = h.job;
     const handler = this.handlers.get(job.type);
     if (!handler) {
+      // Only a broker older than ClaimRequest.types delivers a type the
+      // Claim did not name: failed for a retry, so that a worker that
+      // handles it takes the job.
       const text = `no handler for job type "${job.type}" in worker ${this.workerId}`;
       this.log?.warn(`${text} (job ${job.id} in queue ${job.queue}); failing it for retry`);
       await sender.fail(h, { text, nonRetryable: false, retryAfterMs: 0 });

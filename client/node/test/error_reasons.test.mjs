@@ -150,6 +150,7 @@ test('cancel of an ACTIVE job: FAILED_PRECONDITION, reason JOB_STATE, metadata.s
 
 test('a Worker whose Claim is refused: run() rejects with reason INVALID_FIELD and the field', async () => {
   const worker = new Worker({ address: stack.address, queues: ['bad queue name!'], logger: null });
+  worker.register('t', async () => null);
   const err = await rejection(worker.run({ installSignalHandlers: false }));
   assert.ok(err instanceof JobwireError);
   assert.equal(err.code, Status.INVALID_ARGUMENT);

@@ -225,6 +225,7 @@ test('JOBWIRE_TOKEN is the default token; an explicit token wins over it', async
     // A Worker reads it too: the env token is the producer's, which may not claim.
     const { lines, logger } = captureLogger();
     const w = new Worker({ address: stack.address, queues: [q], graceMs: 1000, ...mtlsPaths(), logger });
+    w.register('t', async () => null);
     closers.push(() => w.stop());
     const running = w.run({ installSignalHandlers: false });
     await waitFor(() => lines.some((l) => l.msg.includes('token "producer" may not claim from queue')),

@@ -253,19 +253,43 @@ test('RetryAfterError: Fail with retry_after_ms (rounded up, clamped to 7 days);
   await worker.stop();
 });
 
-test('unknown job type -> failed (retryable) with the contract text', async () => {
+test('a job of a type without handler, ahead of the worker\'s own, is never delivered (ClaimRequest.types)', async () => {
   const q = uniqueQueue('unknown');
+  const other = await client.enqueue(q, 'mystery', {}, { maxAttempts: 2 });
+  const own = await client.enqueue(q, 'known', {});
   const { worker, outcomes } = startWorker({ queues: [q], workerId: 'node-test-unknown' }, {
-    known: async () => 'ok',
+    known: async () => 'ran',
   });
-  const { jobId } = await client.enqueue(q, 'mystery', {}, { maxAttempts: 2, backoffBaseMs: 30_000 });
-  const o = await waitFor(() => outcomeFor(outcomes, jobId, 'fail_ok'), { what: 'fail_ok' });
-  assert.equal(o.failOutcome, 'RETRY_SCHEDULED', 'retryable, so a worker that knows the type can take it');
-  const job = await client.getJob(q, jobId);
-  assert.equal(job.state, 'JOB_STATE_PENDING');
-  assert.equal(job.attempts, 1);
-  assert.equal(job.error, 'no handler for job type "mystery" in worker node-test-unknown');
+  const o = await waitFor(() => outcomeFor(outcomes, own.jobId), { what: 'the own job\'s outcome' });
+  assert.equal(o.kind, 'ack_ok');
+  const done = await client.getJob(q, own.jobId);
+  assert.equal(done.state, 'JOB_STATE_COMPLETED');
+  assert.equal(done.resultJson(), 'ran');
+  const job = await client.getJob(q, other.jobId);
+  assert.equal(job.state, 'JOB_STATE_PENDING', 'waits for a worker that handles it');
+  assert.equal(job.attempts, 0, 'no attempt used');
+  assert.equal(job.error, '');
+  assert.equal(outcomeFor(outcomes, other.jobId), undefined);
   await worker.stop();
+});
+
+test('run() throws at once without a handler, or with more than 64 job types', async () => {
+  const worker = new Worker({ address: stack.address, queues: [uniqueQueue('nohandler')], logger: null });
+  assert.throws(() => worker.run({ installSignalHandlers: false }),
+    (e) => e.constructor === Error && /^jobwire Worker: no handler registered/.test(e.message));
+  for (let i = 0; i < 65; i++) worker.register(`t${i}`, async () => null);
+  assert.throws(() => worker.run({ installSignalHandlers: false }),
+    (e) => e instanceof RangeError && e.message.includes('65 job types have handlers; a Worker takes at most 64'));
+  await worker.stop(); // never started: resolves at once
+
+  // 64 is the limit, not beyond it: the broker takes such a Claim.
+  const q = uniqueQueue('types64');
+  const handlers = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`t${i}`, async (job) => job.type]));
+  const { jobId } = await client.enqueue(q, 't63', {});
+  const { worker: w64, outcomes } = startWorker({ queues: [q] }, handlers);
+  await waitFor(() => outcomeFor(outcomes, jobId, 'ack_ok'), { what: 'ack_ok of the t63 job' });
+  assert.equal((await client.getJob(q, jobId)).resultJson(), 't63');
+  await w64.stop();
 });
 
 test('concurrency N runs N handlers at once, never more', async () => {
@@ -350,6 +374,7 @@ test('stop() lets the running handler finish and ack, and takes no new jobs', as
 
 test('Claim refused with INVALID_ARGUMENT: run() rejects with the broker message', async () => {
   const worker = new Worker({ address: stack.address, queues: ['bad queue name!'], logger: null });
+  worker.register('t', async () => null);
   workers.push(worker);
   const err = await worker.run({ installSignalHandlers: false }).then(() => assert.fail('run() resolved'), (e) => e);
   assert.equal(err.name, 'JobwireError');

@@ -19,7 +19,8 @@ const SIGNALS = ['SIGTERM', 'SIGINT'];
 const listeners = () => Object.fromEntries(SIGNALS.map((s) => [s, process.listeners(s)]));
 
 function newWorker() {
-  return new Worker({ address: stack.address, queues: [uniqueQueue('sig')], logger: null, graceMs: 2000 });
+  return new Worker({ address: stack.address, queues: [uniqueQueue('sig')], logger: null, graceMs: 2000 })
+    .register('t', async () => null);
 }
 
 test('run() without options installs no signal listener', async () => {

@@ -1,20 +1,23 @@
 """The lease rules both Workers (threaded and asyncio) follow
 (docs/clients.md, Worker):
 
-- The lease length is the one the broker granted (ClaimedJob.lease_ms); only
-  a broker older than that field (0) leaves it to be guessed: see
-  ``lease_length_s``. Renewals come every third of it.
+- The lease length is the one the broker granted (ClaimedJob.lease_ms); a
+  broker older than that field (0) leaves the one the Claim asked for, or
+  the broker default: see ``lease_length_s``. Renewals come every third of it.
 
-- An Ack / Fail answered UNAVAILABLE / DEADLINE_EXCEEDED is sent again
+- An Ack / Fail answered UNAVAILABLE / DEADLINE_EXCEEDED is sent again,
+  with backoff (100 ms doubling to 2 s, full jitter: ``retry_jitter``),
   until the lease ends by the worker's own estimate; the waits are clipped so
   that one attempt goes out ``FINAL_LEAD_S`` before that end and a last one
   at the end. Still unanswered then, the outcome is unknown
-  (``ack_unknown`` / ``fail_unknown``).
+  (``ack_unknown`` / ``fail_unknown``). Once the lease is known lost (a
+  renewal refused), it is sent once and never again: see ``may_resend``.
 - A delivery whose lease has already ended when its handler would start is
   dropped (no handler, no Ack / Fail): see ``lease_ended_ago_ms``.
 """
 from __future__ import annotations
 
+import random
 import time
 from typing import Optional
 
@@ -29,6 +32,26 @@ BROKER_DEFAULT_LEASE_S = 30.0
 # The attempt before the last one is sent this long before the estimated
 # lease end, so that it reaches the broker while the lease still holds.
 FINAL_LEAD_S = 0.1
+
+
+def may_resend(code: Optional[grpc.StatusCode], lease_lost: bool) -> bool:
+    """Whether an Ack / Fail answered ``code`` may be sent again: only after
+    UNAVAILABLE / DEADLINE_EXCEEDED, and only while the lease is not known
+    lost (the broker would refuse it anyway). False: its outcome is final
+    (unknown when ``code`` is one of those two)."""
+    return code in RETRYABLE and not lease_lost
+
+
+def given_up(lease_lost: bool) -> str:
+    """How the log says why an unanswered Ack / Fail was not sent again."""
+    return "after its lease was lost (not sent again)" if lease_lost else "when its lease ended"
+
+
+def retry_jitter(backoff: float) -> float:
+    """The wait before an Ack / Fail retry whose backoff is now ``backoff``
+    (seconds): uniform in [0, backoff] ("full jitter", as every client's
+    reopen of the Claim stream), before ``retry_wait`` clips it."""
+    return random.uniform(0.0, backoff)
 
 
 def retry_wait(wait: float, left: float) -> Optional[float]:
@@ -56,19 +79,18 @@ def lease_ended_ago_ms(lease_expires_at_ms: int, local_deadline: float) -> Optio
     return ago if ago >= 0 else None
 
 
-def lease_length_s(granted_ms: int, configured_ms: Optional[int],
-                   lease_expires_at_ms: int) -> float:
+def lease_length_s(granted_ms: int, configured_ms: Optional[int]) -> float:
     """The lease length (seconds) of a delivery: ``granted_ms``
     (ClaimedJob.lease_ms: the Claim's lease_ms or the broker's default) when
     the broker sent it. From an older broker (0): the worker's
-    ``configured_ms``, else the time left until ``lease_expires_at_ms`` (Redis
-    clock) when that is plausible (1 s .. 12 h), else the documented 30 s."""
+    ``configured_ms`` (ClaimRequest.lease_ms), else (it asked for the
+    broker's default) the documented 30 s. No clock is read: the Redis clock
+    and the local one need not agree."""
     if granted_ms > 0:
         return granted_ms / 1000.0
     if configured_ms:
         return configured_ms / 1000.0
-    est = lease_expires_at_ms / 1000.0 - time.time()
-    return est if 1.0 <= est <= 43200.0 else BROKER_DEFAULT_LEASE_S
+    return BROKER_DEFAULT_LEASE_S
 
 
 def renew_lease_ms(granted_ms: int, configured_ms: Optional[int]) -> int:

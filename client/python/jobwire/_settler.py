@@ -4,14 +4,15 @@ outcome (docs/clients.md, Worker).
 Acks go through an ``AckCoalescer`` (AckBatch calls) without waiting for
 their answer; a Fail is a unary call on the handler's thread. Both are
 retried on UNAVAILABLE / DEADLINE_EXCEEDED until the lease has ended by the
-worker's own estimate (_lease_rules.retry_wait); an Ack's retries run on a
-handler thread, since the thread sending an AckBatch sleeps for no one.
+worker's own estimate (_lease_rules.retry_wait), per job (an ack's own
+answer in its AckBatch decides), and never once that job's lease is known
+lost (_lease_rules.may_resend); an Ack's retries run on a handler thread,
+since the thread sending an AckBatch sleeps for no one.
 Every final outcome goes to the Worker's ``report``.
 """
 from __future__ import annotations
 
 import logging
-import random
 import time
 from typing import Callable, Optional
 
@@ -22,7 +23,7 @@ from ._errors import JobwireError
 from ._failure import Failure
 from ._handler_pool import HandlerPool
 from ._lease_renewer import Lease
-from ._lease_rules import RETRYABLE, retry_wait
+from ._lease_rules import RETRYABLE, given_up, may_resend, retry_jitter, retry_wait
 from ._types import Job, Outcome
 from .v1 import broker_pb2 as pb
 
@@ -70,7 +71,7 @@ class Settler:
 
     def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError]) -> None:
         # On the thread sending the AckBatch call: must not block.
-        if (err is not None and err.code in RETRYABLE and not self._closed
+        if (err is not None and may_resend(err.code, lease.lost) and not self._closed
                 and time.monotonic() < lease.deadline):
             # Retried with backoff on a handler thread (the sender sleeps for no one).
             try:
@@ -85,7 +86,7 @@ class Settler:
 
     def _retry_ack(self, job: Job, lease: Lease, req) -> None:
         try:
-            wait = retry_wait(random.uniform(0.05, 0.1), lease.deadline - time.monotonic())
+            wait = retry_wait(retry_jitter(0.1), lease.deadline - time.monotonic())
             if wait is not None:
                 time.sleep(wait)
             ok, _, err = self._send_final(self._acks.ack, req, lease, delay=0.2)
@@ -100,8 +101,9 @@ class Settler:
         if err is None:
             self.report(Outcome("ack_ok", job, lease_lost=lease.lost))
         elif err.code in RETRYABLE:
-            log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
-                        "it may or may not be stored", job.queue, job.id, err)
+            log.warning("jobwire: Ack of job %s/%s unanswered %s (%s); "
+                        "it may or may not be stored", job.queue, job.id,
+                        given_up(lease.lost), err)
             self.report(Outcome("ack_unknown", job, code=err.code, error=err.message,
                                 reason=err.reason, lease_lost=lease.lost))
         else:
@@ -124,8 +126,9 @@ class Settler:
                                 next_attempt_at_ms=resp.next_attempt_at_ms, error=failure.error,
                                 lease_lost=lease.lost))
         elif err is not None and err.code in RETRYABLE:
-            log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
-                        "it may or may not be stored", job.queue, job.id, err)
+            log.warning("jobwire: Fail of job %s/%s unanswered %s (%s); "
+                        "it may or may not be stored", job.queue, job.id,
+                        given_up(lease.lost), err)
             self.report(Outcome("fail_unknown", job, code=err.code, error=err.message,
                                 reason=err.reason, lease_lost=lease.lost))
         elif err is not None:
@@ -140,7 +143,8 @@ class Settler:
     def _send_final(self, method, request, lease: Lease, delay: float = 0.1):
         """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
         DEADLINE_EXCEEDED until the lease (as last known) has ended, the last
-        attempt at its end (_lease_rules.retry_wait). Returns (ok, response,
+        attempt at its end (_lease_rules.retry_wait); not retried once the
+        lease is known lost (_lease_rules.may_resend). Returns (ok, response,
         JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
         outcome is unknown; (False, None, None) when the worker was shut down
         meanwhile."""
@@ -161,9 +165,8 @@ class Settler:
                 return False, None, None
             if self._closed:
                 return False, None, None
-            if err.code in RETRYABLE:
-                wait = retry_wait(random.uniform(delay / 2, delay),
-                                  lease.deadline - time.monotonic())
+            if may_resend(err.code, lease.lost):
+                wait = retry_wait(retry_jitter(delay), lease.deadline - time.monotonic())
                 if wait is not None:
                     time.sleep(wait)
                     delay = min(delay * 2, 2.0)

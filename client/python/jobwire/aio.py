@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import random
 import signal
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
@@ -19,17 +18,19 @@ import grpc.aio
 
 from ._ack_coalescer import AioAckCoalescer, aio_batch_sender
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_aio_channel, resolve_addr
+from ._claim_types import check_handlers, claim_types
 from ._errors import JobwireError
 from ._failure import Failure, cut_error_text, failure_of
 from ._lease_renewer import LEASE_LOST
-from ._lease_rules import RETRYABLE, lease_ended_ago_ms, lease_length_s, renew_lease_ms, retry_wait
+from ._lease_rules import (RETRYABLE, given_up, lease_ended_ago_ms, lease_length_s,
+                           may_resend, renew_lease_ms, retry_jitter, retry_wait)
+from ._reconnect import reconnect_delay
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from .client import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
                      build_enqueue_request, build_enqueue_results)
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 from ._worker_options import init_settings
-from .worker import RECONNECT_MAX_S, RECONNECT_MIN_S
 
 __all__ = ["Client", "Worker"]
 
@@ -168,6 +169,7 @@ class Worker:
     async def run(self, install_signal_handlers: bool = True) -> None:
         if self._started:
             raise RuntimeError("Worker.run() can be called once")
+        check_handlers(self._handlers)
         self._started = True
         loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
@@ -258,7 +260,7 @@ class Worker:
             log.error("jobwire: cannot connect: %s", self._fatal)
             self._request_stop()
             return
-        backoff = RECONNECT_MIN_S
+        attempt = 0  # reopens since a stream last delivered
         while not self._stop_event.is_set():
             async with self._cond:
                 await self._cond.wait_for(
@@ -267,7 +269,8 @@ class Worker:
             if self._stop_event.is_set():
                 return
             req = pb.ClaimRequest(queues=self.queues, max_in_flight=free,
-                                  lease_ms=self.lease_ms or 0, worker_id=self.worker_id)
+                                  lease_ms=self.lease_ms or 0, worker_id=self.worker_id,
+                                  types=claim_types(self._handlers))
             delivered = False
             try:
                 self._call = self._stub.Claim(req, metadata=self._metadata)
@@ -275,7 +278,7 @@ class Worker:
                 # stream since the previous message), in claim order.
                 async for message in self._call:
                     if not delivered:
-                        delivered, backoff = True, RECONNECT_MIN_S
+                        delivered, attempt = True, 0
                     for claimed in message.jobs:
                         self._dispatch(claimed)
                 log.info("jobwire: claim stream ended by the broker; reopening")
@@ -297,8 +300,8 @@ class Worker:
                 self._call = None
             if self._stop_event.is_set():
                 return
-            delay = random.uniform(0, backoff)
-            backoff = min(backoff * 2, RECONNECT_MAX_S)
+            delay = reconnect_delay(attempt)
+            attempt += 1
             try:
                 await asyncio.wait_for(self._stop_event.wait(), delay)
             except asyncio.TimeoutError:
@@ -338,7 +341,7 @@ class Worker:
             delay = interval
 
     async def _process(self, job: Job, token: str, received: float) -> None:
-        lease_s = lease_length_s(job.lease_ms, self.lease_ms, job.lease_expires_at_ms)
+        lease_s = lease_length_s(job.lease_ms, self.lease_ms)
         state = {"lease_s": lease_s, "deadline": received + lease_s, "lost": False}
         job._lease_lost_event = asyncio.Event()
         renew = None
@@ -354,6 +357,8 @@ class Worker:
                 return
             fn = self._handlers.get(job.type)
             if fn is None:
+                # Only a broker older than ClaimRequest.types delivers a type
+                # the Claim did not name: failed for a retry (as jobwire.Worker).
                 text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
                 await self._fail(job, token, state, Failure(text))
@@ -402,9 +407,10 @@ class Worker:
     async def _send_final(self, method, request, state):
         """Ack / Fail (``await method(request, timeout)``), retried on
         UNAVAILABLE / DEADLINE_EXCEEDED until the lease (as last known) has
-        ended, the last attempt at its end (_lease_rules.retry_wait). Returns
-        (response, None) or (None, JobwireError), the error UNAVAILABLE /
-        DEADLINE_EXCEEDED when the outcome is unknown."""
+        ended, the last attempt at its end (_lease_rules.retry_wait); not
+        retried once the lease is known lost (_lease_rules.may_resend).
+        Returns (response, None) or (None, JobwireError), the error
+        UNAVAILABLE / DEADLINE_EXCEEDED when the outcome is unknown."""
         delay, first = 0.1, True
         while True:
             timeout = self.timeout if first else min(
@@ -416,9 +422,8 @@ class Worker:
                 err = JobwireError.from_rpc_error(e)
             except JobwireError as e:  # from the ack coalescer
                 err = e
-            if err.code in RETRYABLE:
-                wait = retry_wait(random.uniform(delay / 2, delay),
-                                  state["deadline"] - time.monotonic())
+            if may_resend(err.code, state["lost"]):
+                wait = retry_wait(retry_jitter(delay), state["deadline"] - time.monotonic())
                 if wait is not None:
                     await asyncio.sleep(wait)
                     delay = min(delay * 2, 2.0)
@@ -432,8 +437,9 @@ class Worker:
         if err is None:
             await self._report(Outcome("ack_ok", job, lease_lost=state["lost"]))
         elif err.code in RETRYABLE:
-            log.warning("jobwire: Ack of job %s/%s unanswered when its lease ended (%s); "
-                        "it may or may not be stored", job.queue, job.id, err)
+            log.warning("jobwire: Ack of job %s/%s unanswered %s (%s); "
+                        "it may or may not be stored", job.queue, job.id,
+                        given_up(state["lost"]), err)
             await self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
                                        reason=err.reason, lease_lost=state["lost"]))
         else:
@@ -454,8 +460,9 @@ class Worker:
                                        error=failure.error,
                                        lease_lost=state["lost"]))
         elif err.code in RETRYABLE:
-            log.warning("jobwire: Fail of job %s/%s unanswered when its lease ended (%s); "
-                        "it may or may not be stored", job.queue, job.id, err)
+            log.warning("jobwire: Fail of job %s/%s unanswered %s (%s); "
+                        "it may or may not be stored", job.queue, job.id,
+                        given_up(state["lost"]), err)
             await self._report(Outcome("fail_unknown", job, code=err.code, error=err.message,
                                        reason=err.reason, lease_lost=state["lost"]))
         else:

@@ -9,7 +9,6 @@ exception's Fail), ``_settler`` (the final Ack / Fail and the outcome)."""
 from __future__ import annotations
 
 import logging
-import random
 import signal
 import threading
 import time
@@ -18,11 +17,13 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import grpc
 
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel
+from ._claim_types import check_handlers, claim_types
 from ._errors import JobwireError
 from ._failure import Failure, cut_error_text, failure_of
 from ._handler_pool import HandlerPool
 from ._lease_renewer import Lease, LeaseRenewer
 from ._lease_rules import lease_ended_ago_ms, lease_length_s, renew_lease_ms
+from ._reconnect import reconnect_delay
 from ._settler import Settler
 from ._types import Job, Outcome, encode_result
 from ._worker_options import default_worker_id, init_settings  # noqa: F401 (re-exported)
@@ -33,10 +34,6 @@ log = logging.getLogger("jobwire.worker")
 
 Handler = Callable[[Job], Any]
 OutcomeHook = Callable[[Outcome], None]
-
-# Claim stream reopen backoff (full jitter).
-RECONNECT_MIN_S = 0.1
-RECONNECT_MAX_S = 5.0
 
 
 class Worker:
@@ -55,6 +52,10 @@ class Worker:
 
     ``with Worker(...) as w:`` calls ``w.stop()`` when the block ends: the
     worker drains (see ``stop``) and its channel is closed.
+
+    Each Claim names the job types registered (``ClaimRequest.types``), so
+    the broker delivers only those: a job of another type waits pending,
+    using no attempt, for a worker that handles it.
 
     Thread safety: ``stop()`` may be called from any thread; register
     handlers before ``run()``.
@@ -126,7 +127,8 @@ class Worker:
 
     # -- registration -----------------------------------------------------
     def register(self, job_type: str, fn: Handler) -> Handler:
-        """Run ``fn(job)`` for jobs of ``job_type``."""
+        """Run ``fn(job)`` for jobs of ``job_type`` (one of the types the
+        worker's Claim names: at most 64)."""
         if not callable(fn):
             raise TypeError("handler must be callable")
         self._handlers[job_type] = fn
@@ -154,12 +156,15 @@ class Worker:
     def run(self, install_signal_handlers: bool = True) -> None:
         """Consume until ``stop()`` (or SIGTERM / SIGINT when
         ``install_signal_handlers`` and called from the main thread). Raises
-        JobwireError if the broker refuses the Claim (INVALID_ARGUMENT) or the
-        TLS / token options are unusable (INVALID_ARGUMENT). A handler that
+        ValueError at once, starting nothing, when no handler is registered or
+        more than 64 job types have one (``ClaimRequest.types``' limit).
+        Raises JobwireError if the broker refuses the Claim (INVALID_ARGUMENT)
+        or the TLS / token options are unusable (INVALID_ARGUMENT). A handler that
         raises SystemExit or KeyboardInterrupt stops the worker (with the
         grace for the other handlers), and run() then raises that exception;
         its job is neither acked nor failed (its lease expires and the broker
         delivers it again)."""
+        check_handlers(self._handlers)
         with self._lock:
             if self._run_thread is not None:
                 raise RuntimeError("Worker.run() can be called once")
@@ -255,7 +260,7 @@ class Worker:
             log.error("jobwire: cannot connect: %s", self._fatal)
             self._request_stop()
             return
-        backoff = RECONNECT_MIN_S
+        attempt = 0  # reopens since a stream last delivered
         failures = 0
         while not self._stop_requested.is_set():
             with self._cond:
@@ -265,7 +270,8 @@ class Worker:
                     return
                 free = self.concurrency - self._running
             req = pb.ClaimRequest(queues=self.queues, max_in_flight=free,
-                                  lease_ms=self.lease_ms or 0, worker_id=self.worker_id)
+                                  lease_ms=self.lease_ms or 0, worker_id=self.worker_id,
+                                  types=claim_types(self._handlers))
             delivered = False
             try:
                 call = self._stub.Claim(req, metadata=self._metadata)
@@ -281,7 +287,7 @@ class Worker:
                         if failures:
                             log.info("jobwire: claim stream delivering again")
                         failures = 0
-                        backoff = RECONNECT_MIN_S
+                        attempt = 0
                     # Every job of a message read is leased to this worker:
                     # all are started, even if stop() came meanwhile.
                     for claimed in message.jobs:
@@ -307,8 +313,8 @@ class Worker:
                     self._call = None
             if self._stop_requested.is_set():
                 return
-            delay = random.uniform(0, backoff)  # full jitter
-            backoff = min(backoff * 2, RECONNECT_MAX_S)
+            delay = reconnect_delay(attempt)
+            attempt += 1
             self._stop_requested.wait(delay)
 
     def _dispatch(self, claimed) -> None:
@@ -327,7 +333,7 @@ class Worker:
     # -- one job ----------------------------------------------------------
     def _process(self, job: Job, token: str, received: float) -> None:
         lease = Lease(job, token,
-                      lease_length_s(job.lease_ms, self.lease_ms, job.lease_expires_at_ms),
+                      lease_length_s(job.lease_ms, self.lease_ms),
                       renew_lease_ms(job.lease_ms, self.lease_ms), self.timeout, received)
         acking = False  # the Ack was queued: its answer settles the job
         try:
@@ -337,6 +343,9 @@ class Worker:
                 return
             fn = self._handlers.get(job.type)
             if fn is None:
+                # Only a broker older than ClaimRequest.types delivers a type
+                # the Claim did not name: failed for a retry, so that a
+                # worker that handles it takes the job.
                 text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
                 self._settler.fail(job, lease, Failure(text))

@@ -60,20 +60,35 @@ def test_aio_worker_async_and_sync_handlers_retry_and_stop(broker, queue):
             return job.payload.upper()
 
         async with aio.Client(broker.addr) as c:
+            # A job of a type without handler, first in the queue: the Claim
+            # names only "async" and "sync", so it is never delivered.
+            u = await c.enqueue(queue, "nope", b"")
             run = asyncio.create_task(w.run(install_signal_handlers=False))
             a = await c.enqueue(queue, "async", {"n": 1, "fail_first": True}, backoff_base_ms=100)
             s = await c.enqueue(queue, "sync", b"abc")
-            u = await c.enqueue(queue, "nope", b"", backoff_base_ms=60_000)
             ja = await wait_state(c, queue, a.job_id, JobState.COMPLETED)
             js = await wait_state(c, queue, s.job_id, JobState.COMPLETED)
+            ju = await c.get_job(queue, u.job_id)
             await w.stop()
             await asyncio.wait_for(run, 5)
-            ju = await c.get_job(queue, u.job_id)
         assert ja.attempts == 2 and ja.result_json() == {"n": 1}
         assert js.result == b"ABC"
-        assert ju.error.startswith('no handler for job type "nope" in worker ')
+        assert ju.state == JobState.PENDING and ju.attempts == 0 and ju.error == ""
+        assert [o for o in outcomes if o.job.id == u.job_id] == []
         kinds = sorted((o.kind, o.job.attempt) for o in outcomes if o.job.id == a.job_id)
         assert kinds == [("ack_ok", 2), ("fail_ok", 1)]
+    asyncio.run(main())
+
+
+def test_aio_run_refuses_no_handler_and_more_than_64_types(broker, queue):
+    async def main():
+        w = aio.Worker(broker.addr, queue)
+        with pytest.raises(ValueError, match=r"^Worker.run\(\): no handler registered"):
+            await w.run(install_signal_handlers=False)
+        for i in range(65):
+            w.register("t%d" % i, lambda job: None)
+        with pytest.raises(ValueError, match=r"65 job types have handlers; a Worker takes at most 64"):
+            await w.run(install_signal_handlers=False)
     asyncio.run(main())
 
 

@@ -252,6 +252,7 @@ def test_aio_worker_without_claim_permission_keeps_retrying_and_logs(
 
 def test_worker_without_token_is_refused_unauthenticated(token_broker, billing_queue, caplog):
     w = Worker(token_broker.addr, billing_queue)
+    w.register("t", lambda job: None)
     with caplog.at_level(logging.WARNING, logger="jobwire.worker"):
         with running(w):
             wait_for(lambda: "UNAUTHENTICATED: missing bearer token" in caplog.text,
@@ -372,6 +373,7 @@ def test_unreadable_pem_file_fails_every_call_and_worker_run(pki, tmp_path, bill
 
     w = Worker("127.0.0.1:1", billing_queue, token=WORKER_TOKEN, tls_root_ca=pki / "ca.pem",
                tls_client_cert=pki / "client.pem", tls_client_key=str(tmp_path / "nope.key"))
+    w.register("t", lambda job: None)
     t0 = time.monotonic()
     e = raises_code(lambda: w.run(install_signal_handlers=False), grpc.StatusCode.INVALID_ARGUMENT)
     assert time.monotonic() - t0 < 5
@@ -379,6 +381,7 @@ def test_unreadable_pem_file_fails_every_call_and_worker_run(pki, tmp_path, bill
 
     async def aio_run():
         w = aio.Worker("127.0.0.1:1", billing_queue, tls_root_ca=missing)
+        w.register("t", lambda job: None)
         await asyncio.wait_for(w.run(install_signal_handlers=False), 10)
     e = raises_code(lambda: asyncio.run(aio_run()), grpc.StatusCode.INVALID_ARGUMENT)
     assert e.message.startswith("tls_root_ca: cannot read PEM file ")

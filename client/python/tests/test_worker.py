@@ -95,18 +95,42 @@ def test_non_retryable_error_goes_dead(broker, client, queue):
     assert outcomes.kinds(r.job_id) == [("fail_ok", 1, "DEAD")]
 
 
-def test_unknown_type_is_failed_retryable_with_text(broker, client, queue):
+def test_job_of_a_type_without_handler_is_never_delivered(broker, client, queue):
+    # The Claim names the worker's types (ClaimRequest.types): a job of
+    # another type, ahead of the worker's own in the queue, stays pending
+    # with no attempt used, and the worker's own job behind it runs.
     outcomes = Outcomes()
     w = Worker(broker.addr, queue, worker_id="py-unknown-1", on_outcome=outcomes)
-    w.register("known", lambda job: None)
+    w.register("known", lambda job: "ran")
+    other = client.enqueue(queue, "mystery", b"")
+    own = client.enqueue(queue, "known", b"")
     with running(w):
-        r = client.enqueue(queue, "mystery", b"", backoff_base_ms=60_000)
-        job = wait_for(lambda: (lambda j: j if j.error else None)(client.get_job(queue, r.job_id)),
-                       what="job error")
-        wait_for(lambda: outcomes.kinds(r.job_id), what="outcome")
-    assert job.error == 'no handler for job type "mystery" in worker py-unknown-1'
-    assert job.state == JobState.PENDING and job.attempts == 1  # retryable
-    assert outcomes.kinds(r.job_id) == [("fail_ok", 1, "RETRY_SCHEDULED")]
+        job = wait_state(client, queue, own.job_id, JobState.COMPLETED)
+        wait_for(lambda: outcomes.kinds(own.job_id), what="outcome")
+        mystery = client.get_job(queue, other.job_id)
+    assert job.attempts == 1 and job.result_json() == "ran"
+    assert outcomes.kinds(own.job_id) == [("ack_ok", 1, None)]
+    assert mystery.state == JobState.PENDING and mystery.attempts == 0 and mystery.error == ""
+    assert outcomes.kinds(other.job_id) == []
+
+
+def test_run_refuses_no_handler_and_more_than_64_types(broker, client, queue):
+    w = Worker(broker.addr, queue)
+    with pytest.raises(ValueError, match=r"^Worker.run\(\): no handler registered"):
+        w.run(install_signal_handlers=False)
+    for i in range(65):
+        w.register("t%02d" % i, lambda job: None)
+    with pytest.raises(ValueError, match=r"65 job types have handlers; a Worker takes at most 64"):
+        w.run(install_signal_handlers=False)
+    w.stop()
+    # 64 is the limit, not beyond it: the broker takes such a Claim.
+    w64 = Worker(broker.addr, queue)
+    for i in range(64):
+        w64.register("t%02d" % i, lambda job: job.type)
+    r = client.enqueue(queue, "t63", b"")
+    with running(w64):
+        job = wait_state(client, queue, r.job_id, JobState.COMPLETED)
+    assert job.result_json() == "t63"
 
 
 def test_concurrency_n_handlers_at_once(broker, client, queue):
