@@ -269,15 +269,17 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
 end
 
 -- The best ready jobs for a claim of up to `want` jobs: every type's when
--- `types` is empty (the ready set's first `want`), else only the listed
--- types' (the first `want` of each type's range of the index, merged). Each
--- is {id = id, score = ready score, member = its index member (filtered
--- claims only)}, best first (by score, then id, as the ready set orders).
+-- `types` is empty (the ready set's first `want`, popped from it: the caller
+-- puts back what it does not take), else only the listed types' (the first
+-- `want` of each type's range of the index, merged; nothing is removed).
+-- Each is {id = id, score = ready score, member = its index member
+-- (filtered claims only)}, best first (by score, then id, as the ready set
+-- orders).
 local function ready_candidates(K, types, want)
   local out = {}
   if #types == 0 then
-    local r = redis.call('ZRANGE', K.ready, 0, want - 1, 'WITHSCORES')
-    for i = 1, #r, 2 do out[#out + 1] = {id = r[i], score = tonumber(r[i + 1])} end
+    local r = redis.call('ZPOPMIN', K.ready, want)
+    for i = 1, #r, 2 do out[#out + 1] = {id = r[i], score = r[i + 1]} end
     return out
   end
   for _, t in ipairs(types) do
@@ -328,6 +330,12 @@ end
 -- stream).
 local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
   if redis.call('EXISTS', K.paused) == 1 then return {-1, 0, {}, {}} end
+  -- A type named twice would yield its jobs twice.
+  local seen, unique = {}, {}
+  for _, t in ipairs(types) do
+    if not seen[t] then seen[t], unique[#unique + 1] = true, t end
+  end
+  types = unique
   local skipped = {}
 
   local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', int(now), 'LIMIT', 0, 1000)
@@ -361,9 +369,10 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   -- The claimed jobs' ids, their records, their active entries and what
   -- leaves the ready set and its index (each written with one variadic
   -- command after the loop).
-  local ids, records, active, gone, gone_members = {}, {}, {}, {}, {}
-  for _, c in ipairs(ready_candidates(K, types, want)) do
-    if claimed >= want then break end
+  local ids, records, active, gone, gone_members, back = {}, {}, {}, {}, {}, {}
+  local candidates = ready_candidates(K, types, want)
+  for n, c in ipairs(candidates) do
+    if claimed >= want then break end  -- a filtered claim's merged candidates
     local id = c.id
     local job = job_read(K.jobs, id)
     if c.member and not redis.call('ZSCORE', K.ready, id) then
@@ -379,8 +388,14 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       -- heap holds one payload more than the reply, then lets it go.
       local payload = redis.call('HGET', K.payloads, id) or ''
       local size = #payload + job_error_bytes(job)
-      -- Over the byte bound: this job and the rest stay ready.
-      if claimed > 0 and bytes + size > max_bytes then break end
+      if claimed > 0 and bytes + size > max_bytes then
+        -- Over the byte bound: this job and the rest stay ready (popped
+        -- ones go back where they were).
+        if #types == 0 then
+          for j = n, #candidates do add_pair(back, candidates[j].score, candidates[j].id) end
+        end
+        break
+      end
       gone[#gone + 1] = id
       gone_members[#gone_members + 1] = c.member or type_member(job_type_of(job), c.score, id)
       bytes = bytes + size
@@ -395,7 +410,8 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       ids[#ids + 1] = id
     end
   end
-  if #gone > 0 then redis.call('ZREM', K.ready, unpack(gone)) end
+  if #back > 0 then redis.call('ZADD', K.ready, unpack(back)) end
+  if #types > 0 and #gone > 0 then redis.call('ZREM', K.ready, unpack(gone)) end
   if #gone_members > 0 then redis.call('ZREM', K.by_type, unpack(gone_members)) end
   if claimed > 0 then
     call_pairs('HSET', K.jobs, records)

@@ -91,7 +91,7 @@ TEST(BrokerProcessTest, LogsAnErrorOnDataOfAnotherLayout) {
   JW_ASSERT_OK(fresh.Start());
   const std::string first = log_of_broker(fresh.port(), "fresh.log", "");
   EXPECT_EQ(first.find(error), std::string::npos) << first;
-  EXPECT_EQ(fresh.Command("GET", "jw:layout")->str, "3");
+  EXPECT_EQ(fresh.Command("GET", "jw:layout")->str, "4");
   const std::string again = log_of_broker(fresh.port(), "again.log", "");
   EXPECT_EQ(again.find(error), std::string::npos) << again;
 

@@ -136,6 +136,11 @@ absl::Status ValidateClaim(const v1::ClaimRequest& r) {
     const std::string field = absl::StrCat("types[", i, "]");
     if (r.types(i).empty()) return Invalid(field, "must not be empty (1..256 bytes)");
     JW_RETURN_IF_ERROR(CheckMaxBytes(field, r.types(i), kMaxTypeLength));
+    for (int j = 0; j < i; ++j) {
+      if (r.types(j) == r.types(i)) {
+        return Invalid(field, absl::StrCat("repeats \"", absl::CHexEscape(r.types(i)), "\""));
+      }
+    }
   }
   return CheckMaxBytes("worker_id", r.worker_id(), kMaxWorkerIdLength);
 }

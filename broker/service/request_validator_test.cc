@@ -136,6 +136,7 @@ INSTANTIATE_TEST_SUITE_P(
         ClaimCase{"worker_id_long", [](v1::ClaimRequest* r) { r->set_worker_id(std::string(257, 'w')); }, "worker_id"},
         ClaimCase{"types_64", [](v1::ClaimRequest* r) { for (int i = 0; i < 64; ++i) r->add_types(std::to_string(i)); }, ""},
         ClaimCase{"types_65", [](v1::ClaimRequest* r) { for (int i = 0; i < 65; ++i) r->add_types(std::to_string(i)); }, "types"},
+        ClaimCase{"type_repeated", [](v1::ClaimRequest* r) { r->add_types("a"); r->add_types("b"); r->add_types("a"); }, "types[2]"},
         ClaimCase{"type_empty", [](v1::ClaimRequest* r) { r->add_types("a"); r->add_types(""); }, "types[1]"},
         ClaimCase{"type_256", [](v1::ClaimRequest* r) { r->add_types(std::string(256, 't')); }, ""},
         ClaimCase{"type_257", [](v1::ClaimRequest* r) { r->add_types(std::string(257, 't')); }, "types[0]"}),

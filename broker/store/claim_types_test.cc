@@ -101,6 +101,16 @@ TEST_F(ClaimTypesTest, TakesPriorityOrderAcrossItsTypes) {
   EXPECT_EQ(out->other_types, std::vector<std::string>{"c"});
 }
 
+TEST_F(ClaimTypesTest, ATypeNamedTwiceYieldsEachJobOnce) {
+  const std::string queue = "twice";
+  Enqueue(queue, "a", 0, 0);
+  Enqueue(queue, "a", 0, 0);
+  auto out = Claim(queue, 10, 30000, {"a", "a"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->jobs.size(), 2u);
+  EXPECT_NE(out->jobs[0].job().id(), out->jobs[1].job().id());
+}
+
 TEST_F(ClaimTypesTest, TypesThatShareAPrefixStayApart) {
   const std::string queue = "prefix";
   const std::string long_type(256, 'x');

@@ -791,8 +791,8 @@ type ClaimRequest struct {
 	LeaseMs int64 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
 	// Free-form worker name stored on claimed jobs, at most 256 bytes.
 	WorkerId string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	// The job types this stream takes: 0..64 types, each 1..256 bytes (a
-	// job's type limit). Empty: every type. A stream is delivered only jobs
+	// The job types this stream takes: 0..64 distinct types, each 1..256
+	// bytes (a job's type limit). Empty: every type. A stream is delivered only jobs
 	// of its types; jobs of other types wait, without using an attempt, for a
 	// stream that takes them, and never hide this stream's types behind them
 	// (jobs of the wanted types are found by an index, not by skipping over
