@@ -16,4 +16,4 @@ rm -rf "$HERE/build" "$HERE"/*.egg-info
 # so that --force-reinstall does not reinstall grpcio every time.
 "$VENV/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation "$HERE"
 rm -rf "$HERE/build" "$HERE"/*.egg-info
-cd / && "$VENV/bin/python" -c 'from jobwire.v1 import broker_pb2, broker_pb2_grpc; print("build: stubs OK,", broker_pb2.DESCRIPTOR.name)'
+cd / && "$VENV/bin/python" -c 'from jobwire.v1 import admin_pb2_grpc, broker_pb2, broker_pb2_grpc; print("build: stubs OK,", broker_pb2.DESCRIPTOR.name)'

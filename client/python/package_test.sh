@@ -74,7 +74,9 @@ mkdir -p "$T/unpacked"
 tar -C "$T/unpacked" -xzf "${SDISTS[0]}"
 SRC=("$T"/unpacked/jobwire-*)
 SRC="${SRC[0]}"
-[ -f "$SRC/proto/jobwire/v1/broker.proto" ] || fail "the sdist carries no proto/jobwire/v1/broker.proto"
+for p in broker admin; do
+  [ -f "$SRC/proto/jobwire/v1/$p.proto" ] || fail "the sdist carries no proto/jobwire/v1/$p.proto"
+done
 [ ! -e "$SRC/../../proto" ] || fail "$SRC/../../proto exists: the build would not prove the sdist self-contained"
 step "sdist + wheel from the unpacked sdist ($SRC)"
 (cd "$T" && "$T/tools/bin/python" -m build --outdir "$T/dist" "$SRC" >"$T/build-sdist.log" 2>&1) \
@@ -134,7 +136,7 @@ import importlib.metadata
 import importlib.resources
 
 import jobwire
-from jobwire.v1 import broker_pb2
+from jobwire.v1 import admin_pb2_grpc, broker_pb2  # both services generated
 
 print(jobwire.__file__)
 print(broker_pb2.__file__)

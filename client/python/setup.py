@@ -20,27 +20,30 @@ from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO_FILE = "jobwire/v1/broker.proto"
-GENERATED = ("broker_pb2.py", "broker_pb2.pyi", "broker_pb2_grpc.py")
+# The contract: the Broker service (producers and workers) and the Admin
+# service (operators' calls: inspect, retry, delete), which imports it.
+PROTO_FILES = ("jobwire/v1/broker.proto", "jobwire/v1/admin.proto")
+GENERATED = tuple("%s%s" % (name, suffix) for name in ("broker", "admin")
+                  for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"))
 # google.rpc.Status / ErrorInfo / BadRequest / RetryInfo at run time.
 ERROR_DETAILS_PROTOS = "googleapis-common-protos>=1.74,<2"
 
 
 def proto_root():
-    """The folder holding jobwire/v1/broker.proto: $JOBWIRE_PROTO_DIR, else
-    the copy an sdist carries (./proto), else the repository's (../../proto)."""
+    """The folder holding jobwire/v1/*.proto: $JOBWIRE_PROTO_DIR, else the
+    copy an sdist carries (./proto), else the repository's (../../proto)."""
     candidates = [
         os.environ.get("JOBWIRE_PROTO_DIR"),
         os.path.join(HERE, "proto"),  # in an unpacked sdist
         os.path.join(HERE, "..", "..", "proto"),  # in the repository
     ]
     for c in candidates:
-        if c and os.path.isfile(os.path.join(c, PROTO_FILE)):
+        if c and all(os.path.isfile(os.path.join(c, f)) for f in PROTO_FILES):
             return os.path.abspath(c)
     raise SystemExit(
         "jobwire: cannot find %s (looked in ./proto and ../../proto relative to %s; "
         "build from the repository or an sdist, or set JOBWIRE_PROTO_DIR to the "
-        "folder holding jobwire/)" % (PROTO_FILE, HERE)
+        "folder holding jobwire/)" % (" and ".join(PROTO_FILES), HERE)
     )
 
 
@@ -59,10 +62,9 @@ def generate(out_dir):
         "--python_out=" + out_dir,
         "--pyi_out=" + out_dir,
         "--grpc_python_out=" + out_dir,
-        os.path.join(root, PROTO_FILE),
-    ]
+    ] + [os.path.join(root, f) for f in PROTO_FILES]
     if protoc.main(args) != 0:
-        raise SystemExit("jobwire: protoc failed on " + os.path.join(root, PROTO_FILE))
+        raise SystemExit("jobwire: protoc failed on " + ", ".join(PROTO_FILES))
     return os.path.join(out_dir, "jobwire", "v1")
 
 
@@ -115,17 +117,18 @@ class BuildPyWithStubs(build_py):
 
 
 class SdistWithProto(sdist):
-    """sdist that also puts the .proto the stubs come from into the archive
-    (as proto/jobwire/v1/broker.proto), so that it builds without the
+    """sdist that also puts the .proto files the stubs come from into the
+    archive (as proto/jobwire/v1/*.proto), so that it builds without the
     repository."""
 
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)
-        dest = os.path.join(base_dir, "proto", PROTO_FILE)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        if os.path.lexists(dest):
-            os.remove(dest)  # may be a hard link to a source file: never write through it
-        shutil.copyfile(os.path.join(proto_root(), PROTO_FILE), dest)
+        for name in PROTO_FILES:
+            dest = os.path.join(base_dir, "proto", name)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            if os.path.lexists(dest):
+                os.remove(dest)  # may be a hard link to a source file: never write through it
+            shutil.copyfile(os.path.join(proto_root(), name), dest)
 
 
 setup(

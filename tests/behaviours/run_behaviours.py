@@ -25,6 +25,8 @@ import tempfile
 import time
 
 import grpc
+from jobwire.v1 import admin_pb2 as admin_pb
+from jobwire.v1 import admin_pb2_grpc as admin_pb_grpc
 from jobwire.v1 import broker_pb2 as pb
 from jobwire.v1 import broker_pb2_grpc as pb_grpc
 
@@ -146,6 +148,7 @@ class Broker:
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 500)])
         self.stub = pb_grpc.BrokerServiceStub(self.channel)
+        self.admin = admin_pb_grpc.AdminServiceStub(self.channel)
 
     def enqueue(self, queue, payload=None, type_="behaviour", **options):
         request = pb.EnqueueRequest(queue=queue, type=type_,
@@ -168,15 +171,8 @@ class Broker:
             time.sleep(0.05)
 
     def delete_job(self, queue, job_id):
-        """Admin.DeleteJob (admin.proto; the Python package generates only the
-        Broker stubs): the request's two string fields encoded by hand."""
-        def field(number, text):
-            data = text.encode()
-            return bytes([number << 3 | 2, len(data)]) + data
-        call = self.channel.unary_unary("/jobwire.v1.AdminService/DeleteJob",
-                                        request_serializer=lambda b: b,
-                                        response_deserializer=lambda b: b)
-        call(field(1, queue) + field(2, job_id), timeout=10)
+        """AdminService.DeleteJob (admin.proto)."""
+        self.admin.DeleteJob(admin_pb.DeleteJobRequest(queue=queue, job_id=job_id), timeout=10)
 
 
 # --- the behaviours --------------------------------------------------------

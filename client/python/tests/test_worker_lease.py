@@ -16,6 +16,7 @@ import grpc
 import pytest
 
 from jobwire import JobState, JobwireError, Worker, aio
+from jobwire.v1 import admin_pb2, admin_pb2_grpc
 from conftest import Broker, running, wait_for
 from test_worker import Outcomes, wait_state
 
@@ -89,18 +90,10 @@ def test_lease_length_is_the_one_the_broker_granted(one_second_lease_broker, que
 
 
 def delete_job(addr, queue, job_id):
-    """Admin.DeleteJob (proto/jobwire/v1/admin.proto; the package generates
-    only the Broker stubs): the request's two string fields encoded by hand."""
-    def field(number, text):
-        data = text.encode()
-        assert len(data) < 128  # one-byte length
-        return bytes([number << 3 | 2, len(data)]) + data
-
+    """AdminService.DeleteJob (proto/jobwire/v1/admin.proto)."""
     with grpc.insecure_channel(addr) as channel:
-        call = channel.unary_unary("/jobwire.v1.AdminService/DeleteJob",
-                                   request_serializer=lambda b: b,
-                                   response_deserializer=lambda b: b)
-        call(field(1, queue) + field(2, job_id), timeout=5)
+        admin_pb2_grpc.AdminServiceStub(channel).DeleteJob(
+            admin_pb2.DeleteJobRequest(queue=queue, job_id=job_id), timeout=5)
 
 
 @pytest.mark.parametrize("kind", WORKERS)
