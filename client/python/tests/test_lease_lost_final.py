@@ -20,38 +20,12 @@ import threading
 import grpc
 import pytest
 
-from jobwire import JobState, JobwireError, NonRetryableError, Worker, aio
-from conftest import running, wait_for
+from jobwire import JobState, JobwireError, NonRetryableError
+from conftest import wait_for
 from test_worker import Outcomes, wait_state
-from test_worker_lease import WORKERS, delete_job
+from test_worker_lease import WORKERS, delete_job, run_worker
 
 UNAVAILABLE = JobwireError(grpc.StatusCode.UNAVAILABLE, "stand-in: broker unreachable")
-
-
-def run_patched(kind, addr, register, patch, body, **options):
-    """Runs a Worker of ``kind`` (handlers added by ``register(worker)``,
-    its calls replaced by ``patch(worker)`` once they exist) while ``body()``
-    runs in a thread; returns what ``body`` returns."""
-    if kind == "threaded":
-        w = Worker(addr, **options)
-        register(w)
-        patch(w)
-        with running(w):
-            return body()
-
-    async def main():
-        w = aio.Worker(addr, **options)
-        register(w)
-        task = asyncio.create_task(w.run(install_signal_handlers=False))
-        while not hasattr(w, "_acks"):  # made in run()
-            await asyncio.sleep(0)
-        patch(w)
-        try:
-            return await asyncio.to_thread(body)
-        finally:
-            await w.stop()
-            await task
-    return asyncio.run(main())
 
 
 def coalescer(kind, w):
@@ -138,7 +112,7 @@ def test_ack_unavailable_after_the_lease_was_lost_is_not_sent_again(broker, clie
         made.append(w)
         acks.install(coalescer(kind, w))
 
-    ids = run_patched(kind, broker.addr, register, patch, body, queues=queue, concurrency=3,
+    ids = run_worker(kind, broker.addr, register, body, patch, queues=queue, concurrency=3,
                       lease_ms=3000, on_outcome=outcomes)
     assert acks.calls[0] == [ids["plug"]]
     assert sorted(acks.calls[1]) == sorted([ids["lost"], ids["kept"]])  # one call, two jobs
@@ -207,7 +181,7 @@ def test_fail_unavailable_after_the_lease_was_lost_is_not_sent_again(broker, cli
                  timeout=15, what="the outcomes")
         return ids
 
-    ids = run_patched(kind, broker.addr, register, lambda w: fails.install(kind, w), body,
+    ids = run_worker(kind, broker.addr, register, body, lambda w: fails.install(kind, w),
                       queues=queue, concurrency=2, lease_ms=1500, on_outcome=outcomes)
     assert fails.calls.count(ids["lost"]) == 1  # sent once
     assert fails.calls.count(ids["kept"]) == 2  # the lease holds: sent again

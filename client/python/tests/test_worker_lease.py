@@ -23,13 +23,16 @@ from test_worker import Outcomes, wait_state
 WORKERS = ["threaded", "asyncio"]
 
 
-def run_worker(kind, addr, register, body, **options):
-    """Runs a Worker of ``kind`` (handlers added by ``register(worker)``)
-    while ``body()`` runs (in a thread for the asyncio Worker); returns what
-    ``body`` returns."""
+def run_worker(kind, addr, register, body, patch=None, **options):
+    """Runs a Worker of ``kind`` (handlers added by ``register(worker)``;
+    when given, ``patch(worker)`` replaces some of its calls once they
+    exist) while ``body()`` runs (in a thread for the asyncio Worker);
+    returns what ``body`` returns."""
     if kind == "threaded":
         w = Worker(addr, **options)
         register(w)
+        if patch:
+            patch(w)
         with running(w):
             return body()
 
@@ -37,6 +40,10 @@ def run_worker(kind, addr, register, body, **options):
         w = aio.Worker(addr, **options)
         register(w)
         task = asyncio.create_task(w.run(install_signal_handlers=False))
+        if patch:
+            while not hasattr(w, "_acks"):  # made in run()
+                await asyncio.sleep(0)
+            patch(w)
         try:
             return await asyncio.to_thread(body)
         finally:
