@@ -156,8 +156,11 @@ void JobModel::OnEnqueue(const std::string& queue, const std::vector<v1::Enqueue
 }
 
 void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
-                       const std::string& worker_id, TimeWindow window,
-                       const std::vector<v1::ClaimedJob>& jobs) {
+                       const std::string& worker_id, const std::vector<std::string>& types,
+                       TimeWindow window, const std::vector<v1::ClaimedJob>& jobs) {
+  auto wanted = [&types](const std::string& type) {
+    return types.empty() || std::find(types.begin(), types.end(), type) != types.end();
+  };
   const bool paused = paused_[queue];
   if (paused && !jobs.empty()) {
     return Note("claim-paused", queue,
@@ -182,6 +185,10 @@ void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
     if (job->state != State::kPending) {
       Note("claim-state", Name(ref),
            absl::StrCat("Claim delivered a job the model holds ", StateName(job->state)));
+    }
+    if (!wanted(job->type)) {
+      Note("claim-type", Name(ref),
+           absl::StrCat("Claim of some types delivered a job of type \"", job->type, "\""));
     }
     if (c.lease_expires_at_ms() - lease_ms != now) {
       Note("claim-job", Name(ref), "the leases of one claim do not share one claim time");
@@ -214,9 +221,10 @@ void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
     Touch(queue, id);
   }
   if (paused) return;
-  // Due jobs left behind: none when the claim took fewer than it could, and
-  // none ahead of a claimed job. Claim promotes at most 1000 scheduled jobs
-  // per call, so a queue with more pending jobs is not judged.
+  // Due jobs of its types left behind: none when the claim took fewer than
+  // it could, and none ahead of a claimed job. Claim promotes at most 1000
+  // scheduled jobs per call, so a queue with more pending jobs is not
+  // judged.
   int pending = 0;
   std::optional<JobRef> behind, ahead;
   for (auto it = jobs_.lower_bound({queue, ""}); it != jobs_.end() && it->first.first == queue;
@@ -224,7 +232,7 @@ void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
     const Job& j = it->second;
     if (j.state != State::kPending) continue;
     ++pending;
-    if (!j.due_at || *j.due_at > now) continue;
+    if (!j.due_at || *j.due_at > now || !wanted(j.type)) continue;
     if (!behind) behind = it->first;
     if (last && key(j, it->first.second) < *last && !ahead) ahead = it->first;
   }

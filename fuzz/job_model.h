@@ -59,10 +59,11 @@ class JobModel {
   // `jobs` as stored (broker defaults applied), `out` one outcome per job.
   void OnEnqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                  const std::vector<store::EnqueueOutcome>& out);
-  // A claim of up to `want` jobs of `queue`; `window.from_ms` was read just
-  // before it was sent.
+  // A claim of up to `want` jobs of `queue`, of `types` only (empty: every
+  // type); `window.from_ms` was read just before it was sent.
   void OnClaim(const std::string& queue, int want, int64_t lease_ms, const std::string& worker_id,
-               TimeWindow window, const std::vector<v1::ClaimedJob>& jobs);
+               const std::vector<std::string>& types, TimeWindow window,
+               const std::vector<v1::ClaimedJob>& jobs);
   void OnAck(const v1::AckRequest& r, const absl::Status& answer);
   void OnFail(const v1::FailRequest& r, TimeWindow window,
               const absl::StatusOr<store::FailOutcome>& answer);

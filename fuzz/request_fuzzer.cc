@@ -291,18 +291,19 @@ bool RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
       if (!Parse(data, size, &r) || !service::ValidateClaim(r).ok()) return false;
       int free = r.max_in_flight() == 0 ? 1 : r.max_in_flight();
       int64_t lease_ms = r.lease_ms() == 0 ? life.defaults().lease_ms : r.lease_ms();
+      const std::vector<std::string> types(r.types().begin(), r.types().end());
       for (const std::string& queue : r.queues()) {
         if (free <= 0) break;
         TimeWindow window = StartWindow(model.Holds(queue, JobModel::State::kPending));
         auto out = Sync<store::ClaimOutcome>([&](auto cb) {
           stack->store->Claim(queue, free, lease_ms, r.worker_id(), store::JobStore::NewClaimId(),
-                              std::move(cb));
+                              types, std::move(cb));
         });
         if (!out.ok()) {
           model.OnUnexpected(queue, out.status());
           break;
         }
-        model.OnClaim(queue, free, lease_ms, r.worker_id(), window, out->jobs);
+        model.OnClaim(queue, free, lease_ms, r.worker_id(), types, window, out->jobs);
         free -= static_cast<int>(out->jobs.size());
       }
       return true;

@@ -96,6 +96,9 @@ void WriteAll() {
   c.add_queues("other.queue:1");
   c.set_worker_id("w");
   Write("claim-many", K::kClaim, c);
+  c.add_types("t2");
+  c.add_types("t0");
+  Write("claim-types", K::kClaim, c);
 
   for (const std::string& id : {Id(1), Id(2), Id(3), std::string(kLatestJob)}) {
     Write(absl::StrCat("ack-", id), K::kAck, Settle<v1::AckRequest>("q", id));

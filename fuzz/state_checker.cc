@@ -33,7 +33,7 @@ until cursor == '0'
 for q in pairs(queues) do
   local base = prefix .. ':{' .. q .. '}:'
   -- Job id -> state, from the records (cmsgpack; field 1 is the state).
-  local states = {}
+  local states, types = {}, {}
   for id, packed in pairs(pairs_of(redis.call('HGETALL', base .. 'jobs'))) do
     local ok, rec = pcall(cmsgpack.unpack, packed)
     -- A completed job past its retention is gone for every reader (the next
@@ -45,7 +45,7 @@ for q in pairs(queues) do
     if not ok or type(rec) ~= 'table' then
       note(base .. 'jobs ' .. id .. ' does not unpack')
     else
-      states[id] = rec[1]
+      states[id], types[id] = rec[1], rec[2]
       local allowed = want[rec[1] or '']
       if allowed == nil then
         note(base .. 'jobs ' .. id .. ' has state ' .. tostring(rec[1]))
@@ -72,6 +72,25 @@ for q in pairs(queues) do
         note(base .. set .. ' holds ' .. id .. ' in state ' .. tostring(state))
       end
     end
+  end
+  -- The ready set's index by type: one member per ready job, naming its
+  -- type and ready score (lua/_lib.lua, type_member), and nothing else.
+  local indexed = {}
+  for _, member in ipairs(redis.call('ZRANGE', base .. 'ready_by_type', 0, -1)) do
+    indexed[member] = true
+  end
+  local ready = pairs_of(redis.call('ZRANGE', base .. 'ready', 0, -1, 'WITHSCORES'))
+  local ready_count = 0
+  for id, score in pairs(ready) do
+    ready_count = ready_count + 1
+    local t = type(types[id]) == 'string' and types[id] or ''
+    local member = string.format('%03d', #t) .. t .. string.format('%016d', tonumber(score)) .. id
+    if not indexed[member] then note(base .. 'ready_by_type lacks ready job ' .. id) end
+  end
+  local index_count = redis.call('ZCARD', base .. 'ready_by_type')
+  if index_count ~= ready_count then
+    note(base .. 'ready_by_type holds ' .. index_count .. ' members for ' .. ready_count ..
+         ' ready jobs')
   end
   for _, hash in ipairs({'payloads', 'results'}) do
     for _, id in ipairs(redis.call('HKEYS', base .. hash)) do
