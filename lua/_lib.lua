@@ -282,10 +282,12 @@ local function ready_candidates(K, types, want)
     for i = 1, #r, 2 do out[#out + 1] = {id = r[i], score = r[i + 1]} end
     return out
   end
+  local seen = {}  -- a type named twice would yield its jobs twice
   for _, t in ipairs(types) do
     local prefix = type_prefix(t)
-    local r = redis.call('ZRANGEBYLEX', K.by_type, '[' .. prefix, '(' .. prefix .. ':',
-                         'LIMIT', 0, want)
+    local r = seen[t] and {} or redis.call('ZRANGEBYLEX', K.by_type, '[' .. prefix,
+                                           '(' .. prefix .. ':', 'LIMIT', 0, want)
+    seen[t] = true
     for _, member in ipairs(r) do
       local _, score, id = type_member_parts(member)
       if score then out[#out + 1] = {id = id, score = score, member = member} end
@@ -321,23 +323,20 @@ local function ready_left(K, types)
   return more, others
 end
 
--- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
--- contract, which see), of the types in `types` only unless it is empty;
--- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
--- dead, claim (the record of this call), jobs, payloads. `now` is now_ms().
--- Returns claim.lua's reply. Called by claim.lua, and by enqueue.lua for the
--- claim that rides along an enqueue (the broker's hand-off to a waiting
--- stream).
-local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
-  if redis.call('EXISTS', K.paused) == 1 then return {-1, 0, {}, {}} end
-  -- A type named twice would yield its jobs twice.
-  local seen, unique = {}, {}
-  for _, t in ipairs(types) do
-    if not seen[t] then seen[t], unique[#unique + 1] = true, t end
-  end
-  types = unique
-  local skipped = {}
+-- Ms until the earliest scheduled job of queue `K` is due (0 when it is
+-- due now), -1 when none is scheduled.
+local function next_due_in_ms(K, now)
+  local first = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return math.max(0, tonumber(first[2]) - now)
+end
 
+-- Moves the scheduled jobs of queue `K` (claim_ready's keys) that are due
+-- at `now` into the ready set and its index, at most 1000 per call. A job
+-- whose record lacks priority or available_at is made dead with an error
+-- naming them; its id, and that of a job without a record, are appended to
+-- `skipped`.
+local function promote_due(K, now, skipped)
   local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', int(now), 'LIMIT', 0, 1000)
   local ready, by_type = {}, {}
   for _, id in ipairs(due) do
@@ -362,6 +361,20 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     call_pairs('ZADD', K.by_type, by_type)
     redis.call('ZREM', K.scheduled, unpack(due))
   end
+end
+
+-- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
+-- contract, which see), of the types in `types` only unless it is empty;
+-- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
+-- dead, claim (the record of this call), jobs, payloads. `now` is now_ms().
+-- Returns claim.lua's reply. Called by claim.lua, and by enqueue.lua for the
+-- claim that rides along an enqueue (the broker's hand-off to a waiting
+-- stream).
+local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
+  if redis.call('EXISTS', K.paused) == 1 then return {-1, 0, {}, {}} end
+  local skipped = {}
+
+  promote_due(K, now, skipped)
 
   local out = {0, 0, skipped, {}}
   local claimed, bytes = 0, 0
@@ -421,15 +434,6 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
 
   local more, others = ready_left(K, types)
   out[4] = others
-  if more then
-    out[2] = 1
-  else
-    local first = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')
-    if #first == 0 then
-      out[1] = -1
-    else
-      out[1] = math.max(0, tonumber(first[2]) - now)
-    end
-  end
+  if more then out[2] = 1 else out[1] = next_due_in_ms(K, now) end
   return out
 end

@@ -1,9 +1,10 @@
 #include "broker/core/enqueue_coalescer.h"
 
-#include <algorithm>
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -22,9 +23,9 @@ size_t PayloadBytes(const std::vector<v1::EnqueueRequest>& jobs) {
 std::vector<std::string> DueNowTypes(const std::vector<v1::EnqueueRequest>& jobs) {
   const int64_t now = absl::ToUnixMillis(absl::Now());
   std::vector<std::string> types;
+  absl::flat_hash_set<absl::string_view> seen;
   for (const v1::EnqueueRequest& job : jobs) {
-    if (job.delay_ms() == 0 && job.run_at_ms() <= now &&
-        std::find(types.begin(), types.end(), job.type()) == types.end()) {
+    if (job.delay_ms() == 0 && job.run_at_ms() <= now && seen.insert(job.type()).second) {
       types.push_back(job.type());
     }
   }
