@@ -1,7 +1,7 @@
 #include "fuzz/job_view.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "broker/store/job_record.h"
 #include "broker/store/keys.h"
 #include "broker/store/script_sources.h"
 
@@ -10,7 +10,7 @@ namespace {
 
 // Put after lua/_lib.lua. KEYS: per job, its queue's jobs, payloads,
 // results and completed keys; ARGV: the job ids. Returns one {fields, ttl}
-// per job: fields as the store's scripts answer them (job_flat; empty when
+// per job: the job as the store's scripts answer it (job_reply; empty when
 // there is no record, or for a completed job whose retention has ended,
 // which the next trim deletes), ttl the ms left of a completed job's
 // retention (its completed-index score - now), -1 for a job in another state.
@@ -23,8 +23,8 @@ for i, id in ipairs(ARGV) do
   local job = job_read(jobs, id)
   local fields, ttl = {}, -1
   if job then
-    fields = job_flat(job, redis.call('HGET', payloads, id) or nil,
-                      redis.call('HGET', results, id) or nil)
+    fields = job_reply(redis.call('HGET', jobs, id), redis.call('HGET', payloads, id),
+                       redis.call('HGET', results, id))
     local expiry = tonumber(redis.call('ZSCORE', completed, id))
     if job[F.state] == 'completed' and expiry then
       ttl = expiry - now
@@ -35,11 +35,6 @@ for i, id in ipairs(ARGV) do
 end
 return out
 )lua";
-
-int64_t ToInt(const std::string& s) {
-  int64_t v = 0;
-  return absl::SimpleAtoi(s, &v) ? v : 0;
-}
 
 const char* StateName(v1::JobState s) {
   switch (s) {
@@ -56,32 +51,12 @@ const char* StateName(v1::JobState s) {
   }
 }
 
-JobView ViewOfRecord(const store::RedisReply& fields, int64_t pttl) {
-  JobView v;
-  v.exists = !fields.elements.empty();
-  v.lease_token = "";
+JobView ViewOfRecord(const store::RedisReply& job, int64_t pttl) {
+  std::string lease_token;
+  JobView v = ViewOfJob(store::JobFromReply("", "", job, &lease_token));
+  v.exists = !job.elements.empty();
+  v.lease_token = lease_token;
   v.pttl = pttl;
-  for (size_t i = 0; i + 1 < fields.elements.size(); i += 2) {
-    const std::string& name = fields.elements[i].str;
-    const std::string& s = fields.elements[i + 1].str;
-    if (name == "state") v.state = s;
-    else if (name == "attempts") v.attempts = ToInt(s);
-    else if (name == "max_attempts") v.max_attempts = ToInt(s);
-    else if (name == "priority") v.priority = ToInt(s);
-    else if (name == "available_at") v.available_at = ToInt(s);
-    else if (name == "lease_expires_at") v.lease_expires_at = ToInt(s);
-    else if (name == "finished_at") v.finished_at = ToInt(s);
-    else if (name == "created_at") v.created_at = ToInt(s);
-    else if (name == "backoff_base") v.backoff_base = ToInt(s);
-    else if (name == "backoff_max") v.backoff_max = ToInt(s);
-    else if (name == "type") v.type = s;
-    else if (name == "payload") v.payload = s;
-    else if (name == "result") v.result = s;
-    else if (name == "error") v.error = s;
-    else if (name == "idempotency_key") v.idempotency_key = s;
-    else if (name == "worker_id") v.worker_id = s;
-    else if (name == "lease_token") v.lease_token = s;
-  }
   return v;
 }
 

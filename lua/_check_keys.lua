@@ -11,7 +11,7 @@ local redis = (function(real)
   for _, k in ipairs(KEYS) do declared[k] = true end
   -- Which arguments of each command lua/ uses are keys: its first, all, or none.
   local KEY_ARGS = {
-    GET = 'first', SET = 'first', INCR = 'first', PEXPIRE = 'first', PTTL = 'first',
+    GET = 'first', SET = 'first', INCR = 'first', INCRBY = 'first', PEXPIRE = 'first', PTTL = 'first',
     TYPE = 'first', EXISTS = 'all', DEL = 'all', MGET = 'all',
     HGET = 'first', HSET = 'first', HDEL = 'first', HMGET = 'first', HGETALL = 'first',
     HLEN = 'first', HSTRLEN = 'first', HINCRBY = 'first', HEXISTS = 'first', HSCAN = 'first',

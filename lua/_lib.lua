@@ -19,9 +19,15 @@ end
 -- Score of a due job in the ready set: higher priority first, then the job
 -- that became due first. (1000 - priority) needs 11 bits and milliseconds
 -- since 2020-01-01 need 42 bits (until year 2159): 53 bits, exact in a double.
+-- As text of 16 digits (zero-padded), which serves both as the ZADD score
+-- and in the members of the index by type (type_member); pad_score gives a
+-- score read back from Redis the same form.
 local READY_EPOCH_MS = 1577836800000
 local function ready_score(priority, available_at)
-  return int((1000 - priority) * 4398046511104 + (available_at - READY_EPOCH_MS))
+  return string.format('%016d', (1000 - priority) * 4398046511104 + (available_at - READY_EPOCH_MS))
+end
+local function pad_score(score)
+  return string.format('%016d', tonumber(score))
 end
 
 -- Delay before the next attempt after `attempts` runs:
@@ -61,8 +67,9 @@ for i, name in ipairs(JOB_FIELDS) do F[name] = i end
 local function type_prefix(job_type)
   return string.format('%03d', #job_type) .. job_type
 end
+-- REQUIRES: `score` is 16 digits (ready_score, pad_score).
 local function type_member(job_type, score, id)
-  return type_prefix(job_type) .. string.format('%016d', tonumber(score)) .. id
+  return type_prefix(job_type) .. score .. id
 end
 -- The type of a record (as job_read gives it), '' when it has none.
 local function job_type_of(job)
@@ -107,19 +114,23 @@ local function ready_remove(R, job, id)
   local score = redis.call('ZSCORE', R.ready, id)
   if not score then return 0 end
   redis.call('ZREM', R.ready, id)
-  redis.call('ZREM', R.by_type, type_member(job_type_of(job), score, id))
+  redis.call('ZREM', R.by_type, type_member(job_type_of(job), pad_score(score), id))
   return 1
 end
 
 -- Job `id`'s record from hash `jobs_key` as a table indexed by field number
 -- (absent fields nil); nil when there is no record. A record that does not
--- unpack to a table reads as {} (a record lacking every field).
-local function job_read(jobs_key, id)
-  local packed = redis.call('HGET', jobs_key, id)
-  if not packed then return nil end
+-- unpack to a table reads as {} (a record lacking every field); job_unpack
+-- does the same for a record already read.
+local function job_unpack(packed)
   local ok, rec = pcall(cmsgpack.unpack, packed)
   if not ok or type(rec) ~= 'table' then return {} end
   return rec
+end
+local function job_read(jobs_key, id)
+  local packed = redis.call('HGET', jobs_key, id)
+  if not packed then return nil end
+  return job_unpack(packed)
 end
 
 -- Writes `job` (a table as job_read returns) as job `id`'s record in hash
@@ -128,22 +139,11 @@ local function job_write(jobs_key, id, job)
   redis.call('HSET', jobs_key, id, cmsgpack.pack(job))
 end
 
--- `job` as the flat {field, value, ...} list (every value a string) that
--- HGETALL of a layout-2 job hash gave, with 'payload' and 'result' added
--- when given: what the broker parses (JobFromFields).
-local function job_flat(job, payload, result)
-  local out = {}
-  for i = 1, #JOB_FIELDS do
-    local v = job[i]
-    if v ~= nil then
-      if type(v) == 'number' then v = int(v) elseif type(v) ~= 'string' then v = tostring(v) end
-      out[#out + 1] = JOB_FIELDS[i]
-      out[#out + 1] = v
-    end
-  end
-  if payload then out[#out + 1] = 'payload' out[#out + 1] = payload end
-  if result then out[#out + 1] = 'result' out[#out + 1] = result end
-  return out
+-- A job as the scripts answer it: {record, payload, result}, the record as
+-- stored (cmsgpack, "Job records" in docs/redis-layout.md; the broker
+-- decodes it: broker/store/job_record.h), '' for an absent payload or result.
+local function job_reply(packed, payload, result)
+  return {packed, payload or '', result or ''}
 end
 
 -- Bytes of job `id`'s payload in hash `payloads_key` and of its error text:
@@ -379,6 +379,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   local out = {0, 0, skipped, {}}
   local claimed, bytes = 0, 0
   local expires = now + lease_ms
+  local expires_text = int(expires)
   -- The claimed jobs' ids, their records, their active entries and what
   -- leaves the ready set and its index (each written with one variadic
   -- command after the loop).
@@ -410,16 +411,17 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
         break
       end
       gone[#gone + 1] = id
-      gone_members[#gone_members + 1] = c.member or type_member(job_type_of(job), c.score, id)
+      gone_members[#gone_members + 1] = c.member or type_member(job_type_of(job), pad_score(c.score), id)
       bytes = bytes + size
       claimed = claimed + 1
       job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
       job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
       job[F.lease_expires_at], job[F.worker_id] = expires, worker_id
-      add_pair(records, id, cmsgpack.pack(job))
-      add_pair(active, int(expires), id)
+      local packed = cmsgpack.pack(job)
+      add_pair(records, id, packed)
+      add_pair(active, expires_text, id)
       out[#out + 1] = id
-      out[#out + 1] = job_flat(job, payload)
+      out[#out + 1] = job_reply(packed, payload)
       ids[#ids + 1] = id
     end
   end

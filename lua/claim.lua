@@ -30,9 +30,9 @@
 -- ARGV[4] worker id
 -- ARGV[5] max bytes of payload and error text in all (>= 1)
 -- ARGV[6..] job types to claim (none: every type)
--- Returns {next_due_in_ms, more, skipped, others, id1, fields1, id2, fields2, ...}
--- where fieldsN is the job after the claim as a flat field/value list (its
--- record's fields and its payload, job_flat). more is 1 when
+-- Returns {next_due_in_ms, more, skipped, others, id1, job1, id2, job2, ...}
+-- where jobN is {record, payload, ''} (job_reply): the job's record after the
+-- claim, as stored, and its payload. more is 1 when
 -- due jobs of the wanted types are left (the call stopped at ARGV[1] jobs or
 -- ARGV[5] bytes; next_due_in_ms is then 0), else 0 and next_due_in_ms is the ms until the
 -- earliest scheduled job is due (0 if due now), or -1 if none is scheduled

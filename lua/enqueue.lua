@@ -58,6 +58,12 @@ local records, payloads, ready, by_type, scheduled = {}, {}, {}, {}, {}
 local hand_off_types = {}
 local first_job = 10 + tonumber(ARGV[9])
 for i = 10, first_job - 1 do hand_off_types[#hand_off_types + 1] = ARGV[i] end
+-- Ids: the call reserves one per job of the call with one INCRBY, and gives
+-- back what duplicates left unused at the end (nothing runs in between), so
+-- ids follow each other as with one INCR per stored job.
+local reserved = (#ARGV - first_job + 1) / 10
+local last_id = redis.call('INCRBY', KEYS[1], reserved) - reserved
+local stored = 0
 for i = first_job, #ARGV, 10 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
@@ -65,7 +71,8 @@ for i = first_job, #ARGV, 10 do
     out[#out + 1] = existing
     out[#out + 1] = 1
   else
-    local id = string.format('%012d', redis.call('INCR', KEYS[1])) .. ARGV[3]
+    last_id, stored = last_id + 1, stored + 1
+    local id = string.format('%012d', last_id) .. ARGV[3]
     local priority = tonumber(ARGV[i + 2])
     local available_at = now + tonumber(ARGV[i + 3])
     local run_at = tonumber(ARGV[i + 4])
@@ -97,6 +104,7 @@ for i = first_job, #ARGV, 10 do
     out[#out + 1] = 0
   end
 end
+if stored < reserved then redis.call('SET', KEYS[1], int(last_id)) end
 call_pairs('HSET', KEYS[5], records)
 call_pairs('HSET', KEYS[6], payloads)
 call_pairs('ZADD', KEYS[2], ready)

@@ -19,7 +19,7 @@ local offset, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
 local r = redis.call('ZRANGE', KEYS[1], offset, offset + batch - 1, 'WITHSCORES')
 local members = {}
 for i = 1, #r, 2 do
-  add_pair(members, 0, type_member(job_type_of(job_read(KEYS[3], r[i])), r[i + 1], r[i]))
+  add_pair(members, 0, type_member(job_type_of(job_read(KEYS[3], r[i])), pad_score(r[i + 1]), r[i]))
 end
 call_pairs('ZADD', KEYS[2], members)
 if #r < 2 * batch then return -1 end

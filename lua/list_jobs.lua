@@ -17,8 +17,8 @@
 --         ends before the job that would pass it; it holds at least one)
 -- A completed job whose retention has ended (its score in the completed
 -- index is before now) is left out, trimmed or not.
--- Returns {next_offset, id1, fields1, id2, fields2, ...} where fieldsN is the
--- job as a flat field/value list (record, payload, result; job_flat) and
+-- Returns {next_offset, id1, job1, id2, job2, ...} where jobN is
+-- {record, payload, result} (job_reply: the record as stored) and
 -- next_offset is -1 when the sequence is exhausted.
 --
 -- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
@@ -49,7 +49,8 @@ for _, key in ipairs(sets) do
     end
     for _, id in ipairs(ids) do
       if found >= want then break end
-      local job = job_read(KEYS[1], id)
+      local packed = redis.call('HGET', KEYS[1], id)
+      local job = packed and job_unpack(packed)
       local size = job_text_bytes(KEYS[2], id, job) + redis.call('HSTRLEN', KEYS[3], id)
       if found > 0 and bytes + size > max_bytes then
         full = true
@@ -65,8 +66,8 @@ for _, key in ipairs(sets) do
         if type_filter == '' or job[F.type] == type_filter then
           bytes = bytes + size
           out[#out + 1] = id
-          out[#out + 1] = job_flat(job, redis.call('HGET', KEYS[2], id) or '',
-                                   redis.call('HGET', KEYS[3], id) or nil)
+          out[#out + 1] = job_reply(packed, redis.call('HGET', KEYS[2], id),
+                                    redis.call('HGET', KEYS[3], id))
           found = found + 1
         end
       end

@@ -19,7 +19,7 @@ esac
 packages=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
-  libabsl-dev libhiredis-dev libevent-dev libssl-dev nlohmann-json3-dev libcli11-dev
+  libabsl-dev libhiredis-dev libmsgpack-dev libevent-dev libssl-dev nlohmann-json3-dev libcli11-dev
   prometheus-cpp-dev libjemalloc-dev
   golang-github-gogo-googleapis-dev
   redis-server

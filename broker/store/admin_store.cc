@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "broker/base/error_reason.h"
+#include "broker/store/job_record.h"
 #include "broker/store/job_store.h"
 
 namespace jobwire::store {
@@ -69,7 +70,7 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
                    JobPage page;
                    page.next_offset = e[0].AsInt(-1);
                    for (size_t i = 1; i + 1 < e.size(); i += 2) {
-                     page.jobs.push_back(JobFromFields(queue, e[i].str, e[i + 1]));
+                     page.jobs.push_back(JobFromReply(queue, e[i].str, e[i + 1]));
                    }
                    done(std::move(page));
                  });

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
+#include "broker/store/job_record.h"
 
 namespace jobwire::store {
 namespace {
@@ -60,14 +61,6 @@ absl::StatusOr<RedisReply> CheckScriptStatus(absl::StatusOr<RedisReply> reply,
   return absl::InternalError(absl::StrCat("unexpected script reply: ", code));
 }
 
-v1::JobState ParseState(const std::string& s) {
-  if (s == "pending") return v1::JOB_STATE_PENDING;
-  if (s == "active") return v1::JOB_STATE_ACTIVE;
-  if (s == "completed") return v1::JOB_STATE_COMPLETED;
-  if (s == "dead") return v1::JOB_STATE_DEAD;
-  return v1::JOB_STATE_UNSPECIFIED;
-}
-
 // claim.lua's reply (also the last element of enqueue.lua's with a
 // hand-off), from `script`.
 absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std::string& script,
@@ -81,14 +74,9 @@ absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std
   LogSkippedJobs(queue, script, reply.elements[2]);
   for (const RedisReply& type : reply.elements[3].elements) out.other_types.push_back(type.str);
   for (size_t i = 4; i + 1 < reply.elements.size(); i += 2) {
-    const RedisReply& fields = reply.elements[i + 1];
     v1::ClaimedJob claimed;
-    *claimed.mutable_job() = JobFromFields(queue, reply.elements[i].str, fields);
-    for (size_t f = 0; f + 1 < fields.elements.size(); f += 2) {
-      if (fields.elements[f].str == "lease_token") {
-        claimed.set_lease_token(fields.elements[f + 1].str);
-      }
-    }
+    *claimed.mutable_job() = JobFromReply(queue, reply.elements[i].str, reply.elements[i + 1],
+                                          claimed.mutable_lease_token());
     claimed.set_lease_expires_at_ms(claimed.job().lease_expires_at_ms());
     claimed.set_lease_ms(lease_ms);
     out.jobs.push_back(std::move(claimed));
@@ -97,34 +85,6 @@ absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std
 }
 
 }  // namespace
-
-v1::Job JobFromFields(const std::string& queue, const std::string& id, const RedisReply& fields) {
-  v1::Job job;
-  job.set_id(id);
-  job.set_queue(queue);
-  for (size_t i = 0; i + 1 < fields.elements.size(); i += 2) {
-    const std::string& name = fields.elements[i].str;
-    const RedisReply& value = fields.elements[i + 1];
-    const std::string& v = value.str;
-    if (name == "type") job.set_type(v);
-    else if (name == "payload") job.set_payload(v);
-    else if (name == "priority") job.set_priority(static_cast<int32_t>(value.AsInt()));
-    else if (name == "state") job.set_state(ParseState(v));
-    else if (name == "attempts") job.set_attempts(static_cast<int32_t>(value.AsInt()));
-    else if (name == "max_attempts") job.set_max_attempts(static_cast<int32_t>(value.AsInt()));
-    else if (name == "available_at") job.set_available_at_ms(value.AsInt());
-    else if (name == "lease_expires_at") job.set_lease_expires_at_ms(value.AsInt());
-    else if (name == "result") job.set_result(v);
-    else if (name == "error") job.set_error(v);
-    else if (name == "idempotency_key") job.set_idempotency_key(v);
-    else if (name == "created_at") job.set_created_at_ms(value.AsInt());
-    else if (name == "finished_at") job.set_finished_at_ms(value.AsInt());
-    else if (name == "backoff_base") job.set_backoff_base_ms(value.AsInt());
-    else if (name == "backoff_max") job.set_backoff_max_ms(value.AsInt());
-    else if (name == "worker_id") job.set_worker_id(v);
-  }
-  return job;
-}
 
 JobStore::JobStore(RedisCommands* client, const ScriptRunner* scripts, StoreOptions options)
     : client_(client), scripts_(scripts), options_(std::move(options)) {}
@@ -490,7 +450,7 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                      if (reply->elements.empty()) {
                        return done(JobNotFound(queue, job_id));
                      }
-                     done(JobFromFields(queue, job_id, *reply));
+                     done(JobFromReply(queue, job_id, *reply));
                    });
 }
 

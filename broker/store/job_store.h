@@ -236,11 +236,6 @@ class JobStore {
   const StoreOptions options_;
 };
 
-// Builds a Job from the flat field/value array the scripts return for a job
-// (job_flat in lua/_lib.lua; the shape of layout 2's HGETALL). Exposed for
-// tests.
-v1::Job JobFromFields(const std::string& queue, const std::string& id, const RedisReply& fields);
-
 // Logs a warning naming the ids a script (`script`) skipped in `queue` for a
 // missing or partial job record: `ids` is the script's array of them (nothing
 // when empty).

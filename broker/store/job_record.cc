@@ -1,0 +1,154 @@
+#include "broker/store/job_record.h"
+
+#include <msgpack.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace jobwire::store {
+namespace {
+
+// Field numbers of a record: JOB_FIELDS in lua/_lib.lua (field i is number
+// i). Only those a Job shows, and the lease token.
+enum JobField : int64_t {
+  kState = 1,
+  kType = 2,
+  kPriority = 3,
+  kAttempts = 4,
+  kMaxAttempts = 5,
+  kAvailableAt = 6,
+  kLeaseToken = 7,
+  kLeaseExpiresAt = 8,
+  kWorkerId = 9,
+  kError = 10,
+  kIdempotencyKey = 11,
+  kCreatedAt = 12,
+  kFinishedAt = 13,
+  kBackoffBase = 14,
+  kBackoffMax = 15,
+};
+
+v1::JobState ParseState(absl::string_view s) {
+  if (s == "pending") return v1::JOB_STATE_PENDING;
+  if (s == "active") return v1::JOB_STATE_ACTIVE;
+  if (s == "completed") return v1::JOB_STATE_COMPLETED;
+  if (s == "dead") return v1::JOB_STATE_DEAD;
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+// A value as a number: msgpack integers and floats (truncated), and
+// decimal text; 0 otherwise.
+int64_t AsInt(const msgpack_object& o) {
+  switch (o.type) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+      return o.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                 ? std::numeric_limits<int64_t>::max()
+                 : static_cast<int64_t>(o.via.u64);
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+      return o.via.i64;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+      if (!std::isfinite(o.via.f64) || std::fabs(o.via.f64) >= 9.2e18) return 0;
+      return static_cast<int64_t>(o.via.f64);
+    case MSGPACK_OBJECT_STR:
+    case MSGPACK_OBJECT_BIN: {
+      int64_t v = 0;
+      const char* p = o.type == MSGPACK_OBJECT_STR ? o.via.str.ptr : o.via.bin.ptr;
+      const uint32_t n = o.type == MSGPACK_OBJECT_STR ? o.via.str.size : o.via.bin.size;
+      return absl::SimpleAtoi(absl::string_view(p, n), &v) ? v : 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+// A value as text: strings as they are, numbers in decimal, true / false.
+std::string AsText(const msgpack_object& o) {
+  switch (o.type) {
+    case MSGPACK_OBJECT_STR:
+      return std::string(o.via.str.ptr, o.via.str.size);
+    case MSGPACK_OBJECT_BIN:
+      return std::string(o.via.bin.ptr, o.via.bin.size);
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+      return absl::StrCat(AsInt(o));
+    case MSGPACK_OBJECT_BOOLEAN:
+      return o.via.boolean ? "true" : "false";
+    default:
+      return "";
+  }
+}
+
+void SetField(int64_t number, const msgpack_object& v, v1::Job* job, std::string* lease_token) {
+  if (v.type == MSGPACK_OBJECT_NIL) return;
+  switch (number) {
+    case kState: job->set_state(ParseState(AsText(v))); break;
+    case kType: job->set_type(AsText(v)); break;
+    case kPriority: job->set_priority(static_cast<int32_t>(AsInt(v))); break;
+    case kAttempts: job->set_attempts(static_cast<int32_t>(AsInt(v))); break;
+    case kMaxAttempts: job->set_max_attempts(static_cast<int32_t>(AsInt(v))); break;
+    case kAvailableAt: job->set_available_at_ms(AsInt(v)); break;
+    case kLeaseToken:
+      if (lease_token != nullptr) *lease_token = AsText(v);
+      break;
+    case kLeaseExpiresAt: job->set_lease_expires_at_ms(AsInt(v)); break;
+    case kWorkerId: job->set_worker_id(AsText(v)); break;
+    case kError: job->set_error(AsText(v)); break;
+    case kIdempotencyKey: job->set_idempotency_key(AsText(v)); break;
+    case kCreatedAt: job->set_created_at_ms(AsInt(v)); break;
+    case kFinishedAt: job->set_finished_at_ms(AsInt(v)); break;
+    case kBackoffBase: job->set_backoff_base_ms(AsInt(v)); break;
+    case kBackoffMax: job->set_backoff_max_ms(AsInt(v)); break;
+    default: break;  // fields a Job does not show
+  }
+}
+
+}  // namespace
+
+bool DecodeJobRecord(absl::string_view packed, v1::Job* job, std::string* lease_token) {
+  msgpack_unpacked unpacked;
+  msgpack_unpacked_init(&unpacked);
+  size_t offset = 0;
+  bool ok = msgpack_unpack_next(&unpacked, packed.data(), packed.size(), &offset) ==
+            MSGPACK_UNPACK_SUCCESS;
+  const msgpack_object& root = unpacked.data;
+  ok = ok && (root.type == MSGPACK_OBJECT_MAP || root.type == MSGPACK_OBJECT_ARRAY);
+  if (ok) {
+    if (lease_token != nullptr) lease_token->clear();
+    if (root.type == MSGPACK_OBJECT_ARRAY) {
+      // A record without holes: cmsgpack packs it as an array, field i + 1
+      // at index i.
+      for (uint32_t i = 0; i < root.via.array.size; ++i) {
+        SetField(i + 1, root.via.array.ptr[i], job, lease_token);
+      }
+    } else {
+      for (uint32_t i = 0; i < root.via.map.size; ++i) {
+        const msgpack_object_kv& kv = root.via.map.ptr[i];
+        SetField(AsInt(kv.key), kv.val, job, lease_token);
+      }
+    }
+  }
+  msgpack_unpacked_destroy(&unpacked);
+  return ok;
+}
+
+v1::Job JobFromReply(const std::string& queue, const std::string& id, const RedisReply& reply,
+                     std::string* lease_token) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_queue(queue);
+  if (lease_token != nullptr) lease_token->clear();
+  if (reply.type != RedisReply::Type::kArray || reply.elements.size() != 3) return job;
+  DecodeJobRecord(reply.elements[0].str, &job, lease_token);
+  job.set_payload(reply.elements[1].str);
+  job.set_result(reply.elements[2].str);
+  return job;
+}
+
+}  // namespace jobwire::store
