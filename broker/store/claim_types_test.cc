@@ -111,6 +111,36 @@ TEST_F(ClaimTypesTest, ATypeNamedTwiceYieldsEachJobOnce) {
   EXPECT_NE(out->jobs[0].job().id(), out->jobs[1].job().id());
 }
 
+// A layout-3 broker (during a rolling upgrade) pops `ready` without touching
+// the index: the members it leaves behind never lease their jobs again, and
+// a filtered claim drops them (its ZSCORE check).
+TEST_F(ClaimTypesTest, MembersLeftBehindByAnOlderBrokerLeaseNothing) {
+  const std::string queue = "stale";
+  EnqueueMany(queue, "a", 5);
+  // Jobs 1..3 leave `ready` the old way, their members stay behind.
+  auto popped = redis_.Command("ZPOPMIN", KeysOf(queue).Ready(), "3");
+  ASSERT_TRUE(popped.ok());
+  ASSERT_EQ(popped->elements.size(), 6u);
+  std::set<std::string> taken;
+  for (size_t i = 0; i < popped->elements.size(); i += 2) taken.insert(popped->elements[i].str);
+
+  // Claims of 1 and 2 jobs, taking turns, meet the stale members alone and
+  // next to a ready job. A claim that meets only stale members leases
+  // nothing and says more is due.
+  std::set<std::string> leased;
+  for (int i = 0; i < 10; ++i) {
+    auto out = Claim(queue, 1 + i % 2, 30000, {"a"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (const auto& job : out->jobs) {
+      EXPECT_EQ(taken.count(job.job().id()), 0u) << job.job().id() << " was leased twice";
+      leased.insert(job.job().id());
+    }
+    if (out->jobs.empty() && !out->more) break;
+  }
+  EXPECT_EQ(leased.size(), 2u);
+  ExpectIndexMatchesReady(queue, "the claims");
+}
+
 TEST_F(ClaimTypesTest, TypesThatShareAPrefixStayApart) {
   const std::string queue = "prefix";
   const std::string long_type(256, 'x');
