@@ -33,7 +33,7 @@ rm -rf proto src/generated dist
 
 # Flags must match LOADER_OPTIONS in src/proto.ts.
 node_modules/.bin/proto-loader-gen-types \
-  --longs=String --enums=String --defaults --oneofs \
+  --longs=Number --enums=String --defaults --oneofs \
   --grpcLib=@grpc/grpc-js \
   -I "$PROTO_DIR" -O src/generated \
   "$PROTO_FILE" >/dev/null

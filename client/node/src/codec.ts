@@ -21,7 +21,7 @@ export function decodeJson<T = unknown>(bytes: Buffer): T {
   return JSON.parse(bytes.toString('utf8')) as T;
 }
 
-/** int64 fields arrive as decimal strings (longs: String); expose numbers. */
+/** int64 fields arrive as numbers (LOADER_OPTIONS longs: Number); unset ones as 0. */
 export function toNumber(v: string | number | null | undefined): number {
   if (v === undefined || v === null || v === '') return 0;
   return typeof v === 'number' ? v : Number(v);

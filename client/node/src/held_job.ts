@@ -1,5 +1,5 @@
 /** The Worker's record of one job it holds, from delivery until it is settled. */
-import type { Job } from './job';
+import type { Job, JobAbort } from './job';
 import type { StreamState } from './claim_stream';
 
 export interface HeldJob {
@@ -11,7 +11,10 @@ export interface HeldJob {
   leaseMs: number;
   /** Local-clock estimate of the lease expiry (Ack/Fail retries stop there). */
   localLeaseDeadline: number;
-  renewTimer?: NodeJS.Timeout;
+  /** When its next ExtendLease is due (performance.now() ms), while it waits in renewQueue. */
+  renewAt: number;
+  /** The LeaseRenewer set it waits in for its next ExtendLease; undefined when none is scheduled. */
+  renewQueue: Set<HeldJob> | undefined;
   /** An ExtendLease call is in flight (never more than one per job). */
   renewing: boolean;
   /** The handler has returned: renewal results arriving later are ignored. */
@@ -20,6 +23,6 @@ export interface HeldJob {
   /** Given up after the stop grace: nothing more is sent for it. */
   abandoned: boolean;
   /** Aborts job.signal. */
-  abort: AbortController;
+  abort: JobAbort;
   done: Promise<void>;
 }

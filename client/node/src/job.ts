@@ -6,6 +6,23 @@ import { decodeJson, toNumber } from './codec';
 import type { JobwireError } from './errors';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
 
+/**
+ * The controller of a Job's signal, made only when the signal is first read
+ * or aborted: an AbortSignal costs microseconds to create and most handlers
+ * never read job.signal.
+ */
+export class JobAbort {
+  #controller?: AbortController;
+
+  get signal(): AbortSignal {
+    return (this.#controller ??= new AbortController()).signal;
+  }
+
+  abort(reason?: unknown): void {
+    (this.#controller ??= new AbortController()).abort(reason);
+  }
+}
+
 /** The job a handler receives. */
 export class Job {
   readonly id: string;
@@ -21,7 +38,11 @@ export class Job {
    * Aborted when the lease is lost (reason: a LeaseLostError) or when the
    * worker abandons the job after its stop grace (reason: an Error).
    */
-  readonly signal: AbortSignal;
+  get signal(): AbortSignal {
+    return this.#signalOf.signal;
+  }
+  /** Where `signal` is read: a JobAbort (made on first read), or a given signal. */
+  readonly #signalOf: { readonly signal: AbortSignal };
   /** Current lease expiry (epoch ms, broker clock); updated by each renewal. */
   leaseExpiresAtMs: number;
   /**
@@ -31,7 +52,7 @@ export class Job {
    */
   readonly leaseMs: number;
 
-  constructor(cj: ClaimedJob__Output, signal: AbortSignal) {
+  constructor(cj: ClaimedJob__Output, signal: AbortSignal | JobAbort) {
     const j = cj.job!;
     this.id = j.id;
     this.queue = j.queue;
@@ -40,7 +61,7 @@ export class Job {
     this.attempt = j.attempts;
     this.maxAttempts = j.maxAttempts;
     this.priority = j.priority;
-    this.signal = signal;
+    this.#signalOf = signal instanceof JobAbort ? signal : { signal };
     this.leaseExpiresAtMs = toNumber(cj.leaseExpiresAtMs) || toNumber(j.leaseExpiresAtMs);
     this.leaseMs = toNumber(cj.leaseMs);
   }

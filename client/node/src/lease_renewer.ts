@@ -39,8 +39,23 @@ export interface LeaseRenewerParams {
   log: Logger | null;
 }
 
-/** Not thread-safe (one event loop); owned by one Worker run. */
+/**
+ * Not thread-safe (one event loop); owned by one Worker run. One timer for
+ * all held jobs (not one setTimeout per job): jobs wait in FIFO sets, one per
+ * delay, so that within a set insertion order is due order, and the timer is
+ * armed for the earliest due job. The timer is unref'd while no job waits:
+ * as the per-job timers did, it keeps the process alive only while one does.
+ */
 export class LeaseRenewer {
+  /** Jobs waiting for their next ExtendLease, by the delay they were scheduled with. */
+  private readonly waiting = new Map<number, Set<HeldJob>>();
+  /** Jobs in `waiting`. */
+  private scheduled = 0;
+  private timer?: NodeJS.Timeout;
+  /** When `timer` fires (performance.now() ms); Infinity when there is none. */
+  private timerAt = Infinity;
+  private readonly fire = (): void => this.onTimer();
+
   constructor(private readonly p: LeaseRenewerParams) {}
 
   /**
@@ -52,12 +67,69 @@ export class LeaseRenewer {
     this.schedule(h, this.intervalMs(h));
   }
 
+  /** No more renewals of h are started (one in flight still completes). */
   stop(h: HeldJob): void {
-    clearTimeout(h.renewTimer);
+    this.unschedule(h);
+  }
+
+  /** Clears the timer (the Worker's run ended). */
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
   }
 
   private schedule(h: HeldJob, delayMs: number): void {
-    h.renewTimer = setTimeout(() => void this.renew(h), delayMs);
+    this.unschedule(h);
+    const at = performance.now() + delayMs;
+    h.renewAt = at;
+    let q = this.waiting.get(delayMs);
+    if (q === undefined) {
+      q = new Set();
+      this.waiting.set(delayMs, q);
+    }
+    q.add(h);
+    h.renewQueue = q;
+    if (this.scheduled++ === 0) this.timer?.ref();
+    if (this.timer === undefined || at < this.timerAt) this.arm(at, delayMs);
+  }
+
+  private unschedule(h: HeldJob): void {
+    const q = h.renewQueue;
+    if (q === undefined) return;
+    q.delete(h);
+    h.renewQueue = undefined;
+    if (--this.scheduled === 0) this.timer?.unref();
+  }
+
+  private arm(at: number, delayMs: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(this.fire, delayMs);
+    if (this.scheduled === 0) this.timer.unref();
+  }
+
+  /** Starts the renewal of every job that is due, and re-arms for the next one. */
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    const due: HeldJob[] = [];
+    let next = Infinity;
+    for (const [delayMs, q] of this.waiting) {
+      const first = due.length;
+      for (const h of q) {
+        if (h.renewAt > now) {
+          if (h.renewAt < next) next = h.renewAt;
+          break;
+        }
+        due.push(h);
+      }
+      for (let i = first; i < due.length; i++) this.unschedule(due[i]);
+      if (q.size === 0) this.waiting.delete(delayMs);
+    }
+    if (next !== Infinity && this.timer === undefined) this.arm(next, Math.max(1, Math.ceil(next - now)));
+    for (const h of due) void this.renew(h);
   }
 
   /** Renewal period and deadline: a third of the lease (at least 1 ms). */

@@ -9,16 +9,18 @@ import type { BrokerServiceClient as BrokerClient } from './generated/jobwire/v1
 
 /**
  * Loader options. They must match the flags build.sh passes to
- * proto-loader-gen-types (--longs=String --enums=String --defaults --oneofs),
+ * proto-loader-gen-types (--longs=Number --enums=String --defaults --oneofs),
  * so that the generated types describe what grpc-js really hands us: int64
- * fields arrive as decimal strings (converted to numbers at the API edge),
+ * fields arrive as numbers (epoch ms and durations: well within 2^53; a
+ * decimal string per field would cost a Long division each, for every field
+ * of every delivered job),
  * enums as their names, bytes as Buffers, omitted fields as their defaults.
  * keepCase is applied when build.sh compiles the .proto (camelCase names in
  * the descriptor); the others when messages are converted.
  */
 export const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: false,
-  longs: String,
+  longs: Number,
   enums: String,
   defaults: true,
   oneofs: true,

@@ -15,7 +15,7 @@ import { encodeValue } from './codec';
 import type { JobwireError } from './errors';
 import { failureOf } from './failure';
 import type { HeldJob } from './held_job';
-import { Job, type Handler, type Outcome, type WorkerStats } from './job';
+import { Job, JobAbort, type Handler, type Outcome, type WorkerStats } from './job';
 import { leaseLength, LeaseRenewer } from './lease_renewer';
 import { leaseEndedAgoMs } from './lease_rules';
 import { OutcomeSender } from './outcome_sender';
@@ -212,6 +212,7 @@ export class Worker extends EventEmitter {
       process.removeListener('SIGINT', this.signalHandler);
       this.signalHandler = undefined;
     }
+    this.parts?.renewer.close();
     this.parts?.stub.close();
     this.running = false;
     if (this.fatal) this.rejectRun?.(this.fatal);
@@ -237,15 +238,17 @@ export class Worker extends EventEmitter {
       return;
     }
     s.inFlight++;
-    const abort = new AbortController();
+    const abort = new JobAbort();
     const leaseMs = leaseLength(cj, this.leaseMs);
-    const job = new Job(cj, abort.signal);
+    const job = new Job(cj, abort);
     const h: HeldJob = {
       job,
       token: cj.leaseToken,
       stream: s,
       leaseMs,
       localLeaseDeadline: Date.now() + leaseMs,
+      renewAt: 0,
+      renewQueue: undefined,
       renewing: false,
       finished: false,
       leaseLost: false,
