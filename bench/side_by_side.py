@@ -42,13 +42,47 @@ CEILINGS = {
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+# A jobwire client program built from the tree: the file the run uses, the
+# sources it is built from, and the command that rebuilds it.
+BUILT_CLIENTS = {
+    "jobwire-go": (os.path.join(BUILD, "bench-peers", "jobwire-go-bench"),
+                   [os.path.join(REPO, "client", "go"), os.path.join(REPO, "bench", "clients", "go")],
+                   (".go", "go.mod", "go.sum"), os.path.join(REPO, "bench", "clients", "go", "build.sh")),
+    "jobwire-node": (os.path.join(os.environ.get("JOBWIRE_NODE_CLIENT",
+                                                 os.path.join(REPO, "client", "node")),
+                                  "dist", "index.js"),
+                     [os.path.join(REPO, "client", "node", "src")], (".ts",),
+                     os.path.join(REPO, "client", "node", "build.sh")),
+}
+
+
+def stale(name):
+    """Why the built program of jobwire client `name` is older than the
+    client's sources (a run would measure old code), or None."""
+    if name not in BUILT_CLIENTS or (name == "jobwire-node" and "JOBWIRE_NODE_CLIENT" in os.environ):
+        return None
+    built, roots, suffixes, rebuild = BUILT_CLIENTS[name]
+    if not os.path.exists(built):
+        return None  # missing() says so
+    built_at = os.path.getmtime(built)
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in ("node_modules", "generated", "dist")]
+            for f in files:
+                path = os.path.join(folder, f)
+                if f.endswith(suffixes) and os.path.getmtime(path) > built_at:
+                    return f"{built} is older than {path} (rebuild: {rebuild})"
+    return None
+
+
 def missing(name):
-    """Why `name` cannot run here, or None."""
+    """Why `name` cannot run here (not built, or built from older sources), or
+    None."""
     _, cmd = SYSTEMS[name] if name in SYSTEMS else (False, CEILINGS[name])
     for part in cmd:
         if os.path.isabs(part) and not os.path.exists(part):
             return f"{part} not found (scripts/build.sh, bench/peers/setup.sh)"
-    return None
+    return stale(name)
 
 
 # --- /proc -----------------------------------------------------------------
