@@ -44,22 +44,21 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # A jobwire client program built from the tree: the file the run uses, the
 # sources it is built from, and the command that rebuilds it.
+NODE_CLIENT = os.environ.get("JOBWIRE_NODE_CLIENT", os.path.join(REPO, "client", "node"))
 BUILT_CLIENTS = {
     "jobwire-go": (os.path.join(BUILD, "bench-peers", "jobwire-go-bench"),
                    [os.path.join(REPO, "client", "go"), os.path.join(REPO, "bench", "clients", "go")],
                    (".go", "go.mod", "go.sum"), os.path.join(REPO, "bench", "clients", "go", "build.sh")),
-    "jobwire-node": (os.path.join(os.environ.get("JOBWIRE_NODE_CLIENT",
-                                                 os.path.join(REPO, "client", "node")),
-                                  "dist", "index.js"),
-                     [os.path.join(REPO, "client", "node", "src")], (".ts",),
-                     os.path.join(REPO, "client", "node", "build.sh")),
+    "jobwire-node": (os.path.join(NODE_CLIENT, "dist", "index.js"),
+                     [os.path.join(NODE_CLIENT, "src")], (".ts",),
+                     os.path.join(NODE_CLIENT, "build.sh")),
 }
 
 
 def stale(name):
     """Why the built program of jobwire client `name` is older than the
     client's sources (a run would measure old code), or None."""
-    if name not in BUILT_CLIENTS or (name == "jobwire-node" and "JOBWIRE_NODE_CLIENT" in os.environ):
+    if name not in BUILT_CLIENTS:
         return None
     built, roots, suffixes, rebuild = BUILT_CLIENTS[name]
     if not os.path.exists(built):

@@ -20,11 +20,11 @@ local out = {}
 for i, id in ipairs(ARGV) do
   local jobs, payloads, results, completed = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1],
                                              KEYS[4 * i]
-  local job = job_read(jobs, id)
+  local packed = redis.call('HGET', jobs, id)
   local fields, ttl = {}, -1
-  if job then
-    fields = job_reply(redis.call('HGET', jobs, id), redis.call('HGET', payloads, id),
-                       redis.call('HGET', results, id))
+  if packed then
+    local job = job_unpack(packed)
+    fields = job_reply(packed, redis.call('HGET', payloads, id), redis.call('HGET', results, id))
     local expiry = tonumber(redis.call('ZSCORE', completed, id))
     if job[F.state] == 'completed' and expiry then
       ttl = expiry - now
