@@ -146,6 +146,39 @@ local function job_reply(packed, payload, result)
   return {packed, payload or '', result or ''}
 end
 
+-- Queue events (docs/redis-layout.md, "Events"): what happens to a queue's
+-- jobs, published on the sharded channel <p>:{<q>}:events (SPUBLISH) for the
+-- brokers that follow jobs there (WaitJob), as one message per script call:
+-- a cmsgpack array of events, each {kind, id, type, attempts, at_ms}. Only
+-- while a broker listens: events_open asks Redis for the channel's
+-- subscribers once per call (PUBSUB SHARDNUMSUB, on the node that holds the
+-- queue's slot) and, when there are none, the call builds and publishes
+-- nothing. A script calls events_open(jobs key) before its first change,
+-- event(...) for each change and events_publish() once at the end. Kinds:
+-- enqueued, active, completed, retry, dead, cancelled, lease_expired,
+-- released (back to pending, attempt undone), redriven (dead to pending),
+-- deleted; the queue-wide 'deleted' of delete_queue.lua has id ''.
+local EVENTS = nil  -- {channel =, list =} while someone listens
+local function events_open(jobs_key)
+  if string.sub(jobs_key, -5) ~= ':jobs' then error('events_open: not a jobs key: ' .. jobs_key) end
+  local channel = string.sub(jobs_key, 1, -5) .. 'events'
+  if redis.call('PUBSUB', 'SHARDNUMSUB', channel)[2] > 0 then
+    EVENTS = {channel = channel, list = {}}
+  end
+end
+-- Job `id` (record `job` after the change; nil when it has none) had event
+-- `kind` at `now`.
+local function event(kind, id, job, now)
+  if not EVENTS then return end
+  local list = EVENTS.list
+  list[#list + 1] = {kind, id, job_type_of(job), tonumber(job and job[F.attempts]) or 0, now}
+end
+local function events_publish()
+  if EVENTS and #EVENTS.list > 0 then
+    redis.call('SPUBLISH', EVENTS.channel, cmsgpack.pack(EVENTS.list))
+  end
+end
+
 -- Bytes of job `id`'s payload in hash `payloads_key` and of its error text:
 -- what the claim and listing byte bounds count.
 local function job_error_bytes(job)
@@ -252,6 +285,7 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
     job[F.fail_outcome], job[F.fail_next_at] = 'dead', 0
     job_write(jobs_key, id, job)
     redis.call('ZADD', dead_key, int(now), id)
+    event('dead', id, job, now)
     if corrupt then return 'corrupt', 0 end
     return 'dead', 0
   end
@@ -265,6 +299,7 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
   job_write(jobs_key, id, job)
   redis.call('ZADD', scheduled_key, int(at), id)
   redis.call('SPUBLISH', channel, int(delay))
+  event('retry', id, job, now)
   return 'retry', at
 end
 
@@ -353,6 +388,7 @@ local function promote_due(K, now, skipped)
         job[F.error] = 'job record lacks priority or available_at'
         job_write(K.jobs, id, job)
         redis.call('ZADD', K.dead, int(now), id)
+        event('dead', id, job, now)
       end
     end
   end
@@ -423,6 +459,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       out[#out + 1] = id
       out[#out + 1] = job_reply(packed, payload)
       ids[#ids + 1] = id
+      event('active', id, job, now)
     end
   end
   if #back > 0 then redis.call('ZADD', K.ready, unpack(back)) end

@@ -12,6 +12,9 @@
 -- error does not stop the others. Repeating a successful ack with the same
 -- token changes nothing and answers OK marked as a repeat.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:active
 -- KEYS[2] {p}:{q}:completed
 -- KEYS[3] {p}:{q}:jobs (job records)
@@ -31,6 +34,7 @@
 -- always succeeds.
 local default_retention, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
+events_open(KEYS[3])
 local out = {}
 local done = {}
 local index = {}
@@ -69,6 +73,7 @@ for i = 3, #ARGV, 3 do
       index[#index + 1] = id
     end
     done[#done + 1] = id
+    event('completed', id, job, now)
     out[#out + 1] = {'OK'}
   end
 end
@@ -79,4 +84,5 @@ if #done > 0 then
   trim_completed(KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, TRIM_PER_WRITE)
   trim_expired(KEYS[6], KEYS[7], now, TRIM_PER_WRITE)
 end
+events_publish()
 return out

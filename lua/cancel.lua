@@ -1,6 +1,9 @@
 #!lua flags=allow-oom
 -- cancel.lua: makes a pending job dead with error "cancelled".
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:ready
 -- KEYS[3] {p}:{q}:scheduled
@@ -21,4 +24,7 @@ job_write(KEYS[1], ARGV[1], job)
 ready_remove({ready = KEYS[2], by_type = KEYS[5]}, job, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], int(now), ARGV[1])
+events_open(KEYS[1])
+event('cancelled', ARGV[1], job, now)
+events_publish()
 return {'OK'}

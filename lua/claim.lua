@@ -13,6 +13,9 @@
 -- it); a scheduled job whose record lacks priority or available_at is made
 -- dead with an error naming them (so it stays visible); both are reported.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:ready
 -- KEYS[2] {p}:{q}:scheduled
 -- KEYS[3] {p}:{q}:active
@@ -46,8 +49,11 @@
 -- the Claim streams stay open and the broker tries again every second.
 local types = {}
 for i = 6, #ARGV do types[#types + 1] = ARGV[i] end
-return claim_ready({ready = KEYS[1], scheduled = KEYS[2], active = KEYS[3],
+events_open(KEYS[7])
+local out = claim_ready({ready = KEYS[1], scheduled = KEYS[2], active = KEYS[3],
                     paused = KEYS[4], dead = KEYS[5], claim = KEYS[6], jobs = KEYS[7],
                     payloads = KEYS[8], by_type = KEYS[9]},
                    now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4],
                    tonumber(ARGV[5]), types)
+events_publish()
+return out

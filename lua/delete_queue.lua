@@ -15,6 +15,9 @@
 -- already expired) might still name. Refused while jobs are active, unless
 -- forced (a worker holding one then gets NOT_FOUND on Ack / Fail).
 --
+-- Publishes a queue-wide "deleted" event (id '') while a broker listens
+-- (events_open in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1..5] {p}:{q}:ready, scheduled, active, completed, dead
 -- KEYS[6] {p}:{q}:paused
 -- KEYS[7] {p}:{q}:registered
@@ -46,6 +49,9 @@ local J = {jobs = KEYS[8], payloads = KEYS[9], results = KEYS[10], idem = KEYS[1
            idem_expiry = KEYS[12]}
 local left = tonumber(ARGV[2])
 local removed = 0
+events_open(KEYS[8])
+event('deleted', '', nil, now_ms())
+events_publish()
 for i = 1, 5 do
   if left <= 0 then break end
   local ids = redis.call('ZRANGE', KEYS[i], 0, left - 1)

@@ -5,6 +5,9 @@
 -- Each job's record, payload, set entry and key are written together.
 -- Trims up to 100 expired idempotency keys (TRIM_PER_WRITE) first.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1]  {p}:{q}:seq         job id counter
 -- KEYS[2]  {p}:{q}:ready       due jobs
 -- KEYS[3]  {p}:{q}:scheduled   jobs due later
@@ -46,6 +49,7 @@
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): it creates work; the broker answers RESOURCE_EXHAUSTED.
 local now = now_ms()
+events_open(KEYS[5])
 trim_expired(KEYS[7], KEYS[8], now, TRIM_PER_WRITE)
 local window = tonumber(ARGV[1])
 local out = {}
@@ -85,6 +89,7 @@ for i = first_job, #ARGV, 10 do
     job[F.backoff_base], job[F.backoff_max] = tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8])
     job[F.completed_retention] = tonumber(ARGV[i + 9])
     add_pair(records, id, cmsgpack.pack(job))
+    event('enqueued', id, job, now)
     if ARGV[i + 1] ~= '' then add_pair(payloads, id, ARGV[i + 1]) end
     if available_at <= now then
       local score = ready_score(priority, available_at)
@@ -123,4 +128,5 @@ if due_now then redis.call('SPUBLISH', ARGV[2], '0') end
 if next_delay then redis.call('SPUBLISH', ARGV[2], int(next_delay)) end
 out[#out + 1] = redis.call('EXISTS', KEYS[4])
 out[#out + 1] = claimed
+events_publish()
 return out

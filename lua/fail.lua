@@ -6,6 +6,9 @@
 -- (marked as a repeat), even after the retry was claimed again, the job was
 -- cancelled or redriven: settle_failure records the token with the outcome.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:scheduled
@@ -28,7 +31,9 @@ if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
 if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 
 math.randomseed(tonumber(ARGV[6]))
+events_open(KEYS[1])
 local outcome, at = settle_failure(KEYS[1], job, KEYS[2], KEYS[3], KEYS[4], ARGV[7], ARGV[1],
                                    ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5]), now_ms())
 if outcome == 'corrupt' then outcome = 'dead' end
+events_publish()
 return {'OK', outcome, at, 0}

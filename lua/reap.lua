@@ -12,6 +12,9 @@
 -- fields a retry needs is made dead (settle_failure) and reported; neither
 -- stops the rest of the batch.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:active
 -- KEYS[2] {p}:{q}:scheduled
 -- KEYS[3] {p}:{q}:dead
@@ -42,11 +45,13 @@
 -- settled (retried or dead) whatever the memory.
 local now = now_ms()
 math.randomseed(tonumber(ARGV[2]))
+events_open(KEYS[8])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[1]))
 local dead, skipped = 0, {}
 for _, id in ipairs(expired) do
   local job = job_read(KEYS[8], id)
   if job and job[F.state] == 'active' then
+    event('lease_expired', id, job, now)
     local outcome = settle_failure(KEYS[8], job, KEYS[1], KEYS[2], KEYS[3], ARGV[3], id, '',
                                    'lease expired', false, 0, now)
     if outcome ~= 'retry' then dead = dead + 1 end
@@ -79,4 +84,5 @@ if mark then
     idle = 1
   end
 end
+events_publish()
 return {#expired, next_in, dead, skipped, idle}

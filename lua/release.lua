@@ -5,6 +5,9 @@
 -- the undelivered lease can never Ack, Fail or extend. Every field it needs
 -- is read before the first write.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:ready
@@ -32,4 +35,7 @@ job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 ready_add({ready = KEYS[3], by_type = KEYS[4]}, job, ready_score(priority, available_at), ARGV[1])
 redis.call('SPUBLISH', ARGV[3], 0)
+events_open(KEYS[1])
+event('released', ARGV[1], job, now_ms())
+events_publish()
 return {'OK'}

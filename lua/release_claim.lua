@@ -6,6 +6,9 @@
 -- as release.lua does for one job; jobs that moved on (acked, reaped,
 -- claimed again) are left alone. The record is deleted.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:claim:<claim id>
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:ready
@@ -22,6 +25,7 @@ local record = redis.call('GET', KEYS[1])
 if not record then return 0 end
 local prefix = ARGV[1] .. '.'
 local released = 0
+local now = nil
 for id in string.gmatch(record, '%S+') do
   local job = job_read(KEYS[4], id)
   local priority = tonumber(job and job[F.priority])
@@ -36,8 +40,14 @@ for id in string.gmatch(record, '%S+') do
     redis.call('ZREM', KEYS[2], id)
     ready_add({ready = KEYS[3], by_type = KEYS[5]}, job, ready_score(priority, available_at), id)
     released = released + 1
+    if released == 1 then
+      events_open(KEYS[4])
+      now = now_ms()
+    end
+    event('released', id, job, now)
   end
 end
 redis.call('DEL', KEYS[1])
 if released > 0 then redis.call('SPUBLISH', ARGV[2], 0) end
+events_publish()
 return released

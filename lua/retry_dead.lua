@@ -12,6 +12,9 @@
 -- is its new death time, > T or == T in the same millisecond, which the
 -- first call already covered) is not retried twice, and the scan ends.
 --
+-- Publishes its changes as queue events while a broker listens (events_open
+-- in _lib.lua; docs/redis-layout.md, "Events").
+--
 -- KEYS[1] {p}:{q}:dead
 -- KEYS[2] {p}:{q}:ready
 -- KEYS[3] {p}:{q}:jobs (job records)
@@ -50,6 +53,7 @@ else
 end
 
 local moved, skipped = 0, {}
+events_open(KEYS[3])
 for _, id in ipairs(ids) do
   local job = job_read(KEYS[3], id)
   local priority = tonumber(job and job[F.priority])
@@ -62,6 +66,7 @@ for _, id in ipairs(ids) do
     redis.call('ZREM', KEYS[1], id)
     ready_add({ready = KEYS[2], by_type = KEYS[4]}, job, ready_score(priority, now), id)
     moved = moved + 1
+    event('redriven', id, job, now)
   else
     if wanted then skipped[#skipped + 1] = id end
     if next_offset >= 0 and ARGV[6] ~= '' then
@@ -70,4 +75,5 @@ for _, id in ipairs(ids) do
   end
 end
 if moved > 0 then redis.call('SPUBLISH', channel, 0) end
+events_publish()
 return {moved, next_offset, bound, skipped}

@@ -50,6 +50,8 @@ inline constexpr absl::string_view kTokenNotPermitted = "TOKEN_NOT_PERMITTED";
 // RESOURCE_EXHAUSTED.
 inline constexpr absl::string_view kRedisOutOfMemory = "REDIS_OUT_OF_MEMORY";
 inline constexpr absl::string_view kTooManyClaimStreams = "TOO_MANY_CLAIM_STREAMS";
+inline constexpr absl::string_view kTooManyWaits = "TOO_MANY_WAITS";
+inline constexpr absl::string_view kWaitTimeout = "WAIT_TIMEOUT";  // DEADLINE_EXCEEDED (WaitJob)
 // UNAVAILABLE.
 inline constexpr absl::string_view kRedisUnavailable = "REDIS_UNAVAILABLE";
 inline constexpr absl::string_view kBrokerShuttingDown = "BROKER_SHUTTING_DOWN";

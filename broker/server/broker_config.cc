@@ -76,6 +76,9 @@ ABSL_FLAG(int64_t, max_claim_streams, kDefaults.max_claim_streams,
 ABSL_FLAG(int64_t, max_claim_streams_per_peer, kDefaults.max_claim_streams_per_peer,
           "Claim streams open at once on one client connection; more get RESOURCE_EXHAUSTED "
           "(1..1000000)");
+ABSL_FLAG(int64_t, max_wait_streams, kDefaults.max_wait_streams,
+          "WaitJob streams open at once on this broker; more get RESOURCE_EXHAUSTED "
+          "(1..1000000)");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "host:port of the Prometheus metrics endpoint (/metrics); empty disables it");
 ABSL_FLAG(std::string, health_listen, "",
@@ -113,7 +116,7 @@ absl::Status ApplyEnvironment() {
                            "completed_retention_ms", "completed_retention_max_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
                            "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
-                           "max_claim_streams", "max_claim_streams_per_peer",
+                           "max_claim_streams", "max_claim_streams_per_peer", "max_wait_streams",
                            "metrics_listen", "health_listen", "log_level", "tls_cert",
                            "tls_key", "tls_client_ca", "redis_tls_ca", "redis_tls_cert",
                            "redis_tls_key", "redis_tls_server_name",
@@ -245,6 +248,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.max_stream_age_ms = absl::GetFlag(FLAGS_max_stream_age_ms);
   c.max_claim_streams = absl::GetFlag(FLAGS_max_claim_streams);
   c.max_claim_streams_per_peer = absl::GetFlag(FLAGS_max_claim_streams_per_peer);
+  c.max_wait_streams = absl::GetFlag(FLAGS_max_wait_streams);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.health_listen = absl::GetFlag(FLAGS_health_listen);
   c.log_level = absl::GetFlag(FLAGS_log_level);
@@ -280,6 +284,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("max_stream_age_ms", c.max_stream_age_ms, 0, 7LL * 24 * 3600 * 1000),
            CheckRange("max_claim_streams", c.max_claim_streams, 1, 1000000),
            CheckRange("max_claim_streams_per_peer", c.max_claim_streams_per_peer, 1, 1000000),
+           CheckRange("max_wait_streams", c.max_wait_streams, 1, 1000000),
        }) {
     if (!s.ok()) return s;
   }

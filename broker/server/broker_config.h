@@ -45,6 +45,7 @@ struct BrokerConfig {
   int64_t max_stream_age_ms = 30LL * 60 * 1000;  // 0: unlimited
   int64_t max_claim_streams = 10000;
   int64_t max_claim_streams_per_peer = 1000;  // per client connection
+  int64_t max_wait_streams = 100000;  // WaitJob streams open at once
   std::string metrics_listen = "0.0.0.0:9464";   // empty: no metrics endpoint
   // A plaintext gRPC listener serving only grpc.health.v1 (and reflection),
   // for probes that cannot speak TLS (Kubernetes' gRPC probe); empty: none.

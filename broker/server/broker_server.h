@@ -17,6 +17,7 @@
 #include "broker/base/event_loop.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
+#include "broker/core/job_watcher.h"
 #include "broker/core/lease_reaper.h"
 #include "broker/core/metrics.h"
 #include "broker/core/queue_admin.h"
@@ -81,6 +82,7 @@ class BrokerServer {
   store::AdminStore admin_store_;
   core::QueuePartitions partitions_;
   core::Dispatcher dispatcher_;
+  core::JobWatcher watcher_;
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;
   core::QueueStatsRefresher stats_refresher_;

@@ -39,7 +39,7 @@ enum class Permission {
   kEnqueue,  // Enqueue, EnqueueBatch, GetJob, Cancel
   kClaim,    // Claim, Ack, AckBatch, Fail, ExtendLease, GetJob
   kAdmin,    // the Admin service
-  kRead,     // GetJob: kEnqueue or kClaim
+  kRead,     // GetJob, WaitJob: kEnqueue or kClaim
 };
 
 // One entry of the token file.

@@ -12,6 +12,7 @@
 #include "broker/service/claim_reactor.h"
 #include "broker/service/grpc_status.h"
 #include "broker/service/counted_reactor.h"
+#include "broker/service/wait_reactor.h"
 
 namespace jobwire::service {
 
@@ -53,10 +54,11 @@ grpc::ServerUnaryReactor* BrokerService::NewUnaryReactor() {
 }
 
 BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
-                             core::Metrics* metrics, const Authorizer* authorizer,
-                             ServiceOptions options)
+                             core::JobWatcher* watcher, core::Metrics* metrics,
+                             const Authorizer* authorizer, ServiceOptions options)
     : lifecycle_(lifecycle),
       dispatcher_(dispatcher),
+      watcher_(watcher),
       metrics_(metrics),
       authorizer_(authorizer),
       limits_(options.limits),
@@ -280,6 +282,18 @@ grpc::ServerUnaryReactor* BrokerService::Cancel(grpc::CallbackServerContext* ctx
   lifecycle_->Cancel(*req, [reactor](absl::StatusOr<bool> out) {
     reactor->Finish(ToGrpcStatus(out.status()));
   });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::WaitJobResponse>* BrokerService::WaitJob(
+    grpc::CallbackServerContext* ctx, const v1::WaitJobRequest* req) {
+  auto* reactor = new WaitReactor(watcher_);
+  absl::Status refused = ValidateWaitJob(*req);
+  if (refused.ok()) refused = authorizer_->Authorize(*ctx, Permission::kRead, req->queue());
+  reactor->Start(*req,
+                 req->timeout_ms() > 0 ? absl::Milliseconds(req->timeout_ms())
+                                       : absl::InfiniteDuration(),
+                 refused);
   return reactor;
 }
 

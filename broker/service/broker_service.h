@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
+#include "broker/core/job_watcher.h"
 #include "broker/core/metrics.h"
 #include "broker/service/authorizer.h"
 #include "broker/service/request_validator.h"
@@ -32,10 +33,11 @@ struct ServiceOptions {
 // its own is an atomic count of unary calls in flight.
 class BrokerService final : public v1::BrokerService::CallbackService {
  public:
-  // `lifecycle`, `dispatcher`, `metrics` and `authorizer` must outlive the
-  // service.
+  // `lifecycle`, `dispatcher`, `watcher`, `metrics` and `authorizer` must
+  // outlive the service.
   BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
-                core::Metrics* metrics, const Authorizer* authorizer, ServiceOptions options);
+                core::JobWatcher* watcher, core::Metrics* metrics, const Authorizer* authorizer,
+                ServiceOptions options);
 
   grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
                                     v1::EnqueueResponse* resp) override;
@@ -58,6 +60,8 @@ class BrokerService final : public v1::BrokerService::CallbackService {
                                    v1::GetJobResponse* resp) override;
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
                                    v1::CancelResponse* resp) override;
+  grpc::ServerWriteReactor<v1::WaitJobResponse>* WaitJob(grpc::CallbackServerContext* ctx,
+                                                         const v1::WaitJobRequest* req) override;
 
   // Unary calls that have started and are not done yet. Thread-safe.
   int64_t calls_in_flight() const { return calls_in_flight_.load(); }
@@ -68,6 +72,7 @@ class BrokerService final : public v1::BrokerService::CallbackService {
   std::atomic<int64_t> calls_in_flight_{0};
   core::JobLifecycle* const lifecycle_;
   core::Dispatcher* const dispatcher_;
+  core::JobWatcher* const watcher_;
   core::Metrics* const metrics_;
   const Authorizer* const authorizer_;
   const Limits limits_;

@@ -173,4 +173,9 @@ absl::Status ValidateGetJob(const v1::GetJobRequest& r) { return CheckJobRef(r.q
 
 absl::Status ValidateCancel(const v1::CancelRequest& r) { return CheckJobRef(r.queue(), r.job_id()); }
 
+absl::Status ValidateWaitJob(const v1::WaitJobRequest& r) {
+  JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
+  return CheckRange("timeout_ms", r.timeout_ms(), 0, kMaxWaitTimeoutMs);
+}
+
 }  // namespace jobwire::service

@@ -23,6 +23,8 @@ inline constexpr int kMaxErrorLength = 64 * 1024;
 inline constexpr int kMaxBatchJobs = 1000;
 inline constexpr int kMaxBatchAcks = 1000;
 inline constexpr int kMaxClaimQueues = 32;
+// WaitJobRequest.timeout_ms: at most 24 h.
+inline constexpr int64_t kMaxWaitTimeoutMs = 24LL * 3600 * 1000;
 inline constexpr int kMaxClaimTypes = 64;
 inline constexpr int kMaxInFlight = 1000;
 inline constexpr int kMaxPriority = 1000;
@@ -64,6 +66,8 @@ absl::Status ValidateFail(const v1::FailRequest& r);
 absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r);
 absl::Status ValidateGetJob(const v1::GetJobRequest& r);
 absl::Status ValidateCancel(const v1::CancelRequest& r);
+// queue and job_id as GetJob; timeout_ms 0..kMaxWaitTimeoutMs.
+absl::Status ValidateWaitJob(const v1::WaitJobRequest& r);
 
 }  // namespace jobwire::service
 

@@ -2,12 +2,9 @@
 
 #include <msgpack.h>
 
-#include <cmath>
 #include <cstdint>
-#include <limits>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
+#include "broker/store/msgpack_value.h"
 
 namespace jobwire::store {
 namespace {
@@ -40,71 +37,26 @@ v1::JobState ParseState(absl::string_view s) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
-// A value as a number: msgpack integers and floats (truncated), and
-// decimal text; 0 otherwise.
-int64_t AsInt(const msgpack_object& o) {
-  switch (o.type) {
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-      return o.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-                 ? std::numeric_limits<int64_t>::max()
-                 : static_cast<int64_t>(o.via.u64);
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-      return o.via.i64;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-      if (!std::isfinite(o.via.f64) || std::fabs(o.via.f64) >= 9.2e18) return 0;
-      return static_cast<int64_t>(o.via.f64);
-    case MSGPACK_OBJECT_STR:
-    case MSGPACK_OBJECT_BIN: {
-      int64_t v = 0;
-      const char* p = o.type == MSGPACK_OBJECT_STR ? o.via.str.ptr : o.via.bin.ptr;
-      const uint32_t n = o.type == MSGPACK_OBJECT_STR ? o.via.str.size : o.via.bin.size;
-      return absl::SimpleAtoi(absl::string_view(p, n), &v) ? v : 0;
-    }
-    default:
-      return 0;
-  }
-}
-
-// A value as text: strings as they are, numbers in decimal, true / false.
-std::string AsText(const msgpack_object& o) {
-  switch (o.type) {
-    case MSGPACK_OBJECT_STR:
-      return std::string(o.via.str.ptr, o.via.str.size);
-    case MSGPACK_OBJECT_BIN:
-      return std::string(o.via.bin.ptr, o.via.bin.size);
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-      return absl::StrCat(AsInt(o));
-    case MSGPACK_OBJECT_BOOLEAN:
-      return o.via.boolean ? "true" : "false";
-    default:
-      return "";
-  }
-}
-
 void SetField(int64_t number, const msgpack_object& v, v1::Job* job, std::string* lease_token) {
   if (v.type == MSGPACK_OBJECT_NIL) return;
   switch (number) {
-    case kState: job->set_state(ParseState(AsText(v))); break;
-    case kType: job->set_type(AsText(v)); break;
-    case kPriority: job->set_priority(static_cast<int32_t>(AsInt(v))); break;
-    case kAttempts: job->set_attempts(static_cast<int32_t>(AsInt(v))); break;
-    case kMaxAttempts: job->set_max_attempts(static_cast<int32_t>(AsInt(v))); break;
-    case kAvailableAt: job->set_available_at_ms(AsInt(v)); break;
+    case kState: job->set_state(ParseState(MsgpackText(v))); break;
+    case kType: job->set_type(MsgpackText(v)); break;
+    case kPriority: job->set_priority(static_cast<int32_t>(MsgpackInt(v))); break;
+    case kAttempts: job->set_attempts(static_cast<int32_t>(MsgpackInt(v))); break;
+    case kMaxAttempts: job->set_max_attempts(static_cast<int32_t>(MsgpackInt(v))); break;
+    case kAvailableAt: job->set_available_at_ms(MsgpackInt(v)); break;
     case kLeaseToken:
-      if (lease_token != nullptr) *lease_token = AsText(v);
+      if (lease_token != nullptr) *lease_token = MsgpackText(v);
       break;
-    case kLeaseExpiresAt: job->set_lease_expires_at_ms(AsInt(v)); break;
-    case kWorkerId: job->set_worker_id(AsText(v)); break;
-    case kError: job->set_error(AsText(v)); break;
-    case kIdempotencyKey: job->set_idempotency_key(AsText(v)); break;
-    case kCreatedAt: job->set_created_at_ms(AsInt(v)); break;
-    case kFinishedAt: job->set_finished_at_ms(AsInt(v)); break;
-    case kBackoffBase: job->set_backoff_base_ms(AsInt(v)); break;
-    case kBackoffMax: job->set_backoff_max_ms(AsInt(v)); break;
+    case kLeaseExpiresAt: job->set_lease_expires_at_ms(MsgpackInt(v)); break;
+    case kWorkerId: job->set_worker_id(MsgpackText(v)); break;
+    case kError: job->set_error(MsgpackText(v)); break;
+    case kIdempotencyKey: job->set_idempotency_key(MsgpackText(v)); break;
+    case kCreatedAt: job->set_created_at_ms(MsgpackInt(v)); break;
+    case kFinishedAt: job->set_finished_at_ms(MsgpackInt(v)); break;
+    case kBackoffBase: job->set_backoff_base_ms(MsgpackInt(v)); break;
+    case kBackoffMax: job->set_backoff_max_ms(MsgpackInt(v)); break;
     default: break;  // fields a Job does not show
   }
 }
@@ -130,7 +82,7 @@ bool DecodeJobRecord(absl::string_view packed, v1::Job* job, std::string* lease_
     } else {
       for (uint32_t i = 0; i < root.via.map.size; ++i) {
         const msgpack_object_kv& kv = root.via.map.ptr[i];
-        SetField(AsInt(kv.key), kv.val, job, lease_token);
+        SetField(MsgpackInt(kv.key), kv.val, job, lease_token);
       }
     }
   }

@@ -93,6 +93,10 @@ std::string JobStore::NotifyChannel(const std::string& queue) const {
   return KeysFor(queue).NotifyChannel();
 }
 
+std::string JobStore::EventsChannel(const std::string& queue) const {
+  return KeysFor(queue).EventsChannel();
+}
+
 void JobStore::CheckRedisSettings() const {
   const std::string marker = Keys::Layout(options_.key_prefix);
   const std::string want = absl::StrCat(kLayoutVersion);

@@ -219,6 +219,8 @@ class JobStore {
   // The pub/sub channel on which `queue` announces new pending jobs (payload:
   // ms until due, decimal).
   std::string NotifyChannel(const std::string& queue) const;
+  // The pub/sub channel of `queue`'s job events (store/queue_events.h).
+  std::string EventsChannel(const std::string& queue) const;
 
   const StoreOptions& options() const { return options_; }
 

@@ -25,6 +25,7 @@
 //   <p>:{<q>}:claim:<cid>  string ids leased by one claim.lua call
 //   <p>:{<q>}:partitions   string the queue's partition count, when set (> 1)
 //   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
+//   <p>:{<q>}:events       pub/sub channel: job events, while a broker listens
 //   <p>:queues             set    names of queues that have or had jobs
 //   <p>:layout             string the layout version of the data (4)
 //
@@ -92,6 +93,9 @@ class Keys {
     return base_ + "claim:" + std::string(claim_id);
   }
   std::string NotifyChannel() const { return base_ + "notify"; }
+  // The queue's events (job state changes), published by the scripts while
+  // a broker listens (queue_events.h).
+  std::string EventsChannel() const { return base_ + "events"; }
   // Partition 0 only: the partition count, when set.
   std::string Partitions() const { return base_ + "partitions"; }
 

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/cpp/backoff.h"
 #include "client/cpp/error_details.h"
 
 namespace jobwire::client {
@@ -189,6 +191,47 @@ absl::StatusOr<v1::Job> Client::GetJob(absl::string_view queue, absl::string_vie
   grpc::Status status = stub_->GetJob(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
   return std::move(*response.mutable_job());
+}
+
+absl::StatusOr<v1::Job> Client::WaitJob(absl::string_view queue, absl::string_view job_id,
+                                        const WaitOptions& options) {
+  if (!config_error_.ok()) return config_error_;
+  const absl::Time until = options.timeout == absl::InfiniteDuration()
+                               ? absl::InfiniteFuture()
+                               : absl::Now() + options.timeout;
+  Backoff backoff(absl::Milliseconds(100), absl::Seconds(5));
+  while (true) {
+    v1::WaitJobRequest request;
+    request.set_queue(std::string(queue));
+    request.set_job_id(std::string(job_id));
+    if (until != absl::InfiniteFuture()) {
+      // The broker ends the wait (WAIT_TIMEOUT); at least 1 ms, since 0
+      // means no limit.
+      request.set_timeout_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(until - absl::Now())));
+    }
+    grpc::ClientContext context;
+    if (!authorization_.empty()) context.AddMetadata("authorization", authorization_);
+    if (until != absl::InfiniteFuture()) {
+      // A broker that does not answer at all is bounded too.
+      context.set_deadline(absl::ToChronoTime(until + timeout_));
+    }
+    std::unique_ptr<grpc::ClientReader<v1::WaitJobResponse>> reader =
+        stub_->WaitJob(&context, request);
+    v1::WaitJobResponse response;
+    std::optional<v1::Job> last;
+    while (reader->Read(&response)) {
+      backoff.Reset();
+      if (options.on_update) options.on_update(response.job());
+      last = std::move(*response.mutable_job());
+    }
+    grpc::Status status = reader->Finish();
+    if (status.ok() && last.has_value()) return *std::move(last);
+    if (status.ok()) return absl::InternalError("WaitJob ended without a job");
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpc(status);
+    const absl::Duration wait = backoff.Next();
+    if (absl::Now() + wait >= until) return FromGrpc(status);
+    absl::SleepFor(wait);
+  }
 }
 
 absl::Status Client::Cancel(absl::string_view queue, absl::string_view job_id) {

@@ -16,6 +16,7 @@
 #define JOBWIRE_CLIENT_CPP_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,14 @@ struct Enqueued {
   bool duplicate = false;
 };
 
+struct WaitOptions {
+  // How long to wait for the job to finish; InfiniteDuration: no limit.
+  absl::Duration timeout = absl::InfiniteDuration();
+  // Called with the job as the broker reads it: at once, then on each
+  // change of its state or attempts, the last time with the final job.
+  std::function<void(const v1::Job&)> on_update;
+};
+
 // One job of an EnqueueBatch call.
 struct BatchJob {
   std::string type;
@@ -110,6 +119,15 @@ class Client {
 
   absl::StatusOr<v1::Job> GetJob(absl::string_view queue, absl::string_view job_id);
   absl::Status Cancel(absl::string_view queue, absl::string_view job_id);
+  // Waits for job `job_id` to finish (WaitJob) and returns it COMPLETED (with
+  // its result) or DEAD (with its error): check job.state(). The broker
+  // pushes changes; nothing polls. DEADLINE_EXCEEDED (ErrorReason
+  // WAIT_TIMEOUT) when options.timeout passes first; NOT_FOUND for an
+  // unknown job. When the stream breaks with UNAVAILABLE (the broker
+  // restarts or drains, Redis is away) it calls again with the time left,
+  // after a backoff of 100 ms to 5 s.
+  absl::StatusOr<v1::Job> WaitJob(absl::string_view queue, absl::string_view job_id,
+                                  const WaitOptions& options = {});
 
   // The per-job calls of a worker (Worker makes them; see broker.proto).
   absl::Status Ack(absl::string_view queue, absl::string_view job_id,

@@ -1,0 +1,167 @@
+// The scripts' queue events on a real redis-server: each state change is
+// published as it happens, one message per script call, only while the
+// queue's events channel has a subscriber; a queue nobody follows pays no
+// SPUBLISH for them.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "broker/store/job_store_test_util.h"
+#include "broker/store/queue_events.h"
+#include "gtest/gtest.h"
+
+namespace jobwire::store {
+namespace {
+
+// A subscriber of one queue's events channel, on its own connection.
+class EventLog {
+ public:
+  EventLog(base::EventLoop* loop, int port, const std::string& channel)
+      : client_(std::make_unique<RedisClient>(loop, RedisAddress{"127.0.0.1", port, "", 0},
+                                              "events")),
+        seen_(std::make_shared<Seen>()) {
+    client_->Start();
+    client_->Subscribe(channel, [seen = seen_](const std::string&, const std::string& message) {
+      absl::MutexLock lock(&seen->mu);
+      if (message.empty()) {
+        seen->confirmed = true;
+        return;
+      }
+      ++seen->messages;
+      auto events = DecodeQueueEvents(message);
+      if (!events.ok()) {
+        seen->entries.push_back("undecodable");
+        return;
+      }
+      for (const QueueEvent& e : *events) {
+        seen->entries.push_back(e.kind + ":" + e.job_id + ":" + e.type + ":" +
+                                std::to_string(e.attempts) + (e.at_ms > 0 ? "" : ":no-time"));
+      }
+    });
+  }
+
+  bool WaitConfirmed() {
+    absl::MutexLock lock(&seen_->mu);
+    auto ok = [this] { return seen_->confirmed; };
+    return seen_->mu.AwaitWithTimeout(absl::Condition(&ok), absl::Seconds(10));
+  }
+  // Waits for `n` events in all; returns them ("kind:id:type:attempts").
+  std::vector<std::string> Events(size_t n) {
+    absl::MutexLock lock(&seen_->mu);
+    auto enough = [this, n] { return seen_->entries.size() >= n; };
+    seen_->mu.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
+    return seen_->entries;
+  }
+  int messages() {
+    absl::MutexLock lock(&seen_->mu);
+    return seen_->messages;
+  }
+
+ private:
+  struct Seen {
+    absl::Mutex mu;
+    bool confirmed = false;
+    int messages = 0;
+    std::vector<std::string> entries;
+  };
+  std::unique_ptr<RedisClient> client_;
+  std::shared_ptr<Seen> seen_;
+};
+
+class QueueEventsTest : public JobStoreTest {
+ protected:
+  // Calls of SPUBLISH since the server started (commandstats).
+  int64_t SpublishCalls() {
+    auto info = redis_.Command("INFO", "commandstats");
+    if (!info.ok()) return -1;
+    for (absl::string_view line : absl::StrSplit(info->str, '\n')) {
+      if (!absl::StartsWith(line, "cmdstat_spublish:calls=")) continue;
+      int64_t calls = 0;
+      absl::string_view rest = line.substr(std::string("cmdstat_spublish:calls=").size());
+      if (absl::SimpleAtoi(rest.substr(0, rest.find(',')), &calls)) return calls;
+    }
+    return 0;
+  }
+};
+
+TEST_F(QueueEventsTest, EachChangeIsPublishedWhileTheQueueIsFollowed) {
+  const std::string q = "ev";
+  EventLog log(&loop_, redis_.port(), KeysOf(q).EventsChannel());
+  ASSERT_TRUE(log.WaitConfirmed());
+  const std::string a = Enqueue(q, "mail", 0, 0, /*max_attempts=*/2);
+  auto claimed = Claim(q, 1);
+  ASSERT_TRUE(claimed.ok() && claimed->jobs.size() == 1);
+  ASSERT_TRUE(Fail(claimed->jobs[0]).ok());  // retry (attempt 1 of 2)
+  ASSERT_TRUE(Sync<bool>([&](auto cb) { store_->Cancel(q, a, cb); }).ok());
+  const std::string b = Enqueue(q, "sms", 0, 0);
+  auto again = Claim(q, 1);
+  ASSERT_TRUE(again.ok() && again->jobs.size() == 1);
+  ASSERT_TRUE(Ack(again->jobs[0]).ok());
+  EXPECT_EQ(log.Events(7), (std::vector<std::string>{
+                               "enqueued:" + a + ":mail:0",
+                               "active:" + a + ":mail:1",
+                               "retry:" + a + ":mail:1",
+                               "cancelled:" + a + ":mail:1",
+                               "enqueued:" + b + ":sms:0",
+                               "active:" + b + ":sms:1",
+                               "completed:" + b + ":sms:1",
+                           }));
+}
+
+TEST_F(QueueEventsTest, OneMessagePerScriptCall) {
+  const std::string q = "ev-batch";
+  EventLog log(&loop_, redis_.port(), KeysOf(q).EventsChannel());
+  ASSERT_TRUE(log.WaitConfirmed());
+  for (int i = 0; i < 3; ++i) Enqueue(q, "t", 0, 0);
+  auto claimed = Claim(q, 3);
+  ASSERT_TRUE(claimed.ok() && claimed->jobs.size() == 3);
+  const int before = (log.Events(6), log.messages());  // 3 enqueues, 1 claim
+  EXPECT_EQ(before, 4);
+  std::vector<v1::AckRequest> acks(3);
+  std::vector<const v1::AckRequest*> ptrs;
+  for (int i = 0; i < 3; ++i) {
+    acks[i].set_queue(q);
+    acks[i].set_job_id(claimed->jobs[i].job().id());
+    acks[i].set_lease_token(claimed->jobs[i].lease_token());
+    ptrs.push_back(&acks[i]);
+  }
+  ASSERT_TRUE(Sync<std::vector<AckOutcome>>([&](auto cb) { store_->Ack(q, ptrs, cb); }).ok());
+  EXPECT_EQ(log.Events(9).size(), 9u);
+  EXPECT_EQ(log.messages(), 5);
+}
+
+TEST_F(QueueEventsTest, AQueueNobodyFollowsPublishesNoEvents) {
+  const std::string q = "ev-quiet";
+  Enqueue(q, "t", 0, 0);
+  auto claimed = Claim(q, 1);
+  ASSERT_TRUE(claimed.ok() && claimed->jobs.size() == 1);
+  const int64_t before = SpublishCalls();
+  ASSERT_TRUE(Ack(claimed->jobs[0]).ok());  // ack.lua publishes nothing else
+  EXPECT_EQ(SpublishCalls(), before);
+  // Followed, the same ack would publish once.
+  EventLog log(&loop_, redis_.port(), KeysOf(q).EventsChannel());
+  ASSERT_TRUE(log.WaitConfirmed());
+  Enqueue(q, "t", 0, 0);
+  auto next = Claim(q, 1);
+  ASSERT_TRUE(next.ok() && next->jobs.size() == 1);
+  const int64_t followed = SpublishCalls();
+  ASSERT_TRUE(Ack(next->jobs[0]).ok());
+  EXPECT_EQ(SpublishCalls(), followed + 1);
+}
+
+TEST(DecodeQueueEventsTest, RefusesWhatTheScriptsNeverPublish) {
+  EXPECT_FALSE(DecodeQueueEvents("").ok());
+  EXPECT_FALSE(DecodeQueueEvents("not msgpack").ok());
+  EXPECT_FALSE(DecodeQueueEvents("\x91\x01").ok());  // [1]: an event that is not an array
+  auto empty = DecodeQueueEvents("\x90");            // []
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+}  // namespace
+}  // namespace jobwire::store
