@@ -158,10 +158,32 @@ absl::Status AdminCli::Job(const std::string& queue, const std::string& id) {
   v1::GetJobResponse response;
   grpc::Status status = broker_->GetJob(Context().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);
-  const v1::Job& job = response.job();
+  PrintJob(response.job());
+  return absl::OkStatus();
+}
+
+absl::Status AdminCli::Wait(const std::string& queue, const std::string& id,
+                            int64_t timeout_ms) {
+  client::WaitOptions options;
+  if (timeout_ms > 0) options.timeout = absl::Milliseconds(timeout_ms);
+  options.on_update = [this](const v1::Job& job) {
+    if (json_) return;  // the final job only
+    *out_ << StateName(job.state()) << " (attempt " << job.attempts() << "/"
+          << job.max_attempts() << ")" << std::endl;
+  };
+  absl::StatusOr<v1::Job> job = client_.WaitJob(queue, id, options);
+  if (!job.ok()) return job.status();
+  PrintJob(*job);
+  if (job->state() == v1::JOB_STATE_DEAD) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is dead: ", job->error()));
+  }
+  return absl::OkStatus();
+}
+
+void AdminCli::PrintJob(const v1::Job& job) {
   if (json_) {
     PrintJson(job);
-    return absl::OkStatus();
+    return;
   }
   *out_ << "id:              " << job.id() << "\n"
         << "queue:           " << job.queue() << "\n"
@@ -178,7 +200,6 @@ absl::Status AdminCli::Job(const std::string& queue, const std::string& id) {
         << "error:           " << job.error() << "\n"
         << "payload:         " << Bytes(job.payload()) << "\n"
         << "result:          " << Bytes(job.result()) << "\n";
-  return absl::OkStatus();
 }
 
 absl::Status AdminCli::RetryDead(const std::string& queue, const std::vector<std::string>& ids,

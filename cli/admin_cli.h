@@ -51,6 +51,10 @@ class AdminCli {
   absl::Status Stats(const std::string& queue);
   absl::Status Jobs(const std::string& queue, const ListJobsOptions& options);
   absl::Status Job(const std::string& queue, const std::string& id);
+  // Follows job `id` until it finishes (WaitJob), printing each state it
+  // reaches, then the job in full. FAILED_PRECONDITION when it ends DEAD;
+  // DEADLINE_EXCEEDED after `timeout_ms` (> 0).
+  absl::Status Wait(const std::string& queue, const std::string& id, int64_t timeout_ms);
   absl::Status RetryDead(const std::string& queue, const std::vector<std::string>& ids, bool all,
                          const std::string& type);
   absl::Status PurgeDead(const std::string& queue, int64_t older_than_ms);
@@ -63,6 +67,8 @@ class AdminCli {
 
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;
+  // Prints `job` in full (as JSON when json_ is set).
+  void PrintJob(const v1::Job& job);
   // Prints `message` as JSON (proto field names) when json_ is set.
   void PrintJson(const google::protobuf::Message& message);
 

@@ -87,6 +87,15 @@ int main(int argc, char** argv) {
   job->add_option("ID", id, "job id")->required();
   add_json(job);
 
+  int64_t wait_timeout_ms = 0;
+  CLI::App* wait = app.add_subcommand("wait", "wait for a job to finish; exit 0 when it completed");
+  add_queue(wait);
+  wait->add_option("ID", id, "job id")->required();
+  wait->add_option("--timeout-ms", wait_timeout_ms, "give up after this long (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_json(wait);
+
   bool all = false;
   CLI::App* retry = app.add_subcommand("retry-dead", "move dead jobs back to pending");
   add_queue(retry);
@@ -163,6 +172,8 @@ int main(int argc, char** argv) {
     status = cli.Jobs(queue, list);
   } else if (*job) {
     status = cli.Job(queue, id);
+  } else if (*wait) {
+    status = cli.Wait(queue, id, wait_timeout_ms);
   } else if (*retry) {
     status = cli.RetryDead(queue, ids, all, type);
   } else if (*delete_queue) {

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -99,7 +101,17 @@ TEST_F(CliTest, EveryCommandEndToEnd) {
   EXPECT_THAT(Cli({"stats", "mail"}).out, HasSubstr("paused:              yes"));
   EXPECT_EQ(Cli({"resume", "mail"}).out, "queue mail resumed\n");
 
+  r = Cli({"wait", "mail", id, "--timeout-ms", "300"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "pending (attempt 0/3)\n");
+  EXPECT_THAT(r.err, HasSubstr("DEADLINE_EXCEEDED"));
+  EXPECT_THAT(r.err, HasSubstr("did not finish within"));
+
   JW_ASSERT_OK(Cancel(*stub_, "mail", id));
+  r = Cli({"wait", "mail", id});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("state:           dead\n"));
+  EXPECT_THAT(r.err, HasSubstr("is dead: cancelled"));
   r = Cli({"jobs", "mail", "--state", "dead"});
   EXPECT_THAT(r.out, HasSubstr("cancelled"));
   r = Cli({"retry-dead", "mail", "--all"});
@@ -111,6 +123,24 @@ TEST_F(CliTest, EveryCommandEndToEnd) {
   r = Cli({"purge-dead", "mail"});
   EXPECT_EQ(r.out, "purged 1 dead job(s) of mail\n");
   EXPECT_EQ(GetJob(*stub_, "mail", id, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(CliTest, WaitFollowsAJobUntilItCompletes) {
+  const std::string id = MustEnqueue(*stub_, MakeJob("waited", "in"));
+  std::thread worker([this] {
+    ClaimReader claims(broker_->NewStub(), MakeClaim({"waited"}));
+    absl::SleepFor(absl::Milliseconds(300));  // the CLI is waiting by then
+    std::optional<v1::ClaimedJob> claimed = claims.Next(absl::Seconds(5));
+    ASSERT_TRUE(claimed);
+    absl::SleepFor(absl::Milliseconds(200));
+    EXPECT_TRUE(Ack(*stub_, *claimed, "out").ok());
+  });
+  CliResult r = Cli({"wait", "waited", id, "--timeout-ms", "20000"});
+  worker.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("active (attempt 1/3)\n"));
+  EXPECT_THAT(r.out, HasSubstr("completed (attempt 1/3)\n"));
+  EXPECT_THAT(r.out, HasSubstr("result:          out\n"));
 }
 
 TEST_F(CliTest, JsonOutputIsMachineReadable) {

@@ -1,5 +1,5 @@
 // Package jobwire is the Go client of the jobwire job-queue broker: a
-// producer Client (Enqueue, EnqueueBatch, GetJob, Cancel, AckBatch) and a
+// producer Client (Enqueue, EnqueueBatch, GetJob, Wait, Cancel, AckBatch) and a
 // Worker that consumes queues over one Claim stream. It follows docs/clients.md.
 //
 // Every failed RPC returns an *Error carrying the gRPC code, the broker's

@@ -60,8 +60,8 @@ type Error struct {
 	// with INVALID_FIELD ("priority", "jobs[3].priority"); "" when none.
 	Field string
 	// RetryDelay is the RetryInfo delay (REDIS_OUT_OF_MEMORY,
-	// TOO_MANY_CLAIM_STREAMS): wait at least this long before retrying; 0
-	// when the broker sent none.
+	// TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS): wait at least this long
+	// before retrying; 0 when the broker sent none.
 	RetryDelay time.Duration
 
 	st *status.Status
@@ -137,6 +137,14 @@ var (
 	// ErrTooManyClaimStreams: RESOURCE_EXHAUSTED (Claim). Retry after
 	// Error.RetryDelay.
 	ErrTooManyClaimStreams error = &reasonError{"TOO_MANY_CLAIM_STREAMS"}
+	// ErrTooManyWaits: RESOURCE_EXHAUSTED (WaitJob); the broker already
+	// follows its --max_wait_streams jobs. Retry after Error.RetryDelay.
+	ErrTooManyWaits error = &reasonError{"TOO_MANY_WAITS"}
+	// ErrWaitTimeout: DEADLINE_EXCEEDED (WaitJob); the job did not finish
+	// within the call's timeout_ms. Client.Wait returns it as a
+	// *WaitTimeoutError, which also matches it when the client itself ended
+	// the wait (its Err then has no Reason).
+	ErrWaitTimeout error = &reasonError{"WAIT_TIMEOUT"}
 	// ErrRedisUnavailable: UNAVAILABLE; Redis cannot be reached, or answered
 	// with a transient error. Safe to retry.
 	ErrRedisUnavailable error = &reasonError{"REDIS_UNAVAILABLE"}

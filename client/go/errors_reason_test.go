@@ -31,6 +31,8 @@ var sentinels = map[string]error{
 	"TOKEN_NOT_PERMITTED":    jobwire.ErrTokenNotPermitted,
 	"REDIS_OUT_OF_MEMORY":    jobwire.ErrRedisOutOfMemory,
 	"TOO_MANY_CLAIM_STREAMS": jobwire.ErrTooManyClaimStreams,
+	"TOO_MANY_WAITS":         jobwire.ErrTooManyWaits,
+	"WAIT_TIMEOUT":           jobwire.ErrWaitTimeout,
 	"REDIS_UNAVAILABLE":      jobwire.ErrRedisUnavailable,
 	"BROKER_SHUTTING_DOWN":   jobwire.ErrBrokerShuttingDown,
 	"CLAIM_STREAM_MAX_AGE":   jobwire.ErrClaimStreamMaxAge,

@@ -21,7 +21,8 @@
 //                       retry without a valid token.
 //   PERMISSION_DENIED   the token is valid but may not use this queue this
 //                       way (enqueue: Enqueue, EnqueueBatch, Cancel; claim:
-//                       Claim, Ack, AckBatch, Fail, ExtendLease; GetJob: either). The
+//                       Claim, Ack, AckBatch, Fail, ExtendLease; GetJob and
+//                       WaitJob: either). The
 //                       message names the token's name, the permission and the
 //                       queue. Nothing was changed. Do not retry.
 //                       Both are checked after INVALID_ARGUMENT; see
@@ -64,6 +65,9 @@
 //                           (absent for ListQueues).
 //   REDIS_OUT_OF_MEMORY     RESOURCE_EXHAUSTED, with RetryInfo (1 s).
 //   TOO_MANY_CLAIM_STREAMS  RESOURCE_EXHAUSTED (Claim), with RetryInfo (1 s).
+//   TOO_MANY_WAITS          RESOURCE_EXHAUSTED (WaitJob), with RetryInfo (1 s).
+//   WAIT_TIMEOUT            DEADLINE_EXCEEDED (WaitJob): the job did not
+//                           finish within the call's timeout_ms.
 //   REDIS_UNAVAILABLE       UNAVAILABLE: Redis cannot be reached, or answered
 //                           with a transient error (LOADING, READONLY, ...).
 //   BROKER_SHUTTING_DOWN    UNAVAILABLE: this replica is draining; reconnect
@@ -1684,6 +1688,114 @@ func (*CancelResponse) Descriptor() ([]byte, []int) {
 	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
 }
 
+type WaitJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	JobId string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// End the stream with DEADLINE_EXCEEDED (reason WAIT_TIMEOUT) when the job
+	// has not finished this many ms after the call arrived: 0..86400000 (24 h);
+	// 0: no limit of the broker's own (a gRPC deadline still applies).
+	TimeoutMs     int64 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitJobRequest) Reset() {
+	*x = WaitJobRequest{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitJobRequest) ProtoMessage() {}
+
+func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitJobRequest.ProtoReflect.Descriptor instead.
+func (*WaitJobRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WaitJobRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *WaitJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *WaitJobRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type WaitJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job as it is now.
+	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitJobResponse) Reset() {
+	*x = WaitJobResponse{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitJobResponse) ProtoMessage() {}
+
+func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitJobResponse.ProtoReflect.Descriptor instead.
+func (*WaitJobResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WaitJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
 
 const file_jobwire_v1_broker_proto_rawDesc = "" +
@@ -1799,13 +1911,20 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\rCancelRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"\x10\n" +
-	"\x0eCancelResponse*\x7f\n" +
+	"\x0eCancelResponse\"\\\n" +
+	"\x0eWaitJobRequest\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"4\n" +
+	"\x0fWaitJobResponse\x12!\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job*\x7f\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x14\n" +
 	"\x10JOB_STATE_ACTIVE\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_COMPLETED\x10\x03\x12\x12\n" +
-	"\x0eJOB_STATE_DEAD\x10\x042\xf2\x04\n" +
+	"\x0eJOB_STATE_DEAD\x10\x042\xb8\x05\n" +
 	"\rBrokerService\x12B\n" +
 	"\aEnqueue\x12\x1a.jobwire.v1.EnqueueRequest\x1a\x1b.jobwire.v1.EnqueueResponse\x12Q\n" +
 	"\fEnqueueBatch\x12\x1f.jobwire.v1.EnqueueBatchRequest\x1a .jobwire.v1.EnqueueBatchResponse\x12>\n" +
@@ -1815,7 +1934,8 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x04Fail\x12\x17.jobwire.v1.FailRequest\x1a\x18.jobwire.v1.FailResponse\x12N\n" +
 	"\vExtendLease\x12\x1e.jobwire.v1.ExtendLeaseRequest\x1a\x1f.jobwire.v1.ExtendLeaseResponse\x12?\n" +
 	"\x06GetJob\x12\x19.jobwire.v1.GetJobRequest\x1a\x1a.jobwire.v1.GetJobResponse\x12?\n" +
-	"\x06Cancel\x12\x19.jobwire.v1.CancelRequest\x1a\x1a.jobwire.v1.CancelResponseB\x87\x01\n" +
+	"\x06Cancel\x12\x19.jobwire.v1.CancelRequest\x1a\x1a.jobwire.v1.CancelResponse\x12D\n" +
+	"\aWaitJob\x12\x1a.jobwire.v1.WaitJobRequest\x1a\x1b.jobwire.v1.WaitJobResponse0\x01B\x87\x01\n" +
 	"\x0edev.jobwire.v1B\vBrokerProtoP\x01Z8github.com/jobwire/jobwire/client/go/jobwirepb;jobwirepb\xa2\x02\x03JWX\xaa\x02\n" +
 	"Jobwire.V1\xca\x02\n" +
 	"Jobwire\\V1\xea\x02\vJobwire::V1b\x06proto3"
@@ -1833,7 +1953,7 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                // 0: jobwire.v1.JobState
 	(FailResponse_Outcome)(0),    // 1: jobwire.v1.FailResponse.Outcome
@@ -1859,6 +1979,8 @@ var file_jobwire_v1_broker_proto_goTypes = []any{
 	(*GetJobResponse)(nil),       // 21: jobwire.v1.GetJobResponse
 	(*CancelRequest)(nil),        // 22: jobwire.v1.CancelRequest
 	(*CancelResponse)(nil),       // 23: jobwire.v1.CancelResponse
+	(*WaitJobRequest)(nil),       // 24: jobwire.v1.WaitJobRequest
+	(*WaitJobResponse)(nil),      // 25: jobwire.v1.WaitJobResponse
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
@@ -1870,29 +1992,32 @@ var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	14, // 6: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
 	1,  // 7: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
 	2,  // 8: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	3,  // 9: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	5,  // 10: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	8,  // 11: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	11, // 12: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	13, // 13: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	16, // 14: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	18, // 15: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	20, // 16: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	22, // 17: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	4,  // 18: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	7,  // 19: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	9,  // 20: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	12, // 21: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	15, // 22: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	17, // 23: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	19, // 24: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	21, // 25: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	23, // 26: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	18, // [18:27] is the sub-list for method output_type
-	9,  // [9:18] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	2,  // 9: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	3,  // 10: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	5,  // 11: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	8,  // 12: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	11, // 13: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	13, // 14: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	16, // 15: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	18, // 16: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	20, // 17: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	22, // 18: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	24, // 19: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	4,  // 20: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	7,  // 21: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	9,  // 22: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	12, // 23: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	15, // 24: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	17, // 25: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	19, // 26: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	21, // 27: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	23, // 28: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	25, // 29: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	20, // [20:30] is the sub-list for method output_type
+	10, // [10:20] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -1907,7 +2032,7 @@ func file_jobwire_v1_broker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,7 +21,8 @@
 //                       retry without a valid token.
 //   PERMISSION_DENIED   the token is valid but may not use this queue this
 //                       way (enqueue: Enqueue, EnqueueBatch, Cancel; claim:
-//                       Claim, Ack, AckBatch, Fail, ExtendLease; GetJob: either). The
+//                       Claim, Ack, AckBatch, Fail, ExtendLease; GetJob and
+//                       WaitJob: either). The
 //                       message names the token's name, the permission and the
 //                       queue. Nothing was changed. Do not retry.
 //                       Both are checked after INVALID_ARGUMENT; see
@@ -64,6 +65,9 @@
 //                           (absent for ListQueues).
 //   REDIS_OUT_OF_MEMORY     RESOURCE_EXHAUSTED, with RetryInfo (1 s).
 //   TOO_MANY_CLAIM_STREAMS  RESOURCE_EXHAUSTED (Claim), with RetryInfo (1 s).
+//   TOO_MANY_WAITS          RESOURCE_EXHAUSTED (WaitJob), with RetryInfo (1 s).
+//   WAIT_TIMEOUT            DEADLINE_EXCEEDED (WaitJob): the job did not
+//                           finish within the call's timeout_ms.
 //   REDIS_UNAVAILABLE       UNAVAILABLE: Redis cannot be reached, or answered
 //                           with a transient error (LOADING, READONLY, ...).
 //   BROKER_SHUTTING_DOWN    UNAVAILABLE: this replica is draining; reconnect
@@ -107,6 +111,7 @@ const (
 	BrokerService_ExtendLease_FullMethodName  = "/jobwire.v1.BrokerService/ExtendLease"
 	BrokerService_GetJob_FullMethodName       = "/jobwire.v1.BrokerService/GetJob"
 	BrokerService_Cancel_FullMethodName       = "/jobwire.v1.BrokerService/Cancel"
+	BrokerService_WaitJob_FullMethodName      = "/jobwire.v1.BrokerService/WaitJob"
 )
 
 // BrokerServiceClient is the client API for BrokerService service.
@@ -199,6 +204,29 @@ type BrokerServiceClient interface {
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND,
 	// FAILED_PRECONDITION (the job is active, completed or dead), UNAVAILABLE.
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
+	// Follows one job until it finishes: the first message is the job as it
+	// is when the call arrives; then one message each time its state or
+	// attempts change (PENDING -> ACTIVE -> PENDING for a retry, ...); the
+	// stream ends with OK right after a message whose job is COMPLETED or
+	// DEAD. A job that finished before the call gets that one message. No
+	// polling: the broker learns of changes from the queue's events channel
+	// (docs/redis-layout.md, "Events"), whichever replica made them, and
+	// reads the job again. Intermediate changes may be merged (a job that
+	// went ACTIVE and back to PENDING between two reads is sent once); the
+	// final state is never missed. A job deleted on Ack (completed retention
+	// 0) while followed is sent COMPLETED, without its result, which was not
+	// kept; a call that arrives after such a job is gone answers NOT_FOUND.
+	// A queue whose jobs nobody waits for pays one Redis command per script
+	// call for this (asking whether anyone listens), nothing per job.
+	// Errors: INVALID_ARGUMENT (queue, job_id, timeout_ms), UNAUTHENTICATED,
+	// PERMISSION_DENIED (as GetJob), NOT_FOUND before the first message (no
+	// such job) or after one (the job was deleted meanwhile),
+	// DEADLINE_EXCEEDED with reason WAIT_TIMEOUT when timeout_ms passed and
+	// the job has not finished (the last message holds its latest state),
+	// RESOURCE_EXHAUSTED (reason TOO_MANY_WAITS, with RetryInfo) when the
+	// broker already follows --max_wait_streams jobs, UNAVAILABLE (Redis
+	// cannot be reached, or the broker is shutting down: call again).
+	WaitJob(ctx context.Context, in *WaitJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WaitJobResponse], error)
 }
 
 type brokerServiceClient struct {
@@ -308,6 +336,25 @@ func (c *brokerServiceClient) Cancel(ctx context.Context, in *CancelRequest, opt
 	return out, nil
 }
 
+func (c *brokerServiceClient) WaitJob(ctx context.Context, in *WaitJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WaitJobResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[1], BrokerService_WaitJob_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WaitJobRequest, WaitJobResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type BrokerService_WaitJobClient = grpc.ServerStreamingClient[WaitJobResponse]
+
 // BrokerServiceServer is the server API for BrokerService service.
 // All implementations must embed UnimplementedBrokerServiceServer
 // for forward compatibility.
@@ -398,6 +445,29 @@ type BrokerServiceServer interface {
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND,
 	// FAILED_PRECONDITION (the job is active, completed or dead), UNAVAILABLE.
 	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
+	// Follows one job until it finishes: the first message is the job as it
+	// is when the call arrives; then one message each time its state or
+	// attempts change (PENDING -> ACTIVE -> PENDING for a retry, ...); the
+	// stream ends with OK right after a message whose job is COMPLETED or
+	// DEAD. A job that finished before the call gets that one message. No
+	// polling: the broker learns of changes from the queue's events channel
+	// (docs/redis-layout.md, "Events"), whichever replica made them, and
+	// reads the job again. Intermediate changes may be merged (a job that
+	// went ACTIVE and back to PENDING between two reads is sent once); the
+	// final state is never missed. A job deleted on Ack (completed retention
+	// 0) while followed is sent COMPLETED, without its result, which was not
+	// kept; a call that arrives after such a job is gone answers NOT_FOUND.
+	// A queue whose jobs nobody waits for pays one Redis command per script
+	// call for this (asking whether anyone listens), nothing per job.
+	// Errors: INVALID_ARGUMENT (queue, job_id, timeout_ms), UNAUTHENTICATED,
+	// PERMISSION_DENIED (as GetJob), NOT_FOUND before the first message (no
+	// such job) or after one (the job was deleted meanwhile),
+	// DEADLINE_EXCEEDED with reason WAIT_TIMEOUT when timeout_ms passed and
+	// the job has not finished (the last message holds its latest state),
+	// RESOURCE_EXHAUSTED (reason TOO_MANY_WAITS, with RetryInfo) when the
+	// broker already follows --max_wait_streams jobs, UNAVAILABLE (Redis
+	// cannot be reached, or the broker is shutting down: call again).
+	WaitJob(*WaitJobRequest, grpc.ServerStreamingServer[WaitJobResponse]) error
 	mustEmbedUnimplementedBrokerServiceServer()
 }
 
@@ -434,6 +504,9 @@ func (UnimplementedBrokerServiceServer) GetJob(context.Context, *GetJobRequest) 
 }
 func (UnimplementedBrokerServiceServer) Cancel(context.Context, *CancelRequest) (*CancelResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cancel not implemented")
+}
+func (UnimplementedBrokerServiceServer) WaitJob(*WaitJobRequest, grpc.ServerStreamingServer[WaitJobResponse]) error {
+	return status.Error(codes.Unimplemented, "method WaitJob not implemented")
 }
 func (UnimplementedBrokerServiceServer) mustEmbedUnimplementedBrokerServiceServer() {}
 func (UnimplementedBrokerServiceServer) testEmbeddedByValue()                       {}
@@ -611,6 +684,17 @@ func _BrokerService_Cancel_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BrokerService_WaitJob_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WaitJobRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(BrokerServiceServer).WaitJob(m, &grpc.GenericServerStream[WaitJobRequest, WaitJobResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type BrokerService_WaitJobServer = grpc.ServerStreamingServer[WaitJobResponse]
+
 // BrokerService_ServiceDesc is the grpc.ServiceDesc for BrokerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -655,6 +739,11 @@ var BrokerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Claim",
 			Handler:       _BrokerService_Claim_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WaitJob",
+			Handler:       _BrokerService_WaitJob_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { JobwireError, statusName, Status } from './errors';
-import { decodeJson, encodeValue, toNumber } from './codec';
+import { encodeValue } from './codec';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
 import { sendAckBatch } from './ack_coalescer';
 import { callTimeoutMs, type CallOptions } from './call_options';
@@ -8,9 +8,12 @@ import type { AckRequest } from './generated/jobwire/v1/AckRequest';
 import type { EnqueueRequest } from './generated/jobwire/v1/EnqueueRequest';
 import type { EnqueueResponse__Output } from './generated/jobwire/v1/EnqueueResponse';
 import type { EnqueueBatchResponse__Output } from './generated/jobwire/v1/EnqueueBatchResponse';
-import type { Job__Output } from './generated/jobwire/v1/Job';
 import type { GetJobResponse__Output } from './generated/jobwire/v1/GetJobResponse';
-import type { JobState__Output } from './generated/jobwire/v1/JobState';
+import { JobInfo } from './job_info';
+import { waitJob, type WaitOptions } from './wait';
+
+export { JobInfo } from './job_info';
+export type { JobStateName } from './job_info';
 
 export interface ClientOptions extends SecurityOptions {
   /** Broker `host:port`. Default: $JOBWIRE_ADDR, else `localhost:50051`. */
@@ -99,62 +102,6 @@ export type AckBatchResult =
  */
 function itemError(code: number, message: string, reason: string) {
   return { ok: false as const, code, codeName: statusName(code), message, reason, error: new JobwireError(code, message, { reason }) };
-}
-
-export type JobStateName = JobState__Output;
-
-/** A job as GetJob reads it (any state). Times are epoch ms, 0 when unset. */
-export class JobInfo {
-  readonly id: string;
-  readonly queue: string;
-  readonly type: string;
-  readonly payload: Buffer;
-  readonly priority: number;
-  readonly state: JobStateName;
-  /** Runs so far (the current one included). */
-  readonly attempts: number;
-  readonly maxAttempts: number;
-  readonly availableAtMs: number;
-  readonly leaseExpiresAtMs: number;
-  readonly result: Buffer;
-  readonly error: string;
-  readonly idempotencyKey: string;
-  readonly createdAtMs: number;
-  readonly finishedAtMs: number;
-  readonly backoffBaseMs: number;
-  readonly backoffMaxMs: number;
-  readonly workerId: string;
-
-  constructor(j: Job__Output) {
-    this.id = j.id;
-    this.queue = j.queue;
-    this.type = j.type;
-    this.payload = j.payload ?? Buffer.alloc(0);
-    this.priority = j.priority;
-    this.state = j.state;
-    this.attempts = j.attempts;
-    this.maxAttempts = j.maxAttempts;
-    this.availableAtMs = toNumber(j.availableAtMs);
-    this.leaseExpiresAtMs = toNumber(j.leaseExpiresAtMs);
-    this.result = j.result ?? Buffer.alloc(0);
-    this.error = j.error;
-    this.idempotencyKey = j.idempotencyKey;
-    this.createdAtMs = toNumber(j.createdAtMs);
-    this.finishedAtMs = toNumber(j.finishedAtMs);
-    this.backoffBaseMs = toNumber(j.backoffBaseMs);
-    this.backoffMaxMs = toNumber(j.backoffMaxMs);
-    this.workerId = j.workerId;
-  }
-
-  /** The payload decoded as UTF-8 JSON. */
-  json<T = unknown>(): T {
-    return decodeJson<T>(this.payload);
-  }
-
-  /** The result decoded as UTF-8 JSON (undefined when the result is empty). */
-  resultJson<T = unknown>(): T | undefined {
-    return this.result.length === 0 ? undefined : decodeJson<T>(this.result);
-  }
 }
 
 /** Builds the EnqueueRequest of one job. */
@@ -249,6 +196,27 @@ export class Client {
       this.stub, 'GetJob', { queue, jobId }, timeoutMs, this.metadata(), options?.signal);
     if (!res.job) throw new JobwireError(grpc.status.INTERNAL, 'GetJob answered without a job');
     return new JobInfo(res.job);
+  }
+
+  /**
+   * Waits until the job finishes (one WaitJob stream; no polling) and
+   * resolves with it COMPLETED (`result` / `resultJson()`: the worker's
+   * result; empty for a job deleted on ack). A job already finished answers
+   * at once. Options (WaitOptions): `timeoutMs`, the limit of the whole wait
+   * (unset: none; not the client's `timeoutMs`), `signal`, `onUpdate`.
+   *
+   * Rejects with JobDeadError (`.job`) when the job ends DEAD,
+   * WaitTimeoutError (`.lastJob`) when `timeoutMs` passes first, the abort
+   * rule of call_options.ts when `signal` aborts, what `onUpdate` throws,
+   * else JobwireError: NOT_FOUND (no such job, or deleted meanwhile),
+   * INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED
+   * (reason TOO_MANY_WAITS). UNAVAILABLE (broker restarting or draining,
+   * Redis down) does not reject: the wait calls again after the Claim
+   * stream's reconnect backoff with the time that remains, so without
+   * `timeoutMs` or `signal` it waits out an outage however long it lasts.
+   */
+  async wait(queue: string, jobId: string, options?: WaitOptions): Promise<JobInfo> {
+    return waitJob(this.stub, this.metadata, queue, jobId, options);
   }
 
   /** Cancels a PENDING job (it becomes DEAD with error "cancelled"). */

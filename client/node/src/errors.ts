@@ -1,5 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { detailsFromMetadata } from './status_details';
+import type { JobInfo } from './job_info';
 
 /** gRPC status code number -> name ("UNAVAILABLE", ...). */
 export function statusName(code: number): string {
@@ -43,6 +44,10 @@ export const Reason = Object.freeze({
   REDIS_OUT_OF_MEMORY: 'REDIS_OUT_OF_MEMORY',
   /** RESOURCE_EXHAUSTED (Claim); `retryDelayMs` says when to retry. */
   TOO_MANY_CLAIM_STREAMS: 'TOO_MANY_CLAIM_STREAMS',
+  /** RESOURCE_EXHAUSTED (WaitJob): the broker follows too many jobs; `retryDelayMs` says when to retry. */
+  TOO_MANY_WAITS: 'TOO_MANY_WAITS',
+  /** DEADLINE_EXCEEDED (WaitJob): the job did not finish within the call's timeout_ms. */
+  WAIT_TIMEOUT: 'WAIT_TIMEOUT',
   /** UNAVAILABLE: Redis cannot be reached, or answered with a transient error. */
   REDIS_UNAVAILABLE: 'REDIS_UNAVAILABLE',
   /** UNAVAILABLE: this broker replica is draining; reconnect (to another replica). */
@@ -79,7 +84,7 @@ export interface JobwireErrorOptions {
  * `reason` is the stable machine-readable cause (compare it with `Reason`),
  * `metadata` the ErrorInfo's key/values ("field", "state", "queue"), `field`
  * the BadRequest's field path (INVALID_FIELD), `retryDelayMs` the RetryInfo's
- * delay (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS). A per-item error of a
+ * delay (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS). A per-item error of a
  * batch call (enqueueBatch, ackBatch, the Worker's coalesced acks) has the
  * result's `reason` and no metadata, field or delay. An error without details
  * (raised by grpc-js itself: DEADLINE_EXCEEDED, an unreachable broker, ...,
@@ -133,6 +138,42 @@ export class JobwireError extends Error {
    */
   static fromStatus(st: { code: number; details: string; metadata?: unknown }): JobwireError {
     return new JobwireError(st.code, st.details, detailsFromMetadata(st.metadata));
+  }
+}
+
+/**
+ * Client.wait: the job ended DEAD (failed non-retryable, out of attempts, or
+ * cancelled). `job` is the job as the broker sent it last (`job.error`: its
+ * last error text). The WaitJob call itself succeeded: this error is made by
+ * the client, with code FAILED_PRECONDITION (the job's state refuses what the
+ * caller waited for), reason '' and the details
+ * "job <id> in queue <queue> is dead: <job.error>".
+ */
+export class JobDeadError extends JobwireError {
+  readonly job: JobInfo;
+
+  constructor(job: JobInfo) {
+    super(GrpcStatus.FAILED_PRECONDITION, `job ${job.id} in queue ${job.queue} is dead: ${job.error}`);
+    this.name = 'JobDeadError';
+    this.job = job;
+  }
+}
+
+/**
+ * Client.wait: its `timeoutMs` passed before the job finished. Code
+ * DEADLINE_EXCEEDED; `reason` is WAIT_TIMEOUT with the broker's message when
+ * the broker ended the wait, '' when the client did (the call's own deadline,
+ * or the time ran out while it waited to call again after UNAVAILABLE).
+ * `lastJob`: the job as last seen (its latest state), undefined when no
+ * message came.
+ */
+export class WaitTimeoutError extends JobwireError {
+  readonly lastJob: JobInfo | undefined;
+
+  constructor(details: string, lastJob: JobInfo | undefined, options?: JobwireErrorOptions) {
+    super(GrpcStatus.DEADLINE_EXCEEDED, details, options);
+    this.name = 'WaitTimeoutError';
+    this.lastJob = lastJob;
   }
 }
 

@@ -81,16 +81,21 @@ async function rejection(promise, what, ms = 3000) {
   }
 }
 
-/** Every unary call of the Client, with arguments and a last CallOptions. */
+/**
+ * Every call of the Client, with arguments and a last CallOptions: the unary
+ * calls, and wait (a stream; its WaitOptions add onUpdate, and its timeoutMs
+ * limits the whole wait: wait.test.mjs).
+ */
 const CALLS = {
   enqueue: (c, o) => c.enqueue('q', 't', { a: 1 }, { priority: 1, ...o }),
   enqueueBatch: (c, o) => c.enqueueBatch('q', [{ type: 't', payload: 1 }], o),
   getJob: (c, o) => c.getJob('q', 'some-id', o),
   cancel: (c, o) => c.cancel('q', 'some-id', o),
   ackBatch: (c, o) => c.ackBatch([{ queue: 'q', jobId: 'some-id', leaseToken: 'tok' }], o),
+  wait: (c, o) => c.wait('q', 'some-id', o),
 };
 
-test('every unary call takes a last CallOptions (the list above is all of them)', () => {
+test('every call takes a last CallOptions (the list above is all of them)', () => {
   const methods = Object.getOwnPropertyNames(Client.prototype)
     .filter((m) => m !== 'constructor' && m !== 'close' && typeof Client.prototype[m] === 'function');
   assert.deepEqual(methods.sort(), Object.keys(CALLS).sort());
@@ -174,6 +179,16 @@ test('an abort while in flight cancels the gRPC call and rejects at once', async
     assert.equal(err2.cause, 'user gave up');
     await waitFor(() => srv.streams[1].closed, { what: 'the server to see the second stream end' });
     assert.equal(srv.streams[1].rstCode, http2.constants.NGHTTP2_CANCEL);
+
+    // wait (a server stream) is cancelled the same way.
+    const ac3 = new AbortController();
+    const p3 = rejection(c.wait('q', 'id-3', { signal: ac3.signal }), 'wait');
+    await waitFor(() => srv.streams.length === 3, { what: 'the wait to reach the server' });
+    assert.equal(srv.streams[2].path, '/jobwire.v1.BrokerService/WaitJob');
+    ac3.abort();
+    assert.equal((await p3).name, 'AbortError');
+    await waitFor(() => srv.streams[2].closed, { what: 'the server to see the wait end' });
+    assert.equal(srv.streams[2].rstCode, http2.constants.NGHTTP2_CANCEL);
   } finally {
     c.close();
     await srv.close();

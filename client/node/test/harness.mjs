@@ -70,7 +70,7 @@ function stopProc(proc, signal = 'SIGTERM', timeoutMs = 5000) {
 
 /**
  * Starts redis-server and the broker. Returns { address, brokerPort,
- * redisPort, killBroker(), restartBroker(), stop() }.
+ * redisPort, killBroker(), stopBroker(), restartBroker(), stop() }.
  */
 export async function startStack({ brokerArgs = [] } = {}) {
   const redisPort = await freePort();
@@ -102,6 +102,10 @@ export async function startStack({ brokerArgs = [] } = {}) {
     /** SIGKILL the broker and wait for it to be gone. */
     async killBroker() {
       await stopProc(broker, 'SIGKILL');
+    },
+    /** SIGTERM the broker (it drains for --shutdown_grace_ms) and wait for it to be gone. */
+    async stopBroker() {
+      await stopProc(broker, 'SIGTERM');
     },
     async restartBroker() {
       await startBroker();

@@ -16,6 +16,11 @@ Worker::
 
     w.run()
 
+Waiting for a job's outcome::
+
+    job = client.wait("emails", job_id, timeout=30)   # COMPLETED: job.result_json()
+    # JobDeadError (e.job.error) when it ends DEAD, WaitTimeoutError after 30 s
+
 Errors: every failed call raises ``JobwireError`` (``code``, ``message``,
 and the broker's typed details: ``reason``, ``metadata``, ``field``,
 ``retry_delay``); ``Reason`` names the stable reasons::
@@ -26,7 +31,8 @@ and the broker's typed details: ``reason``, ``metadata``, ``field``,
         if e.reason == Reason.JOB_STATE:
             print("not pending:", e.metadata["state"])
 """
-from ._errors import JobwireError, NonRetryableError, Reason, RetryAfter
+from ._errors import (JobDeadError, JobwireError, NonRetryableError, Reason, RetryAfter,
+                      WaitTimeoutError)
 from ._types import AckResult, EnqueueResult, Job, JobState, Outcome
 from ._version import __version__  # noqa: F401 (re-exported)
 from .client import Client
@@ -41,12 +47,14 @@ __all__ = [
     "AckResult",
     "Outcome",
     "JobwireError",
+    "JobDeadError",
+    "WaitTimeoutError",
     "Reason",
     "NonRetryableError",
     "RetryAfter",
 ]
 
 for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, JobwireError,
-             Reason, NonRetryableError, RetryAfter):
+             JobDeadError, WaitTimeoutError, Reason, NonRetryableError, RetryAfter):
     _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...
 del _cls

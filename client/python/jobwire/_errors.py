@@ -60,6 +60,8 @@ class Reason(str, enum.Enum):
     TOKEN_NOT_PERMITTED = "TOKEN_NOT_PERMITTED"  # PERMISSION_DENIED; metadata "queue"
     REDIS_OUT_OF_MEMORY = "REDIS_OUT_OF_MEMORY"  # RESOURCE_EXHAUSTED, RetryInfo
     TOO_MANY_CLAIM_STREAMS = "TOO_MANY_CLAIM_STREAMS"  # RESOURCE_EXHAUSTED, RetryInfo
+    TOO_MANY_WAITS = "TOO_MANY_WAITS"  # RESOURCE_EXHAUSTED (WaitJob), RetryInfo
+    WAIT_TIMEOUT = "WAIT_TIMEOUT"  # DEADLINE_EXCEEDED (WaitJob): timeout_ms passed
     REDIS_UNAVAILABLE = "REDIS_UNAVAILABLE"  # UNAVAILABLE
     BROKER_SHUTTING_DOWN = "BROKER_SHUTTING_DOWN"  # UNAVAILABLE: reconnect
     CLAIM_STREAM_MAX_AGE = "CLAIM_STREAM_MAX_AGE"  # UNAVAILABLE (Claim): reconnect
@@ -115,7 +117,8 @@ class JobwireError(Exception):
     ``field`` (str or None): the field path of the BadRequest field violation
     (``"priority"``, ``"jobs[3].priority"``), INVALID_FIELD only.
     ``retry_delay`` (float seconds or None): the broker's RetryInfo, how long
-    to wait before retrying (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS).
+    to wait before retrying (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS,
+    TOO_MANY_WAITS).
     """
 
     def __init__(self, code: grpc.StatusCode, message: str, *, reason: str = "",
@@ -162,6 +165,45 @@ class JobwireError(Exception):
         """The per-item error of a batch result (EnqueueResult / AckResult):
         its google.rpc.Code number, message and ``reason`` field."""
         return cls(status_code(code), message, reason=reason)
+
+
+class JobDeadError(JobwireError):
+    """``Client.wait``: the job ended DEAD (failed non-retryable, out of
+    attempts, or cancelled). ``job`` is the job as the broker sent it last
+    (``job.error``: its last error text). The WaitJob call itself succeeded:
+    this error is made by the client, with code FAILED_PRECONDITION (the
+    job's state refuses what the caller waited for), reason ``""`` and the
+    message ``job <id> in queue <queue> is dead: <job.error>``."""
+
+    def __init__(self, job):
+        super().__init__(grpc.StatusCode.FAILED_PRECONDITION,
+                         "job %s in queue %s is dead: %s" % (job.id, job.queue, job.error))
+        self.job = job
+
+    def __reduce__(self):
+        return type(self), (self.job,)
+
+
+class WaitTimeoutError(JobwireError):
+    """``Client.wait``: its ``timeout`` passed before the job finished. Code
+    DEADLINE_EXCEEDED; ``reason`` is ``WAIT_TIMEOUT`` with the broker's
+    message when the broker ended the wait, ``""`` when the client did (its
+    own deadline of the call, or the time ran out while it waited to call
+    again after UNAVAILABLE). ``job``: the job as last seen (its latest
+    state), None when no message came."""
+
+    def __init__(self, message: str, job=None, *, reason: str = "",
+                 metadata: Optional[Dict[str, str]] = None):
+        super().__init__(grpc.StatusCode.DEADLINE_EXCEEDED, message, reason=reason,
+                         metadata=metadata)
+        self.job = job
+
+    def __reduce__(self):
+        return _rebuild_wait_timeout, (self.message, self.job, self.reason, self.metadata)
+
+
+def _rebuild_wait_timeout(message, job, reason, metadata):
+    return WaitTimeoutError(message, job, reason=reason, metadata=metadata)
 
 
 def _rebuild(cls, code, message, reason, metadata, field, retry_delay):

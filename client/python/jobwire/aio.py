@@ -26,6 +26,7 @@ from ._lease_rules import (RETRYABLE, given_up, lease_ended_ago_ms, lease_length
                            may_resend, renew_lease_ms, retry_jitter, retry_wait)
 from ._reconnect import reconnect_delay
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
+from ._wait import Waiter
 from .client import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
                      build_enqueue_request, build_enqueue_results)
 from .v1 import broker_pb2 as pb
@@ -97,6 +98,33 @@ class Client:
         resp = await self._call(self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id),
                                 timeout)
         return Job.from_proto(resp.job)
+
+    async def wait(self, queue: str, job_id: str, timeout: Optional[float] = None, *,
+                   on_update: Optional[Callable[[Job], Any]] = None) -> Job:
+        """As ``jobwire.Client.wait``; ``on_update`` may also be a coroutine
+        function (awaited). Cancelling the awaiting task cancels the call."""
+        self._security.check()
+        w = Waiter(queue, job_id, timeout)
+        while True:
+            req, deadline = w.request()
+            call = self._stub.WaitJob(req, timeout=deadline, metadata=self._metadata)
+            try:
+                async for resp in call:
+                    job = w.take(resp)
+                    if job is None:
+                        continue
+                    if on_update is not None:
+                        pending = on_update(job)
+                        if inspect.isawaitable(pending):
+                            await pending
+                    if w.finished(job):
+                        return job
+                w.ended()
+            except grpc.aio.AioRpcError as e:
+                err = JobwireError.from_rpc_error(e)
+            finally:
+                call.cancel()
+            await asyncio.sleep(w.retry_delay(err))
 
     async def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
         await self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)

@@ -1,14 +1,16 @@
-"""Producer side: Client.enqueue / enqueue_batch / get_job / cancel, and
-ack_batch for callers that claim jobs themselves."""
+"""Producer side: Client.enqueue / enqueue_batch / get_job / wait / cancel,
+and ack_batch for callers that claim jobs themselves."""
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Mapping, Optional, Sequence
+import time
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
 
 import grpc
 
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError
 from ._types import AckResult, EnqueueResult, Job, encode_payload, encode_result, to_epoch_ms, to_ms
+from ._wait import Waiter
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 
@@ -237,6 +239,48 @@ class Client:
         """The job in whatever state it is (NOT_FOUND raises)."""
         resp = self._call(self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id), timeout)
         return Job.from_proto(resp.job)
+
+    def wait(self, queue: str, job_id: str, timeout: Optional[float] = None, *,
+             on_update: Optional[Callable[[Job], Any]] = None) -> Job:
+        """Block until the job finishes (WaitJob) and return it COMPLETED
+        (``result`` / ``result_json()``: the worker's result; empty for a job
+        deleted on ack, completed retention 0). A job already finished
+        answers at once.
+
+        ``timeout``: seconds (> 0), or None for no limit. ``on_update(job)``
+        is called with the job as it is when the wait starts, then at each
+        change of its state or attempts, the final state included; what it
+        raises ends the wait (the call is cancelled) and propagates.
+
+        Raises ``JobDeadError`` (``.job``) when the job ends DEAD,
+        ``WaitTimeoutError`` (``.job``: the latest state seen, or None) when
+        ``timeout`` passes first, else ``JobwireError``: NOT_FOUND (no such
+        job, or deleted meanwhile), INVALID_ARGUMENT, UNAUTHENTICATED,
+        PERMISSION_DENIED, RESOURCE_EXHAUSTED (reason TOO_MANY_WAITS).
+        UNAVAILABLE (broker restarting or draining, Redis down) is not
+        raised: the wait calls again after the reconnect backoff (100 ms
+        doubling to 5 s, full jitter) with the time that remains, so with no
+        timeout it waits out an outage however long it lasts."""
+        self._security.check()
+        w = Waiter(queue, job_id, timeout)
+        while True:
+            req, deadline = w.request()
+            call = self._stub.WaitJob(req, timeout=deadline, metadata=self._metadata)
+            try:
+                for resp in call:
+                    job = w.take(resp)
+                    if job is None:
+                        continue
+                    if on_update is not None:
+                        on_update(job)
+                    if w.finished(job):
+                        return job
+                w.ended()
+            except grpc.RpcError as e:
+                err = JobwireError.from_rpc_error(e)
+            finally:
+                call.cancel()
+            time.sleep(w.retry_delay(err))
 
     def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
         """Cancel a PENDING job (it becomes DEAD with error "cancelled")."""

@@ -1,0 +1,60 @@
+/** A job as the broker reports it (GetJob, WaitJob). */
+import { decodeJson, toNumber } from './codec';
+import type { Job__Output } from './generated/jobwire/v1/Job';
+import type { JobState__Output } from './generated/jobwire/v1/JobState';
+
+export type JobStateName = JobState__Output;
+
+/** A job as GetJob or WaitJob reads it (any state). Times are epoch ms, 0 when unset. */
+export class JobInfo {
+  readonly id: string;
+  readonly queue: string;
+  readonly type: string;
+  readonly payload: Buffer;
+  readonly priority: number;
+  readonly state: JobStateName;
+  /** Runs so far (the current one included). */
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly availableAtMs: number;
+  readonly leaseExpiresAtMs: number;
+  readonly result: Buffer;
+  readonly error: string;
+  readonly idempotencyKey: string;
+  readonly createdAtMs: number;
+  readonly finishedAtMs: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+  readonly workerId: string;
+
+  constructor(j: Job__Output) {
+    this.id = j.id;
+    this.queue = j.queue;
+    this.type = j.type;
+    this.payload = j.payload ?? Buffer.alloc(0);
+    this.priority = j.priority;
+    this.state = j.state;
+    this.attempts = j.attempts;
+    this.maxAttempts = j.maxAttempts;
+    this.availableAtMs = toNumber(j.availableAtMs);
+    this.leaseExpiresAtMs = toNumber(j.leaseExpiresAtMs);
+    this.result = j.result ?? Buffer.alloc(0);
+    this.error = j.error;
+    this.idempotencyKey = j.idempotencyKey;
+    this.createdAtMs = toNumber(j.createdAtMs);
+    this.finishedAtMs = toNumber(j.finishedAtMs);
+    this.backoffBaseMs = toNumber(j.backoffBaseMs);
+    this.backoffMaxMs = toNumber(j.backoffMaxMs);
+    this.workerId = j.workerId;
+  }
+
+  /** The payload decoded as UTF-8 JSON. */
+  json<T = unknown>(): T {
+    return decodeJson<T>(this.payload);
+  }
+
+  /** The result decoded as UTF-8 JSON (undefined when the result is empty). */
+  resultJson<T = unknown>(): T | undefined {
+    return this.result.length === 0 ? undefined : decodeJson<T>(this.result);
+  }
+}

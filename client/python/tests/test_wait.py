@@ -1,0 +1,212 @@
+"""Client.wait (WaitJob) against the real broker and Redis, sync and asyncio:
+a job that completes, one that dies, one already finished, one that times
+out, an unknown job, and a wait that outlives a broker restart."""
+import asyncio
+import pickle
+import threading
+import time
+
+import grpc
+import pytest
+
+from jobwire import (Client, Job, JobDeadError, JobState, JobwireError, NonRetryableError, Reason,
+                     WaitTimeoutError, Worker, aio)
+from conftest import running, wait_for
+from test_worker import wait_state
+
+
+def _in_thread(fn):
+    """Run fn() in a thread; returns (thread, box): box["value"] or box["error"]."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # checked by the test
+            box["error"] = e
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t, box
+
+
+def test_wait_returns_the_completed_job_with_its_result(broker, client, queue):
+    job_id = client.enqueue(queue, "square", {"n": 7}).job_id
+    updates = []
+    t, box = _in_thread(lambda: client.wait(queue, job_id, timeout=20, on_update=updates.append))
+    wait_for(lambda: updates, what="the first update")
+    assert updates[0].state == JobState.PENDING and updates[0].id == job_id
+
+    w = Worker(broker.addr, queue)
+
+    @w.handler("square")
+    def square(job):
+        time.sleep(0.3)  # ACTIVE long enough to be seen
+        return {"square": job.json()["n"] ** 2}
+
+    with running(w):
+        t.join(20)
+    assert "error" not in box, box
+    job = box["value"]
+    assert job.id == job_id and job.state == JobState.COMPLETED
+    assert job.result_json() == {"square": 49} and job.attempts == 1
+    states = [u.state for u in updates]
+    assert states == [JobState.PENDING, JobState.ACTIVE, JobState.COMPLETED], states
+    assert updates[-1] == job
+
+
+def test_wait_raises_job_dead_error_with_the_error_text(broker, client, queue):
+    w = Worker(broker.addr, queue)
+
+    @w.handler("bad")
+    def bad(job):
+        raise NonRetryableError("input %s is malformed" % job.json()["file"])
+
+    job_id = client.enqueue(queue, "bad", {"file": "a.csv"}, max_attempts=5).job_id
+    with running(w):
+        with pytest.raises(JobDeadError) as ei:
+            client.wait(queue, job_id, timeout=20)
+    e = ei.value
+    assert isinstance(e, JobwireError) and e.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert e.job.id == job_id and e.job.state == JobState.DEAD and e.job.attempts == 1
+    assert e.job.error == "NonRetryableError: input a.csv is malformed"
+    assert str(e) == ("FAILED_PRECONDITION: job %s in queue %s is dead: "
+                      "NonRetryableError: input a.csv is malformed" % (job_id, queue))
+
+
+def test_wait_for_a_job_already_finished_answers_at_once(broker, client, queue):
+    w = Worker(broker.addr, queue)
+    w.register("t", lambda job: b"done")
+    done_id = client.enqueue(queue, "t", b"").job_id
+    with running(w):
+        wait_state(client, queue, done_id, JobState.COMPLETED)
+    cancelled_id = client.enqueue(queue, "later", b"", delay_ms=60_000).job_id
+    client.cancel(queue, cancelled_id)
+
+    updates = []
+    t0 = time.monotonic()
+    job = client.wait(queue, done_id, timeout=10, on_update=updates.append)
+    took = time.monotonic() - t0
+    assert job.state == JobState.COMPLETED and job.result == b"done"
+    assert updates == [job]
+    assert took < 1.0, took
+    with pytest.raises(JobDeadError) as ei:
+        client.wait(queue, cancelled_id)  # no timeout: the answer is at once
+    assert ei.value.job.error == "cancelled"
+
+
+def test_wait_times_out_with_the_last_state(client, queue):
+    job_id = client.enqueue(queue, "nobody-handles-this", {"x": 1}).job_id
+    t0 = time.monotonic()
+    with pytest.raises(WaitTimeoutError) as ei:
+        client.wait(queue, job_id, timeout=0.3)
+    took = time.monotonic() - t0
+    e = ei.value
+    assert 0.29 <= took < 1.3, took
+    assert isinstance(e, JobwireError) and e.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert e.reason == Reason.WAIT_TIMEOUT  # ended by the broker, at timeout_ms
+    assert e.job is not None and e.job.id == job_id and e.job.state == JobState.PENDING
+
+
+def test_wait_for_an_unknown_job_is_not_found(client, queue):
+    with pytest.raises(JobwireError) as ei:
+        client.wait(queue, "424242424", timeout=5)
+    e = ei.value
+    assert type(e) is JobwireError
+    assert e.code == grpc.StatusCode.NOT_FOUND and e.reason == Reason.JOB_NOT_FOUND
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), True, "1"])
+def test_wait_refuses_a_bad_timeout_before_calling(client, queue, timeout):
+    with pytest.raises((TypeError, ValueError)):
+        client.wait(queue, "1", timeout=timeout)
+
+
+def test_wait_errors_pickle_with_their_job():
+    job = Job(id="7", queue="q", type="t", payload=b"", attempt=2, max_attempts=2,
+              state=JobState.DEAD, error="ValueError: x")
+    dead = pickle.loads(pickle.dumps(JobDeadError(job)))
+    assert type(dead) is JobDeadError and dead.job == job
+    assert str(dead) == "FAILED_PRECONDITION: job 7 in queue q is dead: ValueError: x"
+    late = pickle.loads(pickle.dumps(WaitTimeoutError("too late", job, reason="WAIT_TIMEOUT")))
+    assert type(late) is WaitTimeoutError and late.job == job
+    assert (late.code, late.message, late.reason) == (
+        grpc.StatusCode.DEADLINE_EXCEEDED, "too late", "WAIT_TIMEOUT")
+
+
+@pytest.mark.parametrize("how", ["kill", "drain"])
+def test_wait_outlives_a_broker_restart(own_broker, queue, how):
+    """UNAVAILABLE (the connection lost, or BROKER_SHUTTING_DOWN while the
+    broker drains) is not raised: the wait calls again once it is back."""
+    client = Client(own_broker.addr, timeout=3)
+    job_id = client.enqueue(queue, "t", {"n": 1}).job_id
+    updates = []
+    t, box = _in_thread(lambda: client.wait(queue, job_id, timeout=40, on_update=updates.append))
+    wait_for(lambda: updates, what="the first update")
+    if how == "kill":
+        own_broker.kill()
+    else:
+        own_broker.stop()
+    time.sleep(1.0)
+    assert t.is_alive() and "error" not in box, box
+    own_broker.start()
+    time.sleep(1.0)  # the wait resumes, sees PENDING again: not reported twice
+    w = Worker(own_broker.addr, queue)
+    w.register("t", lambda job: job.json())
+    with running(w):
+        t.join(30)
+    client.close()
+    assert "error" not in box, box
+    assert box["value"].state == JobState.COMPLETED and box["value"].result_json() == {"n": 1}
+    states = [u.state for u in updates]
+    assert states[0] == JobState.PENDING and states[-1] == JobState.COMPLETED
+    assert states.count(JobState.PENDING) == 1, states
+
+
+def test_aio_wait(broker, queue):
+    async def main():
+        async with aio.Client(broker.addr, timeout=5) as c:
+            w = aio.Worker(broker.addr, queue)
+
+            @w.handler("ok")
+            async def ok(job):
+                return {"got": job.json()}
+
+            @w.handler("dead")
+            def dead(job):
+                raise NonRetryableError("no")
+
+            seen = []
+
+            async def on_update(job):  # a coroutine function is awaited
+                seen.append(job.state)
+
+            ok_id = (await c.enqueue(queue, "ok", 5)).job_id
+            dead_id = (await c.enqueue(queue, "dead", None)).job_id
+            run = asyncio.create_task(w.run(install_signal_handlers=False))
+            try:
+                job = await c.wait(queue, ok_id, timeout=20, on_update=on_update)
+                with pytest.raises(JobDeadError) as ei:
+                    await c.wait(queue, dead_id, timeout=20)
+            finally:
+                await w.stop()
+                await asyncio.wait_for(run, 10)
+            assert job.state == JobState.COMPLETED and job.result_json() == {"got": 5}
+            assert seen[-1] == JobState.COMPLETED
+            assert ei.value.job.error == "NonRetryableError: no"
+
+            idle_id = (await c.enqueue(queue, "nobody", b"")).job_id
+            with pytest.raises(WaitTimeoutError) as ti:
+                await c.wait(queue, idle_id, timeout=0.3)
+            assert ti.value.reason == Reason.WAIT_TIMEOUT
+            assert ti.value.job.state == JobState.PENDING
+            with pytest.raises(JobwireError) as ni:
+                await c.wait(queue, "424242424", timeout=5)
+            assert ni.value.code == grpc.StatusCode.NOT_FOUND
+
+            # Cancelling the awaiting task ends the wait (and its call).
+            task = asyncio.create_task(c.wait(queue, idle_id))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    asyncio.run(main())
