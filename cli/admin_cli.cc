@@ -180,6 +180,47 @@ absl::Status AdminCli::Wait(const std::string& queue, const std::string& id,
   return absl::OkStatus();
 }
 
+absl::Status AdminCli::Watch(const std::vector<std::string>& queues,
+                             const std::vector<std::string>& kinds, bool details,
+                             int64_t count) {
+  client::SubscribeOptions options;
+  for (const std::string& name : kinds) {
+    v1::EventKind kind;
+    if (!v1::EventKind_Parse("EVENT_KIND_" + absl::AsciiStrToUpper(name), &kind) ||
+        kind == v1::EVENT_KIND_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kind: unknown event kind \"", name,
+          "\" (enqueued, active, completed, retry, dead, cancelled, lease_expired, released, "
+          "redriven, deleted)"));
+    }
+    options.kinds.push_back(kind);
+  }
+  options.include_details = details;
+  int64_t printed = 0;
+  options.on_event = [&](const v1::QueueEvent& event) {
+    if (json_) {
+      PrintJson(event);
+    } else {
+      std::string kind = v1::EventKind_Name(event.kind()).substr(sizeof("EVENT_KIND_") - 1);
+      *out_ << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(event.at_ms()),
+                                absl::UTCTimeZone())
+            << "  " << event.queue() << "  " << event.job_id() << "  "
+            << absl::AsciiStrToLower(kind) << "  attempt " << event.attempts() << "  type "
+            << event.type();
+      if (!event.error().empty()) *out_ << "  error: " << Truncate(event.error(), 200);
+      if (!event.result().empty()) *out_ << "  result: " << Truncate(Bytes(event.result()), 200);
+      *out_ << "\n";
+    }
+    out_->flush();
+    return count <= 0 || ++printed < count;
+  };
+  options.on_missed = [this] {
+    *out_ << (json_ ? "{\"events_missed\":true}" : "events may have been missed") << std::endl;
+    return true;
+  };
+  return client_.Subscribe(queues, options);
+}
+
 void AdminCli::PrintJob(const v1::Job& job) {
   if (json_) {
     PrintJson(job);

@@ -55,6 +55,12 @@ class AdminCli {
   // reaches, then the job in full. FAILED_PRECONDITION when it ends DEAD;
   // DEADLINE_EXCEEDED after `timeout_ms` (> 0).
   absl::Status Wait(const std::string& queue, const std::string& id, int64_t timeout_ms);
+  // Prints the events of `queues` (Subscribe), one line each, until
+  // `count` (> 0) were printed or forever. `kinds`: event kind names
+  // ("completed", "lease_expired", ...; empty: all), INVALID_ARGUMENT for an
+  // unknown one. Lost events print a line "events may have been missed".
+  absl::Status Watch(const std::vector<std::string>& queues, const std::vector<std::string>& kinds,
+                     bool details, int64_t count);
   absl::Status RetryDead(const std::string& queue, const std::vector<std::string>& ids, bool all,
                          const std::string& type);
   absl::Status PurgeDead(const std::string& queue, int64_t older_than_ms);

@@ -96,6 +96,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_json(wait);
 
+  std::vector<std::string> watch_queues, watch_kinds;
+  bool watch_details = false;
+  int64_t watch_count = 0;
+  CLI::App* watch = app.add_subcommand("watch", "print the events of queues as they happen");
+  watch->add_option("QUEUE", watch_queues, "queue names")->required();
+  watch->add_option("--kind", watch_kinds,
+                    "only these event kinds (repeat the flag): enqueued, active, completed, "
+                    "retry, dead, cancelled, lease_expired, released, redriven, deleted");
+  watch->add_flag("--details", watch_details, "with results of completed and errors of failed jobs");
+  watch->add_option("--count", watch_count, "stop after this many events (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_json(watch);
+
   bool all = false;
   CLI::App* retry = app.add_subcommand("retry-dead", "move dead jobs back to pending");
   add_queue(retry);
@@ -174,6 +188,8 @@ int main(int argc, char** argv) {
     status = cli.Job(queue, id);
   } else if (*wait) {
     status = cli.Wait(queue, id, wait_timeout_ms);
+  } else if (*watch) {
+    status = cli.Watch(watch_queues, watch_kinds, watch_details, watch_count);
   } else if (*retry) {
     status = cli.RetryDead(queue, ids, all, type);
   } else if (*delete_queue) {

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -141,6 +143,36 @@ TEST_F(CliTest, WaitFollowsAJobUntilItCompletes) {
   EXPECT_THAT(r.out, HasSubstr("active (attempt 1/3)\n"));
   EXPECT_THAT(r.out, HasSubstr("completed (attempt 1/3)\n"));
   EXPECT_THAT(r.out, HasSubstr("result:          out\n"));
+}
+
+TEST_F(CliTest, WatchPrintsEventsAsTheyHappen) {
+  // Jobs keep coming until the CLI has printed its 3 events (it may
+  // subscribe after the first ones).
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    while (!done.load()) {
+      v1::EnqueueResponse response;
+      (void)Enqueue(*stub_, MakeJob("watched", "in"), &response);
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+  CliResult r = Cli({"watch", "watched", "--kind", "enqueued", "--count", "3"});
+  done = true;
+  producer.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  for (const std::string& line : lines) {
+    EXPECT_THAT(line, HasSubstr("  watched  "));
+    EXPECT_THAT(line, HasSubstr("  enqueued  attempt 0  type test"));
+  }
+
+  r = Cli({"watch", "watched", "--kind", "bogus"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--kind: unknown event kind \"bogus\""));
+  r = Cli({"watch", "bad name"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("queues[0]"));
 }
 
 TEST_F(CliTest, JsonOutputIsMachineReadable) {

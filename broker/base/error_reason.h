@@ -51,6 +51,8 @@ inline constexpr absl::string_view kTokenNotPermitted = "TOKEN_NOT_PERMITTED";
 inline constexpr absl::string_view kRedisOutOfMemory = "REDIS_OUT_OF_MEMORY";
 inline constexpr absl::string_view kTooManyClaimStreams = "TOO_MANY_CLAIM_STREAMS";
 inline constexpr absl::string_view kTooManyWaits = "TOO_MANY_WAITS";
+inline constexpr absl::string_view kTooManySubscriptions = "TOO_MANY_SUBSCRIPTIONS";
+inline constexpr absl::string_view kSubscriberTooSlow = "SUBSCRIBER_TOO_SLOW";
 inline constexpr absl::string_view kWaitTimeout = "WAIT_TIMEOUT";  // DEADLINE_EXCEEDED (WaitJob)
 // UNAVAILABLE.
 inline constexpr absl::string_view kRedisUnavailable = "REDIS_UNAVAILABLE";

@@ -29,7 +29,7 @@ Dispatcher::Dispatcher(base::EventLoop* loop, const store::JobStore* store,
       partitions_(partitions),
       metrics_(metrics),
       counts_(limits) {
-  partitions_->SetOnGrown([this](const std::string& queue, int count) {
+  partitions_->AddOnGrown([this](const std::string& queue, int count) {
     loop_->Post([this, queue, count] { OnPartitionsGrown(queue, count); });
   });
 }

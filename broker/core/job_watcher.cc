@@ -5,9 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "broker/base/error_reason.h"
-#include "broker/base/logging.h"
 #include "broker/store/keys.h"
-#include "broker/store/queue_events.h"
 
 namespace jobwire::core {
 namespace {
@@ -28,9 +26,9 @@ absl::string_view StateName(v1::JobState state) {
 
 }  // namespace
 
-JobWatcher::JobWatcher(base::EventLoop* loop, const store::JobStore* store,
-                       store::RedisSubscriptions* subscriptions, int64_t max_follows)
-    : loop_(loop), store_(store), subscriptions_(subscriptions), max_follows_(max_follows) {}
+JobWatcher::JobWatcher(base::EventLoop* loop, const store::JobStore* store, QueueEventHub* hub,
+                       int64_t max_follows)
+    : loop_(loop), store_(store), hub_(hub), max_follows_(max_follows) {}
 
 absl::StatusOr<JobWatcher::FollowId> JobWatcher::Follow(const std::string& queue,
                                                         const std::string& job_id,
@@ -61,16 +59,15 @@ absl::StatusOr<JobWatcher::FollowId> JobWatcher::Follow(const std::string& queue
       f.timeout_ms = absl::ToInt64Milliseconds(timeout);
       f.timer = loop_->RunAfter(timeout, [this, id] { Expire(id); });
     }
-    auto& jobs = by_queue_[f.partition_queue];
-    if (jobs.empty()) {
-      // The handler runs on the loop thread, never from inside this call.
-      subscriptions_->Subscribe(store_->EventsChannel(f.partition_queue),
-                                [this, partition = f.partition_queue](const std::string&,
-                                                                      const std::string& message) {
-                                  OnMessage(partition, message);
-                                });
+    Partition& partition = by_queue_[f.partition_queue];
+    if (partition.jobs.empty()) {
+      // The listener runs on the loop thread, never from inside this call.
+      partition.listener = hub_->Listen(
+          f.partition_queue,
+          [this, name = f.partition_queue](const std::vector<store::QueueEvent>& events,
+                                           bool confirmed) { OnEvents(name, events, confirmed); });
     }
-    jobs[job_id].insert(id);
+    partition.jobs[job_id].insert(id);
   }
   // Events published before the subscription is confirmed are missed; the
   // confirmation reads every follow of the queue again.
@@ -84,13 +81,13 @@ std::shared_ptr<JobWatcher::Update> JobWatcher::EndLocked(FollowId id) {
   loop_->Cancel(it->second.timer);
   auto q = by_queue_.find(it->second.partition_queue);
   if (q != by_queue_.end()) {
-    auto j = q->second.find(it->second.job_id);
-    if (j != q->second.end()) {
+    auto j = q->second.jobs.find(it->second.job_id);
+    if (j != q->second.jobs.end()) {
       j->second.erase(id);
-      if (j->second.empty()) q->second.erase(j);
+      if (j->second.empty()) q->second.jobs.erase(j);
     }
-    if (q->second.empty()) {
-      subscriptions_->Unsubscribe(store_->EventsChannel(q->first));
+    if (q->second.jobs.empty()) {
+      hub_->Unlisten(q->second.listener);
       by_queue_.erase(q);
     }
   }
@@ -207,36 +204,30 @@ void JobWatcher::Expire(FollowId id) {
   (*update)(base::WithReason(absl::DeadlineExceededError(message), base::reason::kWaitTimeout));
 }
 
-void JobWatcher::OnMessage(const std::string& partition_queue, const std::string& message) {
+void JobWatcher::OnEvents(const std::string& partition_queue,
+                          const std::vector<store::QueueEvent>& events, bool confirmed) {
   std::vector<FollowId> to_read;
   {
     absl::MutexLock lock(&mu_);
     auto q = by_queue_.find(partition_queue);
     if (q == by_queue_.end()) return;
     auto read_all = [&] {
-      for (const auto& [job_id, ids] : q->second) to_read.insert(to_read.end(), ids.begin(), ids.end());
-    };
-    if (message.empty()) {
-      // (Re)subscribed: whatever happened before is unknown.
-      read_all();
-    } else {
-      auto events = store::DecodeQueueEvents(message);
-      if (!events.ok()) {
-        base::Log(base::LogLevel::kWarning, "queue event message ignored",
-                  {{"queue", partition_queue}, {"error", events.status().ToString()}});
-        return;
+      for (const auto& [job_id, ids] : q->second.jobs) {
+        to_read.insert(to_read.end(), ids.begin(), ids.end());
       }
-      for (const store::QueueEvent& e : *events) {
-        if (e.job_id.empty()) {
-          read_all();  // the whole queue (delete_queue.lua)
-          continue;
-        }
-        auto j = q->second.find(e.job_id);
-        if (j == q->second.end()) continue;
-        for (FollowId id : j->second) {
-          if (e.kind == "completed") follows_[id].completed_at_ms = e.at_ms;
-          to_read.push_back(id);
-        }
+    };
+    // (Re)subscribed: whatever happened before is unknown.
+    if (confirmed) read_all();
+    for (const store::QueueEvent& e : events) {
+      if (e.job_id.empty()) {
+        read_all();  // the whole queue (delete_queue.lua)
+        continue;
+      }
+      auto j = q->second.jobs.find(e.job_id);
+      if (j == q->second.jobs.end()) continue;
+      for (FollowId id : j->second) {
+        if (e.kind == "completed") follows_[id].completed_at_ms = e.at_ms;
+        to_read.push_back(id);
       }
     }
   }

@@ -1,6 +1,6 @@
 // JobWatcher: follows single jobs for WaitJob. For each queue (partition)
-// with a followed job it subscribes to the queue's events channel
-// (store/queue_events.h), so that the scripts publish that queue's events
+// with a followed job it listens to the queue's events channel
+// (QueueEventHub), so that the scripts publish that queue's events
 // while, and only while, some job of it is followed; on an event naming a
 // followed job (or the whole queue), and whenever the subscription is
 // (re)confirmed, it reads the job again and hands it to the follower. No
@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -31,7 +32,7 @@
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/store/job_store.h"
-#include "broker/store/redis_subscriptions.h"
+#include "broker/core/queue_event_hub.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::core {
@@ -45,10 +46,10 @@ class JobWatcher {
   // with reason WAIT_TIMEOUT (the follow's timeout passed), INTERNAL.
   using Update = std::function<void(absl::StatusOr<v1::Job>)>;
 
-  // `loop`, `store` and `subscriptions` must outlive this object. At most
+  // `loop`, `store` and `hub` must outlive this object. At most
   // `max_follows` follows at once.
-  JobWatcher(base::EventLoop* loop, const store::JobStore* store,
-             store::RedisSubscriptions* subscriptions, int64_t max_follows);
+  JobWatcher(base::EventLoop* loop, const store::JobStore* store, QueueEventHub* hub,
+             int64_t max_follows);
 
   // Follows job `job_id` of `queue` (as a client names them; the partition
   // comes from the id) until it finishes, `timeout` passes (InfiniteDuration:
@@ -91,22 +92,26 @@ class JobWatcher {
   // Removes follow `id` (its timer, its queue's subscription when it was
   // the last there); returns its update.
   std::shared_ptr<Update> EndLocked(FollowId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A message of the events channel of partition `partition_queue` ("" when
-  // the subscription was (re)confirmed).
-  void OnMessage(const std::string& partition_queue, const std::string& message)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // Events of partition `partition_queue` (none, and `confirmed`, when the
+  // subscription was (re)confirmed).
+  void OnEvents(const std::string& partition_queue, const std::vector<store::QueueEvent>& events,
+                bool confirmed) ABSL_LOCKS_EXCLUDED(mu_);
 
   base::EventLoop* const loop_;
   const store::JobStore* const store_;
-  store::RedisSubscriptions* const subscriptions_;
+  QueueEventHub* const hub_;
   const int64_t max_follows_;
   mutable absl::Mutex mu_;
   FollowId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<FollowId, Followed> follows_ ABSL_GUARDED_BY(mu_);
-  // Store name of a partition -> job id -> the follows of that job.
-  absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, absl::flat_hash_set<FollowId>>>
-      by_queue_ ABSL_GUARDED_BY(mu_);
+  struct Partition {
+    QueueEventHub::ListenerId listener = 0;
+    // Job id -> the follows of that job.
+    absl::flat_hash_map<std::string, absl::flat_hash_set<FollowId>> jobs;
+  };
+  // Store name of a partition -> its follows.
+  absl::flat_hash_map<std::string, Partition> by_queue_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwire::core

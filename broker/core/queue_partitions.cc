@@ -109,7 +109,7 @@ void QueuePartitions::OnRead(const std::string& queue, absl::StatusOr<int> count
       entries_.erase(it);  // the next lookup reads again
     }
   }
-  if (grew && on_grown_) on_grown_(queue, *count);
+  if (grew) Grown(queue, *count);
   for (auto& waiter : waiters) waiter(count);
 }
 
@@ -121,7 +121,11 @@ void QueuePartitions::Set(const std::string& queue, int partitions) {
     entry.used_at = entry.read_at = absl::Now();
     grew = Record(entry, partitions);
   }
-  if (grew && on_grown_) on_grown_(queue, partitions);
+  if (grew) Grown(queue, partitions);
+}
+
+void QueuePartitions::Grown(const std::string& queue, int count) {
+  for (const auto& fn : on_grown_) fn(queue, count);
 }
 
 bool QueuePartitions::Record(Entry& entry, int count) {

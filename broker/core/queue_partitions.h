@@ -48,8 +48,11 @@ class QueuePartitions {
   void Refresh(const std::string& queue);
   void Set(const std::string& queue, int partitions);
 
-  // Called with (queue, new count) whenever a count grows. Set before use.
-  void SetOnGrown(std::function<void(const std::string&, int)> fn) { on_grown_ = std::move(fn); }
+  // Adds a listener called with (queue, new count) whenever a count grows.
+  // Add every listener before use.
+  void AddOnGrown(std::function<void(const std::string&, int)> fn) {
+    on_grown_.push_back(std::move(fn));
+  }
 
   // The partition of the next enqueue call's jobs without an idempotency
   // key in a queue of `partitions`: round robin per call, so that a batch's
@@ -73,11 +76,13 @@ class QueuePartitions {
   void OnRead(const std::string& queue, absl::StatusOr<int> count);
   // Records `count`; returns true when it grew a known count.
   bool Record(Entry& entry, int count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells every on_grown_ listener.
+  void Grown(const std::string& queue, int count);
   void DropUnused(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const store::JobStore* const store_;
   const absl::Duration refresh_;
-  std::function<void(const std::string&, int)> on_grown_;
+  std::vector<std::function<void(const std::string&, int)>> on_grown_;
   std::atomic<uint64_t> next_{0};
 
   absl::Mutex mu_;

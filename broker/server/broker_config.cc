@@ -79,6 +79,12 @@ ABSL_FLAG(int64_t, max_claim_streams_per_peer, kDefaults.max_claim_streams_per_p
 ABSL_FLAG(int64_t, max_wait_streams, kDefaults.max_wait_streams,
           "WaitJob streams open at once on this broker; more get RESOURCE_EXHAUSTED "
           "(1..1000000)");
+ABSL_FLAG(int64_t, max_subscriptions, kDefaults.max_subscriptions,
+          "Subscribe streams open at once on this broker; more get RESOURCE_EXHAUSTED "
+          "(1..1000000)");
+ABSL_FLAG(int64_t, subscribe_buffer_events, kDefaults.subscribe_buffer_events,
+          "events a Subscribe stream may have waiting to be sent; a client that falls "
+          "further behind is cut off with RESOURCE_EXHAUSTED (1..1000000)");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "host:port of the Prometheus metrics endpoint (/metrics); empty disables it");
 ABSL_FLAG(std::string, health_listen, "",
@@ -117,6 +123,7 @@ absl::Status ApplyEnvironment() {
                            "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer", "max_wait_streams",
+                           "max_subscriptions", "subscribe_buffer_events",
                            "metrics_listen", "health_listen", "log_level", "tls_cert",
                            "tls_key", "tls_client_ca", "redis_tls_ca", "redis_tls_cert",
                            "redis_tls_key", "redis_tls_server_name",
@@ -249,6 +256,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.max_claim_streams = absl::GetFlag(FLAGS_max_claim_streams);
   c.max_claim_streams_per_peer = absl::GetFlag(FLAGS_max_claim_streams_per_peer);
   c.max_wait_streams = absl::GetFlag(FLAGS_max_wait_streams);
+  c.max_subscriptions = absl::GetFlag(FLAGS_max_subscriptions);
+  c.subscribe_buffer_events = absl::GetFlag(FLAGS_subscribe_buffer_events);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.health_listen = absl::GetFlag(FLAGS_health_listen);
   c.log_level = absl::GetFlag(FLAGS_log_level);
@@ -285,6 +294,8 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("max_claim_streams", c.max_claim_streams, 1, 1000000),
            CheckRange("max_claim_streams_per_peer", c.max_claim_streams_per_peer, 1, 1000000),
            CheckRange("max_wait_streams", c.max_wait_streams, 1, 1000000),
+           CheckRange("max_subscriptions", c.max_subscriptions, 1, 1000000),
+           CheckRange("subscribe_buffer_events", c.subscribe_buffer_events, 1, 1000000),
        }) {
     if (!s.ok()) return s;
   }

@@ -46,6 +46,9 @@ struct BrokerConfig {
   int64_t max_claim_streams = 10000;
   int64_t max_claim_streams_per_peer = 1000;  // per client connection
   int64_t max_wait_streams = 100000;  // WaitJob streams open at once
+  int64_t max_subscriptions = 10000;  // Subscribe streams open at once
+  // Events one Subscribe stream may have waiting; a slower client is cut off.
+  int64_t subscribe_buffer_events = 10000;
   std::string metrics_listen = "0.0.0.0:9464";   // empty: no metrics endpoint
   // A plaintext gRPC listener serving only grpc.health.v1 (and reflection),
   // for probes that cannot speak TLS (Kubernetes' gRPC probe); empty: none.

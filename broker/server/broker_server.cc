@@ -41,6 +41,7 @@ service::ServiceOptions ServiceOptionsFrom(const BrokerConfig& c) {
   service::ServiceOptions o;
   o.limits = service::Limits{c.max_payload_bytes, c.backoff_base_ms, c.completed_retention_max_ms};
   if (c.max_stream_age_ms > 0) o.max_stream_age = absl::Milliseconds(c.max_stream_age_ms);
+  o.subscribe_buffer_events = c.subscribe_buffer_events;
   return o;
 }
 
@@ -85,12 +86,14 @@ BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::Eve
       partitions_(&store_),
       dispatcher_(loop_.get(), &store_, redis_->subscriptions(), &partitions_, &metrics_,
                   StreamLimitsFrom(config)),
-      watcher_(loop_.get(), &store_, redis_->subscriptions(), config.max_wait_streams),
+      events_(loop_.get(), &store_, redis_->subscriptions()),
+      watcher_(loop_.get(), &store_, &events_, config.max_wait_streams),
+      feed_(&events_, &partitions_, &store_, config.max_subscriptions),
       lifecycle_(&store_, &partitions_, &dispatcher_, &metrics_, DefaultsFrom(config)),
       reaper_(core::LeaseReaperParams{loop_.get(), &store_, &admin_store_, &metrics_}),
       stats_refresher_(core::QueueStatsRefresherParams{loop_.get(), &queue_admin_, &metrics_}),
       authorizer_(std::move(authorizer)),
-      service_(&lifecycle_, &dispatcher_, &watcher_, &metrics_, authorizer_.get(),
+      service_(&lifecycle_, &dispatcher_, &watcher_, &feed_, &metrics_, authorizer_.get(),
                ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_, &partitions_),
       admin_service_(&queue_admin_, authorizer_.get()) {}
@@ -182,13 +185,14 @@ void BrokerServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ != nullptr) {
-    // Report NOT_SERVING, end Claim and WaitJob streams at once (clients reconnect
+    // Report NOT_SERVING, end Claim, WaitJob and Subscribe streams at once (clients reconnect
     // elsewhere), let unary calls finish within the grace period, then close
     // every connection: gRPC's own deadline would also wait out idle client
     // connections.
     health_.SetDraining();
     dispatcher_.Shutdown();
     watcher_.Shutdown();
+    feed_.Shutdown();
     const absl::Time deadline = absl::Now() + grace;
     while (absl::Now() < deadline &&
            (service_.calls_in_flight() > 0 || admin_service_.calls_in_flight() > 0 ||

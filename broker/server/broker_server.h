@@ -16,11 +16,13 @@
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/dispatcher.h"
+#include "broker/core/event_feed.h"
 #include "broker/core/job_lifecycle.h"
 #include "broker/core/job_watcher.h"
 #include "broker/core/lease_reaper.h"
 #include "broker/core/metrics.h"
 #include "broker/core/queue_admin.h"
+#include "broker/core/queue_event_hub.h"
 #include "broker/core/queue_stats_refresher.h"
 #include "broker/server/broker_config.h"
 #include "broker/server/health_reporter.h"
@@ -82,7 +84,9 @@ class BrokerServer {
   store::AdminStore admin_store_;
   core::QueuePartitions partitions_;
   core::Dispatcher dispatcher_;
+  core::QueueEventHub events_;
   core::JobWatcher watcher_;
+  core::EventFeed feed_;
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;
   core::QueueStatsRefresher stats_refresher_;

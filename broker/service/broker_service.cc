@@ -12,6 +12,7 @@
 #include "broker/service/claim_reactor.h"
 #include "broker/service/grpc_status.h"
 #include "broker/service/counted_reactor.h"
+#include "broker/service/subscribe_reactor.h"
 #include "broker/service/wait_reactor.h"
 
 namespace jobwire::service {
@@ -54,15 +55,18 @@ grpc::ServerUnaryReactor* BrokerService::NewUnaryReactor() {
 }
 
 BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
-                             core::JobWatcher* watcher, core::Metrics* metrics,
-                             const Authorizer* authorizer, ServiceOptions options)
+                             core::JobWatcher* watcher, core::EventFeed* feed,
+                             core::Metrics* metrics, const Authorizer* authorizer,
+                             ServiceOptions options)
     : lifecycle_(lifecycle),
       dispatcher_(dispatcher),
       watcher_(watcher),
+      feed_(feed),
       metrics_(metrics),
       authorizer_(authorizer),
       limits_(options.limits),
-      max_stream_age_(options.max_stream_age) {}
+      max_stream_age_(options.max_stream_age),
+      subscribe_buffer_events_(options.subscribe_buffer_events) {}
 
 grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ctx,
                                                  const v1::EnqueueRequest* req,
@@ -294,6 +298,18 @@ grpc::ServerWriteReactor<v1::WaitJobResponse>* BrokerService::WaitJob(
                  req->timeout_ms() > 0 ? absl::Milliseconds(req->timeout_ms())
                                        : absl::InfiniteDuration(),
                  refused);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::SubscribeResponse>* BrokerService::Subscribe(
+    grpc::CallbackServerContext* ctx, const v1::SubscribeRequest* req) {
+  auto* reactor = new SubscribeReactor(feed_, subscribe_buffer_events_);
+  absl::Status refused = ValidateSubscribe(*req);
+  if (refused.ok()) {
+    std::vector<absl::string_view> queues(req->queues().begin(), req->queues().end());
+    refused = authorizer_->Authorize(*ctx, Permission::kRead, queues);
+  }
+  reactor->Start(*req, refused);
   return reactor;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
+#include "broker/core/event_feed.h"
 #include "broker/core/job_watcher.h"
 #include "broker/core/metrics.h"
 #include "broker/service/authorizer.h"
@@ -27,17 +28,19 @@ struct ServiceOptions {
   // Claim streams end with UNAVAILABLE after this age, jittered by +-10% per
   // stream so that reconnects spread out; InfiniteDuration: never.
   absl::Duration max_stream_age = absl::InfiniteDuration();
+  // Events a Subscribe stream may have waiting before it is cut off.
+  int64_t subscribe_buffer_events = 10000;
 };
 
 // Thread safety: gRPC calls the handlers concurrently; the only state of
 // its own is an atomic count of unary calls in flight.
 class BrokerService final : public v1::BrokerService::CallbackService {
  public:
-  // `lifecycle`, `dispatcher`, `watcher`, `metrics` and `authorizer` must
-  // outlive the service.
+  // `lifecycle`, `dispatcher`, `watcher`, `feed`, `metrics` and `authorizer`
+  // must outlive the service.
   BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
-                core::JobWatcher* watcher, core::Metrics* metrics, const Authorizer* authorizer,
-                ServiceOptions options);
+                core::JobWatcher* watcher, core::EventFeed* feed, core::Metrics* metrics,
+                const Authorizer* authorizer, ServiceOptions options);
 
   grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
                                     v1::EnqueueResponse* resp) override;
@@ -62,6 +65,8 @@ class BrokerService final : public v1::BrokerService::CallbackService {
                                    v1::CancelResponse* resp) override;
   grpc::ServerWriteReactor<v1::WaitJobResponse>* WaitJob(grpc::CallbackServerContext* ctx,
                                                          const v1::WaitJobRequest* req) override;
+  grpc::ServerWriteReactor<v1::SubscribeResponse>* Subscribe(
+      grpc::CallbackServerContext* ctx, const v1::SubscribeRequest* req) override;
 
   // Unary calls that have started and are not done yet. Thread-safe.
   int64_t calls_in_flight() const { return calls_in_flight_.load(); }
@@ -73,10 +78,12 @@ class BrokerService final : public v1::BrokerService::CallbackService {
   core::JobLifecycle* const lifecycle_;
   core::Dispatcher* const dispatcher_;
   core::JobWatcher* const watcher_;
+  core::EventFeed* const feed_;
   core::Metrics* const metrics_;
   const Authorizer* const authorizer_;
   const Limits limits_;
   const absl::Duration max_stream_age_;
+  const int64_t subscribe_buffer_events_;
 };
 
 }  // namespace jobwire::service

@@ -111,19 +111,28 @@ absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r) {
   return Invalid("jobs", absl::StrCat("must hold 1..", kMaxBatchJobs, " jobs, got ", r.jobs_size()));
 }
 
-absl::Status ValidateClaim(const v1::ClaimRequest& r) {
-  if (r.queues_size() < 1 || r.queues_size() > kMaxClaimQueues) {
-    return Invalid("queues", absl::StrCat("must name 1..", kMaxClaimQueues, " queues, got ",
-                                          r.queues_size()));
+namespace {
+
+// `queues`: 1..`max` valid names, no repeats.
+absl::Status CheckQueueList(const google::protobuf::RepeatedPtrField<std::string>& queues, int max) {
+  if (queues.size() < 1 || queues.size() > max) {
+    return Invalid("queues", absl::StrCat("must name 1..", max, " queues, got ", queues.size()));
   }
-  for (int i = 0; i < r.queues_size(); ++i) {
-    JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat("queues[", i, "]"), r.queues(i)));
+  for (int i = 0; i < queues.size(); ++i) {
+    JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat("queues[", i, "]"), queues[i]));
     for (int j = 0; j < i; ++j) {
-      if (r.queues(j) == r.queues(i)) {
-        return Invalid(absl::StrCat("queues[", i, "]"), absl::StrCat("repeats \"", r.queues(i), "\""));
+      if (queues[j] == queues[i]) {
+        return Invalid(absl::StrCat("queues[", i, "]"), absl::StrCat("repeats \"", queues[i], "\""));
       }
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateClaim(const v1::ClaimRequest& r) {
+  JW_RETURN_IF_ERROR(CheckQueueList(r.queues(), kMaxClaimQueues));
   if (r.max_in_flight() != 0) {
     JW_RETURN_IF_ERROR(CheckRange("max_in_flight", r.max_in_flight(), 1, kMaxInFlight));
   }
@@ -176,6 +185,24 @@ absl::Status ValidateCancel(const v1::CancelRequest& r) { return CheckJobRef(r.q
 absl::Status ValidateWaitJob(const v1::WaitJobRequest& r) {
   JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
   return CheckRange("timeout_ms", r.timeout_ms(), 0, kMaxWaitTimeoutMs);
+}
+
+absl::Status ValidateSubscribe(const v1::SubscribeRequest& r) {
+  JW_RETURN_IF_ERROR(CheckQueueList(r.queues(), kMaxSubscribeQueues));
+  for (int i = 0; i < r.kinds_size(); ++i) {
+    const std::string field = absl::StrCat("kinds[", i, "]");
+    const int kind = r.kinds(i);
+    if (kind == v1::EVENT_KIND_UNSPECIFIED || !v1::EventKind_IsValid(kind)) {
+      return Invalid(field, absl::StrCat("must be a known event kind (1..", v1::EventKind_MAX,
+                                         "), got ", kind));
+    }
+    for (int j = 0; j < i; ++j) {
+      if (r.kinds(j) == kind) {
+        return Invalid(field, absl::StrCat("repeats ", v1::EventKind_Name(r.kinds(i))));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace jobwire::service

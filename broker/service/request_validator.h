@@ -23,6 +23,8 @@ inline constexpr int kMaxErrorLength = 64 * 1024;
 inline constexpr int kMaxBatchJobs = 1000;
 inline constexpr int kMaxBatchAcks = 1000;
 inline constexpr int kMaxClaimQueues = 32;
+// SubscribeRequest.queues: at most this many.
+inline constexpr int kMaxSubscribeQueues = 100;
 // WaitJobRequest.timeout_ms: at most 24 h.
 inline constexpr int64_t kMaxWaitTimeoutMs = 24LL * 3600 * 1000;
 inline constexpr int kMaxClaimTypes = 64;
@@ -68,6 +70,9 @@ absl::Status ValidateGetJob(const v1::GetJobRequest& r);
 absl::Status ValidateCancel(const v1::CancelRequest& r);
 // queue and job_id as GetJob; timeout_ms 0..kMaxWaitTimeoutMs.
 absl::Status ValidateWaitJob(const v1::WaitJobRequest& r);
+// queues: 1..kMaxSubscribeQueues valid names, no repeats; kinds: known,
+// not UNSPECIFIED, no repeats.
+absl::Status ValidateSubscribe(const v1::SubscribeRequest& r);
 
 }  // namespace jobwire::service
 

@@ -234,6 +234,55 @@ absl::StatusOr<v1::Job> Client::WaitJob(absl::string_view queue, absl::string_vi
   }
 }
 
+absl::Status Client::Subscribe(const std::vector<std::string>& queues,
+                               const SubscribeOptions& options) {
+  if (!config_error_.ok()) return config_error_;
+  v1::SubscribeRequest request;
+  for (const std::string& queue : queues) request.add_queues(queue);
+  for (v1::EventKind kind : options.kinds) request.add_kinds(kind);
+  request.set_include_details(options.include_details);
+  Backoff backoff(absl::Milliseconds(100), absl::Seconds(5));
+  bool was_live = false;
+  while (true) {
+    grpc::ClientContext context;
+    if (!authorization_.empty()) context.AddMetadata("authorization", authorization_);
+    std::unique_ptr<grpc::ClientReader<v1::SubscribeResponse>> reader =
+        stub_->Subscribe(&context, request);
+    v1::SubscribeResponse response;
+    bool stop = false;
+    while (!stop && reader->Read(&response)) {
+      if (response.subscribed()) {
+        backoff.Reset();
+        if (!was_live && options.on_subscribed) options.on_subscribed();
+        if (was_live && options.on_missed && !options.on_missed()) stop = true;
+        was_live = true;
+      }
+      if (!stop && response.events_missed() && options.on_missed && !options.on_missed()) {
+        stop = true;
+      }
+      for (const v1::QueueEvent& event : response.events()) {
+        if (stop) break;
+        if (options.on_event && !options.on_event(event)) stop = true;
+      }
+    }
+    if (stop) {
+      context.TryCancel();
+      reader->Finish();
+      return absl::OkStatus();
+    }
+    absl::Status status = FromGrpc(reader->Finish());
+    if (status.ok()) return absl::InternalError("Subscribe ended without an error");
+    const std::string reason = ErrorReason(status);
+    const bool again =
+        was_live && (absl::IsUnavailable(status) ||
+                     (absl::IsResourceExhausted(status) &&
+                      (reason == reason::kSubscriberTooSlow ||
+                       reason == reason::kTooManySubscriptions)));
+    if (!again) return status;
+    absl::SleepFor(std::max(backoff.Next(), ErrorRetryDelay(status).value_or(absl::ZeroDuration())));
+  }
+}
+
 absl::Status Client::Cancel(absl::string_view queue, absl::string_view job_id) {
   v1::CancelRequest request;
   request.set_queue(std::string(queue));

@@ -82,6 +82,21 @@ struct WaitOptions {
   std::function<void(const v1::Job&)> on_update;
 };
 
+struct SubscribeOptions {
+  // The kinds of events wanted; empty: all.
+  std::vector<v1::EventKind> kinds;
+  // Fill QueueEvent.result (COMPLETED) and error (RETRY, DEAD).
+  bool include_details = false;
+  // Called once, when the stream is live: every event from then on is seen.
+  std::function<void()> on_subscribed;
+  // Called with each event; returning false ends Subscribe (OK).
+  std::function<bool(const v1::QueueEvent&)> on_event;
+  // Called when events may have been lost (the broker re-subscribed to
+  // Redis, or this client subscribed again after the stream broke);
+  // returning false ends Subscribe (OK).
+  std::function<bool()> on_missed;
+};
+
 // One job of an EnqueueBatch call.
 struct BatchJob {
   std::string type;
@@ -128,6 +143,16 @@ class Client {
   // after a backoff of 100 ms to 5 s.
   absl::StatusOr<v1::Job> WaitJob(absl::string_view queue, absl::string_view job_id,
                                   const WaitOptions& options = {});
+
+  // Follows the events of `queues` (Subscribe) until a callback returns
+  // false (OK) or an error ends it. Errors before the stream is live are
+  // returned (INVALID_ARGUMENT, PERMISSION_DENIED, UNAVAILABLE, ...); once
+  // live, a stream that breaks with UNAVAILABLE or RESOURCE_EXHAUSTED
+  // (SUBSCRIBER_TOO_SLOW, TOO_MANY_SUBSCRIPTIONS) is opened again after a
+  // backoff of 100 ms to 5 s (or the broker's RetryInfo), and on_missed is
+  // called once it is live again; any other error is returned. Blocks the
+  // calling thread; the callbacks run on it.
+  absl::Status Subscribe(const std::vector<std::string>& queues, const SubscribeOptions& options);
 
   // The per-job calls of a worker (Worker makes them; see broker.proto).
   absl::Status Ack(absl::string_view queue, absl::string_view job_id,

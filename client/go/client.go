@@ -1,6 +1,7 @@
 // Package jobwire is the Go client of the jobwire job-queue broker: a
-// producer Client (Enqueue, EnqueueBatch, GetJob, Wait, Cancel, AckBatch) and a
-// Worker that consumes queues over one Claim stream. It follows docs/clients.md.
+// producer Client (Enqueue, EnqueueBatch, GetJob, Wait, Subscribe, Cancel,
+// AckBatch) and a Worker that consumes queues over one Claim stream. It
+// follows docs/clients.md.
 //
 // Every failed RPC returns an *Error carrying the gRPC code, the broker's
 // message and the broker's stable reason (Error.Reason, with Metadata, Field

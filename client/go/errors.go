@@ -60,8 +60,8 @@ type Error struct {
 	// with INVALID_FIELD ("priority", "jobs[3].priority"); "" when none.
 	Field string
 	// RetryDelay is the RetryInfo delay (REDIS_OUT_OF_MEMORY,
-	// TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS): wait at least this long
-	// before retrying; 0 when the broker sent none.
+	// TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS, TOO_MANY_SUBSCRIPTIONS): wait
+	// at least this long before retrying; 0 when the broker sent none.
 	RetryDelay time.Duration
 
 	st *status.Status
@@ -145,6 +145,14 @@ var (
 	// *WaitTimeoutError, which also matches it when the client itself ended
 	// the wait (its Err then has no Reason).
 	ErrWaitTimeout error = &reasonError{"WAIT_TIMEOUT"}
+	// ErrTooManySubscriptions: RESOURCE_EXHAUSTED (Subscribe); the broker
+	// already serves its --max_subscriptions streams. Retry after
+	// Error.RetryDelay (a running Subscription does so by itself).
+	ErrTooManySubscriptions error = &reasonError{"TOO_MANY_SUBSCRIPTIONS"}
+	// ErrSubscriberTooSlow: RESOURCE_EXHAUSTED (Subscribe); more events
+	// waited for the client than the broker keeps. A running Subscription
+	// subscribes again by itself (with an EventEventsMissed).
+	ErrSubscriberTooSlow error = &reasonError{"SUBSCRIBER_TOO_SLOW"}
 	// ErrRedisUnavailable: UNAVAILABLE; Redis cannot be reached, or answered
 	// with a transient error. Safe to retry.
 	ErrRedisUnavailable error = &reasonError{"REDIS_UNAVAILABLE"}

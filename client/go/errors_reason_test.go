@@ -5,11 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	jobwire "github.com/jobwire/jobwire/client/go"
+	"github.com/jobwire/jobwire/client/go/internal/testbroker"
 )
 
 // The broker's error reasons (broker.proto, "Error details") as the Go client
@@ -33,6 +39,8 @@ var sentinels = map[string]error{
 	"TOO_MANY_CLAIM_STREAMS": jobwire.ErrTooManyClaimStreams,
 	"TOO_MANY_WAITS":         jobwire.ErrTooManyWaits,
 	"WAIT_TIMEOUT":           jobwire.ErrWaitTimeout,
+	"TOO_MANY_SUBSCRIPTIONS": jobwire.ErrTooManySubscriptions,
+	"SUBSCRIBER_TOO_SLOW":    jobwire.ErrSubscriberTooSlow,
 	"REDIS_UNAVAILABLE":      jobwire.ErrRedisUnavailable,
 	"BROKER_SHUTTING_DOWN":   jobwire.ErrBrokerShuttingDown,
 	"CLAIM_STREAM_MAX_AGE":   jobwire.ErrClaimStreamMaxAge,
@@ -196,5 +204,39 @@ func TestErrorIsMatchesReasonsOnly(t *testing.T) {
 	}
 	if got := jobwire.ErrLeaseStale.Error(); got != "jobwire: LEASE_STALE" {
 		t.Errorf("ErrLeaseStale.Error() = %q", got)
+	}
+}
+
+// TestSentinelsCoverTheContract: there is one sentinel per reason of the
+// "Error details" table of broker.proto, and none for a reason it does not
+// list.
+func TestSentinelsCoverTheContract(t *testing.T) {
+	root, err := testbroker.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "proto", "jobwire", "v1", "broker.proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "// Error details:")
+	end := strings.Index(text, "// Batch results (EnqueueResult, AckResult)")
+	if start < 0 || end < start {
+		t.Fatal(`broker.proto has no "Error details" table`)
+	}
+	var listed []string
+	for _, m := range regexp.MustCompile(`(?m)^//   ([A-Z][A-Z_]+) {2,}`).FindAllStringSubmatch(text[start:end], -1) {
+		listed = append(listed, m[1])
+	}
+	have := slices.Sorted(maps.Keys(sentinels))
+	slices.Sort(listed)
+	if !slices.Equal(have, listed) {
+		t.Fatalf("sentinels %v, broker.proto lists %v", have, listed)
+	}
+	for reason, s := range sentinels {
+		if s.Error() != "jobwire: "+reason {
+			t.Errorf("the sentinel of %s is %q", reason, s.Error())
+		}
 	}
 }

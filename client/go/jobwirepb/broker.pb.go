@@ -68,6 +68,11 @@
 //   TOO_MANY_WAITS          RESOURCE_EXHAUSTED (WaitJob), with RetryInfo (1 s).
 //   WAIT_TIMEOUT            DEADLINE_EXCEEDED (WaitJob): the job did not
 //                           finish within the call's timeout_ms.
+//   TOO_MANY_SUBSCRIPTIONS  RESOURCE_EXHAUSTED (Subscribe), with RetryInfo
+//                           (1 s).
+//   SUBSCRIBER_TOO_SLOW     RESOURCE_EXHAUSTED (Subscribe): more events
+//                           waited for the client than the broker keeps
+//                           (--subscribe_buffer_events); subscribe again.
 //   REDIS_UNAVAILABLE       UNAVAILABLE: Redis cannot be reached, or answered
 //                           with a transient error (LOADING, READONLY, ...).
 //   BROKER_SHUTTING_DOWN    UNAVAILABLE: this replica is draining; reconnect
@@ -167,6 +172,96 @@ func (JobState) EnumDescriptor() ([]byte, []int) {
 	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{0}
 }
 
+// What happened to a job.
+type EventKind int32
+
+const (
+	EventKind_EVENT_KIND_UNSPECIFIED EventKind = 0
+	// Stored by Enqueue / EnqueueBatch (PENDING, due now or later). A
+	// duplicate (same idempotency key) is not an event.
+	EventKind_EVENT_KIND_ENQUEUED EventKind = 1
+	// Claimed: a worker holds it under a new lease (attempts counts this run).
+	EventKind_EVENT_KIND_ACTIVE EventKind = 2
+	// Acked: COMPLETED.
+	EventKind_EVENT_KIND_COMPLETED EventKind = 3
+	// Failed (by Fail, or its lease expired) and scheduled to run again:
+	// PENDING until its backoff passes. error: the failure.
+	EventKind_EVENT_KIND_RETRY EventKind = 4
+	// Failed for good: DEAD (out of attempts, non-retryable, or an expired
+	// lease on its last attempt). error: the failure.
+	EventKind_EVENT_KIND_DEAD EventKind = 5
+	// Cancelled while PENDING: DEAD with error "cancelled".
+	EventKind_EVENT_KIND_CANCELLED EventKind = 6
+	// Its lease expired with no Ack or Fail (the worker died or hung); a
+	// RETRY or DEAD event for the same job follows.
+	EventKind_EVENT_KIND_LEASE_EXPIRED EventKind = 7
+	// Given back unrun (its Claim stream ended before the job was handed to
+	// the worker, or the worker released it): PENDING again, the attempt
+	// undone.
+	EventKind_EVENT_KIND_RELEASED EventKind = 8
+	// Moved from DEAD back to PENDING by RetryDead.
+	EventKind_EVENT_KIND_REDRIVEN EventKind = 9
+	// Deleted (DeleteJob; DeleteQueue sends one event with an empty job_id).
+	EventKind_EVENT_KIND_DELETED EventKind = 10
+)
+
+// Enum value maps for EventKind.
+var (
+	EventKind_name = map[int32]string{
+		0:  "EVENT_KIND_UNSPECIFIED",
+		1:  "EVENT_KIND_ENQUEUED",
+		2:  "EVENT_KIND_ACTIVE",
+		3:  "EVENT_KIND_COMPLETED",
+		4:  "EVENT_KIND_RETRY",
+		5:  "EVENT_KIND_DEAD",
+		6:  "EVENT_KIND_CANCELLED",
+		7:  "EVENT_KIND_LEASE_EXPIRED",
+		8:  "EVENT_KIND_RELEASED",
+		9:  "EVENT_KIND_REDRIVEN",
+		10: "EVENT_KIND_DELETED",
+	}
+	EventKind_value = map[string]int32{
+		"EVENT_KIND_UNSPECIFIED":   0,
+		"EVENT_KIND_ENQUEUED":      1,
+		"EVENT_KIND_ACTIVE":        2,
+		"EVENT_KIND_COMPLETED":     3,
+		"EVENT_KIND_RETRY":         4,
+		"EVENT_KIND_DEAD":          5,
+		"EVENT_KIND_CANCELLED":     6,
+		"EVENT_KIND_LEASE_EXPIRED": 7,
+		"EVENT_KIND_RELEASED":      8,
+		"EVENT_KIND_REDRIVEN":      9,
+		"EVENT_KIND_DELETED":       10,
+	}
+)
+
+func (x EventKind) Enum() *EventKind {
+	p := new(EventKind)
+	*p = x
+	return p
+}
+
+func (x EventKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EventKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_jobwire_v1_broker_proto_enumTypes[1].Descriptor()
+}
+
+func (EventKind) Type() protoreflect.EnumType {
+	return &file_jobwire_v1_broker_proto_enumTypes[1]
+}
+
+func (x EventKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EventKind.Descriptor instead.
+func (EventKind) EnumDescriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{1}
+}
+
 type FailResponse_Outcome int32
 
 const (
@@ -202,11 +297,11 @@ func (x FailResponse_Outcome) String() string {
 }
 
 func (FailResponse_Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_jobwire_v1_broker_proto_enumTypes[1].Descriptor()
+	return file_jobwire_v1_broker_proto_enumTypes[2].Descriptor()
 }
 
 func (FailResponse_Outcome) Type() protoreflect.EnumType {
-	return &file_jobwire_v1_broker_proto_enumTypes[1]
+	return &file_jobwire_v1_broker_proto_enumTypes[2]
 }
 
 func (x FailResponse_Outcome) Number() protoreflect.EnumNumber {
@@ -1796,6 +1891,244 @@ func (x *WaitJobResponse) GetJob() *Job {
 	return nil
 }
 
+type QueueEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  EventKind              `protobuf:"varint,1,opt,name=kind,proto3,enum=jobwire.v1.EventKind" json:"kind,omitempty"`
+	// The queue as the request named it (never a partition's store name).
+	Queue string `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
+	// Empty only for the queue-wide DELETED of DeleteQueue.
+	JobId string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Type  string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
+	// The job's attempts after the event (runs started so far).
+	Attempts int32 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// When it happened, Redis time, ms since the Unix epoch.
+	AtMs int64 `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	// With include_details: the job's result for COMPLETED, and its error for
+	// RETRY and DEAD, as read from the job just after the event (empty when
+	// the job is gone by then, e.g. completed retention 0).
+	Result        []byte `protobuf:"bytes,7,opt,name=result,proto3" json:"result,omitempty"`
+	Error         string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueEvent) Reset() {
+	*x = QueueEvent{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueEvent) ProtoMessage() {}
+
+func (x *QueueEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueEvent.ProtoReflect.Descriptor instead.
+func (*QueueEvent) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *QueueEvent) GetKind() EventKind {
+	if x != nil {
+		return x.Kind
+	}
+	return EventKind_EVENT_KIND_UNSPECIFIED
+}
+
+func (x *QueueEvent) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *QueueEvent) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *QueueEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *QueueEvent) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *QueueEvent) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *QueueEvent) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *QueueEvent) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type SubscribeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The queues to follow: 1..100 names, each a valid queue name, no
+	// repeats.
+	Queues []string `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
+	// The kinds to send; empty: all of them. No repeats, no UNSPECIFIED.
+	Kinds []EventKind `protobuf:"varint,2,rep,packed,name=kinds,proto3,enum=jobwire.v1.EventKind" json:"kinds,omitempty"`
+	// Fill QueueEvent.result / error (one read of the job per such event;
+	// off by default).
+	IncludeDetails bool `protobuf:"varint,3,opt,name=include_details,json=includeDetails,proto3" json:"include_details,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SubscribeRequest) Reset() {
+	*x = SubscribeRequest{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeRequest) ProtoMessage() {}
+
+func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
+func (*SubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SubscribeRequest) GetQueues() []string {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
+func (x *SubscribeRequest) GetKinds() []EventKind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *SubscribeRequest) GetIncludeDetails() bool {
+	if x != nil {
+		return x.IncludeDetails
+	}
+	return false
+}
+
+type SubscribeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Events in the order they happened per queue partition (several per
+	// message when one call changed several jobs, e.g. EnqueueBatch).
+	Events []*QueueEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// Set on the first message only, which has no events: the stream now
+	// receives every event of the queues.
+	Subscribed bool `protobuf:"varint,2,opt,name=subscribed,proto3" json:"subscribed,omitempty"`
+	// Events may have been lost just before this message (the broker
+	// re-subscribed after losing Redis); the message may have no events.
+	EventsMissed  bool `protobuf:"varint,3,opt,name=events_missed,json=eventsMissed,proto3" json:"events_missed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeResponse) Reset() {
+	*x = SubscribeResponse{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeResponse) ProtoMessage() {}
+
+func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
+func (*SubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SubscribeResponse) GetEvents() []*QueueEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *SubscribeResponse) GetSubscribed() bool {
+	if x != nil {
+		return x.Subscribed
+	}
+	return false
+}
+
+func (x *SubscribeResponse) GetEventsMissed() bool {
+	if x != nil {
+		return x.EventsMissed
+	}
+	return false
+}
+
 var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
 
 const file_jobwire_v1_broker_proto_rawDesc = "" +
@@ -1918,13 +2251,46 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"4\n" +
 	"\x0fWaitJobResponse\x12!\n" +
-	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job*\x7f\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job\"\xd7\x01\n" +
+	"\n" +
+	"QueueEvent\x12)\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x15.jobwire.v1.EventKindR\x04kind\x12\x14\n" +
+	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\tR\x04type\x12\x1a\n" +
+	"\battempts\x18\x05 \x01(\x05R\battempts\x12\x13\n" +
+	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x16\n" +
+	"\x06result\x18\a \x01(\fR\x06result\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"\x80\x01\n" +
+	"\x10SubscribeRequest\x12\x16\n" +
+	"\x06queues\x18\x01 \x03(\tR\x06queues\x12+\n" +
+	"\x05kinds\x18\x02 \x03(\x0e2\x15.jobwire.v1.EventKindR\x05kinds\x12'\n" +
+	"\x0finclude_details\x18\x03 \x01(\bR\x0eincludeDetails\"\x88\x01\n" +
+	"\x11SubscribeResponse\x12.\n" +
+	"\x06events\x18\x01 \x03(\v2\x16.jobwire.v1.QueueEventR\x06events\x12\x1e\n" +
+	"\n" +
+	"subscribed\x18\x02 \x01(\bR\n" +
+	"subscribed\x12#\n" +
+	"\revents_missed\x18\x03 \x01(\bR\feventsMissed*\x7f\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x14\n" +
 	"\x10JOB_STATE_ACTIVE\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_COMPLETED\x10\x03\x12\x12\n" +
-	"\x0eJOB_STATE_DEAD\x10\x042\xb8\x05\n" +
+	"\x0eJOB_STATE_DEAD\x10\x04*\x9e\x02\n" +
+	"\tEventKind\x12\x1a\n" +
+	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13EVENT_KIND_ENQUEUED\x10\x01\x12\x15\n" +
+	"\x11EVENT_KIND_ACTIVE\x10\x02\x12\x18\n" +
+	"\x14EVENT_KIND_COMPLETED\x10\x03\x12\x14\n" +
+	"\x10EVENT_KIND_RETRY\x10\x04\x12\x13\n" +
+	"\x0fEVENT_KIND_DEAD\x10\x05\x12\x18\n" +
+	"\x14EVENT_KIND_CANCELLED\x10\x06\x12\x1c\n" +
+	"\x18EVENT_KIND_LEASE_EXPIRED\x10\a\x12\x17\n" +
+	"\x13EVENT_KIND_RELEASED\x10\b\x12\x17\n" +
+	"\x13EVENT_KIND_REDRIVEN\x10\t\x12\x16\n" +
+	"\x12EVENT_KIND_DELETED\x10\n" +
+	"2\x84\x06\n" +
 	"\rBrokerService\x12B\n" +
 	"\aEnqueue\x12\x1a.jobwire.v1.EnqueueRequest\x1a\x1b.jobwire.v1.EnqueueResponse\x12Q\n" +
 	"\fEnqueueBatch\x12\x1f.jobwire.v1.EnqueueBatchRequest\x1a .jobwire.v1.EnqueueBatchResponse\x12>\n" +
@@ -1935,7 +2301,8 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\vExtendLease\x12\x1e.jobwire.v1.ExtendLeaseRequest\x1a\x1f.jobwire.v1.ExtendLeaseResponse\x12?\n" +
 	"\x06GetJob\x12\x19.jobwire.v1.GetJobRequest\x1a\x1a.jobwire.v1.GetJobResponse\x12?\n" +
 	"\x06Cancel\x12\x19.jobwire.v1.CancelRequest\x1a\x1a.jobwire.v1.CancelResponse\x12D\n" +
-	"\aWaitJob\x12\x1a.jobwire.v1.WaitJobRequest\x1a\x1b.jobwire.v1.WaitJobResponse0\x01B\x87\x01\n" +
+	"\aWaitJob\x12\x1a.jobwire.v1.WaitJobRequest\x1a\x1b.jobwire.v1.WaitJobResponse0\x01\x12J\n" +
+	"\tSubscribe\x12\x1c.jobwire.v1.SubscribeRequest\x1a\x1d.jobwire.v1.SubscribeResponse0\x01B\x87\x01\n" +
 	"\x0edev.jobwire.v1B\vBrokerProtoP\x01Z8github.com/jobwire/jobwire/client/go/jobwirepb;jobwirepb\xa2\x02\x03JWX\xaa\x02\n" +
 	"Jobwire.V1\xca\x02\n" +
 	"Jobwire\\V1\xea\x02\vJobwire::V1b\x06proto3"
@@ -1952,72 +2319,81 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 	return file_jobwire_v1_broker_proto_rawDescData
 }
 
-var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                // 0: jobwire.v1.JobState
-	(FailResponse_Outcome)(0),    // 1: jobwire.v1.FailResponse.Outcome
-	(*Job)(nil),                  // 2: jobwire.v1.Job
-	(*EnqueueRequest)(nil),       // 3: jobwire.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),      // 4: jobwire.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),  // 5: jobwire.v1.EnqueueBatchRequest
-	(*EnqueueResult)(nil),        // 6: jobwire.v1.EnqueueResult
-	(*EnqueueBatchResponse)(nil), // 7: jobwire.v1.EnqueueBatchResponse
-	(*ClaimRequest)(nil),         // 8: jobwire.v1.ClaimRequest
-	(*ClaimResponse)(nil),        // 9: jobwire.v1.ClaimResponse
-	(*ClaimedJob)(nil),           // 10: jobwire.v1.ClaimedJob
-	(*AckRequest)(nil),           // 11: jobwire.v1.AckRequest
-	(*AckResponse)(nil),          // 12: jobwire.v1.AckResponse
-	(*AckBatchRequest)(nil),      // 13: jobwire.v1.AckBatchRequest
-	(*AckResult)(nil),            // 14: jobwire.v1.AckResult
-	(*AckBatchResponse)(nil),     // 15: jobwire.v1.AckBatchResponse
-	(*FailRequest)(nil),          // 16: jobwire.v1.FailRequest
-	(*FailResponse)(nil),         // 17: jobwire.v1.FailResponse
-	(*ExtendLeaseRequest)(nil),   // 18: jobwire.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),  // 19: jobwire.v1.ExtendLeaseResponse
-	(*GetJobRequest)(nil),        // 20: jobwire.v1.GetJobRequest
-	(*GetJobResponse)(nil),       // 21: jobwire.v1.GetJobResponse
-	(*CancelRequest)(nil),        // 22: jobwire.v1.CancelRequest
-	(*CancelResponse)(nil),       // 23: jobwire.v1.CancelResponse
-	(*WaitJobRequest)(nil),       // 24: jobwire.v1.WaitJobRequest
-	(*WaitJobResponse)(nil),      // 25: jobwire.v1.WaitJobResponse
+	(EventKind)(0),               // 1: jobwire.v1.EventKind
+	(FailResponse_Outcome)(0),    // 2: jobwire.v1.FailResponse.Outcome
+	(*Job)(nil),                  // 3: jobwire.v1.Job
+	(*EnqueueRequest)(nil),       // 4: jobwire.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),      // 5: jobwire.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),  // 6: jobwire.v1.EnqueueBatchRequest
+	(*EnqueueResult)(nil),        // 7: jobwire.v1.EnqueueResult
+	(*EnqueueBatchResponse)(nil), // 8: jobwire.v1.EnqueueBatchResponse
+	(*ClaimRequest)(nil),         // 9: jobwire.v1.ClaimRequest
+	(*ClaimResponse)(nil),        // 10: jobwire.v1.ClaimResponse
+	(*ClaimedJob)(nil),           // 11: jobwire.v1.ClaimedJob
+	(*AckRequest)(nil),           // 12: jobwire.v1.AckRequest
+	(*AckResponse)(nil),          // 13: jobwire.v1.AckResponse
+	(*AckBatchRequest)(nil),      // 14: jobwire.v1.AckBatchRequest
+	(*AckResult)(nil),            // 15: jobwire.v1.AckResult
+	(*AckBatchResponse)(nil),     // 16: jobwire.v1.AckBatchResponse
+	(*FailRequest)(nil),          // 17: jobwire.v1.FailRequest
+	(*FailResponse)(nil),         // 18: jobwire.v1.FailResponse
+	(*ExtendLeaseRequest)(nil),   // 19: jobwire.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),  // 20: jobwire.v1.ExtendLeaseResponse
+	(*GetJobRequest)(nil),        // 21: jobwire.v1.GetJobRequest
+	(*GetJobResponse)(nil),       // 22: jobwire.v1.GetJobResponse
+	(*CancelRequest)(nil),        // 23: jobwire.v1.CancelRequest
+	(*CancelResponse)(nil),       // 24: jobwire.v1.CancelResponse
+	(*WaitJobRequest)(nil),       // 25: jobwire.v1.WaitJobRequest
+	(*WaitJobResponse)(nil),      // 26: jobwire.v1.WaitJobResponse
+	(*QueueEvent)(nil),           // 27: jobwire.v1.QueueEvent
+	(*SubscribeRequest)(nil),     // 28: jobwire.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),    // 29: jobwire.v1.SubscribeResponse
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
-	3,  // 1: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
-	6,  // 2: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
-	10, // 3: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
-	2,  // 4: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
-	11, // 5: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
-	14, // 6: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
-	1,  // 7: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	2,  // 8: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	2,  // 9: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
-	3,  // 10: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	5,  // 11: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	8,  // 12: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	11, // 13: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	13, // 14: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	16, // 15: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	18, // 16: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	20, // 17: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	22, // 18: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	24, // 19: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
-	4,  // 20: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	7,  // 21: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	9,  // 22: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	12, // 23: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	15, // 24: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	17, // 25: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	19, // 26: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	21, // 27: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	23, // 28: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	25, // 29: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
-	20, // [20:30] is the sub-list for method output_type
-	10, // [10:20] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	4,  // 1: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
+	7,  // 2: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
+	11, // 3: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	3,  // 4: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
+	12, // 5: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
+	15, // 6: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
+	2,  // 7: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
+	3,  // 8: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	3,  // 9: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	1,  // 10: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
+	1,  // 11: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
+	27, // 12: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
+	4,  // 13: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	6,  // 14: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	9,  // 15: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	12, // 16: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	14, // 17: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	17, // 18: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	19, // 19: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	21, // 20: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	23, // 21: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	25, // 22: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	28, // 23: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
+	5,  // 24: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	8,  // 25: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	10, // 26: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	13, // 27: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	16, // 28: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	18, // 29: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	20, // 30: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	22, // 31: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	24, // 32: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	26, // 33: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	29, // 34: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
+	24, // [24:35] is the sub-list for method output_type
+	13, // [13:24] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -2031,8 +2407,8 @@ func file_jobwire_v1_broker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   24,
+			NumEnums:      3,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -68,6 +68,11 @@
 //   TOO_MANY_WAITS          RESOURCE_EXHAUSTED (WaitJob), with RetryInfo (1 s).
 //   WAIT_TIMEOUT            DEADLINE_EXCEEDED (WaitJob): the job did not
 //                           finish within the call's timeout_ms.
+//   TOO_MANY_SUBSCRIPTIONS  RESOURCE_EXHAUSTED (Subscribe), with RetryInfo
+//                           (1 s).
+//   SUBSCRIBER_TOO_SLOW     RESOURCE_EXHAUSTED (Subscribe): more events
+//                           waited for the client than the broker keeps
+//                           (--subscribe_buffer_events); subscribe again.
 //   REDIS_UNAVAILABLE       UNAVAILABLE: Redis cannot be reached, or answered
 //                           with a transient error (LOADING, READONLY, ...).
 //   BROKER_SHUTTING_DOWN    UNAVAILABLE: this replica is draining; reconnect
@@ -112,6 +117,7 @@ const (
 	BrokerService_GetJob_FullMethodName       = "/jobwire.v1.BrokerService/GetJob"
 	BrokerService_Cancel_FullMethodName       = "/jobwire.v1.BrokerService/Cancel"
 	BrokerService_WaitJob_FullMethodName      = "/jobwire.v1.BrokerService/WaitJob"
+	BrokerService_Subscribe_FullMethodName    = "/jobwire.v1.BrokerService/Subscribe"
 )
 
 // BrokerServiceClient is the client API for BrokerService service.
@@ -227,6 +233,33 @@ type BrokerServiceClient interface {
 	// broker already follows --max_wait_streams jobs, UNAVAILABLE (Redis
 	// cannot be reached, or the broker is shutting down: call again).
 	WaitJob(ctx context.Context, in *WaitJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WaitJobResponse], error)
+	// Follows what happens in one or more queues: a stream of their events
+	// (QueueEvent: a job enqueued, claimed, completed, failed, ...), from
+	// every broker replica, as the scripts that change state publish them
+	// (docs/redis-layout.md, "Events"). The first message has subscribed set
+	// and no events: from then on every queue's events reach the stream.
+	// Events of one queue partition arrive in the order they happened; events
+	// of different queues or partitions are not ordered with each other.
+	// Best effort, not a log: a stream sees only what happens while it is
+	// open, and when the broker lost its Redis subscription for a while (a
+	// reconnect, a failover) the next message has events_missed set: events
+	// of that gap are gone (read the jobs with GetJob / ListJobs if they
+	// matter). Jobs removed by PurgeDead or by the dead retention trim are not
+	// reported one by one. A partitioned queue's events come from all its
+	// partitions, including partitions added while the stream is open.
+	// A client that does not read fast enough is cut off rather than buffered
+	// without bound: more than --subscribe_buffer_events events waiting end
+	// the stream with RESOURCE_EXHAUSTED (reason SUBSCRIBER_TOO_SLOW).
+	// A queue with no subscriber and no waiter pays nothing for this beyond
+	// WaitJob's one command per script call.
+	// Errors: INVALID_ARGUMENT (queues, kinds), UNAUTHENTICATED,
+	// PERMISSION_DENIED (each queue needs read access, as GetJob),
+	// RESOURCE_EXHAUSTED (reason TOO_MANY_SUBSCRIPTIONS, with RetryInfo, when
+	// the broker already serves --max_subscriptions streams; reason
+	// SUBSCRIBER_TOO_SLOW as above), UNAVAILABLE (Redis cannot be reached
+	// when the stream starts, or the broker is shutting down: subscribe
+	// again).
+	Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResponse], error)
 }
 
 type brokerServiceClient struct {
@@ -355,6 +388,25 @@ func (c *brokerServiceClient) WaitJob(ctx context.Context, in *WaitJobRequest, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type BrokerService_WaitJobClient = grpc.ServerStreamingClient[WaitJobResponse]
 
+func (c *brokerServiceClient) Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[2], BrokerService_Subscribe_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SubscribeRequest, SubscribeResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type BrokerService_SubscribeClient = grpc.ServerStreamingClient[SubscribeResponse]
+
 // BrokerServiceServer is the server API for BrokerService service.
 // All implementations must embed UnimplementedBrokerServiceServer
 // for forward compatibility.
@@ -468,6 +520,33 @@ type BrokerServiceServer interface {
 	// broker already follows --max_wait_streams jobs, UNAVAILABLE (Redis
 	// cannot be reached, or the broker is shutting down: call again).
 	WaitJob(*WaitJobRequest, grpc.ServerStreamingServer[WaitJobResponse]) error
+	// Follows what happens in one or more queues: a stream of their events
+	// (QueueEvent: a job enqueued, claimed, completed, failed, ...), from
+	// every broker replica, as the scripts that change state publish them
+	// (docs/redis-layout.md, "Events"). The first message has subscribed set
+	// and no events: from then on every queue's events reach the stream.
+	// Events of one queue partition arrive in the order they happened; events
+	// of different queues or partitions are not ordered with each other.
+	// Best effort, not a log: a stream sees only what happens while it is
+	// open, and when the broker lost its Redis subscription for a while (a
+	// reconnect, a failover) the next message has events_missed set: events
+	// of that gap are gone (read the jobs with GetJob / ListJobs if they
+	// matter). Jobs removed by PurgeDead or by the dead retention trim are not
+	// reported one by one. A partitioned queue's events come from all its
+	// partitions, including partitions added while the stream is open.
+	// A client that does not read fast enough is cut off rather than buffered
+	// without bound: more than --subscribe_buffer_events events waiting end
+	// the stream with RESOURCE_EXHAUSTED (reason SUBSCRIBER_TOO_SLOW).
+	// A queue with no subscriber and no waiter pays nothing for this beyond
+	// WaitJob's one command per script call.
+	// Errors: INVALID_ARGUMENT (queues, kinds), UNAUTHENTICATED,
+	// PERMISSION_DENIED (each queue needs read access, as GetJob),
+	// RESOURCE_EXHAUSTED (reason TOO_MANY_SUBSCRIPTIONS, with RetryInfo, when
+	// the broker already serves --max_subscriptions streams; reason
+	// SUBSCRIBER_TOO_SLOW as above), UNAVAILABLE (Redis cannot be reached
+	// when the stream starts, or the broker is shutting down: subscribe
+	// again).
+	Subscribe(*SubscribeRequest, grpc.ServerStreamingServer[SubscribeResponse]) error
 	mustEmbedUnimplementedBrokerServiceServer()
 }
 
@@ -507,6 +586,9 @@ func (UnimplementedBrokerServiceServer) Cancel(context.Context, *CancelRequest) 
 }
 func (UnimplementedBrokerServiceServer) WaitJob(*WaitJobRequest, grpc.ServerStreamingServer[WaitJobResponse]) error {
 	return status.Error(codes.Unimplemented, "method WaitJob not implemented")
+}
+func (UnimplementedBrokerServiceServer) Subscribe(*SubscribeRequest, grpc.ServerStreamingServer[SubscribeResponse]) error {
+	return status.Error(codes.Unimplemented, "method Subscribe not implemented")
 }
 func (UnimplementedBrokerServiceServer) mustEmbedUnimplementedBrokerServiceServer() {}
 func (UnimplementedBrokerServiceServer) testEmbeddedByValue()                       {}
@@ -695,6 +777,17 @@ func _BrokerService_WaitJob_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type BrokerService_WaitJobServer = grpc.ServerStreamingServer[WaitJobResponse]
 
+func _BrokerService_Subscribe_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SubscribeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(BrokerServiceServer).Subscribe(m, &grpc.GenericServerStream[SubscribeRequest, SubscribeResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type BrokerService_SubscribeServer = grpc.ServerStreamingServer[SubscribeResponse]
+
 // BrokerService_ServiceDesc is the grpc.ServiceDesc for BrokerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -744,6 +837,11 @@ var BrokerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WaitJob",
 			Handler:       _BrokerService_WaitJob_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Subscribe",
+			Handler:       _BrokerService_Subscribe_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -11,6 +11,7 @@ import type { EnqueueBatchResponse__Output } from './generated/jobwire/v1/Enqueu
 import type { GetJobResponse__Output } from './generated/jobwire/v1/GetJobResponse';
 import { JobInfo } from './job_info';
 import { waitJob, type WaitOptions } from './wait';
+import { subscribe, type Subscription, type SubscribeOptions } from './subscribe';
 
 export { JobInfo } from './job_info';
 export type { JobStateName } from './job_info';
@@ -217,6 +218,38 @@ export class Client {
    */
   async wait(queue: string, jobId: string, options?: WaitOptions): Promise<JobInfo> {
     return waitJob(this.stub, this.metadata, queue, jobId, options);
+  }
+
+  /**
+   * Follows the events of `queues` (a name or 1..100 names, no repeats):
+   * resolves with a Subscription, an AsyncIterable<QueueEvent> (for await)
+   * with close(), once the broker has confirmed the subscription, so every
+   * event that happens after the promise resolves is delivered. Events of
+   * one queue partition come in the order they happened. Options
+   * (SubscribeOptions): `kinds` (unset or empty: all), `includeDetails`
+   * (fill `result` of 'completed' and `error` of 'retry' / 'dead'),
+   * `signal`, `timeoutMs` (how long the broker has to confirm; default the
+   * client's timeoutMs).
+   *
+   * Rejects with TypeError for bad options or a kind not in EVENT_KINDS
+   * (sending nothing), the abort rule of call_options.ts when `signal`
+   * aborts first, else JobwireError: INVALID_ARGUMENT (queues),
+   * UNAUTHENTICATED, PERMISSION_DENIED (each queue needs read access),
+   * RESOURCE_EXHAUSTED (reason TOO_MANY_SUBSCRIPTIONS), UNAVAILABLE (broker
+   * unreachable or draining), DEADLINE_EXCEEDED (not confirmed in time).
+   *
+   * Once subscribed, a stream that ends with UNAVAILABLE (a broker
+   * restarting or draining), or RESOURCE_EXHAUSTED with reason
+   * SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, is subscribed again
+   * inside next() with the Claim stream's reconnect backoff (the broker's
+   * retryDelayMs when larger), for as long as it takes; then one event of
+   * kind 'events_missed' comes first, since the gap's events are lost (so
+   * does a broker message telling of lost events). Any other error rejects
+   * the iteration (for await throws it) and ends the subscription; aborting
+   * `signal` later ends it as close() does.
+   */
+  async subscribe(queues: string | readonly string[], options?: SubscribeOptions): Promise<Subscription> {
+    return subscribe(this.stub, this.metadata, queues, options, this.timeoutMs);
   }
 
   /** Cancels a PENDING job (it becomes DEAD with error "cancelled"). */

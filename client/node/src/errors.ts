@@ -48,6 +48,10 @@ export const Reason = Object.freeze({
   TOO_MANY_WAITS: 'TOO_MANY_WAITS',
   /** DEADLINE_EXCEEDED (WaitJob): the job did not finish within the call's timeout_ms. */
   WAIT_TIMEOUT: 'WAIT_TIMEOUT',
+  /** RESOURCE_EXHAUSTED (Subscribe): the broker serves too many subscriptions; `retryDelayMs` says when to retry. */
+  TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
+  /** RESOURCE_EXHAUSTED (Subscribe): the client fell too far behind; subscribe again (a Subscription does so by itself). */
+  SUBSCRIBER_TOO_SLOW: 'SUBSCRIBER_TOO_SLOW',
   /** UNAVAILABLE: Redis cannot be reached, or answered with a transient error. */
   REDIS_UNAVAILABLE: 'REDIS_UNAVAILABLE',
   /** UNAVAILABLE: this broker replica is draining; reconnect (to another replica). */
@@ -84,7 +88,8 @@ export interface JobwireErrorOptions {
  * `reason` is the stable machine-readable cause (compare it with `Reason`),
  * `metadata` the ErrorInfo's key/values ("field", "state", "queue"), `field`
  * the BadRequest's field path (INVALID_FIELD), `retryDelayMs` the RetryInfo's
- * delay (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS). A per-item error of a
+ * delay (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS,
+ * TOO_MANY_SUBSCRIPTIONS). A per-item error of a
  * batch call (enqueueBatch, ackBatch, the Worker's coalesced acks) has the
  * result's `reason` and no metadata, field or delay. An error without details
  * (raised by grpc-js itself: DEADLINE_EXCEEDED, an unreachable broker, ...,

@@ -11,3 +11,5 @@ export { encodeValue } from './codec';
 export type { SecurityOptions } from './proto';
 export type { CallOptions } from './call_options';
 export type { WaitOptions } from './wait';
+export { Subscription, EVENT_KINDS } from './subscribe';
+export type { SubscribeOptions, QueueEvent, EventKind, QueueEventKind } from './subscribe';

@@ -83,8 +83,10 @@ async function rejection(promise, what, ms = 3000) {
 
 /**
  * Every call of the Client, with arguments and a last CallOptions: the unary
- * calls, and wait (a stream; its WaitOptions add onUpdate, and its timeoutMs
- * limits the whole wait: wait.test.mjs).
+ * calls, wait (a stream; its WaitOptions add onUpdate, and its timeoutMs
+ * limits the whole wait: wait.test.mjs) and subscribe (a stream; its
+ * timeoutMs limits the wait for the broker's confirmation, and its signal
+ * also ends the subscription later: subscribe.test.mjs).
  */
 const CALLS = {
   enqueue: (c, o) => c.enqueue('q', 't', { a: 1 }, { priority: 1, ...o }),
@@ -93,6 +95,7 @@ const CALLS = {
   cancel: (c, o) => c.cancel('q', 'some-id', o),
   ackBatch: (c, o) => c.ackBatch([{ queue: 'q', jobId: 'some-id', leaseToken: 'tok' }], o),
   wait: (c, o) => c.wait('q', 'some-id', o),
+  subscribe: (c, o) => c.subscribe(['q'], o),
 };
 
 test('every call takes a last CallOptions (the list above is all of them)', () => {
@@ -189,6 +192,16 @@ test('an abort while in flight cancels the gRPC call and rejects at once', async
     assert.equal((await p3).name, 'AbortError');
     await waitFor(() => srv.streams[2].closed, { what: 'the server to see the wait end' });
     assert.equal(srv.streams[2].rstCode, http2.constants.NGHTTP2_CANCEL);
+
+    // So is subscribe, while it waits for the broker's confirmation.
+    const ac4 = new AbortController();
+    const p4 = rejection(c.subscribe(['q'], { signal: ac4.signal }), 'subscribe');
+    await waitFor(() => srv.streams.length === 4, { what: 'the subscribe to reach the server' });
+    assert.equal(srv.streams[3].path, '/jobwire.v1.BrokerService/Subscribe');
+    ac4.abort();
+    assert.equal((await p4).name, 'AbortError');
+    await waitFor(() => srv.streams[3].closed, { what: 'the server to see the subscribe end' });
+    assert.equal(srv.streams[3].rstCode, http2.constants.NGHTTP2_CANCEL);
   } finally {
     c.close();
     await srv.close();
@@ -255,6 +268,12 @@ test('a call\'s timeoutMs overrides the client\'s, both ways', async () => {
     const took = Date.now() - t0;
     assert.ok(err instanceof JobwireError && err.code === Status.DEADLINE_EXCEEDED, String(err));
     assert.ok(took >= 250 && took < 5000, `took ${took} ms`);
+    // subscribe: the broker has timeoutMs to confirm; the call is cancelled.
+    const t1 = Date.now();
+    const err2 = await rejection(c.subscribe(['q'], { timeoutMs: 300 }), 'subscribe');
+    const took2 = Date.now() - t1;
+    assert.ok(err2 instanceof JobwireError && err2.code === Status.DEADLINE_EXCEEDED && err2.reason === '', String(err2));
+    assert.ok(took2 >= 250 && took2 < 5000, `took ${took2} ms`);
   } finally {
     c.close();
     await srv.close();

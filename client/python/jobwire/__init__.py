@@ -21,6 +21,12 @@ Waiting for a job's outcome::
     job = client.wait("emails", job_id, timeout=30)   # COMPLETED: job.result_json()
     # JobDeadError (e.job.error) when it ends DEAD, WaitTimeoutError after 30 s
 
+Following what happens in queues::
+
+    with client.subscribe(["emails"], kinds=["completed", "dead"]) as events:
+        for ev in events:          # QueueEvent(kind, queue, job_id, ...)
+            print(ev.kind, ev.job_id)
+
 Errors: every failed call raises ``JobwireError`` (``code``, ``message``,
 and the broker's typed details: ``reason``, ``metadata``, ``field``,
 ``retry_delay``); ``Reason`` names the stable reasons::
@@ -33,7 +39,8 @@ and the broker's typed details: ``reason``, ``metadata``, ``field``,
 """
 from ._errors import (JobDeadError, JobwireError, NonRetryableError, Reason, RetryAfter,
                       WaitTimeoutError)
-from ._types import AckResult, EnqueueResult, Job, JobState, Outcome
+from ._subscribe import Subscription
+from ._types import AckResult, EnqueueResult, Job, JobState, Outcome, QueueEvent
 from ._version import __version__  # noqa: F401 (re-exported)
 from .client import Client
 from .worker import Worker
@@ -46,6 +53,8 @@ __all__ = [
     "EnqueueResult",
     "AckResult",
     "Outcome",
+    "QueueEvent",
+    "Subscription",
     "JobwireError",
     "JobDeadError",
     "WaitTimeoutError",
@@ -54,7 +63,8 @@ __all__ = [
     "RetryAfter",
 ]
 
-for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, JobwireError,
-             JobDeadError, WaitTimeoutError, Reason, NonRetryableError, RetryAfter):
+for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, QueueEvent,
+             Subscription, JobwireError, JobDeadError, WaitTimeoutError, Reason,
+             NonRetryableError, RetryAfter):
     _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...
 del _cls

@@ -62,6 +62,8 @@ class Reason(str, enum.Enum):
     TOO_MANY_CLAIM_STREAMS = "TOO_MANY_CLAIM_STREAMS"  # RESOURCE_EXHAUSTED, RetryInfo
     TOO_MANY_WAITS = "TOO_MANY_WAITS"  # RESOURCE_EXHAUSTED (WaitJob), RetryInfo
     WAIT_TIMEOUT = "WAIT_TIMEOUT"  # DEADLINE_EXCEEDED (WaitJob): timeout_ms passed
+    TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"  # RESOURCE_EXHAUSTED (Subscribe), RetryInfo
+    SUBSCRIBER_TOO_SLOW = "SUBSCRIBER_TOO_SLOW"  # RESOURCE_EXHAUSTED (Subscribe): fell behind
     REDIS_UNAVAILABLE = "REDIS_UNAVAILABLE"  # UNAVAILABLE
     BROKER_SHUTTING_DOWN = "BROKER_SHUTTING_DOWN"  # UNAVAILABLE: reconnect
     CLAIM_STREAM_MAX_AGE = "CLAIM_STREAM_MAX_AGE"  # UNAVAILABLE (Claim): reconnect
@@ -118,7 +120,7 @@ class JobwireError(Exception):
     (``"priority"``, ``"jobs[3].priority"``), INVALID_FIELD only.
     ``retry_delay`` (float seconds or None): the broker's RetryInfo, how long
     to wait before retrying (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS,
-    TOO_MANY_WAITS).
+    TOO_MANY_WAITS, TOO_MANY_SUBSCRIPTIONS).
     """
 
     def __init__(self, code: grpc.StatusCode, message: str, *, reason: str = "",

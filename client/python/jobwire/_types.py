@@ -225,3 +225,36 @@ class Outcome:
     error: str = ""
     lease_lost: bool = False
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class QueueEvent:
+    """One event of ``Client.subscribe``: what happened to a job.
+
+    ``kind``: ``'enqueued'``, ``'active'``, ``'completed'``, ``'retry'``,
+    ``'dead'``, ``'cancelled'``, ``'lease_expired'``, ``'released'``,
+    ``'redriven'``, ``'deleted'`` (broker.proto, EventKind), ``'unknown'``
+    for a kind this client does not know (a newer broker's), or
+    ``'events_missed'``, made by the client: events may have been lost just
+    before it (``queue``, ``job_id`` empty; read the jobs with ``get_job`` if
+    they matter).
+    ``queue``: as ``subscribe`` named it. ``job_id``: empty for
+    ``'events_missed'`` and the queue-wide ``'deleted'`` of DeleteQueue.
+    ``attempts``: the job's attempts after the event (runs started so far).
+    ``at_ms``: when it happened, Redis time, epoch ms (0 for
+    ``'events_missed'``). ``result`` (``'completed'``) and ``error``
+    (``'retry'``, ``'dead'``): only with ``include_details=True``, as read from
+    the job just after the event (empty when it was gone by then)."""
+
+    kind: str
+    queue: str = ""
+    job_id: str = ""
+    type: str = ""
+    attempts: int = 0
+    at_ms: int = 0
+    result: bytes = b""
+    error: str = ""
+
+    def result_json(self) -> Any:
+        """The result decoded as JSON (None for an empty result)."""
+        return _loads(self.result)

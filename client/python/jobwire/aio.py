@@ -25,6 +25,7 @@ from ._lease_renewer import LEASE_LOST
 from ._lease_rules import (RETRYABLE, given_up, lease_ended_ago_ms, lease_length_s,
                            may_resend, renew_lease_ms, retry_jitter, retry_wait)
 from ._reconnect import reconnect_delay
+from ._subscribe import AioSubscription, Kinds, Queues, SubscribeState, build_subscribe_request
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from ._wait import Waiter
 from .client import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
@@ -33,7 +34,7 @@ from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 from ._worker_options import init_settings
 
-__all__ = ["Client", "Worker"]
+__all__ = ["Client", "Worker", "AioSubscription"]
 
 log = logging.getLogger("jobwire.worker")
 
@@ -125,6 +126,18 @@ class Client:
             finally:
                 call.cancel()
             await asyncio.sleep(w.retry_delay(err))
+
+    def subscribe(self, queues: Queues, kinds: Kinds = None, include_details: bool = False, *,
+                  timeout: Optional[float] = None) -> AioSubscription:
+        """As ``jobwire.Client.subscribe``, but not a coroutine: the
+        ``AioSubscription`` returned subscribes when first used (``async
+        with``, ``await``, or the first ``async for`` step), which raises
+        the broker's refusal. ValueError / TypeError for bad ``kinds`` are
+        raised here."""
+        self._security.check()
+        req = build_subscribe_request(queues, kinds, include_details)
+        state = SubscribeState(req, self.timeout if timeout is None else float(timeout))
+        return AioSubscription(self._stub, self._metadata, state)
 
     async def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
         await self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)

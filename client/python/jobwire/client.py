@@ -1,5 +1,5 @@
-"""Producer side: Client.enqueue / enqueue_batch / get_job / wait / cancel,
-and ack_batch for callers that claim jobs themselves."""
+"""Producer side: Client.enqueue / enqueue_batch / get_job / wait / cancel /
+subscribe, and ack_batch for callers that claim jobs themselves."""
 from __future__ import annotations
 
 import time
@@ -9,6 +9,7 @@ import grpc
 
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError
+from ._subscribe import Kinds, Queues, SubscribeState, Subscription, build_subscribe_request
 from ._types import AckResult, EnqueueResult, Job, encode_payload, encode_result, to_epoch_ms, to_ms
 from ._wait import Waiter
 from .v1 import broker_pb2 as pb
@@ -281,6 +282,44 @@ class Client:
             finally:
                 call.cancel()
             time.sleep(w.retry_delay(err))
+
+    def subscribe(self, queues: Queues, kinds: Kinds = None, include_details: bool = False, *,
+                  timeout: Optional[float] = None) -> Subscription:
+        """Follow the events of ``queues`` (a name or 1..100 names, no
+        repeats): returns a ``Subscription``, an iterator of ``QueueEvent``
+        (and a context manager; ``close()`` ends it), once the broker has
+        confirmed the subscription, so every event that happens after this
+        returns is delivered. Events of one queue partition come in the
+        order they happened.
+
+        ``kinds``: the event kinds to deliver (``'enqueued'``, ``'active'``,
+        ``'completed'``, ``'retry'``, ``'dead'``, ``'cancelled'``,
+        ``'lease_expired'``, ``'released'``, ``'redriven'``, ``'deleted'``);
+        None or empty: all. ``include_details``: fill ``result`` of
+        ``'completed'`` and ``error`` of ``'retry'`` / ``'dead'``.
+        ``timeout``: seconds the broker has to confirm (default: the
+        client's timeout).
+
+        Raises ValueError for an unknown kind (TypeError for what is not a
+        string), before calling; else ``JobwireError``: INVALID_ARGUMENT
+        (queues), UNAUTHENTICATED, PERMISSION_DENIED (each queue needs read
+        access), RESOURCE_EXHAUSTED (reason TOO_MANY_SUBSCRIPTIONS),
+        UNAVAILABLE (broker unreachable or draining), DEADLINE_EXCEEDED (no
+        confirmation within ``timeout``).
+
+        Once subscribed, a stream that ends with UNAVAILABLE (a broker
+        restarting or draining), or RESOURCE_EXHAUSTED with reason
+        SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, is subscribed again
+        inside ``next()`` with the reconnect backoff (100 ms doubling to
+        5 s, full jitter; the broker's ``retry_delay`` when larger), for as
+        long as it takes; then one event of kind ``'events_missed'`` comes
+        first, since the gap's events are lost (so does a broker message
+        telling of lost events). Any other error is raised from ``next()``
+        and ends the subscription."""
+        self._security.check()
+        req = build_subscribe_request(queues, kinds, include_details)
+        state = SubscribeState(req, self.timeout if timeout is None else float(timeout))
+        return Subscription(self._stub, self._metadata, state)
 
     def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
         """Cancel a PENDING job (it becomes DEAD with error "cancelled")."""
