@@ -246,7 +246,8 @@ type BrokerServiceClient interface {
 	// of that gap are gone (read the jobs with GetJob / ListJobs if they
 	// matter). Jobs removed by PurgeDead or by the dead retention trim are not
 	// reported one by one. A partitioned queue's events come from all its
-	// partitions, including partitions added while the stream is open.
+	// partitions, including partitions added while the stream is open once
+	// this broker learns of them (docs/semantics.md).
 	// A client that does not read fast enough is cut off rather than buffered
 	// without bound: more than --subscribe_buffer_events events waiting end
 	// the stream with RESOURCE_EXHAUSTED (reason SUBSCRIBER_TOO_SLOW).
@@ -533,7 +534,8 @@ type BrokerServiceServer interface {
 	// of that gap are gone (read the jobs with GetJob / ListJobs if they
 	// matter). Jobs removed by PurgeDead or by the dead retention trim are not
 	// reported one by one. A partitioned queue's events come from all its
-	// partitions, including partitions added while the stream is open.
+	// partitions, including partitions added while the stream is open once
+	// this broker learns of them (docs/semantics.md).
 	// A client that does not read fast enough is cut off rather than buffered
 	// without bound: more than --subscribe_buffer_events events waiting end
 	// the stream with RESOURCE_EXHAUSTED (reason SUBSCRIBER_TOO_SLOW).
