@@ -51,6 +51,11 @@ absl::Status WithRetryDelay(absl::Status status, absl::Duration delay) {
   return status;
 }
 
+absl::Status TooManyStreamsError(absl::string_view message, absl::string_view reason) {
+  return WithRetryDelay(WithReason(absl::ResourceExhaustedError(message), reason),
+                        absl::Seconds(1));
+}
+
 absl::Status RedisUnavailableError(absl::string_view message) {
   return WithReason(absl::UnavailableError(message), reason::kRedisUnavailable);
 }

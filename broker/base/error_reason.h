@@ -72,6 +72,11 @@ absl::Status WithField(absl::Status status, absl::string_view field);
 // `status` with the delay after which retrying may succeed (RetryInfo).
 absl::Status WithRetryDelay(absl::Status status, absl::Duration delay);
 
+// RESOURCE_EXHAUSTED with `reason` and a retry delay of 1 s: a limit of
+// streams open at once on this broker (TOO_MANY_CLAIM_STREAMS,
+// TOO_MANY_WAITS, TOO_MANY_SUBSCRIPTIONS).
+absl::Status TooManyStreamsError(absl::string_view message, absl::string_view reason);
+
 // UNAVAILABLE with reason REDIS_UNAVAILABLE: Redis cannot be reached or
 // answered with a transient error.
 absl::Status RedisUnavailableError(absl::string_view message);

@@ -45,12 +45,10 @@ absl::StatusOr<EventFeed::SubscriptionId> EventFeed::Subscribe(const v1::Subscri
                               base::reason::kBrokerShuttingDown);
     }
     if (static_cast<int64_t>(subs_.size()) >= max_subscriptions_) {
-      return base::WithRetryDelay(
-          base::WithReason(absl::ResourceExhaustedError(absl::StrCat(
-                               "too many Subscribe streams on this broker (--max_subscriptions=",
-                               max_subscriptions_, "); retry later or on another replica")),
-                           base::reason::kTooManySubscriptions),
-          absl::Seconds(1));
+      return base::TooManyStreamsError(
+          absl::StrCat("too many Subscribe streams on this broker (--max_subscriptions=",
+                       max_subscriptions_, "); retry later or on another replica"),
+          base::reason::kTooManySubscriptions);
     }
     id = next_id_++;
     Subscription& s = subs_[id];

@@ -41,13 +41,10 @@ absl::StatusOr<JobWatcher::FollowId> JobWatcher::Follow(const std::string& queue
                               base::reason::kBrokerShuttingDown);
     }
     if (static_cast<int64_t>(follows_.size()) >= max_follows_) {
-      return base::WithRetryDelay(
-          base::WithReason(
-              absl::ResourceExhaustedError(absl::StrCat(
-                  "too many WaitJob streams on this broker (--max_wait_streams=", max_follows_,
-                  "); retry later or on another replica")),
-              base::reason::kTooManyWaits),
-          absl::Seconds(1));
+      return base::TooManyStreamsError(
+          absl::StrCat("too many WaitJob streams on this broker (--max_wait_streams=",
+                       max_follows_, "); retry later or on another replica"),
+          base::reason::kTooManyWaits);
     }
     id = next_id_++;
     Followed& f = follows_[id];

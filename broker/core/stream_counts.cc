@@ -7,9 +7,7 @@ namespace jobwire::core {
 namespace {
 
 absl::Status TooMany(absl::string_view message) {
-  return base::WithRetryDelay(base::WithReason(absl::ResourceExhaustedError(message),
-                                               base::reason::kTooManyClaimStreams),
-                              absl::Seconds(1));
+  return base::TooManyStreamsError(message, base::reason::kTooManyClaimStreams);
 }
 
 }  // namespace
