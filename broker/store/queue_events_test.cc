@@ -18,7 +18,9 @@
 namespace jobwire::store {
 namespace {
 
-// A subscriber of one queue's events channel, on its own connection.
+// A subscriber of one queue's events channel, on its own connection. Its
+// RedisClient may only be destroyed once the loop has stopped: the fixture
+// owns every EventLog (Follow) and destroys them after TearDown stops it.
 class EventLog {
  public:
   EventLog(base::EventLoop* loop, int port, const std::string& channel)
@@ -75,6 +77,17 @@ class EventLog {
 
 class QueueEventsTest : public JobStoreTest {
  protected:
+  void TearDown() override {
+    JobStoreTest::TearDown();  // stops the loop
+    logs_.clear();
+  }
+
+  // A new EventLog of queue `q`'s events channel, alive until TearDown.
+  EventLog& Follow(const std::string& q) {
+    logs_.push_back(std::make_unique<EventLog>(&loop_, redis_.port(), KeysOf(q).EventsChannel()));
+    return *logs_.back();
+  }
+
   // Calls of SPUBLISH since the server started (commandstats).
   int64_t SpublishCalls() {
     auto info = redis_.Command("INFO", "commandstats");
@@ -87,11 +100,13 @@ class QueueEventsTest : public JobStoreTest {
     }
     return 0;
   }
+
+  std::vector<std::unique_ptr<EventLog>> logs_;
 };
 
 TEST_F(QueueEventsTest, EachChangeIsPublishedWhileTheQueueIsFollowed) {
   const std::string q = "ev";
-  EventLog log(&loop_, redis_.port(), KeysOf(q).EventsChannel());
+  EventLog& log = Follow(q);
   ASSERT_TRUE(log.WaitConfirmed());
   const std::string a = Enqueue(q, "mail", 0, 0, /*max_attempts=*/2);
   auto claimed = Claim(q, 1);
@@ -115,7 +130,7 @@ TEST_F(QueueEventsTest, EachChangeIsPublishedWhileTheQueueIsFollowed) {
 
 TEST_F(QueueEventsTest, OneMessagePerScriptCall) {
   const std::string q = "ev-batch";
-  EventLog log(&loop_, redis_.port(), KeysOf(q).EventsChannel());
+  EventLog& log = Follow(q);
   ASSERT_TRUE(log.WaitConfirmed());
   for (int i = 0; i < 3; ++i) Enqueue(q, "t", 0, 0);
   auto claimed = Claim(q, 3);
@@ -144,7 +159,7 @@ TEST_F(QueueEventsTest, AQueueNobodyFollowsPublishesNoEvents) {
   ASSERT_TRUE(Ack(claimed->jobs[0]).ok());  // ack.lua publishes nothing else
   EXPECT_EQ(SpublishCalls(), before);
   // Followed, the same ack would publish once.
-  EventLog log(&loop_, redis_.port(), KeysOf(q).EventsChannel());
+  EventLog& log = Follow(q);
   ASSERT_TRUE(log.WaitConfirmed());
   Enqueue(q, "t", 0, 0);
   auto next = Claim(q, 1);
