@@ -55,6 +55,15 @@
 //   JOB_STATE               FAILED_PRECONDITION: the job's state refuses the
 //                           call; metadata "state": the job's state
 //                           ("pending", "active", "completed", "dead").
+//   JOB_CANCEL_REQUESTED    FAILED_PRECONDITION (ExtendLease,
+//                           ReportProgress): Cancel asked this run to stop.
+//                           Stop the handler and Fail the job (it becomes
+//                           DEAD "cancelled"), or let its lease run out.
+//   RUN_TIMED_OUT           FAILED_PRECONDITION (Ack, ExtendLease,
+//                           ReportProgress): the run passed its deadline
+//                           (Job.timeout_ms). The broker fails the attempt
+//                           with error "timeout" when the lease ends; a Fail
+//                           does it at once.
 //   QUEUE_HAS_ACTIVE_JOBS   FAILED_PRECONDITION (DeleteQueue without force).
 //   PARTITIONS_DECREASE     FAILED_PRECONDITION (UpdateQueue).
 //   QUEUE_EXISTS            ALREADY_EXISTS (CreateQueue).
@@ -190,7 +199,8 @@ const (
 	// Failed for good: DEAD (out of attempts, non-retryable, or an expired
 	// lease on its last attempt). error: the failure.
 	EventKind_EVENT_KIND_DEAD EventKind = 5
-	// Cancelled while PENDING: DEAD with error "cancelled".
+	// DEAD with error "cancelled": cancelled while PENDING, or a run asked
+	// to stop (CANCEL_REQUESTED) that was failed or whose lease ran out.
 	EventKind_EVENT_KIND_CANCELLED EventKind = 6
 	// Its lease expired with no Ack or Fail (the worker died or hung); a
 	// RETRY or DEAD event for the same job follows.
@@ -203,6 +213,15 @@ const (
 	EventKind_EVENT_KIND_REDRIVEN EventKind = 9
 	// Deleted (DeleteJob; DeleteQueue sends one event with an empty job_id).
 	EventKind_EVENT_KIND_DELETED EventKind = 10
+	// Its run reported progress (ReportProgress); QueueEvent.progress_percent
+	// holds the percentage (absent when the report had none).
+	EventKind_EVENT_KIND_PROGRESS EventKind = 11
+	// Cancel asked its run to stop (the job was ACTIVE); a CANCELLED event
+	// follows when the run stops, or a COMPLETED one when its Ack came first.
+	EventKind_EVENT_KIND_CANCEL_REQUESTED EventKind = 12
+	// Its run passed its deadline (Job.timeout_ms); a RETRY or DEAD event for
+	// the same job follows, with error "timeout".
+	EventKind_EVENT_KIND_TIMED_OUT EventKind = 13
 )
 
 // Enum value maps for EventKind.
@@ -219,19 +238,25 @@ var (
 		8:  "EVENT_KIND_RELEASED",
 		9:  "EVENT_KIND_REDRIVEN",
 		10: "EVENT_KIND_DELETED",
+		11: "EVENT_KIND_PROGRESS",
+		12: "EVENT_KIND_CANCEL_REQUESTED",
+		13: "EVENT_KIND_TIMED_OUT",
 	}
 	EventKind_value = map[string]int32{
-		"EVENT_KIND_UNSPECIFIED":   0,
-		"EVENT_KIND_ENQUEUED":      1,
-		"EVENT_KIND_ACTIVE":        2,
-		"EVENT_KIND_COMPLETED":     3,
-		"EVENT_KIND_RETRY":         4,
-		"EVENT_KIND_DEAD":          5,
-		"EVENT_KIND_CANCELLED":     6,
-		"EVENT_KIND_LEASE_EXPIRED": 7,
-		"EVENT_KIND_RELEASED":      8,
-		"EVENT_KIND_REDRIVEN":      9,
-		"EVENT_KIND_DELETED":       10,
+		"EVENT_KIND_UNSPECIFIED":      0,
+		"EVENT_KIND_ENQUEUED":         1,
+		"EVENT_KIND_ACTIVE":           2,
+		"EVENT_KIND_COMPLETED":        3,
+		"EVENT_KIND_RETRY":            4,
+		"EVENT_KIND_DEAD":             5,
+		"EVENT_KIND_CANCELLED":        6,
+		"EVENT_KIND_LEASE_EXPIRED":    7,
+		"EVENT_KIND_RELEASED":         8,
+		"EVENT_KIND_REDRIVEN":         9,
+		"EVENT_KIND_DELETED":          10,
+		"EVENT_KIND_PROGRESS":         11,
+		"EVENT_KIND_CANCEL_REQUESTED": 12,
+		"EVENT_KIND_TIMED_OUT":        13,
 	}
 )
 
@@ -260,6 +285,53 @@ func (x EventKind) Number() protoreflect.EnumNumber {
 // Deprecated: Use EventKind.Descriptor instead.
 func (EventKind) EnumDescriptor() ([]byte, []int) {
 	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{1}
+}
+
+type StopRun_Reason int32
+
+const (
+	StopRun_REASON_UNSPECIFIED StopRun_Reason = 0
+	// Cancel asked the run to stop.
+	StopRun_REASON_CANCEL_REQUESTED StopRun_Reason = 1
+)
+
+// Enum value maps for StopRun_Reason.
+var (
+	StopRun_Reason_name = map[int32]string{
+		0: "REASON_UNSPECIFIED",
+		1: "REASON_CANCEL_REQUESTED",
+	}
+	StopRun_Reason_value = map[string]int32{
+		"REASON_UNSPECIFIED":      0,
+		"REASON_CANCEL_REQUESTED": 1,
+	}
+)
+
+func (x StopRun_Reason) Enum() *StopRun_Reason {
+	p := new(StopRun_Reason)
+	*p = x
+	return p
+}
+
+func (x StopRun_Reason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (StopRun_Reason) Descriptor() protoreflect.EnumDescriptor {
+	return file_jobwire_v1_broker_proto_enumTypes[2].Descriptor()
+}
+
+func (StopRun_Reason) Type() protoreflect.EnumType {
+	return &file_jobwire_v1_broker_proto_enumTypes[2]
+}
+
+func (x StopRun_Reason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use StopRun_Reason.Descriptor instead.
+func (StopRun_Reason) EnumDescriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type FailResponse_Outcome int32
@@ -297,11 +369,11 @@ func (x FailResponse_Outcome) String() string {
 }
 
 func (FailResponse_Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_jobwire_v1_broker_proto_enumTypes[2].Descriptor()
+	return file_jobwire_v1_broker_proto_enumTypes[3].Descriptor()
 }
 
 func (FailResponse_Outcome) Type() protoreflect.EnumType {
-	return &file_jobwire_v1_broker_proto_enumTypes[2]
+	return &file_jobwire_v1_broker_proto_enumTypes[3]
 }
 
 func (x FailResponse_Outcome) Number() protoreflect.EnumNumber {
@@ -310,7 +382,7 @@ func (x FailResponse_Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailResponse_Outcome.Descriptor instead.
 func (FailResponse_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15, 0}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16, 0}
 }
 
 type Job struct {
@@ -348,9 +420,21 @@ type Job struct {
 	BackoffBaseMs int64 `protobuf:"varint,16,opt,name=backoff_base_ms,json=backoffBaseMs,proto3" json:"backoff_base_ms,omitempty"`
 	BackoffMaxMs  int64 `protobuf:"varint,17,opt,name=backoff_max_ms,json=backoffMaxMs,proto3" json:"backoff_max_ms,omitempty"`
 	// worker_id of the stream that claimed the latest attempt.
-	WorkerId      string `protobuf:"bytes,18,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WorkerId string `protobuf:"bytes,18,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// Longest a run may take, in ms (EnqueueRequest.timeout_ms, else the
+	// broker's --default_job_timeout_ms); 0: no limit.
+	TimeoutMs int64 `protobuf:"varint,19,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// The current run's deadline (claim time + timeout_ms, Redis clock) while
+	// ACTIVE with a timeout; 0 otherwise. The lease never extends past it.
+	RunDeadlineMs int64 `protobuf:"varint,20,opt,name=run_deadline_ms,json=runDeadlineMs,proto3" json:"run_deadline_ms,omitempty"`
+	// When Cancel asked the current run to stop; 0 when it did not.
+	CancelRequestedAtMs int64 `protobuf:"varint,21,opt,name=cancel_requested_at_ms,json=cancelRequestedAtMs,proto3" json:"cancel_requested_at_ms,omitempty"`
+	// The latest progress a run reported (ReportProgress): a percentage
+	// 0..100 (absent when none was reported) and an opaque value.
+	ProgressPercent *int32 `protobuf:"varint,22,opt,name=progress_percent,json=progressPercent,proto3,oneof" json:"progress_percent,omitempty"`
+	ProgressData    []byte `protobuf:"bytes,23,opt,name=progress_data,json=progressData,proto3" json:"progress_data,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -509,6 +593,41 @@ func (x *Job) GetWorkerId() string {
 	return ""
 }
 
+func (x *Job) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *Job) GetRunDeadlineMs() int64 {
+	if x != nil {
+		return x.RunDeadlineMs
+	}
+	return 0
+}
+
+func (x *Job) GetCancelRequestedAtMs() int64 {
+	if x != nil {
+		return x.CancelRequestedAtMs
+	}
+	return 0
+}
+
+func (x *Job) GetProgressPercent() int32 {
+	if x != nil && x.ProgressPercent != nil {
+		return *x.ProgressPercent
+	}
+	return 0
+}
+
+func (x *Job) GetProgressData() []byte {
+	if x != nil {
+		return x.ProgressData
+	}
+	return nil
+}
+
 type EnqueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1..128 characters of [A-Za-z0-9._:-].
@@ -545,8 +664,15 @@ type EnqueueRequest struct {
 	// negative value or one above that maximum is INVALID_ARGUMENT naming
 	// completed_retention_ms and the limit, and nothing is stored.
 	CompletedRetentionMs *int64 `protobuf:"varint,11,opt,name=completed_retention_ms,json=completedRetentionMs,proto3,oneof" json:"completed_retention_ms,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Longest a run may take, in ms, 0..604800000 (7 days); 0: the broker's
+	// --default_job_timeout_ms (0 out of the box: no limit). A run still
+	// going at its deadline is ended by the broker: its lease is not renewed
+	// past it, its Ack is refused (RUN_TIMED_OUT), the worker's Claim stream
+	// and Worker helper stop its handler, and the attempt fails with error
+	// "timeout" (retried or DEAD as any failure).
+	TimeoutMs     int64 `protobuf:"varint,12,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnqueueRequest) Reset() {
@@ -652,6 +778,13 @@ func (x *EnqueueRequest) GetBackoffMaxMs() int64 {
 func (x *EnqueueRequest) GetCompletedRetentionMs() int64 {
 	if x != nil && x.CompletedRetentionMs != nil {
 		return *x.CompletedRetentionMs
+	}
+	return 0
+}
+
+func (x *EnqueueRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
 	}
 	return 0
 }
@@ -966,11 +1099,15 @@ func (x *ClaimRequest) GetTypes() []string {
 	return nil
 }
 
-// One message of a Claim stream.
+// One message of a Claim stream: jobs, stop requests, or both.
 type ClaimResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 1..max_in_flight jobs, in claim order.
-	Jobs          []*ClaimedJob `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// 0..max_in_flight jobs, in claim order.
+	Jobs []*ClaimedJob `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// Runs delivered on this stream that should stop now (their handlers
+	// told to give up). Best effort: a run whose stream has ended learns it
+	// from its next ExtendLease instead.
+	Stops         []*StopRun `protobuf:"bytes,2,rep,name=stops,proto3" json:"stops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1012,6 +1149,84 @@ func (x *ClaimResponse) GetJobs() []*ClaimedJob {
 	return nil
 }
 
+func (x *ClaimResponse) GetStops() []*StopRun {
+	if x != nil {
+		return x.Stops
+	}
+	return nil
+}
+
+type StopRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The queue as the Claim named it.
+	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	JobId string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The run's lease token: a stop for an older run of the same job is not
+	// for this one.
+	LeaseToken    string         `protobuf:"bytes,3,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	Reason        StopRun_Reason `protobuf:"varint,4,opt,name=reason,proto3,enum=jobwire.v1.StopRun_Reason" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRun) Reset() {
+	*x = StopRun{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRun) ProtoMessage() {}
+
+func (x *StopRun) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRun.ProtoReflect.Descriptor instead.
+func (*StopRun) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *StopRun) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *StopRun) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *StopRun) GetLeaseToken() string {
+	if x != nil {
+		return x.LeaseToken
+	}
+	return ""
+}
+
+func (x *StopRun) GetReason() StopRun_Reason {
+	if x != nil {
+		return x.Reason
+	}
+	return StopRun_REASON_UNSPECIFIED
+}
+
 type ClaimedJob struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The job, ACTIVE, with attempts counting this run.
@@ -1031,7 +1246,7 @@ type ClaimedJob struct {
 
 func (x *ClaimedJob) Reset() {
 	*x = ClaimedJob{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1258,7 @@ func (x *ClaimedJob) String() string {
 func (*ClaimedJob) ProtoMessage() {}
 
 func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1271,7 @@ func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedJob.ProtoReflect.Descriptor instead.
 func (*ClaimedJob) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{8}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClaimedJob) GetJob() *Job {
@@ -1100,7 +1315,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1327,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1340,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AckRequest) GetQueue() string {
@@ -1164,7 +1379,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1391,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1404,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
 }
 
 type AckBatchRequest struct {
@@ -1202,7 +1417,7 @@ type AckBatchRequest struct {
 
 func (x *AckBatchRequest) Reset() {
 	*x = AckBatchRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1429,7 @@ func (x *AckBatchRequest) String() string {
 func (*AckBatchRequest) ProtoMessage() {}
 
 func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1442,7 @@ func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchRequest.ProtoReflect.Descriptor instead.
 func (*AckBatchRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AckBatchRequest) GetAcks() []*AckRequest {
@@ -1250,7 +1465,7 @@ type AckResult struct {
 
 func (x *AckResult) Reset() {
 	*x = AckResult{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1477,7 @@ func (x *AckResult) String() string {
 func (*AckResult) ProtoMessage() {}
 
 func (x *AckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1490,7 @@ func (x *AckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResult.ProtoReflect.Descriptor instead.
 func (*AckResult) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AckResult) GetCode() int32 {
@@ -1309,7 +1524,7 @@ type AckBatchResponse struct {
 
 func (x *AckBatchResponse) Reset() {
 	*x = AckBatchResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1536,7 @@ func (x *AckBatchResponse) String() string {
 func (*AckBatchResponse) ProtoMessage() {}
 
 func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1549,7 @@ func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchResponse.ProtoReflect.Descriptor instead.
 func (*AckBatchResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AckBatchResponse) GetResults() []*AckResult {
@@ -1362,7 +1577,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1589,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1602,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FailRequest) GetQueue() string {
@@ -1443,7 +1658,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1670,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1683,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FailResponse) GetOutcome() FailResponse_Outcome {
@@ -1499,7 +1714,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1726,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1739,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExtendLeaseRequest) GetQueue() string {
@@ -1564,7 +1779,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1791,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1804,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAtMs() int64 {
@@ -1597,6 +1812,121 @@ func (x *ExtendLeaseResponse) GetLeaseExpiresAtMs() int64 {
 		return x.LeaseExpiresAtMs
 	}
 	return 0
+}
+
+type ReportProgressRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Queue      string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	JobId      string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	LeaseToken string                 `protobuf:"bytes,3,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	// A report replaces the job's progress as a whole: percent (0..100;
+	// absent: none) and data (at most 4096 bytes; empty: none). At least one
+	// of them is required.
+	Percent       *int32 `protobuf:"varint,4,opt,name=percent,proto3,oneof" json:"percent,omitempty"`
+	Data          []byte `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProgressRequest) Reset() {
+	*x = ReportProgressRequest{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProgressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProgressRequest) ProtoMessage() {}
+
+func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
+func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReportProgressRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *ReportProgressRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ReportProgressRequest) GetLeaseToken() string {
+	if x != nil {
+		return x.LeaseToken
+	}
+	return ""
+}
+
+func (x *ReportProgressRequest) GetPercent() int32 {
+	if x != nil && x.Percent != nil {
+		return *x.Percent
+	}
+	return 0
+}
+
+func (x *ReportProgressRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type ReportProgressResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProgressResponse) Reset() {
+	*x = ReportProgressResponse{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProgressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProgressResponse) ProtoMessage() {}
+
+func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
+func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
 }
 
 type GetJobRequest struct {
@@ -1609,7 +1939,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1951,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1964,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetJobRequest) GetQueue() string {
@@ -1660,7 +1990,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +2002,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +2015,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1705,7 +2035,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +2047,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +2060,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelRequest) GetQueue() string {
@@ -1748,14 +2078,18 @@ func (x *CancelRequest) GetJobId() string {
 }
 
 type CancelResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the job was ACTIVE: its run was asked to stop and the job
+	// becomes DEAD "cancelled" when it does (see Cancel). False: the job was
+	// PENDING and is DEAD now.
+	CancelRequested bool `protobuf:"varint,1,opt,name=cancel_requested,json=cancelRequested,proto3" json:"cancel_requested,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +2101,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +2114,14 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CancelResponse) GetCancelRequested() bool {
+	if x != nil {
+		return x.CancelRequested
+	}
+	return false
 }
 
 type WaitJobRequest struct {
@@ -1797,7 +2138,7 @@ type WaitJobRequest struct {
 
 func (x *WaitJobRequest) Reset() {
 	*x = WaitJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +2150,7 @@ func (x *WaitJobRequest) String() string {
 func (*WaitJobRequest) ProtoMessage() {}
 
 func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +2163,7 @@ func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobRequest.ProtoReflect.Descriptor instead.
 func (*WaitJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WaitJobRequest) GetQueue() string {
@@ -1856,7 +2197,7 @@ type WaitJobResponse struct {
 
 func (x *WaitJobResponse) Reset() {
 	*x = WaitJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2209,7 @@ func (x *WaitJobResponse) String() string {
 func (*WaitJobResponse) ProtoMessage() {}
 
 func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2222,7 @@ func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobResponse.ProtoReflect.Descriptor instead.
 func (*WaitJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WaitJobResponse) GetJob() *Job {
@@ -1906,15 +2247,19 @@ type QueueEvent struct {
 	// With include_details: the job's result for COMPLETED, and its error for
 	// RETRY and DEAD, as read from the job just after the event (empty when
 	// the job is gone by then, e.g. completed retention 0).
-	Result        []byte `protobuf:"bytes,7,opt,name=result,proto3" json:"result,omitempty"`
-	Error         string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	Result []byte `protobuf:"bytes,7,opt,name=result,proto3" json:"result,omitempty"`
+	Error  string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	// PROGRESS: the percentage reported, if any.
+	ProgressPercent *int32 `protobuf:"varint,9,opt,name=progress_percent,json=progressPercent,proto3,oneof" json:"progress_percent,omitempty"`
+	// With include_details, PROGRESS: the job's progress_data just after.
+	ProgressData  []byte `protobuf:"bytes,10,opt,name=progress_data,json=progressData,proto3" json:"progress_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueEvent) Reset() {
 	*x = QueueEvent{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +2271,7 @@ func (x *QueueEvent) String() string {
 func (*QueueEvent) ProtoMessage() {}
 
 func (x *QueueEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2284,7 @@ func (x *QueueEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueEvent.ProtoReflect.Descriptor instead.
 func (*QueueEvent) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QueueEvent) GetKind() EventKind {
@@ -1998,6 +2343,20 @@ func (x *QueueEvent) GetError() string {
 	return ""
 }
 
+func (x *QueueEvent) GetProgressPercent() int32 {
+	if x != nil && x.ProgressPercent != nil {
+		return *x.ProgressPercent
+	}
+	return 0
+}
+
+func (x *QueueEvent) GetProgressData() []byte {
+	if x != nil {
+		return x.ProgressData
+	}
+	return nil
+}
+
 type SubscribeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The queues to follow: 1..100 names, each a valid queue name, no
@@ -2014,7 +2373,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2385,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2398,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SubscribeRequest) GetQueues() []string {
@@ -2080,7 +2439,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2451,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2464,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SubscribeResponse) GetEvents() []*QueueEvent {
@@ -2134,7 +2493,7 @@ var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
 const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"\x17jobwire/v1/broker.proto\x12\n" +
-	"jobwire.v1\"\xc3\x04\n" +
+	"jobwire.v1\"\xa9\x06\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
@@ -2154,7 +2513,14 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x0efinished_at_ms\x18\x0f \x01(\x03R\ffinishedAtMs\x12&\n" +
 	"\x0fbackoff_base_ms\x18\x10 \x01(\x03R\rbackoffBaseMs\x12$\n" +
 	"\x0ebackoff_max_ms\x18\x11 \x01(\x03R\fbackoffMaxMs\x12\x1b\n" +
-	"\tworker_id\x18\x12 \x01(\tR\bworkerId\"\x97\x03\n" +
+	"\tworker_id\x18\x12 \x01(\tR\bworkerId\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x13 \x01(\x03R\ttimeoutMs\x12&\n" +
+	"\x0frun_deadline_ms\x18\x14 \x01(\x03R\rrunDeadlineMs\x123\n" +
+	"\x16cancel_requested_at_ms\x18\x15 \x01(\x03R\x13cancelRequestedAtMs\x12.\n" +
+	"\x10progress_percent\x18\x16 \x01(\x05H\x00R\x0fprogressPercent\x88\x01\x01\x12#\n" +
+	"\rprogress_data\x18\x17 \x01(\fR\fprogressDataB\x13\n" +
+	"\x11_progress_percent\"\xb6\x03\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -2167,7 +2533,9 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x0fbackoff_base_ms\x18\t \x01(\x03R\rbackoffBaseMs\x12$\n" +
 	"\x0ebackoff_max_ms\x18\n" +
 	" \x01(\x03R\fbackoffMaxMs\x129\n" +
-	"\x16completed_retention_ms\x18\v \x01(\x03H\x00R\x14completedRetentionMs\x88\x01\x01B\x19\n" +
+	"\x16completed_retention_ms\x18\v \x01(\x03H\x00R\x14completedRetentionMs\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\f \x01(\x03R\ttimeoutMsB\x19\n" +
 	"\x17_completed_retention_ms\"F\n" +
 	"\x0fEnqueueResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
@@ -2187,9 +2555,19 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\rmax_in_flight\x18\x02 \x01(\x05R\vmaxInFlight\x12\x19\n" +
 	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05types\x18\x05 \x03(\tR\x05types\";\n" +
+	"\x05types\x18\x05 \x03(\tR\x05types\"f\n" +
 	"\rClaimResponse\x12*\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x16.jobwire.v1.ClaimedJobR\x04jobs\"\x9a\x01\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x16.jobwire.v1.ClaimedJobR\x04jobs\x12)\n" +
+	"\x05stops\x18\x02 \x03(\v2\x13.jobwire.v1.StopRunR\x05stops\"\xca\x01\n" +
+	"\aStopRun\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1f\n" +
+	"\vlease_token\x18\x03 \x01(\tR\n" +
+	"leaseToken\x122\n" +
+	"\x06reason\x18\x04 \x01(\x0e2\x1a.jobwire.v1.StopRun.ReasonR\x06reason\"=\n" +
+	"\x06Reason\x12\x16\n" +
+	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17REASON_CANCEL_REQUESTED\x10\x01\"\x9a\x01\n" +
 	"\n" +
 	"ClaimedJob\x12!\n" +
 	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job\x12\x1f\n" +
@@ -2235,7 +2613,17 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"leaseToken\x12\x19\n" +
 	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\"D\n" +
 	"\x13ExtendLeaseResponse\x12-\n" +
-	"\x13lease_expires_at_ms\x18\x01 \x01(\x03R\x10leaseExpiresAtMs\"<\n" +
+	"\x13lease_expires_at_ms\x18\x01 \x01(\x03R\x10leaseExpiresAtMs\"\xa4\x01\n" +
+	"\x15ReportProgressRequest\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1f\n" +
+	"\vlease_token\x18\x03 \x01(\tR\n" +
+	"leaseToken\x12\x1d\n" +
+	"\apercent\x18\x04 \x01(\x05H\x00R\apercent\x88\x01\x01\x12\x12\n" +
+	"\x04data\x18\x05 \x01(\fR\x04dataB\n" +
+	"\n" +
+	"\b_percent\"\x18\n" +
+	"\x16ReportProgressResponse\"<\n" +
 	"\rGetJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"3\n" +
@@ -2243,15 +2631,16 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job\"<\n" +
 	"\rCancelRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"\x10\n" +
-	"\x0eCancelResponse\"\\\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\";\n" +
+	"\x0eCancelResponse\x12)\n" +
+	"\x10cancel_requested\x18\x01 \x01(\bR\x0fcancelRequested\"\\\n" +
 	"\x0eWaitJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"4\n" +
 	"\x0fWaitJobResponse\x12!\n" +
-	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job\"\xd7\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job\"\xc1\x02\n" +
 	"\n" +
 	"QueueEvent\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.jobwire.v1.EventKindR\x04kind\x12\x14\n" +
@@ -2261,7 +2650,11 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\battempts\x18\x05 \x01(\x05R\battempts\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x16\n" +
 	"\x06result\x18\a \x01(\fR\x06result\x12\x14\n" +
-	"\x05error\x18\b \x01(\tR\x05error\"\x80\x01\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x12.\n" +
+	"\x10progress_percent\x18\t \x01(\x05H\x00R\x0fprogressPercent\x88\x01\x01\x12#\n" +
+	"\rprogress_data\x18\n" +
+	" \x01(\fR\fprogressDataB\x13\n" +
+	"\x11_progress_percent\"\x80\x01\n" +
 	"\x10SubscribeRequest\x12\x16\n" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\x12+\n" +
 	"\x05kinds\x18\x02 \x03(\x0e2\x15.jobwire.v1.EventKindR\x05kinds\x12'\n" +
@@ -2277,7 +2670,7 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x14\n" +
 	"\x10JOB_STATE_ACTIVE\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_COMPLETED\x10\x03\x12\x12\n" +
-	"\x0eJOB_STATE_DEAD\x10\x04*\x9e\x02\n" +
+	"\x0eJOB_STATE_DEAD\x10\x04*\xf2\x02\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13EVENT_KIND_ENQUEUED\x10\x01\x12\x15\n" +
@@ -2290,7 +2683,10 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x13EVENT_KIND_RELEASED\x10\b\x12\x17\n" +
 	"\x13EVENT_KIND_REDRIVEN\x10\t\x12\x16\n" +
 	"\x12EVENT_KIND_DELETED\x10\n" +
-	"2\x84\x06\n" +
+	"\x12\x17\n" +
+	"\x13EVENT_KIND_PROGRESS\x10\v\x12\x1f\n" +
+	"\x1bEVENT_KIND_CANCEL_REQUESTED\x10\f\x12\x18\n" +
+	"\x14EVENT_KIND_TIMED_OUT\x10\r2\xdd\x06\n" +
 	"\rBrokerService\x12B\n" +
 	"\aEnqueue\x12\x1a.jobwire.v1.EnqueueRequest\x1a\x1b.jobwire.v1.EnqueueResponse\x12Q\n" +
 	"\fEnqueueBatch\x12\x1f.jobwire.v1.EnqueueBatchRequest\x1a .jobwire.v1.EnqueueBatchResponse\x12>\n" +
@@ -2298,7 +2694,8 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x03Ack\x12\x16.jobwire.v1.AckRequest\x1a\x17.jobwire.v1.AckResponse\x12E\n" +
 	"\bAckBatch\x12\x1b.jobwire.v1.AckBatchRequest\x1a\x1c.jobwire.v1.AckBatchResponse\x129\n" +
 	"\x04Fail\x12\x17.jobwire.v1.FailRequest\x1a\x18.jobwire.v1.FailResponse\x12N\n" +
-	"\vExtendLease\x12\x1e.jobwire.v1.ExtendLeaseRequest\x1a\x1f.jobwire.v1.ExtendLeaseResponse\x12?\n" +
+	"\vExtendLease\x12\x1e.jobwire.v1.ExtendLeaseRequest\x1a\x1f.jobwire.v1.ExtendLeaseResponse\x12W\n" +
+	"\x0eReportProgress\x12!.jobwire.v1.ReportProgressRequest\x1a\".jobwire.v1.ReportProgressResponse\x12?\n" +
 	"\x06GetJob\x12\x19.jobwire.v1.GetJobRequest\x1a\x1a.jobwire.v1.GetJobResponse\x12?\n" +
 	"\x06Cancel\x12\x19.jobwire.v1.CancelRequest\x1a\x1a.jobwire.v1.CancelResponse\x12D\n" +
 	"\aWaitJob\x12\x1a.jobwire.v1.WaitJobRequest\x1a\x1b.jobwire.v1.WaitJobResponse0\x01\x12J\n" +
@@ -2319,81 +2716,89 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 	return file_jobwire_v1_broker_proto_rawDescData
 }
 
-var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_jobwire_v1_broker_proto_goTypes = []any{
-	(JobState)(0),                // 0: jobwire.v1.JobState
-	(EventKind)(0),               // 1: jobwire.v1.EventKind
-	(FailResponse_Outcome)(0),    // 2: jobwire.v1.FailResponse.Outcome
-	(*Job)(nil),                  // 3: jobwire.v1.Job
-	(*EnqueueRequest)(nil),       // 4: jobwire.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),      // 5: jobwire.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),  // 6: jobwire.v1.EnqueueBatchRequest
-	(*EnqueueResult)(nil),        // 7: jobwire.v1.EnqueueResult
-	(*EnqueueBatchResponse)(nil), // 8: jobwire.v1.EnqueueBatchResponse
-	(*ClaimRequest)(nil),         // 9: jobwire.v1.ClaimRequest
-	(*ClaimResponse)(nil),        // 10: jobwire.v1.ClaimResponse
-	(*ClaimedJob)(nil),           // 11: jobwire.v1.ClaimedJob
-	(*AckRequest)(nil),           // 12: jobwire.v1.AckRequest
-	(*AckResponse)(nil),          // 13: jobwire.v1.AckResponse
-	(*AckBatchRequest)(nil),      // 14: jobwire.v1.AckBatchRequest
-	(*AckResult)(nil),            // 15: jobwire.v1.AckResult
-	(*AckBatchResponse)(nil),     // 16: jobwire.v1.AckBatchResponse
-	(*FailRequest)(nil),          // 17: jobwire.v1.FailRequest
-	(*FailResponse)(nil),         // 18: jobwire.v1.FailResponse
-	(*ExtendLeaseRequest)(nil),   // 19: jobwire.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),  // 20: jobwire.v1.ExtendLeaseResponse
-	(*GetJobRequest)(nil),        // 21: jobwire.v1.GetJobRequest
-	(*GetJobResponse)(nil),       // 22: jobwire.v1.GetJobResponse
-	(*CancelRequest)(nil),        // 23: jobwire.v1.CancelRequest
-	(*CancelResponse)(nil),       // 24: jobwire.v1.CancelResponse
-	(*WaitJobRequest)(nil),       // 25: jobwire.v1.WaitJobRequest
-	(*WaitJobResponse)(nil),      // 26: jobwire.v1.WaitJobResponse
-	(*QueueEvent)(nil),           // 27: jobwire.v1.QueueEvent
-	(*SubscribeRequest)(nil),     // 28: jobwire.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),    // 29: jobwire.v1.SubscribeResponse
+	(JobState)(0),                  // 0: jobwire.v1.JobState
+	(EventKind)(0),                 // 1: jobwire.v1.EventKind
+	(StopRun_Reason)(0),            // 2: jobwire.v1.StopRun.Reason
+	(FailResponse_Outcome)(0),      // 3: jobwire.v1.FailResponse.Outcome
+	(*Job)(nil),                    // 4: jobwire.v1.Job
+	(*EnqueueRequest)(nil),         // 5: jobwire.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),        // 6: jobwire.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),    // 7: jobwire.v1.EnqueueBatchRequest
+	(*EnqueueResult)(nil),          // 8: jobwire.v1.EnqueueResult
+	(*EnqueueBatchResponse)(nil),   // 9: jobwire.v1.EnqueueBatchResponse
+	(*ClaimRequest)(nil),           // 10: jobwire.v1.ClaimRequest
+	(*ClaimResponse)(nil),          // 11: jobwire.v1.ClaimResponse
+	(*StopRun)(nil),                // 12: jobwire.v1.StopRun
+	(*ClaimedJob)(nil),             // 13: jobwire.v1.ClaimedJob
+	(*AckRequest)(nil),             // 14: jobwire.v1.AckRequest
+	(*AckResponse)(nil),            // 15: jobwire.v1.AckResponse
+	(*AckBatchRequest)(nil),        // 16: jobwire.v1.AckBatchRequest
+	(*AckResult)(nil),              // 17: jobwire.v1.AckResult
+	(*AckBatchResponse)(nil),       // 18: jobwire.v1.AckBatchResponse
+	(*FailRequest)(nil),            // 19: jobwire.v1.FailRequest
+	(*FailResponse)(nil),           // 20: jobwire.v1.FailResponse
+	(*ExtendLeaseRequest)(nil),     // 21: jobwire.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),    // 22: jobwire.v1.ExtendLeaseResponse
+	(*ReportProgressRequest)(nil),  // 23: jobwire.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil), // 24: jobwire.v1.ReportProgressResponse
+	(*GetJobRequest)(nil),          // 25: jobwire.v1.GetJobRequest
+	(*GetJobResponse)(nil),         // 26: jobwire.v1.GetJobResponse
+	(*CancelRequest)(nil),          // 27: jobwire.v1.CancelRequest
+	(*CancelResponse)(nil),         // 28: jobwire.v1.CancelResponse
+	(*WaitJobRequest)(nil),         // 29: jobwire.v1.WaitJobRequest
+	(*WaitJobResponse)(nil),        // 30: jobwire.v1.WaitJobResponse
+	(*QueueEvent)(nil),             // 31: jobwire.v1.QueueEvent
+	(*SubscribeRequest)(nil),       // 32: jobwire.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),      // 33: jobwire.v1.SubscribeResponse
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
-	4,  // 1: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
-	7,  // 2: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
-	11, // 3: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
-	3,  // 4: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
-	12, // 5: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
-	15, // 6: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
-	2,  // 7: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	3,  // 8: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	3,  // 9: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
-	1,  // 10: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
-	1,  // 11: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
-	27, // 12: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
-	4,  // 13: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	6,  // 14: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	9,  // 15: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	12, // 16: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	14, // 17: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	17, // 18: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	19, // 19: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	21, // 20: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	23, // 21: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	25, // 22: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
-	28, // 23: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
-	5,  // 24: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	8,  // 25: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	10, // 26: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	13, // 27: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	16, // 28: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	18, // 29: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	20, // 30: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	22, // 31: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	24, // 32: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	26, // 33: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
-	29, // 34: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
-	24, // [24:35] is the sub-list for method output_type
-	13, // [13:24] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	5,  // 1: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
+	8,  // 2: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
+	13, // 3: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	12, // 4: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
+	2,  // 5: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
+	4,  // 6: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
+	14, // 7: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
+	17, // 8: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
+	3,  // 9: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
+	4,  // 10: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	4,  // 11: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	1,  // 12: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
+	1,  // 13: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
+	31, // 14: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
+	5,  // 15: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	7,  // 16: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	10, // 17: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	14, // 18: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	16, // 19: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	19, // 20: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	21, // 21: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	23, // 22: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
+	25, // 23: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	27, // 24: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	29, // 25: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	32, // 26: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
+	6,  // 27: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	9,  // 28: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	11, // 29: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	15, // 30: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	18, // 31: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	20, // 32: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	22, // 33: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	24, // 34: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
+	26, // 35: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	28, // 36: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	30, // 37: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	33, // 38: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
+	27, // [27:39] is the sub-list for method output_type
+	15, // [15:27] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -2401,14 +2806,17 @@ func file_jobwire_v1_broker_proto_init() {
 	if File_jobwire_v1_broker_proto != nil {
 		return
 	}
+	file_jobwire_v1_broker_proto_msgTypes[0].OneofWrappers = []any{}
 	file_jobwire_v1_broker_proto_msgTypes[1].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[19].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   27,
+			NumEnums:      4,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

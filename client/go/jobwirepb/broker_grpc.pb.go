@@ -55,6 +55,15 @@
 //   JOB_STATE               FAILED_PRECONDITION: the job's state refuses the
 //                           call; metadata "state": the job's state
 //                           ("pending", "active", "completed", "dead").
+//   JOB_CANCEL_REQUESTED    FAILED_PRECONDITION (ExtendLease,
+//                           ReportProgress): Cancel asked this run to stop.
+//                           Stop the handler and Fail the job (it becomes
+//                           DEAD "cancelled"), or let its lease run out.
+//   RUN_TIMED_OUT           FAILED_PRECONDITION (Ack, ExtendLease,
+//                           ReportProgress): the run passed its deadline
+//                           (Job.timeout_ms). The broker fails the attempt
+//                           with error "timeout" when the lease ends; a Fail
+//                           does it at once.
 //   QUEUE_HAS_ACTIVE_JOBS   FAILED_PRECONDITION (DeleteQueue without force).
 //   PARTITIONS_DECREASE     FAILED_PRECONDITION (UpdateQueue).
 //   QUEUE_EXISTS            ALREADY_EXISTS (CreateQueue).
@@ -107,17 +116,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	BrokerService_Enqueue_FullMethodName      = "/jobwire.v1.BrokerService/Enqueue"
-	BrokerService_EnqueueBatch_FullMethodName = "/jobwire.v1.BrokerService/EnqueueBatch"
-	BrokerService_Claim_FullMethodName        = "/jobwire.v1.BrokerService/Claim"
-	BrokerService_Ack_FullMethodName          = "/jobwire.v1.BrokerService/Ack"
-	BrokerService_AckBatch_FullMethodName     = "/jobwire.v1.BrokerService/AckBatch"
-	BrokerService_Fail_FullMethodName         = "/jobwire.v1.BrokerService/Fail"
-	BrokerService_ExtendLease_FullMethodName  = "/jobwire.v1.BrokerService/ExtendLease"
-	BrokerService_GetJob_FullMethodName       = "/jobwire.v1.BrokerService/GetJob"
-	BrokerService_Cancel_FullMethodName       = "/jobwire.v1.BrokerService/Cancel"
-	BrokerService_WaitJob_FullMethodName      = "/jobwire.v1.BrokerService/WaitJob"
-	BrokerService_Subscribe_FullMethodName    = "/jobwire.v1.BrokerService/Subscribe"
+	BrokerService_Enqueue_FullMethodName        = "/jobwire.v1.BrokerService/Enqueue"
+	BrokerService_EnqueueBatch_FullMethodName   = "/jobwire.v1.BrokerService/EnqueueBatch"
+	BrokerService_Claim_FullMethodName          = "/jobwire.v1.BrokerService/Claim"
+	BrokerService_Ack_FullMethodName            = "/jobwire.v1.BrokerService/Ack"
+	BrokerService_AckBatch_FullMethodName       = "/jobwire.v1.BrokerService/AckBatch"
+	BrokerService_Fail_FullMethodName           = "/jobwire.v1.BrokerService/Fail"
+	BrokerService_ExtendLease_FullMethodName    = "/jobwire.v1.BrokerService/ExtendLease"
+	BrokerService_ReportProgress_FullMethodName = "/jobwire.v1.BrokerService/ReportProgress"
+	BrokerService_GetJob_FullMethodName         = "/jobwire.v1.BrokerService/GetJob"
+	BrokerService_Cancel_FullMethodName         = "/jobwire.v1.BrokerService/Cancel"
+	BrokerService_WaitJob_FullMethodName        = "/jobwire.v1.BrokerService/WaitJob"
+	BrokerService_Subscribe_FullMethodName      = "/jobwire.v1.BrokerService/Subscribe"
 )
 
 // BrokerServiceClient is the client API for BrokerService service.
@@ -169,7 +179,8 @@ type BrokerServiceClient interface {
 	// until its lease would have ended, plus a minute).
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, result size),
 	// NOT_FOUND, FAILED_PRECONDITION (token is not the current lease, or the
-	// job is not active), UNAVAILABLE.
+	// job is not active; reason RUN_TIMED_OUT when the run passed its
+	// deadline: the attempt fails with "timeout" instead), UNAVAILABLE.
 	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error)
 	// Acks up to 1000 jobs in one call, each exactly as Ack would (the acks
 	// of one queue share one Redis script call). Workers send the acks that
@@ -191,24 +202,47 @@ type BrokerServiceClient interface {
 	// answers the same outcome (and next_attempt_at_ms) and changes nothing,
 	// even after the retry was claimed again or the job was cancelled; once a
 	// later run has failed too, the earlier token is refused
-	// (FAILED_PRECONDITION).
+	// (FAILED_PRECONDITION). A run that Cancel asked to stop becomes DEAD
+	// with error "cancelled", and one past its deadline fails with error
+	// "timeout" (retried or DEAD as usual), whatever error the worker sent.
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, error,
 	// retry_after_ms), NOT_FOUND, FAILED_PRECONDITION (stale token / not
 	// active), UNAVAILABLE.
 	Fail(ctx context.Context, in *FailRequest, opts ...grpc.CallOption) (*FailResponse, error)
-	// Renews the lease of an active job: its new expiry is now + lease_ms. The
-	// worker's heartbeat.
+	// Renews the lease of an active job: its new expiry is now + lease_ms, but
+	// never past the run's deadline (Job.run_deadline_ms). The worker's
+	// heartbeat.
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, lease_ms),
-	// NOT_FOUND, FAILED_PRECONDITION (stale token / not active), UNAVAILABLE.
+	// NOT_FOUND, FAILED_PRECONDITION (stale token / not active; reason
+	// JOB_CANCEL_REQUESTED when Cancel asked the run to stop, RUN_TIMED_OUT
+	// past the run's deadline: the lease is not renewed), UNAVAILABLE.
 	ExtendLease(ctx context.Context, in *ExtendLeaseRequest, opts ...grpc.CallOption) (*ExtendLeaseResponse, error)
+	// Records the progress of an active job's run: a percentage and/or a
+	// small opaque value (both replace what the job held), shown by GetJob,
+	// ListJobs, WaitJob and Subscribe (a PROGRESS event). Does not renew the
+	// lease. A retry starts with the progress of the failed run until it
+	// reports its own.
+	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, percent, data;
+	// neither percent nor data given), NOT_FOUND, FAILED_PRECONDITION (stale
+	// token / not active; JOB_CANCEL_REQUESTED, RUN_TIMED_OUT as for
+	// ExtendLease: nothing stored), UNAVAILABLE.
+	ReportProgress(ctx context.Context, in *ReportProgressRequest, opts ...grpc.CallOption) (*ReportProgressResponse, error)
 	// Reads one job in whatever state it is.
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND (also once a
 	// completed job's retention has passed, at once for retention 0),
 	// UNAVAILABLE.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
-	// Cancels a pending job: it becomes DEAD with error "cancelled".
+	// Cancels a job. A PENDING job becomes DEAD with error "cancelled" at
+	// once. An ACTIVE job is marked cancel-requested (Job.cancel_requested_at_ms,
+	// CancelResponse.cancel_requested): the worker holding it is told at once
+	// on its Claim stream (ClaimResponse.stops) when that stream is still
+	// open, and in any case its next ExtendLease or ReportProgress is refused
+	// (JOB_CANCEL_REQUESTED); the job becomes DEAD with error "cancelled" when
+	// the worker Fails it (whatever its error and attempts left) or its lease
+	// runs out. An Ack that comes first still completes it: the run finished.
+	// Cancelling a cancel-requested job again answers OK and changes nothing.
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND,
-	// FAILED_PRECONDITION (the job is active, completed or dead), UNAVAILABLE.
+	// FAILED_PRECONDITION (the job is completed or dead), UNAVAILABLE.
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
 	// Follows one job until it finishes: the first message is the job as it
 	// is when the call arrives; then one message each time its state or
@@ -350,6 +384,16 @@ func (c *brokerServiceClient) ExtendLease(ctx context.Context, in *ExtendLeaseRe
 	return out, nil
 }
 
+func (c *brokerServiceClient) ReportProgress(ctx context.Context, in *ReportProgressRequest, opts ...grpc.CallOption) (*ReportProgressResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportProgressResponse)
+	err := c.cc.Invoke(ctx, BrokerService_ReportProgress_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *brokerServiceClient) GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetJobResponse)
@@ -457,7 +501,8 @@ type BrokerServiceServer interface {
 	// until its lease would have ended, plus a minute).
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, result size),
 	// NOT_FOUND, FAILED_PRECONDITION (token is not the current lease, or the
-	// job is not active), UNAVAILABLE.
+	// job is not active; reason RUN_TIMED_OUT when the run passed its
+	// deadline: the attempt fails with "timeout" instead), UNAVAILABLE.
 	Ack(context.Context, *AckRequest) (*AckResponse, error)
 	// Acks up to 1000 jobs in one call, each exactly as Ack would (the acks
 	// of one queue share one Redis script call). Workers send the acks that
@@ -479,24 +524,47 @@ type BrokerServiceServer interface {
 	// answers the same outcome (and next_attempt_at_ms) and changes nothing,
 	// even after the retry was claimed again or the job was cancelled; once a
 	// later run has failed too, the earlier token is refused
-	// (FAILED_PRECONDITION).
+	// (FAILED_PRECONDITION). A run that Cancel asked to stop becomes DEAD
+	// with error "cancelled", and one past its deadline fails with error
+	// "timeout" (retried or DEAD as usual), whatever error the worker sent.
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, error,
 	// retry_after_ms), NOT_FOUND, FAILED_PRECONDITION (stale token / not
 	// active), UNAVAILABLE.
 	Fail(context.Context, *FailRequest) (*FailResponse, error)
-	// Renews the lease of an active job: its new expiry is now + lease_ms. The
-	// worker's heartbeat.
+	// Renews the lease of an active job: its new expiry is now + lease_ms, but
+	// never past the run's deadline (Job.run_deadline_ms). The worker's
+	// heartbeat.
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, lease_ms),
-	// NOT_FOUND, FAILED_PRECONDITION (stale token / not active), UNAVAILABLE.
+	// NOT_FOUND, FAILED_PRECONDITION (stale token / not active; reason
+	// JOB_CANCEL_REQUESTED when Cancel asked the run to stop, RUN_TIMED_OUT
+	// past the run's deadline: the lease is not renewed), UNAVAILABLE.
 	ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error)
+	// Records the progress of an active job's run: a percentage and/or a
+	// small opaque value (both replace what the job held), shown by GetJob,
+	// ListJobs, WaitJob and Subscribe (a PROGRESS event). Does not renew the
+	// lease. A retry starts with the progress of the failed run until it
+	// reports its own.
+	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, percent, data;
+	// neither percent nor data given), NOT_FOUND, FAILED_PRECONDITION (stale
+	// token / not active; JOB_CANCEL_REQUESTED, RUN_TIMED_OUT as for
+	// ExtendLease: nothing stored), UNAVAILABLE.
+	ReportProgress(context.Context, *ReportProgressRequest) (*ReportProgressResponse, error)
 	// Reads one job in whatever state it is.
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND (also once a
 	// completed job's retention has passed, at once for retention 0),
 	// UNAVAILABLE.
 	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
-	// Cancels a pending job: it becomes DEAD with error "cancelled".
+	// Cancels a job. A PENDING job becomes DEAD with error "cancelled" at
+	// once. An ACTIVE job is marked cancel-requested (Job.cancel_requested_at_ms,
+	// CancelResponse.cancel_requested): the worker holding it is told at once
+	// on its Claim stream (ClaimResponse.stops) when that stream is still
+	// open, and in any case its next ExtendLease or ReportProgress is refused
+	// (JOB_CANCEL_REQUESTED); the job becomes DEAD with error "cancelled" when
+	// the worker Fails it (whatever its error and attempts left) or its lease
+	// runs out. An Ack that comes first still completes it: the run finished.
+	// Cancelling a cancel-requested job again answers OK and changes nothing.
 	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND,
-	// FAILED_PRECONDITION (the job is active, completed or dead), UNAVAILABLE.
+	// FAILED_PRECONDITION (the job is completed or dead), UNAVAILABLE.
 	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
 	// Follows one job until it finishes: the first message is the job as it
 	// is when the call arrives; then one message each time its state or
@@ -579,6 +647,9 @@ func (UnimplementedBrokerServiceServer) Fail(context.Context, *FailRequest) (*Fa
 }
 func (UnimplementedBrokerServiceServer) ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExtendLease not implemented")
+}
+func (UnimplementedBrokerServiceServer) ReportProgress(context.Context, *ReportProgressRequest) (*ReportProgressResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportProgress not implemented")
 }
 func (UnimplementedBrokerServiceServer) GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetJob not implemented")
@@ -732,6 +803,24 @@ func _BrokerService_ExtendLease_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BrokerService_ReportProgress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportProgressRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServiceServer).ReportProgress(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BrokerService_ReportProgress_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServiceServer).ReportProgress(ctx, req.(*ReportProgressRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _BrokerService_GetJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetJobRequest)
 	if err := dec(in); err != nil {
@@ -820,6 +909,10 @@ var BrokerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExtendLease",
 			Handler:    _BrokerService_ExtendLease_Handler,
+		},
+		{
+			MethodName: "ReportProgress",
+			Handler:    _BrokerService_ReportProgress_Handler,
 		},
 		{
 			MethodName: "GetJob",
