@@ -50,7 +50,9 @@ end
 local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'available_at',
                     'lease_token', 'lease_expires_at', 'worker_id', 'error', 'idempotency_key',
                     'created_at', 'finished_at', 'backoff_base', 'backoff_max',
-                    'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at'}
+                    'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at',
+                    'timeout', 'run_deadline', 'cancel_requested', 'progress_percent',
+                    'progress_data'}
 -- Field numbers by name.
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
@@ -157,7 +159,9 @@ end
 -- event(...) for each change and events_publish() once at the end. Kinds:
 -- enqueued, active, completed, retry, dead, cancelled, lease_expired,
 -- released (back to pending, attempt undone), redriven (dead to pending),
--- deleted; the queue-wide 'deleted' of delete_queue.lua has id ''.
+-- deleted, progress (a 6th element: the percent reported, or nil),
+-- cancel_requested, timed_out; the queue-wide 'deleted' of delete_queue.lua
+-- has id ''.
 local EVENTS = nil  -- {channel =, list =} while someone listens
 local function events_open(jobs_key)
   if string.sub(jobs_key, -5) ~= ':jobs' then error('events_open: not a jobs key: ' .. jobs_key) end
@@ -168,10 +172,22 @@ local function events_open(jobs_key)
 end
 -- Job `id` (record `job` after the change; nil when it has none) had event
 -- `kind` at `now`.
-local function event(kind, id, job, now)
+local function event(kind, id, job, now, percent)
   if not EVENTS then return end
   local list = EVENTS.list
-  list[#list + 1] = {kind, id, job_type_of(job), tonumber(job and job[F.attempts]) or 0, now}
+  list[#list + 1] = {kind, id, job_type_of(job), tonumber(job and job[F.attempts]) or 0, now, percent}
+end
+
+-- Run control (a job's timeout and Cancel of a running job). `job` is an
+-- active record. run_timed_out: its run has a deadline (run_deadline, set
+-- at claim from the job's timeout) and `now` is at or past it. cancel_asked:
+-- Cancel asked the run to stop (cancel_requested holds when).
+local function run_timed_out(job, now)
+  local deadline = tonumber(job[F.run_deadline]) or 0
+  return deadline > 0 and now >= deadline
+end
+local function cancel_asked(job)
+  return (tonumber(job[F.cancel_requested]) or 0) > 0
 end
 local function events_publish()
   if EVENTS and #EVENTS.list > 0 then
@@ -268,7 +284,10 @@ end
 -- job's lease token is cleared. Reads every field it needs before the first
 -- write: a record missing one of them (partial; a bug or a hand edit) is made
 -- dead with an error naming what is missing, so that it stays visible in a
--- set. Returns outcome ('retry', 'dead' or 'corrupt', which is dead too) and
+-- set. A run that Cancel asked to stop is made dead with error "cancelled"
+-- (event 'cancelled'), and a run past its deadline fails with error
+-- "timeout" (event 'timed_out', then 'retry' or 'dead'), whatever `err`.
+-- Returns outcome ('retry', 'dead' or 'corrupt', which is dead too) and
 -- the retry's due time (0 when dead).
 local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key, channel,
                               id, token, err, non_retryable, retry_after, now)
@@ -276,7 +295,15 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
   local base, cap = tonumber(job[F.backoff_base]), tonumber(job[F.backoff_max])
   redis.call('ZREM', active_key, id)
   local corrupt = not (attempts and max_attempts and base and cap)
+  local dead_kind = 'dead'
+  if cancel_asked(job) then
+    err, non_retryable, dead_kind = 'cancelled', true, 'cancelled'
+  elseif run_timed_out(job, now) then
+    err = 'timeout'
+    event('timed_out', id, job, now)
+  end
   job[F.lease_expires_at], job[F.lease_token], job[F.failed_token] = 0, '', token
+  job[F.run_deadline] = 0
   if corrupt or non_retryable or attempts >= max_attempts then
     if corrupt then
       err = 'job record lacks attempts, max_attempts or backoff fields; last error: ' .. err
@@ -285,7 +312,7 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
     job[F.fail_outcome], job[F.fail_next_at] = 'dead', 0
     job_write(jobs_key, id, job)
     redis.call('ZADD', dead_key, int(now), id)
-    event('dead', id, job, now)
+    event(dead_kind, id, job, now)
     if corrupt then return 'corrupt', 0 end
     return 'dead', 0
   end
@@ -415,7 +442,6 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   local out = {0, 0, skipped, {}}
   local claimed, bytes = 0, 0
   local expires = now + lease_ms
-  local expires_text = int(expires)
   -- The claimed jobs' ids, their records, their active entries and what
   -- leaves the ready set and its index (each written with one variadic
   -- command after the loop).
@@ -452,10 +478,21 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       claimed = claimed + 1
       job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
       job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
-      job[F.lease_expires_at], job[F.worker_id] = expires, worker_id
+      job[F.worker_id], job[F.cancel_requested] = worker_id, 0
+      -- A run with a timeout ends at its deadline: the lease never reaches
+      -- past it (extend_lease.lua caps renewals the same way).
+      local timeout = tonumber(job[F.timeout]) or 0
+      local job_expires = expires
+      if timeout > 0 then
+        job[F.run_deadline] = now + timeout
+        job_expires = math.min(expires, now + timeout)
+      else
+        job[F.run_deadline] = 0
+      end
+      job[F.lease_expires_at] = job_expires
       local packed = cmsgpack.pack(job)
       add_pair(records, id, packed)
-      add_pair(active, expires_text, id)
+      add_pair(active, int(job_expires), id)
       out[#out + 1] = id
       out[#out + 1] = job_reply(packed, payload)
       ids[#ids + 1] = id

@@ -28,7 +28,9 @@
 -- the k-th job (k = 0, 1, ...; at least one job)
 -- Returns one reply per job, in order: {'OK'} | {'OK', 'repeat'} (already
 -- completed with this token) | {'NOT_FOUND'} | {'STALE'} (token is not the
--- current lease) | {'STATE', state} (the job is not active).
+-- current lease) | {'STATE', state} (the job is not active) | {'TIMED_OUT'}
+-- (the run passed its deadline: the reaper, or a Fail, fails it with
+-- "timeout"). A run that Cancel asked to stop is completed: it finished.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
 -- always succeeds.
@@ -56,6 +58,8 @@ for i = 3, #ARGV, 3 do
     out[#out + 1] = {'OK', 'repeat'}
   elseif job[F.state] ~= 'active' then
     out[#out + 1] = {'STATE', tostring(job[F.state])}
+  elseif run_timed_out(job, now) then
+    out[#out + 1] = {'TIMED_OUT'}
   else
     local retention = tonumber(job[F.completed_retention]) or default_retention
     if retention <= 0 then
@@ -67,6 +71,7 @@ for i = 3, #ARGV, 3 do
       redis.call('ZADD', KEYS[7], int(now + lease_left + grace), id)
     else
       job[F.state], job[F.finished_at], job[F.lease_expires_at] = 'completed', now, 0
+      job[F.run_deadline] = 0
       job_write(KEYS[3], id, job)
       if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[5], id, ARGV[i + 2]) end
       index[#index + 1] = int(now + retention)

@@ -1,5 +1,13 @@
 #!lua flags=allow-oom
--- cancel.lua: makes a pending job dead with error "cancelled".
+-- cancel.lua: cancels a job. A pending job becomes dead with error
+-- "cancelled" at once. An active job is marked cancel-requested (its
+-- cancel_requested field holds the Redis time) and a stop request
+-- 'stop:<id> <lease token>' is published on the queue's notify channel, which
+-- the brokers serving Claim streams of the queue follow: the one holding the
+-- run tells its worker. The run then ends dead "cancelled" when it is failed
+-- or its lease expires (settle_failure), or completed when it is acked.
+-- Cancelling a cancel-requested run again publishes the request again and
+-- changes nothing.
 --
 -- Publishes its changes as queue events while a broker listens (events_open
 -- in _lib.lua; docs/redis-layout.md, "Events").
@@ -10,21 +18,34 @@
 -- KEYS[4] {p}:{q}:dead
 -- KEYS[5] {p}:{q}:ready_by_type
 -- ARGV[1] job id
--- Returns {'OK'} | {'NOT_FOUND'} | {'STATE', state} (not pending).
+-- ARGV[2] notify channel {p}:{q}:notify
+-- Returns {'OK', 0} (pending: now dead) | {'OK', 1} (active: stop requested)
+-- | {'NOT_FOUND'} | {'STATE', state} (completed or dead).
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): settles a pending
 -- job, creates no work.
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
-if job[F.state] ~= 'pending' then return {'STATE', tostring(job[F.state])} end
+local state = job[F.state]
+if state ~= 'pending' and state ~= 'active' then return {'STATE', tostring(state)} end
 
 local now = now_ms()
+events_open(KEYS[1])
+if state == 'active' then
+  if not cancel_asked(job) then
+    job[F.cancel_requested] = now
+    job_write(KEYS[1], ARGV[1], job)
+    event('cancel_requested', ARGV[1], job, now)
+  end
+  redis.call('SPUBLISH', ARGV[2], 'stop:' .. ARGV[1] .. ' ' .. tostring(job[F.lease_token]))
+  events_publish()
+  return {'OK', 1}
+end
 job[F.state], job[F.error], job[F.finished_at] = 'dead', 'cancelled', now
 job_write(KEYS[1], ARGV[1], job)
 ready_remove({ready = KEYS[2], by_type = KEYS[5]}, job, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], int(now), ARGV[1])
-events_open(KEYS[1])
 event('cancelled', ARGV[1], job, now)
 events_publish()
-return {'OK'}
+return {'OK', 0}

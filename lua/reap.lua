@@ -1,6 +1,8 @@
 #!lua flags=allow-oom
 -- reap.lua: treats every active job of one queue whose lease has expired (by
--- the Redis clock) as a failed run with error "lease expired": the old token
+-- the Redis clock) as a failed run with error "lease expired" ("timeout" at
+-- the run's deadline, "cancelled" for a run Cancel asked to stop:
+-- settle_failure): the old token
 -- is revoked, the attempt counts, and the job is retried after its backoff or
 -- made dead. Each expiry is handled once, however many brokers run it. Also
 -- deletes the completed jobs whose retention has ended (the completed index
@@ -51,7 +53,8 @@ local dead, skipped = 0, {}
 for _, id in ipairs(expired) do
   local job = job_read(KEYS[8], id)
   if job and job[F.state] == 'active' then
-    event('lease_expired', id, job, now)
+    -- A run at its deadline gets 'timed_out' instead (settle_failure).
+    if not run_timed_out(job, now) then event('lease_expired', id, job, now) end
     local outcome = settle_failure(KEYS[8], job, KEYS[1], KEYS[2], KEYS[3], ARGV[3], id, '',
                                    'lease expired', false, 0, now)
     if outcome ~= 'retry' then dead = dead + 1 end

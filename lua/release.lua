@@ -16,7 +16,9 @@
 -- ARGV[3] notify channel
 -- Returns {'OK'} | {'NOT_FOUND'} | {'STALE'} (the token is not the current
 -- lease: the job moved on, nothing to undo) | {'STATE', state} (not active)
--- | {'CORRUPT', missing field} (nothing written; the lease expires instead).
+-- | {'CORRUPT', missing field} (nothing written; the lease expires instead)
+-- | {'CANCEL_REQUESTED'} (Cancel asked the run to stop: nothing written; the
+-- lease expires and the reaper makes the job dead "cancelled").
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): gives back a job
 -- that was never delivered.
@@ -24,6 +26,7 @@ local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
 if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
 if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
+if cancel_asked(job) then return {'CANCEL_REQUESTED'} end
 local priority, available_at = tonumber(job[F.priority]), tonumber(job[F.available_at])
 if not priority then return {'CORRUPT', 'priority'} end
 if not available_at then return {'CORRUPT', 'available_at'} end
@@ -31,6 +34,7 @@ if not tonumber(job[F.attempts]) then return {'CORRUPT', 'attempts'} end
 
 job[F.attempts] = tonumber(job[F.attempts]) - 1
 job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
+job[F.run_deadline] = 0
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 ready_add({ready = KEYS[3], by_type = KEYS[4]}, job, ready_score(priority, available_at), ARGV[1])

@@ -4,7 +4,9 @@
 -- call's record. Each job still active under a lease of that call is pending
 -- and due again at once, with its attempt given back and its token cleared,
 -- as release.lua does for one job; jobs that moved on (acked, reaped,
--- claimed again) are left alone. The record is deleted.
+-- claimed again) are left alone, and so are runs that Cancel asked to stop
+-- (their leases expire: the reaper makes them dead "cancelled"). The record
+-- is deleted.
 --
 -- Publishes its changes as queue events while a broker listens (events_open
 -- in _lib.lua; docs/redis-layout.md, "Events").
@@ -33,9 +35,10 @@ for id in string.gmatch(record, '%S+') do
   local token = job and job[F.lease_token]
   if job and job[F.state] == 'active' and type(token) == 'string' and
       string.sub(token, 1, #prefix) == prefix and priority and available_at and
-      tonumber(job[F.attempts]) then
+      tonumber(job[F.attempts]) and not cancel_asked(job) then
     job[F.attempts] = tonumber(job[F.attempts]) - 1
     job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
+    job[F.run_deadline] = 0
     job_write(KEYS[4], id, job)
     redis.call('ZREM', KEYS[2], id)
     ready_add({ready = KEYS[3], by_type = KEYS[5]}, job, ready_score(priority, available_at), id)

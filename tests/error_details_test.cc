@@ -97,16 +97,15 @@ TEST_F(ErrorDetailsTest, EachStateErrorHasItsReason) {
   ASSERT_TRUE(claimed.has_value());
   ExpectReason(Ack(*stub_, "q", id, claimed->lease_token() + "x"),
                grpc::StatusCode::FAILED_PRECONDITION, "LEASE_STALE");
-  grpc::Status cancel = Cancel(*stub_, "q", id);
-  ExpectReason(cancel, grpc::StatusCode::FAILED_PRECONDITION, "JOB_STATE");
-  Details d = Decode(cancel);
-  ASSERT_TRUE(d.info.has_value());
-  EXPECT_EQ(d.info->metadata().at("state"), "active");
-
   // Nothing changed: the job is still active under its lease.
   ASSERT_TRUE(GetJob(*stub_, "q", id, &job).ok());
   EXPECT_EQ(job.state(), kActive);
   EXPECT_TRUE(Ack(*stub_, *claimed).ok());
+  grpc::Status cancel = Cancel(*stub_, "q", id);
+  ExpectReason(cancel, grpc::StatusCode::FAILED_PRECONDITION, "JOB_STATE");
+  Details d = Decode(cancel);
+  ASSERT_TRUE(d.info.has_value());
+  EXPECT_EQ(d.info->metadata().at("state"), "completed");
 }
 
 TEST_F(ErrorDetailsTest, BatchResultsCarryTheReason) {

@@ -38,6 +38,8 @@ inline constexpr absl::string_view kQueueNotFound = "QUEUE_NOT_FOUND";
 // FAILED_PRECONDITION.
 inline constexpr absl::string_view kLeaseStale = "LEASE_STALE";
 inline constexpr absl::string_view kJobState = "JOB_STATE";  // metadata["state"]
+inline constexpr absl::string_view kJobCancelRequested = "JOB_CANCEL_REQUESTED";
+inline constexpr absl::string_view kRunTimedOut = "RUN_TIMED_OUT";
 inline constexpr absl::string_view kQueueHasActiveJobs = "QUEUE_HAS_ACTIVE_JOBS";
 inline constexpr absl::string_view kPartitionsDecrease = "PARTITIONS_DECREASE";
 // ALREADY_EXISTS.

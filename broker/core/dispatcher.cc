@@ -422,22 +422,25 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t pos,
 bool Dispatcher::GrantAndDeliver(SessionId id, Session& s, const std::string& queue,
                                  std::vector<v1::ClaimedJob> jobs) {
   const absl::Time now = absl::Now();
-  const absl::Time deadline = now + absl::Milliseconds(s.spec.lease_ms);
+  absl::Time latest = now;
   std::vector<std::pair<std::string, std::string>> granted;  // (job id, lease token)
   std::vector<absl::Duration> waits;
   granted.reserve(jobs.size());
   waits.reserve(jobs.size());
   for (const v1::ClaimedJob& job : jobs) {
+    // The lease granted: the stream's, or shorter for a run with a timeout.
+    const absl::Time deadline = now + absl::Milliseconds(job.lease_ms());
+    latest = std::max(latest, deadline);
     std::string key = LeaseKey(queue, job.job().id());
     leases_.Grant(key, LeaseTable::Lease{id, job.lease_token(), deadline, now});
     s.in_flight.insert(key);
     granted.emplace_back(job.job().id(), job.lease_token());
     // Claimed at lease expiry minus lease, by the Redis clock like available_at.
-    waits.push_back(absl::Milliseconds(job.lease_expires_at_ms() - s.spec.lease_ms -
+    waits.push_back(absl::Milliseconds(job.lease_expires_at_ms() - job.lease_ms() -
                                        job.job().available_at_ms()));
   }
   ArmExpiryTimer();
-  if (on_lease_granted_) on_lease_granted_(deadline);
+  if (on_lease_granted_) on_lease_granted_(latest);
   const std::string name(store::QueueOfPartition(queue));
   for (v1::ClaimedJob& job : jobs) job.mutable_job()->set_queue(name);
   if (!s.sink->Deliver(std::move(jobs))) {
@@ -527,12 +530,33 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
     }
     return;
   }
+  if (absl::StartsWith(message, "stop:")) {  // cancel.lua: 'stop:<id> <lease token>'
+    StopRun(queue, message.substr(5));
+    return;
+  }
   if (!message.empty() && !absl::SimpleAtoi(message, &delay_ms)) return;
   if (delay_ms <= 0) {
     WakeOne(queue);
   } else {
     ArmQueueTimer(queue, delay_ms);
   }
+}
+
+void Dispatcher::StopRun(const std::string& queue, absl::string_view request) {
+  const size_t space = request.find(' ');
+  if (space == absl::string_view::npos) return;
+  const std::string job_id(request.substr(0, space));
+  const std::string token(request.substr(space + 1));
+  const LeaseTable::Lease* lease = leases_.Find(LeaseKey(queue, job_id), token);
+  if (lease == nullptr) return;  // another replica's run, or its lease is gone here
+  Session* s = Find(lease->session);
+  if (s == nullptr) return;
+  v1::StopRun stop;
+  stop.set_queue(std::string(store::QueueOfPartition(queue)));
+  stop.set_job_id(job_id);
+  stop.set_lease_token(token);
+  stop.set_reason(v1::StopRun::REASON_CANCEL_REQUESTED);
+  s->sink->Stop(std::move(stop));
 }
 
 void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {

@@ -34,6 +34,10 @@
 // the queues it has not found drained since their last announcement (their
 // generation), so a freed slot on an empty queue costs no Redis call.
 //
+// The notify channel also carries cancel.lua's stop requests for runs that
+// Cancel asked to stop: the broker that granted the run's lease, to a stream
+// still open, passes it on (JobSink::Stop, ClaimResponse.stops).
+//
 // A partitioned queue (QueuePartitions) is read as all its partitions: the
 // stream subscribes to each and claims from them in turn, starting where its
 // previous claim of the queue left off (a cursor per stream and queue,
@@ -90,6 +94,9 @@ class JobSink {
   // Hands `jobs` (claimed together, at least one) to the stream. Returns
   // false, having taken none of them, when the stream has ended.
   virtual bool Deliver(std::vector<v1::ClaimedJob> jobs) = 0;
+  // Asks the client to stop the run `stop` names, delivered on this stream
+  // (ClaimResponse.stops). Ignored when the stream has ended.
+  virtual void Stop(v1::StopRun stop) = 0;
   // Ends the stream with `status` (called at broker shutdown).
   virtual void Close(const absl::Status& status) = 0;
 };
@@ -256,6 +263,10 @@ class Dispatcher {
   // waiter that takes one of `types` (empty: the first waiter).
   void WakeOne(const std::string& queue, const std::vector<std::string>& types = {});
   void OnNotify(const std::string& queue, const std::string& message);
+  // cancel.lua asked the run `request` ('<job id> <lease token>') of
+  // partition `queue` to stop: tells the stream holding its lease, if this
+  // broker granted it and the stream is open.
+  void StopRun(const std::string& queue, absl::string_view request);
   void ArmQueueTimer(const std::string& queue, int64_t delay_ms);
   // Arms the one lease timer at the earliest lease deadline, unless it is
   // armed that early already.

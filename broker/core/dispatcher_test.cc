@@ -37,6 +37,7 @@ class RecordingSink : public JobSink {
     for (auto& job : jobs) jobs_.push_back(std::move(job));
     return true;
   }
+  void Stop(v1::StopRun) override {}
   void Close(const absl::Status&) override {}
   size_t delivered() {
     absl::MutexLock lock(&mu_);

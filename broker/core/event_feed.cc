@@ -16,7 +16,9 @@ v1::EventKind KindOf(const std::string& kind) {
       {"dead", v1::EVENT_KIND_DEAD},           {"cancelled", v1::EVENT_KIND_CANCELLED},
       {"lease_expired", v1::EVENT_KIND_LEASE_EXPIRED},
       {"released", v1::EVENT_KIND_RELEASED},   {"redriven", v1::EVENT_KIND_REDRIVEN},
-      {"deleted", v1::EVENT_KIND_DELETED},
+      {"deleted", v1::EVENT_KIND_DELETED},     {"progress", v1::EVENT_KIND_PROGRESS},
+      {"cancel_requested", v1::EVENT_KIND_CANCEL_REQUESTED},
+      {"timed_out", v1::EVENT_KIND_TIMED_OUT},
   };
   auto it = kinds->find(kind);
   return it == kinds->end() ? v1::EVENT_KIND_UNSPECIFIED : it->second;
@@ -24,7 +26,7 @@ v1::EventKind KindOf(const std::string& kind) {
 
 bool HasDetails(v1::EventKind kind) {
   return kind == v1::EVENT_KIND_COMPLETED || kind == v1::EVENT_KIND_RETRY ||
-         kind == v1::EVENT_KIND_DEAD;
+         kind == v1::EVENT_KIND_DEAD || kind == v1::EVENT_KIND_PROGRESS;
 }
 
 }  // namespace
@@ -147,6 +149,7 @@ void EventFeed::OnEvents(SubscriptionId id, const std::string& partition_queue,
       event->set_type(e.type);
       event->set_attempts(e.attempts);
       event->set_at_ms(e.at_ms);
+      if (e.percent >= 0) event->set_progress_percent(e.percent);
       if (s.details && HasDetails(kind) && !e.job_id.empty()) {
         ++out.reads_left;
         reads.push_back({seq, {out.message.events_size() - 1, e.job_id}});
@@ -179,6 +182,8 @@ void EventFeed::OnDetails(SubscriptionId id, uint64_t seq, int index,
       v1::QueueEvent* event = out.message.mutable_events(index);
       if (event->kind() == v1::EVENT_KIND_COMPLETED) {
         event->set_result(job->result());
+      } else if (event->kind() == v1::EVENT_KIND_PROGRESS) {
+        event->set_progress_data(job->progress_data());
       } else {
         event->set_error(job->error());
       }

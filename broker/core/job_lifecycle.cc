@@ -195,9 +195,17 @@ void JobLifecycle::ExtendLease(const v1::ExtendLeaseRequest& request,
 void JobLifecycle::Cancel(const v1::CancelRequest& request, store::Callback<bool> done) {
   store_->Cancel(PartitionOf(request.queue(), request.job_id()), request.job_id(),
                  [this, queue = request.queue(), done = std::move(done)](absl::StatusOr<bool> result) {
-                   if (result.ok()) metrics_->JobCancelled(queue);
+                   // A run asked to stop is counted when it is settled.
+                   if (result.ok() && !*result) metrics_->JobCancelled(queue);
                    done(std::move(result));
                  });
+}
+
+void JobLifecycle::ReportProgress(const v1::ReportProgressRequest& request,
+                                  store::Callback<bool> done) {
+  v1::ReportProgressRequest partition = request;
+  partition.set_queue(PartitionOf(request.queue(), request.job_id()));
+  store_->ReportProgress(partition, std::move(done));
 }
 
 void JobLifecycle::GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done) {

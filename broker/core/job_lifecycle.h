@@ -55,7 +55,9 @@ class JobLifecycle {
   void Fail(const v1::FailRequest& request, store::Callback<store::FailOutcome> done);
   // lease_ms 0 takes the default lease.
   void ExtendLease(const v1::ExtendLeaseRequest& request, store::Callback<int64_t> done);
+  // True when the job was active: its run was asked to stop (JobStore::Cancel).
   void Cancel(const v1::CancelRequest& request, store::Callback<bool> done);
+  void ReportProgress(const v1::ReportProgressRequest& request, store::Callback<bool> done);
   void GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done);
 
   const LifecycleDefaults& defaults() const { return defaults_; }

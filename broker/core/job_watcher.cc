@@ -165,7 +165,11 @@ void JobWatcher::ReadDone(FollowId id, absl::StatusOr<v1::Job> job) {
     if (job.ok()) {
       job->set_queue(f.queue);
       const bool changed = f.last == nullptr || f.last->state() != job->state() ||
-                           f.last->attempts() != job->attempts();
+                           f.last->attempts() != job->attempts() ||
+                           f.last->has_progress_percent() != job->has_progress_percent() ||
+                           f.last->progress_percent() != job->progress_percent() ||
+                           f.last->progress_data() != job->progress_data() ||
+                           f.last->cancel_requested_at_ms() != job->cancel_requested_at_ms();
       if (!changed) {
         update = nullptr;
       } else if (Finished(*job)) {

@@ -54,6 +54,9 @@ ABSL_FLAG(int64_t, completed_retention_ms, kDefaults.completed_retention_ms,
 ABSL_FLAG(int64_t, completed_retention_max_ms, kDefaults.completed_retention_max_ms,
           "the largest completed_retention_ms an Enqueue may set (at least "
           "--completed_retention_ms); more is INVALID_ARGUMENT");
+ABSL_FLAG(int64_t, default_job_timeout_ms, kDefaults.default_job_timeout_ms,
+          "the longest a run of a job may take unless its Enqueue set timeout_ms "
+          "(0..604800000); 0 = no limit");
 ABSL_FLAG(int64_t, dead_retention_ms, kDefaults.dead_retention_ms,
           "dead jobs older than this are removed by the reaper; 0 = kept until purged");
 ABSL_FLAG(int64_t, dead_max_per_queue, kDefaults.dead_max_per_queue,
@@ -119,7 +122,8 @@ absl::Status ApplyEnvironment() {
                            "redis_sentinel_password",
                            "data_dir", "redis_server_path", "key_prefix",
                            "default_lease_ms", "max_payload_bytes", "dedup_window_ms",
-                           "completed_retention_ms", "completed_retention_max_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
+                           "completed_retention_ms", "completed_retention_max_ms",
+                           "default_job_timeout_ms", "dead_retention_ms", "dead_max_per_queue", "idle_queue_ttl_ms",
                            "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer", "max_wait_streams",
@@ -245,6 +249,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.dedup_window_ms = absl::GetFlag(FLAGS_dedup_window_ms);
   c.completed_retention_ms = absl::GetFlag(FLAGS_completed_retention_ms);
   c.completed_retention_max_ms = absl::GetFlag(FLAGS_completed_retention_max_ms);
+  c.default_job_timeout_ms = absl::GetFlag(FLAGS_default_job_timeout_ms);
   c.dead_retention_ms = absl::GetFlag(FLAGS_dead_retention_ms);
   c.dead_max_per_queue = absl::GetFlag(FLAGS_dead_max_per_queue);
   c.idle_queue_ttl_ms = absl::GetFlag(FLAGS_idle_queue_ttl_ms);
@@ -283,6 +288,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
                       365LL * 24 * 3600 * 1000),
            CheckRange("completed_retention_max_ms", c.completed_retention_max_ms,
                       c.completed_retention_ms, 365LL * 24 * 3600 * 1000),
+           CheckRange("default_job_timeout_ms", c.default_job_timeout_ms, 0, kMaxJobTimeoutMs),
            CheckRange("dead_retention_ms", c.dead_retention_ms, 0, 10LL * 365 * 24 * 3600 * 1000),
            CheckRange("dead_max_per_queue", c.dead_max_per_queue, 0, 1000000000),
            CheckRange("idle_queue_ttl_ms", c.idle_queue_ttl_ms, 0, 365LL * 24 * 3600 * 1000),

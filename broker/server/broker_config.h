@@ -35,6 +35,8 @@ struct BrokerConfig {
   // The most an Enqueue may ask for (its completed_retention_ms); at least
   // completed_retention_ms.
   int64_t completed_retention_max_ms = 7LL * 24 * 3600 * 1000;
+  // The run timeout of a job whose Enqueue set no timeout_ms; 0: none.
+  int64_t default_job_timeout_ms = 0;
   int64_t dead_retention_ms = 0;   // 0: dead jobs kept until purged
   int64_t dead_max_per_queue = 0;  // 0: no bound
   int64_t idle_queue_ttl_ms = 24LL * 3600 * 1000;  // 0: never dropped

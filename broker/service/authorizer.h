@@ -37,7 +37,7 @@ namespace jobwire::service {
 
 enum class Permission {
   kEnqueue,  // Enqueue, EnqueueBatch, GetJob, Cancel
-  kClaim,    // Claim, Ack, AckBatch, Fail, ExtendLease, GetJob
+  kClaim,    // Claim, Ack, AckBatch, Fail, ExtendLease, ReportProgress, GetJob
   kAdmin,    // the Admin service
   kRead,     // GetJob, WaitJob: kEnqueue or kClaim
 };

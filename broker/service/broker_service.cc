@@ -277,13 +277,30 @@ grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx
 }
 
 grpc::ServerUnaryReactor* BrokerService::Cancel(grpc::CallbackServerContext* ctx,
-                                                const v1::CancelRequest* req, v1::CancelResponse*) {
+                                                const v1::CancelRequest* req,
+                                                v1::CancelResponse* resp) {
   auto* reactor = NewUnaryReactor();
   if (FinishIfError(reactor, ValidateCancel(*req))) return reactor;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, req->queue()))) {
     return reactor;
   }
-  lifecycle_->Cancel(*req, [reactor](absl::StatusOr<bool> out) {
+  lifecycle_->Cancel(*req, [reactor, resp](absl::StatusOr<bool> out) {
+    if (FinishIfError(reactor, out.status())) return;
+    resp->set_cancel_requested(*out);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BrokerService::ReportProgress(grpc::CallbackServerContext* ctx,
+                                                        const v1::ReportProgressRequest* req,
+                                                        v1::ReportProgressResponse*) {
+  auto* reactor = NewUnaryReactor();
+  if (FinishIfError(reactor, ValidateReportProgress(*req))) return reactor;
+  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
+    return reactor;
+  }
+  lifecycle_->ReportProgress(*req, [reactor](absl::StatusOr<bool> out) {
     reactor->Finish(ToGrpcStatus(out.status()));
   });
   return reactor;

@@ -63,6 +63,9 @@ class BrokerService final : public v1::BrokerService::CallbackService {
                                    v1::GetJobResponse* resp) override;
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
                                    v1::CancelResponse* resp) override;
+  grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* ctx,
+                                           const v1::ReportProgressRequest* req,
+                                           v1::ReportProgressResponse* resp) override;
   grpc::ServerWriteReactor<v1::WaitJobResponse>* WaitJob(grpc::CallbackServerContext* ctx,
                                                          const v1::WaitJobRequest* req) override;
   grpc::ServerWriteReactor<v1::SubscribeResponse>* Subscribe(

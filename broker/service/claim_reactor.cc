@@ -48,6 +48,16 @@ bool ClaimReactor::Sink::Deliver(std::vector<v1::ClaimedJob> jobs) {
   return true;
 }
 
+void ClaimReactor::Sink::Stop(v1::StopRun stop) {
+  absl::MutexLock lock(&mu_);
+  if (reactor_ == nullptr || finished_) return;
+  for (const v1::StopRun& s : stops_) {
+    if (s.job_id() == stop.job_id() && s.lease_token() == stop.lease_token()) return;
+  }
+  stops_.push_back(std::move(stop));
+  if (!writing_) StartWrite();
+}
+
 void ClaimReactor::Sink::StartWrite() {
   message_.Clear();
   size_t bytes = 0;
@@ -57,6 +67,10 @@ void ClaimReactor::Sink::StartWrite() {
     bytes += size;
     *message_.add_jobs() = std::move(waiting_.front());
     waiting_.pop_front();
+  }
+  if (waiting_.empty()) {
+    for (v1::StopRun& stop : stops_) *message_.add_stops() = std::move(stop);
+    stops_.clear();
   }
   writing_ = true;
   reactor_->StartWrite(&message_);
@@ -74,7 +88,7 @@ void ClaimReactor::Sink::WriteDone(bool ok) {
     ReturnWaiting();
     return;
   }
-  if (!waiting_.empty() && !finished_ && reactor_ != nullptr) StartWrite();
+  if ((!waiting_.empty() || !stops_.empty()) && !finished_ && reactor_ != nullptr) StartWrite();
 }
 
 void ClaimReactor::Sink::Finish(const grpc::Status& status) {

@@ -66,6 +66,9 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse> {
           dispatcher_(dispatcher),
           reactor_(reactor) {}
     bool Deliver(std::vector<v1::ClaimedJob> jobs) override;
+    // Queued behind the jobs waiting (so a stop never overtakes its job);
+    // a stop already waiting is not queued twice.
+    void Stop(v1::StopRun stop) override;
     void Close(const absl::Status& status) override;
     // Called from OnWriteDone: starts the next write if jobs wait.
     void WriteDone(bool ok);
@@ -86,6 +89,9 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse> {
     absl::Mutex mu_;
     ClaimReactor* reactor_ ABSL_GUARDED_BY(mu_);
     std::deque<v1::ClaimedJob> waiting_ ABSL_GUARDED_BY(mu_);
+    // At most one per run delivered on the stream, so at most max_in_flight
+    // (a stop for a run no longer held is never passed on).
+    std::vector<v1::StopRun> stops_ ABSL_GUARDED_BY(mu_);
     v1::ClaimResponse message_ ABSL_GUARDED_BY(mu_);  // being written (gRPC holds a pointer)
     bool writing_ ABSL_GUARDED_BY(mu_) = false;
     bool finished_ ABSL_GUARDED_BY(mu_) = false;

@@ -103,7 +103,7 @@ absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                                 " ms (the broker's --completed_retention_max_ms), got ",
                                 r.completed_retention_ms()));
   }
-  return absl::OkStatus();
+  return CheckRange(absl::StrCat(p, "timeout_ms"), r.timeout_ms(), 0, kMaxJobTimeoutMs);
 }
 
 absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r) {
@@ -181,6 +181,17 @@ absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r) {
 absl::Status ValidateGetJob(const v1::GetJobRequest& r) { return CheckJobRef(r.queue(), r.job_id()); }
 
 absl::Status ValidateCancel(const v1::CancelRequest& r) { return CheckJobRef(r.queue(), r.job_id()); }
+
+absl::Status ValidateReportProgress(const v1::ReportProgressRequest& r) {
+  JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
+  JW_RETURN_IF_ERROR(CheckLeaseToken(r.lease_token()));
+  if (r.has_percent()) JW_RETURN_IF_ERROR(CheckRange("percent", r.percent(), 0, 100));
+  JW_RETURN_IF_ERROR(CheckMaxBytes("data", r.data(), kMaxProgressDataBytes));
+  if (!r.has_percent() && r.data().empty()) {
+    return Invalid("percent", "a progress report needs percent (0..100) or data");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateWaitJob(const v1::WaitJobRequest& r) {
   JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));

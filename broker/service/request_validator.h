@@ -35,6 +35,10 @@ inline constexpr int64_t kMinLeaseMs = 1000;
 inline constexpr int64_t kMaxLeaseMs = 12 * 3600 * 1000;
 inline constexpr int64_t kMaxDelayMs = 10LL * 365 * 24 * 3600 * 1000;
 inline constexpr int64_t kMaxBackoffMs = 7LL * 24 * 3600 * 1000;
+// EnqueueRequest.timeout_ms: at most 7 days.
+inline constexpr int64_t kMaxJobTimeoutMs = 7LL * 24 * 3600 * 1000;
+// ReportProgressRequest.data: at most this many bytes.
+inline constexpr int64_t kMaxProgressDataBytes = 4096;
 
 struct Limits {
   int64_t max_payload_bytes = 1 << 20;
@@ -68,6 +72,7 @@ absl::Status ValidateFail(const v1::FailRequest& r);
 absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r);
 absl::Status ValidateGetJob(const v1::GetJobRequest& r);
 absl::Status ValidateCancel(const v1::CancelRequest& r);
+absl::Status ValidateReportProgress(const v1::ReportProgressRequest& r);
 // queue and job_id as GetJob; timeout_ms 0..kMaxWaitTimeoutMs.
 absl::Status ValidateWaitJob(const v1::WaitJobRequest& r);
 // queues: 1..kMaxSubscribeQueues valid names, no repeats; kinds: known,

@@ -73,7 +73,10 @@ INSTANTIATE_TEST_SUITE_P(
         EnqueueCase{"retention_0_delete_on_ack", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(0); }, "", ""},
         EnqueueCase{"retention_at_max", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(7LL * 24 * 3600 * 1000); }, "", ""},
         EnqueueCase{"retention_above_max", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(7LL * 24 * 3600 * 1000 + 1); }, "completed_retention_ms", "0..604800000 ms (the broker's --completed_retention_max_ms), got 604800001"},
-        EnqueueCase{"retention_neg", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(-1); }, "completed_retention_ms", "0..604800000"}),
+        EnqueueCase{"retention_neg", [](v1::EnqueueRequest* r) { r->set_completed_retention_ms(-1); }, "completed_retention_ms", "0..604800000"},
+        EnqueueCase{"timeout_at_max", [](v1::EnqueueRequest* r) { r->set_timeout_ms(7LL * 24 * 3600 * 1000); }, "", ""},
+        EnqueueCase{"timeout_above_max", [](v1::EnqueueRequest* r) { r->set_timeout_ms(7LL * 24 * 3600 * 1000 + 1); }, "timeout_ms", "0..604800000, got 604800001"},
+        EnqueueCase{"timeout_neg", [](v1::EnqueueRequest* r) { r->set_timeout_ms(-5); }, "timeout_ms", "0..604800000, got -5"}),
     [](const ::testing::TestParamInfo<EnqueueCase>& info) {
       std::string name = info.param.name;
       for (char& c : name) if (c == '-') c = 'm';

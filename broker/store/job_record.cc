@@ -27,6 +27,11 @@ enum JobField : int64_t {
   kFinishedAt = 13,
   kBackoffBase = 14,
   kBackoffMax = 15,
+  kTimeout = 20,
+  kRunDeadline = 21,
+  kCancelRequested = 22,
+  kProgressPercent = 23,
+  kProgressData = 24,
 };
 
 v1::JobState ParseState(absl::string_view s) {
@@ -57,6 +62,13 @@ void SetField(int64_t number, const msgpack_object& v, v1::Job* job, std::string
     case kFinishedAt: job->set_finished_at_ms(MsgpackInt(v)); break;
     case kBackoffBase: job->set_backoff_base_ms(MsgpackInt(v)); break;
     case kBackoffMax: job->set_backoff_max_ms(MsgpackInt(v)); break;
+    case kTimeout: job->set_timeout_ms(MsgpackInt(v)); break;
+    case kRunDeadline: job->set_run_deadline_ms(MsgpackInt(v)); break;
+    case kCancelRequested: job->set_cancel_requested_at_ms(MsgpackInt(v)); break;
+    case kProgressPercent:
+      job->set_progress_percent(static_cast<int32_t>(MsgpackInt(v)));
+      break;
+    case kProgressData: job->set_progress_data(MsgpackText(v)); break;
     default: break;  // fields a Job does not show
   }
 }

@@ -1,5 +1,6 @@
 #include "broker/store/job_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -45,6 +46,20 @@ absl::StatusOr<RedisReply> CheckScriptStatus(absl::StatusOr<RedisReply> reply,
             " (the lease expired or the job was claimed again)")),
         base::reason::kLeaseStale);
   }
+  if (code == "CANCEL_REQUESTED") {
+    return base::WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "Cancel asked the run of ", JobRef(queue, id),
+            " to stop: stop its handler and Fail it (it becomes dead \"cancelled\")")),
+        base::reason::kJobCancelRequested);
+  }
+  if (code == "TIMED_OUT") {
+    return base::WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "the run of ", JobRef(queue, id),
+            " passed its deadline (timeout_ms): the attempt fails with \"timeout\"")),
+        base::reason::kRunTimedOut);
+  }
   if (code == "CORRUPT" && reply->elements.size() > 1) {
     return base::WithReason(absl::DataLossError(absl::StrCat(JobRef(queue, id), " has no valid ",
                                                              reply->elements[1].str, " field")),
@@ -78,7 +93,9 @@ absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std
     *claimed.mutable_job() = JobFromReply(queue, reply.elements[i].str, reply.elements[i + 1],
                                           claimed.mutable_lease_token());
     claimed.set_lease_expires_at_ms(claimed.job().lease_expires_at_ms());
-    claimed.set_lease_ms(lease_ms);
+    // A run with a timeout got a lease no longer than it (claim_ready).
+    const int64_t timeout = claimed.job().timeout_ms();
+    claimed.set_lease_ms(timeout > 0 ? std::min(lease_ms, timeout) : lease_ms);
     out.jobs.push_back(std::move(claimed));
   }
   return out;
@@ -191,7 +208,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                                    absl::StrCat(kMaxClaimBytes)};
   args.push_back(absl::StrCat(hand_off ? hand_off->types.size() : 0));
   if (hand_off) args.insert(args.end(), hand_off->types.begin(), hand_off->types.end());
-  args.reserve(args.size() + 10 * jobs.size());
+  args.reserve(args.size() + 11 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
     const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
                                                              : options_.completed_retention_ms;
@@ -199,7 +216,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                 {r.type(), r.payload(), absl::StrCat(r.priority()), absl::StrCat(r.delay_ms()),
                  absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
                  absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
-                 absl::StrCat(retention)});
+                 absl::StrCat(retention),
+                 absl::StrCat(r.timeout_ms() > 0 ? r.timeout_ms() : options_.default_job_timeout_ms)});
   }
   Callback<ClaimOutcome> claimed = hand_off ? std::move(hand_off->claimed) : nullptr;
   const int64_t lease_ms = hand_off ? hand_off->lease_ms : 0;
@@ -356,9 +374,27 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("cancel"),
                  {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead(), keys.ReadyByType()},
-                 {job_id},
+                 {job_id, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "pending");
+                   auto checked =
+                       CheckScriptStatus(std::move(reply), queue, job_id, "pending or active");
+                   if (!checked.ok()) return done(checked.status());
+                   if (checked->elements.size() != 2) {
+                     return done(absl::InternalError("bad cancel reply"));
+                   }
+                   done(checked->elements[1].AsInt() == 1);
+                 });
+}
+
+void JobStore::ReportProgress(const v1::ReportProgressRequest& r,
+                              Callback<bool> done) const {
+  Keys keys = KeysFor(r.queue());
+  scripts_->Eval(scripts_->Get("report_progress"), {keys.Jobs()},
+                 {r.job_id(), r.lease_token(),
+                  r.has_percent() ? absl::StrCat(r.percent()) : std::string(), r.data()},
+                 [queue = r.queue(), id = r.job_id(),
+                  done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   auto checked = CheckScriptStatus(std::move(reply), queue, id, "active");
                    if (!checked.ok()) return done(checked.status());
                    done(true);
                  });

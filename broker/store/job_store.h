@@ -42,6 +42,8 @@ struct StoreOptions {
   int64_t dedup_window_ms = 24 * 3600 * 1000;
   // For a job whose Enqueue set no completed_retention_ms.
   int64_t completed_retention_ms = 24 * 3600 * 1000;
+  // For a job whose Enqueue set no timeout_ms; 0 = no limit.
+  int64_t default_job_timeout_ms = 0;
   // Bounds on each queue's dead jobs, enforced by the reaper (TrimDead); 0 =
   // none (the default: dead jobs are kept until an operator acts).
   int64_t dead_retention_ms = 0;
@@ -175,8 +177,19 @@ class JobStore {
   void ExtendLease(const std::string& queue, const std::string& job_id, const std::string& token,
                    int64_t lease_ms, Callback<int64_t> done) const;
 
-  // cancel.lua. NOT_FOUND, FAILED_PRECONDITION (not pending).
+  // extend_lease.lua refuses a run that Cancel asked to stop
+  // (FAILED_PRECONDITION, reason JOB_CANCEL_REQUESTED) or past its deadline
+  // (RUN_TIMED_OUT); ack.lua refuses the latter too.
+
+  // cancel.lua: true when the job was active (its run was asked to stop),
+  // false when it was pending (now dead). NOT_FOUND, FAILED_PRECONDITION
+  // (completed or dead).
   void Cancel(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
+
+  // report_progress.lua for partition `request.queue()`. NOT_FOUND,
+  // FAILED_PRECONDITION (stale token, not active, JOB_CANCEL_REQUESTED,
+  // RUN_TIMED_OUT).
+  void ReportProgress(const v1::ReportProgressRequest& request, Callback<bool> done) const;
 
   // release.lua: gives back a claim that was never delivered (pending, due
   // now, attempt undone). NOT_FOUND, FAILED_PRECONDITION (the job moved on),

@@ -29,6 +29,9 @@ absl::StatusOr<std::vector<QueueEvent>> DecodeQueueEvents(absl::string_view mess
       if (n > 2) event.type = MsgpackText(v[2]);
       if (n > 3) event.attempts = static_cast<int32_t>(MsgpackInt(v[3]));
       if (n > 4) event.at_ms = MsgpackInt(v[4]);
+      if (n > 5 && v[5].type != MSGPACK_OBJECT_NIL) {
+        event.percent = static_cast<int32_t>(MsgpackInt(v[5]));
+      }
       events.push_back(std::move(event));
     }
   }

@@ -1,6 +1,7 @@
 // Queue events: what the scripts publish on a queue's events channel
 // (Keys::EventsChannel) while a broker listens: one message per script call,
-// a cmsgpack array of events, each {kind, id, type, attempts, at_ms}
+// a cmsgpack array of events, each {kind, id, type, attempts, at_ms} and,
+// for 'progress', the percent reported (absent when none)
 // (events_open / event / events_publish in lua/_lib.lua; docs/redis-layout.md,
 // "Events"). A script publishes only when the channel has a subscriber on the
 // queue's node (PUBSUB SHARDNUMSUB), so a queue nobody follows pays one
@@ -19,7 +20,7 @@ namespace jobwire::store {
 
 struct QueueEvent {
   // enqueued, active, completed, retry, dead, cancelled, lease_expired,
-  // released, redriven, deleted.
+  // released, redriven, deleted, progress, cancel_requested, timed_out.
   std::string kind;
   // The job's id; "" for an event of the whole queue (delete_queue.lua's
   // "deleted").
@@ -29,6 +30,8 @@ struct QueueEvent {
   int32_t attempts = 0;
   // When it happened, Redis ms.
   int64_t at_ms = 0;
+  // progress: the percent reported, -1 when the report had none.
+  int32_t percent = -1;
 };
 
 // The events of one message. INTERNAL when it is not a msgpack array of

@@ -33,6 +33,7 @@ void FillRequest(absl::string_view queue, absl::string_view type, absl::string_v
   if (options.completed_retention_ms) {
     request->set_completed_retention_ms(*options.completed_retention_ms);
   }
+  request->set_timeout_ms(options.timeout_ms);
 }
 
 }  // namespace
@@ -283,7 +284,7 @@ absl::Status Client::Subscribe(const std::vector<std::string>& queues,
   }
 }
 
-absl::Status Client::Cancel(absl::string_view queue, absl::string_view job_id) {
+absl::StatusOr<bool> Client::Cancel(absl::string_view queue, absl::string_view job_id) {
   v1::CancelRequest request;
   request.set_queue(std::string(queue));
   request.set_job_id(std::string(job_id));
@@ -291,7 +292,25 @@ absl::Status Client::Cancel(absl::string_view queue, absl::string_view job_id) {
   grpc::ClientContext context;
   if (!config_error_.ok()) return config_error_;
   SetDeadline(&context);
-  return FromGrpc(stub_->Cancel(&context, request, &response));
+  grpc::Status status = stub_->Cancel(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.cancel_requested();
+}
+
+absl::Status Client::ReportProgress(absl::string_view queue, absl::string_view job_id,
+                                    absl::string_view lease_token,
+                                    std::optional<int32_t> percent, std::string data) {
+  v1::ReportProgressRequest request;
+  request.set_queue(std::string(queue));
+  request.set_job_id(std::string(job_id));
+  request.set_lease_token(std::string(lease_token));
+  if (percent) request.set_percent(*percent);
+  request.set_data(std::move(data));
+  v1::ReportProgressResponse response;
+  grpc::ClientContext context;
+  if (!config_error_.ok()) return config_error_;
+  SetDeadline(&context);
+  return FromGrpc(stub_->ReportProgress(&context, request, &response));
 }
 
 absl::Status Client::Ack(absl::string_view queue, absl::string_view job_id,

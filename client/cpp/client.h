@@ -66,6 +66,9 @@ struct EnqueueOptions {
   // --completed_retention_ms. 0 deletes it on ack (GetJob then answers
   // NOT_FOUND). At most the broker's --completed_retention_max_ms.
   std::optional<int64_t> completed_retention_ms;
+  // The longest a run may take, 0..604800000 ms; 0: the broker's
+  // --default_job_timeout_ms (none out of the box). See Job::deadline.
+  int64_t timeout_ms = 0;
 };
 
 struct Enqueued {
@@ -133,7 +136,17 @@ class Client {
       absl::string_view queue, const std::vector<BatchJob>& jobs);
 
   absl::StatusOr<v1::Job> GetJob(absl::string_view queue, absl::string_view job_id);
-  absl::Status Cancel(absl::string_view queue, absl::string_view job_id);
+  // Cancels a job: a pending one becomes DEAD "cancelled" at once (answers
+  // false); an active one is asked to stop (answers true): its Worker's
+  // handler is signalled (Job::cancelled) and the job becomes DEAD
+  // "cancelled" when the run fails or its lease ends (an Ack that comes
+  // first completes it). FAILED_PRECONDITION when completed or dead.
+  absl::StatusOr<bool> Cancel(absl::string_view queue, absl::string_view job_id);
+  // Records an active run's progress (ReportProgress); Job::Progress calls
+  // it with the run's token. See Job::Progress.
+  absl::Status ReportProgress(absl::string_view queue, absl::string_view job_id,
+                              absl::string_view lease_token, std::optional<int32_t> percent,
+                              std::string data = {});
   // Waits for job `job_id` to finish (WaitJob) and returns it COMPLETED (with
   // its result) or DEAD (with its error): check job.state(). The broker
   // pushes changes; nothing polls. DEADLINE_EXCEEDED (ErrorReason

@@ -92,11 +92,11 @@ TEST_F(ClientTest, BatchReturnsEachJobsOwnError) {
 TEST_F(ClientTest, CancelMakesAPendingJobDead) {
   absl::StatusOr<Enqueued> enqueued = client_->Enqueue("q", "t", "");
   JW_ASSERT_OK(enqueued.status());
-  JW_ASSERT_OK(client_->Cancel("q", enqueued->job_id));
+  JW_ASSERT_OK(client_->Cancel("q", enqueued->job_id).status());
   absl::StatusOr<v1::Job> job = client_->GetJob("q", enqueued->job_id);
   JW_ASSERT_OK(job.status());
   EXPECT_EQ(job->state(), kDead);
-  EXPECT_EQ(client_->Cancel("q", "999999").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->Cancel("q", "999999").status().code(), absl::StatusCode::kNotFound);
 }
 
 // Retention 0: the ack deletes the job (GetJob NOT_FOUND); a repeated ack
@@ -168,9 +168,10 @@ TEST_F(ClientTest, ErrorsCarryTheBrokersReason) {
   ASSERT_TRUE(claimed.has_value());
   EXPECT_EQ(ErrorReason(client_->Ack("q", enqueued->job_id, claimed->lease_token() + "x", "")),
             reason::kLeaseStale);
-  absl::Status cancel = client_->Cancel("q", enqueued->job_id);
+  JW_ASSERT_OK(client_->Ack("q", enqueued->job_id, claimed->lease_token(), ""));
+  absl::Status cancel = client_->Cancel("q", enqueued->job_id).status();
   EXPECT_EQ(ErrorReason(cancel), reason::kJobState);
-  EXPECT_EQ(ErrorMetadata(cancel)["state"], "active");
+  EXPECT_EQ(ErrorMetadata(cancel)["state"], "completed");
   EXPECT_FALSE(ErrorRetryDelay(cancel).has_value());
 
   absl::StatusOr<std::vector<absl::StatusOr<Enqueued>>> batch =

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/cpp/error_details.h"
 #include "client/cpp/lease_rules.h"
 
 namespace jobwire::client {
@@ -35,6 +36,18 @@ void LeaseRenewer::Add(const std::string& token, Lease lease, absl::Time receive
 void LeaseRenewer::Remove(const std::string& token) {
   absl::MutexLock lock(&mu_);
   leases_.erase(token);
+}
+
+void LeaseRenewer::Stop(const std::string& token, StopReason reason) {
+  std::shared_ptr<RunSignal> signal;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = leases_.find(token);
+    if (it == leases_.end() || it->second.abandoned) return;
+    if (reason == StopReason::kCancelled) it->second.lost = true;
+    signal = it->second.lease.signal;
+  }
+  signal->Raise(reason);  // outside the lock: it runs the handler's stop callbacks
 }
 
 int LeaseRenewer::AbandonAll() {
@@ -70,21 +83,31 @@ std::optional<absl::Duration> LeaseRenewer::EndedAgo(const std::string& token, a
 void LeaseRenewer::Loop() {
   while (true) {
     std::vector<Due> due;
+    std::vector<std::shared_ptr<RunSignal>> timed_out;
     {
       absl::MutexLock lock(&mu_);
       absl::Time wake = absl::Now() + absl::Milliseconds(200);
       for (const auto& [token, kept] : leases_) {
-        if (!kept.lost && !kept.abandoned) wake = std::min(wake, kept.next_renew);
+        if (kept.abandoned) continue;
+        if (!kept.lost) wake = std::min(wake, kept.next_renew);
+        if (!kept.timed_out) wake = std::min(wake, kept.lease.deadline);
       }
       mu_.AwaitWithDeadline(absl::Condition(&shutdown_), wake);
       if (shutdown_) return;
       absl::Time now = absl::Now();
-      for (const auto& [token, kept] : leases_) {
-        if (kept.lost || kept.abandoned || kept.next_renew > now) continue;
+      for (auto& [token, kept] : leases_) {
+        if (kept.abandoned) continue;
+        if (!kept.timed_out && kept.lease.deadline <= now) {
+          kept.timed_out = true;
+          timed_out.push_back(kept.lease.signal);
+        }
+        if (kept.lost || kept.next_renew > now) continue;
         const Lease& lease = kept.lease;
         due.push_back(Due{token, lease.queue, lease.id, lease.length, lease.renew_ms});
       }
     }
+    // Outside the lock: it runs the handlers' stop callbacks.
+    for (const auto& signal : timed_out) signal->Raise(StopReason::kTimedOut);
     // Each renewal has a deadline of at most a third of its lease, and they
     // run side by side, so a hung call delays no other lease past its expiry.
     if (due.size() == 1) {
@@ -102,7 +125,8 @@ void LeaseRenewer::Renew(const Due& due) {
   const absl::Time sent = absl::Now();
   absl::StatusOr<int64_t> renewed =
       client_->ExtendLease(due.queue, due.id, due.token, due.renew_ms, due.length / 3);
-  std::stop_source lost;
+  std::shared_ptr<RunSignal> signal;
+  StopReason reason = StopReason::kLeaseLost;
   {
     absl::MutexLock lock(&mu_);
     auto it = leases_.find(due.token);
@@ -120,14 +144,22 @@ void LeaseRenewer::Renew(const Due& due) {
       return;
     }
     kept.lost = true;
-    lost = kept.lease.lost;
-    // Under the lock, so that no line is logged once the worker has
-    // abandoned the lease (and Run may have returned).
-    log_(absl::StrCat("lease of job ", due.queue, "/", due.id, " lost: ",
-                      renewed.status().message()));
+    signal = kept.lease.signal;
+    const std::string why = ErrorReason(renewed.status());
+    if (why == "JOB_CANCEL_REQUESTED") {
+      reason = StopReason::kCancelled;
+    } else if (why == "RUN_TIMED_OUT") {
+      reason = StopReason::kTimedOut;
+      kept.timed_out = true;
+    } else {
+      // Under the lock, so that no line is logged once the worker has
+      // abandoned the lease (and Run may have returned).
+      log_(absl::StrCat("lease of job ", due.queue, "/", due.id, " lost: ",
+                        renewed.status().message()));
+    }
   }
   // Outside the lock: it runs the handler's stop callbacks.
-  lost.request_stop();
+  signal->Raise(reason);
 }
 
 }  // namespace jobwire::client

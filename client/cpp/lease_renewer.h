@@ -2,15 +2,20 @@
 // each job is settled (docs/clients.md, Worker: Leases). Its thread calls
 // ExtendLease on each lease every third of its length, with a deadline of at
 // most that third; when the broker answers FAILED_PRECONDITION or NOT_FOUND
-// the lease is lost: renewal stops and the job's lost-lease signal is raised
-// (Job::lease_lost, Job::stop_token). It also keeps the worker's own estimate
-// of each lease's end, which bounds the Ack / Fail retries.
+// the lease is lost: renewal stops and the job's stop signal is raised
+// (StopReason::kLeaseLost; Job::lease_lost, Job::stop_token), or, for the
+// reasons JOB_CANCEL_REQUESTED and RUN_TIMED_OUT, the run is to stop
+// (kCancelled, kTimedOut: renewal stops, the lease stays the run's until it
+// ends). It raises kTimedOut itself at a run's deadline (Job::deadline), and
+// Stop raises a Claim stream's stop request. It also keeps the worker's own
+// estimate of each lease's end, which bounds the Ack / Fail retries.
 #ifndef JOBWIRE_CLIENT_CPP_LEASE_RENEWER_H_
 #define JOBWIRE_CLIENT_CPP_LEASE_RENEWER_H_
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -20,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/cpp/client.h"
+#include "client/cpp/run_signal.h"
 
 namespace jobwire::client {
 
@@ -36,7 +42,8 @@ class LeaseRenewer {
     absl::Duration length;  // the lease length (LeaseLength)
     int64_t renew_ms;       // ExtendLeaseRequest.lease_ms (RenewLeaseMs)
     int64_t expires_at_ms;  // Redis clock: from the claim, then the last renewal
-    std::stop_source lost;  // the job's lost-lease signal
+    std::shared_ptr<RunSignal> signal;  // the run's stop signal
+    absl::Time deadline = absl::InfiniteFuture();  // the run's (Job::deadline)
   };
 
   // `client` must outlive the renewer. `log` receives one line per lost lease.
@@ -60,6 +67,9 @@ class LeaseRenewer {
   void Add(const std::string& token, Lease lease, absl::Time received);
   // Forgets the lease under `token` (its job is settled or dropped).
   void Remove(const std::string& token);
+  // Raises `reason` on the signal of the run under `token`, if kept and not
+  // abandoned; kCancelled also ends its renewal (the broker refuses it).
+  void Stop(const std::string& token, StopReason reason);
   // Marks every lease kept abandoned: no more renewal, and Expiry answers
   // InfinitePast. Returns how many were not abandoned before.
   int AbandonAll();
@@ -77,7 +87,8 @@ class LeaseRenewer {
     Lease lease;
     absl::Time expires;     // local estimate
     absl::Time next_renew;  // the last renewal (or receipt) + length / 3
-    bool lost = false;
+    bool lost = false;       // no renewal: lost, cancelled or timed out
+    bool timed_out = false;  // kTimedOut raised
     bool abandoned = false;  // left behind by the worker: no renewal
   };
   // A renewal to make, copied out of leases_.

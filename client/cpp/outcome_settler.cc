@@ -34,7 +34,7 @@ OutcomeSettler::OutcomeSettler(Client* client, LeaseRenewer* leases)
     : client_(client), leases_(leases), acks_(client) {}
 
 bool OutcomeSettler::Resendable(const Delivery& delivery, const absl::Status& answer) {
-  return Unanswered(answer) && !delivery.lease_lost.stop_requested();
+  return Unanswered(answer) && !delivery.signal->Has(StopReason::kLeaseLost);
 }
 
 void OutcomeSettler::Ack(const Delivery& delivery, std::string result, AckDone done) {
@@ -87,7 +87,7 @@ absl::Status OutcomeSettler::SendAgain(const Delivery& delivery, absl::Status an
         RetryWait(backoff->Next(), leases_->Expiry(delivery.lease_token) - absl::Now());
     if (!wait.has_value()) break;
     absl::SleepFor(*wait);
-    if (delivery.lease_lost.stop_requested()) break;  // learnt during the wait
+    if (delivery.signal->Has(StopReason::kLeaseLost)) break;  // learnt during the wait
     answer = call();
   }
   return answer;

@@ -20,6 +20,7 @@
 #define JOBWIRE_CLIENT_CPP_OUTCOME_SETTLER_H_
 
 #include <functional>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <variant>
@@ -29,6 +30,7 @@
 #include "client/cpp/ack_coalescer.h"
 #include "client/cpp/backoff.h"
 #include "client/cpp/client.h"
+#include "client/cpp/run_signal.h"
 #include "client/cpp/lease_renewer.h"
 #include "client/cpp/worker.h"
 #include "jobwire/v1/broker.pb.h"
@@ -49,7 +51,7 @@ class OutcomeSettler {
     std::string queue;
     std::string job_id;
     std::string lease_token;  // also its key in the LeaseRenewer
-    std::stop_token lease_lost;  // the job's lost-lease signal
+    std::shared_ptr<const RunSignal> signal;  // the run's stop signal (lease lost, ...)
   };
 
   // An Ack to send again (RetryAck): its request and the answer of its last

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cpp/claim_stream.h"
+#include "client/cpp/error_details.h"
 #include "client/cpp/handler_errors.h"
 #include "client/cpp/lease_renewer.h"
 #include "client/cpp/lease_rules.h"
@@ -40,10 +41,21 @@ std::string DefaultWorkerId() {
   return absl::StrCat("cpp-", host, "-", getpid());
 }
 
-// The job of `claimed`, whose lost-lease signal is raised through `lost`.
-Job FromClaimed(const v1::ClaimedJob& claimed, std::stop_source lost) {
+// The job of `claimed`, received at `received`, whose stop signal is
+// `signal` and whose Progress reports through `client`.
+Job FromClaimed(const v1::ClaimedJob& claimed, std::shared_ptr<RunSignal> signal,
+                Client* client, absl::Time received) {
   const v1::Job& from = claimed.job();
-  Job job(std::move(lost));
+  Job::ProgressFn progress = [client, signal, queue = from.queue(), id = from.id(),
+                              token = claimed.lease_token()](std::optional<int32_t> percent,
+                                                             std::string data) {
+    absl::Status status = client->ReportProgress(queue, id, token, percent, std::move(data));
+    const std::string why = ErrorReason(status);
+    if (why == "JOB_CANCEL_REQUESTED") signal->Raise(StopReason::kCancelled);
+    if (why == "RUN_TIMED_OUT") signal->Raise(StopReason::kTimedOut);
+    return status;
+  };
+  Job job(std::move(signal), std::move(progress));
   job.id = from.id();
   job.queue = from.queue();
   job.type = from.type();
@@ -52,6 +64,8 @@ Job FromClaimed(const v1::ClaimedJob& claimed, std::stop_source lost) {
   job.max_attempts = from.max_attempts();
   job.lease_expires_at_ms = claimed.lease_expires_at_ms();
   job.lease_ms = claimed.lease_ms();
+  job.timeout_ms = from.timeout_ms();
+  if (job.timeout_ms > 0) job.deadline = received + absl::Milliseconds(job.timeout_ms);
   return job;
 }
 
@@ -102,6 +116,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   struct Task {
     Job job;
     std::string lease_token;
+    std::shared_ptr<RunSignal> signal;  // job's stop signal
     // Set when the handler has run and its Ack is to be sent again: the
     // first try's AckBatch call answered UNAVAILABLE / DEADLINE_EXCEEDED.
     std::optional<OutcomeSettler::AckRetry> retry_ack;
@@ -112,6 +127,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   int AwaitFreeSlots();
   // Registers the leases of the jobs of a stream message and queues them.
   void Receive(const v1::ClaimResponse& message);
+  void ReceiveJobs(const v1::ClaimResponse& message, absl::Time now);
   void HandlerThread(size_t index);
   void Process(Task task);
   // Drops the delivery of `task` if its lease has ended (no handler, no Ack
@@ -134,7 +150,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void Log(const std::string& line) const;
 
   static OutcomeSettler::Delivery DeliveryOf(const Task& task) {
-    return {task.job.queue, task.job.id, task.lease_token, task.job.stop_token()};
+    return {task.job.queue, task.job.id, task.lease_token, task.signal};
   }
 
   const WorkerOptions options_;
@@ -280,10 +296,20 @@ int Worker::Impl::AwaitFreeSlots() {
 
 void Worker::Impl::Receive(const v1::ClaimResponse& message) {
   const absl::Time now = absl::Now();
+  ReceiveJobs(message, now);
+  // Runs Cancel asked to stop (after this message's jobs: a stop never
+  // comes before its job), outside mu_: it runs the handlers' stop callbacks.
+  for (const v1::StopRun& stop : message.stops()) {
+    leases_.Stop(stop.lease_token(), StopReason::kCancelled);
+  }
+}
+
+void Worker::Impl::ReceiveJobs(const v1::ClaimResponse& message, absl::Time now) {
   absl::MutexLock lock(&mu_);
   for (const v1::ClaimedJob& claimed : message.jobs()) {
-    std::stop_source lost;
-    Task task{FromClaimed(claimed, lost), claimed.lease_token(), std::nullopt};
+    auto signal = std::make_shared<RunSignal>();
+    Task task{FromClaimed(claimed, signal, &client_, now), claimed.lease_token(), signal,
+              std::nullopt};
     ++running_;
     // Kept before the job is queued, so that it is renewed while it waits
     // for a handler thread too.
@@ -291,7 +317,8 @@ void Worker::Impl::Receive(const v1::ClaimResponse& message) {
                 LeaseRenewer::Lease{task.job.queue, task.job.id,
                                     LeaseLength(claimed, options_.lease_ms),
                                     RenewLeaseMs(claimed, options_.lease_ms),
-                                    claimed.lease_expires_at_ms(), std::move(lost)},
+                                    claimed.lease_expires_at_ms(), std::move(signal),
+                                    task.job.deadline},
                 now);
     tasks_.push_back(std::move(task));
   }

@@ -21,7 +21,8 @@
 //                       retry without a valid token.
 //   PERMISSION_DENIED   the token is valid but may not use this queue this
 //                       way (enqueue: Enqueue, EnqueueBatch, Cancel; claim:
-//                       Claim, Ack, AckBatch, Fail, ExtendLease; GetJob and
+//                       Claim, Ack, AckBatch, Fail, ExtendLease,
+//                       ReportProgress; GetJob and
 //                       WaitJob: either). The
 //                       message names the token's name, the permission and the
 //                       queue. Nothing was changed. Do not retry.
