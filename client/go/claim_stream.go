@@ -59,9 +59,10 @@ func (r *runner) claimLoop(ctx context.Context) error {
 
 // claimOnce opens one Claim stream with max_in_flight = free and the job
 // types with a handler (claimTypes), and starts every job it delivers. Each
-// stream message carries one or more jobs (all those claimed since the
-// previous message), which are started one by one in order. It returns when
-// the stream ends.
+// stream message carries jobs (all those claimed since the previous
+// message), which are started one by one in order, and / or stop requests
+// for runs (StopRun), handled after its jobs; a message may have no jobs. It
+// returns when the stream ends.
 func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -86,17 +87,25 @@ func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err e
 			delivered = true
 			r.start(cj)
 		}
+		// After the jobs: a stop may name a run delivered in the same
+		// message.
+		for _, s := range msg.GetStops() {
+			r.stop(s)
+		}
 	}
 }
 
 // start takes a slot for a job just read off the Claim stream, registers its
-// lease (from now) and runs it in its own goroutine.
+// lease and its run (deadline, stop requests; from now) and runs it in its
+// own goroutine.
 func (r *runner) start(cj *jobwirepb.ClaimedJob) {
-	lease := r.newLease(cj)
+	received := time.Now()
+	lease := r.newLease(cj, received)
+	run := r.newRun(cj, received, lease)
 	if r.takeSlot() {
 		r.w.log.Warn("jobwire worker: job delivered beyond the concurrency (a lease was lost while its handler runs), starting it anyway",
 			"job_id", cj.GetJob().GetId(), "queue", cj.GetJob().GetQueue(), "concurrency", r.w.cfg.concurrency)
 	}
 	r.jobs.Add(1)
-	go r.process(cj, lease)
+	go r.process(cj, run)
 }

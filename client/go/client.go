@@ -1,7 +1,7 @@
 // Package jobwire is the Go client of the jobwire job-queue broker: a
 // producer Client (Enqueue, EnqueueBatch, GetJob, Wait, Subscribe, Cancel,
-// AckBatch) and a Worker that consumes queues over one Claim stream. It
-// follows docs/clients.md.
+// ReportProgress, AckBatch) and a Worker that consumes queues over one Claim
+// stream. It follows docs/clients.md.
 //
 // Every failed RPC returns an *Error carrying the gRPC code, the broker's
 // message and the broker's stable reason (Error.Reason, with Metadata, Field
@@ -48,6 +48,10 @@ const (
 )
 
 // JobInfo is a job as GetJob returns it (every field of the proto's Job).
+// Run control shows in TimeoutMs (the job's run timeout, 0: none),
+// RunDeadlineMs (the current run's deadline, Redis clock, while ACTIVE),
+// CancelRequestedAtMs (when Cancel asked the current run to stop; 0: it did
+// not), ProgressPercent (nil when no report had one) and ProgressData.
 type JobInfo = jobwirepb.Job
 
 // Option configures a Client. Every Option is also a WorkerOption, configuring
@@ -250,6 +254,27 @@ func WithCompletedRetention(d time.Duration) EnqueueOption {
 	}
 }
 
+// WithRunTimeout sets the longest a run of the job may take, rounded up to a
+// whole ms, at most 7 days (without it, or with 0 or less: the broker's
+// --default_job_timeout_ms, none out of the box). A run still going at its
+// deadline is ended by the broker: its lease is not renewed past it, its Ack
+// is refused (ErrRunTimedOut), and the attempt fails with error "timeout"
+// (retried or DEAD as any failure). A Worker's handler context gets the
+// deadline receipt + d, with cause ErrRunTimedOut.
+func WithRunTimeout(d time.Duration) EnqueueOption {
+	ms := max(d.Milliseconds(), 0)
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
+	}
+	return WithRunTimeoutMs(ms)
+}
+
+// WithRunTimeoutMs is WithRunTimeout in milliseconds, 0..604800000 (0: the
+// broker default).
+func WithRunTimeoutMs(ms int64) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.TimeoutMs = ms }
+}
+
 // EnqueueResult is the answer to one enqueued job.
 type EnqueueResult struct {
 	JobID string
@@ -439,11 +464,58 @@ func (c *Client) GetJob(ctx context.Context, queue, jobID string) (*JobInfo, err
 	return resp.GetJob(), nil
 }
 
-// Cancel makes a PENDING job DEAD with error "cancelled". An ACTIVE,
-// COMPLETED or DEAD job is refused with FAILED_PRECONDITION.
-func (c *Client) Cancel(ctx context.Context, queue, jobID string) error {
+// Cancel cancels a job. A PENDING job becomes DEAD with error "cancelled" at
+// once: cancelRequested is false. An ACTIVE job is marked cancel-requested
+// (JobInfo.CancelRequestedAtMs) and cancelRequested is true: the Worker
+// running it is told at once (its handler context is cancelled with cause
+// ErrJobCancelled), and the job becomes DEAD "cancelled" when the run fails
+// or its lease runs out (an Ack that comes first still completes it).
+// Cancelling a cancel-requested job again answers true and changes nothing.
+// A COMPLETED or DEAD job is refused with FAILED_PRECONDITION (ErrJobState),
+// an unknown one with NOT_FOUND (ErrJobNotFound).
+func (c *Client) Cancel(ctx context.Context, queue, jobID string) (cancelRequested bool, err error) {
 	ctx, cancel := withDeadline(ctx, c.timeout)
 	defer cancel()
-	_, err := c.stub.Cancel(ctx, &jobwirepb.CancelRequest{Queue: queue, JobId: jobID})
+	resp, err := c.stub.Cancel(ctx, &jobwirepb.CancelRequest{Queue: queue, JobId: jobID})
+	if err != nil {
+		return false, toError(err)
+	}
+	return resp.GetCancelRequested(), nil
+}
+
+// Progress is one progress report of a run: it replaces the job's progress
+// as a whole (JobInfo.ProgressPercent, JobInfo.ProgressData). At least one of
+// its fields is required.
+type Progress struct {
+	// Percent is 0..100 (Percent(n) makes one); nil: none.
+	Percent *int32
+	// Data is an opaque value of at most 4096 bytes; empty: none.
+	Data []byte
+}
+
+// Percent is a Progress.Percent of n.
+func Percent(n int32) *int32 { return &n }
+
+// ReportProgress records the progress of an active job's run, identified by
+// its lease token (a Worker's handler calls Job.ReportProgress instead). It
+// does not renew the lease. The job's GetJob, Wait updates and an
+// EventProgress show it.
+//
+// Errors (*Error): INVALID_ARGUMENT / ErrInvalidField with Field "percent"
+// (not 0..100) or "data" (more than 4096 bytes), or neither given;
+// NOT_FOUND; FAILED_PRECONDITION with ErrLeaseStale / ErrJobState (the run
+// is over), ErrJobCancelled (Cancel asked the run to stop) or ErrRunTimedOut
+// (the run passed its deadline). Nothing is stored on any error.
+func (c *Client) ReportProgress(ctx context.Context, queue, jobID, leaseToken string, p Progress) error {
+	ctx, cancel := withDeadline(ctx, c.timeout)
+	defer cancel()
+	return reportProgress(ctx, c.stub, queue, jobID, leaseToken, p)
+}
+
+// reportProgress makes one ReportProgress call; the error is an *Error.
+func reportProgress(ctx context.Context, stub jobwirepb.BrokerServiceClient, queue, jobID, leaseToken string, p Progress) error {
+	_, err := stub.ReportProgress(ctx, &jobwirepb.ReportProgressRequest{
+		Queue: queue, JobId: jobID, LeaseToken: leaseToken, Percent: p.Percent, Data: p.Data,
+	})
 	return toError(err)
 }

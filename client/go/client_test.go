@@ -153,8 +153,9 @@ func TestCancel(t *testing.T) {
 	ctx := context.Background()
 
 	id := mustEnqueue(t, c, q, "later", nil, jobwire.WithDelay(time.Hour))
-	if err := c.Cancel(ctx, q, id); err != nil {
-		t.Fatalf("Cancel: %v", err)
+	requested, err := c.Cancel(ctx, q, id)
+	if err != nil || requested {
+		t.Fatalf("Cancel of a PENDING job = %v, %v; want false (DEAD at once), nil", requested, err)
 	}
 	j, err := c.GetJob(ctx, q, id)
 	if err != nil {
@@ -163,11 +164,11 @@ func TestCancel(t *testing.T) {
 	if j.GetState() != jobwire.StateDead || j.GetError() != "cancelled" {
 		t.Errorf("cancelled job state %v error %q", j.GetState(), j.GetError())
 	}
-	if je := asError(t, c.Cancel(ctx, q, id)); je.Code != codes.FailedPrecondition {
-		t.Errorf("second Cancel: %v", je)
+	if requested, err := c.Cancel(ctx, q, id); requested || asError(t, err).Code != codes.FailedPrecondition {
+		t.Errorf("second Cancel = %v, %v; want false, FAILED_PRECONDITION", requested, err)
 	}
-	if je := asError(t, c.Cancel(ctx, q, "no-such-job")); je.Code != codes.NotFound {
-		t.Errorf("Cancel unknown: %v", je)
+	if requested, err := c.Cancel(ctx, q, "no-such-job"); requested || asError(t, err).Code != codes.NotFound {
+		t.Errorf("Cancel unknown = %v, %v; want false, NOT_FOUND", requested, err)
 	}
 }
 

@@ -14,7 +14,9 @@ package jobwire
 // ErrLeaseStale, ...): errors.Is(err, jobwire.ErrLeaseStale) is true exactly
 // when err is, or wraps, an *Error whose Reason is "LEASE_STALE". The
 // sentinels are values of an unexported type: they only name a reason, are
-// never returned themselves, and errors.As(err, &je) finds only real errors.
+// never returned themselves (but two are the causes of a Worker's handler
+// context: ErrJobCancelled and ErrRunTimedOut, see Handler), and
+// errors.As(err, &je) finds only real errors.
 // A reason without a sentinel (the broker may add reasons; an error no row of
 // broker.proto names has its code's name as reason, "INTERNAL", ...) is
 // matched by comparing Error.Reason.
@@ -118,6 +120,19 @@ var (
 	// Metadata["state"] is the state ("pending", "active", "completed",
 	// "dead").
 	ErrJobState error = &reasonError{"JOB_STATE"}
+	// ErrJobCancelled: FAILED_PRECONDITION (ExtendLease, ReportProgress),
+	// reason JOB_CANCEL_REQUESTED; Cancel asked this run to stop. Stop the
+	// handler and return an error (the job becomes DEAD "cancelled").
+	// It is also the cause (context.Cause) of a Worker's handler context
+	// cancelled because Cancel asked its run to stop.
+	ErrJobCancelled error = &reasonError{"JOB_CANCEL_REQUESTED"}
+	// ErrRunTimedOut: FAILED_PRECONDITION (Ack, ExtendLease,
+	// ReportProgress), reason RUN_TIMED_OUT; the run passed its deadline
+	// (WithRunTimeout): the attempt fails with error "timeout".
+	// It is also the cause (context.Cause) of a Worker's handler context
+	// whose deadline (receipt + the job's timeout) passed, or whose run the
+	// broker found past its deadline.
+	ErrRunTimedOut error = &reasonError{"RUN_TIMED_OUT"}
 	// ErrQueueHasActiveJobs: FAILED_PRECONDITION (DeleteQueue without force).
 	ErrQueueHasActiveJobs error = &reasonError{"QUEUE_HAS_ACTIVE_JOBS"}
 	// ErrPartitionsDecrease: FAILED_PRECONDITION (UpdateQueue).

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -29,6 +30,8 @@ var sentinels = map[string]error{
 	"QUEUE_NOT_FOUND":        jobwire.ErrQueueNotFound,
 	"LEASE_STALE":            jobwire.ErrLeaseStale,
 	"JOB_STATE":              jobwire.ErrJobState,
+	"JOB_CANCEL_REQUESTED":   jobwire.ErrJobCancelled,
+	"RUN_TIMED_OUT":          jobwire.ErrRunTimedOut,
 	"QUEUE_HAS_ACTIVE_JOBS":  jobwire.ErrQueueHasActiveJobs,
 	"PARTITIONS_DECREASE":    jobwire.ErrPartitionsDecrease,
 	"QUEUE_EXISTS":           jobwire.ErrQueueExists,
@@ -133,13 +136,37 @@ func TestErrorReasonsFromTheBroker(t *testing.T) {
 			code: codes.InvalidArgument, sentinel: jobwire.ErrInvalidField, reason: "INVALID_FIELD",
 		},
 		{
-			name: "Cancel of an ACTIVE job",
+			name: "Cancel of a DEAD job",
 			call: func(t *testing.T, q string) error {
-				id, _ := claimOne(t, c, q)
-				return c.Cancel(ctx, q, id)
+				id := mustEnqueue(t, c, q, "t", nil, jobwire.WithDelay(time.Hour))
+				if requested, err := c.Cancel(ctx, q, id); requested || err != nil {
+					t.Fatalf("Cancel of the PENDING job = %v, %v", requested, err)
+				}
+				_, err := c.Cancel(ctx, q, id)
+				return err
 			},
 			code: codes.FailedPrecondition, sentinel: jobwire.ErrJobState, reason: "JOB_STATE",
-			metadata: map[string]string{"state": "active"},
+			metadata: map[string]string{"state": "dead"},
+		},
+		{
+			name: "ReportProgress of a run Cancel asked to stop",
+			call: func(t *testing.T, q string) error {
+				id, token := claimOne(t, c, q)
+				if requested, err := c.Cancel(ctx, q, id); !requested || err != nil {
+					t.Fatalf("Cancel of the ACTIVE job = %v, %v; want true, nil", requested, err)
+				}
+				return c.ReportProgress(ctx, q, id, token, jobwire.Progress{Percent: jobwire.Percent(5)})
+			},
+			code: codes.FailedPrecondition, sentinel: jobwire.ErrJobCancelled, reason: "JOB_CANCEL_REQUESTED",
+		},
+		{
+			name: "ReportProgress with percent 101",
+			call: func(t *testing.T, q string) error {
+				id, token := claimOne(t, c, q)
+				return c.ReportProgress(ctx, q, id, token, jobwire.Progress{Percent: jobwire.Percent(101)})
+			},
+			code: codes.InvalidArgument, sentinel: jobwire.ErrInvalidField, reason: "INVALID_FIELD",
+			field: "percent", metadata: map[string]string{"field": "percent"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

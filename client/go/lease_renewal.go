@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/jobwire/jobwire/client/go/jobwirepb"
@@ -34,11 +33,15 @@ type leaseState struct {
 	length time.Duration
 	lost   atomic.Bool
 
+	// runDeadline is the run's deadline, receipt time + Job.timeout_ms
+	// (zero: none); the broker never extends the lease past it.
+	runDeadline time.Time
+
 	mu sync.Mutex
 	// deadline is the local (monotonic) estimate of the lease end: receipt
-	// time or the send time of the last successful renewal, plus length. It
-	// bounds the Ack / Fail retries without comparing the Redis clock with
-	// the local one.
+	// time or the send time of the last successful renewal, plus length, and
+	// never past runDeadline. It bounds the Ack / Fail retries without
+	// comparing the Redis clock with the local one.
 	deadline time.Time
 }
 
@@ -51,24 +54,48 @@ func (l *leaseState) expiry() time.Time {
 func (l *leaseState) renewed(sent time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if d := sent.Add(l.length); d.After(l.deadline) {
+	if d := l.capped(sent.Add(l.length)); d.After(l.deadline) {
 		l.deadline = d
 	}
 }
 
-// newLease is the lease of a job received now: its length is the lease the
-// broker granted (ClaimedJob.lease_ms); from a broker older than that field,
-// the one the Claim asked for, else the broker default (leaseLength).
-func (r *runner) newLease(cj *jobwirepb.ClaimedJob) *leaseState {
+// atRunDeadline reports whether the lease already lasts until the run's
+// deadline: no renewal can extend it.
+func (l *leaseState) atRunDeadline() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.runDeadline.IsZero() && !l.deadline.Before(l.runDeadline)
+}
+
+// capped is t, or the run's deadline when that comes first.
+func (l *leaseState) capped(t time.Time) time.Time {
+	if !l.runDeadline.IsZero() && l.runDeadline.Before(t) {
+		return l.runDeadline
+	}
+	return t
+}
+
+// newLease is the lease of a job received at received: its length is the
+// lease the broker granted (ClaimedJob.lease_ms, capped at the run's
+// deadline); from a broker older than that field, the one the Claim asked
+// for, else the broker default (leaseLength).
+func (r *runner) newLease(cj *jobwirepb.ClaimedJob, received time.Time) *leaseState {
 	l := &leaseState{length: leaseLength(cj.GetLeaseMs(), r.w.cfg.leaseMs())}
-	l.deadline = time.Now().Add(l.length)
+	if d := runTimeout(cj.GetJob()); d > 0 {
+		l.runDeadline = received.Add(d)
+	}
+	l.deadline = l.capped(received.Add(l.length))
 	return l
 }
 
-// renew extends the lease every lease length / 3 until ctx ends or the lease
-// is lost; after a failed call (not a refusal) it tries again sooner, after
+// renew extends the lease every lease length / 3 until ctx ends, a refusal
+// ends the run (run.refused: the lease is lost, or the run was asked to stop
+// or passed its deadline), or the lease lasts until the run's deadline (the
+// broker would not extend it further, and the handler's context ends
+// there); after a failed call (not a refusal) it tries again sooner, after
 // half of that, at most 1 s (docs/clients.md, Leases).
-func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJob context.CancelCauseFunc) {
+func (r *runner) renew(ctx context.Context, job *Job, run *jobRun) {
+	lease := run.lease
 	interval := lease.length / 3
 	retry := min(interval/2, time.Second)
 	// The lease asked for: the one granted (the Claim's, or the broker
@@ -80,6 +107,9 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
 	for {
+		if lease.atRunDeadline() {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -103,18 +133,11 @@ func (r *runner) renew(ctx context.Context, job *Job, lease *leaseState, cancelJ
 		if ctx.Err() != nil {
 			return
 		}
-		switch status.Code(err) {
-		case codes.FailedPrecondition, codes.NotFound:
-			lease.lost.Store(true)
-			r.w.log.Warn("jobwire worker: lease lost, the job moved on",
-				"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt,
-				"code", CodeName(status.Code(err)), "error", status.Convert(err).Message())
-			cancelJob(ErrLeaseLost)
+		if run.refused("ExtendLease", job, toError(err)) {
 			return
-		default:
-			r.w.log.Warn("jobwire worker: lease renewal failed, will retry",
-				"job_id", job.ID, "code", CodeName(status.Code(err)), "error", status.Convert(err).Message())
-			timer.Reset(retry)
 		}
+		r.w.log.Warn("jobwire worker: lease renewal failed, will retry",
+			"job_id", job.ID, "code", CodeName(status.Code(err)), "error", status.Convert(err).Message())
+		timer.Reset(retry)
 	}
 }

@@ -76,8 +76,9 @@ func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
 	return ackBatch(ctx, r.stub, &jobwirepb.AckBatchRequest{Acks: acks})
 }
 
-func (r *runner) fail(job *Job, lease *leaseState, herr error) {
-	text := errorText(herr)
+// fail fails the job with text (errorText(herr), or "cancelled" /
+// "timeout" for a handler told to stop).
+func (r *runner) fail(job *Job, lease *leaseState, herr error, text string) {
 	nonRetryable := IsNonRetryable(herr)
 	retryAfter := retryAfterMs(herr)
 	var resp *jobwirepb.FailResponse

@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +41,9 @@ const (
 	EventRetry EventKind = "retry"
 	// EventDead: failed for good (Error: the failure).
 	EventDead EventKind = "dead"
-	// EventCancelled: cancelled while PENDING.
+	// EventCancelled: DEAD with error "cancelled": cancelled while PENDING,
+	// or a run asked to stop (EventCancelRequested) that failed or whose
+	// lease ran out.
 	EventCancelled EventKind = "cancelled"
 	// EventLeaseExpired: its lease ended with no Ack or Fail; an EventRetry
 	// or EventDead of the same job follows.
@@ -49,6 +54,17 @@ const (
 	EventRedriven EventKind = "redriven"
 	// EventDeleted: deleted (DeleteJob; DeleteQueue: one event, JobID "").
 	EventDeleted EventKind = "deleted"
+	// EventProgress: its run reported progress (ReportProgress);
+	// ProgressPercent is the percentage (nil when the report had none), and
+	// with WithEventDetails ProgressData is the job's progress data.
+	EventProgress EventKind = "progress"
+	// EventCancelRequested: Cancel asked its run to stop (the job was
+	// ACTIVE); an EventCancelled follows when the run stops, or an
+	// EventCompleted when its Ack came first.
+	EventCancelRequested EventKind = "cancel_requested"
+	// EventTimedOut: its run passed its deadline (WithRunTimeout); an
+	// EventRetry or EventDead of the same job follows, with error "timeout".
+	EventTimedOut EventKind = "timed_out"
 	// EventEventsMissed: events may have been lost just before this one (the
 	// stream was subscribed again, or the broker lost its Redis
 	// subscription for a while); Queue and JobID are "". Read the jobs with
@@ -58,16 +74,19 @@ const (
 
 // eventKinds maps the requestable kinds to the proto's.
 var eventKinds = map[EventKind]jobwirepb.EventKind{
-	EventEnqueued:     jobwirepb.EventKind_EVENT_KIND_ENQUEUED,
-	EventActive:       jobwirepb.EventKind_EVENT_KIND_ACTIVE,
-	EventCompleted:    jobwirepb.EventKind_EVENT_KIND_COMPLETED,
-	EventRetry:        jobwirepb.EventKind_EVENT_KIND_RETRY,
-	EventDead:         jobwirepb.EventKind_EVENT_KIND_DEAD,
-	EventCancelled:    jobwirepb.EventKind_EVENT_KIND_CANCELLED,
-	EventLeaseExpired: jobwirepb.EventKind_EVENT_KIND_LEASE_EXPIRED,
-	EventReleased:     jobwirepb.EventKind_EVENT_KIND_RELEASED,
-	EventRedriven:     jobwirepb.EventKind_EVENT_KIND_REDRIVEN,
-	EventDeleted:      jobwirepb.EventKind_EVENT_KIND_DELETED,
+	EventEnqueued:        jobwirepb.EventKind_EVENT_KIND_ENQUEUED,
+	EventActive:          jobwirepb.EventKind_EVENT_KIND_ACTIVE,
+	EventCompleted:       jobwirepb.EventKind_EVENT_KIND_COMPLETED,
+	EventRetry:           jobwirepb.EventKind_EVENT_KIND_RETRY,
+	EventDead:            jobwirepb.EventKind_EVENT_KIND_DEAD,
+	EventCancelled:       jobwirepb.EventKind_EVENT_KIND_CANCELLED,
+	EventLeaseExpired:    jobwirepb.EventKind_EVENT_KIND_LEASE_EXPIRED,
+	EventReleased:        jobwirepb.EventKind_EVENT_KIND_RELEASED,
+	EventRedriven:        jobwirepb.EventKind_EVENT_KIND_REDRIVEN,
+	EventDeleted:         jobwirepb.EventKind_EVENT_KIND_DELETED,
+	EventProgress:        jobwirepb.EventKind_EVENT_KIND_PROGRESS,
+	EventCancelRequested: jobwirepb.EventKind_EVENT_KIND_CANCEL_REQUESTED,
+	EventTimedOut:        jobwirepb.EventKind_EVENT_KIND_TIMED_OUT,
 }
 
 // eventKindNames is eventKinds reversed.
@@ -98,6 +117,12 @@ type QueueEvent struct {
 	// (empty when the job was gone by then).
 	Result []byte
 	Error  string
+	// ProgressPercent is the percentage an EventProgress reported (nil when
+	// it had none, and for the other kinds).
+	ProgressPercent *int32
+	// ProgressData is the job's progress data just after an EventProgress,
+	// set only with WithEventDetails.
+	ProgressData []byte
 }
 
 // At is AtMs as a time.Time (the zero time when AtMs is 0).
@@ -113,10 +138,15 @@ func eventFromProto(ev *jobwirepb.QueueEvent) QueueEvent {
 	if !ok {
 		kind = "unknown"
 	}
-	return QueueEvent{
+	out := QueueEvent{
 		Kind: kind, Queue: ev.GetQueue(), JobID: ev.GetJobId(), Type: ev.GetType(),
 		Attempts: ev.GetAttempts(), AtMs: ev.GetAtMs(), Result: ev.GetResult(), Error: ev.GetError(),
+		ProgressData: ev.GetProgressData(),
 	}
+	if ev.ProgressPercent != nil {
+		out.ProgressPercent = Percent(ev.GetProgressPercent())
+	}
+	return out
 }
 
 // SubscribeOption configures one Subscribe.
@@ -135,8 +165,9 @@ func WithEventKinds(kinds ...EventKind) SubscribeOption {
 	return func(c *subscribeConfig) { c.kinds = append(c.kinds, kinds...) }
 }
 
-// WithEventDetails fills QueueEvent.Result (EventCompleted) and Error
-// (EventRetry, EventDead): one read of the job per such event on the broker.
+// WithEventDetails fills QueueEvent.Result (EventCompleted), Error
+// (EventRetry, EventDead) and ProgressData (EventProgress): one read of the
+// job per such event on the broker.
 func WithEventDetails() SubscribeOption {
 	return func(c *subscribeConfig) { c.details = true }
 }
@@ -231,11 +262,22 @@ func subscribeRequest(queues []string, cfg subscribeConfig) (*jobwirepb.Subscrib
 		pk, ok := eventKinds[k]
 		if !ok {
 			return nil, newError(codes.InvalidArgument, "",
-				fmt.Sprintf("unknown event kind %q (requestable: enqueued, active, completed, retry, dead, cancelled, lease_expired, released, redriven, deleted)", string(k)))
+				fmt.Sprintf("unknown event kind %q (requestable: %s)", string(k), requestableKinds()))
 		}
 		req.Kinds = append(req.Kinds, pk)
 	}
 	return req, nil
+}
+
+// requestableKinds is the kinds WithEventKinds takes, in the proto's order,
+// comma-separated.
+func requestableKinds() string {
+	pks := slices.Sorted(maps.Keys(eventKindNames))
+	names := make([]string, len(pks))
+	for i, pk := range pks {
+		names[i] = string(eventKindNames[pk])
+	}
+	return strings.Join(names, ", ")
 }
 
 // run feeds Events until the subscription ends, then records why and

@@ -5,6 +5,7 @@ package jobwire
 // backoff and the time that remains (docs/clients.md, Producer).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,8 +86,8 @@ func WithWaitTimeout(d time.Duration) WaitOption {
 }
 
 // WithWaitUpdates calls f, on Wait's goroutine, with the job as it is when
-// the wait starts, then at each change of its state or attempts, the final
-// one included. Intermediate changes may be merged; the final one never is.
+// the wait starts, then at each change of its state, attempts or progress
+// (Job.ReportProgress), the final one included. Intermediate changes may be merged; the final one never is.
 // f must not keep Wait waiting long: the stream is not read meanwhile.
 func WithWaitUpdates(f func(*JobInfo)) WaitOption {
 	return func(c *waitConfig) { c.onUpdate = f }
@@ -203,10 +204,12 @@ func (w *waiter) follow(ctx context.Context) (*JobInfo, error) {
 }
 
 // repeats records job as the last seen and reports whether it only repeats,
-// as the first message of a later call, the state and attempts seen before.
+// as the first message of a later call, the state, attempts and progress
+// seen before.
 func (w *waiter) repeats(job *JobInfo) bool {
 	last := w.last
-	repeat := w.resumed && last != nil && job.GetState() == last.GetState() && job.GetAttempts() == last.GetAttempts()
+	repeat := w.resumed && last != nil && job.GetState() == last.GetState() &&
+		job.GetAttempts() == last.GetAttempts() && sameProgress(job, last)
 	w.resumed = false
 	w.bo.reset()
 	w.last = job
@@ -240,4 +243,11 @@ func (w *waiter) retryDelay(err error) (time.Duration, error) {
 
 func (w *waiter) timeoutError(e *Error) *WaitTimeoutError {
 	return &WaitTimeoutError{LastJob: w.last, Err: e}
+}
+
+// sameProgress reports whether a and b hold the same progress (percent,
+// present or not, and data).
+func sameProgress(a, b *JobInfo) bool {
+	return (a.ProgressPercent == nil) == (b.ProgressPercent == nil) &&
+		a.GetProgressPercent() == b.GetProgressPercent() && bytes.Equal(a.GetProgressData(), b.GetProgressData())
 }

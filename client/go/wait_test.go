@@ -158,7 +158,7 @@ func TestWaitForAJobAlreadyFinishedAnswersAtOnce(t *testing.T) {
 	id := mustEnqueue(t, c, q, "t", nil)
 	waitState(t, c, q, id, jobwire.StateCompleted, 10*time.Second)
 	later := mustEnqueue(t, c, q, "later", nil, jobwire.WithDelay(time.Minute))
-	if err := c.Cancel(context.Background(), q, later); err != nil {
+	if _, err := c.Cancel(context.Background(), q, later); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
 

@@ -17,11 +17,13 @@ import (
 )
 
 // ErrLeaseLost is the cause (context.Cause) of a handler context cancelled
-// because the broker refused a lease renewal (FAILED_PRECONDITION or
-// NOT_FOUND): the job moved on (its lease expired and it was retried or became
-// dead, or it was deleted). The handler is told at once; it may ignore it. The
-// Worker still sends the job's Ack / Fail, whose refusal goes to the outcome
-// hook (WithOutcomeHook).
+// because the broker refused a lease renewal or a Job.ReportProgress
+// (FAILED_PRECONDITION or NOT_FOUND; JOB_CANCEL_REQUESTED and RUN_TIMED_OUT
+// have causes of their own, ErrJobCancelled and ErrRunTimedOut): the job
+// moved on (its lease expired and it was retried or became dead, or it was
+// deleted). The handler is told at once; it may ignore it. The Worker still
+// sends the job's Ack / Fail, whose refusal goes to the outcome hook
+// (WithOutcomeHook).
 var ErrLeaseLost = errors.New("jobwire: lease lost")
 
 // ErrWorkerAbandoned is the cause of a handler context cancelled because the
@@ -48,10 +50,13 @@ type Job struct {
 	LeaseMs int64
 	// WorkerID is the id of the worker running the job.
 	WorkerID string
-	// Info is the job as the broker delivered it (every field of the proto).
+	// Info is the job as the broker delivered it (every field of the proto;
+	// Info.TimeoutMs is the run timeout, whose deadline the handler's
+	// context carries).
 	Info *JobInfo
 
 	leaseToken string
+	run        *jobRun // nil for a Job not made by a Worker
 }
 
 // JSON decodes the payload as JSON into v.
@@ -64,8 +69,23 @@ func (j *Job) JSON(v any) error { return json.Unmarshal(j.Payload, v) }
 // retried after a given delay instead of the backoff. A panic is recovered and
 // fails the job ("panic: <value>").
 //
-// ctx is cancelled (with cause ErrLeaseLost) when the broker refuses a lease
-// renewal, and (with cause ErrWorkerAbandoned) when Stop's grace runs out.
+// ctx is cancelled (context.Cause says why) with cause:
+//   - ErrJobCancelled when Cancel asks the run to stop (pushed on the Claim
+//     stream, or a lease renewal or Job.ReportProgress refused
+//     JOB_CANCEL_REQUESTED);
+//   - ErrRunTimedOut at the run's deadline, ctx.Deadline(): receipt of the
+//     job plus its timeout (WithRunTimeout; none without one), or when the
+//     broker refuses a renewal or report RUN_TIMED_OUT;
+//   - ErrLeaseLost when the broker refuses a lease renewal otherwise (the job
+//     moved on);
+//   - ErrWorkerAbandoned when Stop's grace runs out.
+//
+// A handler that returns an error after ErrJobCancelled / ErrRunTimedOut has
+// its job failed with the text "cancelled" / "timeout" (the broker makes a
+// cancelled job DEAD and fails a timed-out attempt, retried or DEAD as usual).
+// One that returns a result is acked as usual: the broker completes a
+// cancel-requested run, but refuses the Ack of a run past its deadline
+// (reported to the outcome hook as ack_error, ErrRunTimedOut).
 type Handler func(ctx context.Context, job *Job) (any, error)
 
 // Worker consumes queues over one Claim stream and runs the registered
@@ -251,6 +271,7 @@ type runner struct {
 	jobs      sync.WaitGroup
 	abandoned atomic.Bool
 	acks      *ackCoalescer // every Ack goes through it (AckBatch calls)
+	runs      runTable      // the runs started and not yet settled
 
 	slotMu   sync.Mutex
 	slotCond *sync.Cond
@@ -296,8 +317,10 @@ func (r *runner) releaseSlot() {
 	r.slotMu.Unlock()
 }
 
-func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
+func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 	defer r.jobs.Done()
+	defer run.end()
+	lease := run.lease
 	info := cj.GetJob()
 	job := &Job{
 		ID:               info.GetId(),
@@ -311,6 +334,7 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 		WorkerID:         r.w.cfg.workerID,
 		Info:             info,
 		leaseToken:       cj.GetLeaseToken(),
+		run:              run,
 	}
 	if job.LeaseExpiresAtMs == 0 {
 		job.LeaseExpiresAtMs = info.GetLeaseExpiresAtMs()
@@ -322,13 +346,13 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 		return
 	}
 
-	jctx, jcancel := context.WithCancelCause(r.hardCtx)
-	defer jcancel(nil)
-
 	h := r.w.handler(job.Type)
 	var (
 		result []byte
 		herr   error
+		// stopped is the Fail text of a handler told to stop ("cancelled",
+		// "timeout") before it returned; "" when it was not.
+		stopped string
 	)
 	if h == nil {
 		// Only a broker older than ClaimRequest.types delivers a type the
@@ -341,13 +365,14 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 	} else {
 		// The slot was taken by the stream reader (takeSlot).
 		// Renew the lease while the handler runs.
-		renewCtx, stopRenew := context.WithCancel(jctx)
+		renewCtx, stopRenew := context.WithCancel(run.ctx)
 		renewDone := make(chan struct{})
 		go func() {
 			defer close(renewDone)
-			r.renew(renewCtx, job, lease, jcancel)
+			r.renew(renewCtx, job, run)
 		}()
-		result, herr = runHandler(jctx, h, job)
+		result, herr = runHandler(run.ctx, h, job)
+		stopped = run.stoppedText()
 		r.releaseSlot()
 		stopRenew()
 		<-renewDone
@@ -356,10 +381,15 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, lease *leaseState) {
 	if r.abandoned.Load() {
 		return
 	}
-	if herr == nil {
+	switch {
+	case herr == nil:
+		// Also after a signal: the broker completes a cancel-requested run,
+		// and refuses the Ack of one past its deadline (RUN_TIMED_OUT).
 		r.ack(job, lease, result)
-	} else {
-		r.fail(job, lease, herr)
+	case stopped != "":
+		r.fail(job, lease, herr, stopped)
+	default:
+		r.fail(job, lease, herr, errorText(herr))
 	}
 }
 
