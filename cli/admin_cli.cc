@@ -191,7 +191,7 @@ absl::Status AdminCli::Watch(const std::vector<std::string>& queues,
       return absl::InvalidArgumentError(absl::StrCat(
           "--kind: unknown event kind \"", name,
           "\" (enqueued, active, completed, retry, dead, cancelled, lease_expired, released, "
-          "redriven, deleted)"));
+          "redriven, deleted, progress, cancel_requested, timed_out)"));
     }
     options.kinds.push_back(kind);
   }
@@ -207,6 +207,10 @@ absl::Status AdminCli::Watch(const std::vector<std::string>& queues,
             << "  " << event.queue() << "  " << event.job_id() << "  "
             << absl::AsciiStrToLower(kind) << "  attempt " << event.attempts() << "  type "
             << event.type();
+      if (event.has_progress_percent()) *out_ << "  " << event.progress_percent() << "%";
+      if (!event.progress_data().empty()) {
+        *out_ << "  progress: " << Truncate(Bytes(event.progress_data()), 200);
+      }
       if (!event.error().empty()) *out_ << "  error: " << Truncate(event.error(), 200);
       if (!event.result().empty()) *out_ << "  result: " << Truncate(Bytes(event.result()), 200);
       *out_ << "\n";
@@ -221,11 +225,26 @@ absl::Status AdminCli::Watch(const std::vector<std::string>& queues,
   return client_.Subscribe(queues, options);
 }
 
+absl::Status AdminCli::Cancel(const std::string& queue, const std::string& id) {
+  absl::StatusOr<bool> requested = client_.Cancel(queue, id);
+  if (!requested.ok()) return requested.status();
+  *out_ << (*requested ? "cancel requested: the run stops when its worker sees it; the job "
+                         "then becomes dead \"cancelled\"\n"
+                       : "cancelled: the job is dead\n");
+  return absl::OkStatus();
+}
+
 void AdminCli::PrintJob(const v1::Job& job) {
   if (json_) {
     PrintJson(job);
     return;
   }
+  const std::string timeout = job.timeout_ms() > 0 ? absl::StrCat(job.timeout_ms(), " ms") : "-";
+  std::string progress = job.has_progress_percent() ? absl::StrCat(job.progress_percent(), "%") : "";
+  if (!job.progress_data().empty()) {
+    absl::StrAppend(&progress, progress.empty() ? "" : " ", Truncate(Bytes(job.progress_data()), 200));
+  }
+  if (progress.empty()) progress = "-";
   *out_ << "id:              " << job.id() << "\n"
         << "queue:           " << job.queue() << "\n"
         << "type:            " << job.type() << "\n"
@@ -238,6 +257,10 @@ void AdminCli::PrintJob(const v1::Job& job) {
         << "finished:        " << Time(job.finished_at_ms()) << "\n"
         << "worker:          " << job.worker_id() << "\n"
         << "idempotency key: " << job.idempotency_key() << "\n"
+        << "timeout:         " << timeout << "\n"
+        << "run deadline:    " << Time(job.run_deadline_ms()) << "\n"
+        << "cancel asked:    " << Time(job.cancel_requested_at_ms()) << "\n"
+        << "progress:        " << progress << "\n"
         << "error:           " << job.error() << "\n"
         << "payload:         " << Bytes(job.payload()) << "\n"
         << "result:          " << Bytes(job.result()) << "\n";
@@ -362,6 +385,7 @@ absl::Status AdminCli::Enqueue(const std::string& queue, const std::string& type
   request.set_delay_ms(options.delay_ms);
   request.set_max_attempts(options.max_attempts);
   request.set_idempotency_key(options.idempotency_key);
+  request.set_timeout_ms(options.timeout_ms);
   v1::EnqueueResponse response;
   grpc::Status status = broker_->Enqueue(Context().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);

@@ -36,6 +36,7 @@ struct EnqueueOptions {
   int64_t delay_ms = 0;
   int32_t max_attempts = 0;
   std::string idempotency_key;
+  int64_t timeout_ms = 0;
 };
 
 class AdminCli {
@@ -51,6 +52,9 @@ class AdminCli {
   absl::Status Stats(const std::string& queue);
   absl::Status Jobs(const std::string& queue, const ListJobsOptions& options);
   absl::Status Job(const std::string& queue, const std::string& id);
+  // Cancels job `id`; prints whether it is dead now (it was pending) or its
+  // run was asked to stop.
+  absl::Status Cancel(const std::string& queue, const std::string& id);
   // Follows job `id` until it finishes (WaitJob), printing each state it
   // reaches, then the job in full. FAILED_PRECONDITION when it ends DEAD;
   // DEADLINE_EXCEEDED after `timeout_ms` (> 0).

@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
   job->add_option("ID", id, "job id")->required();
   add_json(job);
 
+  CLI::App* cancel = app.add_subcommand(
+      "cancel", "cancel a job: a pending one now, a running one once its worker stops it");
+  add_queue(cancel);
+  cancel->add_option("ID", id, "job id")->required();
+
   int64_t wait_timeout_ms = 0;
   CLI::App* wait = app.add_subcommand("wait", "wait for a job to finish; exit 0 when it completed");
   add_queue(wait);
@@ -103,7 +108,8 @@ int main(int argc, char** argv) {
   watch->add_option("QUEUE", watch_queues, "queue names")->required();
   watch->add_option("--kind", watch_kinds,
                     "only these event kinds (repeat the flag): enqueued, active, completed, "
-                    "retry, dead, cancelled, lease_expired, released, redriven, deleted");
+                    "retry, dead, cancelled, lease_expired, released, redriven, deleted, "
+                    "progress, cancel_requested, timed_out");
   watch->add_flag("--details", watch_details, "with results of completed and errors of failed jobs");
   watch->add_option("--count", watch_count, "stop after this many events (0: never)")
       ->check(CLI::NonNegativeNumber)
@@ -164,6 +170,8 @@ int main(int argc, char** argv) {
   enqueue->add_option("--delay-ms", enqueue_options.delay_ms, "run no earlier than now + this");
   enqueue->add_option("--max-attempts", enqueue_options.max_attempts, "1..1000");
   enqueue->add_option("--idempotency-key", enqueue_options.idempotency_key, "dedup key");
+  enqueue->add_option("--timeout-ms", enqueue_options.timeout_ms,
+                      "longest a run may take (0: the broker's default)");
 
   try {
     app.parse(argc, argv);
@@ -186,6 +194,8 @@ int main(int argc, char** argv) {
     status = cli.Jobs(queue, list);
   } else if (*job) {
     status = cli.Job(queue, id);
+  } else if (*cancel) {
+    status = cli.Cancel(queue, id);
   } else if (*wait) {
     status = cli.Wait(queue, id, wait_timeout_ms);
   } else if (*watch) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -28,6 +29,7 @@ namespace jobwire::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct CliResult {
@@ -143,6 +145,44 @@ TEST_F(CliTest, WaitFollowsAJobUntilItCompletes) {
   EXPECT_THAT(r.out, HasSubstr("active (attempt 1/3)\n"));
   EXPECT_THAT(r.out, HasSubstr("completed (attempt 1/3)\n"));
   EXPECT_THAT(r.out, HasSubstr("result:          out\n"));
+}
+
+// cancel: a pending job is dead at once; a running one is asked to stop,
+// which `job` shows with the run's timeout and progress.
+TEST_F(CliTest, CancelAndTheRunControlFieldsOfAJob) {
+  const std::string pending = MustEnqueue(*stub_, MakeJob("ctl.pending", "p"));
+  CliResult r = Cli({"cancel", "ctl.pending", pending});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "cancelled: the job is dead\n");
+
+  r = Cli({"enqueue", "ctl", "report", "--timeout-ms", "600000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id(absl::StripAsciiWhitespace(r.out));
+  ClaimReader claims(broker_->NewStub(), MakeClaim({"ctl"}));
+  std::optional<v1::ClaimedJob> claimed = claims.Next(absl::Seconds(5));
+  ASSERT_TRUE(claimed);
+  ASSERT_EQ(claimed->job().id(), id);
+  v1::ReportProgressRequest progress;
+  progress.set_queue("ctl");
+  progress.set_job_id(id);
+  progress.set_lease_token(claimed->lease_token());
+  progress.set_percent(30);
+  progress.set_data("3 of 10 pages");
+  v1::ReportProgressResponse progress_response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->ReportProgress(&context, progress, &progress_response).ok());
+
+  r = Cli({"cancel", "ctl", id});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("cancel requested"));
+  r = Cli({"job", "ctl", id});
+  EXPECT_THAT(r.out, HasSubstr("timeout:         600000 ms\n"));
+  EXPECT_THAT(r.out, HasSubstr("progress:        30% 3 of 10 pages\n"));
+  EXPECT_THAT(r.out, Not(HasSubstr("cancel asked:    -\n")));
+  EXPECT_THAT(r.out, Not(HasSubstr("run deadline:    -\n")));
+  r = Cli({"cancel", "ctl.pending", pending});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("FAILED_PRECONDITION"));
 }
 
 TEST_F(CliTest, WatchPrintsEventsAsTheyHappen) {
