@@ -146,9 +146,9 @@ void LeaseRenewer::Renew(const Due& due) {
     kept.lost = true;
     signal = kept.lease.signal;
     const std::string why = ErrorReason(renewed.status());
-    if (why == "JOB_CANCEL_REQUESTED") {
+    if (why == reason::kJobCancelRequested) {
       reason = StopReason::kCancelled;
-    } else if (why == "RUN_TIMED_OUT") {
+    } else if (why == reason::kRunTimedOut) {
       reason = StopReason::kTimedOut;
       kept.timed_out = true;
     } else {

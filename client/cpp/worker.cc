@@ -51,8 +51,8 @@ Job FromClaimed(const v1::ClaimedJob& claimed, std::shared_ptr<RunSignal> signal
                                                              std::string data) {
     absl::Status status = client->ReportProgress(queue, id, token, percent, std::move(data));
     const std::string why = ErrorReason(status);
-    if (why == "JOB_CANCEL_REQUESTED") signal->Raise(StopReason::kCancelled);
-    if (why == "RUN_TIMED_OUT") signal->Raise(StopReason::kTimedOut);
+    if (why == reason::kJobCancelRequested) signal->Raise(StopReason::kCancelled);
+    if (why == reason::kRunTimedOut) signal->Raise(StopReason::kTimedOut);
     return status;
   };
   Job job(std::move(signal), std::move(progress));
