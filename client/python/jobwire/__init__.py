@@ -16,6 +16,18 @@ Worker::
 
     w.run()
 
+Run control: ``client.enqueue(..., timeout_ms=60_000)`` bounds a run;
+``client.cancel(queue, job_id)`` stops a running one. The handler is told
+(``job.cancelled``, ``job.cancel_reason``; ``job.check_cancelled()`` raises
+``JobCancelled``) and reports progress with ``job.progress(percent, data)``::
+
+    @w.handler("report")
+    def report(job):
+        for i, part in enumerate(parts):
+            job.check_cancelled()
+            render(part)
+            job.progress(100 * (i + 1) // len(parts))
+
 Waiting for a job's outcome::
 
     job = client.wait("emails", job_id, timeout=30)   # COMPLETED: job.result_json()
@@ -35,10 +47,10 @@ and the broker's typed details: ``reason``, ``metadata``, ``field``,
         client.cancel("emails", job_id)
     except JobwireError as e:
         if e.reason == Reason.JOB_STATE:
-            print("not pending:", e.metadata["state"])
+            print("already finished:", e.metadata["state"])
 """
-from ._errors import (JobDeadError, JobwireError, NonRetryableError, Reason, RetryAfter,
-                      WaitTimeoutError)
+from ._errors import (JobCancelled, JobDeadError, JobwireError, NonRetryableError, Reason,
+                      RetryAfter, WaitTimeoutError)
 from ._subscribe import Subscription
 from ._types import AckResult, EnqueueResult, Job, JobState, Outcome, QueueEvent
 from ._version import __version__  # noqa: F401 (re-exported)
@@ -61,10 +73,11 @@ __all__ = [
     "Reason",
     "NonRetryableError",
     "RetryAfter",
+    "JobCancelled",
 ]
 
 for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, QueueEvent,
              Subscription, JobwireError, JobDeadError, WaitTimeoutError, Reason,
-             NonRetryableError, RetryAfter):
+             NonRetryableError, RetryAfter, JobCancelled):
     _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...
 del _cls

@@ -52,6 +52,8 @@ class Reason(str, enum.Enum):
     QUEUE_NOT_FOUND = "QUEUE_NOT_FOUND"  # NOT_FOUND (UpdateQueue)
     LEASE_STALE = "LEASE_STALE"  # FAILED_PRECONDITION: not the current lease
     JOB_STATE = "JOB_STATE"  # FAILED_PRECONDITION; metadata "state"
+    JOB_CANCEL_REQUESTED = "JOB_CANCEL_REQUESTED"  # FAILED_PRECONDITION: stop the run
+    RUN_TIMED_OUT = "RUN_TIMED_OUT"  # FAILED_PRECONDITION: the run passed its deadline
     QUEUE_HAS_ACTIVE_JOBS = "QUEUE_HAS_ACTIVE_JOBS"  # FAILED_PRECONDITION
     PARTITIONS_DECREASE = "PARTITIONS_DECREASE"  # FAILED_PRECONDITION
     QUEUE_EXISTS = "QUEUE_EXISTS"  # ALREADY_EXISTS (CreateQueue)
@@ -244,6 +246,22 @@ def _decode_details(st: Optional["status_pb2.Status"]) -> dict:
         out["reason"] = info.reason
         out["metadata"] = dict(info.metadata)
     return out
+
+
+class JobCancelled(Exception):
+    """Raised in a handler by ``job.check_cancelled()`` and ``job.progress()``
+    once the run was told to stop: ``reason`` is ``"cancelled"`` (Cancel
+    asked it to stop) or ``"timeout"`` (it passed its deadline,
+    ``timeout_ms``). Let it propagate: the Worker fails the job with that
+    reason as the error text (the broker makes a cancelled job DEAD
+    "cancelled"; a timed-out attempt is retried or DEAD as any failure)."""
+
+    def __init__(self, reason: str):
+        super().__init__("job run stopped: %s" % reason)
+        self.reason = reason
+
+    def __reduce__(self):
+        return type(self), (self.reason,)
 
 
 class NonRetryableError(Exception):

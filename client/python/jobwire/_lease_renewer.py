@@ -6,7 +6,10 @@ Each ``Lease`` is renewed every third of its length from ``add`` until
 future, with a deadline of at most that third), so calls run side by side
 and a hung one delays no other lease. The answer updates the lease (new
 local deadline, or ``lost`` on FAILED_PRECONDITION / NOT_FOUND, after which
-renewal stops); an answer that arrives after ``remove`` is ignored.
+renewal stops); an answer that arrives after ``remove`` is ignored. A
+refusal with reason JOB_CANCEL_REQUESTED / RUN_TIMED_OUT is no lost lease
+(the run may still Fail, and Ack unless timed out): it signals the run
+(_run_control) and renewal stops.
 
 A thread per handler did the same before; starting and joining it cost more
 than the rest of a short job (about a third of the Python Worker's
@@ -23,6 +26,8 @@ from typing import List, Optional, Tuple
 
 import grpc
 
+from ._errors import JobwireError
+from ._run_control import RunControl, stop_reason
 from ._types import Job
 from .v1 import broker_pb2 as pb
 
@@ -40,15 +45,19 @@ class Lease:
     lease end, from the receipt or the last successful renewal; it bounds the
     Ack / Fail retries. ``lost``: the broker refused a renewal (the job moved
     on); the job's ``lease_lost_event`` is set at that moment. ``handled``:
-    the handler phase is over (Worker._handled)."""
+    the handler phase is over (Worker._handled). ``run``: the run's stop
+    signal, when the Worker made one; its deadline caps ``deadline`` (the
+    broker never extends the lease past it)."""
 
     def __init__(self, job: Job, token: str, lease_s: float, renew_ms: int, timeout: float,
-                 received: Optional[float] = None):
+                 received: Optional[float] = None, run: Optional[RunControl] = None):
         self.job = job
         self.token = token
         self.lease_s = lease_s
+        self.run = run
         # From receipt (time.monotonic() when read off the Claim stream).
-        self.deadline = (time.monotonic() if received is None else received) + lease_s
+        self.deadline = self.capped((time.monotonic() if received is None else received)
+                                    + lease_s)
         self.lost_event = threading.Event()
         job._lease_lost_event = self.lost_event
         self.handled = False
@@ -63,6 +72,12 @@ class Lease:
     @property
     def lost(self) -> bool:
         return self.lost_event.is_set()
+
+    def capped(self, deadline: float) -> float:
+        """``deadline``, at most the run's deadline."""
+        if self.run is not None and self.run.deadline is not None:
+            return min(deadline, self.run.deadline)
+        return deadline
 
 
 class LeaseRenewer:
@@ -142,16 +157,24 @@ class LeaseRenewer:
             resp = call.result()
         except grpc.RpcError as e:
             code = e.code()
+            stop = stop_reason(JobwireError.from_rpc_error(e)) if code in LEASE_LOST else None
             with self._cond:
                 if not lease.renewing:
                     return
-                if code in LEASE_LOST:
+                if stop is not None:
+                    lease.renewing = False  # the broker renews it no more
+                elif code in LEASE_LOST:
                     lease.renewing = False
                     lease.lost_event.set()  # tells the handler (job.lease_lost)
                 else:
                     # Sooner than the period: half of it, at most 1 s (docs/clients.md).
                     self._schedule(lease, time.monotonic() + min(lease.interval / 2, 1.0))
-            if code in LEASE_LOST:
+            if stop is not None:
+                log.info("jobwire: lease renewal of job %s/%s refused (%s); renewal stops",
+                         lease.job.queue, lease.job.id, e.details())
+                if lease.run is not None:
+                    lease.run.signal(stop)
+            elif code in LEASE_LOST:
                 log.warning("jobwire: lease of job %s/%s lost (%s: %s); renewal stops",
                             lease.job.queue, lease.job.id, code.name, e.details())
             else:
@@ -163,6 +186,6 @@ class LeaseRenewer:
         with self._cond:
             if not lease.renewing:
                 return
-            lease.deadline = sent + lease.lease_s
+            lease.deadline = lease.capped(sent + lease.lease_s)
             lease.job.lease_expires_at_ms = resp.lease_expires_at_ms
             self._schedule(lease, time.monotonic() + lease.interval)

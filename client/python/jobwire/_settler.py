@@ -8,7 +8,9 @@ worker's own estimate (_lease_rules.retry_wait), per job (an ack's own
 answer in its AckBatch decides), and never once that job's lease is known
 lost (_lease_rules.may_resend); an Ack's retries run on a handler thread,
 since the thread sending an AckBatch sleeps for no one.
-Every final outcome goes to the Worker's ``report``.
+Every final outcome goes to the Worker's ``report``. An Ack refused because
+the run passed its deadline (RUN_TIMED_OUT) is reported like any refusal
+(``ack_error``): the broker fails the attempt with "timeout" itself.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Callable, Optional
 import grpc
 
 from ._ack_coalescer import AckCoalescer, batch_sender
-from ._errors import JobwireError
+from ._errors import JobwireError, Reason
 from ._failure import Failure
 from ._handler_pool import HandlerPool
 from ._lease_renewer import Lease
@@ -28,6 +30,16 @@ from ._types import Job, Outcome
 from .v1 import broker_pb2 as pb
 
 log = logging.getLogger("jobwire.worker")
+
+
+def log_refused_ack(job: Job, err: JobwireError) -> None:
+    """Logs an Ack the broker refused (both Workers)."""
+    if err.reason == Reason.RUN_TIMED_OUT:
+        log.warning("jobwire: Ack of job %s/%s refused: the run passed its deadline "
+                    "(timeout_ms %d); the broker fails the attempt with error \"timeout\"",
+                    job.queue, job.id, job.timeout_ms)
+    else:
+        log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
 
 
 class Settler:
@@ -107,7 +119,7 @@ class Settler:
             self.report(Outcome("ack_unknown", job, code=err.code, error=err.message,
                                 reason=err.reason, lease_lost=lease.lost))
         else:
-            log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
+            log_refused_ack(job, err)
             self.report(Outcome("ack_error", job, code=err.code, error=err.message,
                                 reason=err.reason, lease_lost=lease.lost))
 

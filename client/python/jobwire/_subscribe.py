@@ -23,7 +23,8 @@ from .v1 import broker_pb2 as pb
 # The kinds a subscription may ask for (broker.proto, EventKind), in the
 # proto's order.
 EVENT_KINDS = ("enqueued", "active", "completed", "retry", "dead", "cancelled",
-               "lease_expired", "released", "redriven", "deleted")
+               "lease_expired", "released", "redriven", "deleted", "progress",
+               "cancel_requested", "timed_out")
 # The kind of the event the client delivers when events may have been lost.
 EVENTS_MISSED = "events_missed"
 
@@ -68,7 +69,10 @@ def build_subscribe_request(queues: Queues, kinds: Kinds = None,
 def event_from_proto(ev: "pb.QueueEvent") -> QueueEvent:
     return QueueEvent(kind=_KIND_NAME.get(ev.kind, "unknown"), queue=ev.queue, job_id=ev.job_id,
                       type=ev.type, attempts=ev.attempts, at_ms=ev.at_ms,
-                      result=bytes(ev.result), error=ev.error)
+                      result=bytes(ev.result), error=ev.error,
+                      progress_percent=(ev.progress_percent if ev.HasField("progress_percent")
+                                        else None),
+                      progress_data=bytes(ev.progress_data))
 
 
 class SubscribeState:

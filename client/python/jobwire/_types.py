@@ -74,7 +74,16 @@ class Job:
     broker's default; 0 from ``get_job`` or from a broker older than the
     field), and ``lease_lost`` / ``lease_lost_event``, set as soon as a
     renewal is refused (FAILED_PRECONDITION / NOT_FOUND: the job moved on,
-    its outcome will be refused)."""
+    its outcome will be refused).
+
+    Run control (docs/clients.md, Worker): ``timeout_ms`` (the longest a run
+    may take; 0: no limit), ``run_deadline_ms`` (the current run's deadline,
+    Redis clock; 0 when none), ``cancel_requested_at_ms`` (when Cancel asked
+    the current run to stop; 0 when it did not), ``progress_percent`` (0..100,
+    None when no report gave one) and ``progress_data`` (the latest report's
+    bytes). A handler's job also carries the run's stop signal:
+    ``cancelled``, ``cancel_reason``, ``deadline``, ``check_cancelled()``,
+    ``wait_cancelled()``, and reports progress with ``progress()``."""
 
     id: str
     queue: str
@@ -95,9 +104,17 @@ class Job:
     backoff_max_ms: int = 0
     worker_id: str = ""
     lease_ms: int = 0
+    timeout_ms: int = 0
+    run_deadline_ms: int = 0
+    cancel_requested_at_ms: int = 0
+    progress_percent: Optional[int] = None
+    progress_data: bytes = b""
     # Set by the Worker that runs the job (threading.Event, or asyncio.Event
     # in jobwire.aio); None otherwise.
     _lease_lost_event: Any = field(default=None, init=False, repr=False, compare=False)
+    # The run's stop signal and progress reports (_run_control.RunControl or
+    # AioRunControl), set by the Worker that runs the job; None otherwise.
+    _run: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def lease_lost(self) -> bool:
@@ -117,6 +134,63 @@ class Job:
         plain-function handler there reads ``job.lease_lost``). None for a job
         not run by a Worker (e.g. from ``get_job``)."""
         return self._lease_lost_event
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the run was told to stop (see ``cancel_reason``). The
+        handler should give up: raise (``check_cancelled()`` does) and the
+        Worker fails the job with the reason as its error. Always False for
+        a job not run by a Worker."""
+        return self._run is not None and self._run.reason is not None
+
+    @property
+    def cancel_reason(self) -> Optional[str]:
+        """Why the run was told to stop: ``"cancelled"`` (Cancel asked it:
+        pushed on the Claim stream, or a renewal / progress report refused
+        with JOB_CANCEL_REQUESTED) or ``"timeout"`` (its local deadline
+        passed, or the broker answered RUN_TIMED_OUT); None while it runs
+        on (and for a job not run by a Worker)."""
+        return None if self._run is None else self._run.reason
+
+    @property
+    def deadline(self) -> Optional[float]:
+        """The run's local deadline, a ``time.monotonic()`` value: when the
+        Worker received the job plus ``timeout_ms``; None when the job has no
+        timeout (or is not run by a Worker)."""
+        return None if self._run is None else self._run.deadline
+
+    def check_cancelled(self) -> None:
+        """Raises ``jobwire.JobCancelled`` (``.reason``) once the run was
+        told to stop; returns otherwise."""
+        if self._run is not None:
+            self._run.check()
+
+    def wait_cancelled(self, timeout: Optional[float] = None) -> Any:
+        """Blocks until the run is told to stop, or ``timeout`` seconds
+        (None: no limit) pass; returns ``cancelled``. From
+        ``jobwire.aio.Worker``, in an ``async def`` handler, it is a
+        coroutine: ``await job.wait_cancelled(5)``. RuntimeError for a job
+        not run by a Worker."""
+        return self._worker_run().wait(timeout)
+
+    def progress(self, percent: Optional[int] = None, data: Any = b"") -> Any:
+        """Reports the run's progress (ReportProgress with its lease token):
+        ``percent`` 0..100 (None: none) and ``data`` (at most 4096 bytes;
+        bytes unchanged, anything else JSON), replacing the job's progress
+        as a whole; at least one is required. Raises ``JobCancelled`` when
+        the broker refused it because the run was told to stop
+        (JOB_CANCEL_REQUESTED, RUN_TIMED_OUT: the job is signalled too), else
+        ``JobwireError`` (INVALID_ARGUMENT naming ``percent`` / ``data``, ...).
+        From ``jobwire.aio.Worker``, in an ``async def`` handler, it is a
+        coroutine: ``await job.progress(50)``. RuntimeError for a job not run
+        by a Worker (``Client.report_progress`` takes the lease token)."""
+        return self._worker_run().progress(percent, data)
+
+    def _worker_run(self) -> Any:
+        if self._run is None:
+            raise RuntimeError("job %s was not delivered by a Worker: no run to control"
+                               % self.id)
+        return self._run
 
     @property
     def attempts(self) -> int:
@@ -160,6 +234,12 @@ class Job:
             backoff_max_ms=pb.backoff_max_ms,
             worker_id=pb.worker_id,
             lease_ms=lease_ms,
+            timeout_ms=pb.timeout_ms,
+            run_deadline_ms=pb.run_deadline_ms,
+            cancel_requested_at_ms=pb.cancel_requested_at_ms,
+            progress_percent=(pb.progress_percent if pb.HasField("progress_percent")
+                              else None),
+            progress_data=bytes(pb.progress_data),
         )
 
 
@@ -233,7 +313,8 @@ class QueueEvent:
 
     ``kind``: ``'enqueued'``, ``'active'``, ``'completed'``, ``'retry'``,
     ``'dead'``, ``'cancelled'``, ``'lease_expired'``, ``'released'``,
-    ``'redriven'``, ``'deleted'`` (broker.proto, EventKind), ``'unknown'``
+    ``'redriven'``, ``'deleted'``, ``'progress'``, ``'cancel_requested'``,
+    ``'timed_out'`` (broker.proto, EventKind), ``'unknown'``
     for a kind this client does not know (a newer broker's), or
     ``'events_missed'``, made by the client: events may have been lost just
     before it (``queue``, ``job_id`` empty; read the jobs with ``get_job`` if
@@ -244,7 +325,10 @@ class QueueEvent:
     ``at_ms``: when it happened, Redis time, epoch ms (0 for
     ``'events_missed'``). ``result`` (``'completed'``) and ``error``
     (``'retry'``, ``'dead'``): only with ``include_details=True``, as read from
-    the job just after the event (empty when it was gone by then)."""
+    the job just after the event (empty when it was gone by then).
+    ``progress_percent`` (``'progress'``): the percentage reported, None
+    when the report had none; ``progress_data``: the job's progress data just
+    after it, only with ``include_details=True``."""
 
     kind: str
     queue: str = ""
@@ -254,6 +338,8 @@ class QueueEvent:
     at_ms: int = 0
     result: bytes = b""
     error: str = ""
+    progress_percent: Optional[int] = None
+    progress_data: bytes = b""
 
     def result_json(self) -> Any:
         """The result decoded as JSON (None for an empty result)."""

@@ -33,6 +33,11 @@ def check_timeout(timeout) -> Optional[float]:
     return float(timeout)
 
 
+def _seen(job: Job) -> tuple:
+    """What a wait reports a change of: state, attempts and progress."""
+    return job.state, job.attempt, job.progress_percent, job.progress_data
+
+
 class Waiter:
     """One wait: what to send, what each message means, what each error
     means. Not thread-safe (one wait, one caller)."""
@@ -62,12 +67,13 @@ class Waiter:
 
     def take(self, resp: "pb.WaitJobResponse") -> Optional[Job]:
         """The job a message carries, or None when it only repeats, as the
-        first message of a later call, the state and attempts last seen."""
+        first message of a later call, the state, attempts and progress last
+        seen."""
         if not resp.HasField("job"):
             raise JobwireError(grpc.StatusCode.INTERNAL, "WaitJob sent a message without a job")
         job = Job.from_proto(resp.job)
         repeat = (self._resumed and self.last is not None
-                  and (job.state, job.attempt) == (self.last.state, self.last.attempt))
+                  and _seen(job) == _seen(self.last))
         self._resumed = False
         self._attempt = 0
         self.last = job

@@ -2,7 +2,9 @@
 
 Same behaviour as the synchronous classes (docs/clients.md); handlers may be
 ``async def`` (awaited on the loop) or plain functions (run in a thread with
-``asyncio.to_thread``).
+``asyncio.to_thread``). Run control is the same too (_run_control): in an
+``async def`` handler ``job.wait_cancelled()`` and ``job.progress()`` are
+awaited; in a plain-function handler they block.
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import inspect
 import logging
 import signal
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
+                    Tuple, Union)
 
 import grpc
 import grpc.aio
@@ -25,11 +28,14 @@ from ._lease_renewer import LEASE_LOST
 from ._lease_rules import (RETRYABLE, given_up, lease_ended_ago_ms, lease_length_s,
                            may_resend, renew_lease_ms, retry_jitter, retry_wait)
 from ._reconnect import reconnect_delay
+from ._run_control import (CANCELLED, AioRunControl, failure_after_stop, local_deadline,
+                           stop_reason)
+from ._settler import log_refused_ack
 from ._subscribe import AioSubscription, Kinds, Queues, SubscribeState, build_subscribe_request
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from ._wait import Waiter
 from .client import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
-                     build_enqueue_request, build_enqueue_results)
+                     build_enqueue_request, build_enqueue_results, build_progress_request)
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 from ._worker_options import init_settings
@@ -139,8 +145,19 @@ class Client:
         state = SubscribeState(req, self.timeout if timeout is None else float(timeout))
         return AioSubscription(self._stub, self._metadata, state)
 
-    async def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
-        await self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)
+    async def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> bool:
+        """As ``jobwire.Client.cancel``: True when the job was ACTIVE (its
+        run asked to stop), False when it was PENDING (DEAD now)."""
+        resp = await self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id),
+                                timeout)
+        return resp.cancel_requested
+
+    async def report_progress(self, queue: str, job_id: str, lease_token: str,
+                              percent: Optional[int] = None, data: Any = b"", *,
+                              timeout: Optional[float] = None) -> None:
+        """As ``jobwire.Client.report_progress``."""
+        req = build_progress_request(queue, job_id, lease_token, percent, data)
+        await self._call(self._stub.ReportProgress, req, timeout)
 
 
 class Worker:
@@ -180,6 +197,8 @@ class Worker:
         self._stop_requested = False
         self._wakers: Set[asyncio.Task] = set()
         self._expired_dropped = 0
+        # The runs held, by (job id, lease token): a StopRun finds its run here.
+        self._runs: Dict[Tuple[str, str], AioRunControl] = {}
 
     def stats(self) -> Dict[str, int]:
         """As ``jobwire.Worker.stats()``: ``expired_deliveries_dropped``."""
@@ -315,13 +334,16 @@ class Worker:
             delivered = False
             try:
                 self._call = self._stub.Claim(req, metadata=self._metadata)
-                # Each message carries one or more jobs (all claimed for this
-                # stream since the previous message), in claim order.
+                # Each message carries jobs (all claimed for this stream since
+                # the previous message, in claim order) and / or stops (runs
+                # Cancel asked to stop); either may be empty.
                 async for message in self._call:
                     if not delivered:
                         delivered, attempt = True, 0
                     for claimed in message.jobs:
                         self._dispatch(claimed)
+                    for stop in message.stops:
+                        self._stop_run(stop)
                 log.info("jobwire: claim stream ended by the broker; reopening")
             except grpc.aio.AioRpcError as e:
                 if self._stop_event.is_set():
@@ -352,11 +374,40 @@ class Worker:
         self._running += 1
         job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms,
                              lease_ms=claimed.lease_ms)
-        t = asyncio.create_task(self._process(job, claimed.lease_token, time.monotonic()))
+        received = time.monotonic()
+        run = AioRunControl(job, claimed.lease_token, local_deadline(job.timeout_ms, received),
+                            self._report_progress)
+        self._runs[(job.id, run.token)] = run
+        run.start_deadline()
+        t = asyncio.create_task(self._process(job, run, received))
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
 
-    async def _renew(self, job: Job, token: str, state: dict) -> None:
+    def _stop_run(self, stop) -> None:
+        """A StopRun from the Claim stream: tells the handler of that run
+        (job id and lease token), if it is still held."""
+        run = self._runs.get((stop.job_id, stop.lease_token))
+        if run is None:
+            log.debug("jobwire: stop for job %s/%s: not running here (finished meanwhile)",
+                      stop.queue, stop.job_id)
+            return
+        run.signal(CANCELLED)  # REASON_CANCEL_REQUESTED, the only reason so far
+
+    async def _report_progress(self, request) -> None:
+        """ReportProgress (job.progress()): raises JobwireError when refused."""
+        try:
+            await self._stub.ReportProgress(request, timeout=self.timeout,
+                                            metadata=self._metadata)
+        except grpc.aio.AioRpcError as e:
+            raise JobwireError.from_rpc_error(e) from None
+
+    def _lease_end(self, run: AioRunControl, end: float) -> float:
+        """``end``, at most the run's deadline (the broker never extends the
+        lease past it)."""
+        return end if run.deadline is None else min(end, run.deadline)
+
+    async def _renew(self, job: Job, run: AioRunControl, state: dict) -> None:
+        token = run.token
         lease_s = state["lease_s"]
         interval = max(lease_s / 3.0, 0.05)
         req = pb.ExtendLeaseRequest(queue=job.queue, job_id=job.id, lease_token=token,
@@ -369,6 +420,13 @@ class Worker:
                 resp = await self._stub.ExtendLease(
                     req, timeout=min(self.timeout, max(interval, 0.25)), metadata=self._metadata)
             except grpc.aio.AioRpcError as e:
+                stop = stop_reason(JobwireError.from_rpc_error(e))
+                if stop is not None:
+                    # No lost lease: the run may still Fail (and Ack, unless timed out).
+                    log.info("jobwire: lease renewal of job %s/%s refused (%s); renewal stops",
+                             job.queue, job.id, e.details())
+                    run.signal(stop)
+                    return
                 if e.code() in LEASE_LOST:
                     state["lost"] = True
                     job.lease_lost_event.set()  # tells the handler (job.lease_lost)
@@ -377,13 +435,15 @@ class Worker:
                     return
                 delay = min(interval, 1.0)
                 continue
-            state["deadline"] = sent + lease_s
+            state["deadline"] = self._lease_end(run, sent + lease_s)
             job.lease_expires_at_ms = resp.lease_expires_at_ms
             delay = interval
 
-    async def _process(self, job: Job, token: str, received: float) -> None:
+    async def _process(self, job: Job, run: AioRunControl, received: float) -> None:
+        token = run.token
         lease_s = lease_length_s(job.lease_ms, self.lease_ms)
-        state = {"lease_s": lease_s, "deadline": received + lease_s, "lost": False}
+        state = {"lease_s": lease_s, "deadline": self._lease_end(run, received + lease_s),
+                 "lost": False}
         job._lease_lost_event = asyncio.Event()
         renew = None
         try:
@@ -404,7 +464,7 @@ class Worker:
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
                 await self._fail(job, token, state, Failure(text))
                 return
-            renew = asyncio.create_task(self._renew(job, token, state))
+            renew = asyncio.create_task(self._renew(job, run, state))
             try:
                 if inspect.iscoroutinefunction(fn):
                     value = await fn(job)
@@ -425,9 +485,14 @@ class Worker:
                 return
             except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
                 renew.cancel()
-                await self._fail(job, token, state, failure_of(e))
+                run.finish()
+                failure = failure_of(e)
+                if run.reason is not None:  # told to stop: failed with the reason
+                    failure = failure_after_stop(run.reason, failure)
+                await self._fail(job, token, state, failure)
                 return
             renew.cancel()
+            run.finish()
             try:
                 result = encode_result(value)
             except (TypeError, ValueError) as e:
@@ -438,6 +503,8 @@ class Worker:
         finally:
             if renew is not None:
                 renew.cancel()
+            run.finish()
+            self._runs.pop((job.id, token), None)
             async with self._cond:
                 self._running -= 1
                 self._cond.notify_all()
@@ -484,7 +551,7 @@ class Worker:
             await self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
                                        reason=err.reason, lease_lost=state["lost"]))
         else:
-            log.warning("jobwire: Ack of job %s/%s refused: %s", job.queue, job.id, err)
+            log_refused_ack(job, err)
             await self._report(Outcome("ack_error", job, code=err.code, error=err.message,
                                        reason=err.reason, lease_lost=state["lost"]))
 

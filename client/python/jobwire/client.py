@@ -24,6 +24,7 @@ _OPTION_NAMES = (
     "backoff_base_ms",
     "backoff_max_ms",
     "completed_retention_ms",
+    "timeout_ms",
 )
 
 _NO_PAYLOAD = b""
@@ -42,11 +43,14 @@ def build_enqueue_request(
     backoff_base_ms: Any = None,
     backoff_max_ms: Any = None,
     completed_retention_ms: Any = None,
+    timeout_ms: Any = None,
 ) -> "pb.EnqueueRequest":
     """The EnqueueRequest for one job. Unset options (None) take the broker
     defaults; limits are checked by the broker, whose message is surfaced.
     ``completed_retention_ms``: how long the job is kept once completed (0 =
-    deleted on ack; at most the broker's --completed_retention_max_ms)."""
+    deleted on ack; at most the broker's --completed_retention_max_ms).
+    ``timeout_ms``: the longest a run may take (0..7 days; 0: the broker's
+    --default_job_timeout_ms, none out of the box)."""
     req = pb.EnqueueRequest(queue=queue, type=type, payload=encode_payload(payload))
     if priority is not None:
         req.priority = int(priority)
@@ -64,6 +68,23 @@ def build_enqueue_request(
         req.backoff_max_ms = to_ms(backoff_max_ms, "backoff_max_ms")
     if completed_retention_ms is not None:
         req.completed_retention_ms = to_ms(completed_retention_ms, "completed_retention_ms")
+    if timeout_ms is not None:
+        req.timeout_ms = to_ms(timeout_ms, "timeout_ms")
+    return req
+
+
+def build_progress_request(queue: str, job_id: str, lease_token: str,
+                           percent: Optional[int] = None,
+                           data: Any = b"") -> "pb.ReportProgressRequest":
+    """The ReportProgressRequest of one run: ``percent`` (None: absent) and
+    ``data`` (bytes unchanged, None → empty, anything else JSON). Limits
+    (0..100, 4096 bytes, at least one given) are checked by the broker."""
+    req = pb.ReportProgressRequest(queue=queue, job_id=job_id, lease_token=lease_token,
+                                   data=encode_result(data))
+    if percent is not None:
+        if isinstance(percent, bool) or not isinstance(percent, int):
+            raise TypeError("percent must be an int (0..100) or None, got %r" % (percent,))
+        req.percent = percent
     return req
 
 
@@ -210,16 +231,21 @@ class Client:
         backoff_base_ms: Any = None,
         backoff_max_ms: Any = None,
         completed_retention_ms: Any = None,
+        timeout_ms: Any = None,
         timeout: Optional[float] = None,
     ) -> EnqueueResult:
         """Store one job. ``payload``: bytes pass through unchanged, anything
-        else is JSON-encoded. Returns ``EnqueueResult(job_id, duplicate)``."""
+        else is JSON-encoded. ``timeout_ms`` (ms or a timedelta): the longest
+        a run of the job may take; its handler is told to stop at the
+        deadline and the attempt fails with error "timeout". ``timeout`` is
+        this call's deadline in seconds. Returns
+        ``EnqueueResult(job_id, duplicate)``."""
         req = build_enqueue_request(
             queue, type, payload,
             priority=priority, delay_ms=delay_ms, run_at=run_at,
             max_attempts=max_attempts, idempotency_key=idempotency_key,
             backoff_base_ms=backoff_base_ms, backoff_max_ms=backoff_max_ms,
-            completed_retention_ms=completed_retention_ms,
+            completed_retention_ms=completed_retention_ms, timeout_ms=timeout_ms,
         )
         resp = self._call(self._stub.Enqueue, req, timeout)
         return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)
@@ -250,7 +276,8 @@ class Client:
 
         ``timeout``: seconds (> 0), or None for no limit. ``on_update(job)``
         is called with the job as it is when the wait starts, then at each
-        change of its state or attempts, the final state included; what it
+        change of its state, attempts or progress (``progress_percent``,
+        ``progress_data``), the final state included; what it
         raises ends the wait (the call is cancelled) and propagates.
 
         Raises ``JobDeadError`` (``.job``) when the job ends DEAD,
@@ -321,9 +348,31 @@ class Client:
         state = SubscribeState(req, self.timeout if timeout is None else float(timeout))
         return Subscription(self._stub, self._metadata, state)
 
-    def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> None:
-        """Cancel a PENDING job (it becomes DEAD with error "cancelled")."""
-        self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id), timeout)
+    def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> bool:
+        """Cancel a job. PENDING: it becomes DEAD with error "cancelled" at
+        once; returns False. ACTIVE: its run is asked to stop (the Worker
+        running it is told at once on its Claim stream) and the job becomes
+        DEAD "cancelled" when the run fails or its lease runs out (an Ack
+        that comes first still completes it); returns True, also when it was
+        asked already. Raises JobwireError: NOT_FOUND, FAILED_PRECONDITION
+        (reason JOB_STATE: the job is completed or dead)."""
+        resp = self._call(self._stub.Cancel, pb.CancelRequest(queue=queue, job_id=job_id),
+                          timeout)
+        return resp.cancel_requested
+
+    def report_progress(self, queue: str, job_id: str, lease_token: str,
+                        percent: Optional[int] = None, data: Any = b"", *,
+                        timeout: Optional[float] = None) -> None:
+        """Record the progress of a run claimed through the raw stubs (a
+        Worker's handler calls ``job.progress()``): ``percent`` 0..100 (None:
+        none) and ``data`` (at most 4096 bytes; bytes unchanged, anything
+        else JSON) replace the job's progress as a whole; at least one is
+        required. Raises JobwireError: INVALID_ARGUMENT (naming ``percent``
+        or ``data``), NOT_FOUND, FAILED_PRECONDITION (stale token or not
+        active; reason JOB_CANCEL_REQUESTED or RUN_TIMED_OUT: the run should
+        stop). TypeError for a ``percent`` that is not an int."""
+        req = build_progress_request(queue, job_id, lease_token, percent, data)
+        self._call(self._stub.ReportProgress, req, timeout)
 
     # -- acks of jobs claimed elsewhere -----------------------------------
     def ack_batch(self, acks: Iterable[Mapping[str, Any]],

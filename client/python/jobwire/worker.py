@@ -4,26 +4,30 @@ stop (docs/clients.md).
 
 This file holds the Worker and its Claim stream; the parts live next to it:
 ``_worker_options`` (the constructor's options), ``_handler_pool`` (handler
-threads), ``_lease_renewer`` / ``_lease_rules`` (leases), ``_failure`` (an
-exception's Fail), ``_settler`` (the final Ack / Fail and the outcome)."""
+threads), ``_lease_renewer`` / ``_lease_rules`` (leases), ``_run_control`` /
+``_deadline_timer`` (a run's stop signal: cancel, timeout; its progress
+reports), ``_failure`` (an exception's Fail), ``_settler`` (the final Ack /
+Fail and the outcome)."""
 from __future__ import annotations
 
 import logging
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import grpc
 
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel
 from ._claim_types import check_handlers, claim_types
+from ._deadline_timer import DeadlineTimer
 from ._errors import JobwireError
 from ._failure import Failure, cut_error_text, failure_of
 from ._handler_pool import HandlerPool
 from ._lease_renewer import Lease, LeaseRenewer
 from ._lease_rules import lease_ended_ago_ms, lease_length_s, renew_lease_ms
 from ._reconnect import reconnect_delay
+from ._run_control import CANCELLED, RunControl, failure_after_stop, local_deadline
 from ._settler import Settler
 from ._types import Job, Outcome, encode_result
 from ._worker_options import default_worker_id, init_settings  # noqa: F401 (re-exported)
@@ -56,6 +60,16 @@ class Worker:
     Each Claim names the job types registered (``ClaimRequest.types``), so
     the broker delivers only those: a job of another type waits pending,
     using no attempt, for a worker that handles it.
+
+    Run control: a job enqueued with ``timeout_ms`` gets a local deadline
+    (receipt plus ``timeout_ms``) at which its handler is told to stop
+    (``job.cancelled``, ``job.cancel_reason == "timeout"``); a Cancel of a
+    running job tells it the same way (``"cancelled"``), pushed on the Claim
+    stream. A told handler that raises (``job.check_cancelled()`` raises
+    ``JobCancelled``) fails the job with the reason as its error; one that
+    returns is acked as usual (the broker refuses an Ack past the deadline:
+    ``ack_error``, reason RUN_TIMED_OUT). ``job.progress(percent, data)``
+    reports progress.
 
     Thread safety: ``stop()`` may be called from any thread; register
     handlers before ``run()``.
@@ -93,6 +107,11 @@ class Worker:
                                 self._report, self._handled, self._settled)
         # Renews the lease of every running handler, from one thread.
         self._renewer = LeaseRenewer(self._stub, self._metadata)
+        # Signals "timeout" to the runs whose deadline passes, from one thread.
+        self._deadlines = DeadlineTimer()
+        # The runs held, by (job id, lease token): a StopRun finds its run
+        # here. Guarded by _lock.
+        self._runs: Dict[Tuple[str, str], RunControl] = {}
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -251,6 +270,7 @@ class Worker:
         self._settler.close()
         self._pool.shutdown()
         self._renewer.close()
+        self._deadlines.close()
         self._channel.close()
 
     # -- Claim stream -----------------------------------------------------
@@ -279,8 +299,9 @@ class Worker:
                     self._call = call
                 if self._stop_requested.is_set():
                     call.cancel()
-                # Each message carries one or more jobs (all claimed for this
-                # stream since the previous message), in claim order.
+                # Each message carries jobs (all claimed for this stream since
+                # the previous message, in claim order) and / or stops (runs
+                # Cancel asked to stop); either may be empty.
                 for message in call:
                     if not delivered:
                         delivered = True
@@ -292,6 +313,8 @@ class Worker:
                     # all are started, even if stop() came meanwhile.
                     for claimed in message.jobs:
                         self._dispatch(claimed)
+                    for stop in message.stops:
+                        self._stop_run(stop)
                 log.info("jobwire: claim stream ended by the broker; reopening")
             except grpc.RpcError as e:
                 if self._stop_requested.is_set():
@@ -328,13 +351,38 @@ class Worker:
                         claimed.job.id, self.concurrency)
         job = Job.from_proto(claimed.job, lease_expires_at_ms=claimed.lease_expires_at_ms,
                              lease_ms=claimed.lease_ms)
-        self._pool.submit(self._process, job, claimed.lease_token, time.monotonic())
+        received = time.monotonic()
+        run = RunControl(job, claimed.lease_token, local_deadline(job.timeout_ms, received),
+                         self._report_progress)
+        with self._lock:
+            self._runs[(job.id, run.token)] = run
+        self._deadlines.add(run)
+        self._pool.submit(self._process, job, run, received)
+
+    def _stop_run(self, stop) -> None:
+        """A StopRun from the Claim stream: tells the handler of that run
+        (job id and lease token), if it is still held."""
+        with self._lock:
+            run = self._runs.get((stop.job_id, stop.lease_token))
+        if run is None:
+            log.debug("jobwire: stop for job %s/%s: not running here (finished meanwhile)",
+                      stop.queue, stop.job_id)
+            return
+        run.signal(CANCELLED)  # REASON_CANCEL_REQUESTED, the only reason so far
+
+    def _report_progress(self, request) -> None:
+        """ReportProgress (job.progress()): raises JobwireError when refused."""
+        try:
+            self._stub.ReportProgress(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise JobwireError.from_rpc_error(e) from None
 
     # -- one job ----------------------------------------------------------
-    def _process(self, job: Job, token: str, received: float) -> None:
+    def _process(self, job: Job, run: RunControl, received: float) -> None:
+        token = run.token
         lease = Lease(job, token,
                       lease_length_s(job.lease_ms, self.lease_ms),
-                      renew_lease_ms(job.lease_ms, self.lease_ms), self.timeout, received)
+                      renew_lease_ms(job.lease_ms, self.lease_ms), self.timeout, received, run)
         acking = False  # the Ack was queued: its answer settles the job
         try:
             ended_ago = lease_ended_ago_ms(job.lease_expires_at_ms, lease.deadline)
@@ -359,12 +407,16 @@ class Worker:
                 return
             except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
                 self._renewer.remove(lease)
+                self._deadlines.remove(run)
                 failure = failure_of(e)
                 log.info("jobwire: job %s/%s attempt %d failed: %s",
                          job.queue, job.id, job.attempt, failure.error[:500])
+                if run.reason is not None:  # told to stop: failed with the reason
+                    failure = failure_after_stop(run.reason, failure)
                 self._settler.fail(job, lease, failure)
                 return
             self._renewer.remove(lease)
+            self._deadlines.remove(run)
             try:
                 result = encode_result(value)
             except (TypeError, ValueError) as e:
@@ -375,6 +427,9 @@ class Worker:
             acking = True
         finally:
             self._renewer.remove(lease)
+            self._deadlines.remove(run)
+            with self._lock:
+                self._runs.pop((job.id, token), None)
             self._handled(lease)
             if not acking:
                 self._settled()

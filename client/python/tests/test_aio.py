@@ -29,7 +29,7 @@ def test_aio_client_round_trip_and_errors(broker, queue):
             assert job.json() == {"x": 1} and job.priority == 3 and job.max_attempts == 2
             res = await c.enqueue_batch(queue, [{"type": "a"}, {"type": ""}])
             assert res[0].ok and res[1].error.code == grpc.StatusCode.INVALID_ARGUMENT
-            await c.cancel(queue, r.job_id)
+            assert await c.cancel(queue, r.job_id) is False  # PENDING: DEAD at once
             assert (await c.get_job(queue, r.job_id)).state == JobState.DEAD
             with pytest.raises(JobwireError) as ei:
                 await c.enqueue(queue, "t", b"", priority=5000)

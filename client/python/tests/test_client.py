@@ -74,7 +74,7 @@ def test_enqueue_batch_empty_raises(client, queue):
 
 def test_cancel(client, queue):
     r = client.enqueue(queue, "t", b"", delay_ms=60_000)
-    client.cancel(queue, r.job_id)
+    assert client.cancel(queue, r.job_id) is False  # PENDING: DEAD at once
     job = client.get_job(queue, r.job_id)
     assert job.state == JobState.DEAD and job.error == "cancelled"
     with pytest.raises(JobwireError) as ei:  # already dead

@@ -169,13 +169,21 @@ def _fail_with_wrong_token(api, queue):
                                           error="x"))
 
 
-def _cancel_active(api, queue):
-    job_id, _ = active_job(api, queue)
+def _cancel_completed(api, queue):
+    job_id, token = active_job(api, queue)
+    api.raw("Ack", pb.AckRequest(queue=queue, job_id=job_id, lease_token=token))
+    return api.call("cancel", queue, job_id)
+
+
+def _progress_after_cancel(api, queue):
+    job_id, token = active_job(api, queue)
+    assert api.call("cancel", queue, job_id) is True  # ACTIVE: its run is asked to stop
     try:
-        return api.call("cancel", queue, job_id)
+        return api.call("report_progress", queue, job_id, token, 50)
     finally:
-        # Nothing changed: the job is still ACTIVE.
-        assert api.call("get_job", queue, job_id).state == JobState.ACTIVE
+        # Nothing stored: the job is still ACTIVE, without progress.
+        job = api.call("get_job", queue, job_id)
+        assert (job.state, job.progress_percent) == (JobState.ACTIVE, None)
 
 
 def _cancel_dead(api, queue):
@@ -203,8 +211,10 @@ CASES = [
          grpc.StatusCode.FAILED_PRECONDITION, Reason.LEASE_STALE),
     Case("fail_wrong_lease_token", _fail_with_wrong_token,
          grpc.StatusCode.FAILED_PRECONDITION, Reason.LEASE_STALE),
-    Case("cancel_active_job", _cancel_active,
-         grpc.StatusCode.FAILED_PRECONDITION, Reason.JOB_STATE, {"state": "active"}),
+    Case("cancel_completed_job", _cancel_completed,
+         grpc.StatusCode.FAILED_PRECONDITION, Reason.JOB_STATE, {"state": "completed"}),
+    Case("progress_of_a_cancelled_run", _progress_after_cancel,
+         grpc.StatusCode.FAILED_PRECONDITION, Reason.JOB_CANCEL_REQUESTED),
     Case("cancel_dead_job", _cancel_dead,
          grpc.StatusCode.FAILED_PRECONDITION, Reason.JOB_STATE, {"state": "dead"}),
 ]
@@ -412,7 +422,7 @@ def contract_reasons():
 
 def test_reason_enum_matches_the_contract():
     listed = contract_reasons()
-    assert len(listed) == 21, listed
+    assert len(listed) == 23, listed
     assert [r.value for r in Reason] == listed
     assert all(r.name == r.value for r in Reason)
     assert jobwire.Reason is Reason and "Reason" in jobwire.__all__
