@@ -8,7 +8,8 @@
 -- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:active
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] lease ms
--- Returns {'OK', lease_expires_at_ms} | {'NOT_FOUND'} | {'STALE'} |
+-- Returns {'OK', lease_expires_at_ms, lease ms granted (ARGV[3], or less up
+-- to the run's deadline)} | {'NOT_FOUND'} | {'STALE'} |
 -- {'STATE', state} | {'CANCEL_REQUESTED'} | {'TIMED_OUT'}.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): a run in flight
@@ -27,4 +28,4 @@ if deadline > 0 and expires > deadline then expires = deadline end
 job[F.lease_expires_at] = expires
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZADD', KEYS[2], int(expires), ARGV[1])
-return {'OK', expires}
+return {'OK', expires, expires - now}

@@ -243,6 +243,29 @@ TEST_F(RunControlTest, TimeoutCapsTheLeaseAndFailsTheAttemptWithTimeout) {
   EXPECT_EQ(Read(queue, id).state(), kDead);
 }
 
+// The broker frees a stream's slot when the capped lease ends, also after an
+// ExtendLease that asked for more: the timed-out job's retry comes back on
+// the same stream (max_in_flight 1) within moments, not after the lease asked.
+TEST_F(RunControlTest, ARenewedRunAtItsDeadlineFreesItsStreamSlot) {
+  const std::string queue = "rc.timeout.slot";
+  v1::EnqueueRequest job = MakeJob(queue, "p");
+  job.set_timeout_ms(1000);
+  job.set_max_attempts(2);
+  job.set_backoff_base_ms(100);
+  job.set_backoff_max_ms(100);
+  MustEnqueue(*stub_, job);
+  RawClaim stream(broker_->NewStub(), MakeClaim({queue}, 1, 30000));
+  std::optional<v1::ClaimedJob> first = stream.Job(0);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(Extend(*first, 30000, nullptr).ok());
+  const absl::Time extended = absl::Now();
+  std::optional<v1::ClaimedJob> retry = stream.Job(1, absl::Seconds(10));
+  ASSERT_TRUE(retry) << "the retry waited for the 30 s lease the ExtendLease asked for";
+  EXPECT_LT(absl::Now() - extended, absl::Seconds(5));
+  EXPECT_EQ(retry->job().attempts(), 2);
+  EXPECT_EQ(retry->job().error(), "timeout");
+}
+
 // Past the deadline but before the reaper came (the record's deadline moved
 // into the past by hand, its lease still long): every call of the run is
 // refused RUN_TIMED_OUT, and its Fail records "timeout".

@@ -183,12 +183,12 @@ void JobLifecycle::ExtendLease(const v1::ExtendLeaseRequest& request,
   const std::string partition_queue = PartitionOf(request.queue(), request.job_id());
   store_->ExtendLease(partition_queue, request.job_id(), request.lease_token(), lease_ms,
                       [this, partition_queue, id = request.job_id(),
-                       token = request.lease_token(), lease_ms,
-                       done = std::move(done)](absl::StatusOr<int64_t> result) {
-                        if (result.ok()) {
-                          dispatcher_->OnLeaseExtended(partition_queue, id, token, lease_ms);
-                        }
-                        done(std::move(result));
+                       token = request.lease_token(),
+                       done = std::move(done)](absl::StatusOr<store::JobStore::Extended> result) {
+                        if (!result.ok()) return done(result.status());
+                        // The lease granted: shorter than asked up to a run's deadline.
+                        dispatcher_->OnLeaseExtended(partition_queue, id, token, result->lease_ms);
+                        done(result->expires_at_ms);
                       });
 }
 

@@ -355,17 +355,17 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
 
 void JobStore::ExtendLease(const std::string& queue, const std::string& job_id,
                            const std::string& token, int64_t lease_ms,
-                           Callback<int64_t> done) const {
+                           Callback<Extended> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("extend_lease"), {keys.Jobs(), keys.Active()},
                  {job_id, token, absl::StrCat(lease_ms)},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
                    if (!checked.ok()) return done(checked.status());
-                   if (checked->elements.size() != 2) {
+                   if (checked->elements.size() != 3) {
                      return done(absl::InternalError("bad extend_lease reply"));
                    }
-                   done(checked->elements[1].AsInt());
+                   done(Extended{checked->elements[1].AsInt(), checked->elements[2].AsInt()});
                  });
 }
 

@@ -173,9 +173,15 @@ class JobStore {
   // repeated fail answers the outcome the token's first fail got.
   void Fail(const v1::FailRequest& request, Callback<FailOutcome> done) const;
 
-  // extend_lease.lua; returns the new expiry. NOT_FOUND, FAILED_PRECONDITION.
+  // extend_lease.lua; returns the new expiry (Redis ms) and the lease
+  // granted (`lease_ms`, or less: up to the run's deadline). NOT_FOUND,
+  // FAILED_PRECONDITION.
+  struct Extended {
+    int64_t expires_at_ms = 0;
+    int64_t lease_ms = 0;
+  };
   void ExtendLease(const std::string& queue, const std::string& job_id, const std::string& token,
-                   int64_t lease_ms, Callback<int64_t> done) const;
+                   int64_t lease_ms, Callback<Extended> done) const;
 
   // extend_lease.lua refuses a run that Cancel asked to stop
   // (FAILED_PRECONDITION, reason JOB_CANCEL_REQUESTED) or past its deadline

@@ -44,7 +44,8 @@ export interface ClaimStreamHost {
   idle(): boolean;
   /**
    * One Claim stream message: every job claimed for the stream since the
-   * previous message (1..max_in_flight), to be taken one by one in claim order.
+   * previous message (0..max_in_flight), to be taken one by one in claim
+   * order, and the runs delivered on the stream that should stop (stops).
    */
   onMessage(s: StreamState, msg: ClaimResponse__Output): void;
   /** The Claim was refused INVALID_ARGUMENT: the run ends with err. */

@@ -12,6 +12,9 @@ import type { GetJobResponse__Output } from './generated/jobwire/v1/GetJobRespon
 import { JobInfo } from './job_info';
 import { waitJob, type WaitOptions } from './wait';
 import { subscribe, type Subscription, type SubscribeOptions } from './subscribe';
+import { progressRequest, type Progress } from './progress';
+import type { CancelResponse__Output } from './generated/jobwire/v1/CancelResponse';
+import type { ReportProgressRequest } from './generated/jobwire/v1/ReportProgressRequest';
 
 export { JobInfo } from './job_info';
 export type { JobStateName } from './job_info';
@@ -52,6 +55,16 @@ export interface EnqueueOptions {
    * --completed_retention_max_ms (7 days).
    */
   completedRetentionMs?: number;
+  /**
+   * Longest a run may take, in ms, 0..604800000 (7 days); 0 or unset: the
+   * broker's --default_job_timeout_ms (none out of the box). A run still
+   * going at its deadline is stopped: its handler's `job.signal` aborts with
+   * a JobCancelledError (reason 'timeout') and the attempt fails with error
+   * "timeout" (retried or DEAD as any failure). EnqueueRequest.timeout_ms;
+   * read back as JobInfo.timeoutMs. (Not `timeoutMs`, which is the enqueue
+   * call's own deadline.)
+   */
+  runTimeoutMs?: number;
 }
 
 /**
@@ -116,6 +129,7 @@ export function toEnqueueRequest(queue: string, type: string, payload: unknown, 
   if (o.backoffBaseMs !== undefined) req.backoffBaseMs = o.backoffBaseMs;
   if (o.backoffMaxMs !== undefined) req.backoffMaxMs = o.backoffMaxMs;
   if (o.completedRetentionMs !== undefined) req.completedRetentionMs = o.completedRetentionMs;
+  if (o.runTimeoutMs !== undefined) req.timeoutMs = o.runTimeoutMs;
   return req;
 }
 
@@ -227,7 +241,8 @@ export class Client {
    * event that happens after the promise resolves is delivered. Events of
    * one queue partition come in the order they happened. Options
    * (SubscribeOptions): `kinds` (unset or empty: all), `includeDetails`
-   * (fill `result` of 'completed' and `error` of 'retry' / 'dead'),
+   * (fill `result` of 'completed', `error` of 'retry' / 'dead' and
+   * `progressData` of 'progress'),
    * `signal`, `timeoutMs` (how long the broker has to confirm; default the
    * client's timeoutMs).
    *
@@ -252,10 +267,39 @@ export class Client {
     return subscribe(this.stub, this.metadata, queues, options, this.timeoutMs);
   }
 
-  /** Cancels a PENDING job (it becomes DEAD with error "cancelled"). */
-  async cancel(queue: string, jobId: string, options?: CallOptions): Promise<void> {
+  /**
+   * Cancels a job. PENDING: it becomes DEAD with error "cancelled" at once;
+   * resolves false. ACTIVE: its run is asked to stop (JobInfo
+   * cancelRequestedAtMs is set; the Worker holding it aborts `job.signal`
+   * with a JobCancelledError, reason 'cancelled'), and it becomes DEAD
+   * "cancelled" when the worker Fails it or its lease runs out (an Ack that
+   * comes first still completes it); resolves true (CancelResponse
+   * cancel_requested). Cancelling it again resolves true and changes nothing.
+   * Rejects with JobwireError NOT_FOUND, FAILED_PRECONDITION (reason
+   * JOB_STATE: the job is completed or dead), INVALID_ARGUMENT, UNAVAILABLE.
+   */
+  async cancel(queue: string, jobId: string, options?: CallOptions): Promise<boolean> {
     const timeoutMs = callTimeoutMs(options, this.timeoutMs);
-    await unary(this.stub, 'Cancel', { queue, jobId }, timeoutMs, this.metadata(), options?.signal);
+    const res = await unary<{ queue: string; jobId: string }, CancelResponse__Output>(
+      this.stub, 'Cancel', { queue, jobId }, timeoutMs, this.metadata(), options?.signal);
+    return res.cancelRequested;
+  }
+
+  /**
+   * Reports the progress of an ACTIVE job held with `leaseToken` (what a
+   * Worker's `job.reportProgress` does): it replaces the job's progress
+   * (JobInfo progressPercent / progressData) and emits a 'progress' event.
+   * Rejects with TypeError for a malformed `progress` (see Progress),
+   * sending nothing, else with JobwireError INVALID_ARGUMENT (percent outside
+   * 0..100, data over 4096 bytes, neither given; nothing changed),
+   * NOT_FOUND, FAILED_PRECONDITION (stale token or job not active; reason
+   * JOB_CANCEL_REQUESTED when Cancel asked the run to stop, RUN_TIMED_OUT
+   * when it passed its deadline), UNAVAILABLE.
+   */
+  async reportProgress(queue: string, jobId: string, leaseToken: string, progress: Progress, options?: CallOptions): Promise<void> {
+    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
+    const req = progressRequest(queue, jobId, leaseToken, progress);
+    await unary<ReportProgressRequest, object>(this.stub, 'ReportProgress', req, timeoutMs, this.metadata(), options?.signal);
   }
 
   /** Closes the channel. */

@@ -28,6 +28,10 @@ export const Reason = Object.freeze({
   LEASE_STALE: 'LEASE_STALE',
   /** FAILED_PRECONDITION: the job's state refuses the call; metadata.state: "pending", "active", "completed" or "dead". */
   JOB_STATE: 'JOB_STATE',
+  /** FAILED_PRECONDITION (ExtendLease, ReportProgress): Cancel asked this run to stop; Fail it (DEAD "cancelled") or let its lease run out. */
+  JOB_CANCEL_REQUESTED: 'JOB_CANCEL_REQUESTED',
+  /** FAILED_PRECONDITION (Ack, ExtendLease, ReportProgress): the run passed its deadline (Job.timeout_ms); the attempt fails with "timeout". */
+  RUN_TIMED_OUT: 'RUN_TIMED_OUT',
   /** FAILED_PRECONDITION (DeleteQueue without force). */
   QUEUE_HAS_ACTIVE_JOBS: 'QUEUE_HAS_ACTIVE_JOBS',
   /** FAILED_PRECONDITION (UpdateQueue). */
@@ -221,9 +225,10 @@ export class RetryAfterError extends Error {
 /**
  * The reason `job.signal` is aborted with when the lease is lost: the broker
  * answered ExtendLease FAILED_PRECONDITION or NOT_FOUND (the job was taken by
- * another worker, deleted, or settled). `cause` is that JobwireError. The
- * handler may stop early or ignore it; the Worker still sends the final Ack /
- * Fail, and reports its refusal.
+ * another worker, deleted, or settled), except FAILED_PRECONDITION with
+ * reason JOB_CANCEL_REQUESTED or RUN_TIMED_OUT (a JobCancelledError instead).
+ * `cause` is that JobwireError. The handler may stop early or ignore it; the
+ * Worker still sends the final Ack / Fail, and reports its refusal.
  */
 export class LeaseLostError extends Error {
   readonly queue: string;
@@ -242,6 +247,37 @@ export class LeaseLostError extends Error {
     this.code = cause.code;
     this.codeName = cause.codeName;
     this.reason = cause.reason;
+  }
+}
+
+/** Why a run was told to stop: Cancel asked it to ('cancelled'), or it passed its deadline ('timeout'). */
+export type StopReason = 'cancelled' | 'timeout';
+
+/**
+ * The reason `job.signal` is aborted with when the run is told to stop
+ * (docs: README, "Cancel, timeout and progress"): `reason` 'cancelled' when
+ * Cancel asked it to (a StopRun on the Claim stream, or ExtendLease /
+ * ReportProgress refused with JOB_CANCEL_REQUESTED), 'timeout' when it passed
+ * its deadline (`job.deadline` on the worker's clock, or a refusal with
+ * RUN_TIMED_OUT). `cause`: that refusal's JobwireError, else undefined. Also
+ * what `job.reportProgress` rejects with once the run was told to stop. A
+ * handler that throws after it is Failed with the error text `reason` (the
+ * broker records "cancelled" / "timeout" whatever the text); one that returns
+ * is Acked (the broker completes a cancelled run; it refuses an Ack past the
+ * deadline with RUN_TIMED_OUT, reported as 'ack_error').
+ */
+export class JobCancelledError extends Error {
+  readonly queue: string;
+  readonly jobId: string;
+  readonly reason: StopReason;
+
+  constructor(queue: string, jobId: string, reason: StopReason, options?: { cause?: unknown }) {
+    const what = reason === 'timeout' ? 'passed its run timeout' : 'was cancelled';
+    super(`job ${jobId} in queue ${queue} ${what}`, options);
+    this.name = 'JobCancelledError';
+    this.queue = queue;
+    this.jobId = jobId;
+    this.reason = reason;
   }
 }
 

@@ -2,7 +2,7 @@
  * What a Worker sends in Fail for a handler's throw (docs/clients.md, Worker):
  * the error text and its size limit, non_retryable, retry_after_ms.
  */
-import { MAX_RETRY_AFTER_MS, NonRetryableError, RetryAfterError } from './errors';
+import { MAX_RETRY_AFTER_MS, NonRetryableError, RetryAfterError, type StopReason } from './errors';
 
 /** FailRequest.error is at most 64 KiB of UTF-8 (the broker's limit). */
 export const MAX_ERROR_BYTES = 64 * 1024;
@@ -65,10 +65,14 @@ export function isNonRetryable(err: unknown): boolean {
     (typeof err === 'object' && err !== null && (err as { nonRetryable?: unknown }).nonRetryable === true);
 }
 
-/** The Fail of a handler's throw; non-retryable wins over a retry delay. */
-export function failureOf(err: unknown): Failure {
+/**
+ * The Fail of a handler's throw; non-retryable wins over a retry delay. A
+ * run told to stop (`stopped`: 'cancelled' / 'timeout') has that as its
+ * error text, whatever was thrown (the broker records it so anyway).
+ */
+export function failureOf(err: unknown, stopped?: StopReason): Failure {
   const nonRetryable = isNonRetryable(err);
-  return { text: errorText(err), nonRetryable, retryAfterMs: nonRetryable ? 0 : retryAfterMsOf(err) };
+  return { text: stopped ?? errorText(err), nonRetryable, retryAfterMs: nonRetryable ? 0 : retryAfterMsOf(err) };
 }
 
 function safeString(v: unknown): string {

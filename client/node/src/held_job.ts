@@ -1,6 +1,7 @@
 /** The Worker's record of one job it holds, from delivery until it is settled. */
 import type { Job, JobAbort } from './job';
 import type { StreamState } from './claim_stream';
+import type { JobCancelledError } from './errors';
 
 export interface HeldJob {
   job: Job;
@@ -9,6 +10,8 @@ export interface HeldJob {
   stream: StreamState;
   /** The lease length (job.leaseMs): renewal period, deadline and estimate. */
   leaseMs: number;
+  /** The run's deadline, broker clock (Job.run_deadline_ms; 0: no timeout): no lease lasts past it. */
+  runDeadlineMs: number;
   /** Local-clock estimate of the lease expiry (Ack/Fail retries stop there). */
   localLeaseDeadline: number;
   /** When its next ExtendLease is due (performance.now() ms), while it waits in renewQueue. */
@@ -24,5 +27,9 @@ export interface HeldJob {
   abandoned: boolean;
   /** Aborts job.signal. */
   abort: JobAbort;
+  /** Set when the run was told to stop (cancelled, timed out): job.signal's reason (run_control.ts). */
+  stopped: JobCancelledError | undefined;
+  /** Fires at job.deadline (a job with a timeout), until the job is settled. */
+  deadlineTimer: NodeJS.Timeout | undefined;
   done: Promise<void>;
 }

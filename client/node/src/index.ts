@@ -1,12 +1,13 @@
 export { Client, JobInfo } from './client';
+export type { Progress } from './progress';
 export type { ClientOptions, EnqueueOptions, EnqueueCallOptions, EnqueueResult, BatchJob, BatchResult, BatchAck, AckBatchResult, JobStateName } from './client';
 export { Worker } from './worker';
 export { Job } from './job';
 export { errorText } from './failure';
 export type { Handler, Outcome, OutcomeKind, WorkerStats } from './job';
 export type { WorkerOptions, RunOptions, Logger } from './worker_options';
-export { JobwireError, NonRetryableError, RetryAfterError, LeaseLostError, JobDeadError, WaitTimeoutError, Reason, Status, statusName } from './errors';
-export type { JobwireErrorOptions } from './errors';
+export { JobwireError, NonRetryableError, RetryAfterError, LeaseLostError, JobCancelledError, JobDeadError, WaitTimeoutError, Reason, Status, statusName } from './errors';
+export type { JobwireErrorOptions, StopReason } from './errors';
 export { encodeValue } from './codec';
 export type { SecurityOptions } from './proto';
 export type { CallOptions } from './call_options';

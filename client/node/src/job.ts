@@ -3,8 +3,17 @@
  * a Worker reports to onOutcome / the 'outcome' event.
  */
 import { decodeJson, toNumber } from './codec';
-import type { JobwireError } from './errors';
+import { JobCancelledError, type JobwireError } from './errors';
+import type { Progress } from './progress';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
+
+/** What the Worker gives the Job of a run it holds. */
+export interface JobRun {
+  /** When the delivery was received (Date.now()): job.deadline is this plus job.timeoutMs. */
+  receivedAt: number;
+  /** ReportProgress with the run's lease token; see Job.reportProgress. */
+  reportProgress(progress: Progress): Promise<void>;
+}
 
 /**
  * The controller of a Job's signal, made only when the signal is first read
@@ -35,8 +44,10 @@ export class Job {
   readonly maxAttempts: number;
   readonly priority: number;
   /**
-   * Aborted when the lease is lost (reason: a LeaseLostError) or when the
-   * worker abandons the job after its stop grace (reason: an Error).
+   * Aborted when the run is told to stop (reason: a JobCancelledError,
+   * `reason` 'cancelled' or 'timeout'), when the lease is lost (reason: a
+   * LeaseLostError) or when the worker abandons the job after its stop grace
+   * (reason: an Error).
    */
   get signal(): AbortSignal {
     return this.#signalOf.signal;
@@ -51,8 +62,22 @@ export class Job {
    * it, and the Worker then renews on its own estimate (docs/clients.md).
    */
   readonly leaseMs: number;
+  /** Longest this run may take, in ms (Job.timeout_ms); 0: no limit. */
+  readonly timeoutMs: number;
+  /**
+   * With a timeout: when the run must end, epoch ms on the worker's clock
+   * (receipt of the delivery + timeoutMs; no clocks are compared). At that
+   * moment `signal` aborts with a JobCancelledError, reason 'timeout'.
+   * undefined without a timeout.
+   */
+  readonly deadline: number | undefined;
+  readonly #run: JobRun | undefined;
 
-  constructor(cj: ClaimedJob__Output, signal: AbortSignal | JobAbort) {
+  /**
+   * Made by the Worker, with `run`; a Job made without one has its
+   * deadline counted from now and cannot report progress.
+   */
+  constructor(cj: ClaimedJob__Output, signal: AbortSignal | JobAbort, run?: JobRun) {
     const j = cj.job!;
     this.id = j.id;
     this.queue = j.queue;
@@ -64,6 +89,40 @@ export class Job {
     this.#signalOf = signal instanceof JobAbort ? signal : { signal };
     this.leaseExpiresAtMs = toNumber(cj.leaseExpiresAtMs) || toNumber(j.leaseExpiresAtMs);
     this.leaseMs = toNumber(cj.leaseMs);
+    this.timeoutMs = toNumber(j.timeoutMs);
+    this.deadline = this.timeoutMs > 0 ? (run?.receivedAt ?? Date.now()) + this.timeoutMs : undefined;
+    this.#run = run;
+  }
+
+  /**
+   * Reports the run's progress (ReportProgress with its lease token): it
+   * replaces the job's progress as a whole (JobInfo progressPercent /
+   * progressData; a 'progress' event). `percent`: an integer 0..100;
+   * `data`: bytes unchanged, anything else JSON, at most 4096 bytes.
+   * Resolves once stored. Rejects with TypeError for a malformed report
+   * (see Progress), sending nothing; with a JobCancelledError (the reason `signal` is
+   * aborted with) once the run was told to stop, without calling, or when
+   * the broker refuses with JOB_CANCEL_REQUESTED / RUN_TIMED_OUT (it then
+   * aborts `signal`); else with JobwireError: INVALID_ARGUMENT (percent
+   * outside 0..100, data too large, neither given; nothing changed),
+   * FAILED_PRECONDITION / NOT_FOUND (the lease is lost), UNAVAILABLE,
+   * DEADLINE_EXCEEDED. Not retried: the next report replaces it anyway.
+   */
+  reportProgress(progress: Progress): Promise<void> {
+    if (this.#run === undefined) {
+      return Promise.reject(new Error('jobwire: reportProgress needs a job delivered by a Worker'));
+    }
+    return this.#run.reportProgress(progress);
+  }
+
+  /**
+   * Throws the JobCancelledError `signal` was aborted with when the run was
+   * told to stop (cancelled or timed out); returns otherwise (also when
+   * `signal` aborted for another reason: see signal.throwIfAborted()).
+   */
+  throwIfCancelled(): void {
+    const reason: unknown = this.#signalOf.signal.aborted ? this.#signalOf.signal.reason : undefined;
+    if (reason instanceof JobCancelledError) throw reason;
   }
 
   /** The payload decoded as UTF-8 JSON. */
@@ -107,6 +166,10 @@ export interface Outcome {
   failText?: string;
   nonRetryable?: boolean;
   retryAfterMs?: number;
-  /** True when the lease was reported lost while the handler ran. */
+  /**
+   * True when the lease was reported lost while the handler ran. A run told
+   * to stop (cancelled, timed out) is not a lost lease: `job.signal.reason`
+   * is then its JobCancelledError.
+   */
   leaseLost: boolean;
 }

@@ -26,6 +26,16 @@ export class JobInfo {
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
   readonly workerId: string;
+  /** Longest a run may take, in ms (its enqueue's runTimeoutMs, else the broker's default); 0: no limit. */
+  readonly timeoutMs: number;
+  /** The current run's deadline (claim time + timeoutMs, broker clock) while ACTIVE with a timeout; 0 otherwise. */
+  readonly runDeadlineMs: number;
+  /** When Cancel asked the current run to stop; 0 when it did not. */
+  readonly cancelRequestedAtMs: number;
+  /** The latest progress a run reported: a percentage 0..100, undefined when none was reported. */
+  readonly progressPercent: number | undefined;
+  /** The latest progress data a run reported (empty when none). */
+  readonly progressData: Buffer;
 
   constructor(j: Job__Output) {
     this.id = j.id;
@@ -46,6 +56,11 @@ export class JobInfo {
     this.backoffBaseMs = toNumber(j.backoffBaseMs);
     this.backoffMaxMs = toNumber(j.backoffMaxMs);
     this.workerId = j.workerId;
+    this.timeoutMs = toNumber(j.timeoutMs);
+    this.runDeadlineMs = toNumber(j.runDeadlineMs);
+    this.cancelRequestedAtMs = toNumber(j.cancelRequestedAtMs);
+    this.progressPercent = j.progressPercent ?? undefined;
+    this.progressData = j.progressData ?? Buffer.alloc(0);
   }
 
   /** The payload decoded as UTF-8 JSON. */
@@ -56,5 +71,10 @@ export class JobInfo {
   /** The result decoded as UTF-8 JSON (undefined when the result is empty). */
   resultJson<T = unknown>(): T | undefined {
     return this.result.length === 0 ? undefined : decodeJson<T>(this.result);
+  }
+
+  /** The progress data decoded as UTF-8 JSON (undefined when it is empty). */
+  progressJson<T = unknown>(): T | undefined {
+    return this.progressData.length === 0 ? undefined : decodeJson<T>(this.progressData);
   }
 }

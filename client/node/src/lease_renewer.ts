@@ -3,13 +3,17 @@
  * length of a delivery, and ExtendLease every third of it while the handler
  * runs, each call with a deadline of at most that third. A FAILED_PRECONDITION
  * / NOT_FOUND answer means the lease is lost: renewal stops and job.signal is
- * aborted with a LeaseLostError.
+ * aborted with a LeaseLostError; except FAILED_PRECONDITION with reason
+ * JOB_CANCEL_REQUESTED / RUN_TIMED_OUT, which means the run must stop:
+ * renewal stops and job.signal is aborted with a JobCancelledError
+ * (run_control.ts; not a lost lease: the Ack / Fail is sent as usual).
  */
 import type * as grpc from '@grpc/grpc-js';
 import { toNumber } from './codec';
 import { JobwireError, LeaseLostError, Status } from './errors';
 import { unary, type BrokerClient } from './proto';
 import type { HeldJob } from './held_job';
+import { stopReasonOf, stopRun } from './run_control';
 import type { Logger } from './worker_options';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
 import type { ExtendLeaseResponse__Output } from './generated/jobwire/v1/ExtendLeaseResponse';
@@ -27,6 +31,15 @@ export function leaseLength(cj: ClaimedJob__Output, configuredMs: number | undef
   const granted = toNumber(cj.leaseMs);
   if (granted > 0) return granted;
   return configuredMs !== undefined && configuredMs > 0 ? configuredMs : BROKER_DEFAULT_LEASE_MS;
+}
+
+/**
+ * Whether a lease ending at `leaseExpiresAtMs` (broker clock) already
+ * reaches h's run deadline (Job.run_deadline_ms, the same clock; 0: none),
+ * past which the broker extends no lease.
+ */
+function reachesDeadline(h: HeldJob, leaseExpiresAtMs: number): boolean {
+  return h.runDeadlineMs > 0 && leaseExpiresAtMs >= h.runDeadlineMs;
 }
 
 export interface LeaseRenewerParams {
@@ -59,11 +72,14 @@ export class LeaseRenewer {
   constructor(private readonly p: LeaseRenewerParams) {}
 
   /**
-   * Renews h's lease every third of h.leaseMs until stop(h) or the lease is
-   * lost; after a failed call (not a refusal) sooner, after half of that, at
-   * most 1 s (docs/clients.md, Leases).
+   * Renews h's lease every third of h.leaseMs until stop(h), the lease is
+   * lost, or it reaches the run's deadline (a run with a timeout: the broker
+   * never extends it past that, so a renewal could only be refused); after
+   * a failed call (not a refusal) sooner, after half of that, at most 1 s
+   * (docs/clients.md, Leases).
    */
   start(h: HeldJob): void {
+    if (reachesDeadline(h, h.job.leaseExpiresAtMs)) return;
     this.schedule(h, this.intervalMs(h));
   }
 
@@ -155,13 +171,17 @@ export class LeaseRenewer {
       if (h.finished) return;
       const exp = toNumber(res.leaseExpiresAtMs);
       if (exp > 0) h.job.leaseExpiresAtMs = exp;
-      this.schedule(h, this.intervalMs(h));
+      if (!reachesDeadline(h, exp)) this.schedule(h, this.intervalMs(h));
     } catch (e) {
       // A refusal arriving after the handler returned is ignored: the final
       // Ack / Fail is already on its way and reports its own refusal.
       if (h.finished || h.abandoned) return;
       const err = JobwireError.from(e);
-      if (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND) {
+      const stop = stopReasonOf(err);
+      if (stop !== undefined) {
+        this.stop(h);
+        stopRun(h, stop, this.p.log, err);
+      } else if (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND) {
         h.leaseLost = true;
         this.stop(h);
         h.abort.abort(new LeaseLostError(h.job.queue, h.job.id, err));

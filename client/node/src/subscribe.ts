@@ -19,7 +19,7 @@ import type { SubscribeResponse__Output } from './generated/jobwire/v1/Subscribe
 /** The kinds a subscription may ask for (broker.proto, EventKind), in the proto's order. */
 export const EVENT_KINDS = Object.freeze([
   'enqueued', 'active', 'completed', 'retry', 'dead', 'cancelled',
-  'lease_expired', 'released', 'redriven', 'deleted',
+  'lease_expired', 'released', 'redriven', 'deleted', 'progress', 'cancel_requested', 'timed_out',
 ] as const);
 
 /** A kind a subscription may ask for. */
@@ -51,13 +51,17 @@ export interface QueueEvent {
    */
   result: Buffer;
   error: string;
+  /** 'progress': the percentage reported, undefined when the report had none (and for other kinds). */
+  progressPercent: number | undefined;
+  /** With includeDetails, 'progress': the job's progress data just after the report. Else empty. */
+  progressData: Buffer;
 }
 
 /** The options of Client.subscribe. */
 export interface SubscribeOptions {
   /** Deliver only these kinds; unset or empty: all. 'events_missed' comes anyway and may not be named. */
   kinds?: readonly EventKind[];
-  /** Fill `result` of 'completed' and `error` of 'retry' / 'dead' (default false). */
+  /** Fill `result` of 'completed', `error` of 'retry' / 'dead' and `progressData` of 'progress' (default false). */
   includeDetails?: boolean;
   /**
    * Ends the subscription: aborted before the broker confirmed, subscribe
@@ -113,11 +117,16 @@ export function eventFromProto(ev: ProtoQueueEvent): QueueEvent {
     atMs: toNumber(ev.atMs),
     result: ev.result ?? Buffer.alloc(0),
     error: ev.error,
+    progressPercent: ev.progressPercent ?? undefined,
+    progressData: ev.progressData ?? Buffer.alloc(0),
   };
 }
 
 function missedEvent(): QueueEvent {
-  return { kind: 'events_missed', queue: '', jobId: '', type: '', attempts: 0, atMs: 0, result: Buffer.alloc(0), error: '' };
+  return {
+    kind: 'events_missed', queue: '', jobId: '', type: '', attempts: 0, atMs: 0, result: Buffer.alloc(0), error: '',
+    progressPercent: undefined, progressData: Buffer.alloc(0),
+  };
 }
 
 /**

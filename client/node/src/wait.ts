@@ -33,7 +33,7 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /**
    * Called with the job as it is when the wait starts, then at each change
-   * of its state or attempts, the final one included (intermediate changes
+   * of its state, attempts or progress, the final one included (intermediate changes
    * may be merged; the final one never is). Its return value is ignored; a
    * throw ends the wait, which rejects with it.
    */
@@ -145,13 +145,15 @@ class JobWaiter {
 
   /**
    * The job a message carries, or undefined when it only repeats, as the
-   * first message of a later call, the state and attempts last seen.
+   * first message of a later call, the state, attempts and progress last
+   * seen.
    */
   private take(msg: WaitJobResponse__Output): JobInfo | undefined {
     if (!msg.job) throw new JobwireError(Status.INTERNAL, 'WaitJob sent a message without a job');
     const job = new JobInfo(msg.job);
     const last = this.last;
-    const repeat = this.resumed && last !== undefined && job.state === last.state && job.attempts === last.attempts;
+    const repeat = this.resumed && last !== undefined && job.state === last.state && job.attempts === last.attempts
+      && job.progressPercent === last.progressPercent && job.progressData.equals(last.progressData);
     this.resumed = false;
     this.attempt = 0;
     this.last = job;

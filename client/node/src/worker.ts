@@ -1,7 +1,8 @@
 /**
  * The Worker (docs/clients.md, Worker): runs registered handlers on the jobs
  * of one Claim stream (claim_stream.ts), renews their leases
- * (lease_renewer.ts) and settles each with an Ack or a Fail
+ * (lease_renewer.ts), stops them when cancelled or timed out, and reports
+ * their progress (run_control.ts), and settles each with an Ack or a Fail
  * (outcome_sender.ts, failure.ts). Options: worker_options.ts; the handler's
  * Job and the reported Outcome: job.ts.
  */
@@ -11,7 +12,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { AckCoalescer, sendAckBatch } from './ack_coalescer';
 import { ClaimStream, type StreamState } from './claim_stream';
 import { checkHandlerCount } from './claim_types';
-import { encodeValue } from './codec';
+import { encodeValue, toNumber } from './codec';
 import type { JobwireError } from './errors';
 import { failureOf } from './failure';
 import type { HeldJob } from './held_job';
@@ -19,6 +20,7 @@ import { Job, JobAbort, type Handler, type Outcome, type WorkerStats } from './j
 import { leaseLength, LeaseRenewer } from './lease_renewer';
 import { leaseEndedAgoMs } from './lease_rules';
 import { OutcomeSender } from './outcome_sender';
+import { RunControl } from './run_control';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, type BrokerClient } from './proto';
 import { stderrLogger, type Logger, type RunOptions, type WorkerOptions } from './worker_options';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
@@ -29,6 +31,7 @@ interface RunParts {
   stub: BrokerClient;
   claims: ClaimStream;
   renewer: LeaseRenewer;
+  control: RunControl;
   sender: OutcomeSender;
 }
 
@@ -130,6 +133,9 @@ export class Worker extends EventEmitter {
     this.running = true;
     const stub = makeStub(this.address, this.credentials, this.channelOptions);
     const acks = new AckCoalescer((batch) => sendAckBatch(stub, batch, this.timeoutMs, this.metadata()));
+    const renewer = new LeaseRenewer({
+      stub, metadata: this.metadata, timeoutMs: this.timeoutMs, requestLeaseMs: this.leaseMs ?? 0, log: this.log,
+    });
     this.parts = {
       stub,
       claims: new ClaimStream({
@@ -145,9 +151,8 @@ export class Worker extends EventEmitter {
           },
         },
       }),
-      renewer: new LeaseRenewer({
-        stub, metadata: this.metadata, timeoutMs: this.timeoutMs, requestLeaseMs: this.leaseMs ?? 0, log: this.log,
-      }),
+      renewer,
+      control: new RunControl({ stub, metadata: this.metadata, timeoutMs: this.timeoutMs, renewer, log: this.log }),
       sender: new OutcomeSender({
         stub, acks, metadata: this.metadata, timeoutMs: this.timeoutMs, log: this.log,
         report: (o) => this.report(o),
@@ -202,6 +207,7 @@ export class Worker extends EventEmitter {
         for (const h of this.busy) {
           h.abandoned = true;
           this.parts?.renewer.stop(h);
+          this.parts?.control.end(h);
           h.abort.abort(new Error('worker stop grace expired'));
         }
         this.log?.warn(`stop grace of ${this.graceMs} ms expired; abandoning ${this.busy.size} running job(s) (their leases will expire)`);
@@ -223,10 +229,12 @@ export class Worker extends EventEmitter {
 
   /**
    * One Claim stream message: every job claimed for the stream since the
-   * previous message (1..max_in_flight), taken one by one in claim order.
+   * previous message (0..max_in_flight), taken one by one in claim order,
+   * then the runs it asks to stop (StopRun), which may be runs it carried.
    */
   private onMessage(s: StreamState, msg: ClaimResponse__Output): void {
     for (const cj of msg.jobs ?? []) this.onClaimed(s, cj);
+    if (msg.stops?.length) this.parts!.control.onStops(msg.stops, this.busy);
   }
 
   private onClaimed(s: StreamState, cj: ClaimedJob__Output): void {
@@ -240,13 +248,15 @@ export class Worker extends EventEmitter {
     s.inFlight++;
     const abort = new JobAbort();
     const leaseMs = leaseLength(cj, this.leaseMs);
-    const job = new Job(cj, abort);
+    const receivedAt = Date.now();
+    const job = new Job(cj, abort, { receivedAt, reportProgress: (p) => this.parts!.control.reportProgress(h, p) });
     const h: HeldJob = {
       job,
       token: cj.leaseToken,
       stream: s,
       leaseMs,
-      localLeaseDeadline: Date.now() + leaseMs,
+      runDeadlineMs: toNumber(cj.job.runDeadlineMs),
+      localLeaseDeadline: receivedAt + leaseMs,
       renewAt: 0,
       renewQueue: undefined,
       renewing: false,
@@ -254,6 +264,8 @@ export class Worker extends EventEmitter {
       leaseLost: false,
       abandoned: false,
       abort,
+      stopped: undefined,
+      deadlineTimer: undefined,
       done: Promise.resolve(),
     };
     this.busy.add(h);
@@ -270,6 +282,7 @@ export class Worker extends EventEmitter {
 
   private settle(h: HeldJob): void {
     this.parts!.renewer.stop(h);
+    this.parts!.control.end(h);
     this.busy.delete(h);
     h.stream.inFlight--;
     if (!this.stopping) this.parts!.claims.afterSettle();
@@ -291,7 +304,7 @@ export class Worker extends EventEmitter {
   }
 
   private async process(h: HeldJob): Promise<void> {
-    const { renewer, sender } = this.parts!;
+    const { renewer, control, sender } = this.parts!;
     const job = h.job;
     const handler = this.handlers.get(job.type);
     if (!handler) {
@@ -304,6 +317,7 @@ export class Worker extends EventEmitter {
       return;
     }
     renewer.start(h);
+    control.start(h);
     let result: Buffer;
     try {
       const value = await Promise.resolve().then(() => handler(job));
@@ -314,7 +328,7 @@ export class Worker extends EventEmitter {
       h.finished = true;
       renewer.stop(h);
       if (h.abandoned) return;
-      await sender.fail(h, failureOf(err));
+      await sender.fail(h, failureOf(err, h.stopped?.reason));
       return;
     }
     if (h.abandoned) return;

@@ -93,6 +93,7 @@ const CALLS = {
   enqueueBatch: (c, o) => c.enqueueBatch('q', [{ type: 't', payload: 1 }], o),
   getJob: (c, o) => c.getJob('q', 'some-id', o),
   cancel: (c, o) => c.cancel('q', 'some-id', o),
+  reportProgress: (c, o) => c.reportProgress('q', 'some-id', 'tok', { percent: 5 }, o),
   ackBatch: (c, o) => c.ackBatch([{ queue: 'q', jobId: 'some-id', leaseToken: 'tok' }], o),
   wait: (c, o) => c.wait('q', 'some-id', o),
   subscribe: (c, o) => c.subscribe(['q'], o),

@@ -120,7 +120,7 @@ test('enqueueBatch: one invalid job gets its own error, the others are stored', 
 test('cancel makes a pending job DEAD; a second cancel is refused', async () => {
   const q = uniqueQueue('cancel');
   const { jobId } = await client.enqueue(q, 't', {}, { delayMs: 60_000 });
-  await client.cancel(q, jobId);
+  assert.equal(await client.cancel(q, jobId), false, 'a PENDING job: no run to stop');
   const job = await client.getJob(q, jobId);
   assert.equal(job.state, 'JOB_STATE_DEAD');
   assert.equal(job.error, 'cancelled');

@@ -16,7 +16,7 @@ import { makeStub, unary } from '../dist/proto.js';
 import { AckCoalescer } from '../dist/ack_coalescer.js';
 import { decodeStatusDetails, detailsFromMetadata } from '../dist/status_details.js';
 import { RPC_STATUS_DESCRIPTOR } from '../dist/generated/rpc_status_descriptor.js';
-import { startStack, uniqueQueue, freePort, REPO_ROOT } from './harness.mjs';
+import { startStack, uniqueQueue, freePort, REPO_ROOT, claimOne as claimOne_ } from './harness.mjs';
 
 let stack;
 let client;
@@ -39,23 +39,8 @@ async function rejection(p) {
   return p.then((v) => assert.fail(`resolved with ${JSON.stringify(v)}`), (e) => e);
 }
 
-/**
- * Claims one job of `queue` on a raw Claim stream (30 s lease), then cancels
- * the stream: the job stays ACTIVE under its lease. Returns { jobId, leaseToken }.
- */
-function claimOne(queue) {
-  return new Promise((resolve, reject) => {
-    const call = stub.Claim({ queues: [queue], maxInFlight: 1, leaseMs: 30_000, workerId: 'node-test-reasons' });
-    const timer = setTimeout(() => { call.cancel(); reject(new Error('no job claimed within 10 s')); }, 10_000);
-    call.on('data', (msg) => {
-      const cj = msg.jobs[0];
-      clearTimeout(timer);
-      call.cancel();
-      resolve({ jobId: cj.job.id, leaseToken: cj.leaseToken });
-    });
-    call.on('error', () => {});
-  });
-}
+/** Claims one job of `queue` on a raw Claim stream (30 s lease); see harness.mjs. */
+const claimOne = (queue) => claimOne_(stub, queue, { workerId: 'node-test-reasons' });
 
 test('Reason lists exactly the reasons of broker.proto, in both entries', () => {
   const text = fs.readFileSync(path.join(REPO_ROOT, 'proto', 'jobwire', 'v1', 'broker.proto'), 'utf8');
@@ -135,17 +120,26 @@ test('enqueueBatch with one invalid job: that item has reason INVALID_FIELD, the
   assert.match(bad.message, /^jobs\[1\]\.priority/);
 });
 
-test('cancel of an ACTIVE job: FAILED_PRECONDITION, reason JOB_STATE, metadata.state active', async () => {
+test('cancel of an ACTIVE job asks its run to stop; of a finished job: FAILED_PRECONDITION, reason JOB_STATE, metadata.state', async () => {
   const q = uniqueQueue('reasons-cancel');
   const { jobId } = await client.enqueue(q, 't', {});
   const held = await claimOne(q);
   assert.equal(held.jobId, jobId);
+  assert.equal(await client.cancel(q, jobId), true, 'cancel_requested');
+  const asked = await client.getJob(q, jobId);
+  assert.equal(asked.state, 'JOB_STATE_ACTIVE', 'still running until the worker stops');
+  assert.ok(asked.cancelRequestedAtMs > 0, `cancelRequestedAtMs ${asked.cancelRequestedAtMs}`);
+  assert.equal(await client.cancel(q, jobId), true, 'cancelling again');
+  // An Ack that comes first still completes it.
+  const [acked] = await client.ackBatch([{ queue: q, jobId, leaseToken: held.leaseToken, result: 'done' }]);
+  assert.equal(acked.ok, true, JSON.stringify(acked));
+  assert.equal((await client.getJob(q, jobId)).state, 'JOB_STATE_COMPLETED');
   const err = await rejection(client.cancel(q, jobId));
   assert.ok(err instanceof JobwireError);
   assert.equal(err.code, Status.FAILED_PRECONDITION);
   assert.equal(err.reason, Reason.JOB_STATE);
-  assert.equal(err.metadata.state, 'active');
-  assert.equal((await client.getJob(q, jobId)).state, 'JOB_STATE_ACTIVE', 'nothing changed');
+  assert.equal(err.metadata.state, 'completed');
+  assert.equal((await client.getJob(q, jobId)).state, 'JOB_STATE_COMPLETED', 'nothing changed');
 });
 
 test('a Worker whose Claim is refused: run() rejects with reason INVALID_FIELD and the field', async () => {

@@ -133,6 +133,26 @@ export async function waitFor(fn, { timeoutMs = 10_000, intervalMs = 50, what = 
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
 }
 
+/**
+ * Claims one job of `queue` on a raw Claim stream of `stub` (a BrokerService
+ * stub, makeStub of dist/proto.js), then cancels the stream: the job stays
+ * ACTIVE under its lease. Returns { jobId, leaseToken, leaseMs }.
+ */
+export function claimOne(stub, queue, { leaseMs = 30_000, workerId = 'node-test' } = {}) {
+  return new Promise((resolve, reject) => {
+    const call = stub.Claim({ queues: [queue], maxInFlight: 1, leaseMs, workerId });
+    const timer = setTimeout(() => { call.cancel(); reject(new Error('no job claimed within 10 s')); }, 10_000);
+    call.on('data', (msg) => {
+      const cj = msg.jobs[0];
+      if (!cj) return; // a message with stops only
+      clearTimeout(timer);
+      call.cancel();
+      resolve({ jobId: cj.job.id, leaseToken: cj.leaseToken, leaseMs: Number(cj.leaseMs) });
+    });
+    call.on('error', () => {});
+  });
+}
+
 let adminService;
 /** One unary call of the AdminService (proto/jobwire/v1/admin.proto, loaded from the repository). */
 async function adminCall(address, method, req) {

@@ -69,7 +69,10 @@ function finishedBoth(...ids) {
 
 const rejection = (p) => p.then((v) => assert.fail(`resolved with ${v}`), (e) => e);
 
-const MISSED = { kind: 'events_missed', queue: '', jobId: '', type: '', attempts: 0, atMs: 0, result: Buffer.alloc(0), error: '' };
+const MISSED = {
+  kind: 'events_missed', queue: '', jobId: '', type: '', attempts: 0, atMs: 0, result: Buffer.alloc(0), error: '',
+  progressPercent: undefined, progressData: Buffer.alloc(0),
+};
 
 test('subscribe sees each job\'s events in order, with details', async () => {
   const q = uniqueQueue('sub-order');
@@ -140,7 +143,7 @@ test('bad queues: INVALID_ARGUMENT from the broker; bad kinds and options: TypeE
     assert.equal(err.field, field);
   }
   assert.deepEqual([...EVENT_KINDS], ['enqueued', 'active', 'completed', 'retry', 'dead', 'cancelled',
-    'lease_expired', 'released', 'redriven', 'deleted']);
+    'lease_expired', 'released', 'redriven', 'deleted', 'progress', 'cancel_requested', 'timed_out']);
   for (const kinds of [['finished'], ['events_missed'], ['Completed'], [3]]) {
     const err = await rejection(client.subscribe(['q'], { kinds }));
     assert.ok(err instanceof TypeError, String(err));
@@ -251,8 +254,10 @@ test('close() and the signal end the iteration promptly', async () => {
   assert.deepEqual(await drain(sub), []);
 
   // The signal: aborted later, it ends the iteration; aborted first, subscribe rejects.
+  // (A queue of its own: events of the jobs above may still be on their way
+  // to a stream subscribed after they were published.)
   const ac = new AbortController();
-  sub = await subscribe(client, [q], { signal: ac.signal });
+  sub = await subscribe(client, [uniqueQueue('sub-close-signal')], { signal: ac.signal });
   consumer = drain(sub);
   await sleep(300);
   t0 = Date.now();

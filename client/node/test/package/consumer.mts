@@ -1,6 +1,6 @@
 // package_test.sh: type-checked (tsc --noEmit, module nodenext) against the
 // installed package's ES-module types (exports "import" -> dist/index.d.mts).
-import { Client, Worker, JobwireError, Status, Reason, type Job, type Outcome, type EnqueueOptions, type CallOptions, type EnqueueCallOptions } from '@jobwire/client';
+import { Client, Worker, JobwireError, JobCancelledError, Status, Reason, type Job, type Outcome, type EnqueueOptions, type CallOptions, type EnqueueCallOptions, type Progress, type StopReason } from '@jobwire/client';
 
 const options: EnqueueOptions = { priority: 5, maxAttempts: 3 };
 const client = new Client({ address: '127.0.0.1:1', timeoutMs: 1000 });
@@ -15,6 +15,19 @@ void client.enqueue('q', 'add', 1, both);
 const worker = new Worker({ queues: ['q'], concurrency: 2, logger: null });
 worker.register('add', async (job: Job) => ({ sum: (job.json() as { a: number }).a + 1 }));
 worker.on('outcome', (o: Outcome) => { if (o.kind === 'ack_ok') void worker.stop(); });
+// Run control: the job's timeout, cancel's answer, progress, the stop reason.
+const progress: Progress = { percent: 50, data: { step: 'upload' } };
+const requested: Promise<boolean> = client.cancel('q', 'id');
+void client.enqueue('q', 'long', 1, { runTimeoutMs: 60_000, timeoutMs: 500 });
+void client.reportProgress('q', 'id', 't', progress, call);
+worker.register('long', async (job: Job) => {
+  await job.reportProgress({ percent: 10 });
+  job.throwIfCancelled();
+  const deadline: number | undefined = job.deadline;
+  const why: StopReason | undefined = job.signal.reason instanceof JobCancelledError ? job.signal.reason.reason : undefined;
+  return { deadline, why, timeoutMs: job.timeoutMs };
+});
+void client.getJob('q', 'id').then((j) => [j.timeoutMs, j.runDeadlineMs, j.cancelRequestedAtMs, j.progressPercent, j.progressData, j.progressJson()]);
 const code: number = Status.NOT_FOUND;
 const isError = (e: unknown): e is JobwireError => e instanceof JobwireError;
 // The error details: reason (an open string; Reason lists the contract's), metadata, field, retryDelayMs.
@@ -23,5 +36,5 @@ const detail = (e: JobwireError): [string, string | undefined, string | undefine
   [e.reason, e.metadata['state'], e.field, e.retryDelayMs];
 const known: Reason = Reason.INVALID_FIELD;
 void client.enqueueBatch('q', [{ type: 'add' }]).then((rs) => rs.map((r) => (r.ok ? '' : r.reason + r.error.reason)));
-export { enqueued, job, code, isError, stale, detail, known };
+export { enqueued, job, code, isError, stale, detail, known, requested };
 void worker.run({ installSignalHandlers: true });
