@@ -211,6 +211,7 @@ void JobModel::OnClaim(const std::string& queue, int want, int64_t lease_ms,
     ++counts_["claimed"];
     last_claimed_[queue] = id;
     job->state = State::kActive;
+    job->cancel_requested = false;
     job->attempts += 1;
     job->token = job->last_claimed = c.lease_token();
     job->claimed_at = now;
@@ -332,7 +333,8 @@ void JobModel::OnFail(const v1::FailRequest& r, TimeWindow window,
   if (answer->repeat) {
     Note("repeat-outcome", Name(ref), "a first Fail answered as a repeat");
   }
-  const bool dead = r.non_retryable() || job->attempts >= job->max_attempts;
+  const bool dead =
+      r.non_retryable() || job->attempts >= job->max_attempts || job->cancel_requested;
   if (answer->dead != dead) {
     Note("fail-outcome", Name(ref),
          absl::StrCat("Fail answered dead=", answer->dead, " for attempts ", job->attempts, "/",
@@ -345,7 +347,7 @@ void JobModel::OnFail(const v1::FailRequest& r, TimeWindow window,
   }
   job->state = dead ? State::kDead : State::kPending;
   if (!dead) job->due_at = answer->next_attempt_at_ms;
-  job->error = r.error();
+  job->error = job->cancel_requested ? "cancelled" : r.error();
   job->lease_expires_at = 0;
   job->finished_at.reset();
   job->settled = Job::Settled::kNone;
@@ -358,7 +360,8 @@ void JobModel::OnExtendLease(const v1::ExtendLeaseRequest& r, int64_t lease_ms,
   JobRef ref(r.queue(), r.job_id());
   Job* job = Find(r.queue(), r.job_id());
   absl::StatusCode want = job == nullptr ? absl::StatusCode::kNotFound
-                          : job->state == State::kActive && job->token == r.lease_token()
+                          : job->state == State::kActive && job->token == r.lease_token() &&
+                                    !job->cancel_requested
                               ? absl::StatusCode::kOk
                               : absl::StatusCode::kFailedPrecondition;
   if (!JudgeCode("ExtendLease", ref, job, &r.lease_token(), want, answer.status()) ||
@@ -381,12 +384,18 @@ void JobModel::OnExtendLease(const v1::ExtendLeaseRequest& r, int64_t lease_ms,
 void JobModel::OnCancel(const v1::CancelRequest& r, const absl::Status& answer) {
   JobRef ref(r.queue(), r.job_id());
   Job* job = Find(r.queue(), r.job_id());
-  absl::StatusCode want = job == nullptr                 ? absl::StatusCode::kNotFound
-                          : job->state == State::kPending ? absl::StatusCode::kOk
-                                                          : absl::StatusCode::kFailedPrecondition;
+  absl::StatusCode want =
+      job == nullptr ? absl::StatusCode::kNotFound
+      : job->state == State::kPending || job->state == State::kActive
+          ? absl::StatusCode::kOk
+          : absl::StatusCode::kFailedPrecondition;
   if (!JudgeCode("Cancel", ref, job, nullptr, want, answer) || job == nullptr) return;
   Touch(ref.first, ref.second);
   if (!answer.ok()) return;
+  if (job->state == State::kActive) {  // the run is asked to stop; it stays active
+    job->cancel_requested = true;
+    return;
+  }
   job->state = State::kDead;
   job->error = "cancelled";
   job->finished_at.reset();

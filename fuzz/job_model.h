@@ -138,6 +138,9 @@ class JobModel {
     std::string last_claimed;  // latest token ever handed out ("*" inputs)
     int64_t claimed_at = 0;    // Redis ms of the current claim
     int64_t lease_expires_at = 0;
+    // Cancel asked the current run to stop: ExtendLease is refused, and a
+    // Fail or a reap makes the job dead "cancelled".
+    bool cancel_requested = false;
     // Learned from the first read-back after the change that set them.
     std::optional<int64_t> due_at, finished_at, created_at;
     std::string result, error, worker_id;

@@ -37,13 +37,13 @@ void JobModel::ResolveReap(const JobRef& ref, Job& job, const JobView& v) {
          absl::StrCat("the lease, valid until ", job.lease_expires_at,
                       ", was taken back by a reaper pass that ended at ", w.to_ms));
   }
-  const bool dead = job.attempts >= job.max_attempts;
+  const bool dead = job.attempts >= job.max_attempts || job.cancel_requested;
   ++counts_["reaped"];
   ++reap_->seen;
   if (dead) ++reap_->seen_dead;
   job.state = dead ? State::kDead : State::kPending;
   job.token.clear();
-  job.error = "lease expired";
+  job.error = job.cancel_requested ? "cancelled" : "lease expired";
   job.lease_expires_at = 0;
   job.finished_at.reset();
   job.settled = Job::Settled::kNone;

@@ -249,6 +249,9 @@ v1::EnqueueRequest WithDefaults(v1::EnqueueRequest job, const core::LifecycleDef
       job.completed_retention_ms() < kMinModeledRetentionMs) {
     job.set_completed_retention_ms(kMinModeledRetentionMs);
   }
+  // Run timeouts are not modelled (a claim would cap the lease, and late
+  // calls would be refused by the Redis clock): the fuzzer's jobs have none.
+  job.clear_timeout_ms();
   if (job.max_attempts() == 0) job.set_max_attempts(d.max_attempts);
   if (job.backoff_base_ms() == 0) job.set_backoff_base_ms(d.backoff_base_ms);
   if (job.backoff_max_ms() == 0) job.set_backoff_max_ms(std::max(d.backoff_max_ms, job.backoff_base_ms()));

@@ -189,6 +189,26 @@ end
 local function cancel_asked(job)
   return (tonumber(job[F.cancel_requested]) or 0) > 0
 end
+
+-- Job `id`'s record in hash `jobs_key` for the holder of lease `token`:
+-- (record, nil) while the job is active under that token, else (nil, the
+-- script's refusal: {'NOT_FOUND'} | {'STALE'} | {'STATE', state}).
+local function held_run(jobs_key, id, token)
+  local job = job_read(jobs_key, id)
+  if not job then return nil, {'NOT_FOUND'} end
+  if job[F.lease_token] ~= token then return nil, {'STALE'} end
+  if job[F.state] ~= 'active' then return nil, {'STATE', tostring(job[F.state])} end
+  return job, nil
+end
+
+-- The refusal of a call that continues a run (a renewal, a progress
+-- report) once Cancel asked it to stop ({'CANCEL_REQUESTED'}) or at its
+-- deadline ({'TIMED_OUT'}); nil while it may go on.
+local function run_stopped(job, now)
+  if cancel_asked(job) then return {'CANCEL_REQUESTED'} end
+  if run_timed_out(job, now) then return {'TIMED_OUT'} end
+  return nil
+end
 local function events_publish()
   if EVENTS and #EVENTS.list > 0 then
     redis.call('SPUBLISH', EVENTS.channel, cmsgpack.pack(EVENTS.list))

@@ -14,14 +14,11 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): a run in flight
 -- keeps its lease.
-local job = job_read(KEYS[1], ARGV[1])
-if not job then return {'NOT_FOUND'} end
-if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
-if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
-
-if cancel_asked(job) then return {'CANCEL_REQUESTED'} end
+local job, refused = held_run(KEYS[1], ARGV[1], ARGV[2])
+if not job then return refused end
 local now = now_ms()
-if run_timed_out(job, now) then return {'TIMED_OUT'} end
+refused = run_stopped(job, now)
+if refused then return refused end
 local expires = now + tonumber(ARGV[3])
 local deadline = tonumber(job[F.run_deadline]) or 0
 if deadline > 0 and expires > deadline then expires = deadline end

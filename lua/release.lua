@@ -22,10 +22,8 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): gives back a job
 -- that was never delivered.
-local job = job_read(KEYS[1], ARGV[1])
-if not job then return {'NOT_FOUND'} end
-if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
-if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
+local job, refused = held_run(KEYS[1], ARGV[1], ARGV[2])
+if not job then return refused end
 if cancel_asked(job) then return {'CANCEL_REQUESTED'} end
 local priority, available_at = tonumber(job[F.priority]), tonumber(job[F.available_at])
 if not priority then return {'CORRUPT', 'priority'} end

@@ -15,13 +15,11 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): a bounded value
 -- (the broker allows 4 KiB) on a run in flight.
-local job = job_read(KEYS[1], ARGV[1])
-if not job then return {'NOT_FOUND'} end
-if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
-if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
-if cancel_asked(job) then return {'CANCEL_REQUESTED'} end
+local job, refused = held_run(KEYS[1], ARGV[1], ARGV[2])
+if not job then return refused end
 local now = now_ms()
-if run_timed_out(job, now) then return {'TIMED_OUT'} end
+refused = run_stopped(job, now)
+if refused then return refused end
 
 local percent = tonumber(ARGV[3])
 job[F.progress_percent] = percent
