@@ -323,7 +323,7 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
     event('timed_out', id, job, now)
   end
   job[F.lease_expires_at], job[F.lease_token], job[F.failed_token] = 0, '', token
-  job[F.run_deadline] = 0
+  job[F.run_deadline] = nil
   if corrupt or non_retryable or attempts >= max_attempts then
     if corrupt then
       err = 'job record lacks attempts, max_attempts or backoff fields; last error: ' .. err
@@ -498,7 +498,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       claimed = claimed + 1
       job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
       job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
-      job[F.worker_id], job[F.cancel_requested] = worker_id, 0
+      job[F.worker_id], job[F.cancel_requested] = worker_id, nil
       -- A run with a timeout ends at its deadline: the lease never reaches
       -- past it (extend_lease.lua caps renewals the same way).
       local timeout = tonumber(job[F.timeout]) or 0
@@ -507,7 +507,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
         job[F.run_deadline] = now + timeout
         job_expires = math.min(expires, now + timeout)
       else
-        job[F.run_deadline] = 0
+        job[F.run_deadline] = nil
       end
       job[F.lease_expires_at] = job_expires
       local packed = cmsgpack.pack(job)

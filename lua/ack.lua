@@ -71,7 +71,7 @@ for i = 3, #ARGV, 3 do
       redis.call('ZADD', KEYS[7], int(now + lease_left + grace), id)
     else
       job[F.state], job[F.finished_at], job[F.lease_expires_at] = 'completed', now, 0
-      job[F.run_deadline] = 0
+      job[F.run_deadline] = nil
       job_write(KEYS[3], id, job)
       if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[5], id, ARGV[i + 2]) end
       index[#index + 1] = int(now + retention)

@@ -32,7 +32,7 @@ if not tonumber(job[F.attempts]) then return {'CORRUPT', 'attempts'} end
 
 job[F.attempts] = tonumber(job[F.attempts]) - 1
 job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
-job[F.run_deadline] = 0
+job[F.run_deadline] = nil
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 ready_add({ready = KEYS[3], by_type = KEYS[4]}, job, ready_score(priority, available_at), ARGV[1])

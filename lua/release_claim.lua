@@ -38,7 +38,7 @@ for id in string.gmatch(record, '%S+') do
       tonumber(job[F.attempts]) and not cancel_asked(job) then
     job[F.attempts] = tonumber(job[F.attempts]) - 1
     job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
-    job[F.run_deadline] = 0
+    job[F.run_deadline] = nil
     job_write(KEYS[4], id, job)
     redis.call('ZREM', KEYS[2], id)
     ready_add({ready = KEYS[3], by_type = KEYS[5]}, job, ready_score(priority, available_at), id)
