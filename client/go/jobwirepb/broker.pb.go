@@ -434,8 +434,10 @@ type Job struct {
 	// 0..100 (absent when none was reported) and an opaque value.
 	ProgressPercent *int32 `protobuf:"varint,22,opt,name=progress_percent,json=progressPercent,proto3,oneof" json:"progress_percent,omitempty"`
 	ProgressData    []byte `protobuf:"bytes,23,opt,name=progress_data,json=progressData,proto3" json:"progress_data,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The producer's headers (EnqueueRequest.headers), unchanged.
+	Headers       map[string]string `protobuf:"bytes,24,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -629,6 +631,13 @@ func (x *Job) GetProgressData() []byte {
 	return nil
 }
 
+func (x *Job) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
 type EnqueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1..128 characters of [A-Za-z0-9._:-].
@@ -671,7 +680,14 @@ type EnqueueRequest struct {
 	// past it, its Ack is refused (RUN_TIMED_OUT), the worker's Claim stream
 	// and Worker helper stop its handler, and the attempt fails with error
 	// "timeout" (retried or DEAD as any failure).
-	TimeoutMs     int64 `protobuf:"varint,12,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int64 `protobuf:"varint,12,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Metadata that travels with the job to its handler (Job.headers), such
+	// as W3C trace context (traceparent, tracestate). At most 64 entries;
+	// each key 1..128 bytes of [a-z0-9._-] (lower case, as HTTP/2 and gRPC
+	// metadata keys), each value at most 4096 bytes; keys and values at most
+	// 16384 bytes in all. The broker stores them with the job and never
+	// interprets them.
+	Headers       map[string]string `protobuf:"bytes,13,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -788,6 +804,13 @@ func (x *EnqueueRequest) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *EnqueueRequest) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
 }
 
 type EnqueueResponse struct {
@@ -2494,7 +2517,7 @@ var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
 const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"\x17jobwire/v1/broker.proto\x12\n" +
-	"jobwire.v1\"\xa9\x06\n" +
+	"jobwire.v1\"\x9d\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
@@ -2520,8 +2543,12 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x0frun_deadline_ms\x18\x14 \x01(\x03R\rrunDeadlineMs\x123\n" +
 	"\x16cancel_requested_at_ms\x18\x15 \x01(\x03R\x13cancelRequestedAtMs\x12.\n" +
 	"\x10progress_percent\x18\x16 \x01(\x05H\x00R\x0fprogressPercent\x88\x01\x01\x12#\n" +
-	"\rprogress_data\x18\x17 \x01(\fR\fprogressDataB\x13\n" +
-	"\x11_progress_percent\"\xb6\x03\n" +
+	"\rprogress_data\x18\x17 \x01(\fR\fprogressData\x126\n" +
+	"\aheaders\x18\x18 \x03(\v2\x1c.jobwire.v1.Job.HeadersEntryR\aheaders\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x13\n" +
+	"\x11_progress_percent\"\xb5\x04\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -2536,7 +2563,11 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	" \x01(\x03R\fbackoffMaxMs\x129\n" +
 	"\x16completed_retention_ms\x18\v \x01(\x03H\x00R\x14completedRetentionMs\x88\x01\x01\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\f \x01(\x03R\ttimeoutMsB\x19\n" +
+	"timeout_ms\x18\f \x01(\x03R\ttimeoutMs\x12A\n" +
+	"\aheaders\x18\r \x03(\v2'.jobwire.v1.EnqueueRequest.HeadersEntryR\aheaders\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x19\n" +
 	"\x17_completed_retention_ms\"F\n" +
 	"\x0fEnqueueResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
@@ -2718,7 +2749,7 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                  // 0: jobwire.v1.JobState
 	(EventKind)(0),                 // 1: jobwire.v1.EventKind
@@ -2754,52 +2785,56 @@ var file_jobwire_v1_broker_proto_goTypes = []any{
 	(*QueueEvent)(nil),             // 31: jobwire.v1.QueueEvent
 	(*SubscribeRequest)(nil),       // 32: jobwire.v1.SubscribeRequest
 	(*SubscribeResponse)(nil),      // 33: jobwire.v1.SubscribeResponse
+	nil,                            // 34: jobwire.v1.Job.HeadersEntry
+	nil,                            // 35: jobwire.v1.EnqueueRequest.HeadersEntry
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
-	5,  // 1: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
-	8,  // 2: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
-	13, // 3: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
-	12, // 4: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
-	2,  // 5: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
-	4,  // 6: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
-	14, // 7: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
-	17, // 8: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
-	3,  // 9: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	4,  // 10: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	4,  // 11: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
-	1,  // 12: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
-	1,  // 13: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
-	31, // 14: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
-	5,  // 15: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	7,  // 16: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	10, // 17: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	14, // 18: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	16, // 19: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	19, // 20: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	21, // 21: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	23, // 22: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
-	25, // 23: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	27, // 24: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	29, // 25: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
-	32, // 26: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
-	6,  // 27: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	9,  // 28: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	11, // 29: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	15, // 30: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	18, // 31: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	20, // 32: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	22, // 33: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	24, // 34: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
-	26, // 35: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	28, // 36: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	30, // 37: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
-	33, // 38: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
-	27, // [27:39] is the sub-list for method output_type
-	15, // [15:27] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	34, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
+	35, // 2: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
+	5,  // 3: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
+	8,  // 4: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
+	13, // 5: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	12, // 6: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
+	2,  // 7: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
+	4,  // 8: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
+	14, // 9: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
+	17, // 10: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
+	3,  // 11: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
+	4,  // 12: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	4,  // 13: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	1,  // 14: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
+	1,  // 15: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
+	31, // 16: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
+	5,  // 17: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	7,  // 18: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	10, // 19: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	14, // 20: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	16, // 21: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	19, // 22: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	21, // 23: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	23, // 24: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
+	25, // 25: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	27, // 26: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	29, // 27: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	32, // 28: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
+	6,  // 29: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	9,  // 30: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	11, // 31: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	15, // 32: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	18, // 33: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	20, // 34: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	22, // 35: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	24, // 36: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
+	26, // 37: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	28, // 38: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	30, // 39: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	33, // 40: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
+	29, // [29:41] is the sub-list for method output_type
+	17, // [17:29] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -2817,7 +2852,7 @@ func file_jobwire_v1_broker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -140,8 +140,8 @@ type BrokerServiceClient interface {
 	// duplicate = true.
 	// Errors: INVALID_ARGUMENT (queue, type, payload, priority, delay_ms,
 	// run_at_ms, max_attempts, idempotency_key, backoff_*,
-	// completed_retention_ms), RESOURCE_EXHAUSTED (Redis is over its
-	// maxmemory; nothing stored), UNAVAILABLE.
+	// completed_retention_ms, timeout_ms, headers), RESOURCE_EXHAUSTED (Redis
+	// is over its maxmemory; nothing stored), UNAVAILABLE.
 	Enqueue(ctx context.Context, in *EnqueueRequest, opts ...grpc.CallOption) (*EnqueueResponse, error)
 	// Stores up to 1000 jobs (the jobs of one queue share one Redis script
 	// call). Each job is atomic on its own (stored whole or not at all, with
@@ -462,8 +462,8 @@ type BrokerServiceServer interface {
 	// duplicate = true.
 	// Errors: INVALID_ARGUMENT (queue, type, payload, priority, delay_ms,
 	// run_at_ms, max_attempts, idempotency_key, backoff_*,
-	// completed_retention_ms), RESOURCE_EXHAUSTED (Redis is over its
-	// maxmemory; nothing stored), UNAVAILABLE.
+	// completed_retention_ms, timeout_ms, headers), RESOURCE_EXHAUSTED (Redis
+	// is over its maxmemory; nothing stored), UNAVAILABLE.
 	Enqueue(context.Context, *EnqueueRequest) (*EnqueueResponse, error)
 	// Stores up to 1000 jobs (the jobs of one queue share one Redis script
 	// call). Each job is atomic on its own (stored whole or not at all, with
