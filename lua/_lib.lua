@@ -52,7 +52,7 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
                     'created_at', 'finished_at', 'backoff_base', 'backoff_max',
                     'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at',
                     'timeout', 'run_deadline', 'cancel_requested', 'progress_percent',
-                    'progress_data'}
+                    'progress_data', 'headers'}
 -- Field numbers by name.
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end

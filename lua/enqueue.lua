@@ -30,13 +30,14 @@
 --          ARGV[2..5]: lease ms, claim id, worker id, max bytes
 -- ARGV[9]  n: the number of job types the hand-off claim takes (0 = every
 --          type), then ARGV[10 .. 9 + n] those types
--- ARGV[J + 11k .. J + 10 + 11k], J = 10 + n: the k-th job (k = 0, 1, ...; at
+-- ARGV[J + 12k .. J + 11 + 12k], J = 10 + n: the k-th job (k = 0, 1, ...; at
 --   least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
 --   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms,
 --   completed retention ms (0 = delete on ack; read by ack.lua),
---   timeout ms (0 = none; claim_ready sets each run's deadline from it)
+--   timeout ms (0 = none; claim_ready sets each run's deadline from it),
+--   headers (a msgpack map of strings, stored as is; '' = none)
 -- Returns {id1, duplicate1, id2, duplicate2, ..., registered, claimed}:
 -- duplicate is 1 when the idempotency key was known (nothing written), else
 -- 0; registered is 0 when the queue's registered marker is missing (a new
@@ -66,10 +67,10 @@ for i = 10, first_job - 1 do hand_off_types[#hand_off_types + 1] = ARGV[i] end
 -- Ids: the call reserves one per job of the call with one INCRBY, and gives
 -- back what duplicates left unused at the end (nothing runs in between), so
 -- ids follow each other as with one INCR per stored job.
-local reserved = (#ARGV - first_job + 1) / 11
+local reserved = (#ARGV - first_job + 1) / 12
 local last_id = redis.call('INCRBY', KEYS[1], reserved) - reserved
 local stored = 0
-for i = first_job, #ARGV, 11 do
+for i = first_job, #ARGV, 12 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
   if existing then
@@ -91,6 +92,7 @@ for i = first_job, #ARGV, 11 do
     job[F.completed_retention] = tonumber(ARGV[i + 9])
     local timeout = tonumber(ARGV[i + 10])
     if timeout > 0 then job[F.timeout] = timeout end
+    if ARGV[i + 11] ~= '' then job[F.headers] = ARGV[i + 11] end
     add_pair(records, id, cmsgpack.pack(job))
     event('enqueued', id, job, now)
     if ARGV[i + 1] ~= '' then add_pair(payloads, id, ARGV[i + 1]) end

@@ -8,6 +8,7 @@
 // received.
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -414,6 +415,74 @@ TEST_F(RunControlTest, BadProgressAndTimeoutAreRefusedAndChangeNothing) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(client::ErrorField(client::FromGrpc(status)).value_or(""), "timeout_ms");
   EXPECT_NE(status.error_message().find("0..604800000"), std::string::npos);
+}
+
+// Headers travel with the job unchanged: to the handler, GetJob and the
+// Claim stream; bad ones are refused naming the field and the limit.
+TEST_F(RunControlTest, HeadersTravelWithTheJobAndBadOnesAreRefused) {
+  const std::string queue = "rc.headers";
+  const std::map<std::string, std::string> headers = {
+      {"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+      {"tenant", "acme"},
+      {"empty", ""}};
+  client::Client producer(client::ClientOptions{broker_->address()});
+  client::EnqueueOptions options;
+  options.headers = headers;
+  absl::StatusOr<client::Enqueued> enqueued = producer.Enqueue(queue, "traced", "", options);
+  ASSERT_TRUE(enqueued.ok()) << enqueued.status();
+  v1::Job read = Read(queue, enqueued->job_id);
+  const std::map<std::string, std::string> stored(read.headers().begin(), read.headers().end());
+  EXPECT_EQ(stored, headers);
+
+  client::WorkerOptions worker_options;
+  worker_options.address = broker_->address();
+  worker_options.queues = {queue};
+  client::Worker worker(worker_options);
+  absl::Mutex mu;
+  std::optional<std::map<std::string, std::string>> seen;
+  worker.Register("traced", [&](const client::Job& job) -> absl::StatusOr<std::string> {
+    absl::MutexLock lock(&mu);
+    seen = job.headers;
+    return std::string();
+  });
+  std::thread runner([&] { worker.Run().IgnoreError(); });
+  {
+    absl::MutexLock lock(&mu);
+    auto ran = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) { return seen.has_value(); };
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&ran), kPrompt));
+  }
+  worker.Stop();
+  runner.join();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(*seen, headers);
+
+  struct Case {
+    std::map<std::string, std::string> headers;
+    std::string message;
+  };
+  std::map<std::string, std::string> too_many, too_big;
+  for (int i = 0; i < 65; ++i) too_many["h" + std::to_string(i)] = "v";
+  for (int i = 0; i < 5; ++i) too_big["h" + std::to_string(i)] = std::string(4000, 'x');
+  for (const Case& c : std::vector<Case>{
+           {{{"Bad Key", "v"}}, "keys must be 1..128 bytes of [a-z0-9._-], got \"Bad Key\""},
+           {{{"", "v"}}, "keys must be 1..128 bytes"},
+           {{{std::string(129, 'k'), "v"}}, "keys must be 1..128 bytes"},
+           {{{"big", std::string(4097, 'x')}}, "value of \"big\" must be at most 4096 bytes"},
+           {too_many, "at most 64 entries, got 65"},
+           {too_big, "at most 16384 bytes in all, got 20010"}}) {
+    v1::EnqueueRequest bad = MakeJob("rc.headers.bad", "p");
+    bad.mutable_headers()->insert(c.headers.begin(), c.headers.end());
+    v1::EnqueueResponse response;
+    grpc::Status status = Enqueue(*stub_, bad, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.message;
+    EXPECT_EQ(client::ErrorField(client::FromGrpc(status)).value_or(""), "headers");
+    EXPECT_NE(status.error_message().find(c.message), std::string::npos)
+        << status.error_message();
+  }
+  v1::Job none;
+  EXPECT_EQ(GetJob(*stub_, "rc.headers.bad", "000000000001", &none).error_code(),
+            grpc::StatusCode::NOT_FOUND)
+      << "a refused enqueue stored a job";
 }
 
 // The C++ Worker: a handler waiting on its stop token is told of a Cancel

@@ -1,5 +1,9 @@
 #include "broker/service/request_validator.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -67,6 +71,49 @@ absl::Status ValidateJobId(absl::string_view field, absl::string_view job_id) {
   return CheckName(field, job_id, kMaxJobIdLength);
 }
 
+namespace {
+
+// EnqueueRequest.headers (`field`): the limits of broker.proto. Keys are
+// checked in sorted order, so that the error names the same key whatever
+// the map's iteration order.
+absl::Status CheckHeaders(const std::string& field,
+                          const google::protobuf::Map<std::string, std::string>& headers) {
+  if (headers.size() > static_cast<size_t>(kMaxHeaders)) {
+    return Invalid(field, absl::StrCat("must hold at most ", kMaxHeaders, " entries, got ",
+                                       headers.size()));
+  }
+  std::vector<const std::string*> keys;
+  keys.reserve(headers.size());
+  for (const auto& [key, value] : headers) keys.push_back(&key);
+  std::sort(keys.begin(), keys.end(), [](auto* a, auto* b) { return *a < *b; });
+  size_t total = 0;
+  for (const std::string* key : keys) {
+    const std::string& value = headers.at(*key);
+    const bool valid_key =
+        !key->empty() && key->size() <= kMaxHeaderKeyBytes &&
+        std::all_of(key->begin(), key->end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
+        });
+    if (!valid_key) {
+      return Invalid(field, absl::StrFormat("keys must be 1..%d bytes of [a-z0-9._-], got \"%s\"",
+                                            kMaxHeaderKeyBytes, absl::CHexEscape(*key)));
+    }
+    if (value.size() > kMaxHeaderValueBytes) {
+      return Invalid(field, absl::StrCat("value of \"", *key, "\" must be at most ",
+                                         kMaxHeaderValueBytes, " bytes, got ", value.size()));
+    }
+    total += key->size() + value.size();
+  }
+  if (total > kMaxHeadersBytes) {
+    return Invalid(field, absl::StrCat("keys and values must be at most ", kMaxHeadersBytes,
+                                       " bytes in all, got ", total));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                              absl::string_view p) {
   JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat(p, "queue"), r.queue()));
@@ -103,7 +150,8 @@ absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                                 " ms (the broker's --completed_retention_max_ms), got ",
                                 r.completed_retention_ms()));
   }
-  return CheckRange(absl::StrCat(p, "timeout_ms"), r.timeout_ms(), 0, kMaxJobTimeoutMs);
+  JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "timeout_ms"), r.timeout_ms(), 0, kMaxJobTimeoutMs));
+  return CheckHeaders(absl::StrCat(p, "headers"), r.headers());
 }
 
 absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r) {

@@ -37,6 +37,11 @@ inline constexpr int64_t kMaxDelayMs = 10LL * 365 * 24 * 3600 * 1000;
 inline constexpr int64_t kMaxBackoffMs = 7LL * 24 * 3600 * 1000;
 // EnqueueRequest.timeout_ms: at most 7 days.
 inline constexpr int64_t kMaxJobTimeoutMs = 7LL * 24 * 3600 * 1000;
+// EnqueueRequest.headers: entries, key and value bytes, all bytes.
+inline constexpr int kMaxHeaders = 64;
+inline constexpr size_t kMaxHeaderKeyBytes = 128;
+inline constexpr size_t kMaxHeaderValueBytes = 4096;
+inline constexpr size_t kMaxHeadersBytes = 16384;
 // ReportProgressRequest.data: at most this many bytes.
 inline constexpr int64_t kMaxProgressDataBytes = 4096;
 

@@ -2,7 +2,11 @@
 
 #include <msgpack.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "broker/store/msgpack_value.h"
 
@@ -32,7 +36,26 @@ enum JobField : int64_t {
   kCancelRequested = 22,
   kProgressPercent = 23,
   kProgressData = 24,
+  kHeaders = 25,
 };
+
+// Sets job->headers from a packed headers map (PackHeaders); anything else
+// is ignored (a damaged field shows no headers).
+void SetHeaders(absl::string_view packed, v1::Job* job) {
+  msgpack_unpacked unpacked;
+  msgpack_unpacked_init(&unpacked);
+  size_t offset = 0;
+  if (msgpack_unpack_next(&unpacked, packed.data(), packed.size(), &offset) ==
+          MSGPACK_UNPACK_SUCCESS &&
+      unpacked.data.type == MSGPACK_OBJECT_MAP) {
+    const msgpack_object_map& map = unpacked.data.via.map;
+    auto* headers = job->mutable_headers();
+    for (uint32_t i = 0; i < map.size; ++i) {
+      (*headers)[MsgpackText(map.ptr[i].key)] = MsgpackText(map.ptr[i].val);
+    }
+  }
+  msgpack_unpacked_destroy(&unpacked);
+}
 
 v1::JobState ParseState(absl::string_view s) {
   if (s == "pending") return v1::JOB_STATE_PENDING;
@@ -69,11 +92,33 @@ void SetField(int64_t number, const msgpack_object& v, v1::Job* job, std::string
       job->set_progress_percent(static_cast<int32_t>(MsgpackInt(v)));
       break;
     case kProgressData: job->set_progress_data(MsgpackText(v)); break;
+    case kHeaders: SetHeaders(MsgpackText(v), job); break;
     default: break;  // fields a Job does not show
   }
 }
 
 }  // namespace
+
+std::string PackHeaders(const google::protobuf::Map<std::string, std::string>& headers) {
+  if (headers.empty()) return "";
+  std::vector<std::pair<absl::string_view, absl::string_view>> sorted(headers.begin(),
+                                                                       headers.end());
+  std::sort(sorted.begin(), sorted.end());
+  msgpack_sbuffer buffer;
+  msgpack_sbuffer_init(&buffer);
+  msgpack_packer packer;
+  msgpack_packer_init(&packer, &buffer, msgpack_sbuffer_write);
+  msgpack_pack_map(&packer, sorted.size());
+  for (const auto& [key, value] : sorted) {
+    msgpack_pack_str(&packer, key.size());
+    msgpack_pack_str_body(&packer, key.data(), key.size());
+    msgpack_pack_str(&packer, value.size());
+    msgpack_pack_str_body(&packer, value.data(), value.size());
+  }
+  std::string out(buffer.data, buffer.size);
+  msgpack_sbuffer_destroy(&buffer);
+  return out;
+}
 
 bool DecodeJobRecord(absl::string_view packed, v1::Job* job, std::string* lease_token) {
   msgpack_unpacked unpacked;

@@ -23,6 +23,11 @@ namespace jobwire::store {
 // read one as a record lacking every field); `job` is then unchanged.
 bool DecodeJobRecord(absl::string_view packed, v1::Job* job, std::string* lease_token);
 
+// A job's headers as its record stores them (field `headers`, set by
+// enqueue.lua from this): a msgpack map of strings, keys sorted; "" when
+// there are none.
+std::string PackHeaders(const google::protobuf::Map<std::string, std::string>& headers);
+
 // The Job that `reply` ({record, payload, result}, job_reply) describes, as
 // job `id` of `queue`; `lease_token` as for DecodeJobRecord. A reply of
 // another shape gives a Job with only the id and queue.

@@ -208,7 +208,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                                    absl::StrCat(kMaxClaimBytes)};
   args.push_back(absl::StrCat(hand_off ? hand_off->types.size() : 0));
   if (hand_off) args.insert(args.end(), hand_off->types.begin(), hand_off->types.end());
-  args.reserve(args.size() + 11 * jobs.size());
+  args.reserve(args.size() + 12 * jobs.size());
   for (const v1::EnqueueRequest& r : jobs) {
     const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
                                                              : options_.completed_retention_ms;
@@ -217,7 +217,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
                  absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
                  absl::StrCat(retention),
-                 absl::StrCat(r.timeout_ms() > 0 ? r.timeout_ms() : options_.default_job_timeout_ms)});
+                 absl::StrCat(r.timeout_ms() > 0 ? r.timeout_ms() : options_.default_job_timeout_ms),
+                 PackHeaders(r.headers())});
   }
   Callback<ClaimOutcome> claimed = hand_off ? std::move(hand_off->claimed) : nullptr;
   const int64_t lease_ms = hand_off ? hand_off->lease_ms : 0;

@@ -34,6 +34,7 @@ void FillRequest(absl::string_view queue, absl::string_view type, absl::string_v
     request->set_completed_retention_ms(*options.completed_retention_ms);
   }
   request->set_timeout_ms(options.timeout_ms);
+  request->mutable_headers()->insert(options.headers.begin(), options.headers.end());
 }
 
 }  // namespace

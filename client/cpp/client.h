@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,9 @@ struct EnqueueOptions {
   // The longest a run may take, 0..604800000 ms; 0: the broker's
   // --default_job_timeout_ms (none out of the box). See Job::deadline.
   int64_t timeout_ms = 0;
+  // Metadata that travels with the job to its handler (Job::headers), e.g.
+  // W3C trace context; limits in broker.proto (EnqueueRequest.headers).
+  std::map<std::string, std::string> headers;
 };
 
 struct Enqueued {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -33,6 +34,8 @@ struct Job {
   std::string type;
   // The producer's bytes, unchanged.
   std::string payload;
+  // The producer's headers (EnqueueOptions::headers), unchanged.
+  std::map<std::string, std::string> headers;
   // 1 for the first run; counts the current run.
   int32_t attempt = 0;
   int32_t max_attempts = 0;
