@@ -48,7 +48,8 @@ const (
 )
 
 // JobInfo is a job as GetJob returns it (every field of the proto's Job).
-// Run control shows in TimeoutMs (the job's run timeout, 0: none),
+// Headers holds the job's WithHeaders (nil when none). Run control shows in
+// TimeoutMs (the job's run timeout, 0: none),
 // RunDeadlineMs (the current run's deadline, Redis clock, while ACTIVE),
 // CancelRequestedAtMs (when Cancel asked the current run to stop; 0: it did
 // not), ProgressPercent (nil when no report had one) and ProgressData.
@@ -273,6 +274,31 @@ func WithRunTimeout(d time.Duration) EnqueueOption {
 // broker default).
 func WithRunTimeoutMs(ms int64) EnqueueOption {
 	return func(r *jobwirepb.EnqueueRequest) { r.TimeoutMs = ms }
+}
+
+// WithHeaders adds string headers to the job: metadata for the handler
+// (trace context such as "traceparent", a tenant, ...) that the broker
+// stores with the job unchanged and never interprets. The handler sees them
+// in Job.Headers; GetJob, Wait and the Admin ListJobs show them in
+// JobInfo.Headers. Given more than once, the maps are merged (a later value
+// wins for the same key); the map is copied, so the caller may reuse it. The
+// broker's limits: at most 64 headers, each key 1..128 bytes of
+// [a-z0-9._-], each value at most 4096 bytes, keys and values at most 16384
+// bytes together; beyond them the job is refused INVALID_ARGUMENT /
+// ErrInvalidField naming the field "headers" ("jobs[<i>].headers" in the
+// message of a BatchResult.Err) and nothing is stored.
+func WithHeaders(headers map[string]string) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) {
+		if len(headers) == 0 {
+			return
+		}
+		if r.Headers == nil {
+			r.Headers = make(map[string]string, len(headers))
+		}
+		for k, v := range headers {
+			r.Headers[k] = v
+		}
+	}
 }
 
 // EnqueueResult is the answer to one enqueued job.

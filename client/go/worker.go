@@ -50,6 +50,9 @@ type Job struct {
 	LeaseMs int64
 	// WorkerID is the id of the worker running the job.
 	WorkerID string
+	// Headers are the job's headers as the producer gave them (WithHeaders);
+	// nil or empty when it gave none. The same map as Info.Headers.
+	Headers map[string]string
 	// Info is the job as the broker delivered it (every field of the proto;
 	// Info.TimeoutMs is the run timeout, whose deadline the handler's
 	// context carries).
@@ -332,6 +335,7 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 		LeaseExpiresAtMs: cj.GetLeaseExpiresAtMs(),
 		LeaseMs:          cj.GetLeaseMs(),
 		WorkerID:         r.w.cfg.workerID,
+		Headers:          info.GetHeaders(),
 		Info:             info,
 		leaseToken:       cj.GetLeaseToken(),
 		run:              run,
