@@ -65,6 +65,18 @@ export interface EnqueueOptions {
    * call's own deadline.)
    */
   runTimeoutMs?: number;
+  /**
+   * Metadata that travels with the job to its handler (`job.headers`) and is
+   * read back as `JobInfo.headers`, e.g. W3C trace context (`traceparent`,
+   * `tracestate`). EnqueueRequest.headers. The broker stores them unchanged
+   * and never interprets them; it refuses (INVALID_ARGUMENT, reason
+   * INVALID_FIELD, field `headers`; nothing stored) more than 64 entries, a
+   * key that is not 1..128 bytes of [a-z0-9._-], a value over 4096 bytes, or
+   * more than 16384 bytes of keys and values in all. A value that is not a
+   * plain object of strings rejects with TypeError, sending nothing; unset
+   * or `{}`: none.
+   */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -118,7 +130,31 @@ function itemError(code: number, message: string, reason: string) {
   return { ok: false as const, code, codeName: statusName(code), message, reason, error: new JobwireError(code, message, { reason }) };
 }
 
-/** Builds the EnqueueRequest of one job. */
+/**
+ * The headers of an EnqueueRequest: a copy of `h` (own enumerable keys, so a
+ * key such as `__proto__` stays a key), or undefined for none. Throws
+ * TypeError unless `h` is a plain object whose values are strings.
+ */
+function headersOf(h: unknown): Record<string, string> | undefined {
+  if (h === undefined || h === null) return undefined;
+  const proto: unknown = typeof h === 'object' ? Object.getPrototypeOf(h) : undefined;
+  if (typeof h !== 'object' || (proto !== Object.prototype && proto !== null)) {
+    throw new TypeError('jobwire: options.headers must be a plain object of string keys and string values');
+  }
+  const entries = Object.entries(h as Record<string, unknown>);
+  if (entries.length === 0) return undefined;
+  for (const [k, v] of entries) {
+    if (typeof v !== 'string') {
+      throw new TypeError(`jobwire: options.headers[${JSON.stringify(k)}] must be a string, got ${v === null ? 'null' : typeof v}`);
+    }
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+/**
+ * Builds the EnqueueRequest of one job. Throws TypeError on malformed
+ * headers (see EnqueueOptions.headers).
+ */
 export function toEnqueueRequest(queue: string, type: string, payload: unknown, o: EnqueueOptions = {}): EnqueueRequest {
   const req: EnqueueRequest = { queue, type, payload: encodeValue(payload) };
   if (o.priority !== undefined) req.priority = o.priority;
@@ -130,6 +166,8 @@ export function toEnqueueRequest(queue: string, type: string, payload: unknown, 
   if (o.backoffMaxMs !== undefined) req.backoffMaxMs = o.backoffMaxMs;
   if (o.completedRetentionMs !== undefined) req.completedRetentionMs = o.completedRetentionMs;
   if (o.runTimeoutMs !== undefined) req.timeoutMs = o.runTimeoutMs;
+  const headers = headersOf(o.headers);
+  if (headers !== undefined) req.headers = headers;
   return req;
 }
 
@@ -174,8 +212,10 @@ export class Client {
 
   /**
    * Stores up to 1000 jobs; one result per job, in order. Per-job errors are
-   * returned (ok: false), not thrown; a call-level error (empty or oversized
-   * batch, broker unreachable) rejects.
+   * returned (ok: false), not thrown (bad headers: INVALID_ARGUMENT naming
+   * `jobs[i].headers`); a call-level error (empty or oversized batch, broker
+   * unreachable) rejects, as does a TypeError for malformed headers of any
+   * job (nothing sent).
    */
   async enqueueBatch(queue: string, jobs: BatchJob[], options?: CallOptions): Promise<BatchResult[]> {
     const timeoutMs = callTimeoutMs(options, this.timeoutMs);

@@ -44,6 +44,11 @@ export class Job {
   readonly maxAttempts: number;
   readonly priority: number;
   /**
+   * The producer's headers (enqueue option `headers`, e.g. `traceparent`),
+   * unchanged; `{}` when none.
+   */
+  readonly headers: Record<string, string>;
+  /**
    * Aborted when the run is told to stop (reason: a JobCancelledError,
    * `reason` 'cancelled' or 'timeout'), when the lease is lost (reason: a
    * LeaseLostError) or when the worker abandons the job after its stop grace
@@ -86,6 +91,7 @@ export class Job {
     this.attempt = j.attempts;
     this.maxAttempts = j.maxAttempts;
     this.priority = j.priority;
+    this.headers = j.headers ?? {};
     this.#signalOf = signal instanceof JobAbort ? signal : { signal };
     this.leaseExpiresAtMs = toNumber(cj.leaseExpiresAtMs) || toNumber(j.leaseExpiresAtMs);
     this.leaseMs = toNumber(cj.leaseMs);

@@ -36,6 +36,8 @@ export class JobInfo {
   readonly progressPercent: number | undefined;
   /** The latest progress data a run reported (empty when none). */
   readonly progressData: Buffer;
+  /** The producer's headers (enqueue option `headers`), unchanged; `{}` when none. */
+  readonly headers: Record<string, string>;
 
   constructor(j: Job__Output) {
     this.id = j.id;
@@ -61,6 +63,7 @@ export class JobInfo {
     this.cancelRequestedAtMs = toNumber(j.cancelRequestedAtMs);
     this.progressPercent = j.progressPercent ?? undefined;
     this.progressData = j.progressData ?? Buffer.alloc(0);
+    this.headers = j.headers ?? {};
   }
 
   /** The payload decoded as UTF-8 JSON. */

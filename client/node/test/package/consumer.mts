@@ -19,6 +19,12 @@ worker.on('outcome', (o: Outcome) => { if (o.kind === 'ack_ok') void worker.stop
 const progress: Progress = { percent: 50, data: { step: 'upload' } };
 const requested: Promise<boolean> = client.cancel('q', 'id');
 void client.enqueue('q', 'long', 1, { runTimeoutMs: 60_000, timeoutMs: 500 });
+// Headers: an enqueue option, read back by getJob and by the handler.
+const headers: Record<string, string> = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
+void client.enqueue('q', 'long', 1, { headers, timeoutMs: 500 });
+void client.enqueueBatch('q', [{ type: 'long', options: { headers } }]);
+void client.getJob('q', 'id').then((j): Record<string, string> => j.headers);
+worker.register('traced', (job: Job): string | undefined => job.headers['traceparent']);
 void client.reportProgress('q', 'id', 't', progress, call);
 worker.register('long', async (job: Job) => {
   await job.reportProgress({ percent: 10 });
