@@ -5,7 +5,7 @@ import datetime as _dt
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import grpc
 
@@ -57,6 +57,24 @@ def to_epoch_ms(value: Any) -> int:
     return int(value)
 
 
+def check_headers(headers: Any) -> Dict[str, str]:
+    """The job headers given to enqueue as a plain dict: a Mapping of str to
+    str (None: none). Only the types are checked here; the broker checks the
+    limits (keys, sizes, count) and names ``headers`` when it refuses them."""
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):
+        raise TypeError("headers must be a mapping of str to str, got %r" % (headers,))
+    out: Dict[str, str] = {}
+    for key, value in headers.items():
+        if not isinstance(key, str):
+            raise TypeError("header keys must be str, got %r" % (key,))
+        if not isinstance(value, str):
+            raise TypeError("header %r: values must be str, got %r" % (key, value))
+        out[key] = value
+    return out
+
+
 def _loads(data: bytes) -> Any:
     if not data:
         return None
@@ -83,7 +101,10 @@ class Job:
     None when no report gave one) and ``progress_data`` (the latest report's
     bytes). A handler's job also carries the run's stop signal:
     ``cancelled``, ``cancel_reason``, ``deadline``, ``check_cancelled()``,
-    ``wait_cancelled()``, and reports progress with ``progress()``."""
+    ``wait_cancelled()``, and reports progress with ``progress()``.
+
+    ``headers``: the producer's headers (``enqueue(..., headers=...)``), a
+    plain dict of str to str, unchanged (empty when none were given)."""
 
     id: str
     queue: str
@@ -109,6 +130,7 @@ class Job:
     cancel_requested_at_ms: int = 0
     progress_percent: Optional[int] = None
     progress_data: bytes = b""
+    headers: Dict[str, str] = field(default_factory=dict)
     # Set by the Worker that runs the job (threading.Event, or asyncio.Event
     # in jobwire.aio); None otherwise.
     _lease_lost_event: Any = field(default=None, init=False, repr=False, compare=False)
@@ -240,6 +262,7 @@ class Job:
             progress_percent=(pb.progress_percent if pb.HasField("progress_percent")
                               else None),
             progress_data=bytes(pb.progress_data),
+            headers=dict(pb.headers),
         )
 
 

@@ -84,6 +84,8 @@ class Client:
 
     async def enqueue(self, queue: str, type: str, payload: Any = _NO_PAYLOAD, *,
                       timeout: Optional[float] = None, **options) -> EnqueueResult:
+        """As ``jobwire.Client.enqueue`` (the same options, ``headers``
+        included)."""
         req = build_enqueue_request(queue, type, payload, **options)
         resp = await self._call(self._stub.Enqueue, req, timeout)
         return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)

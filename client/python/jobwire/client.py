@@ -10,7 +10,8 @@ import grpc
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError
 from ._subscribe import Kinds, Queues, SubscribeState, Subscription, build_subscribe_request
-from ._types import AckResult, EnqueueResult, Job, encode_payload, encode_result, to_epoch_ms, to_ms
+from ._types import (AckResult, EnqueueResult, Job, check_headers, encode_payload, encode_result,
+                     to_epoch_ms, to_ms)
 from ._wait import Waiter
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
@@ -25,6 +26,7 @@ _OPTION_NAMES = (
     "backoff_max_ms",
     "completed_retention_ms",
     "timeout_ms",
+    "headers",
 )
 
 _NO_PAYLOAD = b""
@@ -44,13 +46,17 @@ def build_enqueue_request(
     backoff_max_ms: Any = None,
     completed_retention_ms: Any = None,
     timeout_ms: Any = None,
+    headers: Optional[Mapping[str, str]] = None,
 ) -> "pb.EnqueueRequest":
     """The EnqueueRequest for one job. Unset options (None) take the broker
     defaults; limits are checked by the broker, whose message is surfaced.
     ``completed_retention_ms``: how long the job is kept once completed (0 =
     deleted on ack; at most the broker's --completed_retention_max_ms).
     ``timeout_ms``: the longest a run may take (0..7 days; 0: the broker's
-    --default_job_timeout_ms, none out of the box)."""
+    --default_job_timeout_ms, none out of the box). ``headers``: a mapping of
+    str to str that travels with the job to its handler (``job.headers``);
+    TypeError for other types, the broker checks the rest."""
+    header_map = check_headers(headers)
     req = pb.EnqueueRequest(queue=queue, type=type, payload=encode_payload(payload))
     if priority is not None:
         req.priority = int(priority)
@@ -70,6 +76,8 @@ def build_enqueue_request(
         req.completed_retention_ms = to_ms(completed_retention_ms, "completed_retention_ms")
     if timeout_ms is not None:
         req.timeout_ms = to_ms(timeout_ms, "timeout_ms")
+    if header_map:
+        req.headers.update(header_map)
     return req
 
 
@@ -232,20 +240,25 @@ class Client:
         backoff_max_ms: Any = None,
         completed_retention_ms: Any = None,
         timeout_ms: Any = None,
+        headers: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
     ) -> EnqueueResult:
         """Store one job. ``payload``: bytes pass through unchanged, anything
         else is JSON-encoded. ``timeout_ms`` (ms or a timedelta): the longest
         a run of the job may take; its handler is told to stop at the
-        deadline and the attempt fails with error "timeout". ``timeout`` is
-        this call's deadline in seconds. Returns
-        ``EnqueueResult(job_id, duplicate)``."""
+        deadline and the attempt fails with error "timeout". ``headers``: a
+        mapping of str to str (e.g. W3C ``traceparent``) stored with the job
+        and handed to its handler as ``job.headers``; the broker refuses
+        bad keys or too many / too large headers with INVALID_ARGUMENT
+        (field ``headers``). ``timeout`` is this call's deadline in
+        seconds. Returns ``EnqueueResult(job_id, duplicate)``."""
         req = build_enqueue_request(
             queue, type, payload,
             priority=priority, delay_ms=delay_ms, run_at=run_at,
             max_attempts=max_attempts, idempotency_key=idempotency_key,
             backoff_base_ms=backoff_base_ms, backoff_max_ms=backoff_max_ms,
             completed_retention_ms=completed_retention_ms, timeout_ms=timeout_ms,
+            headers=headers,
         )
         resp = self._call(self._stub.Enqueue, req, timeout)
         return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)
@@ -253,9 +266,11 @@ class Client:
     def enqueue_batch(self, queue: str, jobs: Iterable[Mapping[str, Any]],
                       *, timeout: Optional[float] = None) -> List[EnqueueResult]:
         """Store up to 1000 jobs, each ``{"type", "payload", "options": {...}}``
-        (options may also be inline keys). One result per job, in order; a
-        job the broker refused has ``.error`` set (returned, not raised), a
-        JobwireError whose ``reason`` is the result's (e.g. INVALID_FIELD).
+        (options, ``headers`` among them, may also be inline keys). One
+        result per job, in order; a job the broker refused has ``.error`` set
+        (returned, not raised), a JobwireError whose ``reason`` is the
+        result's (e.g. INVALID_FIELD; refused headers: a message naming
+        ``jobs[<i>].headers``).
         A call-level error (empty or oversized batch) raises JobwireError."""
         req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])
         resp = self._call(self._stub.EnqueueBatch, req, timeout)
