@@ -362,7 +362,7 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"delete_job", finish_work},     {"delete_queue", finish_work},
       {"unregister_queue", finish_work}, {"set_partitions", finish_work},
       {"purge_dead", finish_work},     {"trim_dead", finish_work},
-      {"index_by_type", finish_work},
+      {"index_by_type", finish_work},  {"report_progress", finish_work},
       {"queue_stats", read_only},      {"list_jobs", read_only},
       {"get_job", read_only},
   };
