@@ -21,7 +21,7 @@ SIGTERM stops it gracefully (the Worker's own signal handling); outcomes
 reported after it, even after the Worker closed, are still recorded.
 
 The lease token is not part of the public Job: ChaosWorker reads it where
-the Worker hands it to its private _process(job, token, ...) and sets
+the Worker hands it to its private _process(job, run, ...) (run.token) and sets
 job._lease_token (and job._delivered_exp_ms, the lease end as delivered,
 before any renewal), which the handler and on_outcome (same Job object) read.
 The worker refuses to start if that seam is not there."""
@@ -47,10 +47,10 @@ class ChaosWorker(Worker):
 
     record_signal = None  # callable, set by main
 
-    def _process(self, job, token, *rest):
-        job._lease_token = token
+    def _process(self, job, run, *rest):
+        job._lease_token = run.token
         job._delivered_exp_ms = job.lease_expires_at_ms
-        super()._process(job, token, *rest)
+        super()._process(job, run, *rest)
 
     def _report(self, outcome):
         if self.on_outcome is None:
@@ -68,9 +68,10 @@ class ChaosWorker(Worker):
 
 def check_seam():
     params = list(inspect.signature(Worker._process).parameters)
-    if params[:3] != ["self", "job", "token"]:
-        sys.exit("chaos worker: jobwire.Worker._process(job, token, ...) not found "
-                 f"(got {params}); the run needs the lease token of every delivery")
+    if params[:3] != ["self", "job", "run"]:
+        sys.exit("chaos worker: jobwire.Worker._process(job, run, ...) not found "
+                 f"(got {params}); the run needs the lease token of every delivery "
+                 "(run.token)")
     for name in ("_report", "_on_signal"):
         if not callable(getattr(Worker, name, None)):
             sys.exit(f"chaos worker: jobwire.Worker.{name} not found")
