@@ -350,6 +350,32 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
   return 'retry', at
 end
 
+-- The trace id of the job's W3C `traceparent` header
+-- (https://www.w3.org/TR/trace-context/; the headers are a packed msgpack
+-- map, field 'headers'): its 32 lowercase hex digits, or '' when the job has
+-- no traceparent or one of another form (version 00: exactly
+-- "00-<32 hex>-<16 hex>-<2 hex>"; a later version, not "ff", may append
+-- "-..."; neither id all zeros). The broker logs it with the lines it writes
+-- about the job.
+local function trace_id(job)
+  local packed = job[F.headers]
+  if not packed then return '' end
+  local ok, headers = pcall(cmsgpack.unpack, packed)
+  if not ok or type(headers) ~= 'table' or type(headers['traceparent']) ~= 'string' then
+    return ''
+  end
+  local value = headers['traceparent']
+  local version, trace, parent, rest = string.match(
+      value, '^([0-9a-f][0-9a-f])%-(' .. string.rep('[0-9a-f]', 32) .. ')%-(' ..
+      string.rep('[0-9a-f]', 16) .. ')%-[0-9a-f][0-9a-f](.*)$')
+  if not version or version == 'ff' then return '' end
+  if (version == '00' and rest ~= '') or (rest ~= '' and string.sub(rest, 1, 1) ~= '-') then
+    return ''
+  end
+  if not string.find(trace, '[^0]') or not string.find(parent, '[^0]') then return '' end
+  return trace
+end
+
 -- The best ready jobs for a claim of up to `want` jobs: every type's when
 -- `types` is empty (the ready set's first `want`, popped from it: the caller
 -- puts back what it does not take), else only the listed types' (the first

@@ -17,7 +17,9 @@
 -- ARGV[4] non_retryable ('1' or '0')   ARGV[5] retry_after_ms (0 = backoff)
 -- ARGV[6] jitter seed   ARGV[7] notify channel {p}:{q}:notify
 -- Returns {'OK', 'retry'|'dead', next_attempt_at_ms, repeat (1 when this
--- token's fail was settled before, else 0)} | {'NOT_FOUND'} | {'STALE'} |
+-- token's fail was settled before, else 0), trace id (of the job's
+-- traceparent header when this call made it dead, else ''; trace_id in
+-- _lib.lua)} | {'NOT_FOUND'} | {'STALE'} |
 -- {'STATE', state}.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
@@ -25,7 +27,7 @@
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
 if job[F.failed_token] == ARGV[2] and ARGV[2] ~= '' then
-  return {'OK', tostring(job[F.fail_outcome]), tonumber(job[F.fail_next_at]) or 0, 1}
+  return {'OK', tostring(job[F.fail_outcome]), tonumber(job[F.fail_next_at]) or 0, 1, ''}
 end
 if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
 if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
@@ -36,4 +38,4 @@ local outcome, at = settle_failure(KEYS[1], job, KEYS[2], KEYS[3], KEYS[4], ARGV
                                    ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5]), now_ms())
 if outcome == 'corrupt' then outcome = 'dead' end
 events_publish()
-return {'OK', outcome, at, 0}
+return {'OK', outcome, at, 0, outcome == 'dead' and trace_id(job) or ''}

@@ -35,13 +35,16 @@
 -- ARGV[4] idle ms: how long a queue may stay empty (no job in any state, not
 --         paused) before it is reported idle; 0 = no idle check this call
 --         (the empty-since mark is neither read nor written)
--- Returns {reaped, next_expiry_in_ms, dead, skipped, idle}: idle is 1 when
+-- Returns {reaped, next_expiry_in_ms, dead, skipped, idle, settled}: idle is 1 when
 -- the queue has been empty for ARGV[4] ms (the broker then drops it from the
 -- registry, delete_queue.lua 'if empty'); next_expiry_in_ms is
 -- the ms until the earliest remaining lease expires (0 when more expired
 -- leases remain), or -1 when no job is active; dead is how many of the
 -- reaped jobs ran out of attempts (the others were scheduled for a retry);
--- skipped lists the ids with a missing or partial record.
+-- skipped lists the ids with a missing or partial record; settled lists
+-- each reaped job with a whole record as three strings: id, 'retry' or
+-- 'dead', and the trace id of its traceparent header ('' for none;
+-- trace_id in _lib.lua).
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): expired runs are
 -- settled (retried or dead) whatever the memory.
@@ -49,7 +52,7 @@ local now = now_ms()
 math.randomseed(tonumber(ARGV[2]))
 events_open(KEYS[8])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[1]))
-local dead, skipped = 0, {}
+local dead, skipped, settled = 0, {}, {}
 for _, id in ipairs(expired) do
   local job = job_read(KEYS[8], id)
   if job and job[F.state] == 'active' then
@@ -58,7 +61,13 @@ for _, id in ipairs(expired) do
     local outcome = settle_failure(KEYS[8], job, KEYS[1], KEYS[2], KEYS[3], ARGV[3], id, '',
                                    'lease expired', false, 0, now)
     if outcome ~= 'retry' then dead = dead + 1 end
-    if outcome == 'corrupt' then skipped[#skipped + 1] = id end
+    if outcome == 'corrupt' then
+      skipped[#skipped + 1] = id
+    else
+      settled[#settled + 1] = id
+      settled[#settled + 1] = outcome
+      settled[#settled + 1] = trace_id(job)
+    end
   else
     if not job or job[F.state] == nil then skipped[#skipped + 1] = id end
     redis.call('ZREM', KEYS[1], id)
@@ -88,4 +97,4 @@ if mark then
   end
 end
 events_publish()
-return {#expired, next_in, dead, skipped, idle}
+return {#expired, next_in, dead, skipped, idle, settled}

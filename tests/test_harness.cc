@@ -355,6 +355,7 @@ void BrokerTest::SetUp() {
     JW_ASSERT_OK(redis_->Start());
   }
   broker_ = AnotherBroker(broker_flags_);
+  if (!broker_log_path_.empty()) broker_->set_stderr_path(broker_log_path_);
   JW_ASSERT_OK(broker_->Start());
   stub_ = broker_->NewStub();
 }

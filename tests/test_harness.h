@@ -274,6 +274,8 @@ class BrokerTest : public ::testing::Test {
   std::unique_ptr<ClaimReader> OpenClaim(v1::ClaimRequest request) const;
 
   std::vector<std::string> broker_flags_;
+  // Where broker_'s stderr (its log) goes when not empty; set before SetUp.
+  std::string broker_log_path_;
   std::unique_ptr<RedisServer> redis_;  // null in cluster mode
   RedisCluster* cluster_ = nullptr;     // cluster mode: the process's cluster
   std::unique_ptr<BrokerProcess> broker_;

@@ -56,7 +56,7 @@ bool ParseLogLevel(absl::string_view text, LogLevel* level) {
   return false;
 }
 
-void Log(LogLevel level, absl::string_view message, std::initializer_list<LogField> fields) {
+void Log(LogLevel level, absl::string_view message, absl::Span<const LogField> fields) {
   if (static_cast<int>(level) < min_level) return;
   std::string line = "{\"ts\":";
   AppendJsonString(&line, absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
@@ -70,6 +70,14 @@ void Log(LogLevel level, absl::string_view message, std::initializer_list<LogFie
   }
   line.append("}\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+void LogJob(absl::string_view message, absl::string_view queue, absl::string_view job_id,
+            absl::string_view trace_id) {
+  const LogField fields[] = {{"queue", std::string(queue)},
+                             {"job_id", std::string(job_id)},
+                             {"trace_id", std::string(trace_id)}};
+  Log(LogLevel::kInfo, message, absl::MakeConstSpan(fields, trace_id.empty() ? 2 : 3));
 }
 
 }  // namespace jobwire::base

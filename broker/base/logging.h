@@ -2,9 +2,9 @@
 #ifndef JOBWIRE_BROKER_BASE_LOGGING_H_
 #define JOBWIRE_BROKER_BASE_LOGGING_H_
 
-#include <initializer_list>
 #include <string>
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include <utility>
 
 namespace jobwire::base {
@@ -19,7 +19,13 @@ bool ParseLogLevel(absl::string_view text, LogLevel* level);
 using LogField = std::pair<absl::string_view, std::string>;
 
 // Writes {"ts":...,"level":...,"msg":...,<fields>} as one line. Thread-safe.
-void Log(LogLevel level, absl::string_view message, std::initializer_list<LogField> fields = {});
+void Log(LogLevel level, absl::string_view message, absl::Span<const LogField> fields = {});
+
+// An info line about one job: {"msg":<message>,"queue":..,"job_id":..} and
+// "trace_id" when `trace_id` is not empty (the trace id of the job's W3C
+// traceparent header, so that the line leads to the job's trace).
+void LogJob(absl::string_view message, absl::string_view queue, absl::string_view job_id,
+            absl::string_view trace_id);
 
 }  // namespace jobwire::base
 

@@ -172,6 +172,7 @@ void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::F
     if (result.ok() && !result->repeat) {
       metrics_->JobFailed(queue, result->dead);
       dispatcher_->OnJobsSettled(partition_queue, {{id, token}}, /*acked=*/false);
+      if (result->dead) base::LogJob("job dead", queue, id, result->trace_id);
     }
     done(std::move(result));
   });

@@ -105,9 +105,11 @@ void LeaseReaper::Exec() {
                                 params_.metrics->LeasesExpired(
                                     std::string(store::QueueOfPartition(queue)), outcome->reaped,
                                     outcome->dead);
-                                base::Log(base::LogLevel::kInfo, "expired leases settled",
-                                          {{"queue", queue},
-                                           {"jobs", absl::StrCat(outcome->reaped)}});
+                                for (const store::ReapedJob& job : outcome->settled) {
+                                  base::LogJob(job.dead ? "lease expired, job dead"
+                                                  : "lease expired, retry scheduled",
+                                         queue, job.id, job.trace_id);
+                                }
                               }
                               if (outcome->reaped >= params_.batch) {
                                 pass->next = absl::ZeroDuration();

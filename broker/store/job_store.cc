@@ -348,9 +348,9 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
       [queue = r.queue(), id = r.job_id(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         auto checked = CheckScriptStatus(std::move(reply), queue, id, "active");
         if (!checked.ok()) return done(checked.status());
-        if (checked->elements.size() != 4) return done(absl::InternalError("bad fail reply"));
+        if (checked->elements.size() != 5) return done(absl::InternalError("bad fail reply"));
         done(FailOutcome{checked->elements[1].str == "dead", checked->elements[2].AsInt(),
-                         checked->elements[3].AsInt() == 1});
+                         checked->elements[3].AsInt() == 1, checked->elements[4].str});
       });
 }
 
@@ -425,10 +425,19 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                   absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
-                   if (reply->elements.size() != 5) return done(absl::InternalError("bad reap reply"));
+                   if (reply->elements.size() != 6) return done(absl::InternalError("bad reap reply"));
                    LogSkippedJobs(queue, "reap", reply->elements[3]);
-                   done(ReapOutcome{reply->elements[0].AsInt(), reply->elements[1].AsInt(-1),
-                                    reply->elements[2].AsInt(), reply->elements[4].AsInt() == 1});
+                   ReapOutcome outcome;
+                   outcome.reaped = reply->elements[0].AsInt();
+                   outcome.next_expiry_in_ms = reply->elements[1].AsInt(-1);
+                   outcome.dead = reply->elements[2].AsInt();
+                   outcome.idle = reply->elements[4].AsInt() == 1;
+                   const std::vector<RedisReply>& settled = reply->elements[5].elements;
+                   for (size_t i = 0; i + 2 < settled.size(); i += 3) {
+                     outcome.settled.push_back(ReapedJob{settled[i].str, settled[i + 1].str == "dead",
+                                                         settled[i + 2].str});
+                   }
+                   done(std::move(outcome));
                  });
 }
 

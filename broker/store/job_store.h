@@ -99,6 +99,16 @@ struct FailOutcome {
   bool dead = false;
   int64_t next_attempt_at_ms = 0;  // 0 when dead
   bool repeat = false;  // the same token's fail had been applied before
+  // When this fail made the job dead: the trace id of its W3C traceparent
+  // header (32 hex digits), "" when it has none (trace_id in lua/_lib.lua).
+  std::string trace_id;
+};
+
+// A job whose expired lease Reap settled.
+struct ReapedJob {
+  std::string id;
+  bool dead = false;     // else a retry was scheduled
+  std::string trace_id;  // as FailOutcome::trace_id
 };
 
 struct ReapOutcome {
@@ -109,6 +119,9 @@ struct ReapOutcome {
   int64_t dead = 0;
   // The queue has been empty for StoreOptions::idle_queue_ttl_ms.
   bool idle = false;
+  // The reaped jobs with a whole record (those without one are logged by
+  // the store and counted in `reaped` only).
+  std::vector<ReapedJob> settled;
 };
 
 // Thread safety: every method may be called from any thread.
