@@ -84,6 +84,7 @@ cmake --install "$BUILD" >"$WORK/install.log" 2>&1 \
 CONFIG="$(find "$PREFIX" -path '*/cmake/jobwire/jobwireConfig.cmake' -print -quit)"
 [ -n "$CONFIG" ] || fail "no cmake/jobwire/jobwireConfig.cmake under $PREFIX"
 for f in include/jobwire/client.h include/jobwire/worker.h include/jobwire/job.h include/jobwire/run_signal.h \
+         include/jobwire/trace_context.h \
          include/jobwire/v1/broker.pb.h include/jobwire/v1/broker.grpc.pb.h; do
   [ -f "$PREFIX/$f" ] || fail "not installed: $f"
 done

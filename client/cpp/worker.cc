@@ -102,6 +102,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void Register(std::string type, Handler handler) {
     handlers_[std::move(type)] = std::move(handler);
   }
+  void Use(Middleware middleware) { middlewares_.push_back(std::move(middleware)); }
   absl::Status Run();
   void Stop();
   // Stops, then joins the threads, detaching those inside an abandoned job.
@@ -162,7 +163,8 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   LeaseRenewer leases_;
   OutcomeSettler settler_;
   ClaimStream stream_;
-  absl::flat_hash_map<std::string, Handler> handlers_;
+  absl::flat_hash_map<std::string, Handler> handlers_;  // wrapped in middlewares_ by Run
+  std::vector<Middleware> middlewares_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -184,6 +186,8 @@ Worker::~Worker() { impl_->Release(); }
 void Worker::Register(std::string type, Handler handler) {
   impl_->Register(std::move(type), std::move(handler));
 }
+
+void Worker::Use(Middleware middleware) { impl_->Use(std::move(middleware)); }
 
 absl::Status Worker::Run() { return impl_->Run(); }
 
@@ -244,6 +248,14 @@ absl::Status Worker::Impl::Run() {
     return absl::InvalidArgumentError(absl::StrCat("handlers for ", types.size(),
                                                    " job types; a Claim takes at most ",
                                                    kMaxClaimTypes));
+  }
+  // Each handler inside the middlewares, the first added outermost.
+  for (auto& [type, handler] : handlers_) {
+    for (auto mw = middlewares_.rbegin(); mw != middlewares_.rend(); ++mw) {
+      handler = [middleware = *mw, next = std::move(handler)](const Job& job) {
+        return middleware(job, next);
+      };
+    }
   }
   {
     absl::MutexLock lock(&mu_);

@@ -37,6 +37,7 @@
 // Beside this header, in the tree (client/cpp/) and installed (include/jobwire/).
 #include "client.h"
 #include "job.h"
+#include "trace_context.h"
 
 namespace jobwire::client {
 
@@ -45,6 +46,19 @@ namespace jobwire::client {
 // exception fails the job with "<exception type>: <what()>". The error text
 // is cut to kMaxErrorBytes at a UTF-8 character boundary.
 using Handler = std::function<absl::StatusOr<std::string>(const Job&)>;
+
+// Wraps every handler of a Worker (as asynq's mux.Use): it gets the job and
+// the next layer (the next middleware, or the handler), and what it returns
+// is what the worker settles, so it may run code around the call, change the
+// result or the error, or not call `next` at all. Exceptions it throws fail
+// the job like a handler's. Runs on the handler thread.
+//
+//   worker.Use([](const Job& job, const Handler& next) {
+//     auto trace = jobwire::client::TraceContext::FromHeaders(job.headers);
+//     LOG(INFO) << "job " << job.id << " trace " << (trace ? trace->trace_id : "-");
+//     return next(job);
+//   });
+using Middleware = std::function<absl::StatusOr<std::string>(const Job&, const Handler& next)>;
 
 // Marks `status` so that the job fails straight to DEAD (non_retryable).
 absl::Status NonRetryable(absl::Status status);
@@ -146,6 +160,11 @@ class Worker {
 
   // REQUIRES: called before Run.
   void Register(std::string type, Handler handler);
+
+  // Adds a middleware around every handler (those registered before and
+  // after this call). The first added is the outermost.
+  // REQUIRES: called before Run.
+  void Use(Middleware middleware);
 
   // Consumes jobs until Stop, then waits up to `grace` for running handlers
   // (and their Ack / Fail) and returns OK. Jobs still running (or delivered

@@ -50,9 +50,11 @@ class OutcomeLog {
 class RunningWorker {
  public:
   RunningWorker(WorkerOptions options,
-                const std::vector<std::pair<std::string, Handler>>& handlers)
+                const std::vector<std::pair<std::string, Handler>>& handlers,
+                const std::vector<Middleware>& middlewares = {})
       : worker_(std::move(options)) {
     for (const auto& [type, handler] : handlers) worker_.Register(type, handler);
+    for (const Middleware& middleware : middlewares) worker_.Use(middleware);
     thread_ = std::thread([this] { status_ = worker_.Run(); });
   }
   ~RunningWorker() { Stop().IgnoreError(); }

@@ -132,6 +132,13 @@ int main() {
   jobwire::client::Worker worker(options);
   worker.Register("interop", [&](const Job& job) -> absl::StatusOr<std::string> {
     log.Write(absl::StrCat("start ", job.id, " ", job.attempt, " ", lang));
+    // The C++ client propagates trace headers only (no OpenTelemetry in
+    // Debian 12): the producer's span is the parent this handler would give
+    // its span.
+    if (auto trace = jobwire::client::TraceContext::FromHeaders(job.headers)) {
+      log.Write(absl::StrCat("span ", job.id, " ", job.attempt, " ", lang, " ", trace->trace_id,
+                             " ", trace->parent_id));
+    }
     nlohmann::json payload = job.Json();
     if (payload.value("crash", false) && job.attempt == 1) {
       log.Write(absl::StrCat("crash ", job.id, " ", job.attempt, " ", lang));
