@@ -5,8 +5,9 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 VENV="${JOBWIRE_VENV:-$REPO/.venv}"
-# (import jobwire: the package and its dependencies, e.g. grpcio-status.)
-if [ ! -x "$VENV/bin/python" ] || ! (cd / && "$VENV/bin/python" -c 'import jobwire, jobwire.v1.broker_pb2, jobwire.v1.admin_pb2, pytest' 2>/dev/null); then
+# (import jobwire: the package and its dependencies, e.g. grpcio-status; the
+# OpenTelemetry SDK: the extras setup.sh installs.)
+if [ ! -x "$VENV/bin/python" ] || ! (cd / && "$VENV/bin/python" -c 'import jobwire, jobwire.v1.broker_pb2, jobwire.v1.admin_pb2, pytest, opentelemetry.sdk.trace' 2>/dev/null); then
   "$HERE/setup.sh"
 fi
 # The tests import the installed package: reinstall it (build.sh) when its

@@ -39,6 +39,12 @@ Following what happens in queues::
         for ev in events:          # QueueEvent(kind, queue, job_id, ...)
             print(ev.kind, ev.job_id)
 
+Middleware and tracing (``pip install 'jobwire[otel]'``; see jobwire.tracing)::
+
+    w.use(lambda job, call_next: call_next(job))  # wraps every handler
+    w.use(jobwire.tracing.tracing_middleware())   # span "process <queue>"
+    Client(tracing=True)                          # span "publish <queue>" -> traceparent
+
 Errors: every failed call raises ``JobwireError`` (``code``, ``message``,
 and the broker's typed details: ``reason``, ``metadata``, ``field``,
 ``retry_delay``); ``Reason`` names the stable reasons::

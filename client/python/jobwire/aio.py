@@ -9,6 +9,7 @@ awaited; in a plain-function handler they block.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import signal
@@ -27,6 +28,7 @@ from ._failure import Failure, cut_error_text, failure_of
 from ._lease_renewer import LEASE_LOST
 from ._lease_rules import (RETRYABLE, given_up, lease_ended_ago_ms, lease_length_s,
                            may_resend, renew_lease_ms, retry_jitter, retry_wait)
+from ._middleware import Middleware, aio_chain, check_middleware
 from ._reconnect import reconnect_delay
 from ._run_control import (CANCELLED, AioRunControl, failure_after_stop, local_deadline,
                            stop_reason)
@@ -35,7 +37,8 @@ from ._subscribe import AioSubscription, Kinds, Queues, SubscribeState, build_su
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from ._wait import Waiter
 from .client import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
-                     build_enqueue_request, build_enqueue_results, build_progress_request)
+                     build_enqueue_request, build_enqueue_results, build_progress_request,
+                     publish_tracer)
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
 from ._worker_options import init_settings
@@ -47,13 +50,15 @@ log = logging.getLogger("jobwire.worker")
 
 class Client:
     """asyncio producer: ``await client.enqueue(...)`` etc., same arguments
-    (``token`` and the ``tls*`` options included) and results as
-    ``jobwire.Client``."""
+    (``token``, the ``tls*`` options, ``tracing`` and ``tracer_provider``
+    included) and results as ``jobwire.Client``."""
 
     def __init__(self, addr: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
                  *, token: Optional[str] = None, tls: bool = False,
                  tls_root_ca: PemSource = None, tls_client_cert: PemSource = None,
-                 tls_client_key: PemSource = None, channel_options=None):
+                 tls_client_key: PemSource = None, channel_options=None,
+                 tracing: bool = False, tracer_provider: Any = None):
+        self._tracer = publish_tracer(tracing, tracer_provider)
         self.addr = resolve_addr(addr)
         self.timeout = float(timeout)
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
@@ -87,13 +92,22 @@ class Client:
         """As ``jobwire.Client.enqueue`` (the same options, ``headers``
         included)."""
         req = build_enqueue_request(queue, type, payload, **options)
-        resp = await self._call(self._stub.Enqueue, req, timeout)
+        if self._tracer is None:
+            resp = await self._call(self._stub.Enqueue, req, timeout)
+        else:
+            with self._tracer.publish(queue, [req], batch=False) as span:
+                resp = await self._call(self._stub.Enqueue, req, timeout)
+                span.set_attribute("messaging.message.id", resp.job_id)
         return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)
 
     async def enqueue_batch(self, queue: str, jobs: Iterable[Mapping[str, Any]], *,
                             timeout: Optional[float] = None) -> List[EnqueueResult]:
         req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])
-        resp = await self._call(self._stub.EnqueueBatch, req, timeout)
+        if self._tracer is None:
+            resp = await self._call(self._stub.EnqueueBatch, req, timeout)
+        else:
+            with self._tracer.publish(queue, req.jobs, batch=True):
+                resp = await self._call(self._stub.EnqueueBatch, req, timeout)
         return build_enqueue_results(resp)
 
     async def ack_batch(self, acks: Iterable[Mapping[str, Any]], *,
@@ -162,13 +176,28 @@ class Client:
         await self._call(self._stub.ReportProgress, req, timeout)
 
 
+async def _call_handler(fn: Callable, job: Job) -> Any:
+    """Runs one handler: an ``async def`` awaited on the loop, a plain
+    function in a thread (with a copy of the context); an awaitable it
+    returns is awaited."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(job)
+    value = await asyncio.to_thread(fn, job)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
 class Worker:
     """asyncio worker; same constructor as ``jobwire.Worker``.
     ``await worker.run()`` until ``await worker.stop()`` (or a signal).
     ``async with Worker(...) as w:`` awaits ``w.stop()`` when the block ends.
     A handler raising SystemExit / KeyboardInterrupt stops the worker and
     ``run()`` raises it, its job neither acked nor failed (as
-    ``jobwire.Worker``)."""
+    ``jobwire.Worker``). ``use(mw)`` adds a middleware (``async def mw(job,
+    call_next)``, ``await call_next(job)``) around every handler, as
+    ``jobwire.Worker.use``; e.g.
+    ``jobwire.tracing.async_tracing_middleware()``."""
 
     def __init__(self, addr: Optional[str] = None, queues: Union[str, Sequence[str], None] = None,
                  concurrency: int = 1, lease_ms: Optional[int] = None,
@@ -184,6 +213,7 @@ class Worker:
         self._metadata = self._security.metadata
         self._channel_options = channel_options
         self._handlers: Dict[str, Callable] = {}
+        self._middlewares: List[Middleware] = []  # the first is the outermost
         self._running = 0
         self._tasks: Set[asyncio.Task] = set()
         self._call = None
@@ -227,6 +257,18 @@ class Worker:
         def deco(fn):
             return self.register(job_type, fn)
         return deco
+
+    def use(self, mw: Middleware) -> Middleware:
+        """As ``jobwire.Worker.use``, on the loop: ``async def mw(job,
+        call_next)`` gets the job and ``await call_next(job)`` runs the next
+        layer (in the end the handler: awaited, or a plain function in a
+        thread, which sees the context the middlewares set). Raises
+        RuntimeError once ``run()`` was called, TypeError for what is not
+        callable or a middleware made for ``jobwire.Worker``
+        (``jobwire.tracing.tracing_middleware``)."""
+        check_middleware(mw, "asyncio", self._started)
+        self._middlewares.append(mw)
+        return mw
 
     async def run(self, install_signal_handlers: bool = True) -> None:
         if self._started:
@@ -468,12 +510,8 @@ class Worker:
                 return
             renew = asyncio.create_task(self._renew(job, run, state))
             try:
-                if inspect.iscoroutinefunction(fn):
-                    value = await fn(job)
-                else:
-                    value = await asyncio.to_thread(fn, job)
-                    if inspect.isawaitable(value):
-                        value = await value
+                value = await aio_chain(self._middlewares,
+                                        functools.partial(_call_handler, fn))(job)
             except asyncio.CancelledError:
                 raise  # abandoned after the grace: no outcome
             except (SystemExit, KeyboardInterrupt) as e:

@@ -138,6 +138,16 @@ def _ack_item(item: Any) -> "pb.AckRequest":
                          result=encode_result(item.get("result")))
 
 
+def publish_tracer(tracing: bool, tracer_provider: Any) -> Any:
+    """The producer side of tracing (``jobwire.tracing.PublishTracer``) when
+    ``tracing`` is on, else None (nothing traced, opentelemetry not
+    imported). ImportError without ``opentelemetry-api`` (jobwire[otel])."""
+    if not tracing:
+        return None
+    from .tracing import PublishTracer
+    return PublishTracer(tracer_provider)
+
+
 def build_enqueue_results(resp: "pb.EnqueueBatchResponse") -> List[EnqueueResult]:
     """``enqueue_batch``'s answer: one EnqueueResult per job, in order; a
     refused job's ``error`` carries the result's code, message and reason."""
@@ -189,12 +199,22 @@ class Client:
     A file that cannot be read (or a token a gRPC header cannot carry) makes
     every call raise ``JobwireError(INVALID_ARGUMENT, ...)``. No error, log
     line or repr contains the token.
+
+    Tracing (needs ``opentelemetry-api``: ``pip install 'jobwire[otel]'``;
+    ImportError here without it): with ``tracing=True`` each ``enqueue`` /
+    ``enqueue_batch`` call is a PRODUCER span ``publish <queue>`` (from
+    ``tracer_provider``, default the global one), a child of the caller's
+    current span, written into each job's headers as W3C ``traceparent`` /
+    ``tracestate`` unless the job's headers hold a ``traceparent`` already
+    (see ``jobwire.tracing``). Off by default.
     """
 
     def __init__(self, addr: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
                  *, token: Optional[str] = None, tls: bool = False,
                  tls_root_ca: PemSource = None, tls_client_cert: PemSource = None,
-                 tls_client_key: PemSource = None, channel_options=None):
+                 tls_client_key: PemSource = None, channel_options=None,
+                 tracing: bool = False, tracer_provider: Any = None):
+        self._tracer = publish_tracer(tracing, tracer_provider)
         self.addr = resolve_addr(addr)
         self.timeout = float(timeout)
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
@@ -250,8 +270,10 @@ class Client:
         mapping of str to str (e.g. W3C ``traceparent``) stored with the job
         and handed to its handler as ``job.headers``; the broker refuses
         bad keys or too many / too large headers with INVALID_ARGUMENT
-        (field ``headers``). ``timeout`` is this call's deadline in
-        seconds. Returns ``EnqueueResult(job_id, duplicate)``."""
+        (field ``headers``; with ``tracing`` on, ``traceparent`` /
+        ``tracestate`` are added to the request, never to ``headers``
+        itself). ``timeout`` is this call's deadline in seconds. Returns
+        ``EnqueueResult(job_id, duplicate)``."""
         req = build_enqueue_request(
             queue, type, payload,
             priority=priority, delay_ms=delay_ms, run_at=run_at,
@@ -260,7 +282,12 @@ class Client:
             completed_retention_ms=completed_retention_ms, timeout_ms=timeout_ms,
             headers=headers,
         )
-        resp = self._call(self._stub.Enqueue, req, timeout)
+        if self._tracer is None:
+            resp = self._call(self._stub.Enqueue, req, timeout)
+        else:
+            with self._tracer.publish(queue, [req], batch=False) as span:
+                resp = self._call(self._stub.Enqueue, req, timeout)
+                span.set_attribute("messaging.message.id", resp.job_id)
         return EnqueueResult(job_id=resp.job_id, duplicate=resp.duplicate)
 
     def enqueue_batch(self, queue: str, jobs: Iterable[Mapping[str, Any]],
@@ -271,9 +298,14 @@ class Client:
         (returned, not raised), a JobwireError whose ``reason`` is the
         result's (e.g. INVALID_FIELD; refused headers: a message naming
         ``jobs[<i>].headers``).
-        A call-level error (empty or oversized batch) raises JobwireError."""
+        A call-level error (empty or oversized batch) raises JobwireError.
+        With ``tracing`` on, the call is one span for all its jobs."""
         req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])
-        resp = self._call(self._stub.EnqueueBatch, req, timeout)
+        if self._tracer is None:
+            resp = self._call(self._stub.EnqueueBatch, req, timeout)
+        else:
+            with self._tracer.publish(queue, req.jobs, batch=True):
+                resp = self._call(self._stub.EnqueueBatch, req, timeout)
         return build_enqueue_results(resp)
 
     # -- submit and poll --------------------------------------------------

@@ -6,15 +6,16 @@ This file holds the Worker and its Claim stream; the parts live next to it:
 ``_worker_options`` (the constructor's options), ``_handler_pool`` (handler
 threads), ``_lease_renewer`` / ``_lease_rules`` (leases), ``_run_control`` /
 ``_deadline_timer`` (a run's stop signal: cancel, timeout; its progress
-reports), ``_failure`` (an exception's Fail), ``_settler`` (the final Ack /
-Fail and the outcome)."""
+reports), ``_middleware`` (``use()``: layers around every handler),
+``_failure`` (an exception's Fail), ``_settler`` (the final Ack / Fail and
+the outcome)."""
 from __future__ import annotations
 
 import logging
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -26,6 +27,7 @@ from ._failure import Failure, cut_error_text, failure_of
 from ._handler_pool import HandlerPool
 from ._lease_renewer import Lease, LeaseRenewer
 from ._lease_rules import lease_ended_ago_ms, lease_length_s, renew_lease_ms
+from ._middleware import Middleware, chain, check_middleware
 from ._reconnect import reconnect_delay
 from ._run_control import CANCELLED, RunControl, failure_after_stop, local_deadline
 from ._settler import Settler
@@ -71,8 +73,12 @@ class Worker:
     ``ack_error``, reason RUN_TIMED_OUT). ``job.progress(percent, data)``
     reports progress.
 
+    Middleware: ``use(mw)`` wraps every handler in ``mw(job, call_next)``
+    (the first registered outermost); e.g.
+    ``jobwire.tracing.tracing_middleware()``.
+
     Thread safety: ``stop()`` may be called from any thread; register
-    handlers before ``run()``.
+    handlers and middlewares before ``run()``.
     """
 
     def __init__(
@@ -99,6 +105,7 @@ class Worker:
         self._metadata = self._security.metadata
 
         self._handlers: Dict[str, Handler] = {}
+        self._middlewares: List[Middleware] = []  # the first is the outermost
         self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerServiceStub(self._channel)
         self._pool = HandlerPool("jobwire")
@@ -158,6 +165,21 @@ class Worker:
         def deco(fn: Handler) -> Handler:
             return self.register(job_type, fn)
         return deco
+
+    def use(self, mw: Middleware) -> Middleware:
+        """Wrap every handler of this worker (all job types) in ``mw(job,
+        call_next)``: it gets the job the handler gets and calls
+        ``call_next(job)`` to run the next layer (the next middleware, in
+        the end the handler), in the handler's thread. What it returns is
+        the job's result (acked), what it raises fails the job, as for a
+        handler. Several may be used; the first registered is the
+        outermost. Returns ``mw``. Raises RuntimeError once ``run()`` was
+        called, TypeError for what is not callable or is an ``async def``
+        (that is for ``jobwire.aio.Worker``)."""
+        with self._lock:
+            check_middleware(mw, "threaded", self._run_thread is not None)
+            self._middlewares.append(mw)
+        return mw
 
     @property
     def running(self) -> int:
@@ -400,7 +422,7 @@ class Worker:
                 return
             self._renewer.add(lease)
             try:
-                value = fn(job)
+                value = chain(self._middlewares, fn)(job)
             except (SystemExit, KeyboardInterrupt) as e:
                 self._renewer.remove(lease)
                 self._exit_requested(job, e)

@@ -68,3 +68,42 @@ def test_interop_worker_crash_exits_3(broker, client, queue, tmp_path):
     assert log.read_text().splitlines() == ["start %s 1 python" % job_id,
                                             "crash %s 1 python" % job_id]
     assert client.get_job(queue, job_id).state == JobState.ACTIVE  # never acked
+
+
+def test_interop_worker_logs_the_span_of_a_traced_job(broker, client, queue, tmp_path):
+    """A job whose headers carry a traceparent gets one ``span`` line right
+    after its ``start`` line: the trace id and parent span id of the
+    handler's span, i.e. those of the traceparent; a job without one gets
+    no ``span`` line."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from jobwire import Client
+
+    log = tmp_path / "span.log"
+    env = dict(os.environ, JOBWIRE_ADDR=broker.addr, INTEROP_QUEUE=queue,
+               INTEROP_CONCURRENCY="1", INTEROP_LOG=str(log), INTEROP_LANG="python")
+    trace_id, span_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    given = client.enqueue(queue, "interop", {"n": 1},
+                           headers={"traceparent": "00-%s-%s-01" % (trace_id, span_id)}).job_id
+    plain = client.enqueue(queue, "interop", {"n": 2}).job_id
+    with Client(broker.addr, timeout=5.0, tracing=True,
+                tracer_provider=TracerProvider()) as traced:
+        produced = traced.enqueue(queue, "interop", {"n": 3}).job_id
+        header = traced.get_job(queue, produced).headers["traceparent"].split("-")
+    worker = subprocess.Popen([str(PROGS / "worker")], env=env, stderr=subprocess.DEVNULL)
+    try:
+        for job_id in (given, plain, produced):
+            wait_for(lambda: client.get_job(queue, job_id).state == JobState.COMPLETED,
+                     timeout=15, what="job %s completed" % job_id)
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=10) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    lines = log.read_text().splitlines()
+    for job_id, ids in ((given, (trace_id, span_id)), (produced, (header[1], header[2]))):
+        start = lines.index("start %s 1 python" % job_id)
+        assert lines[start + 1] == "span %s 1 python %s %s" % ((job_id,) + ids)
+    assert [line for line in lines if line.split()[1] == plain and
+            line.split()[0] in ("start", "span")] == ["start %s 1 python" % plain]
+    assert sum(line.startswith("span ") for line in lines) == 2

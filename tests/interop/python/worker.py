@@ -1,11 +1,18 @@
-"""Interop worker (tests/interop/README.md) built on jobwire.Worker."""
+"""Interop worker (tests/interop/README.md) built on jobwire.Worker, its
+handlers wrapped in the tracing middleware (jobwire.tracing) with an
+OpenTelemetry SDK TracerProvider of its own (no exporter: the spans are read
+in the handler)."""
 import logging
 import os
 import sys
 import threading
 import time
 
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+
 from jobwire import NonRetryableError, RetryAfter, Worker
+from jobwire.tracing import tracing_middleware
 
 ADDR = os.environ["JOBWIRE_ADDR"]
 QUEUE = os.environ["INTEROP_QUEUE"]
@@ -26,9 +33,23 @@ def log_line(*fields) -> None:
         os.write(_fd, data)
 
 
+def log_span(job) -> None:
+    """For a job whose headers carry a traceparent: the ``span`` line, with
+    the trace id and the parent span id of the handler's current span (the
+    CONSUMER span the tracing middleware started), as the SDK records them."""
+    if "traceparent" not in job.headers:
+        return
+    span = trace.get_current_span()
+    parent = getattr(span, "parent", None)  # an SDK span's parent SpanContext
+    log_line("span", job.id, job.attempt, LANG,
+             format(span.get_span_context().trace_id, "032x"),
+             format(parent.span_id if parent is not None else 0, "016x"))
+
+
 def handle(job):
     p = job.json()
     log_line("start", job.id, job.attempt, LANG)
+    log_span(job)
     if p.get("crash") and job.attempt == 1:
         log_line("crash", job.id, job.attempt, LANG)
         os._exit(3)
@@ -90,6 +111,7 @@ def main() -> int:
                         format="%(asctime)s python-worker %(levelname)s %(message)s")
     w = Worker(ADDR, [QUEUE], concurrency=CONCURRENCY, lease_ms=LEASE_MS,
                worker_id="%s-interop-%d" % (LANG, os.getpid()), on_outcome=on_outcome)
+    w.use(tracing_middleware(tracer_provider=TracerProvider()))
     w.register("interop", handle)
     w.register("behaviour", handle_behaviour)
     w.run(install_signal_handlers=True)  # returns after SIGTERM / SIGINT
