@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -67,6 +68,10 @@ type clientConfig struct {
 	// hasToken tells whether they send a token.
 	secOpts  []grpc.DialOption
 	hasToken bool
+	// tracing (WithTracing) and tracerProvider (WithTracerProvider; nil:
+	// the global one): see tracing.go.
+	tracing        bool
+	tracerProvider trace.TracerProvider
 }
 
 // resolveSecurity loads the TLS material and reads $JOBWIRE_TOKEN once, at
@@ -146,6 +151,7 @@ type Client struct {
 	stub    jobwirepb.BrokerServiceClient
 	timeout time.Duration
 	addr    string
+	tracer  trace.Tracer // nil: tracing off (WithTracing)
 }
 
 // Dial builds a Client for the broker at addr ("host:port"; empty means
@@ -169,7 +175,11 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, stub: jobwirepb.NewBrokerServiceClient(conn), timeout: cfg.timeout, addr: addr}, nil
+	c := &Client{conn: conn, stub: jobwirepb.NewBrokerServiceClient(conn), timeout: cfg.timeout, addr: addr}
+	if cfg.tracing {
+		c.tracer = cfg.tracer()
+	}
+	return c, nil
 }
 
 // Addr is the broker address the client talks to.
@@ -342,11 +352,25 @@ func buildRequest(queue, jobType string, payload any, opts []EnqueueOption) (*jo
 // Enqueue stores one job in queue. payload: []byte passes through unchanged,
 // anything else is JSON-encoded. A broker refusal is an *Error (for example
 // INVALID_ARGUMENT naming the field); a payload that cannot be JSON-encoded is
-// a plain error and nothing is sent.
-func (c *Client) Enqueue(ctx context.Context, queue, jobType string, payload any, opts ...EnqueueOption) (EnqueueResult, error) {
+// a plain error and nothing is sent. With WithTracing, the call runs in a
+// "publish <queue>" span whose trace context goes into the job's headers.
+func (c *Client) Enqueue(ctx context.Context, queue, jobType string, payload any, opts ...EnqueueOption) (res EnqueueResult, err error) {
+	if c.tracer != nil {
+		var span trace.Span
+		ctx, span = startPublish(ctx, c.tracer, queue)
+		defer func() {
+			if err == nil {
+				span.SetAttributes(attrMessageID.String(res.JobID))
+			}
+			endSpan(span, err)
+		}()
+	}
 	req, err := buildRequest(queue, jobType, payload, opts)
 	if err != nil {
 		return EnqueueResult{}, err
+	}
+	if c.tracer != nil {
+		injectTrace(ctx, req)
 	}
 	ctx, cancel := withDeadline(ctx, c.timeout)
 	defer cancel()
@@ -377,13 +401,24 @@ type BatchResult struct {
 // It returns one result per job, in order; per-job errors are in
 // BatchResult.Err, not returned. The returned error is a call-level error
 // (empty or oversized batch, broker unreachable, or a payload that cannot be
-// JSON-encoded, in which case nothing is sent).
-func (c *Client) EnqueueBatch(ctx context.Context, queue string, jobs []BatchJob) ([]BatchResult, error) {
+// JSON-encoded, in which case nothing is sent). With WithTracing, the call
+// runs in one "publish <queue>" span whose trace context goes into every
+// job's headers; per-job errors do not mark it failed.
+func (c *Client) EnqueueBatch(ctx context.Context, queue string, jobs []BatchJob) (_ []BatchResult, err error) {
+	if c.tracer != nil {
+		var span trace.Span
+		ctx, span = startPublish(ctx, c.tracer, queue)
+		span.SetAttributes(attrBatchMessageCount.Int(len(jobs)))
+		defer func() { endSpan(span, err) }()
+	}
 	req := &jobwirepb.EnqueueBatchRequest{Jobs: make([]*jobwirepb.EnqueueRequest, 0, len(jobs))}
 	for i, j := range jobs {
 		r, err := buildRequest(queue, j.Type, j.Payload, j.Options)
 		if err != nil {
 			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		if c.tracer != nil {
+			injectTrace(ctx, r)
 		}
 		req.Jobs = append(req.Jobs, r)
 	}

@@ -132,6 +132,13 @@ type runningWorker struct {
 // them (except the outcome hook, which the recording needs).
 func startWorker(t *testing.T, addr string, queues []string, handlers map[string]jobwire.Handler, opts ...jobwire.WorkerOption) *runningWorker {
 	t.Helper()
+	return startWorkerUse(t, addr, queues, nil, handlers, opts...)
+}
+
+// startWorkerUse is startWorker with middlewares (Worker.Use) registered
+// before Run.
+func startWorkerUse(t *testing.T, addr string, queues []string, mws []jobwire.Middleware, handlers map[string]jobwire.Handler, opts ...jobwire.WorkerOption) *runningWorker {
+	t.Helper()
 	rw := &runningWorker{out: &outcomes{}, runErr: make(chan error, 1)}
 	all := append([]jobwire.WorkerOption{jobwire.WithLogger(testLogger()), jobwire.WithGrace(5 * time.Second)}, opts...)
 	all = append(all, jobwire.WithOutcomeHook(rw.out.add))
@@ -141,6 +148,9 @@ func startWorker(t *testing.T, addr string, queues []string, handlers map[string
 	}
 	for typ, h := range handlers {
 		w.Handle(typ, h)
+	}
+	if err := w.Use(mws...); err != nil {
+		t.Fatalf("Use: %v", err)
 	}
 	rw.w = w
 	go func() { rw.runErr <- w.Run(context.Background()) }()

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sets up the Go client's build: installs the pinned protoc plugins into
 # ${JOBWIRE_BUILD_DIR:-<repo>/build}/go/bin and downloads the Go modules of
-# client/go and tests/interop/go. Idempotent: a second run does nothing new.
+# client/go and tests/interop/go (go.mod pins them: among them the
+# OpenTelemetry API go.opentelemetry.io/otel{,/trace} v1.47.0, and the SDK
+# go.opentelemetry.io/otel/sdk v1.47.0 that the tests and the interop worker
+# use). Idempotent: a second run does nothing new.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"

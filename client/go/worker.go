@@ -92,16 +92,17 @@ func (j *Job) JSON(v any) error { return json.Unmarshal(j.Payload, v) }
 type Handler func(ctx context.Context, job *Job) (any, error)
 
 // Worker consumes queues over one Claim stream and runs the registered
-// handlers. Build it with NewWorker, register handlers with Handle, then call
-// Run (or RunUntilSignal) once.
+// handlers. Build it with NewWorker, register handlers with Handle (and
+// middlewares with Use), then call Run (or RunUntilSignal) once.
 type Worker struct {
 	addr string
 	cfg  workerConfig
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	handlers map[string]Handler
-	started  bool
+	mu          sync.Mutex
+	handlers    map[string]Handler
+	middlewares []Middleware // Use; fixed once started
+	started     bool
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -159,10 +160,16 @@ func (w *Worker) Handle(jobType string, h Handler) {
 	w.handlers[jobType] = h
 }
 
+// handler is the handler of jobType wrapped in the middlewares (nil when
+// the type has none).
 func (w *Worker) handler(jobType string) Handler {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.handlers[jobType]
+	h := w.handlers[jobType]
+	if h == nil {
+		return nil
+	}
+	return chain(h, w.middlewares)
 }
 
 // Stop stops the worker: the Claim stream is cancelled (no new jobs), running

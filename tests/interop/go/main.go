@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
 	jobwire "github.com/jobwire/jobwire/client/go"
 )
 
@@ -126,8 +129,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Every handler runs in the tracing middleware's span, recorded by an SDK
+	// provider (no exporter: the "span" line reads it in the handler).
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	if err := w.Use(jobwire.TracingMiddleware(jobwire.WithTracerProvider(tp))); err != nil {
+		return err
+	}
 	w.Handle("interop", func(ctx context.Context, job *jobwire.Job) (any, error) {
 		log.line("start", job.ID, job.Attempt, lang)
+		if _, ok := job.Headers["traceparent"]; ok {
+			logSpan(ctx, job, log, lang)
+		}
 		var p payload
 		if err := job.JSON(&p); err != nil {
 			return nil, jobwire.NonRetryable(err)
@@ -158,6 +171,19 @@ func run() error {
 		"concurrency", concurrency, "lease_ms", leaseMs)
 	// Returns after SIGTERM / SIGINT, once running handlers are acked.
 	return w.RunUntilSignal()
+}
+
+// logSpan appends "span <job_id> <attempt> <lang> <trace_id> <parent_span_id>":
+// the trace id and the parent's span id of the handler's current span (the
+// CONSUMER span of jobwire.TracingMiddleware) as the SDK recorded it, or
+// zeros when ctx holds no SDK span.
+func logSpan(ctx context.Context, job *jobwire.Job, log *lineLog, lang string) {
+	var traceID trace.TraceID
+	var parentID trace.SpanID
+	if s, ok := trace.SpanFromContext(ctx).(sdktrace.ReadOnlySpan); ok {
+		traceID, parentID = s.SpanContext().TraceID(), s.Parent().SpanID()
+	}
+	log.line("span", job.ID, job.Attempt, lang, traceID, parentID)
 }
 
 // behaviour is the "behaviour" handler (README.md, "The behaviour handler"):
