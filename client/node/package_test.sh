@@ -13,9 +13,14 @@
 #      consumer.cjs (`require`) each enqueue a job, process it with a Worker
 #      and print the finished job (and check that a getJob of a missing job
 #      rejects with reason JOB_NOT_FOUND); both outputs are compared with the
-#      expected ones;
+#      expected ones; consumer.mjs's Worker sets part of the result in a
+#      middleware, and it checks that a `tracing: true` Client, without the
+#      optional peer dependency @opentelemetry/api installed, throws an
+#      Error saying to install it;
 #   5. tsc --noEmit (module nodenext, strict, skipLibCheck off) type-checks
-#      consumer.mts and consumer.cts against the installed package's types.
+#      consumer.mts and consumer.cts against the installed package's types
+#      (middleware and tracing options included: they need no
+#      @opentelemetry/api types).
 # Exits non-zero on any failure; processes and temp dirs go on exit.
 set -euo pipefail
 cd "$(dirname "$0")"

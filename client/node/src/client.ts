@@ -15,6 +15,8 @@ import { subscribe, type Subscription, type SubscribeOptions } from './subscribe
 import { progressRequest, type Progress } from './progress';
 import type { CancelResponse__Output } from './generated/jobwire/v1/CancelResponse';
 import type { ReportProgressRequest } from './generated/jobwire/v1/ReportProgressRequest';
+import { PublishTracer, type Inject } from './publish_tracer';
+import type { TracerProviderLike } from './tracing';
 
 export { JobInfo } from './job_info';
 export type { JobStateName } from './job_info';
@@ -31,6 +33,18 @@ export interface ClientOptions extends SecurityOptions {
   credentials?: grpc.ChannelCredentials;
   /** Extra grpc-js channel options. */
   channelOptions?: grpc.ChannelOptions;
+  /**
+   * OpenTelemetry trace propagation (needs the optional peer dependency
+   * @opentelemetry/api, loaded only then): each enqueue / enqueueBatch call
+   * runs in a PRODUCER span `publish <queue>`, a child of the caller's
+   * active context, whose W3C `traceparent` (and `tracestate`) go into each
+   * job's headers, unless a job's headers already hold a `traceparent`
+   * (kept as given). The caller's headers object is never changed. Default
+   * false: no span, no header added.
+   */
+  tracing?: boolean;
+  /** The provider of those spans (with `tracing`). Default: the global one. */
+  tracerProvider?: TracerProviderLike;
 }
 
 /** Per-job options of enqueue; unset options take the broker defaults. */
@@ -185,10 +199,13 @@ export class Client {
   private readonly stub: BrokerClient;
   /** Per-call metadata (the bearer token, kept in the closure only). */
   private readonly metadata: () => grpc.Metadata;
+  /** With `tracing: true`. */
+  private readonly publisher?: PublishTracer;
 
   /**
    * Throws JobwireError INVALID_ARGUMENT when a TLS PEM file cannot be read
-   * or does not parse (see SecurityOptions).
+   * or does not parse (see SecurityOptions), and an Error when `tracing` is
+   * on and @opentelemetry/api cannot be loaded.
    */
   constructor(options: ClientOptions = {}) {
     this.address = options.address ?? defaultAddress();
@@ -196,6 +213,7 @@ export class Client {
     const conn = makeConnection(options);
     this.metadata = conn.metadata;
     this.stub = makeStub(this.address, conn.credentials, options.channelOptions);
+    if (options.tracing === true) this.publisher = new PublishTracer(options.tracerProvider);
   }
 
   /**
@@ -203,11 +221,20 @@ export class Client {
    * `options`: the job's (EnqueueOptions) and the call's (`signal`, `timeoutMs`).
    */
   async enqueue(queue: string, type: string, payload?: unknown, options?: EnqueueCallOptions): Promise<EnqueueResult> {
-    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
-    const req = toEnqueueRequest(queue, type, payload, options);
-    const res = await unary<EnqueueRequest, EnqueueResponse__Output>(
-      this.stub, 'Enqueue', req, timeoutMs, this.metadata(), options?.signal);
-    return { jobId: res.jobId, duplicate: res.duplicate };
+    const send = async (inject?: Inject) => {
+      const timeoutMs = callTimeoutMs(options, this.timeoutMs);
+      const req = toEnqueueRequest(queue, type, payload, options);
+      if (inject) req.headers = inject(req.headers);
+      const res = await unary<EnqueueRequest, EnqueueResponse__Output>(
+        this.stub, 'Enqueue', req, timeoutMs, this.metadata(), options?.signal);
+      return { jobId: res.jobId, duplicate: res.duplicate };
+    };
+    if (!this.publisher) return send();
+    return this.publisher.publish(queue, {}, async (inject, span) => {
+      const r = await send(inject);
+      span.setAttribute('messaging.message.id', r.jobId);
+      return r;
+    });
   }
 
   /**
@@ -218,12 +245,18 @@ export class Client {
    * job (nothing sent).
    */
   async enqueueBatch(queue: string, jobs: BatchJob[], options?: CallOptions): Promise<BatchResult[]> {
-    const timeoutMs = callTimeoutMs(options, this.timeoutMs);
-    const reqs = jobs.map((j) => toEnqueueRequest(queue, j.type, j.payload, j.options));
-    const res = await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
-      this.stub, 'EnqueueBatch', { jobs: reqs }, timeoutMs, this.metadata(), options?.signal);
-    return res.results.map((r): BatchResult =>
-      r.code === Status.OK ? { ok: true, jobId: r.jobId, duplicate: r.duplicate } : itemError(r.code, r.message, r.reason));
+    const send = async (inject?: Inject): Promise<BatchResult[]> => {
+      const timeoutMs = callTimeoutMs(options, this.timeoutMs);
+      const reqs = jobs.map((j) => toEnqueueRequest(queue, j.type, j.payload, j.options));
+      if (inject) for (const r of reqs) r.headers = inject(r.headers);
+      const res = await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
+        this.stub, 'EnqueueBatch', { jobs: reqs }, timeoutMs, this.metadata(), options?.signal);
+      return res.results.map((r): BatchResult =>
+        r.code === Status.OK ? { ok: true, jobId: r.jobId, duplicate: r.duplicate } : itemError(r.code, r.message, r.reason));
+    };
+    if (!this.publisher) return send();
+    const count = Array.isArray(jobs) ? jobs.length : 0;
+    return this.publisher.publish(queue, { 'messaging.batch.message_count': count }, (inject) => send(inject));
   }
 
   /**

@@ -19,6 +19,7 @@ import type { HeldJob } from './held_job';
 import { Job, JobAbort, type Handler, type Outcome, type WorkerStats } from './job';
 import { leaseLength, LeaseRenewer } from './lease_renewer';
 import { leaseEndedAgoMs } from './lease_rules';
+import { runLayers, type Middleware } from './middleware';
 import { OutcomeSender } from './outcome_sender';
 import { RunControl } from './run_control';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, type BrokerClient } from './proto';
@@ -51,6 +52,8 @@ export class Worker extends EventEmitter {
   readonly timeoutMs: number;
 
   private readonly handlers = new Map<string, Handler>();
+  /** Worker.use(), outermost first. */
+  private readonly layers: Middleware[] = [];
   private readonly onOutcome?: (o: Outcome) => void;
   private readonly log: Logger | null;
   private readonly credentials: grpc.ChannelCredentials;
@@ -101,6 +104,20 @@ export class Worker extends EventEmitter {
   register(type: string, handler: Handler): this {
     if (typeof handler !== 'function') throw new TypeError('jobwire Worker: handler must be a function');
     this.handlers.set(type, handler);
+    return this;
+  }
+
+  /**
+   * Adds a middleware around every handler of this Worker (all job types);
+   * the first added is the outermost (see Middleware):
+   * `worker.use(async (job, next) => { ...; return await next(); })`.
+   * Throws TypeError when `middleware` is not a function, and an Error once
+   * run() was called.
+   */
+  use(middleware: Middleware): this {
+    if (typeof middleware !== 'function') throw new TypeError('jobwire Worker: middleware must be a function');
+    if (this.running || this.stopPromise) throw new Error('jobwire Worker: use() must be called before run()');
+    this.layers.push(middleware);
     return this;
   }
 
@@ -320,7 +337,9 @@ export class Worker extends EventEmitter {
     control.start(h);
     let result: Buffer;
     try {
-      const value = await Promise.resolve().then(() => handler(job));
+      const value = await (this.layers.length === 0
+        ? Promise.resolve().then(() => handler(job))
+        : runLayers(this.layers, handler, job));
       h.finished = true;
       renewer.stop(h);
       result = encodeValue(value);

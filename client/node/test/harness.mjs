@@ -8,6 +8,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { before, after } from 'node:test';
+import { Client } from '../dist/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -115,6 +117,25 @@ export async function startStack({ brokerArgs = [] } = {}) {
       await stopProc(redis, 'SIGTERM');
     },
   };
+}
+
+/**
+ * A suite's stack: registers before() (startStack and a Client on it) and
+ * after() (stops the Workers the suite pushed to `workers`, closes the
+ * client, stops the stack). `stack` and `client` are set once before() ran.
+ */
+export function useStack({ brokerArgs = [], timeoutMs = 5000 } = {}) {
+  const suite = { stack: undefined, client: undefined, workers: [] };
+  before(async () => {
+    suite.stack = await startStack({ brokerArgs });
+    suite.client = new Client({ address: suite.stack.address, timeoutMs });
+  });
+  after(async () => {
+    await Promise.all(suite.workers.map((w) => w.stop()));
+    suite.client?.close();
+    await suite.stack?.stop();
+  });
+  return suite;
 }
 
 /** Polls fn() until it returns a truthy value, or throws after timeoutMs. */

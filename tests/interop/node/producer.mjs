@@ -1,6 +1,13 @@
-// Interop producer on the Node client's enqueueBatch (tests/interop/README.md).
+// Interop producer on the Node client's enqueueBatch (tests/interop/README.md),
+// with tracing on: each batch's `publish <queue>` span goes into its jobs'
+// traceparent, and its ids into the out lines.
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
 import { Client } from '../../../client/node/dist/index.js';
+
+// The OpenTelemetry SDK as the client resolves it (its devDependencies).
+const clientRequire = createRequire(new URL('../../../client/node/package.json', import.meta.url));
+const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = clientRequire('@opentelemetry/sdk-trace-base');
 
 function env(name) {
   const v = process.env[name];
@@ -28,7 +35,19 @@ function options(s) {
   return o;
 }
 
-const client = new Client({ address });
+const exporter = new InMemorySpanExporter();
+const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const client = new Client({ address, tracing: true, tracerProvider });
+
+/** `<trace_id> <span_id>` of the newest finished `publish <queue>` span (the batch just sent). */
+function publishSpanIds() {
+  const span = exporter.getFinishedSpans().filter((s) => s.name === `publish ${queue}`).pop();
+  if (!span) throw new Error(`no finished span "publish ${queue}"`);
+  exporter.reset();
+  const sc = span.spanContext();
+  return `${sc.traceId} ${sc.spanId}`;
+}
+
 const outFd = fs.openSync(outFile, 'w');
 let failed = 0;
 try {
@@ -37,10 +56,11 @@ try {
     const results = await client.enqueueBatch(queue, batch.map((s) => ({
       type: s.type, payload: s.payload, options: options(s),
     })));
+    const ids = publishSpanIds();
     let lines = '';
     results.forEach((r, k) => {
       if (r.ok) {
-        lines += `${batch[k].n} ${r.jobId} ${r.duplicate ? 1 : 0}\n`;
+        lines += `${batch[k].n} ${r.jobId} ${r.duplicate ? 1 : 0} ${ids}\n`;
       } else {
         failed++;
         process.stderr.write(`interop node producer: job n=${batch[k].n}: ${r.codeName}: ${r.message}\n`);

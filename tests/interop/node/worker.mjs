@@ -1,11 +1,20 @@
 // Interop worker on the Node client's Worker (tests/interop/README.md).
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
 import {
   LeaseLostError,
   NonRetryableError,
   RetryAfterError,
   Worker,
+  tracingMiddleware,
 } from '../../../client/node/dist/index.js';
+
+// The OpenTelemetry API and SDK as the client resolves them (its
+// devDependencies, client/node/node_modules).
+const clientRequire = createRequire(new URL('../../../client/node/package.json', import.meta.url));
+const { context, trace } = clientRequire('@opentelemetry/api');
+const { BasicTracerProvider } = clientRequire('@opentelemetry/sdk-trace-base');
+const { AsyncLocalStorageContextManager } = clientRequire('@opentelemetry/context-async-hooks');
 
 function env(name) {
   const v = process.env[name];
@@ -29,6 +38,13 @@ function logLine(line) {
   fs.writeSync(logFd, `${line}\n`);
 }
 
+// Every handler runs in a `process <queue>` span (tracingMiddleware), the
+// child of the producer's span when the job's headers carry a traceparent.
+// No exporter: the spans are only read back in the handler. The context
+// manager makes the span the active one there.
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+const tracerProvider = new BasicTracerProvider();
+
 const worker = new Worker({
   address,
   queues: [queue],
@@ -43,10 +59,21 @@ const worker = new Worker({
     logLine(`${o.kind} ${o.job.id} ${o.job.attempt} ${lang}${detail}`);
   },
 });
+worker.use(tracingMiddleware({ tracerProvider }));
+
+// `span <job_id> <attempt> <lang> <trace_id> <parent_span_id>`: the trace id
+// of the handler's current span and its parent's span id, as the SDK
+// recorded them (16 zeros when it has no parent).
+function logSpan(job) {
+  const span = trace.getActiveSpan();
+  const parent = span?.parentSpanContext?.spanId ?? '0'.repeat(16);
+  logLine(`span ${job.id} ${job.attempt} ${lang} ${span?.spanContext().traceId ?? '0'.repeat(32)} ${parent}`);
+}
 
 worker.register('interop', async (job) => {
   const p = job.json();
   logLine(`start ${job.id} ${job.attempt} ${lang}`);
+  if (job.headers.traceparent !== undefined) logSpan(job);
   if (p.crash && job.attempt === 1) {
     logLine(`crash ${job.id} ${job.attempt} ${lang}`);
     process.exit(3);

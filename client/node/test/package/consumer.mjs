@@ -11,13 +11,23 @@ setTimeout(() => { console.error('consumer.mjs: timed out'); process.exit(1); },
 const cjs = createRequire(import.meta.url)('@jobwire/client');
 if (cjs.Client !== Client || cjs.JobwireError !== JobwireError) throw new Error('import and require load different copies');
 
+// Tracing needs the optional peer dependency @opentelemetry/api, which this
+// project does not have: asking for it says so; nothing else loads it.
+try {
+  new Client({ tracing: true });
+  throw new Error('a tracing Client was made without @opentelemetry/api');
+} catch (e) {
+  if (!/npm install @opentelemetry\/api/.test(e.message)) throw e;
+}
+
 const client = new Client();
 const { jobId } = await client.enqueue(queue, 'add', { a: 2, b: 3 });
 
 const worker = new Worker({ queues: [queue], logger: null });
+worker.use(async (job, next) => ({ ...(await next()), module: 'esm' })); // a middleware sets `module`
 worker.register('add', async (job) => {
   const { a, b } = job.json();
-  return { sum: a + b, module: 'esm' };
+  return { sum: a + b };
 });
 worker.on('outcome', (o) => { if (o.job.id === jobId) void worker.stop(); });
 await worker.run({ installSignalHandlers: false });

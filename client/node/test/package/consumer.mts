@@ -1,6 +1,6 @@
 // package_test.sh: type-checked (tsc --noEmit, module nodenext) against the
 // installed package's ES-module types (exports "import" -> dist/index.d.mts).
-import { Client, Worker, JobwireError, JobCancelledError, Status, Reason, type Job, type Outcome, type EnqueueOptions, type CallOptions, type EnqueueCallOptions, type Progress, type StopReason } from '@jobwire/client';
+import { Client, Worker, JobwireError, JobCancelledError, Status, Reason, tracingMiddleware, type Middleware, type TracingOptions, type Job, type Outcome, type EnqueueOptions, type CallOptions, type EnqueueCallOptions, type Progress, type StopReason } from '@jobwire/client';
 
 const options: EnqueueOptions = { priority: 5, maxAttempts: 3 };
 const client = new Client({ address: '127.0.0.1:1', timeoutMs: 1000 });
@@ -26,6 +26,12 @@ void client.enqueueBatch('q', [{ type: 'long', options: { headers } }]);
 void client.getJob('q', 'id').then((j): Record<string, string> => j.headers);
 worker.register('traced', (job: Job): string | undefined => job.headers['traceparent']);
 void client.reportProgress('q', 'id', 't', progress, call);
+// Middleware and tracing: typed without @opentelemetry/api installed (an
+// optional peer dependency the fresh project does not have).
+const timing: Middleware = async (job: Job, next: () => Promise<unknown>) => ({ inner: await next(), id: job.id });
+worker.use(timing).use(tracingMiddleware({ tracerProvider: { getTracer: (name: string) => ({ name }) } }));
+const tracingOptions: TracingOptions = {};
+const traced = new Client({ tracing: true, tracerProvider: tracingOptions.tracerProvider });
 worker.register('long', async (job: Job) => {
   await job.reportProgress({ percent: 10 });
   job.throwIfCancelled();
@@ -42,5 +48,5 @@ const detail = (e: JobwireError): [string, string | undefined, string | undefine
   [e.reason, e.metadata['state'], e.field, e.retryDelayMs];
 const known: Reason = Reason.INVALID_FIELD;
 void client.enqueueBatch('q', [{ type: 'add' }]).then((rs) => rs.map((r) => (r.ok ? '' : r.reason + r.error.reason)));
-export { enqueued, job, code, isError, stale, detail, known, requested };
+export { enqueued, job, code, isError, stale, detail, known, requested, traced };
 void worker.run({ installSignalHandlers: true });
