@@ -19,12 +19,14 @@ ACK_KINDS = ("ack_ok", "ack_error", "ack_unknown")
 FAIL_KINDS = ("fail_ok", "fail_error", "fail_unknown")
 DROPPED = "expired_dropped"
 # Lines a run writes before it ends; every other line ends the run (an
-# outcome, or "crash").
-RUN_STEPS = ("start", "hold")
+# outcome, or "crash"). "span" names the handler's trace (README.md,
+# "Traces").
+RUN_STEPS = ("start", "span", "hold")
 REFUSED = "FAILED_PRECONDITION"
 
-# One log line of a job: "<kind> <job_id> <attempt> <lang> [detail]", and the
-# log it came from.
+# One log line of a job: "<kind> <job_id> <attempt> <lang> [detail...]" (the
+# detail is the rest of the line, its words joined by one space), and the log
+# it came from.
 Event = collections.namedtuple("Event", "kind attempt lang detail log")
 
 
@@ -52,7 +54,7 @@ class LogTail:
             parts = line.split()
             if len(parts) < 4:
                 raise ValueError(f"{self.path}: malformed line {line!r}")
-            detail = parts[4] if len(parts) > 4 else ""
+            detail = " ".join(parts[4:])
             events.append((parts[1], Event(parts[0], int(parts[2]), parts[3], detail, self.path)))
         return events
 
@@ -83,6 +85,9 @@ class Run:
     crashes: int = 0     # worker processes that crashed on purpose
     crashed_logs: set = field(default_factory=set)  # their logs
     freezes: list = field(default_factory=list)     # [Freeze]
+    # job id -> "<trace_id> <span_id>" of the producer span whose context its
+    # Enqueue carried (the Node.js producer's jobs; README.md, "Traces").
+    traces: dict = field(default_factory=dict)
 
 
 def check(run):
@@ -99,6 +104,7 @@ def check(run):
                         f"{limit} can be explained by crashes")
     failures += check_languages(run)
     failures += check_superseded(run, counts)
+    failures += check_traces(run, counts)
     unexpected = sorted(set(run.events) - set(run.job_n))
     if unexpected:
         failures.append(f"{len(unexpected)} job id(s) in the workers' logs that no Enqueue "
@@ -209,6 +215,39 @@ def check_languages(run):
             if a != b and runs[a] >= 0.05 * total_runs and runs[b] >= 0.05 * total_runs \
                     and pairs[(a, b)] == 0:
                 failures.append(f"no job failed in {a} and completed in {b}")
+    return failures
+
+
+def check_traces(run, counts):
+    """Every run of a job enqueued with a trace logged a handler span of that
+    trace whose parent is the producer's span, in every language; no job
+    enqueued without one logged a span."""
+    failures = []
+    spanned = set()
+    for job_id, evs in run.events.items():
+        want = run.traces.get(job_id)
+        spans = {(e.log, e.attempt): e for e in evs if e.kind == "span"}
+        for e in evs:
+            if e.kind == "span" and want is None:
+                failures.append(f"job {job_id} was enqueued without a trace but its run "
+                                f"(attempt {e.attempt} in {e.lang}) logged span {e.detail}")
+            if e.kind != "start" or want is None:
+                continue
+            span = spans.get((e.log, e.attempt))
+            if span is None:
+                failures.append(f"job {job_id} attempt {e.attempt} ran in {e.lang} without "
+                                f"a span line; its producer's span is {want}")
+            elif span.detail != want:
+                failures.append(f"job {job_id} attempt {e.attempt} in {e.lang}: handler span "
+                                f"trace/parent {span.detail}, the producer's trace/span {want}")
+            else:
+                spanned.add(e.lang)
+                counts["spans_checked"] += 1
+    if run.traces:
+        for lang in run.langs:
+            if lang not in spanned:
+                failures.append(f"no run in {lang} of a job enqueued with a trace logged its "
+                                f"producer's trace")
     return failures
 
 

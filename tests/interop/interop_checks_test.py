@@ -52,10 +52,25 @@ def broker_job(job_id, n, attempts, lang):
                           result=json.dumps({"n": n, "lang": lang}).encode())
 
 
-def run_checks(tmp_path, logs=None, jobs=None, freezes=None, results=None):
-    """check() over the given (or the sound) logs, jobs and freezes, with
-    some stored results replaced ({job id: bytes}); returns its failures."""
-    logs, jobs = logs or LOGS, jobs or JOBS
+# The producer's trace/span of the jobs enqueued with a trace (jb, jd: their
+# runs log a span line in each language).
+TRACE_B = "4bf92f3577b34da6a3ce929d0e0e4736 00f067aa0ba902b7"
+TRACE_D = "0af7651916cd43dd8448eb211c80319c b7ad6b7169203331"
+TRACES = {"jb": TRACE_B, "jd": TRACE_D}
+SPAN_LINES = {
+    "start jb 1 python": ["start jb 1 python", f"span jb 1 python {TRACE_B}"],
+    "start jd 2 python": ["start jd 2 python", f"span jd 2 python {TRACE_D}"],
+    "start jb 2 go": ["start jb 2 go", f"span jb 2 go {TRACE_B}"],
+    "start jd 1 go": ["start jd 1 go", f"span jd 1 go {TRACE_D}"],
+}
+
+
+def run_checks(tmp_path, logs=None, jobs=None, freezes=None, results=None, traces=None):
+    """check() over the given (or the sound) logs, jobs, freezes and traces,
+    with some stored results replaced ({job id: bytes}); returns its
+    failures."""
+    logs, jobs = logs or doctored({}), jobs or JOBS
+    traces = TRACES if traces is None else traces
     freezes = FREEZES if freezes is None else freezes
     events = {}
     for name, lines in logs.items():
@@ -72,13 +87,15 @@ def run_checks(tmp_path, logs=None, jobs=None, freezes=None, results=None):
     run = interop_checks.Run(
         langs=LANGS, concurrency=4, job_n=job_n,
         expect_dead={j for j, spec in jobs.items() if spec[2] is None},
-        broker_jobs=broker_jobs, events=events, freezes=frozen)
+        broker_jobs=broker_jobs, events=events, freezes=frozen, traces=traces)
     failures, _ = interop_checks.check(run)
     return failures
 
 
 def doctored(replace):
-    """LOGS with lines replaced: {old line: new lines}."""
+    """LOGS, with the span lines of the traced jobs, with lines replaced:
+    {old line: new lines}."""
+    replace = dict(SPAN_LINES, **replace)
     return {name: [new for line in lines for new in replace.get(line, [line])]
             for name, lines in LOGS.items()}
 
@@ -181,3 +198,38 @@ def test_ack_unknown_is_not_a_completion(tmp_path):
     # Without it, jf's completion is unexplained.
     logs = doctored({"ack_unknown jf 1 go UNAVAILABLE": []})
     assert_fails(run_checks(tmp_path, logs=logs), "job jf: COMPLETED with no Ack in the logs")
+
+
+def test_handler_span_with_another_parent(tmp_path):
+    logs = doctored({"start jb 2 go": ["start jb 2 go",
+                                       "span jb 2 go 4bf92f3577b34da6a3ce929d0e0e4736 "
+                                       "1111111111111111"]})
+    assert_fails(run_checks(tmp_path, logs=logs),
+                 f"job jb attempt 2 in go: handler span trace/parent "
+                 f"4bf92f3577b34da6a3ce929d0e0e4736 1111111111111111, the producer's "
+                 f"trace/span {TRACE_B}")
+
+
+def test_traced_run_without_a_span_line(tmp_path):
+    logs = doctored({"start jd 1 go": ["start jd 1 go"]})
+    assert_fails(run_checks(tmp_path, logs=logs),
+                 "job jd attempt 1 ran in go without a span line")
+
+
+def test_span_of_a_job_enqueued_without_a_trace(tmp_path):
+    logs = doctored({"start jc 2 python": ["start jc 2 python",
+                                           f"span jc 2 python {TRACE_B}"]})
+    assert_fails(run_checks(tmp_path, logs=logs),
+                 "job jc was enqueued without a trace but its run (attempt 2 in python)")
+
+
+def test_a_language_with_no_traced_run(tmp_path):
+    # Only jf was enqueued with a trace, and it ran in go alone: python's
+    # trace propagation went unchecked.
+    logs = {name: [new for line in lines
+                   for new in ([line, f"span jf 1 go {TRACE_B}"] if line == "start jf 1 go"
+                               else [line])]
+            for name, lines in LOGS.items()}
+    failures = run_checks(tmp_path, logs=logs, traces={"jf": TRACE_B})
+    assert_fails(failures, "no run in python of a job enqueued with a trace")
+    assert not any("in go" in f for f in failures), failures

@@ -224,6 +224,7 @@ def run(args):
 
         failures = []
         job_ids = {}  # n -> job id
+        traces = {}   # job id -> "<trace_id> <span_id>" of its producer span
         for lang, (proc, out) in producers.items():
             output, _ = proc.communicate(timeout=args.timeout)
             if proc.returncode != 0:
@@ -231,10 +232,13 @@ def run(args):
                 continue
             with open(out) as f:
                 for line in f:
-                    n, job_id, duplicate = line.split()
+                    # "<n> <job_id> <duplicate> [<trace_id> <span_id>]" (README.md)
+                    n, job_id, duplicate, *trace = line.split()
                     if duplicate != "0":
                         failures.append(f"job {n} reported as duplicate on first enqueue")
                     job_ids[int(n)] = job_id
+                    if trace:
+                        traces[job_id] = " ".join(trace)
         if len(job_ids) != args.jobs:
             failures.append(f"producers stored {len(job_ids)} of {args.jobs} jobs")
         enqueued_at = time.time()
@@ -290,7 +294,7 @@ def run(args):
         facts = interop_checks.Run(
             langs=LANGS, concurrency=args.concurrency, job_n=job_n, expect_dead=expect_dead,
             broker_jobs=broker_jobs, events=logs.events, crashes=sum(workers.crashes.values()),
-            crashed_logs=workers.crashed_logs, freezes=freezer.freezes)
+            crashed_logs=workers.crashed_logs, freezes=freezer.freezes, traces=traces)
         check_failures, counts = interop_checks.check(facts)
         failures += check_failures
         summarize(facts, counts, workers, enqueued_at - started, drained_at - started)
@@ -330,6 +334,8 @@ def summarize(run, counts, workers, enqueue_s, drain_s):
     print(f"Ack/Fail refused by the broker (superseded leases): {counts['stale_refused']}")
     print(f"late Acks of superseded leases: {counts['late_acks']}, refused "
           f"{counts['late_acks_refused']}")
+    print(f"handler spans of the Node.js producer's traces, parent checked: "
+          f"{counts['spans_checked']}")
     print(f"\n{len(run.broker_jobs)} jobs from {', '.join(PRODUCERS)} producers and the "
           f"freezer; enqueued after {enqueue_s:.1f} s, drained after {drain_s:.1f} s; "
           f"final states {dict(states)}")
