@@ -101,7 +101,8 @@ type Worker struct {
 
 	mu          sync.Mutex
 	handlers    map[string]Handler
-	middlewares []Middleware // Use; fixed once started
+	middlewares []Middleware       // Use; fixed once started
+	chained     map[string]Handler // handlers wrapped in middlewares, built once started
 	started     bool
 
 	stopOnce sync.Once
@@ -141,6 +142,7 @@ func NewWorker(addr string, queues []string, opts ...WorkerOption) (*Worker, err
 		cfg:      cfg,
 		log:      cfg.logger.With("worker_id", cfg.workerID),
 		handlers: map[string]Handler{},
+		chained:  map[string]Handler{},
 		stopCh:   make(chan struct{}),
 		doneCh:   make(chan struct{}),
 	}, nil
@@ -158,18 +160,26 @@ func (w *Worker) Handle(jobType string, h Handler) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.handlers[jobType] = h
+	delete(w.chained, jobType)
 }
 
 // handler is the handler of jobType wrapped in the middlewares (nil when
-// the type has none).
+// the type has none), wrapped once per type after Run fixed the middlewares.
 func (w *Worker) handler(jobType string) Handler {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if h, ok := w.chained[jobType]; ok {
+		return h
+	}
 	h := w.handlers[jobType]
 	if h == nil {
 		return nil
 	}
-	return chain(h, w.middlewares)
+	h = chain(h, w.middlewares)
+	if w.started {
+		w.chained[jobType] = h
+	}
+	return h
 }
 
 // Stop stops the worker: the Claim stream is cancelled (no new jobs), running
