@@ -55,6 +55,17 @@ def local_deadline(timeout_ms: int, received: float) -> Optional[float]:
     return received + timeout_ms / 1000.0 if timeout_ms > 0 else None
 
 
+def stop_run(run: Optional["RunControl"], stop) -> None:
+    """A StopRun from the Claim stream (`stop`: queue, job id, lease token):
+    tells the handler of that run, `run` as the Worker found it by job id and
+    token (None when it is no longer held here)."""
+    if run is None:
+        log.debug("jobwire: stop for job %s/%s: not running here (finished meanwhile)",
+                  stop.queue, stop.job_id)
+        return
+    run.signal(CANCELLED)  # REASON_CANCEL_REQUESTED, the only reason so far
+
+
 def failure_after_stop(reason: str, failure: Failure) -> Failure:
     """The Fail of a signalled run whose handler raised: the reason as the
     error text (the broker writes "cancelled" / "timeout" anyway), the

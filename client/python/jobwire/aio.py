@@ -30,8 +30,8 @@ from ._lease_rules import (RETRYABLE, given_up, lease_ended_ago_ms, lease_length
                            may_resend, renew_lease_ms, retry_jitter, retry_wait)
 from ._middleware import Middleware, aio_chain, check_middleware
 from ._reconnect import reconnect_delay
-from ._run_control import (CANCELLED, AioRunControl, failure_after_stop, local_deadline,
-                           stop_reason)
+from ._run_control import (AioRunControl, failure_after_stop, local_deadline, stop_reason,
+                           stop_run)
 from ._settler import log_refused_ack
 from ._subscribe import AioSubscription, Kinds, Queues, SubscribeState, build_subscribe_request
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
@@ -428,14 +428,8 @@ class Worker:
         t.add_done_callback(self._tasks.discard)
 
     def _stop_run(self, stop) -> None:
-        """A StopRun from the Claim stream: tells the handler of that run
-        (job id and lease token), if it is still held."""
-        run = self._runs.get((stop.job_id, stop.lease_token))
-        if run is None:
-            log.debug("jobwire: stop for job %s/%s: not running here (finished meanwhile)",
-                      stop.queue, stop.job_id)
-            return
-        run.signal(CANCELLED)  # REASON_CANCEL_REQUESTED, the only reason so far
+        """A StopRun from the Claim stream (see _run_control.stop_run)."""
+        stop_run(self._runs.get((stop.job_id, stop.lease_token)), stop)
 
     async def _report_progress(self, request) -> None:
         """ReportProgress (job.progress()): raises JobwireError when refused."""

@@ -29,7 +29,7 @@ from ._lease_renewer import Lease, LeaseRenewer
 from ._lease_rules import lease_ended_ago_ms, lease_length_s, renew_lease_ms
 from ._middleware import Middleware, chain, check_middleware
 from ._reconnect import reconnect_delay
-from ._run_control import CANCELLED, RunControl, failure_after_stop, local_deadline
+from ._run_control import RunControl, failure_after_stop, local_deadline, stop_run
 from ._settler import Settler
 from ._types import Job, Outcome, encode_result
 from ._worker_options import default_worker_id, init_settings  # noqa: F401 (re-exported)
@@ -382,15 +382,10 @@ class Worker:
         self._pool.submit(self._process, job, run, received)
 
     def _stop_run(self, stop) -> None:
-        """A StopRun from the Claim stream: tells the handler of that run
-        (job id and lease token), if it is still held."""
+        """A StopRun from the Claim stream (see _run_control.stop_run)."""
         with self._lock:
             run = self._runs.get((stop.job_id, stop.lease_token))
-        if run is None:
-            log.debug("jobwire: stop for job %s/%s: not running here (finished meanwhile)",
-                      stop.queue, stop.job_id)
-            return
-        run.signal(CANCELLED)  # REASON_CANCEL_REQUESTED, the only reason so far
+        stop_run(run, stop)
 
     def _report_progress(self, request) -> None:
         """ReportProgress (job.progress()): raises JobwireError when refused."""
