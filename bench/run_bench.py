@@ -363,6 +363,10 @@ def main():
             lines += [f.read().rstrip(), ""]
     lines += ["Partitioned queues on a Redis Cluster are measured by "
               "`bench/cluster_partitions.py`: [performance-cluster.md](performance-cluster.md).",
+              "",
+              "What WaitJob and Subscribe cost a queue with and without waiters or subscribers "
+              "is measured by `bench/observer_cost.py`: "
+              "[performance-observers.md](performance-observers.md).",
               ""]
     if errors:
         lines += ["## Runs that failed", ""] + [f"- {k}: {v}" for k, v in errors.items()] + [""]

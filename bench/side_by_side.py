@@ -233,14 +233,21 @@ def measure(stack, pids, jobs, before, after):
     return out
 
 
-def run_system(name, broker, jobs, chunk=1000, concurrency=50, rate=0.0, timeout=600):
+def run_system(name, broker, jobs, chunk=1000, concurrency=50, rate=0.0, timeout=600,
+               observers=None):
     """One run of system `name`: returns its figures (see measure(), plus
-    jobs_per_s and the worker's latency_ms), or raises RuntimeError."""
+    jobs_per_s and the worker's latency_ms), or raises RuntimeError.
+    `observers(address)`, when given, is called once the worker and the
+    producer are ready and returns processes (subprocess.Popen) that watch
+    the broker at `address` during the measured window (observer_cost.py);
+    they are ended with the run, and `observers_ended` in the figures lists
+    the command lines of those that had ended before it."""
     needs_broker, cmd = SYSTEMS[name]
     with tempfile.TemporaryDirectory(prefix="jobwire-side-") as workdir, \
             open(os.path.join(workdir, "programs.log"), "w+") as log:
         stack = Stack(broker if needs_broker else "", workdir)
         worker = producer = None
+        watching = []
         try:
             target = (["--addr", f"127.0.0.1:{stack.port}"] if needs_broker else
                       ["--redis-url", f"redis://127.0.0.1:{stack.redis_port}"])
@@ -253,12 +260,15 @@ def run_system(name, broker, jobs, chunk=1000, concurrency=50, rate=0.0, timeout
             pids = {"producer": producer.proc.pid, "worker": worker.proc.pid}
             if stack.broker:
                 pids["broker"] = stack.broker.pid
+            if observers:
+                watching = observers(f"127.0.0.1:{stack.port}")
             load = load_average()
             before = Snapshot(stack, pids)
             producer.go()
             produced = producer.wait("done", timeout)
             done = worker.wait("done", timeout)
             after = Snapshot(stack, pids)
+            observers_ended = [p.args for p in watching if p.poll() is not None]
         except RuntimeError as exc:
             log.seek(0)
             raise RuntimeError(f"{name}: {exc}; its output: {log.read()[-1500:]}") from None
@@ -266,6 +276,9 @@ def run_system(name, broker, jobs, chunk=1000, concurrency=50, rate=0.0, timeout
             for program in (producer, worker):
                 if program:
                     program.stop()
+            for proc in watching:
+                proc.kill()
+                proc.wait()
             stack.close()
     if done.get("completed", 0) < jobs or produced.get("enqueued", 0) < jobs:
         raise RuntimeError(f"{name}: enqueued {produced.get('enqueued')}, completed "
@@ -278,6 +291,8 @@ def run_system(name, broker, jobs, chunk=1000, concurrency=50, rate=0.0, timeout
            "settings": "producer: " + producer.info.get("settings", "") + "; worker: " +
                        worker.info.get("settings", "")}
     out.update(measure(stack, pids, jobs, before, after))
+    if observers:
+        out["observers_ended"] = observers_ended
     return out
 
 

@@ -1,0 +1,248 @@
+"""What WaitJob and Subscribe cost a queue: jobwire's C++ side-by-side run
+(bench/README.md, "Side by side") against four brokers, alternating round by
+round, and the report docs/performance-observers.md.
+
+  base       the broker of --base, the last commit before WaitJob and queue
+             events (built once into build/observer-base/ from a git worktree)
+  unchecked  the broker of HEAD with the scripts' events check removed (no
+             PUBSUB SHARDNUMSUB, no events ever; build/observer-unchecked/):
+             head against it is what the check costs a queue nobody watches
+  head       this tree's broker (--broker), nobody waiting or subscribed
+  elsewhere  this tree's broker with a subscriber (`jobwire watch`, every
+             kind) and a waiter (`jobwire wait`) on another queue
+  here       this tree's broker with a subscriber on the measured queue
+             (`jobwire watch --json`, every kind, written to a file)
+
+The question is issue 16's: does a queue with no waiters or subscribers pay
+for them (head and elsewhere against unchecked, which differs from head by
+the events check alone: jobs/s and Redis commands per job)? base shows what
+everything since the features' start costs; the "here" runs what a
+subscriber costs when there is one.
+
+  .venv/bin/python bench/observer_cost.py --out docs/performance-observers.md
+"""
+
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import side_by_side
+from side_by_side import BUILD, REPO
+
+DEFAULT_BASE = "bfc85cc"  # the parent of 794b8f3 (WaitJob and queue events)
+VARIANTS = ("base", "unchecked", "head", "elsewhere", "here")
+CLI = os.path.join(BUILD, "cli", "jobwire")
+
+
+# The line of lua/_lib.lua (events_open) that asks Redis whether a broker
+# listens to a queue's events; the "unchecked" build never asks (and never
+# publishes).
+EVENTS_CHECK = "  if redis.call('PUBSUB', 'SHARDNUMSUB', channel)[2] > 0 then"
+NO_EVENTS_CHECK = "  if false then  -- observer_cost.py: the events check removed"
+
+
+def build_broker(name, rev, unchecked=False):
+    """The broker binary of commit `rev`, built (once per commit) in
+    build/observer-<name>/ from a git worktree; with `unchecked`, with the
+    events check of lua/_lib.lua removed first."""
+    root = os.path.join(BUILD, f"observer-{name}")
+    src, build = os.path.join(root, "src"), os.path.join(root, "build")
+    want = subprocess.run(["git", "-C", REPO, "rev-parse", rev], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    if not os.path.isdir(src):
+        os.makedirs(root, exist_ok=True)
+        subprocess.run(["git", "-C", REPO, "worktree", "add", "--detach", src, want], check=True,
+                       stdout=subprocess.DEVNULL)
+    subprocess.run(["git", "-C", src, "checkout", "--force", "--detach", "-q", want], check=True)
+    if unchecked:
+        lib = os.path.join(src, "lua", "_lib.lua")
+        with open(lib) as f:
+            text = f.read()
+        if EVENTS_CHECK not in text:
+            raise SystemExit(f"{lib}: the events check line is not there any more: "
+                             f"update EVENTS_CHECK in {__file__}")
+        with open(lib, "w") as f:
+            f.write(text.replace(EVENTS_CHECK, NO_EVENTS_CHECK))
+    subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja",
+                    "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DJOBWIRE_BUILD_TESTS=OFF"],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", build, "-j2", "--target", "jobwire-broker"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return os.path.join(build, "broker", "jobwire-broker"), want[:12]
+
+
+class Observers:
+    """The observer processes of one variant; after the run, what they saw."""
+
+    def __init__(self, variant, workdir):
+        self.variant = variant
+        self.out = os.path.join(workdir, f"{variant}-watch.jsonl")
+        self.procs = []
+
+    def __call__(self, address):
+        cli = [CLI, "--addr", address]
+        if self.variant == "elsewhere":
+            enq = subprocess.run(cli + ["enqueue", "other", "t", "--delay-ms", "3600000"],
+                                 capture_output=True, text=True, check=True)
+            job_id = enq.stdout.split()[-1] if enq.stdout.split() else ""
+            self.procs.append(subprocess.Popen(cli + ["watch", "other"],
+                                               stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.DEVNULL))
+            self.procs.append(subprocess.Popen(cli + ["wait", "other", job_id],
+                                               stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.DEVNULL))
+        elif self.variant == "here":
+            with open(self.out, "w") as f:
+                self.procs.append(subprocess.Popen(cli + ["watch", "bench", "--json"], stdout=f,
+                                                   stderr=subprocess.DEVNULL))
+        time.sleep(1.0)  # the streams open before the producer's go
+        return self.procs
+
+    def check(self, run):
+        """Why the observers did not observe the whole run (`run`: the
+        figures of side_by_side.run_system), or None."""
+        for argv in run.get("observers_ended", []):
+            return f"{self.variant}: observer `{' '.join(argv[3:])}` ended during the run"
+        return None
+
+    def events(self):
+        if self.variant != "here":
+            return 0
+        with open(self.out) as f:
+            return sum(1 for _ in f)
+
+
+def fmt_range(values, digits=0):
+    return (f"{statistics.median(values):,.{digits}f} "
+            f"({min(values):,.{digits}f}-{max(values):,.{digits}f})")
+
+
+def report(args, revs, runs, failures):
+    lines = [
+        "# What WaitJob and Subscribe cost a queue",
+        "",
+        f"Written by `bench/observer_cost.py` on {datetime.date.today().isoformat()}:",
+        "",
+        "```sh",
+        f".venv/bin/python bench/observer_cost.py --rounds {args.rounds} --jobs {args.jobs} "
+        f"--base {args.base}" + (f" --out {args.out}" if args.out else ""),
+        "```",
+        "",
+        "jobwire's C++ side-by-side program (`build/bench/jobwire_side`: one producer process, "
+        f"EnqueueBatch of {args.chunk}, one worker process, {args.concurrency} jobs in flight, "
+        f"{args.jobs:,} jobs of 64 bytes per run; bench/README.md, \"Side by side\") against "
+        "a fresh redis-server and broker per run, the variants alternating round by round "
+        f"({args.rounds} rounds):",
+        "",
+        f"- **base**: the broker of `{revs['base']}`, the last commit before WaitJob and "
+        "queue events;",
+        f"- **unchecked**: the broker of `{revs['unchecked']}` (HEAD) with the scripts' events "
+        "check removed (events_open in lua/_lib.lua never asks `PUBSUB SHARDNUMSUB`, so no "
+        "event is ever published): what head would be without waiters and subscribers;",
+        "- **head**: this tree's broker, nobody waiting or subscribed;",
+        "- **elsewhere**: this tree's broker with `jobwire watch other` and `jobwire wait other "
+        "<id>` open on another queue;",
+        "- **here**: this tree's broker with `jobwire watch bench --json` (every event kind) on "
+        "the measured queue.",
+        "",
+        "Medians with the range over the rounds; ratios are taken within a round, against "
+        "that round's unchecked run: head / unchecked is what the events check costs a "
+        "queue nobody watches.",
+        "",
+        "| variant | jobs/s | / unchecked | Redis commands per job | Redis CPU us per job | "
+        "broker CPU us per job | events seen |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_variant = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
+    base_by_round = {r["round"]: r for r in by_variant["unchecked"]}
+    for v in VARIANTS:
+        rs = by_variant[v]
+        if not rs:
+            lines.append(f"| {v} | not measured | | | | | |")
+            continue
+        ratios = [r["jobs_per_s"] / base_by_round[r["round"]]["jobs_per_s"]
+                  for r in rs if r["round"] in base_by_round]
+        lines.append(
+            f"| {v} | {fmt_range([r['jobs_per_s'] for r in rs])} | "
+            f"{fmt_range(ratios, 2) if ratios else '-'} | "
+            f"{fmt_range([r['redis_commands_per_job'] for r in rs], 3)} | "
+            f"{fmt_range([r['redis_cpu_us_per_job'] for r in rs], 1)} | "
+            f"{fmt_range([r['cpu_us_per_job']['broker'] for r in rs], 1)} | "
+            f"{fmt_range([r['events'] for r in rs]) if v == 'here' else '-'} |")
+    lines += ["", "Per run (jobs/s, Redis commands per job):", ""]
+    for rnd in range(args.rounds):
+        cells = [f"{r['variant']} {r['jobs_per_s']:,.0f} / {r['redis_commands_per_job']:.3f}"
+                 for r in runs if r["round"] == rnd]
+        lines.append(f"- round {rnd + 1}: " + "; ".join(cells))
+    if failures:
+        lines += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
+    lines += [
+        "",
+        "What the scripts do for it: each script call that changes a queue asks Redis once "
+        "whether a broker listens to the queue's events channel (`PUBSUB SHARDNUMSUB`, "
+        "events_open in lua/_lib.lua) and builds and publishes nothing when none does; "
+        "Enqueue, claims and acks are batched, so that is one command per batch, not per "
+        "job. A waiter or subscriber on one queue makes only that queue's scripts publish.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=50_000)
+    parser.add_argument("--chunk", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--base", default=DEFAULT_BASE)
+    parser.add_argument("--broker", default=os.path.join(BUILD, "broker", "jobwire-broker"))
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+
+    base_binary, base_rev = build_broker("base", args.base)
+    unchecked_binary, head_rev = build_broker("unchecked", "HEAD", unchecked=True)
+    brokers = {"base": base_binary, "unchecked": unchecked_binary, "head": args.broker,
+               "elsewhere": args.broker, "here": args.broker}
+    runs, failures = [], []
+    with tempfile.TemporaryDirectory(prefix="jobwire-observers-") as workdir:
+        for rnd in range(args.rounds):
+            for variant in VARIANTS:
+                observers = Observers(variant, workdir)
+                try:
+                    r = side_by_side.run_system("jobwire-cpp", brokers[variant], args.jobs,
+                                                chunk=args.chunk,
+                                                concurrency=args.concurrency,
+                                                observers=observers)
+                except RuntimeError as exc:
+                    failures.append(f"round {rnd + 1} {variant}: {exc}")
+                    continue
+                problem = observers.check(r)
+                if problem:
+                    failures.append(f"round {rnd + 1} {problem}")
+                    continue
+                r.update(variant=variant, round=rnd, events=observers.events())
+                # Each job is enqueued, active and completed: a subscriber that
+                # followed the run saw about 3 events a job (its last lines may
+                # die unflushed with it).
+                if variant == "here" and r["events"] < 2.9 * args.jobs:
+                    failures.append(f"round {rnd + 1} here: the subscriber printed "
+                                    f"{r['events']} events for {args.jobs} jobs")
+                    continue
+                runs.append(r)
+                print(f"round {rnd + 1} {variant}: {r['jobs_per_s']:,.0f} jobs/s, "
+                      f"{r['redis_commands_per_job']:.3f} Redis commands/job", flush=True)
+    text = report(args, {"base": base_rev, "unchecked": head_rev}, runs, failures)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    print(text)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
