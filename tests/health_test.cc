@@ -1,5 +1,6 @@
 // gRPC health checking and server reflection of the real broker: SERVING
-// only while Redis is reachable, NOT_SERVING while it is not, and back.
+// only while Redis is reachable, NOT_SERVING while it is not, and back; the
+// liveness service SERVING throughout.
 #include <set>
 #include <string>
 
@@ -15,6 +16,15 @@ namespace jobwire::testing {
 namespace {
 
 constexpr const char* kBroker = "jobwire.v1.BrokerService";
+constexpr const char* kLiveness = "jobwire.liveness";
+
+// The liveness service's status now, or NOT_FOUND as a failure.
+bool LivenessServing(const std::shared_ptr<grpc::Channel>& channel) {
+  HealthStatus status;
+  grpc::Status call = CheckHealth(channel, kLiveness, &status);
+  EXPECT_TRUE(call.ok()) << call.error_message();
+  return call.ok() && status == kServing;
+}
 
 class HealthTest : public BrokerTest {};
 
@@ -24,10 +34,15 @@ TEST_F(HealthTest, ServingFollowsRedisReachability) {
     EXPECT_TRUE(WaitForHealth(channel, service, kServing, absl::Seconds(5))) << service;
   }
 
+  EXPECT_TRUE(LivenessServing(channel));
+
   redis_->Stop();
   for (const std::string service : {"", kBroker}) {
     EXPECT_TRUE(WaitForHealth(channel, service, kNotServing, absl::Seconds(5))) << service;
   }
+  // Readiness is down, the process is alive: a liveness probe must not
+  // restart it for a Redis outage.
+  EXPECT_TRUE(LivenessServing(channel));
   // Not serving, but alive: calls answer UNAVAILABLE rather than hang.
   v1::Job job;
   EXPECT_EQ(GetJob(*stub_, "q", "1", &job).error_code(), grpc::StatusCode::UNAVAILABLE);

@@ -7,6 +7,7 @@ namespace jobwire::server {
 void HealthReporter::Attach(grpc::HealthCheckServiceInterface* service) {
   absl::MutexLock lock(&mu_);
   services_.push_back(service);
+  service->SetServingStatus(kLivenessServiceName, true);
   PublishLocked(/*log=*/false);
 }
 

@@ -2,7 +2,10 @@
 // of one broker. The broker reports SERVING, for the whole server ("") and
 // for jobwire.v1.BrokerService, only while its Redis command connection is up and
 // it is not draining; NOT_SERVING otherwise (and before Redis first
-// connects). Kubernetes probes and load balancers read it.
+// connects): readiness probes and load balancers read it. The service
+// "jobwire.liveness" is SERVING from the start and stays so (a Redis outage
+// or a drain is no reason to restart the process): liveness probes read it,
+// and it goes away only with the server.
 #ifndef JOBWIRE_BROKER_SERVER_HEALTH_REPORTER_H_
 #define JOBWIRE_BROKER_SERVER_HEALTH_REPORTER_H_
 
@@ -17,6 +20,8 @@ namespace jobwire::server {
 
 // The service names that get a status (besides "", the whole server).
 inline constexpr const char* kBrokerServiceName = "jobwire.v1.BrokerService";
+// SERVING while the process serves gRPC at all, whatever Redis does.
+inline constexpr const char* kLivenessServiceName = "jobwire.liveness";
 
 // Thread safety: every method may be called from any thread.
 class HealthReporter {

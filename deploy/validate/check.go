@@ -22,6 +22,14 @@ const BrokerUID = 10001
 // DefaultShutdownGraceMs is the broker's --shutdown_grace_ms default.
 const DefaultShutdownGraceMs = 25000
 
+// The broker's health services (broker/server/health_reporter.h): the one a
+// liveness probe asks, SERVING while the process serves gRPC, and the
+// broker's, SERVING only while Redis is reachable and it is not draining.
+const (
+	LivenessService = "jobwire.liveness"
+	BrokerService   = "jobwire.v1.BrokerService"
+)
+
 // knownEnv are the broker's flags as JOBWIRE_<FLAG> variables.
 var knownEnv = map[string]bool{}
 
@@ -678,6 +686,22 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 			c.errorf("%s: %s probes port %d, not the health port %d", cwho, np.name, pr.GRPC.Port, healthPort)
 		case !tls && pr.GRPC.Port != grpcPort && (healthPort == 0 || pr.GRPC.Port != healthPort):
 			c.errorf("%s: %s probes port %d, the broker listens on %d", cwho, np.name, pr.GRPC.Port, grpcPort)
+		}
+		// Which health service each probe asks (broker/server/health_reporter.h):
+		// readiness follows Redis and draining; liveness must not, or a Redis
+		// outage restarts every broker.
+		if pr == nil || pr.GRPC == nil {
+			continue
+		}
+		service := ""
+		if pr.GRPC.Service != nil {
+			service = *pr.GRPC.Service
+		}
+		switch {
+		case np.name == "livenessProbe" && service != LivenessService:
+			c.errorf("%s: livenessProbe asks health service %q, which follows Redis: a Redis outage would restart every broker; ask %q", cwho, service, LivenessService)
+		case np.name == "readinessProbe" && service != "" && service != BrokerService:
+			c.errorf("%s: readinessProbe asks health service %q; readiness follows \"\" or %q (Redis reachable, not draining)", cwho, service, BrokerService)
 		}
 	}
 
