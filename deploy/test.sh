@@ -65,6 +65,25 @@ for v in "${values[@]}"; do
   fi
 done
 
+# The preStop hook on the oldest supported Kubernetes (Chart.yaml kubeVersion
+# >= 1.27: no sleep lifecycle action before 1.30) and on KUBE_VERSION: the
+# default useSleepAction=auto picks exec there and sleep here. The 1.27
+# render of ci/old-kube-values.yaml replaces its KUBE_VERSION one, so that
+# deploy/validate checks it.
+step "preStop by Kubernetes version (useSleepAction=auto)"
+prestop_kind() { # kube-version -> "sleep" or "exec" (the line after preStop:)
+  "$HELM" template jobwire "$CHART" --kube-version "$1" -f "$CHART/ci/old-kube-values.yaml" \
+    | grep -A1 'preStop:' | tail -1 | tr -d ' :'
+}
+if "$HELM" template jobwire "$CHART" --namespace queues --kube-version 1.27.0 \
+     -f "$CHART/ci/old-kube-values.yaml" > "$RENDERED/old-kube.yaml"; then
+  [ "$(prestop_kind 1.27.0)" = exec ] || fail "Kubernetes 1.27: preStop is $(prestop_kind 1.27.0), not exec"
+  [ "$(prestop_kind "$KUBE_VERSION")" = sleep ] || fail "Kubernetes $KUBE_VERSION: preStop is $(prestop_kind "$KUBE_VERSION"), not sleep"
+  echo "preStop: exec on 1.27, sleep on $KUBE_VERSION"
+else
+  fail "helm template --kube-version 1.27.0"
+fi
+
 # Values the chart must refuse, with the message it must give.
 step "values that must be refused"
 refuse() { # want-message helm-args...
@@ -96,6 +115,8 @@ refuse "the in-chart Redis (redis.enabled) is standalone" --set redis.enabled=tr
 refuse "redis.mode=sentinel needs redis.sentinelMaster" --set redis.url=redis://s1:26379 --set redis.mode=sentinel
 refuse "redis.sentinelMaster needs redis.mode=sentinel" --set redis.url=redis://r:6379 --set redis.sentinelMaster=jobwire
 refuse "the in-chart Redis (redis.enabled) is standalone" --set redis.enabled=true --set redis.mode=sentinel --set redis.sentinelMaster=jobwire
+refuse "lifecycle.useSleepAction must be auto, true or false" --set redis.url=redis://r:6379 --set lifecycle.useSleepAction=maybe
+refuse "lifecycle.useSleepAction=true needs Kubernetes >= 1.30" --set redis.url=redis://r:6379 --set lifecycle.useSleepAction=true --kube-version 1.28.0
 
 step "go test deploy/validate (strict decoding + cross-checks, negative cases, Dockerfile)"
 (cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" JOBWIRE_VALUES_DIR="$CHART/ci" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \
