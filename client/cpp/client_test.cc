@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/test_harness.h"
@@ -207,6 +208,49 @@ TEST(ClientUnreachableTest, FailsWithinTheDeadline) {
               absl::IsDeadlineExceeded(enqueued.status()))
       << enqueued.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+}  // namespace
+}  // namespace jobwire::client
+
+namespace jobwire::client {
+namespace {
+
+// A target that resolves to several brokers (a headless Service's dns:///
+// name; here the ipv4: list of two brokers with their own Redis): the
+// client's calls spread over them (round_robin), instead of all going to
+// the first address (gRPC's default pick_first).
+TEST(ClientBalancingTest, CallsSpreadOverEveryAddressOfTheTarget) {
+  ::jobwire::testing::RedisServer redis_a, redis_b;
+  JW_ASSERT_OK(redis_a.Start());
+  JW_ASSERT_OK(redis_b.Start());
+  ::jobwire::testing::BrokerProcess broker_a(redis_a.port()), broker_b(redis_b.port());
+  JW_ASSERT_OK(broker_a.Start());
+  JW_ASSERT_OK(broker_b.Start());
+  Client both(ClientOptions{absl::StrCat("ipv4:", broker_a.address(), ",", broker_b.address())});
+  Client only_a(ClientOptions{broker_a.address()});
+  Client only_b(ClientOptions{broker_b.address()});
+
+  int on_a = 0, on_b = 0;
+  for (int i = 0; i < 200 && (on_a == 0 || on_b == 0); ++i) {
+    const std::string payload = absl::StrCat("{\"i\":", i, "}");
+    absl::StatusOr<Enqueued> enqueued = both.Enqueue("q", "t", payload);
+    ASSERT_TRUE(enqueued.ok()) << enqueued.status();
+    // Each broker has its own Redis (and its own id sequence): this job, its
+    // id with this payload, is on exactly one.
+    auto stored_on = [&](Client& broker) {
+      absl::StatusOr<v1::Job> job = broker.GetJob("q", enqueued->job_id);
+      return job.ok() && job->payload() == payload;
+    };
+    const bool a = stored_on(only_a);
+    const bool b = stored_on(only_b);
+    EXPECT_NE(a, b) << enqueued->job_id;
+    on_a += a;
+    on_b += b;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_GT(on_a, 0);
+  EXPECT_GT(on_b, 0);
 }
 
 }  // namespace
