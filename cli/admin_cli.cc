@@ -29,6 +29,14 @@ std::string Age(int64_t ms) {
   return absl::FormatDuration(ms < 1000 ? absl::Milliseconds(ms) : absl::Seconds(ms / 1000));
 }
 
+// A job timeout setting: "no limit" for 0, "-1" (removed) as "the broker's",
+// else "5000 ms".
+std::string TimeoutText(int64_t ms) {
+  if (ms == 0) return "no limit";
+  if (ms < 0) return "the broker's";
+  return absl::StrCat(ms, " ms");
+}
+
 // Epoch ms as UTC time, "-" for zero.
 std::string Time(int64_t ms) {
   if (ms <= 0) return "-";
@@ -113,6 +121,10 @@ absl::Status AdminCli::Stats(const std::string& queue) {
         << "dead:                " << q.dead() << "\n"
         << "paused:              " << (q.paused() ? "yes" : "no") << "\n"
         << "partitions:          " << std::max(1, q.partitions()) << "\n"
+        << "default job timeout: "
+        << (q.has_default_job_timeout_ms() ? TimeoutText(q.default_job_timeout_ms())
+                                            : "the broker's")
+        << "\n"
         << "oldest due:          " << Age(q.oldest_due_age_ms()) << "\n";
   return absl::OkStatus();
 }
@@ -336,34 +348,44 @@ absl::Status AdminCli::Pause(const std::string& queue, bool paused) {
   return absl::OkStatus();
 }
 
-absl::Status AdminCli::SetPartitions(const std::string& queue, int partitions, bool create) {
+absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
+                                std::optional<int64_t> job_timeout_ms, bool create) {
   grpc::Status status;
   int before = 0;
   if (create) {
     v1::CreateQueueRequest request;
     request.set_queue(queue);
     request.set_partitions(partitions);
+    if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
     v1::CreateQueueResponse response;
     status = admin_->CreateQueue(Context().get(), request, &response);
   } else {
     v1::UpdateQueueRequest request;
     request.set_queue(queue);
     request.set_partitions(partitions);
+    if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
     v1::UpdateQueueResponse response;
     status = admin_->UpdateQueue(Context().get(), request, &response);
     before = response.previous_partitions();
   }
   if (!status.ok()) return FromGrpc(status);
-  const int now = std::max(1, partitions);
+  const int now = partitions > 0 ? partitions : std::max(1, before);
   if (json_) {
     nlohmann::json out = {{"queue", queue}, {"partitions", now}};
     if (!create) out["previous_partitions"] = before;
+    if (job_timeout_ms) out["default_job_timeout_ms"] = *job_timeout_ms;
     *out_ << out.dump() << "\n";
-  } else if (create) {
-    *out_ << "created queue " << queue << " with " << now << " partition(s)\n";
-  } else {
-    *out_ << "queue " << queue << ": " << before << " -> " << now << " partition(s)\n";
+    return absl::OkStatus();
   }
+  if (create) {
+    *out_ << "created queue " << queue << " with " << now << " partition(s)";
+  } else {
+    *out_ << "queue " << queue << ": " << before << " -> " << now << " partition(s)";
+  }
+  if (job_timeout_ms) {
+    *out_ << ", default job timeout " << TimeoutText(*job_timeout_ms);
+  }
+  *out_ << "\n";
   return absl::OkStatus();
 }
 

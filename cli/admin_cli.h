@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,8 +71,11 @@ class AdminCli {
   absl::Status PurgeDead(const std::string& queue, int64_t older_than_ms);
   absl::Status DeleteQueue(const std::string& queue, bool force);
   absl::Status Pause(const std::string& queue, bool paused);
-  // CreateQueue (with `create`) or UpdateQueue with `partitions`.
-  absl::Status SetPartitions(const std::string& queue, int partitions, bool create);
+  // CreateQueue (with `create`) or UpdateQueue with `partitions` (0:
+  // unchanged, update only) and the default job timeout (nullopt: none /
+  // unchanged; -1 on update: removed).
+  absl::Status SetQueue(const std::string& queue, int partitions,
+                        std::optional<int64_t> job_timeout_ms, bool create);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);
 

@@ -8,8 +8,8 @@
 //   jobwire purge-dead QUEUE [--older-than-ms MS]
 //   jobwire delete-queue QUEUE [--force]
 //   jobwire pause QUEUE / jobwire resume QUEUE
-//   jobwire create-queue QUEUE [--partitions P]
-//   jobwire update-queue QUEUE --partitions P
+//   jobwire create-queue QUEUE [--partitions P] [--default-job-timeout-ms MS]
+//   jobwire update-queue QUEUE [--partitions P] [--default-job-timeout-ms MS|-1]
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //
 // --addr (default $JOBWIRE_ADDR, else localhost:50051) picks the broker;
@@ -20,6 +20,7 @@
 // the broker's "CODE: message" on stderr when a call fails, 2 on bad usage.
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,17 +146,25 @@ int main(int argc, char** argv) {
   add_queue(resume);
   add_json(resume);
 
-  int partitions = 1;
+  int create_partitions = 1;
+  int update_partitions = 0;
+  std::optional<int64_t> job_timeout_ms;
   CLI::App* create_queue = app.add_subcommand(
       "create-queue", "create a queue (with --partitions, one spread over a Redis Cluster)");
   add_queue(create_queue);
-  create_queue->add_option("--partitions", partitions, "1..256")->capture_default_str();
+  create_queue->add_option("--partitions", create_partitions, "1..256")->capture_default_str();
+  create_queue->add_option("--default-job-timeout-ms", job_timeout_ms,
+                           "timeout of a job enqueued without one (0: no limit; default: the "
+                           "broker's --default_job_timeout_ms)");
   add_json(create_queue);
-  CLI::App* update_queue =
-      app.add_subcommand("update-queue", "raise a queue's partition count");
+  CLI::App* update_queue = app.add_subcommand(
+      "update-queue", "raise a queue's partition count, set its default job timeout");
   add_queue(update_queue);
-  update_queue->add_option("--partitions", partitions, "1..256, at least the current count")
-      ->required();
+  update_queue->add_option("--partitions", update_partitions,
+                           "1..256, at least the current count (default: unchanged)");
+  update_queue->add_option("--default-job-timeout-ms", job_timeout_ms,
+                           "timeout of a job enqueued without one (0: no limit; -1: the "
+                           "broker's default again; default: unchanged)");
   add_json(update_queue);
 
   jobwire::cli::EnqueueOptions enqueue_options;
@@ -208,8 +217,10 @@ int main(int argc, char** argv) {
     status = cli.PurgeDead(queue, older_than_ms);
   } else if (*pause || *resume) {
     status = cli.Pause(queue, static_cast<bool>(*pause));
-  } else if (*create_queue || *update_queue) {
-    status = cli.SetPartitions(queue, partitions, static_cast<bool>(*create_queue));
+  } else if (*create_queue) {
+    status = cli.SetQueue(queue, create_partitions, job_timeout_ms, /*create=*/true);
+  } else if (*update_queue) {
+    status = cli.SetQueue(queue, update_partitions, job_timeout_ms, /*create=*/false);
   } else if (*enqueue) {
     status = cli.Enqueue(queue, type, enqueue_options);
   }

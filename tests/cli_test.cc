@@ -372,3 +372,32 @@ TEST(CliHelpTest, EveryCommandHasHelp) {
 
 }  // namespace
 }  // namespace jobwire::testing
+
+namespace jobwire::testing {
+namespace {
+
+// create-queue / update-queue with a default job timeout, shown by stats
+// and given to a job enqueued without one; update-queue with nothing to
+// change is refused.
+TEST_F(CliTest, QueueDefaultJobTimeout) {
+  CliResult r = Cli({"create-queue", "timed", "--default-job-timeout-ms", "5000"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "created queue timed with 1 partition(s), default job timeout 5000 ms\n");
+  v1::Job job;
+  ASSERT_TRUE(GetJob(*stub_, "timed", MustEnqueue(*stub_, MakeJob("timed")), &job).ok());
+  EXPECT_EQ(job.timeout_ms(), 5000);
+  EXPECT_THAT(Cli({"stats", "timed"}).out, HasSubstr("default job timeout: 5000 ms\n"));
+
+  r = Cli({"update-queue", "timed", "--default-job-timeout-ms", "0"});
+  EXPECT_EQ(r.out, "queue timed: 1 -> 1 partition(s), default job timeout no limit\n") << r.err;
+  r = Cli({"update-queue", "timed", "--default-job-timeout-ms", "-1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(Cli({"stats", "timed"}).out, HasSubstr("default job timeout: the broker's\n"));
+
+  r = Cli({"update-queue", "timed"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("partitions or default_job_timeout_ms must be given"));
+}
+
+}  // namespace
+}  // namespace jobwire::testing

@@ -522,7 +522,7 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
   // An empty message means "subscribed": anything published before was
   // missed, so treat it as due now.
   int64_t delay_ms = 0;
-  if (absl::StartsWith(message, "partitions:")) {  // set_partitions.lua, on partition 0
+  if (absl::StartsWith(message, "partitions:")) {  // set_queue.lua, on partition 0
     int count = 0;
     if (absl::SimpleAtoi(message.substr(11), &count) && count >= 1 &&
         count <= store::kMaxPartitions) {

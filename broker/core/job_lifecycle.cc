@@ -74,17 +74,25 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
       job.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, job.backoff_base_ms()));
     }
   }
-  partitions_->Lookup(queue, [this, queue, jobs = std::move(jobs),
-                              done = std::move(done)](absl::StatusOr<int> count) mutable {
-    if (!count.ok()) return done(count.status());
-    if (*count == 1) return EnqueueTo(queue, queue, std::move(jobs), std::move(done));
+  partitions_->LookupSettings(queue, [this, queue, jobs = std::move(jobs),
+                                      done = std::move(done)](
+                                         absl::StatusOr<store::QueueSettings> settings) mutable {
+    if (!settings.ok()) return done(settings.status());
+    // The job's timeout, else the queue's default, else the broker's.
+    const int64_t timeout =
+        settings->default_job_timeout_ms.value_or(defaults_.job_timeout_ms);
+    for (v1::EnqueueRequest& job : jobs) {
+      if (job.timeout_ms() == 0) job.set_timeout_ms(timeout);
+    }
+    const int count = settings->partitions;
+    if (count == 1) return EnqueueTo(queue, queue, std::move(jobs), std::move(done));
     // partition -> (positions in `jobs`, the jobs)
     std::map<int, std::pair<std::vector<size_t>, std::vector<v1::EnqueueRequest>>> parts;
-    const int unkeyed = partitions_->NextPartition(*count);
+    const int unkeyed = partitions_->NextPartition(count);
     for (size_t i = 0; i < jobs.size(); ++i) {
       const std::string& key = jobs[i].idempotency_key();
       auto& part =
-          parts[key.empty() ? unkeyed : QueuePartitions::PartitionOfKey(key, *count)];
+          parts[key.empty() ? unkeyed : QueuePartitions::PartitionOfKey(key, count)];
       part.first.push_back(i);
       part.second.push_back(std::move(jobs[i]));
     }

@@ -27,6 +27,9 @@ struct LifecycleDefaults {
   int64_t backoff_base_ms = 1000;
   int64_t backoff_max_ms = 3600 * 1000;
   int64_t lease_ms = 30000;
+  // For a job whose Enqueue set no timeout_ms, in a queue without its own
+  // default (QueueSettings); 0 = no limit.
+  int64_t job_timeout_ms = 0;
 };
 
 // Thread safety: every method may be called from any thread. Callbacks run

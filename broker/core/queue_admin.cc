@@ -40,12 +40,15 @@ QueueAdmin::QueueAdmin(const store::JobStore* jobs, const store::AdminStore* adm
     : jobs_(jobs), admin_(admin), partitions_(partitions) {}
 
 void QueueAdmin::CreateQueue(const std::string& queue, int partitions,
+                             std::optional<int64_t> job_timeout_ms,
                              store::Callback<bool> done) const {
-  admin_->SetPartitions(
-      queue, partitions, /*create=*/true,
-      [this, queue, partitions, done = std::move(done)](absl::StatusOr<int> before) mutable {
+  admin_->SetQueue(
+      queue, partitions, /*create=*/true, job_timeout_ms,
+      [this, queue, partitions, job_timeout_ms,
+       done = std::move(done)](absl::StatusOr<int> before) mutable {
         if (!before.ok()) return done(before.status());
         partitions_->Set(queue, partitions);
+        partitions_->SetDefaultJobTimeout(queue, job_timeout_ms);
         jobs_->RegisterQueue(queue, [done = std::move(done)](absl::StatusOr<bool> registered) {
           if (!registered.ok()) return done(registered.status());
           done(true);
@@ -53,14 +56,21 @@ void QueueAdmin::CreateQueue(const std::string& queue, int partitions,
       });
 }
 
-void QueueAdmin::UpdateQueue(const std::string& queue, int partitions,
+void QueueAdmin::UpdateQueue(const std::string& queue, int given_partitions,
+                             std::optional<int64_t> job_timeout_ms,
                              store::Callback<int> done) const {
-  admin_->SetPartitions(
-      queue, partitions, /*create=*/false,
-      [this, queue, partitions, done = std::move(done)](absl::StatusOr<int> before) mutable {
+  admin_->SetQueue(
+      queue, given_partitions, /*create=*/false, job_timeout_ms,
+      [this, queue, given_partitions, job_timeout_ms,
+       done = std::move(done)](absl::StatusOr<int> before) mutable {
         if (!before.ok()) return done(before.status());
-        partitions_->Set(queue, partitions);
         const int old = *before;
+        const int partitions = given_partitions > 0 ? given_partitions : old;
+        partitions_->Set(queue, partitions);
+        if (job_timeout_ms) {
+          partitions_->SetDefaultJobTimeout(
+              queue, *job_timeout_ms == store::kRemoveJobTimeout ? std::nullopt : job_timeout_ms);
+        }
         if (partitions == old) return done(old);
         // New partitions of a paused queue are paused too (partition 0's
         // flag stands for the queue's).
@@ -113,14 +123,19 @@ void QueueAdmin::ListQueues(store::Callback<std::vector<v1::QueueStats>> done) c
 }
 
 void QueueAdmin::Stats(const std::string& queue, store::Callback<v1::QueueStats> done) const {
-  partitions_->Lookup(queue, [this, queue, done = std::move(done)](absl::StatusOr<int> count) {
-    if (!count.ok()) return done(count.status());
+  partitions_->LookupSettings(queue, [this, queue, done = std::move(done)](
+                                         absl::StatusOr<store::QueueSettings> settings) {
+    if (!settings.ok()) return done(settings.status());
+    const int count = settings->partitions;
     auto gather = std::make_shared<Gather<v1::QueueStats>>();
-    gather->remaining = *count;
+    gather->remaining = count;
     gather->answers.resize(1);
     gather->answers[0].set_queue(queue);
-    gather->answers[0].set_partitions(*count);
-    for (int p = 0; p < *count; ++p) {
+    gather->answers[0].set_partitions(count);
+    if (settings->default_job_timeout_ms) {
+      gather->answers[0].set_default_job_timeout_ms(*settings->default_job_timeout_ms);
+    }
+    for (int p = 0; p < count; ++p) {
       admin_->Stats(store::PartitionQueue(queue, p),
                     [gather, done](absl::StatusOr<v1::QueueStats> stats) {
                       {
@@ -240,7 +255,10 @@ void QueueAdmin::DeleteQueue(const std::string& queue, bool force,
         [this, queue, done = std::move(done)](absl::StatusOr<int64_t> deleted) {
           // The count went with partition 0 (other replicas read it again
           // within QueuePartitions' refresh).
-          if (deleted.ok()) partitions_->Set(queue, 1);
+          if (deleted.ok()) {
+            partitions_->Set(queue, 1);
+            partitions_->SetDefaultJobTimeout(queue, std::nullopt);
+          }
           done(std::move(deleted));
         });
   };

@@ -35,14 +35,19 @@ class QueueAdmin {
   QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin,
              QueuePartitions* partitions);
 
-  // Creates `queue` with `partitions` (1..store::kMaxPartitions) and
-  // registers it; a created queue stays listed while empty, until
-  // DeleteQueue. ALREADY_EXISTS when the queue exists.
-  void CreateQueue(const std::string& queue, int partitions, store::Callback<bool> done) const;
-  // Raises the partition count of an existing queue; returns the count
-  // before. NOT_FOUND, FAILED_PRECONDITION (fewer than now). The new
-  // partitions of a paused queue are paused too.
-  void UpdateQueue(const std::string& queue, int partitions, store::Callback<int> done) const;
+  // Creates `queue` with `partitions` (1..store::kMaxPartitions) and its
+  // default job timeout (none: the broker's), and registers it; a created
+  // queue stays listed while empty, until DeleteQueue. ALREADY_EXISTS when
+  // the queue exists.
+  void CreateQueue(const std::string& queue, int partitions,
+                   std::optional<int64_t> job_timeout_ms, store::Callback<bool> done) const;
+  // Raises the partition count of an existing queue (0: unchanged) and
+  // sets, or removes (store::kRemoveJobTimeout), its default job timeout
+  // (nullopt: unchanged); returns the count before. NOT_FOUND,
+  // FAILED_PRECONDITION (fewer than now). The new partitions of a paused
+  // queue are paused too.
+  void UpdateQueue(const std::string& queue, int partitions,
+                   std::optional<int64_t> job_timeout_ms, store::Callback<int> done) const;
 
   // Stats of every registered queue, sorted by name.
   void ListQueues(store::Callback<std::vector<v1::QueueStats>> done) const;

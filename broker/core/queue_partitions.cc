@@ -26,23 +26,31 @@ uint64_t StableHash(const std::string& key) {
 QueuePartitions::QueuePartitions(const store::JobStore* store, absl::Duration refresh)
     : store_(store), refresh_(refresh) {}
 
-void QueuePartitions::Lookup(const std::string& queue, store::Callback<int> done) {
+void QueuePartitions::LookupSettings(const std::string& queue,
+                                     store::Callback<store::QueueSettings> done) {
   const absl::Time now = absl::Now();
-  int known = 0;
+  store::QueueSettings known{0, std::nullopt};
   bool read = false;
   {
     absl::MutexLock lock(&mu_);
     Entry& entry = entries_[queue];
     entry.used_at = now;
-    known = entry.partitions;
-    if (known == 0) entry.waiters.push_back(std::move(done));
-    if (!entry.reading && (known == 0 || now - entry.read_at >= refresh_)) {
+    known = store::QueueSettings{entry.partitions, entry.job_timeout_ms};
+    if (known.partitions == 0) entry.waiters.push_back(std::move(done));
+    if (!entry.reading && (known.partitions == 0 || now - entry.read_at >= refresh_)) {
       entry.reading = read = true;
     }
     if (entries_.size() >= sweep_at_) DropUnused(now);
   }
   if (read) Read(queue);
-  if (known > 0) done(known);
+  if (known.partitions > 0) done(known);
+}
+
+void QueuePartitions::Lookup(const std::string& queue, store::Callback<int> done) {
+  LookupSettings(queue, [done = std::move(done)](absl::StatusOr<store::QueueSettings> settings) {
+    if (!settings.ok()) return done(settings.status());
+    done(settings->partitions);
+  });
 }
 
 void QueuePartitions::LookupAll(const std::vector<std::string>& queues,
@@ -88,12 +96,14 @@ void QueuePartitions::Refresh(const std::string& queue) {
 }
 
 void QueuePartitions::Read(const std::string& queue) {
-  store_->GetPartitions(queue,
-                        [this, queue](absl::StatusOr<int> count) { OnRead(queue, std::move(count)); });
+  store_->GetQueueSettings(queue, [this, queue](absl::StatusOr<store::QueueSettings> settings) {
+    OnRead(queue, std::move(settings));
+  });
 }
 
-void QueuePartitions::OnRead(const std::string& queue, absl::StatusOr<int> count) {
-  std::vector<store::Callback<int>> waiters;
+void QueuePartitions::OnRead(const std::string& queue,
+                             absl::StatusOr<store::QueueSettings> settings) {
+  std::vector<store::Callback<store::QueueSettings>> waiters;
   bool grew = false;
   {
     absl::MutexLock lock(&mu_);
@@ -102,15 +112,16 @@ void QueuePartitions::OnRead(const std::string& queue, absl::StatusOr<int> count
     Entry& entry = it->second;
     entry.reading = false;
     waiters.swap(entry.waiters);
-    if (count.ok()) {
+    if (settings.ok()) {
       entry.read_at = absl::Now();
-      grew = Record(entry, *count);
+      grew = Record(entry, settings->partitions);
+      entry.job_timeout_ms = settings->default_job_timeout_ms;
     } else if (entry.partitions == 0) {
       entries_.erase(it);  // the next lookup reads again
     }
   }
-  if (grew) Grown(queue, *count);
-  for (auto& waiter : waiters) waiter(count);
+  if (grew) Grown(queue, settings->partitions);
+  for (auto& waiter : waiters) waiter(settings);
 }
 
 void QueuePartitions::Set(const std::string& queue, int partitions) {
@@ -124,12 +135,19 @@ void QueuePartitions::Set(const std::string& queue, int partitions) {
   if (grew) Grown(queue, partitions);
 }
 
+void QueuePartitions::SetDefaultJobTimeout(const std::string& queue,
+                                           std::optional<int64_t> timeout_ms) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(queue);
+  if (it != entries_.end()) it->second.job_timeout_ms = timeout_ms;
+}
+
 void QueuePartitions::Grown(const std::string& queue, int count) {
   for (const auto& fn : on_grown_) fn(queue, count);
 }
 
 bool QueuePartitions::Record(Entry& entry, int count) {
-  // Redis has the last word: a count only grows (set_partitions.lua), but a
+  // Redis has the last word: a count only grows (set_queue.lua), but a
   // deleted queue created again may have fewer.
   const bool grew = entry.partitions > 0 && count > entry.partitions;
   entry.partitions = count;

@@ -1,12 +1,12 @@
-// QueuePartitions: how many partitions each queue has, as this broker last
-// read it, and which partition a new job goes to (docs/semantics.md,
-// "Partitioned queues").
+// QueuePartitions: each queue's settings as this broker last read them (how
+// many partitions it has, and its default job timeout), and which partition
+// a new job goes to (docs/semantics.md, "Partitioned queues").
 //
-// The count lives in Redis (JobStore::GetPartitions; the Admin service sets
-// it). Lookup answers from a cache: at once for a queue read before, and
-// when that read is older than `refresh` it reads the count again in the
-// background, so that a count raised through another replica reaches this
-// one within about `refresh` of its next use. The first lookup of a queue
+// The settings live in Redis (JobStore::GetQueueSettings; the Admin service
+// sets them). LookupSettings and Lookup answer from a cache: at once for a
+// queue read before, and when that read is older than `refresh` they read
+// the settings again in the background, so that a change made through
+// another replica reaches this one within about `refresh` of its next use. The first lookup of a queue
 // waits for the read; concurrent ones share it. Set records a count learnt
 // otherwise (this broker's own change, or a change announced on the queue's
 // notify channel). A count that grows, however learnt, is reported to the
@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,11 @@ class QueuePartitions {
   explicit QueuePartitions(const store::JobStore* store,
                            absl::Duration refresh = absl::Seconds(1));
 
-  // The partition count of `queue` (1 for a queue never partitioned).
-  // UNAVAILABLE when it was never read and Redis cannot be reached.
+  // The settings of `queue` (1 partition and no default job timeout for a
+  // queue never given any). UNAVAILABLE when they were never read and Redis
+  // cannot be reached.
+  void LookupSettings(const std::string& queue, store::Callback<store::QueueSettings> done);
+  // The partition count of `queue`, as LookupSettings.
   void Lookup(const std::string& queue, store::Callback<int> done);
   // Lookup of each of `queues`; the counts in order, or the first error.
   void LookupAll(const std::vector<std::string>& queues, store::Callback<std::vector<int>> done);
@@ -47,6 +51,9 @@ class QueuePartitions {
   // announcement may have been missed); reports growth to the listener.
   void Refresh(const std::string& queue);
   void Set(const std::string& queue, int partitions);
+  // Records a default job timeout learnt otherwise (this broker's own
+  // change), or its removal (nullopt), for a queue read before.
+  void SetDefaultJobTimeout(const std::string& queue, std::optional<int64_t> timeout_ms);
 
   // Adds a listener called with (queue, new count) whenever a count grows.
   // Add every listener before use.
@@ -66,14 +73,15 @@ class QueuePartitions {
  private:
   struct Entry {
     int partitions = 0;  // 0 until first read
+    std::optional<int64_t> job_timeout_ms;
     absl::Time read_at;
     absl::Time used_at;
     bool reading = false;
-    std::vector<store::Callback<int>> waiters;  // lookups waiting for the first read
+    std::vector<store::Callback<store::QueueSettings>> waiters;  // lookups waiting for the first read
   };
 
   void Read(const std::string& queue);
-  void OnRead(const std::string& queue, absl::StatusOr<int> count);
+  void OnRead(const std::string& queue, absl::StatusOr<store::QueueSettings> settings);
   // Records `count`; returns true when it grew a known count.
   bool Record(Entry& entry, int count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every on_grown_ listener.

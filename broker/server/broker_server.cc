@@ -18,7 +18,6 @@ store::StoreOptions StoreOptionsFrom(const BrokerConfig& c) {
   o.key_prefix = c.key_prefix;
   o.dedup_window_ms = c.dedup_window_ms;
   o.completed_retention_ms = c.completed_retention_ms;
-  o.default_job_timeout_ms = c.default_job_timeout_ms;
   o.dead_retention_ms = c.dead_retention_ms;
   o.dead_max_per_queue = c.dead_max_per_queue;
   o.idle_queue_ttl_ms = c.idle_queue_ttl_ms;
@@ -31,6 +30,7 @@ core::LifecycleDefaults DefaultsFrom(const BrokerConfig& c) {
   d.backoff_base_ms = c.backoff_base_ms;
   d.backoff_max_ms = c.backoff_max_ms;
   d.lease_ms = c.default_lease_ms;
+  d.job_timeout_ms = c.default_job_timeout_ms;
   return d;
 }
 

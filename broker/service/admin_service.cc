@@ -158,6 +158,9 @@ grpc::ServerUnaryReactor* AdminService::CreateQueue(grpc::CallbackServerContext*
   if (FinishIfError(reactor, ValidateCreateQueue(*req))) return reactor;
   if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   admin_->CreateQueue(req->queue(), std::max(1, req->partitions()),
+                      req->has_default_job_timeout_ms()
+                          ? std::optional<int64_t>(req->default_job_timeout_ms())
+                          : std::nullopt,
                       [reactor](absl::StatusOr<bool> created) {
                         if (FinishIfError(reactor, created.status())) return;
                         reactor->Finish(grpc::Status::OK);
@@ -171,11 +174,15 @@ grpc::ServerUnaryReactor* AdminService::UpdateQueue(grpc::CallbackServerContext*
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateUpdateQueue(*req))) return reactor;
   if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
-  admin_->UpdateQueue(req->queue(), req->partitions(), [reactor, resp](absl::StatusOr<int> before) {
-    if (FinishIfError(reactor, before.status())) return;
-    resp->set_previous_partitions(*before);
-    reactor->Finish(grpc::Status::OK);
-  });
+  admin_->UpdateQueue(req->queue(), req->partitions(),
+                      req->has_default_job_timeout_ms()
+                          ? std::optional<int64_t>(req->default_job_timeout_ms())
+                          : std::nullopt,
+                      [reactor, resp](absl::StatusOr<int> before) {
+                        if (FinishIfError(reactor, before.status())) return;
+                        resp->set_previous_partitions(*before);
+                        reactor->Finish(grpc::Status::OK);
+                      });
   return reactor;
 }
 

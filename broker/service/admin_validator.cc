@@ -56,14 +56,31 @@ absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r) {
     return Invalid("partitions", absl::StrCat("must be 0 (one) or 1..", store::kMaxPartitions,
                                               ", got ", r.partitions()));
   }
+  if (r.has_default_job_timeout_ms() &&
+      (r.default_job_timeout_ms() < 0 || r.default_job_timeout_ms() > kMaxJobTimeoutMs)) {
+    return Invalid("default_job_timeout_ms",
+                   absl::StrCat("must be in 0..", kMaxJobTimeoutMs, " (0: no limit), got ",
+                                r.default_job_timeout_ms()));
+  }
   return absl::OkStatus();
 }
 
 absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
   JW_RETURN_IF_ERROR(ValidateQueueName("queue", r.queue()));
-  if (r.partitions() < 1 || r.partitions() > store::kMaxPartitions) {
-    return Invalid("partitions", absl::StrCat("must be in 1..", store::kMaxPartitions, ", got ",
-                                              r.partitions()));
+  if (r.partitions() < 0 || r.partitions() > store::kMaxPartitions) {
+    return Invalid("partitions", absl::StrCat("must be 0 (unchanged) or 1..",
+                                              store::kMaxPartitions, ", got ", r.partitions()));
+  }
+  if (r.has_default_job_timeout_ms() &&
+      (r.default_job_timeout_ms() < -1 ||  // -1: remove the queue's own
+       r.default_job_timeout_ms() > kMaxJobTimeoutMs)) {
+    return Invalid("default_job_timeout_ms",
+                   absl::StrCat("must be -1 (remove) or 0..", kMaxJobTimeoutMs,
+                                " (0: no limit), got ", r.default_job_timeout_ms()));
+  }
+  if (r.partitions() == 0 && !r.has_default_job_timeout_ms()) {
+    return Invalid("partitions",
+                   "partitions or default_job_timeout_ms must be given: nothing to change");
   }
   return absl::OkStatus();
 }

@@ -129,7 +129,8 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
       scripts_->Get("delete_queue"),
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
        k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
-       k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType()},
+       k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType(),
+       k.JobTimeout()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -214,15 +215,16 @@ void AdminStore::SetPaused(const std::string& queue, bool paused, Callback<bool>
                  });
 }
 
-void AdminStore::SetPartitions(const std::string& queue, int partitions, bool create,
-                               Callback<int> done) const {
+void AdminStore::SetQueue(const std::string& queue, int partitions, bool create,
+                          std::optional<int64_t> job_timeout_ms, Callback<int> done) const {
   Keys k = KeysFor(queue);
   scripts_->Eval(
-      scripts_->Get("set_partitions"), {k.Partitions(), k.Registered()},
-      {absl::StrCat(partitions), create ? "create" : "update", k.NotifyChannel()},
+      scripts_->Get("set_queue"), {k.Partitions(), k.Registered(), k.JobTimeout()},
+      {absl::StrCat(partitions), create ? "create" : "update", k.NotifyChannel(),
+       job_timeout_ms ? absl::StrCat(*job_timeout_ms) : ""},
       [queue, partitions, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        if (!IsArray(*reply, 2)) return done(absl::InternalError("bad set_partitions reply"));
+        if (!IsArray(*reply, 2)) return done(absl::InternalError("bad set_queue reply"));
         const std::string& code = reply->elements[0].str;
         const int64_t count = reply->elements[1].AsInt();
         if (code == "OK") return done(static_cast<int>(count));
@@ -244,7 +246,7 @@ void AdminStore::SetPartitions(const std::string& queue, int partitions, bool cr
                   partitions, " (the jobs of a dropped partition would be stranded)")),
               base::reason::kPartitionsDecrease));
         }
-        done(absl::InternalError(absl::StrCat("unexpected set_partitions reply: ", code)));
+        done(absl::InternalError(absl::StrCat("unexpected set_queue reply: ", code)));
       });
 }
 

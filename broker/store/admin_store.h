@@ -10,6 +10,7 @@
 #define JOBWIRE_BROKER_STORE_ADMIN_STORE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct RetryBatch {
   // when the scan's first batch ran).
   std::string bound;
 };
+
+// AdminStore::SetQueue's job_timeout_ms that removes a queue's default job
+// timeout (UpdateQueueRequest.default_job_timeout_ms -1).
+inline constexpr int64_t kRemoveJobTimeout = -1;
 
 class AdminStore {
  public:
@@ -90,14 +95,17 @@ class AdminStore {
   // set_paused.lua; returns whether the flag changed.
   void SetPaused(const std::string& queue, bool paused, Callback<bool> done) const;
 
-  // set_partitions.lua: with `create`, creates `queue` with `partitions`
+  // set_queue.lua: with `create`, creates `queue` with `partitions`
   // (ALREADY_EXISTS when it is registered or has a count); else changes the
-  // count of an existing queue (NOT_FOUND when it is neither). Returns the
-  // count before. FAILED_PRECONDITION when `partitions` is below it (a count
-  // only grows). REQUIRES: 1 <= partitions <= kMaxPartitions. The caller
-  // registers a created queue (JobStore::RegisterQueue).
-  void SetPartitions(const std::string& queue, int partitions, bool create,
-                     Callback<int> done) const;
+  // settings of an existing queue (NOT_FOUND when it is neither; partitions
+  // 0 leaves the count). `job_timeout_ms`: the queue's default job timeout,
+  // kRemoveJobTimeout to remove it, nullopt to leave it. Returns the count
+  // before. FAILED_PRECONDITION when `partitions` is below it (a count only
+  // grows), and nothing changes. REQUIRES: 0 <= partitions <=
+  // kMaxPartitions (>= 1 with `create`); job_timeout_ms -1..7 days. The
+  // caller registers a created queue (JobStore::RegisterQueue).
+  void SetQueue(const std::string& queue, int partitions, bool create,
+                std::optional<int64_t> job_timeout_ms, Callback<int> done) const;
 
  private:
   // delete_queue.lua with ARGV[1] = `mode` ('1', '0' or 'empty').

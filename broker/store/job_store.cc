@@ -217,7 +217,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
                  absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
                  absl::StrCat(retention),
-                 absl::StrCat(r.timeout_ms() > 0 ? r.timeout_ms() : options_.default_job_timeout_ms),
+                 absl::StrCat(r.timeout_ms()),
                  PackHeaders(r.headers())});
   }
   Callback<ClaimOutcome> claimed = hand_off ? std::move(hand_off->claimed) : nullptr;
@@ -504,18 +504,30 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                    });
 }
 
-void JobStore::GetPartitions(const std::string& queue, Callback<int> done) const {
-  client_->Command({"GET", KeysFor(queue).Partitions()},
-                   [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                     if (!reply.ok()) return done(reply.status());
-                     if (reply->type == RedisReply::Type::kNil) return done(1);
-                     int64_t count = reply->AsInt(-1);
-                     if (reply->type != RedisReply::Type::kString || count < 1 ||
-                         count > kMaxPartitions) {
-                       return done(absl::InternalError("bad partition count in redis"));
-                     }
-                     done(static_cast<int>(count));
-                   });
+void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const {
+  const Keys keys = KeysFor(queue);
+  client_->Command(
+      {"MGET", keys.Partitions(), keys.JobTimeout()},
+      [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (reply->elements.size() != 2) return done(absl::InternalError("bad MGET reply"));
+        QueueSettings settings;
+        const RedisReply& count = reply->elements[0];
+        if (!count.is_nil()) {
+          const int64_t n = count.AsInt(-1);
+          if (n < 1 || n > kMaxPartitions) {
+            return done(absl::InternalError("bad partition count in redis"));
+          }
+          settings.partitions = static_cast<int>(n);
+        }
+        const RedisReply& timeout = reply->elements[1];
+        if (!timeout.is_nil()) {
+          const int64_t ms = timeout.AsInt(-1);
+          if (ms < 0) return done(absl::InternalError("bad default job timeout in redis"));
+          settings.default_job_timeout_ms = ms;
+        }
+        done(settings);
+      });
 }
 
 void JobStore::ListQueues(Callback<std::vector<std::string>> done) const {

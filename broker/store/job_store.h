@@ -42,8 +42,6 @@ struct StoreOptions {
   int64_t dedup_window_ms = 24 * 3600 * 1000;
   // For a job whose Enqueue set no completed_retention_ms.
   int64_t completed_retention_ms = 24 * 3600 * 1000;
-  // For a job whose Enqueue set no timeout_ms; 0 = no limit.
-  int64_t default_job_timeout_ms = 0;
   // Bounds on each queue's dead jobs, enforced by the reaper (TrimDead); 0 =
   // none (the default: dead jobs are kept until an operator acts).
   int64_t dead_retention_ms = 0;
@@ -102,6 +100,13 @@ struct FailOutcome {
   // When this fail made the job dead: the trace id of its W3C traceparent
   // header (32 hex digits), "" when it has none (trace_id in lua/_lib.lua).
   std::string trace_id;
+};
+
+// A queue's settings (set_queue.lua; AdminService CreateQueue / UpdateQueue).
+struct QueueSettings {
+  int partitions = 1;
+  // The timeout of a job enqueued without one; none: the broker's default.
+  std::optional<int64_t> default_job_timeout_ms;
 };
 
 // A job whose expired lease Reap settled.
@@ -241,8 +246,9 @@ class JobStore {
   // and past its retention (not trimmed yet).
   void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
 
-  // The partition count of `queue` (GET of Keys::Partitions; 1 when unset).
-  void GetPartitions(const std::string& queue, Callback<int> done) const;
+  // The settings of `queue` (MGET of Keys::Partitions and JobTimeout;
+  // partitions 1 when unset).
+  void GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const;
 
   // SMEMBERS of the registry: store names, so a partitioned queue appears
   // as "<q>" and "<q>#i" (QueueOfPartition).

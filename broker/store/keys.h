@@ -98,6 +98,8 @@ class Keys {
   std::string EventsChannel() const { return base_ + "events"; }
   // Partition 0 only: the partition count, when set.
   std::string Partitions() const { return base_ + "partitions"; }
+  // Partition 0 only: the queue's default job timeout in ms, when set.
+  std::string JobTimeout() const { return base_ + "job_timeout"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);

@@ -360,7 +360,7 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"release_claim", finish_work},  {"reap", finish_work},
       {"cancel", finish_work},         {"set_paused", finish_work},
       {"delete_job", finish_work},     {"delete_queue", finish_work},
-      {"unregister_queue", finish_work}, {"set_partitions", finish_work},
+      {"unregister_queue", finish_work}, {"set_queue", finish_work},
       {"purge_dead", finish_work},     {"trim_dead", finish_work},
       {"index_by_type", finish_work},  {"report_progress", finish_work},
       {"queue_stats", read_only},      {"list_jobs", read_only},

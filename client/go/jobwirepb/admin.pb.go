@@ -63,9 +63,13 @@ type QueueStats struct {
 	OldestDueAgeMs int64 `protobuf:"varint,8,opt,name=oldest_due_age_ms,json=oldestDueAgeMs,proto3" json:"oldest_due_age_ms,omitempty"`
 	// The queue's partition count (1 unless CreateQueue / UpdateQueue set
 	// more); the counts above add up every partition.
-	Partitions    int32 `protobuf:"varint,9,opt,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Partitions int32 `protobuf:"varint,9,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// The queue's default job timeout in ms (CreateQueue / UpdateQueue; 0: no
+	// limit); absent when the queue has none (the broker's
+	// --default_job_timeout_ms applies).
+	DefaultJobTimeoutMs *int64 `protobuf:"varint,10,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *QueueStats) Reset() {
@@ -161,13 +165,25 @@ func (x *QueueStats) GetPartitions() int32 {
 	return 0
 }
 
+func (x *QueueStats) GetDefaultJobTimeoutMs() int64 {
+	if x != nil && x.DefaultJobTimeoutMs != nil {
+		return *x.DefaultJobTimeoutMs
+	}
+	return 0
+}
+
 type CreateQueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
 	// 1..256; 0 means 1.
-	Partitions    int32 `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Partitions int32 `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// The queue's default job timeout: the timeout_ms of a job enqueued
+	// without one (EnqueueRequest.timeout_ms 0), in ms, 0..604800000 (7
+	// days); 0: no limit. Absent: the broker's --default_job_timeout_ms.
+	// Broker replicas apply a change within about a second.
+	DefaultJobTimeoutMs *int64 `protobuf:"varint,3,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *CreateQueueRequest) Reset() {
@@ -214,6 +230,13 @@ func (x *CreateQueueRequest) GetPartitions() int32 {
 	return 0
 }
 
+func (x *CreateQueueRequest) GetDefaultJobTimeoutMs() int64 {
+	if x != nil && x.DefaultJobTimeoutMs != nil {
+		return *x.DefaultJobTimeoutMs
+	}
+	return 0
+}
+
 type CreateQueueResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -253,10 +276,15 @@ func (*CreateQueueResponse) Descriptor() ([]byte, []int) {
 type UpdateQueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
-	// 1..256, at least the current count.
-	Partitions    int32 `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// 1..256, at least the current count; 0: unchanged.
+	Partitions int32 `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// As CreateQueueRequest.default_job_timeout_ms; -1 removes the queue's
+	// own (the broker's --default_job_timeout_ms applies again); absent:
+	// unchanged. Jobs already enqueued keep their timeout. At least one of
+	// partitions and default_job_timeout_ms is required.
+	DefaultJobTimeoutMs *int64 `protobuf:"varint,3,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *UpdateQueueRequest) Reset() {
@@ -299,6 +327,13 @@ func (x *UpdateQueueRequest) GetQueue() string {
 func (x *UpdateQueueRequest) GetPartitions() int32 {
 	if x != nil {
 		return x.Partitions
+	}
+	return 0
+}
+
+func (x *UpdateQueueRequest) GetDefaultJobTimeoutMs() int64 {
+	if x != nil && x.DefaultJobTimeoutMs != nil {
+		return *x.DefaultJobTimeoutMs
 	}
 	return 0
 }
@@ -1232,7 +1267,7 @@ var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
 const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16jobwire/v1/admin.proto\x12\n" +
-	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\x9d\x02\n" +
+	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xf2\x02\n" +
 	"\n" +
 	"QueueStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1f\n" +
@@ -1246,18 +1281,25 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\x11oldest_due_age_ms\x18\b \x01(\x03R\x0eoldestDueAgeMs\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\t \x01(\x05R\n" +
-	"partitions\"J\n" +
+	"partitions\x128\n" +
+	"\x16default_job_timeout_ms\x18\n" +
+	" \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01B\x19\n" +
+	"\x17_default_job_timeout_ms\"\x9f\x01\n" +
 	"\x12CreateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x01(\x05R\n" +
-	"partitions\"\x15\n" +
-	"\x13CreateQueueResponse\"J\n" +
+	"partitions\x128\n" +
+	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01B\x19\n" +
+	"\x17_default_job_timeout_ms\"\x15\n" +
+	"\x13CreateQueueResponse\"\x9f\x01\n" +
 	"\x12UpdateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x01(\x05R\n" +
-	"partitions\"F\n" +
+	"partitions\x128\n" +
+	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01B\x19\n" +
+	"\x17_default_job_timeout_ms\"F\n" +
 	"\x13UpdateQueueResponse\x12/\n" +
 	"\x13previous_partitions\x18\x01 \x01(\x05R\x12previousPartitions\"\x13\n" +
 	"\x11ListQueuesRequest\"D\n" +
@@ -1404,6 +1446,9 @@ func file_jobwire_v1_admin_proto_init() {
 		return
 	}
 	file_jobwire_v1_broker_proto_init()
+	file_jobwire_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
+	file_jobwire_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
+	file_jobwire_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

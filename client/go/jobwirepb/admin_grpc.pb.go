@@ -65,18 +65,21 @@ type AdminServiceClient interface {
 	// is in docs/semantics.md ("Partitioned queues"). A created queue is
 	// listed while empty, until DeleteQueue. (Enqueue creates a queue of one
 	// partition by itself.)
-	// Errors: INVALID_ARGUMENT (queue, partitions), ALREADY_EXISTS (the queue
-	// has or had jobs, or was created: UpdateQueue changes it), UNAVAILABLE.
+	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms),
+	// ALREADY_EXISTS (the queue has or had jobs, or was created: UpdateQueue
+	// changes it), UNAVAILABLE.
 	CreateQueue(ctx context.Context, in *CreateQueueRequest, opts ...grpc.CallOption) (*CreateQueueResponse, error)
 	// Raises a queue's partition count (a count only grows: the jobs of a
-	// dropped partition would be stranded). Open Claim streams on every
+	// dropped partition would be stranded), and sets or removes its default
+	// job timeout (UpdateQueueRequest.default_job_timeout_ms). Open Claim streams on every
 	// broker replica start reading the new partitions at once; enqueues
 	// spread over them within about a second on every replica. Jobs already
 	// stored stay in their partition. Deduplication holds per partition: an
 	// idempotency key stored before the change may map to another partition
 	// after it, so a repeat of it within its window may store a second job.
-	// Errors: INVALID_ARGUMENT (queue, partitions), NOT_FOUND,
-	// FAILED_PRECONDITION (fewer partitions than now), UNAVAILABLE.
+	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms;
+	// neither given), NOT_FOUND, FAILED_PRECONDITION (fewer partitions than
+	// now), UNAVAILABLE.
 	UpdateQueue(ctx context.Context, in *UpdateQueueRequest, opts ...grpc.CallOption) (*UpdateQueueResponse, error)
 	// Every queue that has or had jobs, with its counts.
 	// Errors: UNAVAILABLE.
@@ -249,18 +252,21 @@ type AdminServiceServer interface {
 	// is in docs/semantics.md ("Partitioned queues"). A created queue is
 	// listed while empty, until DeleteQueue. (Enqueue creates a queue of one
 	// partition by itself.)
-	// Errors: INVALID_ARGUMENT (queue, partitions), ALREADY_EXISTS (the queue
-	// has or had jobs, or was created: UpdateQueue changes it), UNAVAILABLE.
+	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms),
+	// ALREADY_EXISTS (the queue has or had jobs, or was created: UpdateQueue
+	// changes it), UNAVAILABLE.
 	CreateQueue(context.Context, *CreateQueueRequest) (*CreateQueueResponse, error)
 	// Raises a queue's partition count (a count only grows: the jobs of a
-	// dropped partition would be stranded). Open Claim streams on every
+	// dropped partition would be stranded), and sets or removes its default
+	// job timeout (UpdateQueueRequest.default_job_timeout_ms). Open Claim streams on every
 	// broker replica start reading the new partitions at once; enqueues
 	// spread over them within about a second on every replica. Jobs already
 	// stored stay in their partition. Deduplication holds per partition: an
 	// idempotency key stored before the change may map to another partition
 	// after it, so a repeat of it within its window may store a second job.
-	// Errors: INVALID_ARGUMENT (queue, partitions), NOT_FOUND,
-	// FAILED_PRECONDITION (fewer partitions than now), UNAVAILABLE.
+	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms;
+	// neither given), NOT_FOUND, FAILED_PRECONDITION (fewer partitions than
+	// now), UNAVAILABLE.
 	UpdateQueue(context.Context, *UpdateQueueRequest) (*UpdateQueueResponse, error)
 	// Every queue that has or had jobs, with its counts.
 	// Errors: UNAVAILABLE.

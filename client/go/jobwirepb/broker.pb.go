@@ -423,7 +423,8 @@ type Job struct {
 	// worker_id of the stream that claimed the latest attempt.
 	WorkerId string `protobuf:"bytes,18,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	// Longest a run may take, in ms (EnqueueRequest.timeout_ms, else the
-	// broker's --default_job_timeout_ms); 0: no limit.
+	// queue's default job timeout (AdminService.UpdateQueue), else the
+	// broker's --default_job_timeout_ms), fixed at Enqueue; 0: no limit.
 	TimeoutMs int64 `protobuf:"varint,19,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// The current run's deadline (claim time + timeout_ms, Redis clock) while
 	// ACTIVE with a timeout; 0 otherwise. The lease never extends past it.
@@ -674,8 +675,10 @@ type EnqueueRequest struct {
 	// negative value or one above that maximum is INVALID_ARGUMENT naming
 	// completed_retention_ms and the limit, and nothing is stored.
 	CompletedRetentionMs *int64 `protobuf:"varint,11,opt,name=completed_retention_ms,json=completedRetentionMs,proto3,oneof" json:"completed_retention_ms,omitempty"`
-	// Longest a run may take, in ms, 0..604800000 (7 days); 0: the broker's
-	// --default_job_timeout_ms (0 out of the box: no limit). A run still
+	// Longest a run may take, in ms, 0..604800000 (7 days); 0: the queue's
+	// default job timeout when it has one (AdminService.CreateQueue /
+	// UpdateQueue), else the broker's --default_job_timeout_ms (0 out of the
+	// box: no limit). The job keeps the value it got here. A run still
 	// going at its deadline is ended by the broker: its lease is not renewed
 	// past it, its Ack is refused (RUN_TIMED_OUT), the worker's Claim stream
 	// and Worker helper stop its handler, and the attempt fails with error

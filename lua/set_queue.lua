@@ -1,0 +1,42 @@
+#!lua flags=allow-oom
+-- set_queue.lua: creates a queue with its settings, or changes the settings
+-- of a queue (docs/redis-layout.md, "Queue settings" and "Partitioned
+-- queues"): its partition count and its default job timeout. Both live with
+-- partition 0; partition i > 0 is the queue "<q>#i". A count only grows: the
+-- jobs of a partition dropped would be stranded. Announces a new count on
+-- partition 0's notify channel ('partitions:<P>'), so that the Claim streams
+-- of every broker replica start reading the new partitions. The default
+-- timeout is read by the brokers (with the count, within about a second of
+-- a change) and applied at Enqueue to jobs that give none.
+--
+-- KEYS[1] {p}:{q}:partitions   the count (partition 0)
+-- KEYS[2] {p}:{q}:registered   exists once the queue is in the registry
+-- KEYS[3] {p}:{q}:job_timeout  the default job timeout in ms
+-- ARGV[1] the partition count, 1..256; 0: unchanged ('update' only)
+-- ARGV[2] 'create' (refused when the queue exists: registered or counted)
+--         or 'update' (refused when it does not)
+-- ARGV[3] notify channel {p}:{q}:notify
+-- ARGV[4] the default job timeout: '' unchanged, '-1' removed, else ms
+--         (0..604800000, checked by the broker)
+-- Returns {'OK', old count} (1 when none was set) | {'EXISTS', count} |
+-- {'MISSING', 1} | {'SHRINK', count} (refused: the count is larger;
+-- nothing changed).
+--
+-- Over Redis' maxmemory (noeviction): runs (allow-oom): an operator's
+-- control; it stores two small strings.
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local exists = current > 0 or redis.call('EXISTS', KEYS[2]) == 1
+local old = current > 0 and current or 1
+if ARGV[2] == 'create' and exists then return {'EXISTS', old} end
+if ARGV[2] == 'update' and not exists then return {'MISSING', 1} end
+local given = tonumber(ARGV[1])
+local wanted = given > 0 and given or old
+if wanted < old then return {'SHRINK', old} end
+if ARGV[4] == '-1' then
+  redis.call('DEL', KEYS[3])
+elseif ARGV[4] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[4])
+end
+if given > 0 then redis.call('SET', KEYS[1], wanted) end
+if wanted ~= old then redis.call('SPUBLISH', ARGV[3], 'partitions:' .. wanted) end
+return {'OK', old}
