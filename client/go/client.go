@@ -95,7 +95,10 @@ func WithTimeout(d time.Duration) Option {
 
 // WithDialOptions appends gRPC dial options. They come after the options of
 // WithTLS / WithTLSRootCA / WithTLSClientCert / WithToken, so transport
-// credentials given here replace the TLS (or the default plaintext) transport.
+// credentials given here replace the TLS (or the default plaintext) transport,
+// and grpc.WithDefaultServiceConfig given here replaces the default load
+// balancing (Client: round_robin; Worker: pick_first, shuffled), e.g.
+// grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"pick_first": {}}]}`).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(c *clientConfig) { c.dialOpts = append(c.dialOpts, opts...) }
 }
@@ -112,9 +115,31 @@ func resolveAddr(addr string) string {
 	return DefaultAddr
 }
 
-func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
+// The default service configs (load balancing) of the channels, used when
+// the resolver supplies none; a grpc.WithDefaultServiceConfig given in
+// WithDialOptions replaces them (it is applied later). With a target that
+// resolves to a single address both behave alike.
+const (
+	// clientServiceConfig, of a Client's channel: round_robin, so a target
+	// that resolves to several brokers (dns:/// of a Kubernetes headless
+	// Service) gets a subchannel to each and the calls spread over them.
+	clientServiceConfig = `{"loadBalancingConfig": [{"round_robin": {}}]}`
+	// workerServiceConfig, of a Worker's channel: pick_first over the
+	// addresses in random order. A Claim stream's slot frees only when its
+	// job is acked or failed through the broker that holds the stream
+	// (broker.proto, Claim), so all of a Worker's calls go to one broker
+	// (round_robin would send its acks to the others and stall the stream
+	// until leases expire); the shuffle spreads Worker processes over the
+	// brokers.
+	workerServiceConfig = `{"loadBalancingConfig": [{"pick_first": {"shuffleAddressList": true}}]}`
+)
+
+// newConn opens the channel to addr with the default service config
+// serviceConfig.
+func newConn(addr string, cfg *clientConfig, serviceConfig string) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultServiceConfig(serviceConfig),
 		// Reconnect quickly after a broker restart (gRPC's default backoff
 		// grows to 120 s).
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -133,7 +158,8 @@ func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
 	opts = append(opts, cfg.dialOpts...)
 	target := addr
 	if !strings.Contains(addr, "://") && !strings.HasPrefix(addr, "unix:") {
-		// A plain host:port is dialled as given (no DNS round-robin).
+		// A plain host:port is dialled as given: one address, no DNS
+		// resolution by gRPC (use dns:///host:port for every address).
 		target = "passthrough:///" + addr
 	}
 	conn, err := grpc.NewClient(target, opts...)
@@ -171,7 +197,7 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	addr = resolveAddr(addr)
-	conn, err := newConn(addr, &cfg)
+	conn, err := newConn(addr, &cfg, clientServiceConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,12 @@ export interface ClientOptions extends SecurityOptions {
    * with them. Default: plaintext (or TLS per the tls options).
    */
   credentials?: grpc.ChannelCredentials;
-  /** Extra grpc-js channel options. */
+  /**
+   * Extra grpc-js channel options, over the client's own (src/proto.ts).
+   * `'grpc.service_config'` replaces the default service config, the
+   * Client's: round_robin (ROUND_ROBIN_SERVICE_CONFIG in
+   * src/proto.ts).
+   */
   channelOptions?: grpc.ChannelOptions;
   /**
    * OpenTelemetry trace propagation (needs the optional peer dependency

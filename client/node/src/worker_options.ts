@@ -35,7 +35,12 @@ export interface WorkerOptions extends SecurityOptions {
   logger?: Logger | null;
   /** Channel credentials, exclusive with the tls options (as in ClientOptions). */
   credentials?: grpc.ChannelCredentials;
-  /** Extra grpc-js channel options. */
+  /**
+   * Extra grpc-js channel options, over the client's own (src/proto.ts).
+   * `'grpc.service_config'` replaces the default service config, the
+   * Worker's: pick_first over the shuffled addresses (WORKER_SERVICE_CONFIG in
+   * src/proto.ts).
+   */
   channelOptions?: grpc.ChannelOptions;
 }
 

@@ -73,13 +73,20 @@ function stopProc(proc, signal = 'SIGTERM', timeoutMs = 5000) {
 /**
  * Starts redis-server and the broker. Returns { address, brokerPort,
  * redisPort, killBroker(), stopBroker(), restartBroker(), stop() }.
+ * With `redisPort` (another stack's), starts only a broker on that Redis
+ * (several brokers sharing one Redis, as replicas do); its stop() stops only
+ * that broker.
  */
-export async function startStack({ brokerArgs = [] } = {}) {
-  const redisPort = await freePort();
-  const redis = track(spawn('redis-server', [
-    '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] }));
-  await waitForPort(redisPort, redis, 'redis-server');
+export async function startStack({ brokerArgs = [], redisPort: sharedRedisPort } = {}) {
+  let redis;
+  let redisPort = sharedRedisPort;
+  if (redisPort === undefined) {
+    redisPort = await freePort();
+    redis = track(spawn('redis-server', [
+      '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    ], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    await waitForPort(redisPort, redis, 'redis-server');
+  }
 
   const brokerPort = await freePort();
   const args = [
@@ -114,7 +121,7 @@ export async function startStack({ brokerArgs = [] } = {}) {
     },
     async stop() {
       await stopProc(broker, 'SIGTERM');
-      await stopProc(redis, 'SIGTERM');
+      if (redis) await stopProc(redis, 'SIGTERM');
     },
   };
 }

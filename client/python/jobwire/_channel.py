@@ -2,8 +2,9 @@
 connection security (TLS / mutual TLS credentials, bearer token)."""
 from __future__ import annotations
 
+import json
 import os
-from typing import Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -35,6 +36,24 @@ CHANNEL_OPTIONS: Tuple[Tuple[str, int], ...] = (
     ("grpc.keepalive_time_ms", 360000),
     ("grpc.keepalive_timeout_ms", 20000),
 )
+
+# The default service configs of the channels (sync and asyncio, plaintext
+# and TLS), for a target that resolves to several brokers (``dns:///`` of a
+# Kubernetes headless Service):
+# - a Client's: round_robin, so its calls spread over every broker instead
+#   of pick_first's one;
+# - a Worker's: pick_first over the addresses in random order, so its Claim
+#   stream and the Acks, Fails and renewals of the jobs the stream delivered
+#   go to one broker (a stream's slot frees only when its job is settled
+#   through the broker that holds the stream: broker.proto, Claim), and the
+#   Workers of a fleet spread over the brokers.
+# With one address both behave alike. A default only: a service config the
+# resolver supplies wins, and so do the caller's ``channel_options``: their
+# own ``grpc.service_config`` replaces it, and ``grpc.lb_policy_name`` drops
+# it (gRPC core would otherwise let the service config win over that option).
+CLIENT_SERVICE_CONFIG = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
+WORKER_SERVICE_CONFIG = json.dumps(
+    {"loadBalancingConfig": [{"pick_first": {"shuffleAddressList": True}}]})
 
 TOKEN_ENV = "JOBWIRE_TOKEN"
 
@@ -152,9 +171,16 @@ class Security:
             ", error=%r" % str(self.error) if self.error else "")
 
 
-def _options(extra: Optional[Sequence[Tuple[str, object]]]):
-    options = dict(CHANNEL_OPTIONS)
-    options.update(dict(extra or ()))
+def channel_options(extra: Optional[Sequence[Tuple[str, object]]] = None,
+                    service_config: str = CLIENT_SERVICE_CONFIG
+                    ) -> List[Tuple[str, object]]:
+    """The options of a channel: CHANNEL_OPTIONS and `service_config`, then
+    the caller's ``extra``, which win (see CLIENT_SERVICE_CONFIG)."""
+    extra = dict(extra or ())
+    options: Dict[str, object] = dict(CHANNEL_OPTIONS)
+    if "grpc.lb_policy_name" not in extra:
+        options["grpc.service_config"] = service_config
+    options.update(extra)
     return list(options.items())
 
 
@@ -165,16 +191,20 @@ def _credentials(security: Security) -> grpc.ChannelCredentials:
 
 
 def open_channel(addr: str, extra: Optional[Sequence[Tuple[str, object]]] = None,
-                 security: Optional[Security] = None) -> grpc.Channel:
+                 security: Optional[Security] = None,
+                 service_config: str = CLIENT_SERVICE_CONFIG) -> grpc.Channel:
+    options = channel_options(extra, service_config)
     if security is not None and security.tls:
-        return grpc.secure_channel(addr, _credentials(security), options=_options(extra))
-    return grpc.insecure_channel(addr, options=_options(extra))
+        return grpc.secure_channel(addr, _credentials(security), options=options)
+    return grpc.insecure_channel(addr, options=options)
 
 
 def open_aio_channel(addr: str, extra: Optional[Sequence[Tuple[str, object]]] = None,
-                     security: Optional[Security] = None):
+                     security: Optional[Security] = None,
+                     service_config: str = CLIENT_SERVICE_CONFIG):
     import grpc.aio
 
+    options = channel_options(extra, service_config)
     if security is not None and security.tls:
-        return grpc.aio.secure_channel(addr, _credentials(security), options=_options(extra))
-    return grpc.aio.insecure_channel(addr, options=_options(extra))
+        return grpc.aio.secure_channel(addr, _credentials(security), options=options)
+    return grpc.aio.insecure_channel(addr, options=options)

@@ -113,22 +113,42 @@ class Broker:
             _stop(self.proc)
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory):
+@contextlib.contextmanager
+def redis_server(data_dir: Path):
+    """A redis-server on a free port (no persistence) for the body; yields
+    its URL."""
     exe = shutil.which("redis-server")
     if not exe:
         pytest.fail("redis-server not found on PATH")
     port = free_port()
-    d = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(d)],
+         "--dir", str(data_dir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
         wait_port(port, proc)
         yield "redis://127.0.0.1:%d" % port
     finally:
         _stop(proc)
+
+
+@contextlib.contextmanager
+def broker_stack(data_dir: Path, *extra: str):
+    """An independent stack for the body: its own redis-server and a broker
+    on it; yields the started Broker."""
+    with redis_server(data_dir) as url:
+        b = Broker(url, data_dir, *extra)
+        try:
+            b.start()
+            yield b
+        finally:
+            b.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

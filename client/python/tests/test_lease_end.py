@@ -14,7 +14,7 @@ import time
 
 import grpc
 
-from jobwire import Client, JobState, Worker, aio
+from jobwire import Client, JobState, JobwireError, Worker, aio
 from conftest import running, wait_for
 from test_worker import Outcomes, wait_state
 
@@ -138,6 +138,16 @@ def test_aio_delivery_whose_lease_ended_is_dropped_and_delivered_again(broker, c
     check_dropped_then_redelivered(client, queue, job_id, runs, outcomes.kinds(job_id), stats)
 
 
+def _reaches(client, queue, job_id) -> bool:
+    try:
+        client.get_job(queue, job_id)
+        return True
+    except JobwireError as e:
+        if e.code != grpc.StatusCode.UNAVAILABLE:
+            raise
+        return False
+
+
 def _ack_across_outage(own_broker, queue, back_before_end_s):
     """Runs one job whose handler returns just after the broker was killed;
     restarts the broker ``back_before_end_s`` before the lease ends (negative:
@@ -173,6 +183,10 @@ def _ack_across_outage(own_broker, queue, back_before_end_s):
             assert outcomes.kinds(job_id)
         own_broker.start()
         wait_for(lambda: outcomes.kinds(job_id), timeout=10, what="the outcome")
+        # The client's channel (round_robin) reconnected in the background
+        # while the broker was down: its calls fail until its backoff ends.
+        wait_for(lambda: _reaches(client, queue, job_id), timeout=10,
+                 what="the client to reach the restarted broker")
         if back_before_end_s < 0:
             wait_for(lambda: len(outcomes.kinds(job_id)) >= 2, timeout=20,
                      what="the outcome of attempt 2")

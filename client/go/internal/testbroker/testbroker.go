@@ -192,3 +192,34 @@ func StartBroker(dir string, redisPort, port int, flags ...string) (*Process, er
 	}, flags...)
 	return start("jobwire-broker", port, filepath.Join(dir, fmt.Sprintf("broker-%d.log", port)), bin, args...)
 }
+
+// Stack is a redis-server and a broker of its own on it: a jobwire
+// deployment independent of any other Stack.
+type Stack struct {
+	Redis  *Process
+	Broker *Process
+}
+
+// StartStack starts a redis-server and a broker on it (each on a free port,
+// logs in dir), the broker with flags.
+func StartStack(dir string, flags ...string) (*Stack, error) {
+	r, err := StartRedis(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := StartBroker(dir, r.Port, 0, flags...)
+	if err != nil {
+		r.Stop(5 * time.Second)
+		return nil, err
+	}
+	return &Stack{Redis: r, Broker: b}, nil
+}
+
+// Stop stops the broker, then Redis (SIGTERM, SIGKILL after timeout each).
+func (s *Stack) Stop(timeout time.Duration) {
+	if s == nil {
+		return
+	}
+	s.Broker.Stop(timeout)
+	s.Redis.Stop(timeout)
+}
