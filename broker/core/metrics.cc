@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/strip.h"
+#include "broker/base/build_info.h"
+#include "broker/core/process_metrics.h"
 
 namespace jobwire::core {
 namespace {
@@ -17,6 +19,22 @@ const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
       0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
   return kBuckets;
+}
+
+// Seconds, from 100 us to 10 s: RPC latencies (a Claim stream, which
+// lasts minutes, lands in +Inf) and Redis round trips.
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10};
+  return kBuckets;
+}
+
+// "/jobwire.v1.BrokerService/Enqueue" -> {"jobwire.v1.BrokerService", "Enqueue"}.
+std::pair<std::string, std::string> SplitMethod(absl::string_view full_method) {
+  absl::string_view path = absl::StripPrefix(full_method, "/");
+  size_t slash = path.rfind('/');
+  if (slash == absl::string_view::npos) return {"", std::string(path)};
+  return {std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
 }
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(std::max(d, absl::ZeroDuration())); }
@@ -65,11 +83,30 @@ Metrics::Metrics()
                 .Name("jobwire_rpc_requests_total")
                 .Help("gRPC calls handled, by service, method and status code")
                 .Register(*registry_)),
+      rpc_duration_(BuildHistogram()
+                        .Name("jobwire_rpc_duration_seconds")
+                        .Help("gRPC call latency, from its start to its status, by service and "
+                              "method (a stream's whole life)")
+                        .Register(*registry_)),
       streams_open_(BuildGauge()
                         .Name("jobwire_claim_streams_open")
                         .Help("Claim streams open on this broker")
                         .Register(*registry_)
                         .Add({})),
+      queue_streams_open_(BuildGauge()
+                              .Name("jobwire_queue_claim_streams")
+                              .Help("Claim streams open on this broker that read the queue")
+                              .Register(*registry_)),
+      redis_up_(BuildGauge()
+                    .Name("jobwire_redis_up")
+                    .Help("1 while the broker's Redis command connection is up, else 0")
+                    .Register(*registry_)
+                    .Add({})),
+      redis_round_trip_(BuildHistogram()
+                            .Name("jobwire_redis_roundtrip_seconds")
+                            .Help("Round trip of the broker's periodic PING to Redis")
+                            .Register(*registry_)
+                            .Add({}, LatencyBuckets())),
       queue_jobs_(BuildGauge()
                       .Name("jobwire_queue_jobs")
                       .Help("Jobs per queue and state (refreshed every few seconds)")
@@ -77,7 +114,15 @@ Metrics::Metrics()
       oldest_due_age_(BuildGauge()
                           .Name("jobwire_queue_oldest_due_age_seconds")
                           .Help("How long the longest-waiting due job of the queue has been due")
-                          .Register(*registry_)) {}
+                          .Register(*registry_)) {
+  process_ = std::make_shared<ProcessMetrics>();
+  BuildGauge()
+      .Name("jobwire_build_info")
+      .Help("Always 1; the labels say which build of the broker runs")
+      .Register(*registry_)
+      .Add({{"version", std::string(base::Version())}, {"commit", std::string(base::GitCommit())}})
+      .Set(1);
+}
 
 void Metrics::JobEnqueued(const std::string& queue) {
   Track(queue); enqueued_.Add({{"queue", queue}}).Increment(); }
@@ -112,22 +157,45 @@ void Metrics::LeasesExpired(const std::string& queue, int64_t count, int64_t dea
   if (count > dead) retried_.Add({{"queue", queue}}).Increment(static_cast<double>(count - dead));
 }
 
-void Metrics::RpcFinished(absl::string_view full_method, absl::string_view code) {
-  // "/jobwire.v1.BrokerService/Enqueue" -> service "jobwire.v1.BrokerService", method "Enqueue".
-  absl::string_view path = absl::StripPrefix(full_method, "/");
-  size_t slash = path.rfind('/');
-  absl::string_view service = slash == absl::string_view::npos ? "" : path.substr(0, slash);
-  absl::string_view method = slash == absl::string_view::npos ? path : path.substr(slash + 1);
-  rpcs_
-      .Add({{"service", std::string(service)},
-            {"method", std::string(method)},
-            {"code", std::string(code)}})
+void Metrics::RpcFinished(absl::string_view full_method, absl::string_view code,
+                          absl::Duration elapsed) {
+  auto [service, method] = SplitMethod(full_method);
+  rpc_duration_.Add({{"service", service}, {"method", method}}, LatencyBuckets())
+      .Observe(Seconds(elapsed));
+  rpcs_.Add({{"service", std::move(service)}, {"method", std::move(method)},
+             {"code", std::string(code)}})
       .Increment();
 }
 
-void Metrics::ClaimStreamOpened() { streams_open_.Increment(); }
+void Metrics::ClaimStreamOpened(const std::vector<std::string>& queues) {
+  streams_open_.Increment();
+  absl::MutexLock lock(&mu_);
+  for (const std::string& queue : queues) {
+    queue_streams_open_.Add({{"queue", queue}}).Set(static_cast<double>(++queue_streams_[queue]));
+  }
+}
 
-void Metrics::ClaimStreamClosed() { streams_open_.Decrement(); }
+void Metrics::ClaimStreamClosed(const std::vector<std::string>& queues) {
+  streams_open_.Decrement();
+  absl::MutexLock lock(&mu_);
+  for (const std::string& queue : queues) {
+    auto it = queue_streams_.find(queue);
+    if (it == queue_streams_.end()) continue;
+    prometheus::Gauge& gauge = queue_streams_open_.Add({{"queue", queue}});
+    if (--it->second > 0) {
+      gauge.Set(static_cast<double>(it->second));
+    } else {
+      queue_streams_.erase(it);
+      queue_streams_open_.Remove(&gauge);
+    }
+  }
+}
+
+void Metrics::SetRedisUp(bool up) { redis_up_.Set(up ? 1 : 0); }
+
+void Metrics::RedisRoundTrip(absl::Duration round_trip) {
+  redis_round_trip_.Observe(Seconds(round_trip));
+}
 
 namespace {
 

@@ -13,12 +13,14 @@
 #include <string>
 #include <vector>
 
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -33,8 +35,11 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  // What the HTTP exposer serves.
-  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  // What the HTTP exposer serves: the registry of the jobwire_* series, and
+  // the process metrics (ProcessMetrics).
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables() const {
+    return {registry_, process_};
+  }
 
   // A new job was stored (not a duplicate of an idempotency key).
   void JobEnqueued(const std::string& queue);
@@ -52,12 +57,22 @@ class Metrics {
   // attempts (the others were scheduled for a retry).
   void LeasesExpired(const std::string& queue, int64_t count, int64_t dead);
 
-  // A gRPC call ended. `full_method` is "/package.Service/Method"; `code`
-  // the canonical code name ("OK", "UNAVAILABLE", ...).
-  void RpcFinished(absl::string_view full_method, absl::string_view code);
+  // A gRPC call ended `elapsed` after it began. `full_method` is
+  // "/package.Service/Method"; `code` the canonical code name ("OK",
+  // "UNAVAILABLE", ...).
+  void RpcFinished(absl::string_view full_method, absl::string_view code,
+                   absl::Duration elapsed);
 
-  void ClaimStreamOpened();
-  void ClaimStreamClosed();
+  // A Claim stream reading `queues` opened or closed (the same queues).
+  // A queue's stream gauge goes away when its last stream closes.
+  void ClaimStreamOpened(const std::vector<std::string>& queues);
+  void ClaimStreamClosed(const std::vector<std::string>& queues);
+
+  // The broker's Redis command connection is up (answered its first PING)
+  // or lost. Starts down.
+  void SetRedisUp(bool up);
+  // A PING to Redis was answered after `round_trip`.
+  void RedisRoundTrip(absl::Duration round_trip);
 
   // Replaces the queue's depth and oldest-due gauges.
   void SetQueueStats(const v1::QueueStats& stats);
@@ -74,6 +89,9 @@ class Metrics {
 
   mutable absl::Mutex mu_;
   absl::flat_hash_set<std::string> queues_ ABSL_GUARDED_BY(mu_);
+  // Open Claim streams per queue (the queues with a stream gauge).
+  absl::flat_hash_map<std::string, int64_t> queue_streams_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<prometheus::Collectable> process_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& enqueued_;
   prometheus::Family<prometheus::Counter>& claimed_;
@@ -85,7 +103,11 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& claim_wait_;
   prometheus::Family<prometheus::Histogram>& run_time_;
   prometheus::Family<prometheus::Counter>& rpcs_;
+  prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Gauge& streams_open_;
+  prometheus::Family<prometheus::Gauge>& queue_streams_open_;
+  prometheus::Gauge& redis_up_;
+  prometheus::Histogram& redis_round_trip_;
   prometheus::Family<prometheus::Gauge>& queue_jobs_;
   prometheus::Family<prometheus::Gauge>& oldest_due_age_;
 };

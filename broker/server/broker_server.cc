@@ -93,6 +93,7 @@ BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::Eve
       lifecycle_(&store_, &partitions_, &dispatcher_, &metrics_, DefaultsFrom(config)),
       reaper_(core::LeaseReaperParams{loop_.get(), &store_, &admin_store_, &metrics_}),
       stats_refresher_(core::QueueStatsRefresherParams{loop_.get(), &queue_admin_, &metrics_}),
+      redis_probe_(core::RedisProbeParams{loop_.get(), &admin_store_, &metrics_}),
       authorizer_(std::move(authorizer)),
       service_(&lifecycle_, &dispatcher_, &watcher_, &feed_, &metrics_, authorizer_.get(),
                ServiceOptionsFrom(config)),
@@ -130,15 +131,20 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   s->redis_->SetOnConnected([raw = s.get()] {
     raw->store_.CheckRedisSettings();
     raw->dispatcher_.OnRedisReconnected();
+    raw->metrics_.SetRedisUp(true);
     raw->health_.SetRedisUp(true);
   });
-  s->redis_->SetOnDisconnected([raw = s.get()] { raw->health_.SetRedisUp(false); });
+  s->redis_->SetOnDisconnected([raw = s.get()] {
+    raw->metrics_.SetRedisUp(false);
+    raw->health_.SetRedisUp(false);
+  });
   s->dispatcher_.SetOnLeaseGranted(
       [raw = s.get()](absl::Time expiry) { raw->reaper_.OnLeaseGranted(expiry); });
   s->loop_->Start();
   s->redis_->Start();
   s->reaper_.Start();
   s->stats_refresher_.Start();
+  s->redis_probe_.Start();
 
   // grpc.health.v1 (driven by health_) and server reflection (v1alpha from
   // gRPC, v1 of our own), for probes and grpcurl.
@@ -157,6 +163,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   if (s->server_ == nullptr || s->port_ == 0) {
     s->reaper_.Stop();
     s->stats_refresher_.Stop();
+    s->redis_probe_.Stop();
     s->loop_->Stop();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
@@ -212,6 +219,7 @@ void BrokerServer::Shutdown(absl::Duration grace) {
   exposer_.reset();
   reaper_.Stop();
   stats_refresher_.Stop();
+  redis_probe_.Stop();
   loop_->Stop();
 }
 
@@ -219,7 +227,9 @@ void BrokerServer::StartMetricsEndpoint(const std::string& listen) {
   if (listen.empty()) return;
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(listen);
-    exposer_->RegisterCollectable(metrics_.registry());
+    for (const auto& collectable : metrics_.collectables()) {
+      exposer_->RegisterCollectable(collectable);
+    }
     base::Log(base::LogLevel::kInfo, "metrics listening", {{"listen", listen}, {"path", "/metrics"}});
   } catch (const std::exception& e) {  // civetweb throws when it cannot bind
     exposer_.reset();

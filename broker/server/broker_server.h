@@ -24,6 +24,7 @@
 #include "broker/core/queue_admin.h"
 #include "broker/core/queue_event_hub.h"
 #include "broker/core/queue_stats_refresher.h"
+#include "broker/core/redis_probe.h"
 #include "broker/server/broker_config.h"
 #include "broker/server/health_reporter.h"
 #include "broker/service/admin_service.h"
@@ -90,6 +91,7 @@ class BrokerServer {
   core::JobLifecycle lifecycle_;
   core::LeaseReaper reaper_;
   core::QueueStatsRefresher stats_refresher_;
+  core::RedisProbe redis_probe_;
   const std::unique_ptr<service::Authorizer> authorizer_;
   service::BrokerService service_;
   core::QueueAdmin queue_admin_;

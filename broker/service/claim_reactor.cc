@@ -11,6 +11,7 @@ ClaimReactor::ClaimReactor(core::Dispatcher* dispatcher, core::Metrics* metrics,
                            core::ClaimSpec spec)
     : dispatcher_(dispatcher),
       metrics_(metrics),
+      queues_(spec.queues.begin(), spec.queues.end()),
       sink_(std::make_shared<Sink>(this, dispatcher, spec.max_in_flight)) {
   absl::StatusOr<core::Dispatcher::SessionId> session = dispatcher_->Open(std::move(spec), sink_);
   if (!session.ok()) {
@@ -18,7 +19,7 @@ ClaimReactor::ClaimReactor(core::Dispatcher* dispatcher, core::Metrics* metrics,
     return;
   }
   session_ = *session;
-  metrics_->ClaimStreamOpened();
+  metrics_->ClaimStreamOpened(queues_);
 }
 
 void ClaimReactor::OnWriteDone(bool ok) { sink_->WriteDone(ok); }
@@ -29,7 +30,7 @@ void ClaimReactor::OnDone() {
   sink_->Detach();
   if (session_.has_value()) {
     dispatcher_->Close(*session_);
-    metrics_->ClaimStreamClosed();
+    metrics_->ClaimStreamClosed(queues_);
   }
   delete this;
 }

@@ -30,6 +30,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -99,6 +100,7 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse> {
 
   core::Dispatcher* const dispatcher_;
   core::Metrics* const metrics_;
+  const std::vector<std::string> queues_;  // the stream's, for its metrics
   std::shared_ptr<Sink> sink_;
   std::optional<core::Dispatcher::SessionId> session_;  // none when refused
 };

@@ -153,6 +153,12 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
       });
 }
 
+void AdminStore::Ping(std::function<void(absl::Status)> done) const {
+  client_->Command({"PING"}, [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+    done(reply.ok() ? absl::OkStatus() : reply.status());
+  });
+}
+
 void AdminStore::Unregister(const std::string& queue, std::function<void(absl::Status)> done) const {
   const std::string registry = Keys::Registry(key_prefix_);
   scripts_->Eval(

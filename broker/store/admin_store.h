@@ -107,6 +107,9 @@ class AdminStore {
   void SetQueue(const std::string& queue, int partitions, bool create,
                 std::optional<int64_t> job_timeout_ms, Callback<int> done) const;
 
+  // PING: OK once Redis answers PONG; the connection's error otherwise.
+  void Ping(std::function<void(absl::Status)> done) const;
+
  private:
   // delete_queue.lua with ARGV[1] = `mode` ('1', '0' or 'empty').
   void RunDeleteQueue(const std::string& queue, const std::string& mode, int batch,
@@ -116,7 +119,7 @@ class AdminStore {
   void Unregister(const std::string& queue, std::function<void(absl::Status)> done) const;
   Keys KeysFor(const std::string& queue) const { return Keys(key_prefix_, queue); }
 
-  RedisCommands* const client_;        // the marker check only
+  RedisCommands* const client_;        // the marker check and Ping only
   const ScriptRunner* const scripts_;  // runs every call, on `client`
   const std::string key_prefix_;
 };

@@ -149,6 +149,7 @@ def test_metrics_count_operations(broker):
     got = claimed_jobs(ctx_stream, 5)
     text = broker.scrape()
     assert sample(text, "jobwire_claim_streams_open") == 1
+    assert sample(text, "jobwire_queue_claim_streams", queue=q) == 1
     stub.Ack(pb.AckRequest(queue=q, job_id=got[0].job.id, lease_token=got[0].lease_token), timeout=10)
     stub.Ack(pb.AckRequest(queue=q, job_id=got[1].job.id, lease_token=got[1].lease_token), timeout=10)
     stub.Ack(pb.AckRequest(queue=q, job_id=got[2].job.id, lease_token=got[2].lease_token), timeout=10)
@@ -180,7 +181,8 @@ def test_metrics_count_operations(broker):
         ok = (sample(t, "jobwire_queue_jobs", queue=q, state="completed") == 3
               and sample(t, "jobwire_queue_jobs", queue=q, state="dead") == 1
               and (sample(t, "jobwire_queue_oldest_due_age_seconds", queue="ops-idle") or 0) > 0
-              and sample(t, "jobwire_claim_streams_open") == 0)
+              and sample(t, "jobwire_claim_streams_open") == 0
+              and sample(t, "jobwire_queue_claim_streams", queue=q) is None)
         return t if ok else None
     text = wait_for(settled, 20, "gauges refreshed and stream closed", interval=0.5)
 
@@ -215,6 +217,86 @@ def test_metrics_count_operations(broker):
     assert sample(text, rpc, service=svc, method="Ack", code="FAILED_PRECONDITION") == 1
     assert sample(text, rpc, service=svc, method="Fail", code="OK") == 4
     assert sample(text, rpc, service=svc, method="Claim", code="CANCELLED") == 1
+    # Latency histograms count every call, whatever its code.
+    dur = "jobwire_rpc_duration_seconds"
+    assert sample(text, dur + "_count", service=svc, method="Enqueue") == 7
+    assert sample(text, dur + "_count", service=svc, method="Ack") == 5
+    assert sample(text, dur + "_bucket", service=svc, method="Ack", le="+Inf") == 5
+    assert 0 < sample(text, dur + "_sum", service=svc, method="Enqueue") < 7 * 5
+    channel.close()
+    client.close()
+
+
+def documented_families() -> dict[str, tuple[str, set[str]]]:
+    """name -> (type, label names) from the metrics table of docs/operations.md."""
+    out = {}
+    for line in (REPO / "docs" / "operations.md").read_text().splitlines():
+        if not (line.startswith("| `jobwire_") or line.startswith("| `process_")):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        labels = {l.strip(" `") for l in cells[2].split(",") if l.strip()}
+        out[cells[0].strip("`")] = (cells[1], labels)
+    return out
+
+
+def test_every_family_is_documented_with_its_labels(broker):
+    """Every jobwire_* and process_* family the broker exposes, after calls
+    that make each one appear, has the type and label names the metrics table
+    of docs/operations.md gives, and every documented family is exposed."""
+    documented = documented_families()
+    assert len(documented) >= 20, documented
+    client = Client(broker.addr)
+    channel = grpc.insecure_channel(broker.addr)
+    stub = pb_grpc.BrokerServiceStub(channel)
+    q = "ops-fam"
+    client.enqueue(q, "t", {}, max_attempts=1)
+    client.enqueue(q, "t", {}, max_attempts=2)
+    stream = stub.Claim(pb.ClaimRequest(queues=[q], max_in_flight=2, lease_ms=1000, worker_id="ops"))
+    got = claimed_jobs(stream, 2)
+    stub.Ack(pb.AckRequest(queue=q, job_id=got[0].job.id, lease_token=got[0].lease_token), timeout=10)
+    stub.Fail(pb.FailRequest(queue=q, job_id=got[1].job.id, lease_token=got[1].lease_token,
+                             error="boom", retry_after_ms=0), timeout=10)
+    # The retry comes back on the open stream and is left to expire: a
+    # lease expiry on the last attempt (retried, dead, lease_expired).
+    claimed_jobs(stream, 1)
+
+    def complete():
+        t = broker.scrape()
+        names = {f.name for f in text_string_to_metric_families(t)}
+        # prometheus_client drops _total from counter family names.
+        want = {n[:-len("_total")] if n.endswith("_total") else n for n in documented}
+        return t if want <= names and sample(t, "jobwire_jobs_lease_expired_total", queue=q) == 1 \
+            else None
+    # The round-trip PING runs every 5 s; the reaper's expiry within ~2 s.
+    text = wait_for(complete, 20, "every documented family exposed", interval=0.5)
+
+    types = {"counter": "counter", "gauge": "gauge", "histogram": "histogram"}
+    seen = set()
+    for family in text_string_to_metric_families(text):
+        name = family.name + ("_total" if family.type == "counter" else "")
+        if not (name.startswith("jobwire_") or name.startswith("process_")):
+            continue
+        assert name in documented, f"{name} is exposed but not in docs/operations.md"
+        doc_type, doc_labels = documented[name]
+        assert family.type == types[doc_type], (name, family.type, doc_type)
+        for s in family.samples:
+            labels = set(s.labels) - {"le"}
+            assert labels == doc_labels, (name, s.name, sorted(labels), sorted(doc_labels))
+        seen.add(name)
+    assert seen == set(documented), set(documented) - seen
+
+    version = subprocess.run([BROKER_BIN, "--version"], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert sample(text, "jobwire_build_info", version=version[1]) == 1
+    assert sample(text, "jobwire_redis_up") == 1
+    assert sample(text, "jobwire_redis_roundtrip_seconds_count") >= 1
+    assert 0 < sample(text, "jobwire_redis_roundtrip_seconds_sum") < 5
+    assert sample(text, "process_resident_memory_bytes") > 1 << 20
+    assert sample(text, "process_open_fds") >= 5  # listeners, Redis, this client
+    assert sample(text, "process_max_fds") >= sample(text, "process_open_fds")
+    assert abs(sample(text, "process_start_time_seconds") - time.time()) < 120
+    assert sample(text, "process_cpu_seconds_total") > 0
+    stream.cancel()
     channel.close()
     client.close()
 
@@ -253,9 +335,13 @@ def test_grpc_health_probe_follows_redis(redis, broker):
     assert probe(broker.addr, "jobwire.v1.BrokerService") == 0
     assert probe(broker.addr, "no.such.Service") != 0
 
+    assert sample(broker.scrape(), "jobwire_redis_up") == 1
+
     redis.stop()
     wait_for(lambda: probe(broker.addr) != 0, 10, "probe failing without Redis")
     assert probe(broker.addr, "jobwire.v1.BrokerService") != 0
+    assert sample(broker.scrape(), "jobwire_redis_up") == 0
 
     redis.start()  # same port: the broker reconnects (backoff up to 2 s)
     wait_for(lambda: probe(broker.addr) == 0, 15, "probe SERVING again")
+    assert sample(broker.scrape(), "jobwire_redis_up") == 1
