@@ -10,6 +10,7 @@
 #include "broker/server/broker_config.h"
 #include "broker/server/broker_server.h"
 #include "broker/server/embedded_redis.h"
+#include "broker/server/grpc_logging.h"
 #include "broker/store/redis_client.h"
 
 using jobwire::base::Log;
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   jobwire::base::SetLogLevel(level);
+  jobwire::server::RouteGrpcLogs();
 
   // absl::Mutex's deadlock detection (on in Debian's abseil build) keeps a
   // global lock-order graph updated on every lock and Mutex destruction:
@@ -78,7 +80,7 @@ int main(int argc, char** argv) {
       {{"version", std::string(jobwire::base::Version())},
        {"commit", std::string(jobwire::base::GitCommit())},
        {"listen", config->listen},
-       {"port", absl::StrCat((*server)->port())},
+       {"port", (*server)->port()},
        {"tls", config->tls_cert.empty()        ? "off"
                : config->tls_client_ca.empty() ? "on"
                                                : "mutual"},
@@ -87,7 +89,7 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  Log(LogLevel::kInfo, "shutting down", {{"signal", absl::StrCat(sig)}});
+  Log(LogLevel::kInfo, "shutting down", {{"signal", sig}});
   (*server)->Shutdown(absl::Milliseconds(config->shutdown_grace_ms));
   server->reset();
   embedded.reset();

@@ -120,7 +120,7 @@ void Dispatcher::ReleaseLostClaims() {
       }
       if (*released > 0) {
         base::Log(base::LogLevel::kInfo, "jobs of a claim whose reply was lost given back",
-                  {{"queue", queue}, {"jobs", absl::StrCat(*released)}});
+                  {{"queue", queue}, {"jobs", *released}});
       }
     });
   }
@@ -215,8 +215,8 @@ void Dispatcher::OnPartitionsGrown(const std::string& queue, int count) {
   }
   if (!grown.empty()) {
     base::Log(base::LogLevel::kInfo, "claim streams read the new partitions of a queue",
-              {{"queue", queue}, {"partitions", absl::StrCat(count)},
-               {"streams", absl::StrCat(grown.size())}});
+              {{"queue", queue}, {"partitions", count},
+               {"streams", grown.size()}});
   }
   for (SessionId id : grown) Fill(id);
 }

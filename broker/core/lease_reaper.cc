@@ -90,7 +90,7 @@ void LeaseReaper::Exec() {
                                 [this, pass, queue, finish](absl::StatusOr<int64_t> removed) {
                                   if (removed.ok() && *removed > 0) {
                                     base::Log(base::LogLevel::kInfo, "dead jobs removed",
-                                              {{"queue", queue}, {"jobs", absl::StrCat(*removed)}});
+                                              {{"queue", queue}, {"jobs", *removed}});
                                     if (*removed >= params_.batch) pass->next = absl::ZeroDuration();
                                   }
                                   if (--pass->remaining == 0) finish(pass->next);

@@ -117,7 +117,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     if (!loaded.ok()) return loaded.status();
     authorizer = std::move(*loaded);
     base::Log(base::LogLevel::kInfo, "bearer token authentication on",
-              {{"tokens", absl::StrCat(authorizer->token_count())}});
+              {{"tokens", authorizer->token_count()}});
   }
   // The connections are made before the server: its members run on them.
   auto loop = std::make_unique<base::EventLoop>();

@@ -36,7 +36,7 @@ void HealthReporter::PublishLocked(bool log) {
     base::Log(base::LogLevel::kInfo, "health",
               {{"status", serving ? "SERVING" : "NOT_SERVING"},
                {"redis", redis_up_ ? "up" : "down"},
-               {"draining", draining_ ? "true" : "false"}});
+               {"draining", draining_}});
   }
   for (grpc::HealthCheckServiceInterface* service : services_) {
     service->SetServingStatus("", serving);

@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<RedisConnections>> RedisConnections::Create(
     c->commands_ = c->cluster_.get();
     c->subscriptions_ = c->cluster_subscriber_.get();
     const size_t seeds = address.seeds.empty() ? 1 : address.seeds.size();
-    base::Log(base::LogLevel::kInfo, "redis cluster mode", {{"seeds", absl::StrCat(seeds)}});
+    base::Log(base::LogLevel::kInfo, "redis cluster mode", {{"seeds", seeds}});
     return c;
   }
   if (mode == "standalone") {
@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<RedisConnections>> RedisConnections::Create(
     o.tls = address.tls;
     o.tls_context = tls;
     base::Log(base::LogLevel::kInfo, "redis sentinel mode",
-              {{"sentinels", absl::StrCat(o.sentinels.size())}, {"master_name", o.master_name}});
+              {{"sentinels", o.sentinels.size()}, {"master_name", o.master_name}});
     c->sentinel_ = std::make_unique<store::SentinelMasterSource>(loop, std::move(o));
     c->command_client_->SetAddressSource(c->sentinel_->AsAddressSource());
     c->subscriber_client_->SetAddressSource(c->sentinel_->AsAddressSource());

@@ -149,7 +149,7 @@ void JobStore::CheckRedisSettings() const {
                                        "records: stop it and drain them with a broker of the "
                                        "old version first (docs/redis-layout.md, \"Layout "
                                        "versions\")",
-                                       {{"key", marker}, {"queues", absl::StrCat(count)},
+                                       {{"key", marker}, {"queues", count},
                                         {"expected", want}});
                            });
                      });
@@ -179,7 +179,7 @@ void JobStore::IndexByType(std::shared_ptr<std::vector<std::string>> queues, siz
                      [count = queues->size()](absl::StatusOr<RedisReply> set) {
                        if (!set.ok()) return;
                        base::Log(base::LogLevel::kInfo, "upgraded jobwire data to key layout 4",
-                                 {{"queues", absl::StrCat(count)}});
+                                 {{"queues", count}});
                      });
     return;
   }
@@ -548,7 +548,7 @@ void LogSkippedJobs(const std::string& queue, const std::string& script, const R
             {{"queue", queue},
              {"script", script},
              {"jobs", absl::StrJoin(names, ",")},
-             {"count", absl::StrCat(names.size())}});
+             {"count", names.size()}});
 }
 
 }  // namespace jobwire::store

@@ -338,7 +338,7 @@ void RedisClusterClient::UpdateServing() {
   serving_ = all_ready;
   if (serving_) {
     base::Log(base::LogLevel::kInfo, "redis cluster serving",
-              {{"conn", name_}, {"masters", absl::StrCat(topology_->masters().size())}});
+              {{"conn", name_}, {"masters", topology_->masters().size()}});
     if (on_connected_) on_connected_();
   } else {
     base::Log(base::LogLevel::kWarning, "redis cluster degraded: a master is not connected",
