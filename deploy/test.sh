@@ -2,12 +2,19 @@
 # Validates the Kubernetes deployment without a cluster or Docker:
 #   1. helm (deploy/setup.sh builds it from the Go module proxy, once)
 #   2. helm lint --strict and helm template with every deploy/helm/jobwire/ci/*-values.yaml
-#   3. values that must be refused are refused (helm template fails)
+#      (helm checks the values against values.schema.json first)
+#   3. values that must be refused are refused (helm template fails): by the
+#      schema (wrong type, unknown key, bad enum or pattern) or the templates
 #   4. go test in deploy/validate: strict decoding of every rendered object into
-#      the Kubernetes API types plus cross-checks (against the values file it
-#      was rendered from: Secrets made outside the chart, TLS and tokens),
-#      negative cases proving the validator fails, and the Dockerfile's COPY
-#      sources and apt packages.
+#      the Kubernetes API types (the Prometheus Operator's for ServiceMonitor,
+#      PodMonitor, PrometheusRule) plus cross-checks (against the values file
+#      it was rendered from: Secrets made outside the chart, TLS and tokens,
+#      image digest); alert expressions and the Grafana dashboard's queries
+#      parsed with the Prometheus parser and checked against the metrics
+#      table of docs/operations.md; the chart README generated from
+#      values.yaml is up to date and documents every value; negative cases
+#      proving the validator fails; the Dockerfile's COPY sources and apt
+#      packages.
 # Exits non-zero on any failure.
 set -euo pipefail
 
@@ -25,7 +32,7 @@ step() { printf '\n== %s\n' "$*"; }
 t0=$(date +%s)
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "deploy/test.sh: go not found on PATH (Go >= 1.26 is needed)" >&2
+  echo "deploy/test.sh: go not found on PATH (Go >= 1.26.7 is needed: deploy/validate/go.mod)" >&2
   exit 1
 fi
 
@@ -101,7 +108,7 @@ refuse "set exactly one of redis.url" --set image.tag=no-redis-configured # no R
 refuse "set exactly one of redis.url" --set redis.url=redis://r:6379 --set redis.enabled=true
 refuse "must exceed lifecycle.preStopSleepSeconds" --set redis.url=redis://r:6379 --set terminationGracePeriodSeconds=30
 refuse "must be noeviction" --set redis.enabled=true --set redis.maxmemoryPolicy=allkeys-lru
-refuse "must be always or everysec" --set redis.enabled=true --set redis.appendfsync=no
+refuse "at '/redis/appendfsync': value must be one of 'always', 'everysec'" --set redis.enabled=true --set redis.appendfsync=no
 refuse "minReplicas must not exceed" --set redis.url=redis://r:6379 --set autoscaling.minReplicas=5 --set autoscaling.maxReplicas=4
 refuse "tls.clientAuth=true needs tls.existingSecret" --set redis.url=redis://r:6379 --set tls.clientAuth=true
 refuse "broker.healthPort (50051) must differ" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set broker.healthPort=50051
@@ -109,14 +116,35 @@ refuse "auth.existingSecret needs auth.tokensKey" --set redis.url=redis://r:6379
 refuse "redis.tls.clientCert=true needs redis.tls.existingSecret" --set redis.url=rediss://r:6380 --set redis.tls.clientCert=true
 refuse "redis.tls.* needs a rediss:// redis.url" --set redis.url=redis://r:6379 --set redis.tls.existingSecret=jobwire-redis-tls
 refuse "the in-chart Redis (redis.enabled) is plaintext" --set redis.enabled=true --set redis.tls.serverName=redis.example
-refuse "redis.mode must be standalone, sentinel or cluster" --set redis.url=redis://r:6379 --set redis.mode=replicated
+refuse "at '/redis/mode': value must be one of 'standalone', 'sentinel', 'cluster'" --set redis.url=redis://r:6379 --set redis.mode=replicated
 refuse "redis.sentinelMaster needs redis.mode=sentinel" --set redis.url=redis://r:6379 --set redis.mode=cluster --set redis.sentinelMaster=jobwire
 refuse "the in-chart Redis (redis.enabled) is standalone" --set redis.enabled=true --set redis.mode=cluster
 refuse "redis.mode=sentinel needs redis.sentinelMaster" --set redis.url=redis://s1:26379 --set redis.mode=sentinel
 refuse "redis.sentinelMaster needs redis.mode=sentinel" --set redis.url=redis://r:6379 --set redis.sentinelMaster=jobwire
 refuse "the in-chart Redis (redis.enabled) is standalone" --set redis.enabled=true --set redis.mode=sentinel --set redis.sentinelMaster=jobwire
-refuse "lifecycle.useSleepAction must be auto, true or false" --set redis.url=redis://r:6379 --set lifecycle.useSleepAction=maybe
+refuse "at '/lifecycle/useSleepAction': value must be one of 'auto', true, false, 'true', 'false'" --set redis.url=redis://r:6379 --set lifecycle.useSleepAction=maybe
 refuse "lifecycle.useSleepAction=true needs Kubernetes >= 1.30" --set redis.url=redis://r:6379 --set lifecycle.useSleepAction=true --kube-version 1.28.0
+# values.schema.json: wrong types, unknown keys, values outside a fixed set or a pattern.
+refuse "at '/broker/grpcPort': got string, want integer" --set redis.url=redis://r:6379 --set broker.grpcPort=fifty
+refuse "at '/replicaCount': got string, want integer" --set redis.url=redis://r:6379 --set-string replicaCount=3
+refuse "at '/image/tag': got number, want string" --set redis.url=redis://r:6379 --set image.tag=20240101
+# YAML reads an unquoted tag 1.10 as the number 1.1: refused, not rendered as jobwire:1.1.
+printf 'redis:\n  url: redis://r:6379\nimage:\n  tag: 1.10\n' > "$WORK/float-tag-values.yaml"
+refuse "at '/image/tag': got number, want string" -f "$WORK/float-tag-values.yaml"
+refuse "at '/broker': additional properties 'grpcPrt' not allowed" --set redis.url=redis://r:6379 --set broker.grpcPrt=50051
+refuse "at '': additional properties 'replicas' not allowed" --set redis.url=redis://r:6379 --set replicas=2
+refuse "at '/broker/logLevel': value must be one of 'debug', 'info', 'warning', 'error'" --set redis.url=redis://r:6379 --set broker.logLevel=verbose
+refuse "at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'" --set redis.url=redis://r:6379 --set image.pullPolicy=always
+refuse "at '/image/digest': 'sha256:abc' does not match pattern" --set redis.url=redis://r:6379 --set image.digest=sha256:abc
+refuse "at '/broker/metricsPort': maximum: got 70,000, want 65,535" --set redis.url=redis://r:6379 --set broker.metricsPort=70000
+refuse "at '/broker/reloadIntervalMs': minimum: got 10, want 100" --set redis.url=redis://r:6379 --set broker.reloadIntervalMs=10
+refuse "at '/metrics/serviceMonitor/interval': '30 s' does not match pattern" --set redis.url=redis://r:6379 --set "metrics.serviceMonitor.interval=30 s"
+refuse "at '/redis/url': 'http://r:6379' does not match pattern" --set redis.url=http://r:6379
+# Monitoring and NetworkPolicy combinations that cannot work.
+refuse "choose one (with both, every broker is scraped twice" --set redis.url=redis://r:6379 --set metrics.serviceMonitor.enabled=true --set metrics.podMonitor.enabled=true
+refuse "metrics.serviceMonitor.enabled needs metrics.service.enabled" --set redis.url=redis://r:6379 --set metrics.serviceMonitor.enabled=true --set metrics.service.enabled=false
+refuse "metrics.prometheusRule.enabled needs metrics.serviceMonitor or metrics.podMonitor enabled" --set redis.url=redis://r:6379 --set metrics.prometheusRule.enabled=true
+refuse "networkPolicy.enabled with an external Redis needs networkPolicy.egress.redisTo" --set redis.url=redis://r:6379 --set networkPolicy.enabled=true
 
 step "go test deploy/validate (strict decoding + cross-checks, negative cases, Dockerfile)"
 (cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" JOBWIRE_VALUES_DIR="$CHART/ci" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \

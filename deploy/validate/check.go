@@ -10,10 +10,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 )
 
 // BrokerUID is the fixed non-root UID of the image (deploy/Dockerfile).
@@ -42,7 +45,7 @@ func init() {
 		"max_claim_streams", "max_claim_streams_per_peer", "health_listen",
 		"tls_cert", "tls_key", "tls_client_ca", "auth_tokens_file",
 		"redis_tls_ca", "redis_tls_cert", "redis_tls_key", "redis_tls_server_name",
-		"redis_tls_insecure_skip_verify",
+		"redis_tls_insecure_skip_verify", "reload_interval_ms",
 	} {
 		knownEnv["JOBWIRE_"+strings.ToUpper(f)] = true
 	}
@@ -80,6 +83,8 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 	var services []*corev1.Service
 	var pdbs []*policyv1.PodDisruptionBudget
 	var hpas []*autoscalingv2.HorizontalPodAutoscaler
+	var nps []*networkingv1.NetworkPolicy
+	var mon monitoring
 	seen := map[string]bool{}
 	for _, o := range objs {
 		key := o.Kind + "/" + o.Name
@@ -102,6 +107,16 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 			hpas = append(hpas, v)
 		case *corev1.Secret:
 			secrets[v.Name] = v
+		case *corev1.ConfigMap:
+			mon.configMaps = append(mon.configMaps, v)
+		case *networkingv1.NetworkPolicy:
+			nps = append(nps, v)
+		case *monitoringv1.ServiceMonitor:
+			mon.serviceMonitors = append(mon.serviceMonitors, v)
+		case *monitoringv1.PodMonitor:
+			mon.podMonitors = append(mon.podMonitors, v)
+		case *monitoringv1.PrometheusRule:
+			mon.rules = append(mon.rules, v)
 		}
 	}
 
@@ -132,6 +147,12 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 	for _, h := range hpas {
 		c.checkHPA(h, deployments)
 	}
+	var broker *appsv1.Deployment
+	if len(deployments) == 1 {
+		broker = deployments[0]
+		c.checkMonitoring(broker, services, workloads, mon)
+	}
+	c.checkNetworkPolicies(nps, workloads, broker)
 	return c.errs
 }
 
@@ -340,6 +361,11 @@ func (c *checker) checkWorkload(w workload) {
 			mountPaths[m.MountPath] = true
 			if (v.Secret != nil || v.Projected != nil) && !m.ReadOnly {
 				c.errorf("%s: volumeMount %q of a Secret is not readOnly", cwho, m.Name)
+			}
+			// The kubelet never updates a subPath mount: a renewed
+			// certificate or tokens file would not reach the broker's reload.
+			if (v.Secret != nil || v.Projected != nil) && m.SubPath != "" {
+				c.errorf("%s: volumeMount %q of a Secret uses subPath %q, which the kubelet never updates: a rotated Secret would not be seen", cwho, m.Name, m.SubPath)
 			}
 		}
 		c.checkSecurity(cwho, psc, ct.SecurityContext)
@@ -729,6 +755,17 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 		c.errorf("%s: terminationGracePeriodSeconds %d s is not more than preStop %d s + shutdown grace %d ms", who, tg, sleep, graceMs)
 	}
 
+	// Reloads of the TLS files and the tokens file (the broker refuses an
+	// interval below 100 ms).
+	if e, ok := envValue(broker, "JOBWIRE_RELOAD_INTERVAL_MS"); ok {
+		if n, err := strconv.ParseInt(e.Value, 10, 64); err != nil || n < 100 {
+			c.errorf("%s: JOBWIRE_RELOAD_INTERVAL_MS %q is not a number of ms >= 100", cwho, e.Value)
+		}
+	}
+	if _, digest, pinned := strings.Cut(broker.Image, "@"); pinned && !digestForm.MatchString(digest) {
+		c.errorf("%s: image digest %q is not sha256:<64 hex digits>", cwho, digest)
+	}
+
 	// Resources.
 	if broker.Resources.Requests.Cpu().IsZero() || broker.Resources.Requests.Memory().IsZero() {
 		c.errorf("%s: cpu and memory requests are required", cwho)
@@ -737,8 +774,12 @@ func (c *checker) checkBroker(d *appsv1.Deployment) bool {
 		c.errorf("%s: a memory limit is required", cwho)
 	}
 
-	// Prometheus scrape annotations.
+	// Prometheus scrape annotations, when there are any (a ServiceMonitor
+	// or PodMonitor may scrape instead: checkMonitoring wants one of them).
 	ann := d.Spec.Template.Annotations
+	if _, has := ann["prometheus.io/scrape"]; !has {
+		return tls
+	}
 	if ann["prometheus.io/scrape"] != "true" {
 		c.errorf("%s: pod annotation prometheus.io/scrape is not \"true\"", who)
 	}
@@ -776,13 +817,17 @@ func (c *checker) checkService(s *corev1.Service, ws []workload) {
 }
 
 // checkBrokerServices wants a headless Service <deployment>-headless (client
-// round_robin) and a regular ClusterIP Service selecting the broker; with TLS,
+// round_robin) and a regular ClusterIP Service serving the broker's gRPC
+// port; with TLS,
 // no port may claim cleartext HTTP/2 (appProtocol kubernetes.io/h2c).
 func (c *checker) checkBrokerServices(d *appsv1.Deployment, svcs []*corev1.Service, tls bool) {
 	var headless, regular int
 	for _, s := range svcs {
 		if len(s.Spec.Selector) == 0 || !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
 			continue
+		}
+		if !servesGRPC(s, d) {
+			continue // the metrics Service: checkMonitoring
 		}
 		for _, p := range s.Spec.Ports {
 			if tls && p.AppProtocol != nil && *p.AppProtocol == "kubernetes.io/h2c" {

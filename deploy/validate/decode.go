@@ -1,8 +1,10 @@
 // Package validate checks the manifests that `helm template` renders from
 // deploy/helm/jobwire without a cluster: every object is strictly decoded into
-// the real Kubernetes API types (an unknown or misspelled field, a duplicate
-// key or an unknown kind is an error), then cross-checked (selectors, ports,
-// probes, drain timing, security context, HPA/PDB targets).
+// the real Kubernetes API types, or the Prometheus Operator's for its kinds
+// (an unknown or misspelled field, a duplicate key or an unknown kind is an
+// error), then cross-checked (selectors, ports, probes, drain timing,
+// security context, HPA/PDB targets, NetworkPolicies, monitors and alert
+// rules). It also checks the Grafana dashboard and the chart's README.
 package validate
 
 import (
@@ -13,10 +15,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 )
 
 // Object is one decoded manifest document.
@@ -47,6 +52,15 @@ func newTyped(apiVersion, kind string) (any, error) {
 		return &policyv1.PodDisruptionBudget{}, nil
 	case "autoscaling/v2 HorizontalPodAutoscaler":
 		return &autoscalingv2.HorizontalPodAutoscaler{}, nil
+	case "networking.k8s.io/v1 NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}, nil
+	// Prometheus Operator kinds, decoded into the operator's own Go types.
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		return &monitoringv1.ServiceMonitor{}, nil
+	case "monitoring.coreos.com/v1 PodMonitor":
+		return &monitoringv1.PodMonitor{}, nil
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		return &monitoringv1.PrometheusRule{}, nil
 	}
 	return nil, fmt.Errorf("unexpected apiVersion/kind %q %q", apiVersion, kind)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -17,10 +18,34 @@ func joinErrs(errs []error) string {
 	return b.String()
 }
 
+// validate decodes and checks a manifest, its alert rules against the
+// metrics docs included.
 func validate(source string, data []byte, external map[string]bool) []error {
 	objs, errs := Decode(source, data)
-	return append(errs, Check(objs, external)...)
+	errs = append(errs, Check(objs, external)...)
+	cat, err := metricsCatalog()
+	if err != nil {
+		return append(errs, err)
+	}
+	return append(errs, CheckRuleMetrics(objs, cat)...)
 }
+
+// metricsDoc is docs/operations.md, whose metrics table says which metrics
+// (and labels) the broker has.
+func metricsDoc() string {
+	if p := os.Getenv("JOBWIRE_METRICS_DOC"); p != "" {
+		return p
+	}
+	return filepath.Join("..", "..", "docs", "operations.md")
+}
+
+var metricsCatalog = sync.OnceValues(func() (Catalog, error) {
+	md, err := os.ReadFile(metricsDoc())
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetricsDoc(md)
+})
 
 // fixtures are the known-good manifests under testdata/ with the Secrets
 // their values name outside the chart.
@@ -30,6 +55,9 @@ var fixtures = []struct {
 }{
 	{"good.yaml", map[string]bool{}},
 	{"good-tls.yaml", map[string]bool{"jobwire-redis": true, "jobwire-tls": true, "jobwire-tokens": true}},
+	{"good-monitoring.yaml", map[string]bool{}},
+	{"good-podmonitor.yaml", map[string]bool{"jobwire-redis": true, "jobwire-tls": true}},
+	{"good-networkpolicy.yaml", map[string]bool{"jobwire-tls": true}},
 }
 
 // valuesDir is deploy/helm/jobwire/ci (JOBWIRE_VALUES_DIR from deploy/test.sh).
@@ -90,6 +118,13 @@ func TestRenderedManifests(t *testing.T) {
 			objs, errs := Decode(filepath.Base(f), data)
 			errs = append(errs, Check(objs, external)...)
 			errs = append(errs, CheckSecurityValues(objs, values)...)
+			errs = append(errs, CheckImageValues(objs, values)...)
+			cat, err := metricsCatalog()
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs = append(errs, CheckRuleMetrics(objs, cat)...)
+			errs = append(errs, checkDashboardConfigMaps(t, objs)...)
 			if len(errs) > 0 {
 				t.Fatalf("%d problem(s):%s", len(errs), joinErrs(errs))
 			}
@@ -174,7 +209,7 @@ func TestRejectsBrokenManifests(t *testing.T) {
 		{"writable root fs", "readOnlyRootFilesystem: true\n            runAsGroup: 10001", "readOnlyRootFilesystem: false\n            runAsGroup: 10001", "readOnlyRootFilesystem is not true"},
 		{"privilege escalation", "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", "allowPrivilegeEscalation is not false"},
 		{"capabilities kept", "              - ALL", "              - NET_RAW", "capabilities do not drop ALL"},
-		{"seccomp unconfined", "              type: RuntimeDefault\n          volumeMounts:\n            - name: tmp", "              type: Unconfined\n          volumeMounts:\n            - name: tmp", "seccompProfile is not RuntimeDefault"},
+		{"seccomp unconfined", "              type: RuntimeDefault\n          # Secret volumes are mounted", "              type: Unconfined\n          # Secret volumes are mounted", "seccompProfile is not RuntimeDefault"},
 		{"pdb selects nothing", "      app.kubernetes.io/component: broker\n---\n# Source: jobwire/templates/serviceaccount.yaml", "      app.kubernetes.io/component: none\n---\n# Source: jobwire/templates/serviceaccount.yaml", "PodDisruptionBudget jobwire: selector matches 0"},
 		{"hpa targets another deployment", "    kind: Deployment\n    name: jobwire", "    kind: Deployment\n    name: jobwire-old", "is not the rendered Deployment"},
 		{"misspelled env", "name: JOBWIRE_KEY_PREFIX", "name: JOBWIRE_KEY_PREFX", "JOBWIRE_KEY_PREFX is not a broker flag"},

@@ -2,6 +2,8 @@ package validate
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
@@ -150,6 +152,46 @@ func CheckSecurityValues(objs []Object, values []byte) []error {
 				if name != "" && !secretVolume(name) {
 					errs = append(errs, fmt.Errorf("Deployment %s: no volume of Secret %s, which the values name", d.Name, name))
 				}
+			}
+		}
+	}
+	return errs
+}
+
+// digestForm is an image digest as the chart's schema accepts it.
+var digestForm = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+
+// CheckImageValues checks that the broker's image follows the values'
+// image.digest: repository@digest when it is set (whatever the tag), and a
+// tag otherwise.
+func CheckImageValues(objs []Object, values []byte) []error {
+	var v struct {
+		Image struct {
+			Repository string `json:"repository"`
+			Digest     string `json:"digest"`
+		} `json:"image"`
+	}
+	if err := yaml.Unmarshal(values, &v); err != nil {
+		return []error{fmt.Errorf("values: %v", err)}
+	}
+	var errs []error
+	for _, o := range objs {
+		d, ok := o.Obj.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		for _, ct := range d.Spec.Template.Spec.Containers {
+			if ct.Name != "broker" {
+				continue
+			}
+			_, digest, pinned := strings.Cut(ct.Image, "@")
+			switch {
+			case v.Image.Digest != "" && ct.Image != v.Image.Repository+"@"+v.Image.Digest:
+				errs = append(errs, fmt.Errorf("Deployment %s: image %q, but values image.digest is %q: want %s@%s", d.Name, ct.Image, v.Image.Digest, v.Image.Repository, v.Image.Digest))
+			case v.Image.Digest == "" && pinned:
+				errs = append(errs, fmt.Errorf("Deployment %s: image %q has a digest, but values image.digest is empty", d.Name, ct.Image))
+			case pinned && !digestForm.MatchString(digest):
+				errs = append(errs, fmt.Errorf("Deployment %s: image digest %q is not sha256:<64 hex digits>", d.Name, digest))
 			}
 		}
 	}

@@ -169,3 +169,85 @@ Checks the TLS, auth and health-port values; fails the render otherwise.
 {{- fail "jobwire: auth.existingSecret needs auth.tokensKey (the Secret's key holding the tokens file)" }}
 {{- end }}
 {{- end }}
+
+{{/*
+The broker image: repository@digest when image.digest is set (the tag is then
+ignored, so a moved tag cannot change what runs), else repository:tag.
+*/}}
+{{- define "jobwire.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{- define "jobwire.metrics.serviceName" -}}
+{{- printf "%s-metrics" (include "jobwire.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The job label Prometheus gives the brokers' series: the Prometheus Operator
+names it after the Service for a ServiceMonitor and <namespace>/<name> of a
+PodMonitor. Empty when neither is rendered (the scrape config is not ours).
+*/}}
+{{- define "jobwire.metrics.job" -}}
+{{- if .Values.metrics.serviceMonitor.enabled }}
+{{- include "jobwire.metrics.serviceName" . }}
+{{- else if .Values.metrics.podMonitor.enabled }}
+{{- printf "%s/%s" (default .Release.Namespace .Values.metrics.podMonitor.namespace) (include "jobwire.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Label matchers that every alert puts on every selector, so that the alerts
+of one release never fire on another release's (or another app's) series.
+*/}}
+{{- define "jobwire.metrics.alertSelector" -}}
+{{- with .Values.metrics.prometheusRule.selector }}
+{{- . }}
+{{- else }}
+{{- printf "namespace=%q,job=%q" .Release.Namespace (include "jobwire.metrics.job" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Checks the metrics, monitoring and NetworkPolicy values; fails the render
+otherwise.
+*/}}
+{{- define "jobwire.validateMetrics" -}}
+{{- $m := .Values.metrics }}
+{{- if and $m.serviceMonitor.enabled $m.podMonitor.enabled }}
+{{- fail "jobwire: metrics.serviceMonitor.enabled and metrics.podMonitor.enabled: choose one (with both, every broker is scraped twice and every sum doubles)" }}
+{{- end }}
+{{- if and $m.serviceMonitor.enabled (not $m.service.enabled) }}
+{{- fail "jobwire: metrics.serviceMonitor.enabled needs metrics.service.enabled (the ServiceMonitor scrapes through the metrics Service)" }}
+{{- end }}
+{{- if and $m.prometheusRule.enabled (not (or $m.serviceMonitor.enabled $m.podMonitor.enabled $m.prometheusRule.selector)) }}
+{{- fail "jobwire: metrics.prometheusRule.enabled needs metrics.serviceMonitor or metrics.podMonitor enabled, or metrics.prometheusRule.selector (label matchers of your scrape job): the alerts must select this release's series" }}
+{{- end }}
+{{- if and .Values.networkPolicy.enabled (not .Values.redis.enabled) (not .Values.networkPolicy.egress.redisTo) }}
+{{- fail "jobwire: networkPolicy.enabled with an external Redis needs networkPolicy.egress.redisTo (its ipBlock CIDRs or selectors), or the brokers cannot reach Redis" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Labels of every alert: severity, then metrics.prometheusRule.alertLabels.
+Takes (dict "root" $ "severity" ...).
+*/}}
+{{- define "jobwire.alertLabels" -}}
+severity: {{ .severity | quote }}
+{{- with .root.Values.metrics.prometheusRule.alertLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Selector labels of the metrics Service (the ServiceMonitor selects it by
+these; the gRPC Services have component broker).
+*/}}
+{{- define "jobwire.metrics.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "jobwire.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: metrics
+{{- end }}
