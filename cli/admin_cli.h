@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/cpp/client.h"
 #include "jobwire/v1/admin.grpc.pb.h"
@@ -28,6 +29,18 @@ struct ListJobsOptions {
   int limit = 50;
   bool oldest_first = false;
   std::string page_token;
+};
+
+// A schedule's timing and options (the job's fields come from an
+// EnqueueOptions).
+struct ScheduleOptions {
+  std::string cron;
+  std::string time_zone;
+  int64_t interval_ms = 0;
+  int64_t jitter_ms = 0;
+  int64_t start_at_ms = 0;
+  int64_t end_at_ms = 0;
+  std::string catch_up = "skip";  // skip | once
 };
 
 struct EnqueueOptions {
@@ -78,11 +91,22 @@ class AdminCli {
                         std::optional<int64_t> job_timeout_ms, bool create);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);
+  // PutSchedule `name`, whose runs enqueue a job of `type` to `queue`.
+  absl::Status PutSchedule(const std::string& name, const std::string& queue,
+                           const std::string& type, const ScheduleOptions& schedule,
+                           const EnqueueOptions& job);
+  absl::Status Schedules();
+  absl::Status DeleteSchedule(const std::string& name);
 
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;
   // Prints `job` in full (as JSON when json_ is set).
   void PrintJob(const v1::Job& job);
+  // The request of an enqueue of `type` to `queue` with `options`;
+  // INVALID_ARGUMENT when options.json is not JSON.
+  static absl::StatusOr<v1::EnqueueRequest> MakeEnqueue(const std::string& queue,
+                                                        const std::string& type,
+                                                        const EnqueueOptions& options);
   // Prints `message` as JSON (proto field names) when json_ is set.
   void PrintJson(const google::protobuf::Message& message);
 

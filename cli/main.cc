@@ -11,6 +11,9 @@
 //   jobwire create-queue QUEUE [--partitions P] [--default-job-timeout-ms MS]
 //   jobwire update-queue QUEUE [--partitions P] [--default-job-timeout-ms MS|-1]
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
+//   jobwire put-schedule NAME QUEUE TYPE (--cron EXPR [--tz ZONE] | --every-ms MS) [options]
+//   jobwire schedules
+//   jobwire delete-schedule NAME
 //
 // --addr (default $JOBWIRE_ADDR, else localhost:50051) picks the broker;
 // --token (default $JOBWIRE_TOKEN) is sent as a bearer token; --tls,
@@ -182,6 +185,46 @@ int main(int argc, char** argv) {
   enqueue->add_option("--timeout-ms", enqueue_options.timeout_ms,
                       "longest a run may take (0: the broker's default)");
 
+  std::string schedule_name;
+  jobwire::cli::ScheduleOptions schedule_options;
+  jobwire::cli::EnqueueOptions schedule_job;
+  CLI::App* put_schedule = app.add_subcommand(
+      "put-schedule", "create or replace a schedule that enqueues a job on a cron or interval");
+  put_schedule->add_option("NAME", schedule_name, "schedule name")->required();
+  add_queue(put_schedule);
+  put_schedule->add_option("TYPE", type, "type of the jobs it enqueues")->required();
+  CLI::Option* cron = put_schedule->add_option(
+      "--cron", schedule_options.cron,
+      "cron expression: 5 fields (minute hour day month weekday) or 6 (seconds first)");
+  put_schedule->add_option("--every-ms", schedule_options.interval_ms,
+                           "a fixed interval instead of --cron (>= 1000)")
+      ->excludes(cron);
+  put_schedule->add_option("--tz", schedule_options.time_zone,
+                           "IANA time zone of --cron (default UTC)");
+  put_schedule->add_option("--jitter-ms", schedule_options.jitter_ms,
+                           "each run's job is due up to this long after its instant");
+  put_schedule->add_option("--start-at-ms", schedule_options.start_at_ms,
+                           "no run before this (ms since the epoch)");
+  put_schedule->add_option("--end-at-ms", schedule_options.end_at_ms,
+                           "no run after this (ms since the epoch)");
+  put_schedule->add_option("--catch-up", schedule_options.catch_up,
+                           "runs missed while no broker ran: skip, or once (one run for all)")
+      ->capture_default_str();
+  CLI::Option* schedule_json =
+      put_schedule->add_option("--json-payload", schedule_job.json, "payload as JSON");
+  put_schedule->add_option("--payload", schedule_job.payload, "payload as raw text")
+      ->excludes(schedule_json);
+  put_schedule->add_option("--priority", schedule_job.priority, "-1000..1000");
+  put_schedule->add_option("--max-attempts", schedule_job.max_attempts, "1..1000");
+  put_schedule->add_option("--job-timeout-ms", schedule_job.timeout_ms,
+                           "longest a run of the job may take (0: the broker's default)");
+  add_json(put_schedule);
+  CLI::App* schedules = app.add_subcommand("schedules", "every schedule with its next and last run");
+  add_json(schedules);
+  CLI::App* delete_schedule = app.add_subcommand("delete-schedule", "remove a schedule");
+  delete_schedule->add_option("NAME", schedule_name, "schedule name")->required();
+  add_json(delete_schedule);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -223,6 +266,12 @@ int main(int argc, char** argv) {
     status = cli.SetQueue(queue, update_partitions, job_timeout_ms, /*create=*/false);
   } else if (*enqueue) {
     status = cli.Enqueue(queue, type, enqueue_options);
+  } else if (*put_schedule) {
+    status = cli.PutSchedule(schedule_name, queue, type, schedule_options, schedule_job);
+  } else if (*schedules) {
+    status = cli.Schedules();
+  } else if (*delete_schedule) {
+    status = cli.DeleteSchedule(schedule_name);
   }
   if (!status.ok()) {
     std::cerr << "jobwire: " << absl::StatusCodeToString(status.code()) << ": "

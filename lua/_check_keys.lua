@@ -18,7 +18,7 @@ local redis = (function(real)
     ZADD = 'first', ZREM = 'first', ZRANGE = 'first', ZRANGEBYSCORE = 'first',
     ZPOPMIN = 'first', ZCARD = 'first', ZCOUNT = 'first', ZSCORE = 'first', ZRANGEBYLEX = 'first',
     ZREMRANGEBYSCORE = 'first', SADD = 'first', SREM = 'first', SMEMBERS = 'first',
-    SISMEMBER = 'first', TIME = 'none', SPUBLISH = 'none', PUBSUB = 'none'}
+    SISMEMBER = 'first', HKEYS = 'first', TIME = 'none', SPUBLISH = 'none', PUBSUB = 'none'}
   local function check(cmd, ...)
     local kind = KEY_ARGS[string.upper(tostring(cmd))]
     if kind == nil then error('declared-keys check: no rule for command ' .. tostring(cmd)) end

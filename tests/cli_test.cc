@@ -363,7 +363,8 @@ TEST_F(CliSecurityTest, RefusedWithoutTokenCertificateOrTls) {
 
 TEST(CliHelpTest, EveryCommandHasHelp) {
   for (const char* command : {"queues", "stats", "jobs", "job", "retry-dead", "purge-dead",
-                              "pause", "resume", "enqueue"}) {
+                              "pause", "resume", "enqueue", "put-schedule", "schedules",
+                              "delete-schedule"}) {
     CliResult r = RunCli({command, "--help"});
     EXPECT_EQ(r.exit_code, 0) << command;
     EXPECT_THAT(r.out, HasSubstr("Usage:")) << command;
@@ -397,6 +398,43 @@ TEST_F(CliTest, QueueDefaultJobTimeout) {
   r = Cli({"update-queue", "timed"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("partitions or default_job_timeout_ms must be given"));
+}
+
+// put-schedule / schedules / delete-schedule: a schedule every second
+// enqueues jobs with its payload; the table shows it; a bad cron is refused
+// with the broker's message.
+TEST_F(CliTest, Schedules) {
+  CliResult r = Cli({"put-schedule", "nightly", "reports", "build", "--cron", "0 3 * * *", "--tz",
+                     "Europe/Berlin", "--json-payload", "{\"full\": true}"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("created schedule nightly, next run "));
+  EXPECT_THAT(r.out, HasSubstr(":00:00.000 UTC"));
+  r = Cli({"put-schedule", "tick", "ticks", "tick", "--every-ms", "1000", "--payload", "p"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  r = Cli({"schedules"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("NAME"));
+  EXPECT_THAT(r.out, HasSubstr("0 3 * * * Europe/Berlin"));
+  EXPECT_THAT(r.out, HasSubstr("every 1000 ms"));
+
+  // The interval schedule's runs land in its queue.
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  std::string jobs;
+  do {
+    jobs = Cli({"jobs", "ticks", "--json"}).out;
+    if (absl::StrContains(jobs, "schedule:tick:")) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  } while (absl::Now() < end);
+  EXPECT_THAT(jobs, HasSubstr("schedule:tick:"));
+
+  r = Cli({"put-schedule", "bad", "q", "t", "--cron", "0 25 * * *"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: schedule.cron: hour: 25 is out of range 0-23"));
+
+  EXPECT_EQ(Cli({"delete-schedule", "tick"}).out, "deleted schedule tick\n");
+  EXPECT_EQ(Cli({"delete-schedule", "tick"}).out, "no schedule tick\n");
+  EXPECT_THAT(Cli({"schedules", "--json"}).out, Not(HasSubstr("\"tick\"")));
 }
 
 }  // namespace

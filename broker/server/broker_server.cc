@@ -94,11 +94,16 @@ BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::Eve
       reaper_(core::LeaseReaperParams{loop_.get(), &store_, &admin_store_, &metrics_}),
       stats_refresher_(core::QueueStatsRefresherParams{loop_.get(), &queue_admin_, &metrics_}),
       redis_probe_(core::RedisProbeParams{loop_.get(), &admin_store_, &metrics_}),
+      schedule_store_(&scripts_, config.key_prefix),
+      schedule_admin_(&schedule_store_),
+      schedule_runner_(core::ScheduleRunnerParams{loop_.get(), &schedule_store_,
+                                                  redis_->subscriptions(), &lifecycle_}),
       authorizer_(std::move(authorizer)),
       service_(&lifecycle_, &dispatcher_, &watcher_, &feed_, &metrics_, authorizer_.get(),
                ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_, &partitions_),
-      admin_service_(&queue_admin_, authorizer_.get()) {}
+      admin_service_(&queue_admin_, &schedule_admin_, authorizer_.get(),
+                     ServiceOptionsFrom(config).limits) {}
 
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config,
                                                                   const std::string& redis_url) {
@@ -145,6 +150,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   s->reaper_.Start();
   s->stats_refresher_.Start();
   s->redis_probe_.Start();
+  s->schedule_runner_.Start();
 
   // grpc.health.v1 (driven by health_) and server reflection (v1alpha from
   // gRPC, v1 of our own), for probes and grpcurl.
@@ -164,6 +170,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     s->reaper_.Stop();
     s->stats_refresher_.Stop();
     s->redis_probe_.Stop();
+    s->schedule_runner_.Stop();
     s->loop_->Stop();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
@@ -220,6 +227,7 @@ void BrokerServer::Shutdown(absl::Duration grace) {
   reaper_.Stop();
   stats_refresher_.Stop();
   redis_probe_.Stop();
+  schedule_runner_.Stop();
   loop_->Stop();
 }
 

@@ -25,6 +25,8 @@
 #include "broker/core/queue_event_hub.h"
 #include "broker/core/queue_stats_refresher.h"
 #include "broker/core/redis_probe.h"
+#include "broker/core/schedule_admin.h"
+#include "broker/core/schedule_runner.h"
 #include "broker/server/broker_config.h"
 #include "broker/server/health_reporter.h"
 #include "broker/service/admin_service.h"
@@ -92,6 +94,9 @@ class BrokerServer {
   core::LeaseReaper reaper_;
   core::QueueStatsRefresher stats_refresher_;
   core::RedisProbe redis_probe_;
+  store::ScheduleStore schedule_store_;
+  core::ScheduleAdmin schedule_admin_;
+  core::ScheduleRunner schedule_runner_;
   const std::unique_ptr<service::Authorizer> authorizer_;
   service::BrokerService service_;
   core::QueueAdmin queue_admin_;

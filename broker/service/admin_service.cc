@@ -12,8 +12,9 @@
 
 namespace jobwire::service {
 
-AdminService::AdminService(const core::QueueAdmin* admin, const Authorizer* authorizer)
-    : admin_(admin), authorizer_(authorizer) {}
+AdminService::AdminService(const core::QueueAdmin* admin, const core::ScheduleAdmin* schedules,
+                           const Authorizer* authorizer, Limits limits)
+    : admin_(admin), schedules_(schedules), authorizer_(authorizer), limits_(limits) {}
 
 bool AdminService::FinishIfDenied(grpc::ServerUnaryReactor* reactor,
                                   grpc::CallbackServerContext* ctx, const std::string& queue) {
@@ -205,6 +206,76 @@ grpc::ServerUnaryReactor* AdminService::SetPaused(grpc::CallbackServerContext* c
   if (FinishIfDenied(reactor, ctx, queue)) return reactor;
   admin_->SetPaused(queue, paused, [reactor](absl::StatusOr<bool> changed) {
     if (FinishIfError(reactor, changed.status())) return;
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::PutSchedule(grpc::CallbackServerContext* ctx,
+                                                    const v1::PutScheduleRequest* req,
+                                                    v1::PutScheduleResponse* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateSchedule(req->schedule(), limits_))) return reactor;
+  if (FinishIfDenied(reactor, ctx, req->schedule().job().queue())) return reactor;
+  schedules_->Put(req->schedule(),
+                  [reactor, resp](absl::StatusOr<v1::PutScheduleResponse> put) {
+                    if (FinishIfError(reactor, put.status())) return;
+                    *resp = *std::move(put);
+                    reactor->Finish(grpc::Status::OK);
+                  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::DeleteSchedule(grpc::CallbackServerContext* ctx,
+                                                       const v1::DeleteScheduleRequest* req,
+                                                       v1::DeleteScheduleResponse* resp) {
+  auto* reactor = NewReactor();
+  if (FinishIfError(reactor, ValidateScheduleName(req->name()))) return reactor;
+  absl::StatusOr<const Principal*> caller = authorizer_->Authenticate(*ctx);
+  if (FinishIfError(reactor, caller.status())) return reactor;
+  const Principal* principal = *caller;
+  // The permission is on the schedule's queue: read it first.
+  schedules_->List([this, reactor, resp, principal, name = req->name()](
+                       absl::StatusOr<std::vector<v1::ScheduleInfo>> all) {
+    if (FinishIfError(reactor, all.status())) return;
+    auto it = std::find_if(all->begin(), all->end(), [&](const v1::ScheduleInfo& info) {
+      return info.schedule().name() == name;
+    });
+    if (it == all->end()) {
+      resp->set_deleted(false);
+      return reactor->Finish(grpc::Status::OK);
+    }
+    const std::string& queue = it->schedule().job().queue();
+    if (!Authorizer::Allows(principal, Permission::kAdmin, queue)) {
+      FinishIfError(reactor, base::WithReason(
+                                 absl::PermissionDeniedError(absl::StrCat(
+                                     "token \"", principal->name, "\" may not administer queue \"",
+                                     queue, "\" (of schedule \"", name, "\")")),
+                                 base::reason::kTokenNotPermitted));
+      return;
+    }
+    schedules_->Delete(name, [reactor, resp](absl::StatusOr<bool> deleted) {
+      if (FinishIfError(reactor, deleted.status())) return;
+      resp->set_deleted(*deleted);
+      reactor->Finish(grpc::Status::OK);
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::ListSchedules(grpc::CallbackServerContext* ctx,
+                                                      const v1::ListSchedulesRequest*,
+                                                      v1::ListSchedulesResponse* resp) {
+  auto* reactor = NewReactor();
+  absl::StatusOr<const Principal*> caller = authorizer_->Authenticate(*ctx);
+  if (FinishIfError(reactor, caller.status())) return reactor;
+  const Principal* principal = *caller;
+  schedules_->List([reactor, resp, principal](absl::StatusOr<std::vector<v1::ScheduleInfo>> all) {
+    if (FinishIfError(reactor, all.status())) return;
+    for (v1::ScheduleInfo& info : *all) {
+      if (!Authorizer::Allows(principal, Permission::kAdmin, info.schedule().job().queue())) continue;
+      *resp->add_schedules() = std::move(info);
+    }
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

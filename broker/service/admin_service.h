@@ -13,6 +13,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "broker/core/queue_admin.h"
+#include "broker/core/schedule_admin.h"
+#include "broker/service/request_validator.h"
 #include "broker/service/authorizer.h"
 #include "jobwire/v1/admin.grpc.pb.h"
 
@@ -22,8 +24,10 @@ namespace jobwire::service {
 // own is an atomic count of calls in flight.
 class AdminService final : public v1::AdminService::CallbackService {
  public:
-  // `admin` and `authorizer` must outlive the service.
-  AdminService(const core::QueueAdmin* admin, const Authorizer* authorizer);
+  // `admin`, `schedules` and `authorizer` must outlive the service;
+  // `limits` apply to the jobs of schedules.
+  AdminService(const core::QueueAdmin* admin, const core::ScheduleAdmin* schedules,
+               const Authorizer* authorizer, Limits limits);
 
   grpc::ServerUnaryReactor* ListQueues(grpc::CallbackServerContext* ctx,
                                        const v1::ListQueuesRequest* req,
@@ -58,6 +62,15 @@ class AdminService final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* ResumeQueue(grpc::CallbackServerContext* ctx,
                                         const v1::ResumeQueueRequest* req,
                                         v1::ResumeQueueResponse* resp) override;
+  grpc::ServerUnaryReactor* PutSchedule(grpc::CallbackServerContext* ctx,
+                                        const v1::PutScheduleRequest* req,
+                                        v1::PutScheduleResponse* resp) override;
+  grpc::ServerUnaryReactor* DeleteSchedule(grpc::CallbackServerContext* ctx,
+                                           const v1::DeleteScheduleRequest* req,
+                                           v1::DeleteScheduleResponse* resp) override;
+  grpc::ServerUnaryReactor* ListSchedules(grpc::CallbackServerContext* ctx,
+                                          const v1::ListSchedulesRequest* req,
+                                          v1::ListSchedulesResponse* resp) override;
 
   // Calls that have started and are not done yet. Thread-safe.
   int64_t calls_in_flight() const { return calls_in_flight_.load(); }
@@ -72,7 +85,9 @@ class AdminService final : public v1::AdminService::CallbackService {
 
   std::atomic<int64_t> calls_in_flight_{0};
   const core::QueueAdmin* const admin_;
+  const core::ScheduleAdmin* const schedules_;
   const Authorizer* const authorizer_;
+  const Limits limits_;
 };
 
 }  // namespace jobwire::service

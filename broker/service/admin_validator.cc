@@ -131,4 +131,67 @@ absl::Status ValidatePurgeDead(const v1::PurgeDeadRequest& r) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateScheduleName(absl::string_view name) {
+  return ValidateQueueName("name", name);
+}
+
+absl::Status ValidateSchedule(const v1::Schedule& s, const Limits& limits) {
+  JW_RETURN_IF_ERROR(ValidateQueueName("schedule.name", s.name()));
+  switch (s.timing_case()) {
+    case v1::Schedule::kCron:
+      if (s.cron().empty() || s.cron().size() > kMaxCronLength) {
+        return Invalid("schedule.cron", absl::StrCat("must be 1..", kMaxCronLength,
+                                                     " characters, got ", s.cron().size()));
+      }
+      break;
+    case v1::Schedule::kIntervalMs:
+      if (s.interval_ms() < kMinScheduleIntervalMs || s.interval_ms() > kMaxScheduleIntervalMs) {
+        return Invalid("schedule.interval_ms",
+                       absl::StrCat("must be ", kMinScheduleIntervalMs, "..",
+                                    kMaxScheduleIntervalMs, " (1 s .. 365 days), got ",
+                                    s.interval_ms()));
+      }
+      if (!s.time_zone().empty()) {
+        return Invalid("schedule.time_zone", "applies to cron only; leave it empty with interval_ms");
+      }
+      break;
+    case v1::Schedule::TIMING_NOT_SET:
+      return Invalid("schedule.cron", "one of cron and interval_ms is required");
+  }
+  if (s.time_zone().size() > 64) {
+    return Invalid("schedule.time_zone",
+                   absl::StrCat("must be at most 64 characters, got ", s.time_zone().size()));
+  }
+  if (!s.has_job()) return Invalid("schedule.job", "is required: the job each run enqueues");
+  JW_RETURN_IF_ERROR(ValidateEnqueue(s.job(), limits, "schedule.job."));
+  if (!s.job().idempotency_key().empty()) {
+    return Invalid("schedule.job.idempotency_key",
+                   "must be empty: each run's key is \"schedule:<name>:<instant ms>\"");
+  }
+  if (s.job().delay_ms() != 0 || s.job().run_at_ms() != 0) {
+    return Invalid(s.job().delay_ms() != 0 ? "schedule.job.delay_ms" : "schedule.job.run_at_ms",
+                   "must be 0: a run's job is due at the run's instant (plus jitter_ms)");
+  }
+  if (s.jitter_ms() < 0 || s.jitter_ms() > kMaxScheduleJitterMs) {
+    return Invalid("schedule.jitter_ms", absl::StrCat("must be 0..", kMaxScheduleJitterMs,
+                                                      " (an hour), got ", s.jitter_ms()));
+  }
+  if (s.start_at_ms() < 0) {
+    return Invalid("schedule.start_at_ms", absl::StrCat("must be >= 0, got ", s.start_at_ms()));
+  }
+  if (s.end_at_ms() < 0) {
+    return Invalid("schedule.end_at_ms", absl::StrCat("must be >= 0, got ", s.end_at_ms()));
+  }
+  if (s.start_at_ms() > 0 && s.end_at_ms() > 0 && s.end_at_ms() <= s.start_at_ms()) {
+    return Invalid("schedule.end_at_ms",
+                   absl::StrCat("must be after start_at_ms (", s.start_at_ms(), "), got ",
+                                s.end_at_ms()));
+  }
+  if (!v1::Schedule::CatchUp_IsValid(s.catch_up())) {
+    return Invalid("schedule.catch_up", absl::StrCat("must be CATCH_UP_UNSPECIFIED (0), CATCH_UP_SKIP (1) or CATCH_UP_ONCE (2), got ",
+                                                     s.catch_up()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace jobwire::service

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "broker/service/request_validator.h"
 #include "jobwire/v1/admin.pb.h"
 
 namespace jobwire::service {
@@ -26,6 +27,17 @@ absl::Status ValidateDeleteQueue(const v1::DeleteQueueRequest& r);
 absl::Status ValidatePurgeDead(const v1::PurgeDeadRequest& r);
 
 absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r);
+
+// The limits of admin.proto's Schedule; its job as an Enqueue under
+// `limits` (fields named "schedule.job.<field>"). The cron expression and
+// the time zone are checked when they are loaded (core::ScheduleTiming).
+inline constexpr int kMaxCronLength = 256;
+inline constexpr int64_t kMinScheduleIntervalMs = 1000;
+inline constexpr int64_t kMaxScheduleIntervalMs = 365LL * 24 * 3600 * 1000;
+inline constexpr int64_t kMaxScheduleJitterMs = 3600 * 1000;
+absl::Status ValidateSchedule(const v1::Schedule& s, const Limits& limits);
+// DeleteSchedule's name.
+absl::Status ValidateScheduleName(absl::string_view name);
 absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r);
 
 // Where a ListJobs page starts: a partition of the queue and an offset in it.

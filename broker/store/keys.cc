@@ -58,4 +58,20 @@ std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefi
 
 std::string Keys::Layout(absl::string_view prefix) { return absl::StrCat(prefix, ":layout"); }
 
+std::string Keys::ScheduleDefs(absl::string_view prefix) {
+  return absl::StrCat(prefix, ":{schedules}:defs");
+}
+
+std::string Keys::ScheduleNext(absl::string_view prefix) {
+  return absl::StrCat(prefix, ":{schedules}:next");
+}
+
+std::string Keys::ScheduleLast(absl::string_view prefix) {
+  return absl::StrCat(prefix, ":{schedules}:last");
+}
+
+std::string Keys::ScheduleChannel(absl::string_view prefix) {
+  return absl::StrCat(prefix, ":{schedules}:changed");
+}
+
 }  // namespace jobwire::store

@@ -27,6 +27,10 @@
 //   <p>:{<q>}:notify       pub/sub channel: ms until a new pending job is due
 //   <p>:{<q>}:events       pub/sub channel: job events, while a broker listens
 //   <p>:queues             set    names of queues that have or had jobs
+//   <p>:{schedules}:defs   hash   schedule name -> definition (jobwire.v1.Schedule, protobuf bytes)
+//   <p>:{schedules}:next   zset   schedule name -> next scheduled instant (ms); none: no more runs
+//   <p>:{schedules}:last   hash   schedule name -> "<instant ms> <job id>" of its last run
+//   <p>:{schedules}:changed pub/sub channel: a schedule was put (its name)
 //   <p>:layout             string the layout version of the data (4)
 //
 // A queue of P > 1 partitions keeps partition 0 under {<q>} and partition i
@@ -106,6 +110,12 @@ class Keys {
   // <p>:layout, the version of the layout the data follows (not tied to one
   // queue).
   static std::string Layout(absl::string_view prefix);
+  // The schedules (Admin.PutSchedule), under one hash tag of their own so
+  // that one script sees all three.
+  static std::string ScheduleDefs(absl::string_view prefix);
+  static std::string ScheduleNext(absl::string_view prefix);
+  static std::string ScheduleLast(absl::string_view prefix);
+  static std::string ScheduleChannel(absl::string_view prefix);
 
  private:
   std::string base_;  // <p>:{<q>}:

@@ -364,7 +364,9 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"purge_dead", finish_work},     {"trim_dead", finish_work},
       {"index_by_type", finish_work},  {"report_progress", finish_work},
       {"queue_stats", read_only},      {"list_jobs", read_only},
-      {"get_job", read_only},
+      {"get_job", read_only},          {"put_schedule", create_work},
+      {"delete_schedule", finish_work}, {"advance_schedule", finish_work},
+      {"read_schedules", read_only},
   };
   size_t scripts = 0;
   for (const LuaSource& source : LuaSources()) {

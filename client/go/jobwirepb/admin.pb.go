@@ -44,6 +44,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// What happens to runs missed while no broker ran the schedule (every
+// replica down, Redis unreachable): a run more than 60 s late counts as
+// missed.
+type Schedule_CatchUp int32
+
+const (
+	// CATCH_UP_SKIP.
+	Schedule_CATCH_UP_UNSPECIFIED Schedule_CatchUp = 0
+	// Missed runs are skipped; the schedule goes on from the next instant.
+	Schedule_CATCH_UP_SKIP Schedule_CatchUp = 1
+	// The missed runs are enqueued as one run, at the first missed instant
+	// (the same on every replica, so racing replicas store one job).
+	Schedule_CATCH_UP_ONCE Schedule_CatchUp = 2
+)
+
+// Enum value maps for Schedule_CatchUp.
+var (
+	Schedule_CatchUp_name = map[int32]string{
+		0: "CATCH_UP_UNSPECIFIED",
+		1: "CATCH_UP_SKIP",
+		2: "CATCH_UP_ONCE",
+	}
+	Schedule_CatchUp_value = map[string]int32{
+		"CATCH_UP_UNSPECIFIED": 0,
+		"CATCH_UP_SKIP":        1,
+		"CATCH_UP_ONCE":        2,
+	}
+)
+
+func (x Schedule_CatchUp) Enum() *Schedule_CatchUp {
+	p := new(Schedule_CatchUp)
+	*p = x
+	return p
+}
+
+func (x Schedule_CatchUp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Schedule_CatchUp) Descriptor() protoreflect.EnumDescriptor {
+	return file_jobwire_v1_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (Schedule_CatchUp) Type() protoreflect.EnumType {
+	return &file_jobwire_v1_admin_proto_enumTypes[0]
+}
+
+func (x Schedule_CatchUp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Schedule_CatchUp.Descriptor instead.
+func (Schedule_CatchUp) EnumDescriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{23, 0}
+}
+
 type QueueStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -1262,6 +1318,508 @@ func (*ResumeQueueResponse) Descriptor() ([]byte, []int) {
 	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
+// A schedule: when to run, and what each run enqueues.
+type Schedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1..128 characters of [A-Za-z0-9._:-]; unique per broker key prefix.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Exactly one of cron and interval_ms.
+	//
+	// Types that are valid to be assigned to Timing:
+	//
+	//	*Schedule_Cron
+	//	*Schedule_IntervalMs
+	Timing isSchedule_Timing `protobuf_oneof:"timing"`
+	// The IANA time zone the cron fields are read in ("Europe/Berlin");
+	// empty: UTC. Only with cron.
+	TimeZone string `protobuf:"bytes,4,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// The job each run enqueues, validated as an Enqueue (queue, type,
+	// payload, priority, attempts, backoff, timeout, retention, headers).
+	// idempotency_key, delay_ms and run_at_ms must be empty: each run's key
+	// is the schedule's, and its time the run's.
+	Job *EnqueueRequest `protobuf:"bytes,5,opt,name=job,proto3" json:"job,omitempty"`
+	// 0..3600000: each run's job becomes due at a random point up to this
+	// long after the scheduled instant (many schedules on one instant do not
+	// all land at once).
+	JitterMs int64 `protobuf:"varint,6,opt,name=jitter_ms,json=jitterMs,proto3" json:"jitter_ms,omitempty"`
+	// Ms since the epoch (Redis clock); 0: unbounded. No run before
+	// start_at_ms or after end_at_ms; end_at_ms > start_at_ms when both are
+	// set. A schedule past its end stays listed, with no next run.
+	StartAtMs     int64            `protobuf:"varint,7,opt,name=start_at_ms,json=startAtMs,proto3" json:"start_at_ms,omitempty"`
+	EndAtMs       int64            `protobuf:"varint,8,opt,name=end_at_ms,json=endAtMs,proto3" json:"end_at_ms,omitempty"`
+	CatchUp       Schedule_CatchUp `protobuf:"varint,9,opt,name=catch_up,json=catchUp,proto3,enum=jobwire.v1.Schedule_CatchUp" json:"catch_up,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Schedule) Reset() {
+	*x = Schedule{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Schedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Schedule) ProtoMessage() {}
+
+func (x *Schedule) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
+func (*Schedule) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Schedule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Schedule) GetTiming() isSchedule_Timing {
+	if x != nil {
+		return x.Timing
+	}
+	return nil
+}
+
+func (x *Schedule) GetCron() string {
+	if x != nil {
+		if x, ok := x.Timing.(*Schedule_Cron); ok {
+			return x.Cron
+		}
+	}
+	return ""
+}
+
+func (x *Schedule) GetIntervalMs() int64 {
+	if x != nil {
+		if x, ok := x.Timing.(*Schedule_IntervalMs); ok {
+			return x.IntervalMs
+		}
+	}
+	return 0
+}
+
+func (x *Schedule) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Schedule) GetJob() *EnqueueRequest {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *Schedule) GetJitterMs() int64 {
+	if x != nil {
+		return x.JitterMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetStartAtMs() int64 {
+	if x != nil {
+		return x.StartAtMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetEndAtMs() int64 {
+	if x != nil {
+		return x.EndAtMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetCatchUp() Schedule_CatchUp {
+	if x != nil {
+		return x.CatchUp
+	}
+	return Schedule_CATCH_UP_UNSPECIFIED
+}
+
+type isSchedule_Timing interface {
+	isSchedule_Timing()
+}
+
+type Schedule_Cron struct {
+	// A cron expression: 5 fields (minute hour day-of-month month
+	// day-of-week) or 6 (a seconds field first), with *, values, ranges
+	// a-b, steps /n, lists, month and day names (JAN, MON), and the macros
+	// @yearly @monthly @weekly @daily @hourly; at most 256 characters.
+	// Read in time_zone, with daylight saving time handled as cron does
+	// (docs/semantics.md).
+	Cron string `protobuf:"bytes,2,opt,name=cron,proto3,oneof"`
+}
+
+type Schedule_IntervalMs struct {
+	// A fixed interval, 1000..31536000000 ms (1 s .. 365 days): runs at
+	// start_at_ms + k * interval_ms (start_at_ms 0: the Unix epoch, so that
+	// an interval of an hour runs on the hour, UTC).
+	IntervalMs int64 `protobuf:"varint,3,opt,name=interval_ms,json=intervalMs,proto3,oneof"`
+}
+
+func (*Schedule_Cron) isSchedule_Timing() {}
+
+func (*Schedule_IntervalMs) isSchedule_Timing() {}
+
+type ScheduleInfo struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Schedule *Schedule              `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// The next scheduled instant (before jitter), ms since the epoch; 0 when
+	// there is none (past end_at_ms, or a cron expression that never fires).
+	NextRunAtMs int64 `protobuf:"varint,2,opt,name=next_run_at_ms,json=nextRunAtMs,proto3" json:"next_run_at_ms,omitempty"`
+	// The last run's scheduled instant and the job it enqueued; 0 / empty
+	// before the first run.
+	LastRunAtMs   int64  `protobuf:"varint,3,opt,name=last_run_at_ms,json=lastRunAtMs,proto3" json:"last_run_at_ms,omitempty"`
+	LastJobId     string `protobuf:"bytes,4,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleInfo) Reset() {
+	*x = ScheduleInfo{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleInfo) ProtoMessage() {}
+
+func (x *ScheduleInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleInfo.ProtoReflect.Descriptor instead.
+func (*ScheduleInfo) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ScheduleInfo) GetSchedule() *Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+func (x *ScheduleInfo) GetNextRunAtMs() int64 {
+	if x != nil {
+		return x.NextRunAtMs
+	}
+	return 0
+}
+
+func (x *ScheduleInfo) GetLastRunAtMs() int64 {
+	if x != nil {
+		return x.LastRunAtMs
+	}
+	return 0
+}
+
+func (x *ScheduleInfo) GetLastJobId() string {
+	if x != nil {
+		return x.LastJobId
+	}
+	return ""
+}
+
+type PutScheduleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedule      *Schedule              `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutScheduleRequest) Reset() {
+	*x = PutScheduleRequest{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutScheduleRequest) ProtoMessage() {}
+
+func (x *PutScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutScheduleRequest.ProtoReflect.Descriptor instead.
+func (*PutScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PutScheduleRequest) GetSchedule() *Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+type PutScheduleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its first run's scheduled instant (0: none).
+	NextRunAtMs int64 `protobuf:"varint,1,opt,name=next_run_at_ms,json=nextRunAtMs,proto3" json:"next_run_at_ms,omitempty"`
+	// True when a schedule of that name was replaced.
+	Replaced      bool `protobuf:"varint,2,opt,name=replaced,proto3" json:"replaced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutScheduleResponse) Reset() {
+	*x = PutScheduleResponse{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutScheduleResponse) ProtoMessage() {}
+
+func (x *PutScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutScheduleResponse.ProtoReflect.Descriptor instead.
+func (*PutScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *PutScheduleResponse) GetNextRunAtMs() int64 {
+	if x != nil {
+		return x.NextRunAtMs
+	}
+	return 0
+}
+
+func (x *PutScheduleResponse) GetReplaced() bool {
+	if x != nil {
+		return x.Replaced
+	}
+	return false
+}
+
+type DeleteScheduleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteScheduleRequest) Reset() {
+	*x = DeleteScheduleRequest{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteScheduleRequest) ProtoMessage() {}
+
+func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteScheduleRequest.ProtoReflect.Descriptor instead.
+func (*DeleteScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DeleteScheduleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteScheduleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when there was no such schedule.
+	Deleted       bool `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteScheduleResponse) Reset() {
+	*x = DeleteScheduleResponse{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteScheduleResponse) ProtoMessage() {}
+
+func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteScheduleResponse.ProtoReflect.Descriptor instead.
+func (*DeleteScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DeleteScheduleResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type ListSchedulesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSchedulesRequest) Reset() {
+	*x = ListSchedulesRequest{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSchedulesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSchedulesRequest) ProtoMessage() {}
+
+func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSchedulesRequest.ProtoReflect.Descriptor instead.
+func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+type ListSchedulesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedules     []*ScheduleInfo        `protobuf:"bytes,1,rep,name=schedules,proto3" json:"schedules,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSchedulesResponse) Reset() {
+	*x = ListSchedulesResponse{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSchedulesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSchedulesResponse) ProtoMessage() {}
+
+func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSchedulesResponse.ProtoReflect.Descriptor instead.
+func (*ListSchedulesResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListSchedulesResponse) GetSchedules() []*ScheduleInfo {
+	if x != nil {
+		return x.Schedules
+	}
+	return nil
+}
+
 var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
 
 const file_jobwire_v1_admin_proto_rawDesc = "" +
@@ -1346,7 +1904,40 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\x12PauseQueueResponse\"*\n" +
 	"\x12ResumeQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x15\n" +
-	"\x13ResumeQueueResponse2\xe3\x06\n" +
+	"\x13ResumeQueueResponse\"\x89\x03\n" +
+	"\bSchedule\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x04cron\x18\x02 \x01(\tH\x00R\x04cron\x12!\n" +
+	"\vinterval_ms\x18\x03 \x01(\x03H\x00R\n" +
+	"intervalMs\x12\x1b\n" +
+	"\ttime_zone\x18\x04 \x01(\tR\btimeZone\x12,\n" +
+	"\x03job\x18\x05 \x01(\v2\x1a.jobwire.v1.EnqueueRequestR\x03job\x12\x1b\n" +
+	"\tjitter_ms\x18\x06 \x01(\x03R\bjitterMs\x12\x1e\n" +
+	"\vstart_at_ms\x18\a \x01(\x03R\tstartAtMs\x12\x1a\n" +
+	"\tend_at_ms\x18\b \x01(\x03R\aendAtMs\x127\n" +
+	"\bcatch_up\x18\t \x01(\x0e2\x1c.jobwire.v1.Schedule.CatchUpR\acatchUp\"I\n" +
+	"\aCatchUp\x12\x18\n" +
+	"\x14CATCH_UP_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rCATCH_UP_SKIP\x10\x01\x12\x11\n" +
+	"\rCATCH_UP_ONCE\x10\x02B\b\n" +
+	"\x06timing\"\xaa\x01\n" +
+	"\fScheduleInfo\x120\n" +
+	"\bschedule\x18\x01 \x01(\v2\x14.jobwire.v1.ScheduleR\bschedule\x12#\n" +
+	"\x0enext_run_at_ms\x18\x02 \x01(\x03R\vnextRunAtMs\x12#\n" +
+	"\x0elast_run_at_ms\x18\x03 \x01(\x03R\vlastRunAtMs\x12\x1e\n" +
+	"\vlast_job_id\x18\x04 \x01(\tR\tlastJobId\"F\n" +
+	"\x12PutScheduleRequest\x120\n" +
+	"\bschedule\x18\x01 \x01(\v2\x14.jobwire.v1.ScheduleR\bschedule\"V\n" +
+	"\x13PutScheduleResponse\x12#\n" +
+	"\x0enext_run_at_ms\x18\x01 \x01(\x03R\vnextRunAtMs\x12\x1a\n" +
+	"\breplaced\x18\x02 \x01(\bR\breplaced\"+\n" +
+	"\x15DeleteScheduleRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"2\n" +
+	"\x16DeleteScheduleResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"\x16\n" +
+	"\x14ListSchedulesRequest\"O\n" +
+	"\x15ListSchedulesResponse\x126\n" +
+	"\tschedules\x18\x01 \x03(\v2\x18.jobwire.v1.ScheduleInfoR\tschedules2\xe2\b\n" +
 	"\fAdminService\x12N\n" +
 	"\vCreateQueue\x12\x1e.jobwire.v1.CreateQueueRequest\x1a\x1f.jobwire.v1.CreateQueueResponse\x12N\n" +
 	"\vUpdateQueue\x12\x1e.jobwire.v1.UpdateQueueRequest\x1a\x1f.jobwire.v1.UpdateQueueResponse\x12K\n" +
@@ -1360,7 +1951,10 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\tPurgeDead\x12\x1c.jobwire.v1.PurgeDeadRequest\x1a\x1d.jobwire.v1.PurgeDeadResponse\x12K\n" +
 	"\n" +
 	"PauseQueue\x12\x1d.jobwire.v1.PauseQueueRequest\x1a\x1e.jobwire.v1.PauseQueueResponse\x12N\n" +
-	"\vResumeQueue\x12\x1e.jobwire.v1.ResumeQueueRequest\x1a\x1f.jobwire.v1.ResumeQueueResponseB\x86\x01\n" +
+	"\vResumeQueue\x12\x1e.jobwire.v1.ResumeQueueRequest\x1a\x1f.jobwire.v1.ResumeQueueResponse\x12N\n" +
+	"\vPutSchedule\x12\x1e.jobwire.v1.PutScheduleRequest\x1a\x1f.jobwire.v1.PutScheduleResponse\x12W\n" +
+	"\x0eDeleteSchedule\x12!.jobwire.v1.DeleteScheduleRequest\x1a\".jobwire.v1.DeleteScheduleResponse\x12T\n" +
+	"\rListSchedules\x12 .jobwire.v1.ListSchedulesRequest\x1a!.jobwire.v1.ListSchedulesResponseB\x86\x01\n" +
 	"\x0edev.jobwire.v1B\n" +
 	"AdminProtoP\x01Z8github.com/jobwire/jobwire/client/go/jobwirepb;jobwirepb\xa2\x02\x03JWX\xaa\x02\n" +
 	"Jobwire.V1\xca\x02\n" +
@@ -1378,66 +1972,88 @@ func file_jobwire_v1_admin_proto_rawDescGZIP() []byte {
 	return file_jobwire_v1_admin_proto_rawDescData
 }
 
-var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_jobwire_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_jobwire_v1_admin_proto_goTypes = []any{
-	(*QueueStats)(nil),            // 0: jobwire.v1.QueueStats
-	(*CreateQueueRequest)(nil),    // 1: jobwire.v1.CreateQueueRequest
-	(*CreateQueueResponse)(nil),   // 2: jobwire.v1.CreateQueueResponse
-	(*UpdateQueueRequest)(nil),    // 3: jobwire.v1.UpdateQueueRequest
-	(*UpdateQueueResponse)(nil),   // 4: jobwire.v1.UpdateQueueResponse
-	(*ListQueuesRequest)(nil),     // 5: jobwire.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),    // 6: jobwire.v1.ListQueuesResponse
-	(*GetQueueStatsRequest)(nil),  // 7: jobwire.v1.GetQueueStatsRequest
-	(*GetQueueStatsResponse)(nil), // 8: jobwire.v1.GetQueueStatsResponse
-	(*ListJobsRequest)(nil),       // 9: jobwire.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),      // 10: jobwire.v1.ListJobsResponse
-	(*RetryDeadRequest)(nil),      // 11: jobwire.v1.RetryDeadRequest
-	(*RetryDeadResponse)(nil),     // 12: jobwire.v1.RetryDeadResponse
-	(*DeleteJobRequest)(nil),      // 13: jobwire.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),     // 14: jobwire.v1.DeleteJobResponse
-	(*DeleteQueueRequest)(nil),    // 15: jobwire.v1.DeleteQueueRequest
-	(*DeleteQueueResponse)(nil),   // 16: jobwire.v1.DeleteQueueResponse
-	(*PurgeDeadRequest)(nil),      // 17: jobwire.v1.PurgeDeadRequest
-	(*PurgeDeadResponse)(nil),     // 18: jobwire.v1.PurgeDeadResponse
-	(*PauseQueueRequest)(nil),     // 19: jobwire.v1.PauseQueueRequest
-	(*PauseQueueResponse)(nil),    // 20: jobwire.v1.PauseQueueResponse
-	(*ResumeQueueRequest)(nil),    // 21: jobwire.v1.ResumeQueueRequest
-	(*ResumeQueueResponse)(nil),   // 22: jobwire.v1.ResumeQueueResponse
-	(JobState)(0),                 // 23: jobwire.v1.JobState
-	(*Job)(nil),                   // 24: jobwire.v1.Job
+	(Schedule_CatchUp)(0),          // 0: jobwire.v1.Schedule.CatchUp
+	(*QueueStats)(nil),             // 1: jobwire.v1.QueueStats
+	(*CreateQueueRequest)(nil),     // 2: jobwire.v1.CreateQueueRequest
+	(*CreateQueueResponse)(nil),    // 3: jobwire.v1.CreateQueueResponse
+	(*UpdateQueueRequest)(nil),     // 4: jobwire.v1.UpdateQueueRequest
+	(*UpdateQueueResponse)(nil),    // 5: jobwire.v1.UpdateQueueResponse
+	(*ListQueuesRequest)(nil),      // 6: jobwire.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),     // 7: jobwire.v1.ListQueuesResponse
+	(*GetQueueStatsRequest)(nil),   // 8: jobwire.v1.GetQueueStatsRequest
+	(*GetQueueStatsResponse)(nil),  // 9: jobwire.v1.GetQueueStatsResponse
+	(*ListJobsRequest)(nil),        // 10: jobwire.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),       // 11: jobwire.v1.ListJobsResponse
+	(*RetryDeadRequest)(nil),       // 12: jobwire.v1.RetryDeadRequest
+	(*RetryDeadResponse)(nil),      // 13: jobwire.v1.RetryDeadResponse
+	(*DeleteJobRequest)(nil),       // 14: jobwire.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),      // 15: jobwire.v1.DeleteJobResponse
+	(*DeleteQueueRequest)(nil),     // 16: jobwire.v1.DeleteQueueRequest
+	(*DeleteQueueResponse)(nil),    // 17: jobwire.v1.DeleteQueueResponse
+	(*PurgeDeadRequest)(nil),       // 18: jobwire.v1.PurgeDeadRequest
+	(*PurgeDeadResponse)(nil),      // 19: jobwire.v1.PurgeDeadResponse
+	(*PauseQueueRequest)(nil),      // 20: jobwire.v1.PauseQueueRequest
+	(*PauseQueueResponse)(nil),     // 21: jobwire.v1.PauseQueueResponse
+	(*ResumeQueueRequest)(nil),     // 22: jobwire.v1.ResumeQueueRequest
+	(*ResumeQueueResponse)(nil),    // 23: jobwire.v1.ResumeQueueResponse
+	(*Schedule)(nil),               // 24: jobwire.v1.Schedule
+	(*ScheduleInfo)(nil),           // 25: jobwire.v1.ScheduleInfo
+	(*PutScheduleRequest)(nil),     // 26: jobwire.v1.PutScheduleRequest
+	(*PutScheduleResponse)(nil),    // 27: jobwire.v1.PutScheduleResponse
+	(*DeleteScheduleRequest)(nil),  // 28: jobwire.v1.DeleteScheduleRequest
+	(*DeleteScheduleResponse)(nil), // 29: jobwire.v1.DeleteScheduleResponse
+	(*ListSchedulesRequest)(nil),   // 30: jobwire.v1.ListSchedulesRequest
+	(*ListSchedulesResponse)(nil),  // 31: jobwire.v1.ListSchedulesResponse
+	(JobState)(0),                  // 32: jobwire.v1.JobState
+	(*Job)(nil),                    // 33: jobwire.v1.Job
+	(*EnqueueRequest)(nil),         // 34: jobwire.v1.EnqueueRequest
 }
 var file_jobwire_v1_admin_proto_depIdxs = []int32{
-	0,  // 0: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
-	0,  // 1: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
-	23, // 2: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
-	24, // 3: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
-	1,  // 4: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
-	3,  // 5: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
-	5,  // 6: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
-	7,  // 7: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
-	9,  // 8: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
-	11, // 9: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
-	13, // 10: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
-	15, // 11: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
-	17, // 12: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
-	19, // 13: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
-	21, // 14: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
-	2,  // 15: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
-	4,  // 16: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
-	6,  // 17: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
-	8,  // 18: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
-	10, // 19: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
-	12, // 20: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
-	14, // 21: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
-	16, // 22: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
-	18, // 23: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
-	20, // 24: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
-	22, // 25: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
-	15, // [15:26] is the sub-list for method output_type
-	4,  // [4:15] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	1,  // 0: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
+	1,  // 1: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
+	32, // 2: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
+	33, // 3: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
+	34, // 4: jobwire.v1.Schedule.job:type_name -> jobwire.v1.EnqueueRequest
+	0,  // 5: jobwire.v1.Schedule.catch_up:type_name -> jobwire.v1.Schedule.CatchUp
+	24, // 6: jobwire.v1.ScheduleInfo.schedule:type_name -> jobwire.v1.Schedule
+	24, // 7: jobwire.v1.PutScheduleRequest.schedule:type_name -> jobwire.v1.Schedule
+	25, // 8: jobwire.v1.ListSchedulesResponse.schedules:type_name -> jobwire.v1.ScheduleInfo
+	2,  // 9: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
+	4,  // 10: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
+	6,  // 11: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
+	8,  // 12: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
+	10, // 13: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
+	12, // 14: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
+	14, // 15: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
+	16, // 16: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
+	18, // 17: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
+	20, // 18: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
+	22, // 19: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
+	26, // 20: jobwire.v1.AdminService.PutSchedule:input_type -> jobwire.v1.PutScheduleRequest
+	28, // 21: jobwire.v1.AdminService.DeleteSchedule:input_type -> jobwire.v1.DeleteScheduleRequest
+	30, // 22: jobwire.v1.AdminService.ListSchedules:input_type -> jobwire.v1.ListSchedulesRequest
+	3,  // 23: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
+	5,  // 24: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
+	7,  // 25: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
+	9,  // 26: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
+	11, // 27: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
+	13, // 28: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
+	15, // 29: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
+	17, // 30: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
+	19, // 31: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
+	21, // 32: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
+	23, // 33: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
+	27, // 34: jobwire.v1.AdminService.PutSchedule:output_type -> jobwire.v1.PutScheduleResponse
+	29, // 35: jobwire.v1.AdminService.DeleteSchedule:output_type -> jobwire.v1.DeleteScheduleResponse
+	31, // 36: jobwire.v1.AdminService.ListSchedules:output_type -> jobwire.v1.ListSchedulesResponse
+	23, // [23:37] is the sub-list for method output_type
+	9,  // [9:23] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_admin_proto_init() }
@@ -1449,18 +2065,23 @@ func file_jobwire_v1_admin_proto_init() {
 	file_jobwire_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
 	file_jobwire_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
 	file_jobwire_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
+	file_jobwire_v1_admin_proto_msgTypes[23].OneofWrappers = []any{
+		(*Schedule_Cron)(nil),
+		(*Schedule_IntervalMs)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_admin_proto_rawDesc), len(file_jobwire_v1_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   23,
+			NumEnums:      1,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_jobwire_v1_admin_proto_goTypes,
 		DependencyIndexes: file_jobwire_v1_admin_proto_depIdxs,
+		EnumInfos:         file_jobwire_v1_admin_proto_enumTypes,
 		MessageInfos:      file_jobwire_v1_admin_proto_msgTypes,
 	}.Build()
 	File_jobwire_v1_admin_proto = out.File

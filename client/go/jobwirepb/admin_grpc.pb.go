@@ -42,17 +42,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateQueue_FullMethodName   = "/jobwire.v1.AdminService/CreateQueue"
-	AdminService_UpdateQueue_FullMethodName   = "/jobwire.v1.AdminService/UpdateQueue"
-	AdminService_ListQueues_FullMethodName    = "/jobwire.v1.AdminService/ListQueues"
-	AdminService_GetQueueStats_FullMethodName = "/jobwire.v1.AdminService/GetQueueStats"
-	AdminService_ListJobs_FullMethodName      = "/jobwire.v1.AdminService/ListJobs"
-	AdminService_RetryDead_FullMethodName     = "/jobwire.v1.AdminService/RetryDead"
-	AdminService_DeleteJob_FullMethodName     = "/jobwire.v1.AdminService/DeleteJob"
-	AdminService_DeleteQueue_FullMethodName   = "/jobwire.v1.AdminService/DeleteQueue"
-	AdminService_PurgeDead_FullMethodName     = "/jobwire.v1.AdminService/PurgeDead"
-	AdminService_PauseQueue_FullMethodName    = "/jobwire.v1.AdminService/PauseQueue"
-	AdminService_ResumeQueue_FullMethodName   = "/jobwire.v1.AdminService/ResumeQueue"
+	AdminService_CreateQueue_FullMethodName    = "/jobwire.v1.AdminService/CreateQueue"
+	AdminService_UpdateQueue_FullMethodName    = "/jobwire.v1.AdminService/UpdateQueue"
+	AdminService_ListQueues_FullMethodName     = "/jobwire.v1.AdminService/ListQueues"
+	AdminService_GetQueueStats_FullMethodName  = "/jobwire.v1.AdminService/GetQueueStats"
+	AdminService_ListJobs_FullMethodName       = "/jobwire.v1.AdminService/ListJobs"
+	AdminService_RetryDead_FullMethodName      = "/jobwire.v1.AdminService/RetryDead"
+	AdminService_DeleteJob_FullMethodName      = "/jobwire.v1.AdminService/DeleteJob"
+	AdminService_DeleteQueue_FullMethodName    = "/jobwire.v1.AdminService/DeleteQueue"
+	AdminService_PurgeDead_FullMethodName      = "/jobwire.v1.AdminService/PurgeDead"
+	AdminService_PauseQueue_FullMethodName     = "/jobwire.v1.AdminService/PauseQueue"
+	AdminService_ResumeQueue_FullMethodName    = "/jobwire.v1.AdminService/ResumeQueue"
+	AdminService_PutSchedule_FullMethodName    = "/jobwire.v1.AdminService/PutSchedule"
+	AdminService_DeleteSchedule_FullMethodName = "/jobwire.v1.AdminService/DeleteSchedule"
+	AdminService_ListSchedules_FullMethodName  = "/jobwire.v1.AdminService/ListSchedules"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -122,6 +125,25 @@ type AdminServiceClient interface {
 	// Errors: INVALID_ARGUMENT (queue), UNAVAILABLE.
 	PauseQueue(ctx context.Context, in *PauseQueueRequest, opts ...grpc.CallOption) (*PauseQueueResponse, error)
 	ResumeQueue(ctx context.Context, in *ResumeQueueRequest, opts ...grpc.CallOption) (*ResumeQueueResponse, error)
+	// Creates or replaces a named schedule: a cron expression or a fixed
+	// interval, and the job each run enqueues (docs/semantics.md,
+	// "Schedules"). Every broker replica runs the schedules; each run is
+	// enqueued once, whichever replicas run, stop or restart (its
+	// idempotency key is "schedule:<name>:<scheduled instant in ms>"), by
+	// Redis time. Replacing a schedule plans its next run from now.
+	// Errors: INVALID_ARGUMENT (schedule.name, cron, interval_ms, time_zone,
+	// job and its fields as for Enqueue, job.idempotency_key / delay_ms /
+	// run_at_ms set, jitter_ms, start_at_ms, end_at_ms), PERMISSION_DENIED
+	// (the token may not administer job.queue), UNAVAILABLE.
+	PutSchedule(ctx context.Context, in *PutScheduleRequest, opts ...grpc.CallOption) (*PutScheduleResponse, error)
+	// Removes a schedule; runs already enqueued stay. Idempotent.
+	// Errors: INVALID_ARGUMENT (name), PERMISSION_DENIED (the token may not
+	// administer the schedule's queue), UNAVAILABLE.
+	DeleteSchedule(ctx context.Context, in *DeleteScheduleRequest, opts ...grpc.CallOption) (*DeleteScheduleResponse, error)
+	// Every schedule whose queue the token may administer, by name, with its
+	// next and last runs.
+	// Errors: UNAVAILABLE.
+	ListSchedules(ctx context.Context, in *ListSchedulesRequest, opts ...grpc.CallOption) (*ListSchedulesResponse, error)
 }
 
 type adminServiceClient struct {
@@ -242,6 +264,36 @@ func (c *adminServiceClient) ResumeQueue(ctx context.Context, in *ResumeQueueReq
 	return out, nil
 }
 
+func (c *adminServiceClient) PutSchedule(ctx context.Context, in *PutScheduleRequest, opts ...grpc.CallOption) (*PutScheduleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutScheduleResponse)
+	err := c.cc.Invoke(ctx, AdminService_PutSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteSchedule(ctx context.Context, in *DeleteScheduleRequest, opts ...grpc.CallOption) (*DeleteScheduleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteScheduleResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListSchedules(ctx context.Context, in *ListSchedulesRequest, opts ...grpc.CallOption) (*ListSchedulesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSchedulesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListSchedules_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -309,6 +361,25 @@ type AdminServiceServer interface {
 	// Errors: INVALID_ARGUMENT (queue), UNAVAILABLE.
 	PauseQueue(context.Context, *PauseQueueRequest) (*PauseQueueResponse, error)
 	ResumeQueue(context.Context, *ResumeQueueRequest) (*ResumeQueueResponse, error)
+	// Creates or replaces a named schedule: a cron expression or a fixed
+	// interval, and the job each run enqueues (docs/semantics.md,
+	// "Schedules"). Every broker replica runs the schedules; each run is
+	// enqueued once, whichever replicas run, stop or restart (its
+	// idempotency key is "schedule:<name>:<scheduled instant in ms>"), by
+	// Redis time. Replacing a schedule plans its next run from now.
+	// Errors: INVALID_ARGUMENT (schedule.name, cron, interval_ms, time_zone,
+	// job and its fields as for Enqueue, job.idempotency_key / delay_ms /
+	// run_at_ms set, jitter_ms, start_at_ms, end_at_ms), PERMISSION_DENIED
+	// (the token may not administer job.queue), UNAVAILABLE.
+	PutSchedule(context.Context, *PutScheduleRequest) (*PutScheduleResponse, error)
+	// Removes a schedule; runs already enqueued stay. Idempotent.
+	// Errors: INVALID_ARGUMENT (name), PERMISSION_DENIED (the token may not
+	// administer the schedule's queue), UNAVAILABLE.
+	DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error)
+	// Every schedule whose queue the token may administer, by name, with its
+	// next and last runs.
+	// Errors: UNAVAILABLE.
+	ListSchedules(context.Context, *ListSchedulesRequest) (*ListSchedulesResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -351,6 +422,15 @@ func (UnimplementedAdminServiceServer) PauseQueue(context.Context, *PauseQueueRe
 }
 func (UnimplementedAdminServiceServer) ResumeQueue(context.Context, *ResumeQueueRequest) (*ResumeQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResumeQueue not implemented")
+}
+func (UnimplementedAdminServiceServer) PutSchedule(context.Context, *PutScheduleRequest) (*PutScheduleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutSchedule not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSchedule not implemented")
+}
+func (UnimplementedAdminServiceServer) ListSchedules(context.Context, *ListSchedulesRequest) (*ListSchedulesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSchedules not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -571,6 +651,60 @@ func _AdminService_ResumeQueue_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_PutSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).PutSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_PutSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).PutSchedule(ctx, req.(*PutScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteSchedule(ctx, req.(*DeleteScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListSchedules_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSchedulesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListSchedules(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListSchedules_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListSchedules(ctx, req.(*ListSchedulesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -621,6 +755,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResumeQueue",
 			Handler:    _AdminService_ResumeQueue_Handler,
+		},
+		{
+			MethodName: "PutSchedule",
+			Handler:    _AdminService_PutSchedule_Handler,
+		},
+		{
+			MethodName: "DeleteSchedule",
+			Handler:    _AdminService_DeleteSchedule_Handler,
+		},
+		{
+			MethodName: "ListSchedules",
+			Handler:    _AdminService_ListSchedules_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
