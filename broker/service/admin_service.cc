@@ -1,6 +1,7 @@
 #include "broker/service/admin_service.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,9 +30,10 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
                                                    v1::ListQueuesResponse* resp) {
   auto* reactor = NewReactor();
   // Any admin permission lets a token list the queues it may administer.
-  absl::StatusOr<const Principal*> caller = authorizer_->Authenticate(*ctx);
+  absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
   if (FinishIfError(reactor, caller.status())) return reactor;
-  const Principal* principal = *caller;
+  // Shared: the reply below comes after Redis answers, maybe after a Reload.
+  std::shared_ptr<const Principal> principal = *std::move(caller);
   if (principal != nullptr && principal->admin.empty()) {
     FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
                                                 "token \"", principal->name,
@@ -43,7 +45,7 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
                          absl::StatusOr<std::vector<v1::QueueStats>> queues) {
     if (FinishIfError(reactor, queues.status())) return;
     for (v1::QueueStats& stats : *queues) {
-      if (!Authorizer::Allows(principal, Permission::kAdmin, stats.queue())) continue;
+      if (!Authorizer::Allows(principal.get(), Permission::kAdmin, stats.queue())) continue;
       *resp->add_queues() = std::move(stats);
     }
     reactor->Finish(grpc::Status::OK);
