@@ -52,11 +52,13 @@ int main(int argc, char** argv) {
   // SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
 
-  // Signals are taken by sigwait below; threads started later inherit the mask.
+  // Signals are taken by sigwait below; threads started later inherit the
+  // mask. SIGHUP reloads the token file and the TLS files; the others stop.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::unique_ptr<jobwire::server::EmbeddedRedis> embedded;
@@ -88,7 +90,10 @@ int main(int argc, char** argv) {
                           : RedactedRedisUrl(redis_url)}});
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    Log(LogLevel::kInfo, "reload requested", {{"signal", "SIGHUP"}});
+    (*server)->Reload();
+  }
   Log(LogLevel::kInfo, "shutting down", {{"signal", sig}});
   (*server)->Shutdown(absl::Milliseconds(config->shutdown_grace_ms));
   server->reset();

@@ -112,6 +112,9 @@ ABSL_FLAG(bool, redis_tls_insecure_skip_verify, false,
 ABSL_FLAG(std::string, auth_tokens_file, "",
           "JSON file of bearer tokens (SHA-256 hashed) and their permissions; see "
           "docs/security.md. Empty: no authentication");
+ABSL_FLAG(int64_t, reload_interval_ms, kDefaults.reload_interval_ms,
+          "how often the token file and the TLS files are checked for changes and reloaded "
+          "(0, or 100..86400000; 0: only on SIGHUP, which reloads them at any setting)");
 
 namespace jobwire::server {
 namespace {
@@ -131,7 +134,8 @@ absl::Status ApplyEnvironment() {
                            "metrics_listen", "health_listen", "log_level", "tls_cert",
                            "tls_key", "tls_client_ca", "redis_tls_ca", "redis_tls_cert",
                            "redis_tls_key", "redis_tls_server_name",
-                           "redis_tls_insecure_skip_verify", "auth_tokens_file"}) {
+                           "redis_tls_insecure_skip_verify", "auth_tokens_file",
+                           "reload_interval_ms"}) {
     std::string var = absl::StrCat("JOBWIRE_", absl::AsciiStrToUpper(name));
     const char* value = std::getenv(var.c_str());
     if (value == nullptr) continue;
@@ -275,6 +279,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.redis_tls_server_name = absl::GetFlag(FLAGS_redis_tls_server_name);
   c.redis_tls_insecure_skip_verify = absl::GetFlag(FLAGS_redis_tls_insecure_skip_verify);
   c.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  c.reload_interval_ms = absl::GetFlag(FLAGS_reload_interval_ms);
   if (c.listen.empty()) {
     c.listen = c.auth_tokens_file.empty() ? kDefaults.listen : "0.0.0.0:50051";
   }
@@ -304,6 +309,12 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("subscribe_buffer_events", c.subscribe_buffer_events, 1, 1000000),
        }) {
     if (!s.ok()) return s;
+  }
+  if (c.reload_interval_ms != 0) {
+    if (absl::Status s = CheckRange("reload_interval_ms", c.reload_interval_ms, 100, 86400000);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(s.message(), " (or 0: only on SIGHUP)"));
+    }
   }
   bool ok_prefix = !c.key_prefix.empty();
   for (char ch : c.key_prefix) ok_prefix = ok_prefix && ch != '{' && ch != '}' && ch != ' ';

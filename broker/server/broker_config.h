@@ -73,6 +73,10 @@ struct BrokerConfig {
   // Bearer tokens and their permissions (docs/security.md); empty: every
   // caller may do everything.
   std::string auth_tokens_file;
+  // How often the broker checks the token file and the TLS files (tls_cert,
+  // tls_key, tls_client_ca) and reloads those that changed
+  // (server/config_reloader.h); 0: never, only on SIGHUP.
+  int64_t reload_interval_ms = 10000;
 };
 
 // Parses flags and environment; flag names take dashes or underscores, and
@@ -82,7 +86,8 @@ struct BrokerConfig {
 // with --redis_tls_key; any --redis_tls_* flag needs a rediss:// URL;
 // --redis_mode is standalone, sentinel or cluster; sentinel needs
 // --redis_sentinel_master and --redis_url, cluster needs --redis_url, and
-// the others refuse --redis_sentinel_master).
+// the others refuse --redis_sentinel_master; --reload_interval_ms is 0 or
+// 100..86400000).
 absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv);
 
 }  // namespace jobwire::server

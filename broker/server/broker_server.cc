@@ -78,7 +78,8 @@ absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> MakeRedisTls(
 
 BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::EventLoop> loop,
                            std::unique_ptr<RedisConnections> redis,
-                           std::unique_ptr<service::Authorizer> authorizer)
+                           std::unique_ptr<service::Authorizer> authorizer,
+                           std::unique_ptr<ReloadableTlsCredentials> tls)
     : loop_(std::move(loop)),
       redis_(std::move(redis)),
       scripts_(redis_->commands()),
@@ -103,7 +104,8 @@ BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::Eve
                ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_, &partitions_),
       admin_service_(&queue_admin_, &schedule_admin_, authorizer_.get(),
-                     ServiceOptionsFrom(config).limits) {}
+                     ServiceOptionsFrom(config).limits),
+      tls_(std::move(tls)) {}
 
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config,
                                                                   const std::string& redis_url) {
@@ -112,14 +114,29 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   absl::StatusOr<std::shared_ptr<const store::RedisTlsContext>> redis_tls = MakeRedisTls(config,
                                                                                        *address);
   if (!redis_tls.ok()) return redis_tls.status();
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      MakeServerCredentials(config);
-  if (!credentials.ok()) return credentials.status();
+  // What the ConfigReloader starts from: the files' content as loaded here.
+  ConfigReloaderParams reload;
+  reload.interval = config.reload_interval_ms == 0 ? absl::InfiniteDuration()
+                                                   : absl::Milliseconds(config.reload_interval_ms);
+  std::unique_ptr<ReloadableTlsCredentials> tls;
+  if (!config.tls_cert.empty()) {
+    absl::StatusOr<TlsPem> pem = ReadTlsPem(config);
+    if (!pem.ok()) return pem.status();
+    absl::StatusOr<std::unique_ptr<ReloadableTlsCredentials>> made =
+        ReloadableTlsCredentials::Create(*pem);
+    if (!made.ok()) return made.status();
+    tls = *std::move(made);
+    reload.tls_cert = config.tls_cert;
+    reload.tls_key = config.tls_key;
+    reload.tls_client_ca = config.tls_client_ca;
+    reload.tls_pem = *std::move(pem);
+  }
   auto authorizer = std::make_unique<service::Authorizer>();
   if (!config.auth_tokens_file.empty()) {
     absl::StatusOr<std::unique_ptr<service::Authorizer>> loaded =
-        service::Authorizer::FromFile(config.auth_tokens_file);
+        service::Authorizer::FromFile(config.auth_tokens_file, &reload.tokens_json);
     if (!loaded.ok()) return loaded.status();
+    reload.tokens_file = config.auth_tokens_file;
     authorizer = std::move(*loaded);
     base::Log(base::LogLevel::kInfo, "bearer token authentication on",
               {{"tokens", authorizer->token_count()}});
@@ -130,8 +147,11 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
       loop.get(), config.redis_mode, config.redis_sentinel_master, config.redis_sentinel_password,
       *address, *redis_tls);
   if (!redis.ok()) return redis.status();
-  std::unique_ptr<BrokerServer> s(
-      new BrokerServer(config, std::move(loop), *std::move(redis), std::move(authorizer)));
+  std::unique_ptr<BrokerServer> s(new BrokerServer(config, std::move(loop), *std::move(redis),
+                                                   std::move(authorizer), std::move(tls)));
+  if (s->authorizer_->enabled()) reload.authorizer = s->authorizer_.get();
+  reload.tls = s->tls_.get();
+  s->reloader_ = std::make_unique<ConfigReloader>(std::move(reload));
 
   s->redis_->SetOnConnected([raw = s.get()] {
     raw->store_.CheckRedisSettings();
@@ -158,7 +178,10 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   InstallReflectionV1();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, *credentials, &s->port_);
+  builder.AddListeningPort(config.listen,
+                           s->tls_ != nullptr ? s->tls_->credentials()
+                                              : grpc::InsecureServerCredentials(),
+                           &s->port_);
   builder.RegisterService(&s->service_);
   builder.RegisterService(&s->admin_service_);
   builder.experimental().SetInterceptorCreators(service::MakeRpcMetricsInterceptors(&s->metrics_));
@@ -191,14 +214,18 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   }
   WarnIfExposed(config);
   s->StartMetricsEndpoint(config.metrics_listen);
+  s->reloader_->Start();
   return s;
 }
+
+void BrokerServer::Reload() { reloader_->Reload(); }
 
 BrokerServer::~BrokerServer() { Shutdown(absl::ZeroDuration()); }
 
 void BrokerServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  reloader_->Stop();
   if (server_ != nullptr) {
     // Report NOT_SERVING, end Claim, WaitJob and Subscribe streams at once (clients reconnect
     // elsewhere), let unary calls finish within the grace period, then close

@@ -1,8 +1,8 @@
 // BrokerServer: one running broker. Owns, in start order, the metrics, the
 // event loop, the Redis connections (commands and pub/sub), the stores, the
 // dispatcher, the lifecycle layer, the background loops (lease reaper, queue
-// stats refresher), the gRPC server (with health and reflection) and the
-// metrics HTTP endpoint.
+// stats refresher), the gRPC server (with health and reflection), the
+// metrics HTTP endpoint and the ConfigReloader (token file and TLS files).
 #ifndef JOBWIRE_BROKER_SERVER_BROKER_SERVER_H_
 #define JOBWIRE_BROKER_SERVER_BROKER_SERVER_H_
 
@@ -28,7 +28,9 @@
 #include "broker/core/schedule_admin.h"
 #include "broker/core/schedule_runner.h"
 #include "broker/server/broker_config.h"
+#include "broker/server/config_reloader.h"
 #include "broker/server/health_reporter.h"
+#include "broker/server/reloadable_tls_credentials.h"
 #include "broker/service/admin_service.h"
 #include "broker/service/authorizer.h"
 #include "broker/service/broker_service.h"
@@ -49,9 +51,10 @@ class BrokerServer {
   // address that cannot be bound is logged and skipped: metrics never stop
   // the broker). The listener speaks TLS (or mutual TLS) as config's tls_*
   // fields say, and warns at startup when it is exposed beyond loopback
-  // without authentication or without TLS. INVALID_ARGUMENT for a bad URL or
-  // a file without PEM, NOT_FOUND / PERMISSION_DENIED / INTERNAL for a TLS
-  // file that cannot be read; INVALID_ARGUMENT for a URL with several hosts
+  // without authentication or without TLS. INVALID_ARGUMENT for a bad URL, a
+  // file without PEM or TLS files OpenSSL cannot use (CheckTlsPem: a key
+  // that does not match its certificate), NOT_FOUND / PERMISSION_DENIED /
+  // INTERNAL for a TLS file that cannot be read; INVALID_ARGUMENT for a URL with several hosts
   // or Redis TLS files (config.redis_tls_*, used with rediss://) that
   // OpenSSL cannot load, UNAVAILABLE when the gRPC port (or the
   // plaintext health-only port, config.health_listen) cannot be bound.
@@ -59,6 +62,8 @@ class BrokerServer {
   // both Redis connections connect to the master they name (password,
   // user, db and TLS from the URL), and reconnect to the new master when
   // one announces a switch (calls in flight then fail with UNAVAILABLE).
+  // The token file and the TLS files are reloaded when they change
+  // (config.reload_interval_ms) and on Reload().
   static absl::StatusOr<std::unique_ptr<BrokerServer>> Start(const BrokerConfig& config,
                                                              const std::string& redis_url);
   ~BrokerServer();  // Shuts down with no grace if Shutdown was not called.
@@ -68,12 +73,17 @@ class BrokerServer {
   // closes every connection, then stops the background work. Idempotent.
   void Shutdown(absl::Duration grace);
 
+  // Reloads the token file and the TLS files now, in the background (on
+  // SIGHUP); see ConfigReloader. Thread-safe.
+  void Reload();
+
   int port() const { return port_; }
 
  private:
   BrokerServer(const BrokerConfig& config, std::unique_ptr<base::EventLoop> loop,
                std::unique_ptr<RedisConnections> redis,
-               std::unique_ptr<service::Authorizer> authorizer);
+               std::unique_ptr<service::Authorizer> authorizer,
+               std::unique_ptr<ReloadableTlsCredentials> tls);
   // Serves metrics_ on `listen` (host:port) at /metrics; logs and skips
   // when it cannot bind. No-op when `listen` is empty.
   void StartMetricsEndpoint(const std::string& listen);
@@ -102,12 +112,16 @@ class BrokerServer {
   core::QueueAdmin queue_admin_;
   service::AdminService admin_service_;
   HealthReporter health_;
+  // Null without TLS; destroyed after server_, whose gRPC threads read it.
+  const std::unique_ptr<ReloadableTlsCredentials> tls_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_server_;  // config.health_listen
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
   int health_port_ = 0;
   bool shut_down_ = false;
+  // Last: stopped before what it reloads (authorizer_, tls_) is destroyed.
+  std::unique_ptr<ConfigReloader> reloader_;
 };
 
 }  // namespace jobwire::server

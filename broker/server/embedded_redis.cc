@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::Start(
   pid_t pid = fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
   if (pid == 0) {
-    // The broker blocks SIGTERM/SIGINT for sigwait; exec keeps the mask, and
+    // The broker blocks SIGTERM/SIGINT/SIGHUP for sigwait; exec keeps the mask, and
     // redis-server must see SIGTERM to write its AOF and exit.
     sigset_t none;
     sigemptyset(&none);

@@ -1,6 +1,7 @@
 #include "broker/service/admin_service.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,9 +31,10 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
                                                    v1::ListQueuesResponse* resp) {
   auto* reactor = NewReactor();
   // Any admin permission lets a token list the queues it may administer.
-  absl::StatusOr<const Principal*> caller = authorizer_->Authenticate(*ctx);
+  absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
   if (FinishIfError(reactor, caller.status())) return reactor;
-  const Principal* principal = *caller;
+  // Shared: the reply below comes after Redis answers, maybe after a Reload.
+  std::shared_ptr<const Principal> principal = *std::move(caller);
   if (principal != nullptr && principal->admin.empty()) {
     FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
                                                 "token \"", principal->name,
@@ -44,7 +46,7 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
                          absl::StatusOr<std::vector<v1::QueueStats>> queues) {
     if (FinishIfError(reactor, queues.status())) return;
     for (v1::QueueStats& stats : *queues) {
-      if (!Authorizer::Allows(principal, Permission::kAdmin, stats.queue())) continue;
+      if (!Authorizer::Allows(principal.get(), Permission::kAdmin, stats.queue())) continue;
       *resp->add_queues() = std::move(stats);
     }
     reactor->Finish(grpc::Status::OK);
@@ -231,9 +233,9 @@ grpc::ServerUnaryReactor* AdminService::DeleteSchedule(grpc::CallbackServerConte
                                                        v1::DeleteScheduleResponse* resp) {
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateScheduleName(req->name()))) return reactor;
-  absl::StatusOr<const Principal*> caller = authorizer_->Authenticate(*ctx);
+  absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
   if (FinishIfError(reactor, caller.status())) return reactor;
-  const Principal* principal = *caller;
+  std::shared_ptr<const Principal> principal = *std::move(caller);
   // The permission is on the schedule's queue: read it first.
   schedules_->List([this, reactor, resp, principal, name = req->name()](
                        absl::StatusOr<std::vector<v1::ScheduleInfo>> all) {
@@ -246,7 +248,7 @@ grpc::ServerUnaryReactor* AdminService::DeleteSchedule(grpc::CallbackServerConte
       return reactor->Finish(grpc::Status::OK);
     }
     const std::string& queue = it->schedule().job().queue();
-    if (!Authorizer::Allows(principal, Permission::kAdmin, queue)) {
+    if (!Authorizer::Allows(principal.get(), Permission::kAdmin, queue)) {
       FinishIfError(reactor, base::WithReason(
                                  absl::PermissionDeniedError(absl::StrCat(
                                      "token \"", principal->name, "\" may not administer queue \"",
@@ -267,13 +269,15 @@ grpc::ServerUnaryReactor* AdminService::ListSchedules(grpc::CallbackServerContex
                                                       const v1::ListSchedulesRequest*,
                                                       v1::ListSchedulesResponse* resp) {
   auto* reactor = NewReactor();
-  absl::StatusOr<const Principal*> caller = authorizer_->Authenticate(*ctx);
+  absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
   if (FinishIfError(reactor, caller.status())) return reactor;
-  const Principal* principal = *caller;
+  std::shared_ptr<const Principal> principal = *std::move(caller);
   schedules_->List([reactor, resp, principal](absl::StatusOr<std::vector<v1::ScheduleInfo>> all) {
     if (FinishIfError(reactor, all.status())) return;
     for (v1::ScheduleInfo& info : *all) {
-      if (!Authorizer::Allows(principal, Permission::kAdmin, info.schedule().job().queue())) continue;
+      if (!Authorizer::Allows(principal.get(), Permission::kAdmin, info.schedule().job().queue())) {
+        continue;
+      }
       *resp->add_schedules() = std::move(info);
     }
     reactor->Finish(grpc::Status::OK);

@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 
 #include <set>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -104,9 +105,11 @@ std::string Sha256Hex(absl::string_view token) {
   return hex;
 }
 
-absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::FromFile(absl::string_view path) {
+absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::FromFile(absl::string_view path,
+                                                                 std::string* content) {
   absl::StatusOr<std::string> text = base::ReadFile(path);
   if (!text.ok()) return text.status();
+  if (content != nullptr) *content = *text;
   absl::StatusOr<std::unique_ptr<Authorizer>> parsed = FromJson(*text);
   if (!parsed.ok()) {
     return absl::Status(parsed.status().code(),
@@ -116,13 +119,23 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::FromFile(absl::string_vi
 }
 
 absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::FromJson(absl::string_view json) {
+  absl::StatusOr<std::shared_ptr<const Principals>> principals = Parse(json);
+  if (!principals.ok()) return principals.status();
+  auto authorizer = std::make_unique<Authorizer>();
+  authorizer->enabled_ = true;
+  absl::MutexLock lock(&authorizer->mu_);
+  authorizer->principals_ = *std::move(principals);
+  return authorizer;
+}
+
+absl::StatusOr<std::shared_ptr<const Authorizer::Principals>> Authorizer::Parse(
+    absl::string_view json) {
   const nlohmann::json doc = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
   if (!doc.is_object() || !doc.contains("tokens") || !doc["tokens"].is_array()) {
     return absl::InvalidArgumentError("expected an object {\"tokens\": [...]}");
   }
-  auto authorizer = std::make_unique<Authorizer>();
-  authorizer->enabled_ = true;
+  auto principals = std::make_shared<Principals>();
   std::set<std::string> names;
   std::set<std::array<unsigned char, 32>> hashes;
   for (size_t i = 0; i < doc["tokens"].size(); ++i) {
@@ -157,12 +170,36 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::FromJson(absl::string_vi
                              std::pair{"admin", &p.admin}}) {
       if (absl::Status s = ReadPatterns(entry, key, where, list); !s.ok()) return s;
     }
-    authorizer->principals_.push_back(std::move(p));
+    principals->push_back(std::move(p));
   }
-  return authorizer;
+  return std::shared_ptr<const Principals>(std::move(principals));
 }
 
-absl::StatusOr<const Principal*> Authorizer::Authenticate(
+size_t Authorizer::token_count() const { return principals()->size(); }
+
+std::shared_ptr<const Authorizer::Principals> Authorizer::principals() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return principals_;
+}
+
+absl::Status Authorizer::Reload(absl::string_view json) {
+  if (!enabled_) {
+    return absl::FailedPreconditionError(
+        "authentication is off (no --auth_tokens_file at start): a reload cannot switch it on");
+  }
+  absl::StatusOr<std::shared_ptr<const Principals>> principals = Parse(json);
+  if (!principals.ok()) return principals.status();
+  std::shared_ptr<const Principals> old;
+  {
+    absl::MutexLock lock(&mu_);
+    old = std::exchange(principals_, *std::move(principals));
+  }
+  // The old set is freed here, outside the lock, unless a caller still
+  // holds one of its principals.
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const Principal>> Authorizer::Authenticate(
     const grpc::ServerContextBase& ctx) const {
   if (!enabled_) return nullptr;
   const auto& metadata = ctx.client_metadata();
@@ -180,9 +217,10 @@ absl::StatusOr<const Principal*> Authorizer::Authenticate(
                             base::reason::kTokenInvalid);
   }
   const std::array<unsigned char, 32> digest = Sha256(value.substr(kBearer.size()));
+  const std::shared_ptr<const Principals> principals = this->principals();
   // Every entry is compared, in constant time, whatever matched earlier.
   const Principal* found = nullptr;
-  for (const Principal& p : principals_) {
+  for (const Principal& p : *principals) {
     const bool equal = CRYPTO_memcmp(digest.data(), p.sha256.data(), digest.size()) == 0;
     if (equal) found = &p;
   }
@@ -190,7 +228,8 @@ absl::StatusOr<const Principal*> Authorizer::Authenticate(
     return base::WithReason(absl::UnauthenticatedError("invalid bearer token"),
                             base::reason::kTokenInvalid);
   }
-  return found;
+  // Shares ownership of the whole set, which a Reload may drop meanwhile.
+  return std::shared_ptr<const Principal>(principals, found);
 }
 
 bool Authorizer::Allows(const Principal* principal, Permission permission,
@@ -211,10 +250,10 @@ bool Authorizer::Allows(const Principal* principal, Permission permission,
 
 absl::Status Authorizer::Authorize(const grpc::ServerContextBase& ctx, Permission permission,
                                    absl::Span<const absl::string_view> queues) const {
-  absl::StatusOr<const Principal*> principal = Authenticate(ctx);
+  absl::StatusOr<std::shared_ptr<const Principal>> principal = Authenticate(ctx);
   if (!principal.ok()) return principal.status();
   for (absl::string_view queue : queues) {
-    if (!Allows(*principal, permission, queue)) {
+    if (!Allows(principal->get(), permission, queue)) {
       return base::WithMetadata(
           base::WithReason(absl::PermissionDeniedError(absl::StrCat(
                                "token \"", (*principal)->name, "\" may not ",
