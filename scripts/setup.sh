@@ -22,7 +22,7 @@ packages=(
   libabsl-dev libhiredis-dev libmsgpack-dev libevent-dev libssl-dev nlohmann-json3-dev libcli11-dev
   prometheus-cpp-dev libjemalloc-dev
   golang-github-gogo-googleapis-dev
-  redis-server
+  redis-server tzdata
 )
 if [ "$broker_only" = 0 ]; then
   # The tests, benchmarks and sanitizer/fuzz builds.
