@@ -44,10 +44,10 @@ void ScheduleRunner::Exec() {
   again_ = false;
   params_.store->Due(params_.batch, [this](absl::StatusOr<store::ScheduleRead> read) {
     if (!read.ok()) {
-      // Redis is unreachable: the reconnect's resubscription wakes us; the
-      // timer is the safety net.
+      // Redis is unreachable (the reconnect's resubscription wakes us too),
+      // or refused the read: try again shortly.
       running_ = false;
-      SleepUntil(params_.max_sleep);
+      SleepUntil(absl::Seconds(1));
       return;
     }
     const int64_t now_ms = read->now_ms;

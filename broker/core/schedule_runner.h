@@ -20,7 +20,8 @@
 // Passes run at the earliest next instant of any schedule (Redis reports it
 // with each read), at once when a schedule is put through any replica (the
 // schedules' channel), after Redis reconnects, and at least every
-// `max_sleep`. Idle (no schedule due), a pass is one read.
+// `max_sleep`; a read that fails is tried again a second later. Idle (no
+// schedule due), a pass is one read (4 Redis commands) per `max_sleep`.
 //
 // Thread safety: Start and Stop from one thread; passes run on `loop`.
 #ifndef JOBWIRE_BROKER_CORE_SCHEDULE_RUNNER_H_
@@ -49,7 +50,8 @@ struct ScheduleRunnerParams {
   const store::ScheduleStore* store = nullptr;
   store::RedisSubscriptions* subscriptions = nullptr;
   JobLifecycle* lifecycle = nullptr;
-  absl::Duration max_sleep = absl::Seconds(30);
+  // Only a safety net: a put wakes every runner through the channel.
+  absl::Duration max_sleep = absl::Minutes(5);
   int batch = 100;  // schedules handled per read
 };
 
