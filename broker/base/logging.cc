@@ -45,8 +45,8 @@ size_t Utf8SequenceLength(absl::string_view s) {
   return 0;
 }
 
-}  // namespace
-
+// Appends `s` as a JSON string (quotes included), valid UTF-8 (see
+// logging.h).
 void AppendJsonString(std::string* out, absl::string_view s) {
   out->push_back('"');
   while (!s.empty()) {
@@ -79,6 +79,8 @@ void AppendJsonString(std::string* out, absl::string_view s) {
   }
   out->push_back('"');
 }
+
+}  // namespace
 
 // JSON has no NaN or infinity: those are written as strings ("nan", "inf").
 LogValue::LogValue(double number)

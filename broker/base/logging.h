@@ -59,9 +59,6 @@ void Log(LogLevel level, absl::string_view message, absl::Span<const LogField> f
 void LogJob(absl::string_view message, absl::string_view queue, absl::string_view job_id,
             absl::string_view trace_id);
 
-// Appends `s` as a JSON string (quotes included), valid UTF-8 as above.
-void AppendJsonString(std::string* out, absl::string_view s);
-
 }  // namespace jobwire::base
 
 #endif  // JOBWIRE_BROKER_BASE_LOGGING_H_

@@ -135,15 +135,17 @@ absl::Status ValidateScheduleName(absl::string_view name) {
   return ValidateQueueName("name", name);
 }
 
-absl::Status ValidateSchedule(const v1::Schedule& s, const Limits& limits) {
-  JW_RETURN_IF_ERROR(ValidateQueueName("schedule.name", s.name()));
+namespace {
+
+// Schedule.timing (cron or interval_ms) and time_zone's use with it.
+absl::Status ValidateScheduleTiming(const v1::Schedule& s) {
   switch (s.timing_case()) {
     case v1::Schedule::kCron:
       if (s.cron().empty() || s.cron().size() > kMaxCronLength) {
         return Invalid("schedule.cron", absl::StrCat("must be 1..", kMaxCronLength,
                                                      " characters, got ", s.cron().size()));
       }
-      break;
+      return absl::OkStatus();
     case v1::Schedule::kIntervalMs:
       if (s.interval_ms() < kMinScheduleIntervalMs || s.interval_ms() > kMaxScheduleIntervalMs) {
         return Invalid("schedule.interval_ms",
@@ -154,10 +156,18 @@ absl::Status ValidateSchedule(const v1::Schedule& s, const Limits& limits) {
       if (!s.time_zone().empty()) {
         return Invalid("schedule.time_zone", "applies to cron only; leave it empty with interval_ms");
       }
-      break;
+      return absl::OkStatus();
     case v1::Schedule::TIMING_NOT_SET:
-      return Invalid("schedule.cron", "one of cron and interval_ms is required");
+      break;
   }
+  return Invalid("schedule.cron", "one of cron and interval_ms is required");
+}
+
+}  // namespace
+
+absl::Status ValidateSchedule(const v1::Schedule& s, const Limits& limits) {
+  JW_RETURN_IF_ERROR(ValidateQueueName("schedule.name", s.name()));
+  JW_RETURN_IF_ERROR(ValidateScheduleTiming(s));
   if (s.time_zone().size() > 64) {
     return Invalid("schedule.time_zone",
                    absl::StrCat("must be at most 64 characters, got ", s.time_zone().size()));
