@@ -57,7 +57,11 @@ test('broker SIGKILLed and restarted: running job still acked, later jobs proces
   assert.ok(acked(slow.jobId), `slow job: ${JSON.stringify(outcomes.filter((o) => o.job.id === slow.jobId).map((o) => [o.kind, o.codeName]))}`);
   assert.ok(slowReturnedAt >= killedAt && slowReturnedAt < restartAt,
     `slow handler returned at ${slowReturnedAt}, broker killed at ${killedAt}, restarted at ${restartAt}: the Ack retry was not exercised`);
-  const slowJob = await client.getJob(q, slow.jobId);
+  // The client's channel (round_robin) kept reconnecting with its backoff
+  // while the broker was down: its calls fail fast with UNAVAILABLE until the
+  // next attempt finds the broker (docs/clients.md), at most 5 s later.
+  const slowJob = await waitFor(() => client.getJob(q, slow.jobId),
+    { what: 'the client to reach the restarted broker', timeoutMs: 8000 });
   assert.equal(slowJob.state, 'JOB_STATE_COMPLETED');
   assert.equal(slowJob.attempts, 1);
   assert.deepEqual(slowJob.resultJson(), { slow: true });
