@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
@@ -17,6 +18,12 @@ namespace {
 // How long a stream waits before claiming again after Redis refused
 // claim.lua for being over its maxmemory.
 constexpr int64_t kClaimRetryAfterOomMs = 1000;
+// The notify channel's messages about leases settled or renewed through
+// another replica than the one that granted them (OnJobsSettled,
+// OnLeaseExtended): 'settled:<1 acked|0 failed> <id> <token> [<id> <token>...]'
+// and 'extended:<lease ms> <id> <token>'.
+constexpr absl::string_view kSettledPrefix = "settled:";
+constexpr absl::string_view kExtendedPrefix = "extended:";
 
 }  // namespace
 
@@ -70,20 +77,37 @@ void Dispatcher::OnJobsSettled(const std::string& queue,
   // At once on the loop thread (where the store answers), so that the
   // session's claim goes out with no hop between.
   loop_->RunInLoop([this, queue, jobs = std::move(jobs), acked] {
-    const absl::Time now = absl::Now();
-    absl::flat_hash_set<SessionId> freed;
-    for (const auto& [job_id, token] : jobs) {
-      const std::string key = LeaseKey(queue, job_id);
-      const LeaseTable::Lease* lease = leases_.Find(key, token);
-      if (lease == nullptr) continue;
-      if (acked) {
-        metrics_->JobRunTime(std::string(store::QueueOfPartition(queue)), now - lease->claimed_at);
-      }
-      freed.insert(lease->session);
-      ReleaseLease(key);
-    }
-    OnSlotsFreed(freed);
+    std::vector<std::pair<std::string, std::string>> elsewhere = FreeSettled(queue, jobs, acked);
+    if (elsewhere.empty()) return;
+    // Leases another replica granted (the worker's channel balanced its
+    // settle here): that replica frees their slots on this message.
+    std::string message = absl::StrCat(kSettledPrefix, acked ? "1" : "0");
+    for (const auto& [job_id, token] : elsewhere) absl::StrAppend(&message, " ", job_id, " ", token);
+    store_->Announce(queue, std::move(message));
   });
+}
+
+std::vector<std::pair<std::string, std::string>> Dispatcher::FreeSettled(
+    const std::string& queue, const std::vector<std::pair<std::string, std::string>>& jobs,
+    bool acked) {
+  const absl::Time now = absl::Now();
+  absl::flat_hash_set<SessionId> freed;
+  std::vector<std::pair<std::string, std::string>> not_held;
+  for (const auto& [job_id, token] : jobs) {
+    const std::string key = LeaseKey(queue, job_id);
+    const LeaseTable::Lease* lease = leases_.Find(key, token);
+    if (lease == nullptr) {
+      not_held.emplace_back(job_id, token);
+      continue;
+    }
+    if (acked) {
+      metrics_->JobRunTime(std::string(store::QueueOfPartition(queue)), now - lease->claimed_at);
+    }
+    freed.insert(lease->session);
+    ReleaseLease(key);
+  }
+  OnSlotsFreed(freed);
+  return not_held;
 }
 
 void Dispatcher::ReturnUnsent(std::vector<v1::ClaimedJob> jobs) {
@@ -99,10 +123,18 @@ void Dispatcher::ReturnUnsent(std::vector<v1::ClaimedJob> jobs) {
 
 void Dispatcher::OnLeaseExtended(const std::string& queue, const std::string& job_id,
                                  const std::string& token, int64_t lease_ms) {
-  loop_->Post([this, key = LeaseKey(queue, job_id), token, lease_ms] {
-    if (leases_.Find(key, token) == nullptr) return;
-    leases_.Extend(key, absl::Now() + absl::Milliseconds(lease_ms));
+  loop_->Post([this, queue, job_id, token, lease_ms] {
+    if (ExtendHeld(queue, job_id, token, lease_ms)) return;
+    store_->Announce(queue, absl::StrCat(kExtendedPrefix, lease_ms, " ", job_id, " ", token));
   });
+}
+
+bool Dispatcher::ExtendHeld(const std::string& queue, const std::string& job_id,
+                            const std::string& token, int64_t lease_ms) {
+  const std::string key = LeaseKey(queue, job_id);
+  if (leases_.Find(key, token) == nullptr) return false;
+  leases_.Extend(key, absl::Now() + absl::Milliseconds(lease_ms));
+  return true;
 }
 
 void Dispatcher::ReleaseLostClaims() {
@@ -534,11 +566,31 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
     StopRun(queue, message.substr(5));
     return;
   }
+  if (absl::StartsWith(message, kSettledPrefix) || absl::StartsWith(message, kExtendedPrefix)) {
+    OnSettledElsewhere(queue, message);
+    return;
+  }
   if (!message.empty() && !absl::SimpleAtoi(message, &delay_ms)) return;
   if (delay_ms <= 0) {
     WakeOne(queue);
   } else {
     ArmQueueTimer(queue, delay_ms);
+  }
+}
+
+void Dispatcher::OnSettledElsewhere(const std::string& queue, absl::string_view message) {
+  const bool settled = absl::StartsWith(message, kSettledPrefix);
+  message.remove_prefix(settled ? kSettledPrefix.size() : kExtendedPrefix.size());
+  std::vector<absl::string_view> words = absl::StrSplit(message, ' ');
+  if (words.size() < 3 || words.size() % 2 == 0) return;  // '<n> (<id> <token>)+'
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(words[0], &n)) return;
+  if (settled) {
+    std::vector<std::pair<std::string, std::string>> jobs;
+    for (size_t i = 1; i + 1 < words.size(); i += 2) jobs.emplace_back(words[i], words[i + 1]);
+    FreeSettled(queue, jobs, /*acked=*/n == 1);  // leases not held here: another replica's
+  } else if (words.size() == 3 && n > 0) {
+    ExtendHeld(queue, std::string(words[1]), std::string(words[2]), n);
   }
 }
 

@@ -27,8 +27,14 @@
 // never circles among streams that cannot use it. A
 // generation counter per queue closes the race between a claim in flight and
 // a notification arriving meanwhile. A slot frees when a job delivered on
-// the stream is acked or failed through this broker (OnJobsSettled) or its
-// lease runs out by the broker's clock (extended by OnLeaseExtended); the
+// the stream is acked or failed (OnJobsSettled) or its lease runs out by the
+// broker's clock (extended by OnLeaseExtended). A worker may send those
+// calls to any replica (its channel balances them round_robin): the replica
+// that settles or renews a lease it did not grant announces it on the
+// partition's notify channel ('settled:' / 'extended:'), and the replica
+// that granted it, subscribed there while its stream reads the queue, frees
+// or extends the slot as if the call had come to it (best effort: a lost
+// message leaves the slot taken until the lease's end); the
 // stream claims again then only if it was full, since a waiting stream
 // found its queues short and is woken when they are not; and then only from
 // the queues it has not found drained since their last announcement (their
@@ -166,10 +172,13 @@ class Dispatcher {
   // broker: frees the slot of the session that holds each, if any, and for
   // an ack records the claim-to-ack run time. A session claims once for all
   // the slots a call frees (an AckBatch's acks are settled in one call).
+  // The jobs whose lease this broker does not hold are announced on the
+  // partition's notify channel (one message), for the replica that does.
   void OnJobsSettled(const std::string& queue,
                      std::vector<std::pair<std::string, std::string>> jobs, bool acked);
   // A lease was renewed through this broker: the slot stays taken for
-  // `lease_ms` more.
+  // `lease_ms` more. A lease this broker does not hold is announced on the
+  // partition's notify channel, for the replica that does.
   void OnLeaseExtended(const std::string& queue, const std::string& job_id,
                        const std::string& token, int64_t lease_ms);
   // Redis is reachable again: the jobs of claims whose reply was lost are
@@ -263,6 +272,19 @@ class Dispatcher {
   // waiter that takes one of `types` (empty: the first waiter).
   void WakeOne(const std::string& queue, const std::vector<std::string>& types = {});
   void OnNotify(const std::string& queue, const std::string& message);
+  // Frees the slots of the leases of `jobs` (job id, lease token) this
+  // broker holds, as OnJobsSettled says; returns the others.
+  std::vector<std::pair<std::string, std::string>> FreeSettled(
+      const std::string& queue, const std::vector<std::pair<std::string, std::string>>& jobs,
+      bool acked);
+  // Moves the deadline of the lease (job id, token) to `lease_ms` from now;
+  // false when this broker does not hold it.
+  bool ExtendHeld(const std::string& queue, const std::string& job_id, const std::string& token,
+                  int64_t lease_ms);
+  // Another replica settled or renewed leases (its 'settled:' / 'extended:'
+  // message): frees or extends those this broker holds, and announces
+  // nothing.
+  void OnSettledElsewhere(const std::string& queue, absl::string_view message);
   // cancel.lua asked the run `request` ('<job id> <lease token>') of
   // partition `queue` to stop: tells the stream holding its lease, if this
   // broker granted it and the stream is open.

@@ -110,6 +110,11 @@ std::string JobStore::NotifyChannel(const std::string& queue) const {
   return KeysFor(queue).NotifyChannel();
 }
 
+void JobStore::Announce(const std::string& queue, std::string message) const {
+  client_->Command({"SPUBLISH", KeysFor(queue).NotifyChannel(), std::move(message)},
+                   [](absl::StatusOr<RedisReply>) {});
+}
+
 std::string JobStore::EventsChannel(const std::string& queue) const {
   return KeysFor(queue).EventsChannel();
 }

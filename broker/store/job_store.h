@@ -257,6 +257,11 @@ class JobStore {
   // The pub/sub channel on which `queue` announces new pending jobs (payload:
   // ms until due, decimal).
   std::string NotifyChannel(const std::string& queue) const;
+  // SPUBLISH of `message` on `queue`'s notify channel, for the brokers that
+  // subscribe to it (the Dispatcher's messages about leases granted by
+  // another replica). Best effort: a failure is dropped, as is a message
+  // nobody receives. Changes no queue state.
+  void Announce(const std::string& queue, std::string message) const;
   // The pub/sub channel of `queue`'s job events (store/queue_events.h).
   std::string EventsChannel(const std::string& queue) const;
 
