@@ -26,28 +26,21 @@ func resolveAddr(addr string) string {
 	return DefaultAddr
 }
 
-// The default service configs (load balancing) of the channels, used when
-// the resolver supplies none; a grpc.WithDefaultServiceConfig given in
-// WithDialOptions replaces them (it is applied later). With a target that
-// resolves to a single address both behave alike.
-const (
-	// clientServiceConfig, of a Client's channel: round_robin, so a target
-	// that resolves to several brokers (dns:/// of a Kubernetes headless
-	// Service) gets a subchannel to each and the calls spread over them.
-	clientServiceConfig = `{"loadBalancingConfig": [{"round_robin": {}}]}`
-	// workerServiceConfig, of a Worker's channel: pick_first over the
-	// addresses in random order. A Claim stream's slot frees only when its
-	// job is acked or failed through the broker that holds the stream
-	// (broker.proto, Claim), so all of a Worker's calls go to one broker
-	// (round_robin would send its acks to the others and stall the stream
-	// until leases expire); the shuffle spreads Worker processes over the
-	// brokers.
-	workerServiceConfig = `{"loadBalancingConfig": [{"pick_first": {"shuffleAddressList": true}}]}`
-)
+// serviceConfig is the default service config (load balancing) of every
+// channel, Client's and Worker's, used when the resolver supplies none; a
+// grpc.WithDefaultServiceConfig given in WithDialOptions replaces it (it is
+// applied later). round_robin: a target that resolves to several brokers
+// (dns:/// of a Kubernetes headless Service) gets a subchannel to each and
+// the calls spread over them. A Worker's Claim stream stays on one broker
+// while its AckBatch, Fail and ExtendLease calls spread: a broker that
+// settles a job of another broker's stream tells that broker, which frees
+// the stream's slot at once (broker.proto, Claim). With a target that
+// resolves to a single address it behaves as pick_first.
+const serviceConfig = `{"loadBalancingConfig": [{"round_robin": {}}]}`
 
 // newConn opens the channel to addr with the default service config
 // serviceConfig.
-func newConn(addr string, cfg *clientConfig, serviceConfig string) (*grpc.ClientConn, error) {
+func newConn(addr string, cfg *clientConfig) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(serviceConfig),

@@ -93,7 +93,7 @@ func WithTimeout(d time.Duration) Option {
 // WithTLS / WithTLSRootCA / WithTLSClientCert / WithToken, so transport
 // credentials given here replace the TLS (or the default plaintext) transport,
 // and grpc.WithDefaultServiceConfig given here replaces the default load
-// balancing (Client: round_robin; Worker: pick_first, shuffled), e.g.
+// balancing (round_robin), e.g.
 // grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"pick_first": {}}]}`).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(c *clientConfig) { c.dialOpts = append(c.dialOpts, opts...) }
@@ -127,7 +127,7 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	addr = resolveAddr(addr)
-	conn, err := newConn(addr, &cfg, clientServiceConfig)
+	conn, err := newConn(addr, &cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -225,7 +225,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	defer close(w.doneCh)
 
-	conn, err := newConn(w.addr, &w.cfg.conn, workerServiceConfig)
+	conn, err := newConn(w.addr, &w.cfg.conn)
 	if err != nil {
 		return err
 	}

@@ -157,7 +157,10 @@ type BrokerServiceClient interface {
 	// Opens a stream on which the broker pushes jobs as soon as one is due and
 	// the stream has a free slot. The worker never polls. At most max_in_flight
 	// jobs delivered on this stream are unfinished at any time; a slot frees when
-	// the job is Acked or Failed through this broker, or when its lease expires.
+	// the job is Acked or Failed, or when its lease expires. The Acks, Fails and
+	// ExtendLeases of the stream's jobs may go to any replica on the same Redis
+	// (a round_robin channel): one that did not grant the lease tells the one
+	// that did (best effort; else the slot frees when the lease expires).
 	// Jobs delivered on a stream keep their leases after the stream ends and may
 	// still be Acked / Failed with their tokens.
 	// Errors: INVALID_ARGUMENT (queues, max_in_flight, lease_ms, worker_id),
@@ -479,7 +482,10 @@ type BrokerServiceServer interface {
 	// Opens a stream on which the broker pushes jobs as soon as one is due and
 	// the stream has a free slot. The worker never polls. At most max_in_flight
 	// jobs delivered on this stream are unfinished at any time; a slot frees when
-	// the job is Acked or Failed through this broker, or when its lease expires.
+	// the job is Acked or Failed, or when its lease expires. The Acks, Fails and
+	// ExtendLeases of the stream's jobs may go to any replica on the same Redis
+	// (a round_robin channel): one that did not grant the lease tells the one
+	// that did (best effort; else the slot frees when the lease expires).
 	// Jobs delivered on a stream keep their leases after the stream ends and may
 	// still be Acked / Failed with their tokens.
 	// Errors: INVALID_ARGUMENT (queues, max_in_flight, lease_ms, worker_id),

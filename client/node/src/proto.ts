@@ -50,28 +50,19 @@ export function defaultAddress(): string {
 }
 
 /**
- * The default service config of a Client's channel: round_robin, so that a
- * target resolving to several brokers (`dns:///jobwire-headless.ns:50051`, a
- * Kubernetes headless Service) gets its calls spread over all of them, where
- * gRPC's own default (pick_first) would put every call of the process on one.
- * A target resolving to one address behaves as with pick_first. It is only a
- * default: a service config the resolver supplies wins (grpc-js), and so does
- * a `'grpc.service_config'` in the user's channelOptions (makeStub).
+ * The default service config of every channel (Client and Worker):
+ * round_robin, so that a target resolving to several brokers
+ * (`dns:///jobwire-headless.ns:50051`, a Kubernetes headless Service) gets
+ * its calls spread over all of them, where gRPC's own default (pick_first)
+ * would put every call of the process on one. A Worker's Claim stream stays
+ * on one broker while its AckBatch / Fail / ExtendLease calls spread: a
+ * broker that settles a job of another broker's stream tells that broker,
+ * which frees the stream's slot at once (broker.proto, Claim). A target
+ * resolving to one address behaves as with pick_first. It is only a default:
+ * a service config the resolver supplies wins (grpc-js), and so does a
+ * `'grpc.service_config'` in the user's channelOptions (makeStub).
  */
 export const ROUND_ROBIN_SERVICE_CONFIG = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
-
-/**
- * The default service config of a Worker's channel: pick_first over the
- * resolved addresses in random order, so that each Worker lands on one broker
- * picked at random (Workers spread over the brokers) and sends its Claim
- * stream and the calls about the jobs it delivered (AckBatch, Fail,
- * ExtendLease, ReportProgress) to that same broker. Not round_robin: a broker
- * frees a stream's slot only when the job is acked or failed through itself
- * (else at the lease's end, broker/core/dispatcher.h), so acks spread over
- * other brokers would leave the stream's slots busy for a whole lease each.
- * Overridden the same way as ROUND_ROBIN_SERVICE_CONFIG.
- */
-export const WORKER_SERVICE_CONFIG = JSON.stringify({ loadBalancingConfig: [{ pick_first: { shuffleAddressList: true } }] });
 
 /**
  * Channel options: reconnect quickly after a broker restart (grpc-js waits
@@ -203,22 +194,21 @@ export function makeConnection(options: SecurityOptions & { credentials?: grpc.C
 
 /**
  * A BrokerService stub on its own channel to `address`: CHANNEL_OPTIONS and
- * `serviceConfig` as the default service config (a Client's round_robin
- * unless told otherwise), under the caller's `channelOptions`, which win key
- * by key (its own `'grpc.service_config'` included). Insecure credentials
- * when none are given.
+ * ROUND_ROBIN_SERVICE_CONFIG as the default service config, under the
+ * caller's `channelOptions`, which win key by key (its own
+ * `'grpc.service_config'` included). Insecure credentials when none are
+ * given.
  */
 export function makeStub(
   address: string,
   credentials?: grpc.ChannelCredentials,
   channelOptions?: grpc.ChannelOptions,
-  serviceConfig: string = ROUND_ROBIN_SERVICE_CONFIG,
 ): BrokerClient {
   const proto = loadProto();
   const Ctor = proto.jobwire.v1.BrokerService;
   return new Ctor(address, credentials ?? grpc.credentials.createInsecure(), {
     ...CHANNEL_OPTIONS,
-    'grpc.service_config': serviceConfig,
+    'grpc.service_config': ROUND_ROBIN_SERVICE_CONFIG,
     ...(channelOptions ?? {}),
   });
 }

@@ -22,7 +22,7 @@ import { leaseEndedAgoMs } from './lease_rules';
 import { runLayers, type Middleware } from './middleware';
 import { OutcomeSender } from './outcome_sender';
 import { RunControl } from './run_control';
-import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, WORKER_SERVICE_CONFIG, type BrokerClient } from './proto';
+import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, type BrokerClient } from './proto';
 import { stderrLogger, type Logger, type RunOptions, type WorkerOptions } from './worker_options';
 import type { ClaimedJob__Output } from './generated/jobwire/v1/ClaimedJob';
 import type { ClaimResponse__Output } from './generated/jobwire/v1/ClaimResponse';
@@ -148,7 +148,7 @@ export class Worker extends EventEmitter {
     if (this.running || this.stopPromise) throw new Error('jobwire Worker: run() was already called');
     checkHandlerCount(this.handlers.size);
     this.running = true;
-    const stub = makeStub(this.address, this.credentials, this.channelOptions, WORKER_SERVICE_CONFIG);
+    const stub = makeStub(this.address, this.credentials, this.channelOptions);
     const acks = new AckCoalescer((batch) => sendAckBatch(stub, batch, this.timeoutMs, this.metadata()));
     const renewer = new LeaseRenewer({
       stub, metadata: this.metadata, timeoutMs: this.timeoutMs, requestLeaseMs: this.leaseMs ?? 0, log: this.log,

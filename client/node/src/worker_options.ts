@@ -37,9 +37,8 @@ export interface WorkerOptions extends SecurityOptions {
   credentials?: grpc.ChannelCredentials;
   /**
    * Extra grpc-js channel options, over the client's own (src/proto.ts).
-   * `'grpc.service_config'` replaces the default service config, the
-   * Worker's: pick_first over the shuffled addresses (WORKER_SERVICE_CONFIG in
-   * src/proto.ts).
+   * `'grpc.service_config'` replaces the default service config,
+   * round_robin (ROUND_ROBIN_SERVICE_CONFIG in src/proto.ts).
    */
   channelOptions?: grpc.ChannelOptions;
 }

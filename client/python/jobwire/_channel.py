@@ -37,23 +37,18 @@ CHANNEL_OPTIONS: Tuple[Tuple[str, int], ...] = (
     ("grpc.keepalive_timeout_ms", 20000),
 )
 
-# The default service configs of the channels (sync and asyncio, plaintext
-# and TLS), for a target that resolves to several brokers (``dns:///`` of a
-# Kubernetes headless Service):
-# - a Client's: round_robin, so its calls spread over every broker instead
-#   of pick_first's one;
-# - a Worker's: pick_first over the addresses in random order, so its Claim
-#   stream and the Acks, Fails and renewals of the jobs the stream delivered
-#   go to one broker (a stream's slot frees only when its job is settled
-#   through the broker that holds the stream: broker.proto, Claim), and the
-#   Workers of a fleet spread over the brokers.
-# With one address both behave alike. A default only: a service config the
-# resolver supplies wins, and so do the caller's ``channel_options``: their
-# own ``grpc.service_config`` replaces it, and ``grpc.lb_policy_name`` drops
-# it (gRPC core would otherwise let the service config win over that option).
-CLIENT_SERVICE_CONFIG = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
-WORKER_SERVICE_CONFIG = json.dumps(
-    {"loadBalancingConfig": [{"pick_first": {"shuffleAddressList": True}}]})
+# The default service config of every channel (Client and Worker, sync and
+# asyncio, plaintext and TLS): round_robin, so that a target resolving to
+# several brokers (``dns:///`` of a Kubernetes headless Service) gets its
+# calls spread over all of them instead of pick_first's one. A Worker's
+# Acks, Fails and renewals may then reach another broker than its Claim
+# stream's; that broker tells the stream's (broker.proto, Claim), which frees
+# the stream's slot at once. With one address nothing changes. A default
+# only: a service config the resolver supplies wins, and so do the caller's
+# ``channel_options``: their own ``grpc.service_config`` replaces it, and
+# ``grpc.lb_policy_name`` drops it (gRPC core would otherwise let the
+# service config win over that option).
+SERVICE_CONFIG = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
 
 TOKEN_ENV = "JOBWIRE_TOKEN"
 
@@ -171,15 +166,14 @@ class Security:
             ", error=%r" % str(self.error) if self.error else "")
 
 
-def channel_options(extra: Optional[Sequence[Tuple[str, object]]] = None,
-                    service_config: str = CLIENT_SERVICE_CONFIG
+def channel_options(extra: Optional[Sequence[Tuple[str, object]]] = None
                     ) -> List[Tuple[str, object]]:
-    """The options of a channel: CHANNEL_OPTIONS and `service_config`, then
-    the caller's ``extra``, which win (see CLIENT_SERVICE_CONFIG)."""
+    """The options of a channel: CHANNEL_OPTIONS and SERVICE_CONFIG, then
+    the caller's ``extra``, which win (see SERVICE_CONFIG)."""
     extra = dict(extra or ())
     options: Dict[str, object] = dict(CHANNEL_OPTIONS)
     if "grpc.lb_policy_name" not in extra:
-        options["grpc.service_config"] = service_config
+        options["grpc.service_config"] = SERVICE_CONFIG
     options.update(extra)
     return list(options.items())
 
@@ -191,20 +185,18 @@ def _credentials(security: Security) -> grpc.ChannelCredentials:
 
 
 def open_channel(addr: str, extra: Optional[Sequence[Tuple[str, object]]] = None,
-                 security: Optional[Security] = None,
-                 service_config: str = CLIENT_SERVICE_CONFIG) -> grpc.Channel:
-    options = channel_options(extra, service_config)
+                 security: Optional[Security] = None) -> grpc.Channel:
+    options = channel_options(extra)
     if security is not None and security.tls:
         return grpc.secure_channel(addr, _credentials(security), options=options)
     return grpc.insecure_channel(addr, options=options)
 
 
 def open_aio_channel(addr: str, extra: Optional[Sequence[Tuple[str, object]]] = None,
-                     security: Optional[Security] = None,
-                     service_config: str = CLIENT_SERVICE_CONFIG):
+                     security: Optional[Security] = None):
     import grpc.aio
 
-    options = channel_options(extra, service_config)
+    options = channel_options(extra)
     if security is not None and security.tls:
         return grpc.aio.secure_channel(addr, _credentials(security), options=options)
     return grpc.aio.insecure_channel(addr, options=options)

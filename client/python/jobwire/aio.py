@@ -21,7 +21,7 @@ import grpc
 import grpc.aio
 
 from ._ack_coalescer import AioAckCoalescer, aio_batch_sender
-from ._channel import (DEFAULT_TIMEOUT, WORKER_SERVICE_CONFIG, PemSource, Security,
+from ._channel import (DEFAULT_TIMEOUT, PemSource, Security,
                        open_aio_channel, resolve_addr)
 from ._claim_types import check_handlers, claim_types
 from ._errors import JobwireError
@@ -280,8 +280,7 @@ class Worker:
         self._stop_event = asyncio.Event()
         self._cond = asyncio.Condition()
         self._done = asyncio.Event()
-        self._channel = open_aio_channel(self.addr, self._channel_options, self._security,
-                                         WORKER_SERVICE_CONFIG)
+        self._channel = open_aio_channel(self.addr, self._channel_options, self._security)
         self._stub = pb_grpc.BrokerServiceStub(self._channel)
         # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
         self._acks = AioAckCoalescer(aio_batch_sender(self._stub, self._metadata))

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
-from ._channel import (DEFAULT_TIMEOUT, WORKER_SERVICE_CONFIG, PemSource, Security,
+from ._channel import (DEFAULT_TIMEOUT, PemSource, Security,
                        open_channel)
 from ._claim_types import check_handlers, claim_types
 from ._deadline_timer import DeadlineTimer
@@ -107,8 +107,7 @@ class Worker:
 
         self._handlers: Dict[str, Handler] = {}
         self._middlewares: List[Middleware] = []  # the first is the outermost
-        self._channel = open_channel(self.addr, channel_options, self._security,
-                                     WORKER_SERVICE_CONFIG)
+        self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerServiceStub(self._channel)
         self._pool = HandlerPool("jobwire")
         # Sends every job's final Ack / Fail and reports its outcome.

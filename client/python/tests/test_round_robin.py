@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from jobwire import Client, JobState, JobwireError, Worker, aio
-from jobwire._channel import CLIENT_SERVICE_CONFIG, WORKER_SERVICE_CONFIG, channel_options
+from jobwire._channel import SERVICE_CONFIG, channel_options
 from conftest import Broker, broker_stack, running, wait_for
 from test_worker import Outcomes
 
@@ -80,9 +80,7 @@ def _enqueue_until_both(enqueue, directs, queue, calls=200):
 def test_channel_options_default_and_overrides():
     opts = dict(channel_options())
     assert json.loads(opts["grpc.service_config"]) == {"loadBalancingConfig": [{"round_robin": {}}]}
-    assert opts["grpc.service_config"] == CLIENT_SERVICE_CONFIG
-    assert json.loads(dict(channel_options(service_config=WORKER_SERVICE_CONFIG))[
-        "grpc.service_config"]) == {"loadBalancingConfig": [{"pick_first": {"shuffleAddressList": True}}]}
+    assert opts["grpc.service_config"] == SERVICE_CONFIG
     # The caller's service config replaces the default ...
     assert dict(channel_options([("grpc.service_config", PICK_FIRST)]))[
         "grpc.service_config"] == PICK_FIRST
@@ -142,9 +140,8 @@ def test_channel_options_override_the_policy(two_stacks, queue, override):
 
 
 def test_worker_on_several_brokers_processes_every_job(shared_pair, queue):
-    """The Worker's one Claim stream is on one broker (pick_first over the
-    shuffled addresses), and so are its Acks: jobs enqueued through either
-    broker (one Redis) all complete."""
+    """The Worker's one Claim stream is on one broker; jobs enqueued through
+    either broker (one Redis) all complete."""
     a, b = shared_pair
     outcomes = Outcomes()
     w = Worker(both(a, b), [queue], concurrency=10, on_outcome=outcomes)
@@ -161,17 +158,22 @@ def test_worker_on_several_brokers_processes_every_job(shared_pair, queue):
 
 
 def test_worker_slots_free_at_once_with_several_brokers(shared_pair, queue):
-    """The broker frees a Claim stream's slot only for an Ack / Fail through
-    itself (broker.proto, Claim): round_robin would send about half of a
-    Worker's Acks to the other broker, whose slots would then wait for the
-    lease to end. The Worker's pick_first keeps them on its stream's broker."""
+    """The Worker's channel is round_robin too: its Acks go to both brokers,
+    and the broker that gets an Ack for the other's stream tells it, which
+    frees the stream's slot at once (broker.proto, Claim) instead of when the
+    lease ends."""
     a, b = shared_pair
-    w = Worker(both(a, b), [queue], concurrency=1, lease_ms=4000)
+    outcomes = Outcomes()
+    w = Worker(both(a, b), [queue], concurrency=1, lease_ms=30000, on_outcome=outcomes)
     w.register("rr", lambda job: None)
     with Client(a.addr) as da:
-        ids = [da.enqueue(queue, "rr").job_id for _ in range(4)]
+        ids = [da.enqueue(queue, "rr").job_id for _ in range(8)]
         with running(w):
             # One stream slot: each job is claimed once the previous one's
-            # Ack freed it (pick_first: about 10 ms for all four).
+            # Ack freed it; a slot held to its lease's end would take 30 s.
             wait_for(lambda: all(da.get_job(queue, i).state == JobState.COMPLETED for i in ids),
-                     timeout=3, what="every job to complete")
+                     timeout=10, what="every job to complete")
+    assert sorted(o.kind for o in outcomes.items) == ["ack_ok"] * 8
+    acks = [sum(v for (m, _), v in br.scrape_rpcs().items() if m in ("Ack", "AckBatch"))
+            for br in (a, b)]
+    assert all(acks), "Ack calls per broker: %s (round_robin spreads them)" % acks
