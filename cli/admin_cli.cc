@@ -6,60 +6,18 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "cli/format.h"
 #include "cli/table.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 
 namespace jobwire::cli {
-namespace {
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
-// "1.5s", "3m20s", "-" for zero.
-std::string Age(int64_t ms) {
-  if (ms <= 0) return "-";
-  // Whole seconds from one second on: "3m20s" rather than "3m20.123s".
-  return absl::FormatDuration(ms < 1000 ? absl::Milliseconds(ms) : absl::Seconds(ms / 1000));
-}
-
-// A job timeout setting: "no limit" for 0, "-1" (removed) as "the broker's",
-// else "5000 ms".
-std::string TimeoutText(int64_t ms) {
-  if (ms == 0) return "no limit";
-  if (ms < 0) return "the broker's";
-  return absl::StrCat(ms, " ms");
-}
-
-// Epoch ms as UTC time, "-" for zero.
-std::string Time(int64_t ms) {
-  if (ms <= 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
-}
-
-std::string StateName(v1::JobState state) {
-  return absl::AsciiStrToLower(absl::StripPrefix(v1::JobState_Name(state), "JOB_STATE_"));
-}
-
-// Printable text as it is, anything else as base64.
-std::string Bytes(const std::string& bytes) {
-  for (unsigned char c : bytes) {
-    if (c < 0x20 && c != '\n' && c != '\t') return "base64:" + absl::Base64Escape(bytes);
-  }
-  return bytes;
-}
-
-std::string Truncate(const std::string& text, size_t max) {
-  return text.size() <= max ? text : text.substr(0, max - 3) + "...";
-}
-
-}  // namespace
 
 AdminCli::AdminCli(client::ClientOptions connection, std::ostream* out, bool json)
     : client_(std::move(connection)),
@@ -125,6 +83,8 @@ absl::Status AdminCli::Stats(const std::string& queue) {
         << (q.has_default_job_timeout_ms() ? TimeoutText(q.default_job_timeout_ms())
                                             : "the broker's")
         << "\n"
+        << "rate limit:          "
+        << (q.has_rate_limit() ? RateLimitText(q.rate_limit()) : "none") << "\n"
         << "oldest due:          " << Age(q.oldest_due_age_ms()) << "\n";
   return absl::OkStatus();
 }
@@ -348,8 +308,38 @@ absl::Status AdminCli::Pause(const std::string& queue, bool paused) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// --rate-limit's text: COUNT/INTERVAL_MS[/BURST], or "off" (a RateLimit
+// with count 0: removed) when `may_remove`; "": none given.
+absl::StatusOr<std::optional<v1::RateLimit>> ParseRateLimitFlag(const std::string& text,
+                                                                 bool may_remove) {
+  if (text.empty()) return std::nullopt;
+  if (may_remove && text == "off") return v1::RateLimit();  // count 0: removed
+  std::vector<std::string> parts = absl::StrSplit(text, '/');
+  v1::RateLimit limit;
+  int32_t count = 0, burst = 0;
+  int64_t interval_ms = 0;
+  if ((parts.size() != 2 && parts.size() != 3) || !absl::SimpleAtoi(parts[0], &count) ||
+      !absl::SimpleAtoi(parts[1], &interval_ms) ||
+      (parts.size() == 3 && !absl::SimpleAtoi(parts[2], &burst))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rate-limit: must be COUNT/INTERVAL_MS[/BURST]",
+                     may_remove ? " or off" : "", ", got ", text));
+  }
+  limit.set_count(count);
+  limit.set_interval_ms(interval_ms);
+  limit.set_burst(burst);
+  return limit;
+}
+
+}  // namespace
+
 absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
-                                std::optional<int64_t> job_timeout_ms, bool create) {
+                                std::optional<int64_t> job_timeout_ms,
+                                const std::string& rate_limit, bool create) {
+  absl::StatusOr<std::optional<v1::RateLimit>> limit = ParseRateLimitFlag(rate_limit, !create);
+  if (!limit.ok()) return limit.status();
   grpc::Status status;
   int before = 0;
   if (create) {
@@ -357,6 +347,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     request.set_queue(queue);
     request.set_partitions(partitions);
     if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
+    if (*limit) *request.mutable_rate_limit() = **limit;
     v1::CreateQueueResponse response;
     status = admin_->CreateQueue(Context().get(), request, &response);
   } else {
@@ -364,6 +355,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     request.set_queue(queue);
     request.set_partitions(partitions);
     if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
+    if (*limit) *request.mutable_rate_limit() = **limit;
     v1::UpdateQueueResponse response;
     status = admin_->UpdateQueue(Context().get(), request, &response);
     before = response.previous_partitions();
@@ -374,6 +366,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     nlohmann::json out = {{"queue", queue}, {"partitions", now}};
     if (!create) out["previous_partitions"] = before;
     if (job_timeout_ms) out["default_job_timeout_ms"] = *job_timeout_ms;
+    if (*limit) out["rate_limit"] = rate_limit;
     *out_ << out.dump() << "\n";
     return absl::OkStatus();
   }
@@ -384,6 +377,10 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
   }
   if (job_timeout_ms) {
     *out_ << ", default job timeout " << TimeoutText(*job_timeout_ms);
+  }
+  if (*limit) {
+    *out_ << ", rate limit "
+          << ((*limit)->count() == 0 ? "removed" : RateLimitText(ResolvedBurst(**limit)));
   }
   *out_ << "\n";
   return absl::OkStatus();
@@ -420,75 +417,6 @@ absl::Status AdminCli::Enqueue(const std::string& queue, const std::string& type
   grpc::Status status = broker_->Enqueue(Context().get(), *request, &response);
   if (!status.ok()) return FromGrpc(status);
   *out_ << response.job_id() << (response.duplicate() ? " (duplicate)" : "") << "\n";
-  return absl::OkStatus();
-}
-
-absl::Status AdminCli::PutSchedule(const std::string& name, const std::string& queue,
-                                   const std::string& type, const ScheduleOptions& schedule,
-                                   const EnqueueOptions& job) {
-  v1::PutScheduleRequest request;
-  v1::Schedule* s = request.mutable_schedule();
-  s->set_name(name);
-  if (!schedule.cron.empty()) s->set_cron(schedule.cron);
-  if (schedule.interval_ms != 0) s->set_interval_ms(schedule.interval_ms);
-  s->set_time_zone(schedule.time_zone);
-  s->set_jitter_ms(schedule.jitter_ms);
-  s->set_start_at_ms(schedule.start_at_ms);
-  s->set_end_at_ms(schedule.end_at_ms);
-  if (schedule.catch_up == "once") {
-    s->set_catch_up(v1::Schedule::CATCH_UP_ONCE);
-  } else if (schedule.catch_up == "skip") {
-    s->set_catch_up(v1::Schedule::CATCH_UP_SKIP);
-  } else {
-    return absl::InvalidArgumentError("--catch-up: must be skip or once");
-  }
-  absl::StatusOr<v1::EnqueueRequest> enqueue = MakeEnqueue(queue, type, job);
-  if (!enqueue.ok()) return enqueue.status();
-  *s->mutable_job() = *std::move(enqueue);
-  v1::PutScheduleResponse response;
-  grpc::Status status = admin_->PutSchedule(Context().get(), request, &response);
-  if (!status.ok()) return FromGrpc(status);
-  if (json_) {
-    PrintJson(response);
-    return absl::OkStatus();
-  }
-  *out_ << (response.replaced() ? "replaced" : "created") << " schedule " << name
-        << ", next run " << Time(response.next_run_at_ms()) << " UTC\n";
-  return absl::OkStatus();
-}
-
-absl::Status AdminCli::Schedules() {
-  v1::ListSchedulesResponse response;
-  grpc::Status status = admin_->ListSchedules(Context().get(), v1::ListSchedulesRequest(), &response);
-  if (!status.ok()) return FromGrpc(status);
-  if (json_) {
-    PrintJson(response);
-    return absl::OkStatus();
-  }
-  Table table({"NAME", "WHEN", "QUEUE", "TYPE", "NEXT (UTC)", "LAST (UTC)", "LAST JOB"});
-  for (const v1::ScheduleInfo& info : response.schedules()) {
-    const v1::Schedule& s = info.schedule();
-    std::string when = s.timing_case() == v1::Schedule::kCron
-                           ? absl::StrCat(s.cron(), s.time_zone().empty() ? "" : " ", s.time_zone())
-                           : absl::StrCat("every ", s.interval_ms(), " ms");
-    table.AddRow({s.name(), when, s.job().queue(), s.job().type(), Time(info.next_run_at_ms()),
-                  Time(info.last_run_at_ms()), info.last_job_id().empty() ? "-" : info.last_job_id()});
-  }
-  *out_ << table.ToString();
-  return absl::OkStatus();
-}
-
-absl::Status AdminCli::DeleteSchedule(const std::string& name) {
-  v1::DeleteScheduleRequest request;
-  request.set_name(name);
-  v1::DeleteScheduleResponse response;
-  grpc::Status status = admin_->DeleteSchedule(Context().get(), request, &response);
-  if (!status.ok()) return FromGrpc(status);
-  if (json_) {
-    PrintJson(response);
-    return absl::OkStatus();
-  }
-  *out_ << (response.deleted() ? "deleted schedule " : "no schedule ") << name << "\n";
   return absl::OkStatus();
 }
 

@@ -85,10 +85,13 @@ class AdminCli {
   absl::Status DeleteQueue(const std::string& queue, bool force);
   absl::Status Pause(const std::string& queue, bool paused);
   // CreateQueue (with `create`) or UpdateQueue with `partitions` (0:
-  // unchanged, update only) and the default job timeout (nullopt: none /
-  // unchanged; -1 on update: removed).
+  // unchanged, update only), the default job timeout (nullopt: none /
+  // unchanged; -1 on update: removed) and the rate limit `rate_limit`
+  // ("COUNT/INTERVAL_MS[/BURST]"; "": none / unchanged; "off" on update:
+  // removed; INVALID_ARGUMENT naming --rate-limit when malformed).
   absl::Status SetQueue(const std::string& queue, int partitions,
-                        std::optional<int64_t> job_timeout_ms, bool create);
+                        std::optional<int64_t> job_timeout_ms, const std::string& rate_limit,
+                        bool create);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);
   // PutSchedule `name`, whose runs enqueue a job of `type` to `queue`.

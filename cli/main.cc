@@ -9,7 +9,9 @@
 //   jobwire delete-queue QUEUE [--force]
 //   jobwire pause QUEUE / jobwire resume QUEUE
 //   jobwire create-queue QUEUE [--partitions P] [--default-job-timeout-ms MS]
+//                              [--rate-limit COUNT/INTERVAL_MS[/BURST]]
 //   jobwire update-queue QUEUE [--partitions P] [--default-job-timeout-ms MS|-1]
+//                              [--rate-limit COUNT/INTERVAL_MS[/BURST]|off]
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //   jobwire put-schedule NAME QUEUE TYPE (--cron EXPR [--tz ZONE] | --every-ms MS) [options]
 //   jobwire schedules
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
   int create_partitions = 1;
   int update_partitions = 0;
   std::optional<int64_t> job_timeout_ms;
+  std::string rate_limit;
   CLI::App* create_queue = app.add_subcommand(
       "create-queue", "create a queue (with --partitions, one spread over a Redis Cluster)");
   add_queue(create_queue);
@@ -159,15 +162,20 @@ int main(int argc, char** argv) {
   create_queue->add_option("--default-job-timeout-ms", job_timeout_ms,
                            "timeout of a job enqueued without one (0: no limit; default: the "
                            "broker's --default_job_timeout_ms)");
+  create_queue->add_option("--rate-limit", rate_limit,
+                           "COUNT/INTERVAL_MS[/BURST]: at most COUNT jobs handed out per "
+                           "INTERVAL_MS, BURST at once (default COUNT); one partition only");
   add_json(create_queue);
   CLI::App* update_queue = app.add_subcommand(
-      "update-queue", "raise a queue's partition count, set its default job timeout");
+      "update-queue", "raise a queue's partition count, set its default job timeout or rate limit");
   add_queue(update_queue);
   update_queue->add_option("--partitions", update_partitions,
                            "1..256, at least the current count (default: unchanged)");
   update_queue->add_option("--default-job-timeout-ms", job_timeout_ms,
                            "timeout of a job enqueued without one (0: no limit; -1: the "
                            "broker's default again; default: unchanged)");
+  update_queue->add_option("--rate-limit", rate_limit,
+                           "COUNT/INTERVAL_MS[/BURST], or off to remove it (default: unchanged)");
   add_json(update_queue);
 
   jobwire::cli::EnqueueOptions enqueue_options;
@@ -261,9 +269,10 @@ int main(int argc, char** argv) {
   } else if (*pause || *resume) {
     status = cli.Pause(queue, static_cast<bool>(*pause));
   } else if (*create_queue) {
-    status = cli.SetQueue(queue, create_partitions, job_timeout_ms, /*create=*/true);
+    status = cli.SetQueue(queue, create_partitions, job_timeout_ms, rate_limit, /*create=*/true);
   } else if (*update_queue) {
-    status = cli.SetQueue(queue, update_partitions, job_timeout_ms, /*create=*/false);
+    status = cli.SetQueue(queue, update_partitions, job_timeout_ms, rate_limit,
+                          /*create=*/false);
   } else if (*enqueue) {
     status = cli.Enqueue(queue, type, enqueue_options);
   } else if (*put_schedule) {

@@ -472,18 +472,66 @@ local function promote_due(K, now, skipped)
   end
 end
 
+-- A queue's rate limit (docs/semantics.md, "Rate limits"): a token bucket.
+-- `limit` is the rate_limit key's value, '<count> <interval ms> <burst>'
+-- (set_queue.lua); the bucket key holds '<units> <at ms>', where a token is
+-- `interval` units and the bucket gains `count` units a ms up to `burst`
+-- tokens (integers throughout: burst * interval stays below 2^53). A
+-- missing bucket is full. Returns {count, interval, burst, units} at `now`,
+-- or nil for a malformed limit (then nothing is limited).
+local function rate_read(bucket_key, limit, now)
+  local count, interval, burst = string.match(limit, '^(%d+) (%d+) (%d+)$')
+  count, interval, burst = tonumber(count), tonumber(interval), tonumber(burst)
+  if not count or count < 1 or interval < 1 or burst < 1 then return nil end
+  local full = burst * interval
+  local units = full
+  local b = redis.call('GET', bucket_key)
+  if b then
+    local u, at = string.match(b, '^(%d+) (%d+)$')
+    if u then units = math.min(full, tonumber(u) + math.max(0, now - tonumber(at)) * count) end
+  end
+  return {count = count, interval = interval, burst = burst, units = units}
+end
+-- Ms until the bucket holds a whole token again.
+local function rate_wait(rate)
+  return math.max(1, math.ceil((rate.interval - rate.units) / rate.count))
+end
+-- Takes `n` tokens (n >= 1) at `now`; the key expires once the bucket
+-- would be full again (a missing bucket is full).
+local function rate_take(bucket_key, rate, n, now)
+  rate.units = rate.units - n * rate.interval
+  local to_full = math.ceil((rate.burst * rate.interval - rate.units) / rate.count)
+  redis.call('SET', bucket_key, int(rate.units) .. ' ' .. int(now), 'PX', int(to_full + 1000))
+end
+
 -- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
 -- contract, which see), of the types in `types` only unless it is empty;
 -- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
--- dead, claim (the record of this call), jobs, payloads. `now` is now_ms().
+-- dead, claim (the record of this call), jobs, payloads, rate_limit,
+-- rate_bucket. `now` is now_ms(). A rate-limited queue hands out at most
+-- the bucket's whole tokens; when it has none left and due jobs wait, the
+-- reply says no more is due (more 0, no other types) and next_due_in_ms is
+-- the ms until the next token, so that the broker's queue timer, not a
+-- stream, wakes up then.
 -- Returns claim.lua's reply. Called by claim.lua, and by enqueue.lua for the
 -- claim that rides along an enqueue (the broker's hand-off to a waiting
 -- stream).
 local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
-  if redis.call('EXISTS', K.paused) == 1 then return {-1, 0, {}, {}} end
+  -- One read for the paused flag and the rate limit, so that a queue
+  -- without a limit pays no command for their existence.
+  local control = redis.call('MGET', K.paused, K.rate_limit)
+  if control[1] then return {-1, 0, {}, {}} end
   local skipped = {}
 
   promote_due(K, now, skipped)
+  local rate = control[2] and rate_read(K.rate_bucket, control[2], now)
+  if rate then
+    want = math.min(want, math.floor(rate.units / rate.interval))
+    if want == 0 then
+      if redis.call('ZCARD', K.ready) > 0 then return {rate_wait(rate), 0, skipped, {}} end
+      return {next_due_in_ms(K, now), 0, skipped, {}}
+    end
+  end
 
   local out = {0, 0, skipped, {}}
   local claimed, bytes = 0, 0
@@ -552,9 +600,15 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     call_pairs('HSET', K.jobs, records)
     call_pairs('ZADD', K.active, active)
     redis.call('SET', K.claim, table.concat(ids, ' '), 'PX', int(lease_ms))
+    if rate then rate_take(K.rate_bucket, rate, claimed, now) end
   end
 
   local more, others = ready_left(K, types)
+  if more and rate and rate.units < rate.interval then
+    -- Due jobs left and no token: the next one comes in rate_wait ms.
+    out[1] = rate_wait(rate)
+    return out
+  end
   out[4] = others
   if more then out[2] = 1 else out[1] = next_due_in_ms(K, now) end
   return out

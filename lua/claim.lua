@@ -26,6 +26,8 @@
 -- KEYS[7] {p}:{q}:jobs (job records)
 -- KEYS[8] {p}:{q}:payloads
 -- KEYS[9] {p}:{q}:ready_by_type (the ready set's index by type)
+-- KEYS[10] {p}:{q}:rate_limit (the queue's rate limit, when it has one)
+-- KEYS[11] {p}:{q}:rate_bucket (its token bucket)
 -- ARGV[1] max jobs to claim (>= 1)
 -- ARGV[2] lease ms
 -- ARGV[3] claim id: lease token prefix (random, unique per call; job i gets
@@ -44,6 +46,10 @@
 -- only; else empty) lists the other types that have due jobs, so that the
 -- broker wakes a stream that takes them.
 --
+-- A rate-limited queue (set_queue.lua) hands out at most its bucket's whole
+-- tokens (ARGV[1] shrinks to them); with none left while due jobs wait,
+-- next_due_in_ms is the ms until the next token and more is 0.
+--
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): a claim starts runs whose Acks would store results past the limit;
 -- the Claim streams stay open and the broker tries again every second.
@@ -52,7 +58,8 @@ for i = 6, #ARGV do types[#types + 1] = ARGV[i] end
 events_open(KEYS[7])
 local out = claim_ready({ready = KEYS[1], scheduled = KEYS[2], active = KEYS[3],
                     paused = KEYS[4], dead = KEYS[5], claim = KEYS[6], jobs = KEYS[7],
-                    payloads = KEYS[8], by_type = KEYS[9]},
+                    payloads = KEYS[8], by_type = KEYS[9], rate_limit = KEYS[10],
+                    rate_bucket = KEYS[11]},
                    now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4],
                    tonumber(ARGV[5]), types)
 events_publish()

@@ -1,29 +1,39 @@
 #!lua flags=allow-oom
 -- set_queue.lua: creates a queue with its settings, or changes the settings
 -- of a queue (docs/redis-layout.md, "Queue settings" and "Partitioned
--- queues"): its partition count and its default job timeout. Both live with
--- partition 0; partition i > 0 is the queue "<q>#i". A count only grows: the
--- jobs of a partition dropped would be stranded. Announces a new count on
--- partition 0's notify channel ('partitions:<P>'), so that the Claim streams
--- of every broker replica start reading the new partitions. The default
--- timeout is read by the brokers (with the count, within about a second of
--- a change) and applied at Enqueue to jobs that give none.
+-- queues"): its partition count, its default job timeout and its rate
+-- limit. All live with partition 0; partition i > 0 is the queue "<q>#i". A
+-- count only grows: the jobs of a partition dropped would be stranded. A
+-- rate limit needs a queue of one partition (its token bucket lives with
+-- the one partition, and claim.lua reads both in one slot). Announces a new
+-- count on partition 0's notify channel ('partitions:<P>'), so that the
+-- Claim streams of every broker replica start reading the new partitions,
+-- and a changed rate limit with a wake-up ('0'), so that streams waiting
+-- for a token under the old limit claim again. The default timeout is read
+-- by the brokers (with the count, within about a second of a change) and
+-- applied at Enqueue to jobs that give none; the rate limit is read by
+-- every claim (claim.lua).
 --
 -- KEYS[1] {p}:{q}:partitions   the count (partition 0)
 -- KEYS[2] {p}:{q}:registered   exists once the queue is in the registry
 -- KEYS[3] {p}:{q}:job_timeout  the default job timeout in ms
+-- KEYS[4] {p}:{q}:rate_limit   '<count> <interval ms> <burst>'
+-- KEYS[5] {p}:{q}:rate_bucket  the limit's token bucket (claim.lua)
 -- ARGV[1] the partition count, 1..256; 0: unchanged ('update' only)
 -- ARGV[2] 'create' (refused when the queue exists: registered or counted)
 --         or 'update' (refused when it does not)
 -- ARGV[3] notify channel {p}:{q}:notify
 -- ARGV[4] the default job timeout: '' unchanged, '-1' removed, else ms
 --         (0..604800000, checked by the broker)
+-- ARGV[5] the rate limit: '' unchanged, '-' removed, else '<count>
+--         <interval ms> <burst>' (checked by the broker)
 -- Returns {'OK', old count} (1 when none was set) | {'EXISTS', count} |
 -- {'MISSING', 1} | {'SHRINK', count} (refused: the count is larger;
--- nothing changed).
+-- nothing changed) | {'LIMITED', count} (refused: a rate limit and more
+-- than one partition; nothing changed).
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): an operator's
--- control; it stores two small strings.
+-- control; it stores a few small strings.
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local exists = current > 0 or redis.call('EXISTS', KEYS[2]) == 1
 local old = current > 0 and current or 1
@@ -32,10 +42,25 @@ if ARGV[2] == 'update' and not exists then return {'MISSING', 1} end
 local given = tonumber(ARGV[1])
 local wanted = given > 0 and given or old
 if wanted < old then return {'SHRINK', old} end
+local limited
+if ARGV[5] == '-' then
+  limited = false
+elseif ARGV[5] ~= '' then
+  limited = true
+else
+  limited = redis.call('EXISTS', KEYS[4]) == 1
+end
+if limited and wanted > 1 then return {'LIMITED', old} end
 if ARGV[4] == '-1' then
   redis.call('DEL', KEYS[3])
 elseif ARGV[4] ~= '' then
   redis.call('SET', KEYS[3], ARGV[4])
+end
+if ARGV[5] == '-' then
+  if redis.call('DEL', KEYS[4], KEYS[5]) > 0 then redis.call('SPUBLISH', ARGV[3], '0') end
+elseif ARGV[5] ~= '' then
+  redis.call('SET', KEYS[4], ARGV[5])
+  redis.call('SPUBLISH', ARGV[3], '0')
 end
 if given > 0 then redis.call('SET', KEYS[1], wanted) end
 if wanted ~= old then redis.call('SPUBLISH', ARGV[3], 'partitions:' .. wanted) end

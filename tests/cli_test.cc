@@ -397,7 +397,31 @@ TEST_F(CliTest, QueueDefaultJobTimeout) {
 
   r = Cli({"update-queue", "timed"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("partitions or default_job_timeout_ms must be given"));
+  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms or rate_limit must be given"));
+}
+
+// create-queue / update-queue with a rate limit, shown by stats; off
+// removes it; a malformed flag is refused naming it, a partitioned one by
+// the broker naming rate_limit.
+TEST_F(CliTest, QueueRateLimit) {
+  CliResult r = Cli({"create-queue", "metered", "--rate-limit", "5/1000"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "created queue metered with 1 partition(s), rate limit 5 per 1000 ms, burst 5\n");
+  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("rate limit:          5 per 1000 ms, burst 5\n"));
+  r = Cli({"update-queue", "metered", "--rate-limit", "10/60000/2"});
+  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), rate limit 10 per 60000 ms, burst 2\n")
+      << r.err;
+  r = Cli({"update-queue", "metered", "--rate-limit", "off"});
+  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), rate limit removed\n") << r.err;
+  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("rate limit:          none\n"));
+
+  r = Cli({"create-queue", "other", "--rate-limit", "5 per second"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--rate-limit: must be COUNT/INTERVAL_MS[/BURST], got 5 per second"));
+  r = Cli({"create-queue", "other", "--partitions", "4", "--rate-limit", "5/1000"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("rate_limit: a rate-limited queue has one partition"));
 }
 
 // put-schedule / schedules / delete-schedule: a schedule every second

@@ -177,7 +177,9 @@ TEST_F(ScheduleTest, TwoReplicasEnqueueEachIntervalRunOnceAndOneGoesOnAlone) {
   runs = AwaitRuns("sched.tick", "tick", before + 2);
   int64_t previous = 0;
   for (const auto& [instant, job] : runs) {
-    if (previous != 0) EXPECT_EQ(instant - previous, 1000);
+    if (previous != 0) {
+      EXPECT_EQ(instant - previous, 1000);
+    }
     previous = instant;
   }
   std::vector<v1::ScheduleInfo> listed = List();

@@ -41,14 +41,16 @@ QueueAdmin::QueueAdmin(const store::JobStore* jobs, const store::AdminStore* adm
 
 void QueueAdmin::CreateQueue(const std::string& queue, int partitions,
                              std::optional<int64_t> job_timeout_ms,
+                             std::optional<v1::RateLimit> rate_limit,
                              store::Callback<bool> done) const {
   admin_->SetQueue(
-      queue, partitions, /*create=*/true, job_timeout_ms,
-      [this, queue, partitions, job_timeout_ms,
+      queue, partitions, /*create=*/true, job_timeout_ms, rate_limit,
+      [this, queue, partitions, job_timeout_ms, rate_limit,
        done = std::move(done)](absl::StatusOr<int> before) mutable {
         if (!before.ok()) return done(before.status());
         partitions_->Set(queue, partitions);
         partitions_->SetDefaultJobTimeout(queue, job_timeout_ms);
+        partitions_->SetRateLimit(queue, rate_limit);
         jobs_->RegisterQueue(queue, [done = std::move(done)](absl::StatusOr<bool> registered) {
           if (!registered.ok()) return done(registered.status());
           done(true);
@@ -58,10 +60,11 @@ void QueueAdmin::CreateQueue(const std::string& queue, int partitions,
 
 void QueueAdmin::UpdateQueue(const std::string& queue, int given_partitions,
                              std::optional<int64_t> job_timeout_ms,
+                             std::optional<v1::RateLimit> rate_limit,
                              store::Callback<int> done) const {
   admin_->SetQueue(
-      queue, given_partitions, /*create=*/false, job_timeout_ms,
-      [this, queue, given_partitions, job_timeout_ms,
+      queue, given_partitions, /*create=*/false, job_timeout_ms, rate_limit,
+      [this, queue, given_partitions, job_timeout_ms, rate_limit,
        done = std::move(done)](absl::StatusOr<int> before) mutable {
         if (!before.ok()) return done(before.status());
         const int old = *before;
@@ -70,6 +73,10 @@ void QueueAdmin::UpdateQueue(const std::string& queue, int given_partitions,
         if (job_timeout_ms) {
           partitions_->SetDefaultJobTimeout(
               queue, *job_timeout_ms == store::kRemoveJobTimeout ? std::nullopt : job_timeout_ms);
+        }
+        if (rate_limit) {
+          partitions_->SetRateLimit(
+              queue, rate_limit->count() == 0 ? std::nullopt : rate_limit);
         }
         if (partitions == old) return done(old);
         // New partitions of a paused queue are paused too (partition 0's
@@ -135,6 +142,7 @@ void QueueAdmin::Stats(const std::string& queue, store::Callback<v1::QueueStats>
     if (settings->default_job_timeout_ms) {
       gather->answers[0].set_default_job_timeout_ms(*settings->default_job_timeout_ms);
     }
+    if (settings->rate_limit) *gather->answers[0].mutable_rate_limit() = *settings->rate_limit;
     for (int p = 0; p < count; ++p) {
       admin_->Stats(store::PartitionQueue(queue, p),
                     [gather, done](absl::StatusOr<v1::QueueStats> stats) {

@@ -29,13 +29,13 @@ QueuePartitions::QueuePartitions(const store::JobStore* store, absl::Duration re
 void QueuePartitions::LookupSettings(const std::string& queue,
                                      store::Callback<store::QueueSettings> done) {
   const absl::Time now = absl::Now();
-  store::QueueSettings known{0, std::nullopt};
+  store::QueueSettings known{0, std::nullopt, std::nullopt};
   bool read = false;
   {
     absl::MutexLock lock(&mu_);
     Entry& entry = entries_[queue];
     entry.used_at = now;
-    known = store::QueueSettings{entry.partitions, entry.job_timeout_ms};
+    known = store::QueueSettings{entry.partitions, entry.job_timeout_ms, entry.rate_limit};
     if (known.partitions == 0) entry.waiters.push_back(std::move(done));
     if (!entry.reading && (known.partitions == 0 || now - entry.read_at >= refresh_)) {
       entry.reading = read = true;
@@ -116,6 +116,7 @@ void QueuePartitions::OnRead(const std::string& queue,
       entry.read_at = absl::Now();
       grew = Record(entry, settings->partitions);
       entry.job_timeout_ms = settings->default_job_timeout_ms;
+      entry.rate_limit = settings->rate_limit;
     } else if (entry.partitions == 0) {
       entries_.erase(it);  // the next lookup reads again
     }
@@ -140,6 +141,13 @@ void QueuePartitions::SetDefaultJobTimeout(const std::string& queue,
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(queue);
   if (it != entries_.end()) it->second.job_timeout_ms = timeout_ms;
+}
+
+void QueuePartitions::SetRateLimit(const std::string& queue,
+                                   std::optional<v1::RateLimit> rate_limit) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(queue);
+  if (it != entries_.end()) it->second.rate_limit = std::move(rate_limit);
 }
 
 void QueuePartitions::Grown(const std::string& queue, int count) {

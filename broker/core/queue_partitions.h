@@ -1,5 +1,5 @@
 // QueuePartitions: each queue's settings as this broker last read them (how
-// many partitions it has, and its default job timeout), and which partition
+// many partitions it has, its default job timeout and its rate limit), and which partition
 // a new job goes to (docs/semantics.md, "Partitioned queues").
 //
 // The settings live in Redis (JobStore::GetQueueSettings; the Admin service
@@ -54,6 +54,9 @@ class QueuePartitions {
   // Records a default job timeout learnt otherwise (this broker's own
   // change), or its removal (nullopt), for a queue read before.
   void SetDefaultJobTimeout(const std::string& queue, std::optional<int64_t> timeout_ms);
+  // Records a rate limit learnt otherwise, or its removal (nullopt), as
+  // SetDefaultJobTimeout.
+  void SetRateLimit(const std::string& queue, std::optional<v1::RateLimit> rate_limit);
 
   // Adds a listener called with (queue, new count) whenever a count grows.
   // Add every listener before use.
@@ -74,6 +77,7 @@ class QueuePartitions {
   struct Entry {
     int partitions = 0;  // 0 until first read
     std::optional<int64_t> job_timeout_ms;
+    std::optional<v1::RateLimit> rate_limit;
     absl::Time read_at;
     absl::Time used_at;
     bool reading = false;

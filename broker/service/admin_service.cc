@@ -12,6 +12,16 @@
 #include "broker/service/counted_reactor.h"
 
 namespace jobwire::service {
+namespace {
+
+// The request's rate limit (burst resolved); nullopt when it gives none.
+template <typename Request>
+std::optional<v1::RateLimit> RateLimitOf(const Request& request) {
+  if (!request.has_rate_limit()) return std::nullopt;
+  return ResolvedRateLimit(request.rate_limit());
+}
+
+}  // namespace
 
 AdminService::AdminService(const core::QueueAdmin* admin, const core::ScheduleAdmin* schedules,
                            const Authorizer* authorizer, Limits limits)
@@ -164,6 +174,7 @@ grpc::ServerUnaryReactor* AdminService::CreateQueue(grpc::CallbackServerContext*
                       req->has_default_job_timeout_ms()
                           ? std::optional<int64_t>(req->default_job_timeout_ms())
                           : std::nullopt,
+                      RateLimitOf(*req),
                       [reactor](absl::StatusOr<bool> created) {
                         if (FinishIfError(reactor, created.status())) return;
                         reactor->Finish(grpc::Status::OK);
@@ -181,6 +192,7 @@ grpc::ServerUnaryReactor* AdminService::UpdateQueue(grpc::CallbackServerContext*
                       req->has_default_job_timeout_ms()
                           ? std::optional<int64_t>(req->default_job_timeout_ms())
                           : std::nullopt,
+                      RateLimitOf(*req),
                       [reactor, resp](absl::StatusOr<int> before) {
                         if (FinishIfError(reactor, before.status())) return;
                         resp->set_previous_partitions(*before);

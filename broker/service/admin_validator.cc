@@ -50,6 +50,41 @@ std::string FormatPageToken(int partition, int64_t offset) {
   return absl::StrCat(partition, ":", offset);
 }
 
+namespace {
+
+constexpr int32_t kMaxRateCount = 1000000;
+constexpr int64_t kMaxRateIntervalMs = 86400000;  // a day
+
+// A rate limit's fields (RateLimit in admin.proto); with `may_remove`, a
+// RateLimit with only count 0 (UpdateQueue's removal) passes too.
+absl::Status ValidateRateLimit(const v1::RateLimit& limit, bool may_remove) {
+  if (may_remove && limit.count() == 0 && limit.interval_ms() == 0 && limit.burst() == 0) {
+    return absl::OkStatus();
+  }
+  if (limit.count() < 1 || limit.count() > kMaxRateCount) {
+    return Invalid("rate_limit.count",
+                   absl::StrCat("must be in 1..", kMaxRateCount,
+                                may_remove ? " (or 0 alone, to remove the limit)" : "", ", got ",
+                                limit.count()));
+  }
+  if (limit.interval_ms() < 1 || limit.interval_ms() > kMaxRateIntervalMs) {
+    return Invalid("rate_limit.interval_ms", absl::StrCat("must be in 1..", kMaxRateIntervalMs,
+                                                          ", got ", limit.interval_ms()));
+  }
+  if (limit.burst() < 0 || limit.burst() > kMaxRateCount) {
+    return Invalid("rate_limit.burst", absl::StrCat("must be 0 (count) or in 1..", kMaxRateCount,
+                                                    ", got ", limit.burst()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+v1::RateLimit ResolvedRateLimit(v1::RateLimit limit) {
+  if (limit.count() > 0 && limit.burst() == 0) limit.set_burst(limit.count());
+  return limit;
+}
+
 absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r) {
   JW_RETURN_IF_ERROR(ValidateQueueName("queue", r.queue()));
   if (r.partitions() < 0 || r.partitions() > store::kMaxPartitions) {
@@ -61,6 +96,14 @@ absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r) {
     return Invalid("default_job_timeout_ms",
                    absl::StrCat("must be in 0..", kMaxJobTimeoutMs, " (0: no limit), got ",
                                 r.default_job_timeout_ms()));
+  }
+  if (r.has_rate_limit()) {
+    JW_RETURN_IF_ERROR(ValidateRateLimit(r.rate_limit(), /*may_remove=*/false));
+    if (r.partitions() > 1) {
+      return Invalid("rate_limit", absl::StrCat("a rate-limited queue has one partition, got "
+                                                "partitions ",
+                                                r.partitions()));
+    }
   }
   return absl::OkStatus();
 }
@@ -78,9 +121,13 @@ absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
                    absl::StrCat("must be -1 (remove) or 0..", kMaxJobTimeoutMs,
                                 " (0: no limit), got ", r.default_job_timeout_ms()));
   }
-  if (r.partitions() == 0 && !r.has_default_job_timeout_ms()) {
+  if (r.has_rate_limit()) {
+    JW_RETURN_IF_ERROR(ValidateRateLimit(r.rate_limit(), /*may_remove=*/true));
+  }
+  if (r.partitions() == 0 && !r.has_default_job_timeout_ms() && !r.has_rate_limit()) {
     return Invalid("partitions",
-                   "partitions or default_job_timeout_ms must be given: nothing to change");
+                   "partitions, default_job_timeout_ms or rate_limit must be given: nothing to "
+                   "change");
   }
   return absl::OkStatus();
 }

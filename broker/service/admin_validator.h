@@ -26,6 +26,9 @@ absl::Status ValidateDeleteJob(const v1::DeleteJobRequest& r);
 absl::Status ValidateDeleteQueue(const v1::DeleteQueueRequest& r);
 absl::Status ValidatePurgeDead(const v1::PurgeDeadRequest& r);
 
+// `limit` with burst 0 replaced by count (RateLimit.burst's default).
+v1::RateLimit ResolvedRateLimit(v1::RateLimit limit);
+
 absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r);
 
 // The limits of admin.proto's Schedule; its job as an Enqueue under

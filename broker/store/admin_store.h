@@ -99,13 +99,17 @@ class AdminStore {
   // (ALREADY_EXISTS when it is registered or has a count); else changes the
   // settings of an existing queue (NOT_FOUND when it is neither; partitions
   // 0 leaves the count). `job_timeout_ms`: the queue's default job timeout,
-  // kRemoveJobTimeout to remove it, nullopt to leave it. Returns the count
-  // before. FAILED_PRECONDITION when `partitions` is below it (a count only
-  // grows), and nothing changes. REQUIRES: 0 <= partitions <=
-  // kMaxPartitions (>= 1 with `create`); job_timeout_ms -1..7 days. The
+  // kRemoveJobTimeout to remove it, nullopt to leave it. `rate_limit`: the
+  // queue's rate limit, one of count 0 to remove it, nullopt to leave it.
+  // Returns the count before. FAILED_PRECONDITION when `partitions` is below
+  // it (a count only grows), or when the queue would have more than one
+  // partition and a rate limit; then nothing changes. REQUIRES: 0 <=
+  // partitions <= kMaxPartitions (>= 1 with `create`); job_timeout_ms -1..7
+  // days; rate_limit valid (ValidateRateLimit) with burst resolved. The
   // caller registers a created queue (JobStore::RegisterQueue).
   void SetQueue(const std::string& queue, int partitions, bool create,
-                std::optional<int64_t> job_timeout_ms, Callback<int> done) const;
+                std::optional<int64_t> job_timeout_ms, std::optional<v1::RateLimit> rate_limit,
+                Callback<int> done) const;
 
   // PING: OK once Redis answers PONG; the connection's error otherwise.
   void Ping(std::function<void(absl::Status)> done) const;

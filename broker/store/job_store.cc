@@ -6,7 +6,9 @@
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "broker/base/error_reason.h"
 #include "broker/base/logging.h"
 #include "broker/store/job_record.h"
@@ -231,7 +233,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
       scripts_->Get("enqueue"),
       {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
        keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry(), keys.Active(),
-       keys.Paused(), keys.Dead(), keys.Claim(claim_id), keys.ReadyByType()},
+       keys.Paused(), keys.Dead(), keys.Claim(claim_id), keys.ReadyByType(), keys.RateLimit(),
+       keys.RateBucket()},
       std::move(args),
       [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -281,7 +284,8 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
   scripts_->Eval(
       scripts_->Get("claim"),
       {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
-       keys.Claim(claim_id), keys.Jobs(), keys.Payloads(), keys.ReadyByType()},
+       keys.Claim(claim_id), keys.Jobs(), keys.Payloads(), keys.ReadyByType(), keys.RateLimit(),
+       keys.RateBucket()},
       std::move(args),
       [queue, lease_ms, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
@@ -512,10 +516,10 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
 void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const {
   const Keys keys = KeysFor(queue);
   client_->Command(
-      {"MGET", keys.Partitions(), keys.JobTimeout()},
+      {"MGET", keys.Partitions(), keys.JobTimeout(), keys.RateLimit()},
       [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        if (reply->elements.size() != 2) return done(absl::InternalError("bad MGET reply"));
+        if (reply->elements.size() != 3) return done(absl::InternalError("bad MGET reply"));
         QueueSettings settings;
         const RedisReply& count = reply->elements[0];
         if (!count.is_nil()) {
@@ -531,8 +535,33 @@ void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings
           if (ms < 0) return done(absl::InternalError("bad default job timeout in redis"));
           settings.default_job_timeout_ms = ms;
         }
+        const RedisReply& limit = reply->elements[2];
+        if (!limit.is_nil()) {
+          settings.rate_limit = ParseRateLimit(limit.str);
+          if (!settings.rate_limit) return done(absl::InternalError("bad rate limit in redis"));
+        }
         done(settings);
       });
+}
+
+std::string RateLimitValue(const v1::RateLimit& limit) {
+  return absl::StrCat(limit.count(), " ", limit.interval_ms(), " ", limit.burst());
+}
+
+std::optional<v1::RateLimit> ParseRateLimit(absl::string_view value) {
+  std::vector<absl::string_view> parts = absl::StrSplit(value, ' ');
+  int32_t count = 0, burst = 0;
+  int64_t interval_ms = 0;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &count) ||
+      !absl::SimpleAtoi(parts[1], &interval_ms) || !absl::SimpleAtoi(parts[2], &burst) ||
+      count < 1 || interval_ms < 1 || burst < 1) {
+    return std::nullopt;
+  }
+  v1::RateLimit limit;
+  limit.set_count(count);
+  limit.set_interval_ms(interval_ms);
+  limit.set_burst(burst);
+  return limit;
 }
 
 void JobStore::ListQueues(Callback<std::vector<std::string>> done) const {

@@ -19,6 +19,7 @@
 #include "broker/store/keys.h"
 #include "broker/store/redis_commands.h"
 #include "broker/store/script_runner.h"
+#include "jobwire/v1/admin.pb.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::store {
@@ -107,7 +108,15 @@ struct QueueSettings {
   int partitions = 1;
   // The timeout of a job enqueued without one; none: the broker's default.
   std::optional<int64_t> default_job_timeout_ms;
+  // The queue's rate limit (burst resolved); none: unlimited.
+  std::optional<v1::RateLimit> rate_limit;
 };
+
+// A rate limit as Keys::RateLimit holds it: '<count> <interval ms> <burst>'
+// (lua/_lib.lua, rate_read). REQUIRES: burst resolved (not 0).
+std::string RateLimitValue(const v1::RateLimit& limit);
+// The rate limit of a Keys::RateLimit value; nullopt when malformed.
+std::optional<v1::RateLimit> ParseRateLimit(absl::string_view value);
 
 // A job whose expired lease Reap settled.
 struct ReapedJob {
@@ -246,8 +255,8 @@ class JobStore {
   // and past its retention (not trimmed yet).
   void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
 
-  // The settings of `queue` (MGET of Keys::Partitions and JobTimeout;
-  // partitions 1 when unset).
+  // The settings of `queue` (MGET of Keys::Partitions, JobTimeout and
+  // RateLimit; partitions 1 when unset).
   void GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const;
 
   // SMEMBERS of the registry: store names, so a partitioned queue appears

@@ -104,6 +104,11 @@ class Keys {
   std::string Partitions() const { return base_ + "partitions"; }
   // Partition 0 only: the queue's default job timeout in ms, when set.
   std::string JobTimeout() const { return base_ + "job_timeout"; }
+  // The queue's rate limit, when set ('<count> <interval ms> <burst>'), and
+  // its token bucket ('<units> <at ms>'): claim.lua's. Queues of one
+  // partition only (set_queue.lua refuses a limit with more).
+  std::string RateLimit() const { return base_ + "rate_limit"; }
+  std::string RateBucket() const { return base_ + "rate_bucket"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);

@@ -97,7 +97,7 @@ func (x Schedule_CatchUp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Schedule_CatchUp.Descriptor instead.
 func (Schedule_CatchUp) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{23, 0}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{24, 0}
 }
 
 type QueueStats struct {
@@ -124,8 +124,11 @@ type QueueStats struct {
 	// limit); absent when the queue has none (the broker's
 	// --default_job_timeout_ms applies).
 	DefaultJobTimeoutMs *int64 `protobuf:"varint,10,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The queue's rate limit (CreateQueue / UpdateQueue); absent when it has
+	// none.
+	RateLimit     *RateLimit `protobuf:"bytes,11,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueStats) Reset() {
@@ -228,6 +231,83 @@ func (x *QueueStats) GetDefaultJobTimeoutMs() int64 {
 	return 0
 }
 
+func (x *QueueStats) GetRateLimit() *RateLimit {
+	if x != nil {
+		return x.RateLimit
+	}
+	return nil
+}
+
+// A queue's rate limit (docs/semantics.md, "Rate limits"): a token bucket
+// in Redis, shared by every broker replica and every worker. Claims take a
+// token per job; the bucket gains `count` tokens every `interval_ms`
+// (continuously), up to `burst`. Over any span of T ms the queue hands out
+// at most burst + count * T / interval_ms jobs. A queue with a rate limit
+// has one partition.
+type RateLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Jobs per interval: 1..1000000.
+	Count int32 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// The interval in ms: 1..86400000 (a day).
+	IntervalMs int64 `protobuf:"varint,2,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	// The most jobs handed out at once after a quiet spell: 1..1000000; 0
+	// means count.
+	Burst         int32 `protobuf:"varint,3,opt,name=burst,proto3" json:"burst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimit) Reset() {
+	*x = RateLimit{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimit) ProtoMessage() {}
+
+func (x *RateLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
+func (*RateLimit) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RateLimit) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *RateLimit) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *RateLimit) GetBurst() int32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
 type CreateQueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -238,13 +318,15 @@ type CreateQueueRequest struct {
 	// days); 0: no limit. Absent: the broker's --default_job_timeout_ms.
 	// Broker replicas apply a change within about a second.
 	DefaultJobTimeoutMs *int64 `protobuf:"varint,3,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The queue's rate limit; absent: none. Only with partitions 0 or 1.
+	RateLimit     *RateLimit `protobuf:"bytes,4,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateQueueRequest) Reset() {
 	*x = CreateQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[1]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +338,7 @@ func (x *CreateQueueRequest) String() string {
 func (*CreateQueueRequest) ProtoMessage() {}
 
 func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[1]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +351,7 @@ func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateQueueRequest) GetQueue() string {
@@ -293,6 +375,13 @@ func (x *CreateQueueRequest) GetDefaultJobTimeoutMs() int64 {
 	return 0
 }
 
+func (x *CreateQueueRequest) GetRateLimit() *RateLimit {
+	if x != nil {
+		return x.RateLimit
+	}
+	return nil
+}
+
 type CreateQueueResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -301,7 +390,7 @@ type CreateQueueResponse struct {
 
 func (x *CreateQueueResponse) Reset() {
 	*x = CreateQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[2]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +402,7 @@ func (x *CreateQueueResponse) String() string {
 func (*CreateQueueResponse) ProtoMessage() {}
 
 func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[2]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +415,7 @@ func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 type UpdateQueueRequest struct {
@@ -337,15 +426,21 @@ type UpdateQueueRequest struct {
 	// As CreateQueueRequest.default_job_timeout_ms; -1 removes the queue's
 	// own (the broker's --default_job_timeout_ms applies again); absent:
 	// unchanged. Jobs already enqueued keep their timeout. At least one of
-	// partitions and default_job_timeout_ms is required.
+	// partitions, default_job_timeout_ms and rate_limit is required.
 	DefaultJobTimeoutMs *int64 `protobuf:"varint,3,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Sets the queue's rate limit (it applies to the next claim on every
+	// replica; the bucket keeps its tokens, up to the new burst); a
+	// RateLimit with count 0 (and nothing else) removes it; absent:
+	// unchanged. A queue of more than one partition cannot have one, and a
+	// rate-limited queue cannot gain partitions (FAILED_PRECONDITION).
+	RateLimit     *RateLimit `protobuf:"bytes,4,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateQueueRequest) Reset() {
 	*x = UpdateQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[3]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +452,7 @@ func (x *UpdateQueueRequest) String() string {
 func (*UpdateQueueRequest) ProtoMessage() {}
 
 func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[3]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +465,7 @@ func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueRequest.ProtoReflect.Descriptor instead.
 func (*UpdateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UpdateQueueRequest) GetQueue() string {
@@ -394,6 +489,13 @@ func (x *UpdateQueueRequest) GetDefaultJobTimeoutMs() int64 {
 	return 0
 }
 
+func (x *UpdateQueueRequest) GetRateLimit() *RateLimit {
+	if x != nil {
+		return x.RateLimit
+	}
+	return nil
+}
+
 type UpdateQueueResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The count before the call.
@@ -404,7 +506,7 @@ type UpdateQueueResponse struct {
 
 func (x *UpdateQueueResponse) Reset() {
 	*x = UpdateQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[4]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +518,7 @@ func (x *UpdateQueueResponse) String() string {
 func (*UpdateQueueResponse) ProtoMessage() {}
 
 func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[4]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +531,7 @@ func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueResponse.ProtoReflect.Descriptor instead.
 func (*UpdateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UpdateQueueResponse) GetPreviousPartitions() int32 {
@@ -447,7 +549,7 @@ type ListQueuesRequest struct {
 
 func (x *ListQueuesRequest) Reset() {
 	*x = ListQueuesRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[5]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +561,7 @@ func (x *ListQueuesRequest) String() string {
 func (*ListQueuesRequest) ProtoMessage() {}
 
 func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[5]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +574,7 @@ func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesRequest.ProtoReflect.Descriptor instead.
 func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 type ListQueuesResponse struct {
@@ -485,7 +587,7 @@ type ListQueuesResponse struct {
 
 func (x *ListQueuesResponse) Reset() {
 	*x = ListQueuesResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[6]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +599,7 @@ func (x *ListQueuesResponse) String() string {
 func (*ListQueuesResponse) ProtoMessage() {}
 
 func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[6]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +612,7 @@ func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesResponse.ProtoReflect.Descriptor instead.
 func (*ListQueuesResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListQueuesResponse) GetQueues() []*QueueStats {
@@ -529,7 +631,7 @@ type GetQueueStatsRequest struct {
 
 func (x *GetQueueStatsRequest) Reset() {
 	*x = GetQueueStatsRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[7]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +643,7 @@ func (x *GetQueueStatsRequest) String() string {
 func (*GetQueueStatsRequest) ProtoMessage() {}
 
 func (x *GetQueueStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[7]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +656,7 @@ func (x *GetQueueStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueStatsRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetQueueStatsRequest) GetQueue() string {
@@ -573,7 +675,7 @@ type GetQueueStatsResponse struct {
 
 func (x *GetQueueStatsResponse) Reset() {
 	*x = GetQueueStatsResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +687,7 @@ func (x *GetQueueStatsResponse) String() string {
 func (*GetQueueStatsResponse) ProtoMessage() {}
 
 func (x *GetQueueStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[8]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +700,7 @@ func (x *GetQueueStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueStatsResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetQueueStatsResponse) GetStats() *QueueStats {
@@ -638,7 +740,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +752,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[9]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +765,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListJobsRequest) GetQueue() string {
@@ -719,7 +821,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +833,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[10]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +846,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -775,7 +877,7 @@ type RetryDeadRequest struct {
 
 func (x *RetryDeadRequest) Reset() {
 	*x = RetryDeadRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +889,7 @@ func (x *RetryDeadRequest) String() string {
 func (*RetryDeadRequest) ProtoMessage() {}
 
 func (x *RetryDeadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[11]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +902,7 @@ func (x *RetryDeadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryDeadRequest.ProtoReflect.Descriptor instead.
 func (*RetryDeadRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RetryDeadRequest) GetQueue() string {
@@ -840,7 +942,7 @@ type RetryDeadResponse struct {
 
 func (x *RetryDeadResponse) Reset() {
 	*x = RetryDeadResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +954,7 @@ func (x *RetryDeadResponse) String() string {
 func (*RetryDeadResponse) ProtoMessage() {}
 
 func (x *RetryDeadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[12]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +967,7 @@ func (x *RetryDeadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryDeadResponse.ProtoReflect.Descriptor instead.
 func (*RetryDeadResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RetryDeadResponse) GetMoved() int64 {
@@ -885,7 +987,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +999,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[13]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1012,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteJobRequest) GetQueue() string {
@@ -935,7 +1037,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1049,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[14]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1062,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 type DeleteQueueRequest struct {
@@ -974,7 +1076,7 @@ type DeleteQueueRequest struct {
 
 func (x *DeleteQueueRequest) Reset() {
 	*x = DeleteQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1088,7 @@ func (x *DeleteQueueRequest) String() string {
 func (*DeleteQueueRequest) ProtoMessage() {}
 
 func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[15]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1101,7 @@ func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueRequest.ProtoReflect.Descriptor instead.
 func (*DeleteQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteQueueRequest) GetQueue() string {
@@ -1026,7 +1128,7 @@ type DeleteQueueResponse struct {
 
 func (x *DeleteQueueResponse) Reset() {
 	*x = DeleteQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1140,7 @@ func (x *DeleteQueueResponse) String() string {
 func (*DeleteQueueResponse) ProtoMessage() {}
 
 func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[16]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1153,7 @@ func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueResponse.ProtoReflect.Descriptor instead.
 func (*DeleteQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteQueueResponse) GetDeleted() int64 {
@@ -1072,7 +1174,7 @@ type PurgeDeadRequest struct {
 
 func (x *PurgeDeadRequest) Reset() {
 	*x = PurgeDeadRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1186,7 @@ func (x *PurgeDeadRequest) String() string {
 func (*PurgeDeadRequest) ProtoMessage() {}
 
 func (x *PurgeDeadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[17]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1199,7 @@ func (x *PurgeDeadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PurgeDeadRequest) GetQueue() string {
@@ -1123,7 +1225,7 @@ type PurgeDeadResponse struct {
 
 func (x *PurgeDeadResponse) Reset() {
 	*x = PurgeDeadResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1237,7 @@ func (x *PurgeDeadResponse) String() string {
 func (*PurgeDeadResponse) ProtoMessage() {}
 
 func (x *PurgeDeadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[18]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1250,7 @@ func (x *PurgeDeadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PurgeDeadResponse) GetPurged() int64 {
@@ -1167,7 +1269,7 @@ type PauseQueueRequest struct {
 
 func (x *PauseQueueRequest) Reset() {
 	*x = PauseQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1281,7 @@ func (x *PauseQueueRequest) String() string {
 func (*PauseQueueRequest) ProtoMessage() {}
 
 func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[19]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1294,7 @@ func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PauseQueueRequest) GetQueue() string {
@@ -1210,7 +1312,7 @@ type PauseQueueResponse struct {
 
 func (x *PauseQueueResponse) Reset() {
 	*x = PauseQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1324,7 @@ func (x *PauseQueueResponse) String() string {
 func (*PauseQueueResponse) ProtoMessage() {}
 
 func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[20]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1337,7 @@ func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 type ResumeQueueRequest struct {
@@ -1247,7 +1349,7 @@ type ResumeQueueRequest struct {
 
 func (x *ResumeQueueRequest) Reset() {
 	*x = ResumeQueueRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1361,7 @@ func (x *ResumeQueueRequest) String() string {
 func (*ResumeQueueRequest) ProtoMessage() {}
 
 func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[21]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1374,7 @@ func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueRequest.ProtoReflect.Descriptor instead.
 func (*ResumeQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResumeQueueRequest) GetQueue() string {
@@ -1290,7 +1392,7 @@ type ResumeQueueResponse struct {
 
 func (x *ResumeQueueResponse) Reset() {
 	*x = ResumeQueueResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[22]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1404,7 @@ func (x *ResumeQueueResponse) String() string {
 func (*ResumeQueueResponse) ProtoMessage() {}
 
 func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[22]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1417,7 @@ func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueResponse.ProtoReflect.Descriptor instead.
 func (*ResumeQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 // A schedule: when to run, and what each run enqueues.
@@ -1354,7 +1456,7 @@ type Schedule struct {
 
 func (x *Schedule) Reset() {
 	*x = Schedule{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[23]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1468,7 @@ func (x *Schedule) String() string {
 func (*Schedule) ProtoMessage() {}
 
 func (x *Schedule) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[23]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1481,7 @@ func (x *Schedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
 func (*Schedule) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Schedule) GetName() string {
@@ -1497,7 +1599,7 @@ type ScheduleInfo struct {
 
 func (x *ScheduleInfo) Reset() {
 	*x = ScheduleInfo{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[24]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1611,7 @@ func (x *ScheduleInfo) String() string {
 func (*ScheduleInfo) ProtoMessage() {}
 
 func (x *ScheduleInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[24]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1624,7 @@ func (x *ScheduleInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleInfo.ProtoReflect.Descriptor instead.
 func (*ScheduleInfo) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ScheduleInfo) GetSchedule() *Schedule {
@@ -1562,7 +1664,7 @@ type PutScheduleRequest struct {
 
 func (x *PutScheduleRequest) Reset() {
 	*x = PutScheduleRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[25]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1676,7 @@ func (x *PutScheduleRequest) String() string {
 func (*PutScheduleRequest) ProtoMessage() {}
 
 func (x *PutScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[25]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1689,7 @@ func (x *PutScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PutScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PutScheduleRequest) GetSchedule() *Schedule {
@@ -1609,7 +1711,7 @@ type PutScheduleResponse struct {
 
 func (x *PutScheduleResponse) Reset() {
 	*x = PutScheduleResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[26]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1723,7 @@ func (x *PutScheduleResponse) String() string {
 func (*PutScheduleResponse) ProtoMessage() {}
 
 func (x *PutScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[26]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1736,7 @@ func (x *PutScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PutScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PutScheduleResponse) GetNextRunAtMs() int64 {
@@ -1660,7 +1762,7 @@ type DeleteScheduleRequest struct {
 
 func (x *DeleteScheduleRequest) Reset() {
 	*x = DeleteScheduleRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[27]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1774,7 @@ func (x *DeleteScheduleRequest) String() string {
 func (*DeleteScheduleRequest) ProtoMessage() {}
 
 func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[27]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1787,7 @@ func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScheduleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteScheduleRequest) GetName() string {
@@ -1705,7 +1807,7 @@ type DeleteScheduleResponse struct {
 
 func (x *DeleteScheduleResponse) Reset() {
 	*x = DeleteScheduleResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[28]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1819,7 @@ func (x *DeleteScheduleResponse) String() string {
 func (*DeleteScheduleResponse) ProtoMessage() {}
 
 func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[28]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1832,7 @@ func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScheduleResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteScheduleResponse) GetDeleted() bool {
@@ -1748,7 +1850,7 @@ type ListSchedulesRequest struct {
 
 func (x *ListSchedulesRequest) Reset() {
 	*x = ListSchedulesRequest{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[29]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +1862,7 @@ func (x *ListSchedulesRequest) String() string {
 func (*ListSchedulesRequest) ProtoMessage() {}
 
 func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[29]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +1875,7 @@ func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSchedulesRequest.ProtoReflect.Descriptor instead.
 func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 type ListSchedulesResponse struct {
@@ -1785,7 +1887,7 @@ type ListSchedulesResponse struct {
 
 func (x *ListSchedulesResponse) Reset() {
 	*x = ListSchedulesResponse{}
-	mi := &file_jobwire_v1_admin_proto_msgTypes[30]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +1899,7 @@ func (x *ListSchedulesResponse) String() string {
 func (*ListSchedulesResponse) ProtoMessage() {}
 
 func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_admin_proto_msgTypes[30]
+	mi := &file_jobwire_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +1912,7 @@ func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSchedulesResponse.ProtoReflect.Descriptor instead.
 func (*ListSchedulesResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSchedulesResponse) GetSchedules() []*ScheduleInfo {
@@ -1825,7 +1927,7 @@ var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
 const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16jobwire/v1/admin.proto\x12\n" +
-	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xf2\x02\n" +
+	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xa8\x03\n" +
 	"\n" +
 	"QueueStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1f\n" +
@@ -1841,22 +1943,33 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"partitions\x18\t \x01(\x05R\n" +
 	"partitions\x128\n" +
 	"\x16default_job_timeout_ms\x18\n" +
-	" \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01B\x19\n" +
-	"\x17_default_job_timeout_ms\"\x9f\x01\n" +
+	" \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01\x124\n" +
+	"\n" +
+	"rate_limit\x18\v \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimitB\x19\n" +
+	"\x17_default_job_timeout_ms\"X\n" +
+	"\tRateLimit\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\x12\x1f\n" +
+	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
+	"intervalMs\x12\x14\n" +
+	"\x05burst\x18\x03 \x01(\x05R\x05burst\"\xd5\x01\n" +
 	"\x12CreateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x01(\x05R\n" +
 	"partitions\x128\n" +
-	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01B\x19\n" +
+	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01\x124\n" +
+	"\n" +
+	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimitB\x19\n" +
 	"\x17_default_job_timeout_ms\"\x15\n" +
-	"\x13CreateQueueResponse\"\x9f\x01\n" +
+	"\x13CreateQueueResponse\"\xd5\x01\n" +
 	"\x12UpdateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x01(\x05R\n" +
 	"partitions\x128\n" +
-	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01B\x19\n" +
+	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01\x124\n" +
+	"\n" +
+	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimitB\x19\n" +
 	"\x17_default_job_timeout_ms\"F\n" +
 	"\x13UpdateQueueResponse\x12/\n" +
 	"\x13previous_partitions\x18\x01 \x01(\x05R\x12previousPartitions\"\x13\n" +
@@ -1973,87 +2086,91 @@ func file_jobwire_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_jobwire_v1_admin_proto_goTypes = []any{
 	(Schedule_CatchUp)(0),          // 0: jobwire.v1.Schedule.CatchUp
 	(*QueueStats)(nil),             // 1: jobwire.v1.QueueStats
-	(*CreateQueueRequest)(nil),     // 2: jobwire.v1.CreateQueueRequest
-	(*CreateQueueResponse)(nil),    // 3: jobwire.v1.CreateQueueResponse
-	(*UpdateQueueRequest)(nil),     // 4: jobwire.v1.UpdateQueueRequest
-	(*UpdateQueueResponse)(nil),    // 5: jobwire.v1.UpdateQueueResponse
-	(*ListQueuesRequest)(nil),      // 6: jobwire.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),     // 7: jobwire.v1.ListQueuesResponse
-	(*GetQueueStatsRequest)(nil),   // 8: jobwire.v1.GetQueueStatsRequest
-	(*GetQueueStatsResponse)(nil),  // 9: jobwire.v1.GetQueueStatsResponse
-	(*ListJobsRequest)(nil),        // 10: jobwire.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),       // 11: jobwire.v1.ListJobsResponse
-	(*RetryDeadRequest)(nil),       // 12: jobwire.v1.RetryDeadRequest
-	(*RetryDeadResponse)(nil),      // 13: jobwire.v1.RetryDeadResponse
-	(*DeleteJobRequest)(nil),       // 14: jobwire.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),      // 15: jobwire.v1.DeleteJobResponse
-	(*DeleteQueueRequest)(nil),     // 16: jobwire.v1.DeleteQueueRequest
-	(*DeleteQueueResponse)(nil),    // 17: jobwire.v1.DeleteQueueResponse
-	(*PurgeDeadRequest)(nil),       // 18: jobwire.v1.PurgeDeadRequest
-	(*PurgeDeadResponse)(nil),      // 19: jobwire.v1.PurgeDeadResponse
-	(*PauseQueueRequest)(nil),      // 20: jobwire.v1.PauseQueueRequest
-	(*PauseQueueResponse)(nil),     // 21: jobwire.v1.PauseQueueResponse
-	(*ResumeQueueRequest)(nil),     // 22: jobwire.v1.ResumeQueueRequest
-	(*ResumeQueueResponse)(nil),    // 23: jobwire.v1.ResumeQueueResponse
-	(*Schedule)(nil),               // 24: jobwire.v1.Schedule
-	(*ScheduleInfo)(nil),           // 25: jobwire.v1.ScheduleInfo
-	(*PutScheduleRequest)(nil),     // 26: jobwire.v1.PutScheduleRequest
-	(*PutScheduleResponse)(nil),    // 27: jobwire.v1.PutScheduleResponse
-	(*DeleteScheduleRequest)(nil),  // 28: jobwire.v1.DeleteScheduleRequest
-	(*DeleteScheduleResponse)(nil), // 29: jobwire.v1.DeleteScheduleResponse
-	(*ListSchedulesRequest)(nil),   // 30: jobwire.v1.ListSchedulesRequest
-	(*ListSchedulesResponse)(nil),  // 31: jobwire.v1.ListSchedulesResponse
-	(JobState)(0),                  // 32: jobwire.v1.JobState
-	(*Job)(nil),                    // 33: jobwire.v1.Job
-	(*EnqueueRequest)(nil),         // 34: jobwire.v1.EnqueueRequest
+	(*RateLimit)(nil),              // 2: jobwire.v1.RateLimit
+	(*CreateQueueRequest)(nil),     // 3: jobwire.v1.CreateQueueRequest
+	(*CreateQueueResponse)(nil),    // 4: jobwire.v1.CreateQueueResponse
+	(*UpdateQueueRequest)(nil),     // 5: jobwire.v1.UpdateQueueRequest
+	(*UpdateQueueResponse)(nil),    // 6: jobwire.v1.UpdateQueueResponse
+	(*ListQueuesRequest)(nil),      // 7: jobwire.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),     // 8: jobwire.v1.ListQueuesResponse
+	(*GetQueueStatsRequest)(nil),   // 9: jobwire.v1.GetQueueStatsRequest
+	(*GetQueueStatsResponse)(nil),  // 10: jobwire.v1.GetQueueStatsResponse
+	(*ListJobsRequest)(nil),        // 11: jobwire.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),       // 12: jobwire.v1.ListJobsResponse
+	(*RetryDeadRequest)(nil),       // 13: jobwire.v1.RetryDeadRequest
+	(*RetryDeadResponse)(nil),      // 14: jobwire.v1.RetryDeadResponse
+	(*DeleteJobRequest)(nil),       // 15: jobwire.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),      // 16: jobwire.v1.DeleteJobResponse
+	(*DeleteQueueRequest)(nil),     // 17: jobwire.v1.DeleteQueueRequest
+	(*DeleteQueueResponse)(nil),    // 18: jobwire.v1.DeleteQueueResponse
+	(*PurgeDeadRequest)(nil),       // 19: jobwire.v1.PurgeDeadRequest
+	(*PurgeDeadResponse)(nil),      // 20: jobwire.v1.PurgeDeadResponse
+	(*PauseQueueRequest)(nil),      // 21: jobwire.v1.PauseQueueRequest
+	(*PauseQueueResponse)(nil),     // 22: jobwire.v1.PauseQueueResponse
+	(*ResumeQueueRequest)(nil),     // 23: jobwire.v1.ResumeQueueRequest
+	(*ResumeQueueResponse)(nil),    // 24: jobwire.v1.ResumeQueueResponse
+	(*Schedule)(nil),               // 25: jobwire.v1.Schedule
+	(*ScheduleInfo)(nil),           // 26: jobwire.v1.ScheduleInfo
+	(*PutScheduleRequest)(nil),     // 27: jobwire.v1.PutScheduleRequest
+	(*PutScheduleResponse)(nil),    // 28: jobwire.v1.PutScheduleResponse
+	(*DeleteScheduleRequest)(nil),  // 29: jobwire.v1.DeleteScheduleRequest
+	(*DeleteScheduleResponse)(nil), // 30: jobwire.v1.DeleteScheduleResponse
+	(*ListSchedulesRequest)(nil),   // 31: jobwire.v1.ListSchedulesRequest
+	(*ListSchedulesResponse)(nil),  // 32: jobwire.v1.ListSchedulesResponse
+	(JobState)(0),                  // 33: jobwire.v1.JobState
+	(*Job)(nil),                    // 34: jobwire.v1.Job
+	(*EnqueueRequest)(nil),         // 35: jobwire.v1.EnqueueRequest
 }
 var file_jobwire_v1_admin_proto_depIdxs = []int32{
-	1,  // 0: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
-	1,  // 1: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
-	32, // 2: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
-	33, // 3: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
-	34, // 4: jobwire.v1.Schedule.job:type_name -> jobwire.v1.EnqueueRequest
-	0,  // 5: jobwire.v1.Schedule.catch_up:type_name -> jobwire.v1.Schedule.CatchUp
-	24, // 6: jobwire.v1.ScheduleInfo.schedule:type_name -> jobwire.v1.Schedule
-	24, // 7: jobwire.v1.PutScheduleRequest.schedule:type_name -> jobwire.v1.Schedule
-	25, // 8: jobwire.v1.ListSchedulesResponse.schedules:type_name -> jobwire.v1.ScheduleInfo
-	2,  // 9: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
-	4,  // 10: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
-	6,  // 11: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
-	8,  // 12: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
-	10, // 13: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
-	12, // 14: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
-	14, // 15: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
-	16, // 16: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
-	18, // 17: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
-	20, // 18: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
-	22, // 19: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
-	26, // 20: jobwire.v1.AdminService.PutSchedule:input_type -> jobwire.v1.PutScheduleRequest
-	28, // 21: jobwire.v1.AdminService.DeleteSchedule:input_type -> jobwire.v1.DeleteScheduleRequest
-	30, // 22: jobwire.v1.AdminService.ListSchedules:input_type -> jobwire.v1.ListSchedulesRequest
-	3,  // 23: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
-	5,  // 24: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
-	7,  // 25: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
-	9,  // 26: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
-	11, // 27: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
-	13, // 28: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
-	15, // 29: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
-	17, // 30: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
-	19, // 31: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
-	21, // 32: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
-	23, // 33: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
-	27, // 34: jobwire.v1.AdminService.PutSchedule:output_type -> jobwire.v1.PutScheduleResponse
-	29, // 35: jobwire.v1.AdminService.DeleteSchedule:output_type -> jobwire.v1.DeleteScheduleResponse
-	31, // 36: jobwire.v1.AdminService.ListSchedules:output_type -> jobwire.v1.ListSchedulesResponse
-	23, // [23:37] is the sub-list for method output_type
-	9,  // [9:23] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	2,  // 0: jobwire.v1.QueueStats.rate_limit:type_name -> jobwire.v1.RateLimit
+	2,  // 1: jobwire.v1.CreateQueueRequest.rate_limit:type_name -> jobwire.v1.RateLimit
+	2,  // 2: jobwire.v1.UpdateQueueRequest.rate_limit:type_name -> jobwire.v1.RateLimit
+	1,  // 3: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
+	1,  // 4: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
+	33, // 5: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
+	34, // 6: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
+	35, // 7: jobwire.v1.Schedule.job:type_name -> jobwire.v1.EnqueueRequest
+	0,  // 8: jobwire.v1.Schedule.catch_up:type_name -> jobwire.v1.Schedule.CatchUp
+	25, // 9: jobwire.v1.ScheduleInfo.schedule:type_name -> jobwire.v1.Schedule
+	25, // 10: jobwire.v1.PutScheduleRequest.schedule:type_name -> jobwire.v1.Schedule
+	26, // 11: jobwire.v1.ListSchedulesResponse.schedules:type_name -> jobwire.v1.ScheduleInfo
+	3,  // 12: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
+	5,  // 13: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
+	7,  // 14: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
+	9,  // 15: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
+	11, // 16: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
+	13, // 17: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
+	15, // 18: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
+	17, // 19: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
+	19, // 20: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
+	21, // 21: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
+	23, // 22: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
+	27, // 23: jobwire.v1.AdminService.PutSchedule:input_type -> jobwire.v1.PutScheduleRequest
+	29, // 24: jobwire.v1.AdminService.DeleteSchedule:input_type -> jobwire.v1.DeleteScheduleRequest
+	31, // 25: jobwire.v1.AdminService.ListSchedules:input_type -> jobwire.v1.ListSchedulesRequest
+	4,  // 26: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
+	6,  // 27: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
+	8,  // 28: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
+	10, // 29: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
+	12, // 30: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
+	14, // 31: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
+	16, // 32: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
+	18, // 33: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
+	20, // 34: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
+	22, // 35: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
+	24, // 36: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
+	28, // 37: jobwire.v1.AdminService.PutSchedule:output_type -> jobwire.v1.PutScheduleResponse
+	30, // 38: jobwire.v1.AdminService.DeleteSchedule:output_type -> jobwire.v1.DeleteScheduleResponse
+	32, // 39: jobwire.v1.AdminService.ListSchedules:output_type -> jobwire.v1.ListSchedulesResponse
+	26, // [26:40] is the sub-list for method output_type
+	12, // [12:26] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_admin_proto_init() }
@@ -2063,9 +2180,9 @@ func file_jobwire_v1_admin_proto_init() {
 	}
 	file_jobwire_v1_broker_proto_init()
 	file_jobwire_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
-	file_jobwire_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
-	file_jobwire_v1_admin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_jobwire_v1_admin_proto_msgTypes[23].OneofWrappers = []any{
+	file_jobwire_v1_admin_proto_msgTypes[2].OneofWrappers = []any{}
+	file_jobwire_v1_admin_proto_msgTypes[4].OneofWrappers = []any{}
+	file_jobwire_v1_admin_proto_msgTypes[24].OneofWrappers = []any{
 		(*Schedule_Cron)(nil),
 		(*Schedule_IntervalMs)(nil),
 	}
@@ -2075,7 +2192,7 @@ func file_jobwire_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_admin_proto_rawDesc), len(file_jobwire_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
