@@ -137,6 +137,9 @@ export class DashboardServer {
     }
     let form = new URLSearchParams();
     if (req.method === 'POST') {
+      if (this.config.readOnly && url.pathname.startsWith('/queues/')) {
+        throw new HttpError(403, 'This dashboard is read-only: actions are refused.');
+      }
       form = new URLSearchParams(await readBody(req));
       if (!this.sameOrigin(req)) throw new HttpError(403, 'This form was not sent from this dashboard (Origin / Referer check).');
       if (!SessionStore.csrfMatches(session, form.get('csrf') ?? undefined)) {
@@ -265,7 +268,6 @@ export class DashboardServer {
   }
 
   private async action(r: Request, queue: string, name: string): Promise<void> {
-    if (this.config.readOnly) throw new HttpError(403, 'This dashboard is read-only: actions are refused.');
     const action = ACTIONS[name];
     const jobId = (r.form.get('job_id') ?? '').trim();
     const all = r.form.get('all') === '1';
