@@ -5,12 +5,13 @@
 // a read-only dashboard refuses them all.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, waitFor, Client } from './helpers.mjs';
+import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, sleep, freePort, Client } from './helpers.mjs';
 
-let stack, client, stubs, dash, browser;
+let stack, client, stubs, dash, browser, metricsPort;
 
 before(async () => {
-  stack = await startStack({ brokerArgs: ['--metrics_listen='] });
+  metricsPort = await freePort();
+  stack = await startStack({ brokerArgs: [`--metrics_listen=127.0.0.1:${metricsPort}`] });
   client = new Client({ address: stack.address, timeoutMs: 5000 });
   stubs = brokerStubs(stack.address);
   dash = await startDashboard(stack.address);
@@ -153,6 +154,33 @@ describe('open broker', () => {
     assert.equal((await stubs.stats('csrf')).paused, false);
     assert.equal((await post({ csrf }, { origin: dash.url })).status, 200, 'the same request with both passes');
     assert.equal((await stubs.stats('csrf')).paused, true);
+  });
+
+  test('one shared poll feeds every viewer: ten event streams cost the broker no more ListQueues calls than one', async () => {
+    const listQueuesCalls = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return [...text.matchAll(/^jobwire_rpc_requests_total\{[^}]*method="ListQueues"[^}]*\} (\S+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const first = await fetch(`${dash.url}/`);
+    const cookie = first.headers.get('set-cookie').split(';')[0];
+    const viewers = await Promise.all(Array.from({ length: 10 }, async () => {
+      const ctl = new AbortController();
+      const res = await fetch(`${dash.url}/events`, { headers: { cookie }, signal: ctl.signal });
+      const viewer = { events: 0, stop: () => ctl.abort() };
+      (async () => {
+        const decoder = new TextDecoder();
+        try {
+          for await (const chunk of res.body) viewer.events += (decoder.decode(chunk).match(/^event: queues$/gm) ?? []).length;
+        } catch { /* aborted */ }
+      })();
+      return viewer;
+    }));
+    const before = await listQueuesCalls();
+    await sleep(3000); // the dashboard polls every 500 ms here
+    const calls = (await listQueuesCalls()) - before;
+    for (const v of viewers) v.stop();
+    assert.ok(calls >= 3 && calls <= 9, `${calls} ListQueues calls in 3 s for 10 viewers`);
+    for (const v of viewers) assert.ok(v.events >= 4, `a viewer got ${v.events} updates in 3 s`);
   });
 
   test('/healthz answers ok without a session', async () => {

@@ -36,7 +36,7 @@ export async function startDashboard(brokerAddress, args = []) {
   proc.logText = () => Buffer.concat(chunks).toString('utf8');
   await waitForPort(port, proc, 'jobwire-dashboard');
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${args.some((a) => a.startsWith('--tls_cert')) ? 'https' : 'http'}://127.0.0.1:${port}`,
     log: () => proc.logText(),
     stop: () =>
       new Promise((resolve) => {
