@@ -229,7 +229,7 @@ export class DashboardServer {
     res.write('retry: 2000\n\n');
     this.streams.add(res);
     const send = (snap: Parameters<typeof pages.queuesFragment>[0]) => {
-      if (res.writableEnded) return;
+      if (res.writableEnded || res.destroyed) return;
       const lines = pages.queuesFragment(snap, poller).text.split('\n').map((l) => `data: ${l}`);
       res.write(`event: queues\n${lines.join('\n')}\n\n`);
     };

@@ -42,13 +42,14 @@ export function layout(ctx: PageContext | undefined, title: string, body: Html):
 <script src="/static/live.js" defer></script>
 </head>
 <body>
+<a class="skip" href="#main">Skip to content</a>
 <header class="top">
 <a class="brand" href="/">jobwire</a>
 <nav aria-label="Main"><a href="/">Queues</a> <a href="/schedules">Schedules</a></nav>
 ${ctx?.readOnly ? html`<span class="badge">read-only</span>` : ''}
 ${ctx?.loggedIn ? html`<form method="post" action="/logout" class="inline">${csrfField(ctx)}<button type="submit">Log out</button></form>` : ''}
 </header>
-<main>
+<main id="main" tabindex="-1">
 <h1>${title}</h1>
 ${body}
 </main>
@@ -223,7 +224,7 @@ export function errorBox(code: number, details: string): Html {
 export function explainCode(code: number): string {
   switch (code) {
     case 16:
-      return 'The broker did not accept the token (UNAUTHENTICATED): log in again with an admin token.';
+      return 'The broker requires a valid token (UNAUTHENTICATED): log in again with an admin token (a dashboard started without --require_login never asks for one).';
     case 7:
       return 'Your token may not do this (PERMISSION_DENIED): it needs the admin permission on this queue.';
     case 5:

@@ -3,7 +3,8 @@
 // holds its CSRF token (per session, compared in constant time) and, after a
 // login, the bearer token forwarded to the broker; the token never leaves
 // the process. Sessions end after `idleMs` without a request, at logout, or
-// when the store is full (the least recently used goes first).
+// when the store is full (the least recently used session without a login
+// goes first, then the least recently used).
 // Thread safety: single-threaded (Node's event loop).
 import * as crypto from 'node:crypto';
 
@@ -37,13 +38,25 @@ export class SessionStore {
 
   /** A new session with fresh random id and CSRF token. */
   create(token?: string): Session {
-    while (this.sessions.size >= this.maxSessions) {
-      const oldest = this.sessions.keys().next().value as string;
-      this.sessions.delete(oldest);
-    }
+    if (this.sessions.size >= this.maxSessions) this.evictOne();
     const s: Session = { id: randomId(), csrf: randomId(), token, lastSeenAt: Date.now() };
     this.sessions.set(s.id, s);
     return s;
+  }
+
+  /**
+   * Drops the least recently used session without a login, else the least
+   * recently used one: requests without a cookie (each makes a session)
+   * cannot push out the sessions of operators who logged in.
+   */
+  private evictOne(): void {
+    for (const [id, s] of this.sessions) {
+      if (!s.token) {
+        this.sessions.delete(id);
+        return;
+      }
+    }
+    this.sessions.delete(this.sessions.keys().next().value as string);
   }
 
   delete(id: string): void {

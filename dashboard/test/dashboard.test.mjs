@@ -120,6 +120,18 @@ describe('open broker', () => {
     await page.close();
   });
 
+  test('values from the broker are shown as text, never as markup', async () => {
+    const { jobId } = await client.enqueue('escape', '<b id="injected">t</b>', { x: '<img id=injected2 src=x>' });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/escape/jobs/${jobId}`);
+    assert.equal(await page.locator('dd[data-field="Type"]').innerText(), '<b id="injected">t</b>');
+    assert.match(await page.locator('pre.bytes').first().innerText(), /<img id=injected2 src=x>/);
+    assert.equal(await page.locator('#injected, #injected2').count(), 0);
+    await page.goto(`${dash.url}/queues/escape`);
+    assert.equal(await page.locator('#injected, #injected2').count(), 0);
+    await page.close();
+  });
+
   test('pause shows the queue paused and the broker reports it; resume undoes it', async () => {
     await seed('pausable', { due: 1 });
     const page = await browser.newPage();
@@ -134,6 +146,24 @@ describe('open broker', () => {
     await page.goto(`${dash.url}/queues/pausable`);
     await page.getByRole('button', { name: 'Resume queue' }).click();
     assert.equal((await stubs.stats('pausable')).paused, false);
+    await page.close();
+  });
+
+  test('the keyboard alone reaches and presses the actions', async () => {
+    await seed('keys', { due: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/keys`);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to content');
+    let focused = '';
+    for (let i = 0; i < 20 && focused !== 'Pause queue'; i++) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() => document.activeElement.textContent);
+    }
+    assert.equal(focused, 'Pause queue');
+    await page.keyboard.press('Enter');
+    await page.getByText('Queue keys is paused').waitFor();
+    assert.equal((await stubs.stats('keys')).paused, true);
     await page.close();
   });
 
