@@ -53,12 +53,14 @@ describe('open broker', () => {
     await page.goto(`${dash.url}/`);
     assert.deepEqual(await row(page, 'counts'), { due: '3', scheduled: '2', active: '0', dead: '1' });
     assert.equal(await page.locator('tr[data-queue="counts"] svg.spark').count(), 1);
-    await screenshot(page, 'queues');
     await page.close();
   });
 
   test('a new queue appears by server-sent events without a reload, with the connection state shown', async () => {
     const page = await browser.newPage();
+    const problems = [];
+    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text()); });
+    page.on('pageerror', (e) => problems.push(String(e)));
     await page.goto(`${dash.url}/`);
     await page.locator('#live-status[data-state="open"]').waitFor({ timeout: 10_000 });
     assert.match(await page.locator('#live-status').innerText(), /connected/);
@@ -66,6 +68,7 @@ describe('open broker', () => {
     await seed('live', { due: 2 });
     await page.locator('tr[data-queue="live"] td[data-col="pending_due"]', { hasText: '2' }).waitFor({ timeout: 10_000 });
     assert.equal(await page.evaluate(() => window.notReloaded), true);
+    assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation');
     await page.close();
   });
 
@@ -227,6 +230,16 @@ describe('open broker', () => {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `page wider than the phone by ${overflow}px`);
     await screenshot(page, 'queue-phone');
+    await page.close();
+  });
+
+  test('screenshots of the queues page once a few polls made history', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/`);
+    await page.locator('#live-status[data-state="open"]').waitFor({ timeout: 10_000 });
+    await screenshot(page, 'queues');
+    await page.goto(`${dash.url}/queues/counts`);
+    await screenshot(page, 'queue');
     await page.close();
   });
 });
