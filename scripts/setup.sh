@@ -27,8 +27,9 @@ packages=(
 if [ "$broker_only" = 0 ]; then
   # The tests, benchmarks and sanitizer/fuzz builds.
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev redis-tools)
-  # The dashboard's browser tests (Debian's chromium, driven by playwright-core).
-  packages+=(chromium)
+  # The dashboard's browser tests (Debian's chromium, driven by playwright-core, and
+  # the fonts its screenshots need).
+  packages+=(chromium fonts-liberation)
 fi
 
 missing=()
