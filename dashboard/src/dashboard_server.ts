@@ -58,7 +58,7 @@ class HttpError extends Error {
   }
 }
 
-interface Request {
+interface RequestContext {
   req: http.IncomingMessage;
   res: http.ServerResponse;
   url: URL;
@@ -114,8 +114,7 @@ export class DashboardServer {
     try {
       if (url.pathname === '/healthz') return this.send(res, 200, 'ok\n', 'text/plain; charset=utf-8');
       if (url.pathname.startsWith('/static/')) return this.serveStatic(res, url.pathname.slice(8));
-      const r = await this.begin(req, res, url);
-      if (r) await this.route(r);
+      await this.route(await this.begin(req, res, url));
     } catch (err) {
       if (res.headersSent) {
         res.end();
@@ -129,7 +128,7 @@ export class DashboardServer {
   }
 
   /** The session (new when none), the form of a POST and its CSRF and Origin checks. */
-  private async begin(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<Request | undefined> {
+  private async begin(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<RequestContext> {
     let session = this.sessions.get(readCookie(req.headers.cookie, COOKIE));
     if (!session) {
       session = this.sessions.create();
@@ -152,7 +151,7 @@ export class DashboardServer {
     return { req, res, url, session, ctx, form };
   }
 
-  private async route(r: Request): Promise<void> {
+  private async route(r: RequestContext): Promise<void> {
     const { req, url, session } = r;
     const post = req.method === 'POST';
     if (url.pathname === '/login') return post ? this.login(r) : this.showLogin(r);
@@ -188,13 +187,13 @@ export class DashboardServer {
     throw new HttpError(404, 'No such page.');
   }
 
-  private showLogin(r: Request): void {
+  private showLogin(r: RequestContext): void {
     if (!this.config.requireLogin) return this.redirect(r.res, '/');
     this.send(r.res, 200, pages.loginPage(r.session.csrf));
   }
 
   /** Checks the token with a ListQueues; on success a new session (new id) holds it. */
-  private async login(r: Request): Promise<void> {
+  private async login(r: RequestContext): Promise<void> {
     if (!this.config.requireLogin) return this.redirect(r.res, '/');
     const token = r.form.get('token') ?? '';
     if (token === '') return this.send(r.res, 400, pages.loginPage(r.session.csrf, 'Enter an admin token.'));
@@ -216,13 +215,13 @@ export class DashboardServer {
     this.redirect(r.res, '/');
   }
 
-  private async queues(r: Request): Promise<void> {
+  private async queues(r: RequestContext): Promise<void> {
     const poller = this.hub.get(r.session.token);
     const snap = await poller.snapshot();
     this.send(r.res, 200, pages.queuesPage(r.ctx, snap, poller));
   }
 
-  private async events(r: Request): Promise<void> {
+  private async events(r: RequestContext): Promise<void> {
     const { req, res } = r;
     const poller = this.hub.get(r.session.token);
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
@@ -241,12 +240,12 @@ export class DashboardServer {
     send(await poller.snapshot());
   }
 
-  private async schedules(r: Request): Promise<void> {
+  private async schedules(r: RequestContext): Promise<void> {
     const { schedules } = await this.broker.listSchedules(r.session.token);
     this.send(r.res, 200, pages.schedulesPage(r.ctx, schedules));
   }
 
-  private async queue(r: Request, queue: string): Promise<void> {
+  private async queue(r: RequestContext, queue: string): Promise<void> {
     const q = r.url.searchParams;
     const jobId = q.get('job_id')?.trim();
     if (jobId) return this.redirect(r.res, pages.jobUrl(queue, jobId));
@@ -262,12 +261,12 @@ export class DashboardServer {
     this.send(r.res, 200, pages.queuePage(r.ctx, { stats, state, type, pageToken, jobs: list.jobs, nextPageToken: list.next_page_token }));
   }
 
-  private async job(r: Request, queue: string, id: string): Promise<void> {
+  private async job(r: RequestContext, queue: string, id: string): Promise<void> {
     const { job } = await this.broker.getJob(r.session.token, queue, id);
     this.send(r.res, 200, pages.jobPage(r.ctx, job));
   }
 
-  private async action(r: Request, queue: string, name: string): Promise<void> {
+  private async action(r: RequestContext, queue: string, name: string): Promise<void> {
     const action = ACTIONS[name];
     const jobId = (r.form.get('job_id') ?? '').trim();
     const all = r.form.get('all') === '1';
