@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds jobwire into ./build (or $JOBWIRE_BUILD_DIR): the
 # broker, the CLI, the C++ client and the tests with CMake, then the Python,
-# Node.js and Go clients with their own tools (client/<lang>/build.sh).
+# Node.js and Go clients with their own tools (client/<lang>/build.sh), then
+# the web dashboard (dashboard/build.sh).
 # With JOBWIRE_BROKER_ONLY=1 (scripts/run-broker.sh): only the broker and the
 # CLI, without the tests (a later full build turns them back on).
 # Extra arguments go to cmake's configure step, e.g. -DJOBWIRE_ASAN=ON.
@@ -21,3 +22,5 @@ export JOBWIRE_BUILD_DIR="$build"
 for lang in python node go; do
   "$root/client/$lang/build.sh"
 done
+# The web dashboard (dashboard/build.sh: tsc into dashboard/dist).
+"$root/dashboard/build.sh"

@@ -56,7 +56,7 @@ export LSAN_OPTIONS="suppressions=$supp/lsan.txt:print_suppressions=0"
 export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=0"
 export TSAN_OPTIONS="log_path=$logs/tsan:log_exe_name=1:suppressions=$supp/tsan.txt:ignore_noninstrumented_modules=1:second_deadlock_stack=1:halt_on_error=0:exitcode=0"
 
-skip='^(python_client_test|node_client_test|go_client_test|[a-z]+_package_test|interop_test|behaviours_test|ops_test|deploy_test|proto_contract_test)$'
+skip='^(python_client_test|node_client_test|go_client_test|[a-z]+_package_test|interop_test|behaviours_test|ops_test|deploy_test|proto_contract_test|dashboard_test)$'
 status=0
 (cd "$build" && ctest --output-on-failure -j "${JOBWIRE_TEST_JOBS:-2}" --timeout 600 \
   -E "$skip" ${CTEST_ARGS:-}) || status=$?

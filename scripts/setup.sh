@@ -27,6 +27,9 @@ packages=(
 if [ "$broker_only" = 0 ]; then
   # The tests, benchmarks and sanitizer/fuzz builds.
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev redis-tools)
+  # The dashboard's browser tests (Debian's chromium, driven by playwright-core, and
+  # the fonts its screenshots need).
+  packages+=(chromium fonts-liberation)
 fi
 
 missing=()
@@ -50,6 +53,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 for lang in python node go; do
   "$root/client/$lang/setup.sh"
 done
+# The web dashboard's npm packages (dashboard/setup.sh).
+"$root/dashboard/setup.sh"
 # helm and the manifest validator's Go modules (deploy/test.sh).
 "$root/deploy/setup.sh"
 # The operations tests' tools (grpc-health-probe).

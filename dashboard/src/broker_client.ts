@@ -1,0 +1,160 @@
+// BrokerClient: the dashboard's only way to the broker, the AdminService and
+// BrokerService over gRPC (the .proto files loaded at start with
+// @grpc/proto-loader). Every call takes the caller's bearer token (or none)
+// and sends it as `authorization: Bearer <token>` metadata; the token is
+// never logged. Calls resolve with the response message (snake_case fields,
+// int64 as number, enums as their names, bytes as Buffer) or reject with a
+// BrokerError carrying the gRPC status code.
+// Thread safety: one instance is shared by every request (grpc-js channels
+// are safe to share).
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+export interface QueueStats {
+  queue: string;
+  pending_due: number;
+  pending_scheduled: number;
+  active: number;
+  completed: number;
+  dead: number;
+  paused: boolean;
+  oldest_due_age_ms: number;
+  partitions: number;
+}
+
+export type JobState = 'JOB_STATE_PENDING' | 'JOB_STATE_ACTIVE' | 'JOB_STATE_COMPLETED' | 'JOB_STATE_DEAD';
+
+export interface Job {
+  id: string;
+  queue: string;
+  type: string;
+  payload: Buffer;
+  priority: number;
+  state: JobState;
+  attempts: number;
+  max_attempts: number;
+  available_at_ms: number;
+  lease_expires_at_ms: number;
+  result: Buffer;
+  error: string;
+  idempotency_key: string;
+  created_at_ms: number;
+  finished_at_ms: number;
+  backoff_base_ms: number;
+  backoff_max_ms: number;
+  worker_id: string;
+  timeout_ms: number;
+  run_deadline_ms: number;
+  cancel_requested_at_ms: number;
+  progress_percent?: number;
+  progress_data: Buffer;
+  headers: Record<string, string>;
+}
+
+export interface ScheduleInfo {
+  schedule: { name: string; cron: string; interval_ms: number; time_zone: string; job?: { queue: string; type: string } };
+  next_run_at_ms: number;
+  last_run_at_ms: number;
+  last_job_id: string;
+}
+
+/** A failed call: `code` is the gRPC status code, `details` the broker's message. */
+export class BrokerError extends Error {
+  constructor(readonly code: grpc.status, readonly details: string) {
+    super(`${grpc.status[code] ?? code}: ${details}`);
+  }
+}
+
+export interface BrokerClientOptions {
+  /** host:port of the broker. */
+  address: string;
+  /** PEM root CA for TLS to the broker; undefined: plaintext. */
+  rootCa?: Buffer;
+  /** Folder holding jobwire/v1/admin.proto and broker.proto. */
+  protoDir?: string;
+  /** Deadline of each call, in ms. */
+  timeoutMs?: number;
+}
+
+type Unary = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
+
+export class BrokerClient {
+  private readonly admin: grpc.Client;
+  private readonly broker: grpc.Client;
+  private readonly timeoutMs: number;
+
+  constructor(options: BrokerClientOptions) {
+    const protoDir = options.protoDir ?? path.join(__dirname, 'proto');
+    const def = protoLoader.loadSync(['jobwire/v1/admin.proto', 'jobwire/v1/broker.proto'], {
+      includeDirs: [protoDir],
+      keepCase: true,
+      longs: Number,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
+    const pkg = grpc.loadPackageDefinition(def) as unknown as {
+      jobwire: { v1: { AdminService: grpc.ServiceClientConstructor; BrokerService: grpc.ServiceClientConstructor } };
+    };
+    const creds = options.rootCa ? grpc.credentials.createSsl(options.rootCa) : grpc.credentials.createInsecure();
+    this.admin = new pkg.jobwire.v1.AdminService(options.address, creds);
+    this.broker = new pkg.jobwire.v1.BrokerService(options.address, creds);
+    this.timeoutMs = options.timeoutMs ?? 5000;
+  }
+
+  listQueues(token: string | undefined): Promise<{ queues: QueueStats[] }> {
+    return this.call(this.admin, 'ListQueues', {}, token);
+  }
+  getQueueStats(token: string | undefined, queue: string): Promise<{ stats: QueueStats }> {
+    return this.call(this.admin, 'GetQueueStats', { queue }, token);
+  }
+  listJobs(
+    token: string | undefined,
+    req: { queue: string; state: JobState; page_size: number; page_token: string; type: string },
+  ): Promise<{ jobs: Job[]; next_page_token: string }> {
+    return this.call(this.admin, 'ListJobs', req, token);
+  }
+  getJob(token: string | undefined, queue: string, jobId: string): Promise<{ job: Job }> {
+    return this.call(this.broker, 'GetJob', { queue, job_id: jobId }, token);
+  }
+  retryDead(token: string | undefined, queue: string, jobIds: string[] | 'all'): Promise<{ moved: number }> {
+    const req = jobIds === 'all' ? { queue, all: true } : { queue, job_ids: jobIds };
+    return this.call(this.admin, 'RetryDead', req, token);
+  }
+  deleteJob(token: string | undefined, queue: string, jobId: string): Promise<object> {
+    return this.call(this.admin, 'DeleteJob', { queue, job_id: jobId }, token);
+  }
+  purgeDead(token: string | undefined, queue: string): Promise<{ purged: number }> {
+    return this.call(this.admin, 'PurgeDead', { queue, older_than_ms: 0 }, token);
+  }
+  pauseQueue(token: string | undefined, queue: string): Promise<object> {
+    return this.call(this.admin, 'PauseQueue', { queue }, token);
+  }
+  resumeQueue(token: string | undefined, queue: string): Promise<object> {
+    return this.call(this.admin, 'ResumeQueue', { queue }, token);
+  }
+  cancel(token: string | undefined, queue: string, jobId: string): Promise<{ cancel_requested: boolean }> {
+    return this.call(this.broker, 'Cancel', { queue, job_id: jobId }, token);
+  }
+  listSchedules(token: string | undefined): Promise<{ schedules: ScheduleInfo[] }> {
+    return this.call(this.admin, 'ListSchedules', {}, token);
+  }
+
+  close(): void {
+    this.admin.close();
+    this.broker.close();
+  }
+
+  private call<T>(client: grpc.Client, method: string, req: object, token: string | undefined): Promise<T> {
+    const md = new grpc.Metadata();
+    if (token) md.set('authorization', `Bearer ${token}`);
+    const fn = (client as unknown as Record<string, Unary>)[method].bind(client);
+    return new Promise<T>((resolve, reject) => {
+      fn(req, md, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
+        if (err) reject(new BrokerError(err.code, err.details));
+        else resolve(res as T);
+      });
+    });
+  }
+}

@@ -1,0 +1,88 @@
+// The dashboard's command line: --flag=value or --flag value, dashes or
+// underscores, each also settable as JOBWIRE_DASHBOARD_<FLAG> in the
+// environment (the command line wins), as the broker's flags are.
+import * as fs from 'node:fs';
+
+export interface Config {
+  /** host:port of the broker. */
+  broker: string;
+  /** host:port this dashboard listens on. */
+  listen: string;
+  readOnly: boolean;
+  requireLogin: boolean;
+  /** PEM certificate chain and key of this dashboard's HTTPS listener. */
+  tlsCert?: Buffer;
+  tlsKey?: Buffer;
+  /** PEM CA of the broker's certificate: TLS to the broker. */
+  brokerCa?: Buffer;
+  /** Folder with jobwire/v1/*.proto; undefined: the copy in dist/proto. */
+  protoDir?: string;
+  pollIntervalMs: number;
+}
+
+export const USAGE = `usage: jobwire-dashboard [flags]
+  --broker=HOST:PORT       the broker (default 127.0.0.1:50051)
+  --listen=HOST:PORT       where the dashboard listens (default 127.0.0.1:8080)
+  --read_only              show everything, refuse every action (403)
+  --require_login          the broker requires tokens: ask for an admin token
+  --tls_cert=FILE          PEM certificate chain: serve HTTPS (with --tls_key)
+  --tls_key=FILE           PEM private key of --tls_cert
+  --broker_ca=FILE         PEM CA of the broker's certificate: TLS to the broker
+  --poll_interval_ms=N     how often queue stats are polled (default 2000)
+  --proto_dir=DIR          folder with jobwire/v1/*.proto (default: the built copy)
+Every flag can also be set as JOBWIRE_DASHBOARD_<FLAG> (e.g. JOBWIRE_DASHBOARD_BROKER).`;
+
+const BOOLEAN = new Set(['read_only', 'require_login', 'help']);
+const KNOWN = new Set([...BOOLEAN, 'broker', 'listen', 'tls_cert', 'tls_key', 'broker_ca', 'poll_interval_ms', 'proto_dir']);
+
+/** Parses argv (without node and the script) and env; throws Error with a message for the user. */
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'help' {
+  const flags = new Map<string, string>();
+  for (const [k, v] of Object.entries(env)) {
+    if (k.startsWith('JOBWIRE_DASHBOARD_') && v !== undefined) flags.set(k.slice(18).toLowerCase(), v);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([a-z_-]+)(?:=(.*))?$/s.exec(argv[i]);
+    if (!m) throw new Error(`unexpected argument ${argv[i]}\n${USAGE}`);
+    const name = m[1].replace(/-/g, '_');
+    if (!KNOWN.has(name)) throw new Error(`unknown flag --${m[1]}\n${USAGE}`);
+    let value = m[2];
+    if (value === undefined) value = BOOLEAN.has(name) ? 'true' : argv[++i];
+    if (value === undefined) throw new Error(`--${m[1]} needs a value`);
+    flags.set(name, value);
+  }
+  for (const name of flags.keys()) if (!KNOWN.has(name)) throw new Error(`unknown setting JOBWIRE_DASHBOARD_${name.toUpperCase()}`);
+  const bool = (name: string): boolean => {
+    const v = flags.get(name) ?? 'false';
+    if (v === 'true' || v === '1') return true;
+    if (v === 'false' || v === '0') return false;
+    throw new Error(`--${name} takes true or false, not ${v}`);
+  };
+  if (bool('help')) return 'help';
+  const file = (name: string): Buffer | undefined => {
+    const p = flags.get(name);
+    return p ? fs.readFileSync(p) : undefined;
+  };
+  const cfg: Config = {
+    broker: flags.get('broker') || '127.0.0.1:50051',
+    listen: flags.get('listen') || '127.0.0.1:8080',
+    readOnly: bool('read_only'),
+    requireLogin: bool('require_login'),
+    tlsCert: file('tls_cert'),
+    tlsKey: file('tls_key'),
+    brokerCa: file('broker_ca'),
+    protoDir: flags.get('proto_dir') || undefined,
+    pollIntervalMs: Number(flags.get('poll_interval_ms') ?? 2000),
+  };
+  if (!cfg.tlsCert !== !cfg.tlsKey) throw new Error('--tls_cert and --tls_key go together');
+  if (!Number.isInteger(cfg.pollIntervalMs) || cfg.pollIntervalMs < 100) throw new Error('--poll_interval_ms must be an integer >= 100');
+  splitHostPort(cfg.listen);
+  return cfg;
+}
+
+/** "host:port" or "[v6]:port" → parts; throws on anything else. */
+export function splitHostPort(addr: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr);
+  if (!m) throw new Error(`${addr} is not HOST:PORT`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
+}

@@ -1,0 +1,345 @@
+// DashboardServer: the HTTP(S) server. Routes, sessions and their cookie,
+// the CSRF and Origin checks on every POST, the read-only and login rules,
+// and the /events stream; pages come from pages.ts, actions from actions.ts,
+// broker calls from BrokerClient.
+//
+//   GET  /healthz                      200 "ok" (no session, no broker call)
+//   GET  /static/{style.css,live.js}
+//   GET  /login, POST /login, POST /logout
+//   GET  /                             the queues (from the shared poll)
+//   GET  /events                       server-sent events: the queue table on every poll
+//   GET  /schedules
+//   GET  /queues/<q>?state=&type=&page_token=&job_id=
+//   GET  /queues/<q>/jobs/<id>
+//   POST /queues/<q>/<action>          actions.ts; asks first unless confirm=yes
+//
+// Every POST needs the session's CSRF token in its form and an Origin (or,
+// without one, a Referer) of this server: else 403 and nothing is done.
+// With --read_only every action answers 403. With --require_login every page
+// but /login and /healthz needs a session that logged in with a token the
+// broker accepted; the token stays in the session (session_store.ts) and is
+// sent only to the broker.
+// Thread safety: single-threaded (Node's event loop).
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import * as path from 'node:path';
+import { ACTIONS } from './actions';
+import { BrokerClient, BrokerError } from './broker_client';
+import { Config, splitHostPort } from './config';
+import { Html } from './html';
+import * as pages from './pages';
+import { Session, SessionStore } from './session_store';
+import { StatsPollerHub } from './stats_poller';
+
+const COOKIE = 'jw_session';
+const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAX_BODY = 64 * 1024;
+const STATIC_FILES: Record<string, string> = {
+  'style.css': 'text/css; charset=utf-8',
+  'live.js': 'text/javascript; charset=utf-8',
+};
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'x-frame-options': 'DENY',
+};
+
+/** Logs one JSON line per event; never given a token. */
+export type Logger = (fields: Record<string, unknown>) => void;
+
+export const stderrLogger: Logger = (fields) => process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), ...fields })}\n`);
+
+class HttpError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+interface RequestContext {
+  req: http.IncomingMessage;
+  res: http.ServerResponse;
+  url: URL;
+  session: Session;
+  ctx: pages.PageContext;
+  form: URLSearchParams;
+}
+
+export class DashboardServer {
+  private readonly server: http.Server;
+  private readonly sessions = new SessionStore();
+  private readonly hub: StatsPollerHub;
+  private readonly streams = new Set<http.ServerResponse>();
+  private readonly staticDir: string;
+  private readonly tls: boolean;
+
+  constructor(
+    private readonly config: Config,
+    private readonly broker: BrokerClient,
+    private readonly log: Logger = stderrLogger,
+  ) {
+    this.tls = Boolean(config.tlsCert);
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
+    this.server = this.tls ? https.createServer({ cert: config.tlsCert, key: config.tlsKey }, handler) : http.createServer(handler);
+    this.hub = new StatsPollerHub(broker, { intervalMs: config.pollIntervalMs, historyLength: 150, idleMs: 5 * 60_000 });
+    this.staticDir = path.join(__dirname, '..', 'static');
+  }
+
+  /** Listens on config.listen; resolves with the bound port. */
+  start(): Promise<number> {
+    const { host, port } = splitHostPort(this.config.listen);
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        const addr = this.server.address();
+        resolve(typeof addr === 'object' && addr ? addr.port : port);
+      });
+    });
+  }
+
+  /** Ends the event streams and the pollers, then closes the listener. */
+  stop(): Promise<void> {
+    for (const res of this.streams) res.end();
+    this.hub.stopAll();
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const started = Date.now();
+    const url = new URL(req.url ?? '/', 'http://dashboard');
+    res.on('finish', () => this.log({ msg: 'request', method: req.method, path: url.pathname, status: res.statusCode, ms: Date.now() - started }));
+    try {
+      if (url.pathname === '/healthz') return this.send(res, 200, 'ok\n', 'text/plain; charset=utf-8');
+      if (url.pathname.startsWith('/static/')) return this.serveStatic(res, url.pathname.slice(8));
+      await this.route(await this.begin(req, res, url));
+    } catch (err) {
+      if (res.headersSent) {
+        res.end();
+      } else if (err instanceof HttpError) {
+        this.send(res, err.status, pages.messagePage(undefined, 'Refused', err.message));
+      } else {
+        this.log({ msg: 'internal error', path: url.pathname, error: String(err) });
+        this.send(res, 500, pages.messagePage(undefined, 'Error', 'The dashboard failed to answer; see its log.'));
+      }
+    }
+  }
+
+  /** The session (new when none), the form of a POST and its CSRF and Origin checks. */
+  private async begin(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<RequestContext> {
+    let session = this.sessions.get(readCookie(req.headers.cookie, COOKIE));
+    if (!session) {
+      session = this.sessions.create();
+      this.setCookie(res, session.id);
+    }
+    let form = new URLSearchParams();
+    if (req.method === 'POST') {
+      if (this.config.readOnly && url.pathname.startsWith('/queues/')) {
+        throw new HttpError(403, 'This dashboard is read-only: actions are refused.');
+      }
+      form = new URLSearchParams(await readBody(req));
+      if (!this.sameOrigin(req)) throw new HttpError(403, 'This form was not sent from this dashboard (Origin / Referer check).');
+      if (!SessionStore.csrfMatches(session, form.get('csrf') ?? undefined)) {
+        throw new HttpError(403, 'The form is missing its CSRF token or it has expired: reload the page and try again.');
+      }
+    } else if (req.method !== 'GET' && req.method !== 'HEAD') {
+      throw new HttpError(405, 'Method not allowed.');
+    }
+    const ctx: pages.PageContext = { csrf: session.csrf, readOnly: this.config.readOnly, loggedIn: this.config.requireLogin && Boolean(session.token) };
+    return { req, res, url, session, ctx, form };
+  }
+
+  private async route(r: RequestContext): Promise<void> {
+    const { req, url, session } = r;
+    const post = req.method === 'POST';
+    if (url.pathname === '/login') return post ? this.login(r) : this.showLogin(r);
+    if (url.pathname === '/logout' && post) {
+      this.sessions.delete(session.id);
+      return this.redirect(r.res, this.config.requireLogin ? '/login' : '/');
+    }
+    if (this.config.requireLogin && !session.token) {
+      if (!post && url.pathname !== '/events') return this.redirect(r.res, '/login');
+      throw new HttpError(401, 'Log in first.');
+    }
+    let parts: string[];
+    try {
+      parts = url.pathname.split('/').slice(1).map(decodeURIComponent);
+    } catch {
+      throw new HttpError(400, 'Malformed path.');
+    }
+    try {
+      if (!post && parts.length === 1 && parts[0] === '') return await this.queues(r);
+      if (!post && parts.length === 1 && parts[0] === 'events') return await this.events(r);
+      if (!post && parts.length === 1 && parts[0] === 'schedules') return await this.schedules(r);
+      if (parts[0] === 'queues' && parts.length >= 2) {
+        if (!QUEUE_NAME.test(parts[1])) throw new HttpError(400, 'Not a queue name.');
+        if (!post && parts.length === 2) return await this.queue(r, parts[1]);
+        if (!post && parts.length === 4 && parts[2] === 'jobs') return await this.job(r, parts[1], parts[3]);
+        if (post && parts.length === 3 && parts[2] in ACTIONS) return await this.action(r, parts[1], parts[2]);
+      }
+    } catch (err) {
+      if (!(err instanceof BrokerError)) throw err;
+      if (err.code === 16) session.token = undefined; // revoked or rotated: log in again
+      return this.send(r.res, statusFor(err.code), pages.brokerErrorPage(r.ctx, err.code, err.details));
+    }
+    throw new HttpError(404, 'No such page.');
+  }
+
+  private showLogin(r: RequestContext): void {
+    if (!this.config.requireLogin) return this.redirect(r.res, '/');
+    this.send(r.res, 200, pages.loginPage(r.session.csrf));
+  }
+
+  /** Checks the token with a ListQueues; on success a new session (new id) holds it. */
+  private async login(r: RequestContext): Promise<void> {
+    if (!this.config.requireLogin) return this.redirect(r.res, '/');
+    const token = r.form.get('token') ?? '';
+    if (token === '') return this.send(r.res, 400, pages.loginPage(r.session.csrf, 'Enter an admin token.'));
+    try {
+      await this.broker.listQueues(token);
+    } catch (err) {
+      if (!(err instanceof BrokerError)) throw err;
+      const why =
+        err.code === 16 ? 'The broker did not accept this token (UNAUTHENTICATED).'
+        : err.code === 7 ? 'This token may not administer any queue (PERMISSION_DENIED).'
+        : pages.explainCode(err.code);
+      this.log({ msg: 'login refused', code: err.code });
+      return this.send(r.res, statusFor(err.code), pages.loginPage(r.session.csrf, why));
+    }
+    this.sessions.delete(r.session.id);
+    const s = this.sessions.create(token);
+    this.setCookie(r.res, s.id);
+    this.log({ msg: 'login' });
+    this.redirect(r.res, '/');
+  }
+
+  private async queues(r: RequestContext): Promise<void> {
+    const poller = this.hub.get(r.session.token);
+    const snap = await poller.snapshot();
+    this.send(r.res, 200, pages.queuesPage(r.ctx, snap, poller));
+  }
+
+  private async events(r: RequestContext): Promise<void> {
+    const { req, res } = r;
+    const poller = this.hub.get(r.session.token);
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
+    res.write('retry: 2000\n\n');
+    this.streams.add(res);
+    const send = (snap: Parameters<typeof pages.queuesFragment>[0]) => {
+      if (res.writableEnded || res.destroyed) return;
+      const lines = pages.queuesFragment(snap, poller).text.split('\n').map((l) => `data: ${l}`);
+      res.write(`event: queues\n${lines.join('\n')}\n\n`);
+    };
+    const unsubscribe = poller.subscribe(send);
+    req.on('close', () => {
+      unsubscribe();
+      this.streams.delete(res);
+    });
+    send(await poller.snapshot());
+  }
+
+  private async schedules(r: RequestContext): Promise<void> {
+    const { schedules } = await this.broker.listSchedules(r.session.token);
+    this.send(r.res, 200, pages.schedulesPage(r.ctx, schedules));
+  }
+
+  private async queue(r: RequestContext, queue: string): Promise<void> {
+    const q = r.url.searchParams;
+    const jobId = q.get('job_id')?.trim();
+    if (jobId) return this.redirect(r.res, pages.jobUrl(queue, jobId));
+    const state = q.get('state') ?? 'pending';
+    if (!(state in pages.STATES)) throw new HttpError(400, 'Unknown state.');
+    const type = q.get('type')?.trim() ?? '';
+    const pageToken = q.get('page_token') ?? '';
+    const token = r.session.token;
+    const [{ stats }, list] = await Promise.all([
+      this.broker.getQueueStats(token, queue),
+      this.broker.listJobs(token, { queue, state: pages.STATES[state], page_size: 50, page_token: pageToken, type }),
+    ]);
+    this.send(r.res, 200, pages.queuePage(r.ctx, { stats, state, type, pageToken, jobs: list.jobs, nextPageToken: list.next_page_token }));
+  }
+
+  private async job(r: RequestContext, queue: string, id: string): Promise<void> {
+    const { job } = await this.broker.getJob(r.session.token, queue, id);
+    this.send(r.res, 200, pages.jobPage(r.ctx, job));
+  }
+
+  private async action(r: RequestContext, queue: string, name: string): Promise<void> {
+    const action = ACTIONS[name];
+    const jobId = (r.form.get('job_id') ?? '').trim();
+    const all = r.form.get('all') === '1';
+    if ((action.needsJob || (name === 'retry-dead' && !all)) && jobId === '') throw new HttpError(400, 'Which job? (job_id missing)');
+    const input = { broker: this.broker, token: r.session.token, queue, jobId, all };
+    const back = jobId && name !== 'delete-job' ? pages.jobUrl(queue, jobId) : pages.queueUrl(queue);
+    if (action.question && r.form.get('confirm') !== 'yes') {
+      const fields: Record<string, string> = {};
+      if (jobId) fields.job_id = jobId;
+      if (all) fields.all = '1';
+      const question = await action.question(input);
+      return this.send(r.res, 200, pages.confirmPage(r.ctx, 'Please confirm', question, `${pages.queueUrl(queue)}/${name}`, fields, back));
+    }
+    const message = await action.run(input);
+    this.log({ msg: 'action', action: name, queue, job_id: jobId || undefined });
+    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: jobId && name !== 'delete-job' ? 'Back to the job' : `Back to queue ${queue}` }));
+  }
+
+  /** The Origin header (or, without one, the Referer) names this server. */
+  private sameOrigin(req: http.IncomingMessage): boolean {
+    const own = `${this.tls ? 'https' : 'http'}://${req.headers.host ?? ''}`;
+    const origin = req.headers.origin;
+    if (origin !== undefined) return origin === own;
+    const referer = req.headers.referer;
+    return referer !== undefined && (referer === own || referer.startsWith(`${own}/`));
+  }
+
+  private setCookie(res: http.ServerResponse, id: string): void {
+    res.setHeader('set-cookie', `${COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict${this.tls ? '; Secure' : ''}`);
+  }
+
+  private serveStatic(res: http.ServerResponse, name: string): void {
+    const type = STATIC_FILES[name];
+    if (!type) return this.send(res, 404, 'not found\n', 'text/plain; charset=utf-8');
+    this.send(res, 200, fs.readFileSync(path.join(this.staticDir, name), 'utf8'), type);
+  }
+
+  private redirect(res: http.ServerResponse, location: string): void {
+    res.writeHead(303, { location, 'cache-control': 'no-store', ...SECURITY_HEADERS });
+    res.end();
+  }
+
+  private send(res: http.ServerResponse, status: number, body: Html | string, type = 'text/html; charset=utf-8'): void {
+    const text = body instanceof Html ? body.text : body;
+    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text), ...SECURITY_HEADERS });
+    res.end(text);
+  }
+}
+
+function statusFor(code: number): number {
+  return ({ 16: 401, 7: 403, 5: 404, 3: 400, 9: 409, 14: 503, 4: 504 } as Record<number, number>)[code] ?? 502;
+}
+
+function readCookie(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return undefined;
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new HttpError(413, 'Form too large.'));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

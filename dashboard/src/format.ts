@@ -1,0 +1,47 @@
+// How values from the broker are shown: bytes as pretty JSON when they parse
+// as JSON, else as hex, both truncated; epoch milliseconds and durations as
+// text.
+
+/** Bytes shown at most (the rest is counted, not shown). */
+export const MAX_SHOWN_BYTES = 16 * 1024;
+
+export interface ShownBytes {
+  kind: 'empty' | 'json' | 'hex';
+  text: string;
+  /** Bytes left out of `text` (0 when everything is shown). */
+  omitted: number;
+}
+
+/** JSON (pretty-printed) when the whole value is UTF-8 JSON, else hex of its first bytes. */
+export function showBytes(bytes: Uint8Array | null | undefined): ShownBytes {
+  if (!bytes || bytes.length === 0) return { kind: 'empty', text: '', omitted: 0 };
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    const pretty = JSON.stringify(JSON.parse(text), null, 2);
+    if (pretty.length <= MAX_SHOWN_BYTES) return { kind: 'json', text: pretty, omitted: 0 };
+    return { kind: 'json', text: pretty.slice(0, MAX_SHOWN_BYTES), omitted: pretty.length - MAX_SHOWN_BYTES };
+  } catch {
+    // not UTF-8 JSON: hex below
+  }
+  const shown = bytes.subarray(0, MAX_SHOWN_BYTES / 4);
+  const lines: string[] = [];
+  for (let i = 0; i < shown.length; i += 16) {
+    lines.push(Buffer.from(shown.subarray(i, i + 16)).toString('hex').replace(/(..)(?!$)/g, '$1 '));
+  }
+  return { kind: 'hex', text: lines.join('\n'), omitted: bytes.length - shown.length };
+}
+
+/** An epoch-ms time as ISO 8601 UTC; 0 as an empty string. */
+export function showTime(ms: number): string {
+  return ms > 0 ? new Date(ms).toISOString().replace('.000Z', 'Z') : '';
+}
+
+/** A duration in ms as "850 ms", "12 s", "3 min", "5 h", "2 d". */
+export function showDuration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} d`;
+}

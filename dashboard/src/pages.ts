@@ -1,0 +1,267 @@
+// Every page and fragment the dashboard serves, as functions from data to
+// Html (src/html.ts escapes every value). No page holds a bearer token:
+// forms carry only the session's CSRF token.
+import { Job, JobState, QueueStats, ScheduleInfo } from './broker_client';
+import { showBytes, showDuration, showTime, ShownBytes } from './format';
+import { Html, html } from './html';
+import { sparkline } from './sparkline';
+import { Snapshot, StatsPoller } from './stats_poller';
+
+/** What every page needs to know about the viewer. */
+export interface PageContext {
+  csrf: string;
+  readOnly: boolean;
+  /** A logout button is shown (logins are on and this session has one). */
+  loggedIn: boolean;
+}
+
+export const STATES: Record<string, JobState> = {
+  pending: 'JOB_STATE_PENDING',
+  active: 'JOB_STATE_ACTIVE',
+  completed: 'JOB_STATE_COMPLETED',
+  dead: 'JOB_STATE_DEAD',
+};
+
+export function queueUrl(queue: string, params: Record<string, string> = {}): string {
+  const qs = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== '')).toString();
+  return `/queues/${encodeURIComponent(queue)}${qs ? `?${qs}` : ''}`;
+}
+
+export function jobUrl(queue: string, id: string): string {
+  return `/queues/${encodeURIComponent(queue)}/jobs/${encodeURIComponent(id)}`;
+}
+
+export function layout(ctx: PageContext | undefined, title: string, body: Html): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · jobwire</title>
+<link rel="stylesheet" href="/static/style.css">
+<script src="/static/live.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+<a class="brand" href="/">jobwire</a>
+<nav aria-label="Main"><a href="/">Queues</a> <a href="/schedules">Schedules</a></nav>
+${ctx?.readOnly ? html`<span class="badge">read-only</span>` : ''}
+${ctx?.loggedIn ? html`<form method="post" action="/logout" class="inline">${csrfField(ctx)}<button type="submit">Log out</button></form>` : ''}
+</header>
+<main id="main" tabindex="-1">
+<h1>${title}</h1>
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+function csrfField(ctx: PageContext): Html {
+  return html`<input type="hidden" name="csrf" value="${ctx.csrf}">`;
+}
+
+/** A POST form with one button; `fields` become hidden inputs. */
+function actionForm(ctx: PageContext, action: string, label: string, fields: Record<string, string> = {}, danger = false): Html {
+  if (ctx.readOnly) return html``;
+  const hidden = Object.entries(fields).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
+  return html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}${hidden}<button type="submit"${danger ? html` class="danger"` : ''}>${label}</button></form>`;
+}
+
+/** The queue table, also sent as it is on the /events stream. */
+export function queuesFragment(snap: Snapshot, poller: StatsPoller): Html {
+  const updated = html`<p class="muted">Updated <time datetime="${new Date(snap.at).toISOString()}">${showTime(snap.at)}</time></p>`;
+  if (snap.error) return html`${errorBox(snap.error.code, snap.error.details)}${updated}`;
+  if (snap.queues.length === 0) return html`<p>No queues yet: a queue appears with its first job.</p>${updated}`;
+  const rows = snap.queues.map((q) => {
+    const depth = poller.depthHistory(q.queue);
+    return html`<tr data-queue="${q.queue}">
+<th scope="row"><a href="${queueUrl(q.queue)}">${q.queue}</a>${q.paused ? html` <span class="badge paused">paused</span>` : ''}</th>
+<td data-col="pending_due">${q.pending_due}</td>
+<td data-col="pending_scheduled">${q.pending_scheduled}</td>
+<td data-col="active">${q.active}</td>
+<td data-col="completed">${q.completed}</td>
+<td data-col="dead">${q.dead}</td>
+<td data-col="oldest_due_age">${q.pending_due > 0 ? showDuration(q.oldest_due_age_ms) : '–'}</td>
+<td>${sparkline(depth, `Depth of ${q.queue} over the last ${depth.length} polls, now ${depth[depth.length - 1] ?? 0}`)}</td>
+</tr>`;
+  });
+  return html`<div class="scroll"><table class="queues">
+<caption class="sr-only">Queues and their jobs per state</caption>
+<thead><tr><th scope="col">Queue</th><th scope="col">Due</th><th scope="col">Scheduled</th><th scope="col">Active</th><th scope="col">Completed</th><th scope="col">Dead</th><th scope="col">Oldest due</th><th scope="col">Depth</th></tr></thead>
+<tbody>${rows}</tbody>
+</table></div>${updated}`;
+}
+
+export function queuesPage(ctx: PageContext, snap: Snapshot, poller: StatsPoller): Html {
+  return layout(ctx, 'Queues', html`
+<p class="live-status" id="live-status" role="status" aria-live="polite" data-state="connecting">Live updates: connecting…</p>
+<div id="queues-live" data-events="/events">${queuesFragment(snap, poller)}</div>`);
+}
+
+export interface QueuePageData {
+  stats: QueueStats;
+  state: string;
+  type: string;
+  pageToken: string;
+  jobs: Job[];
+  nextPageToken: string;
+}
+
+export function queuePage(ctx: PageContext, d: QueuePageData): Html {
+  const s = d.stats;
+  const q = s.queue;
+  const counts: Record<string, number> = {
+    pending: s.pending_due + s.pending_scheduled,
+    active: s.active,
+    completed: s.completed,
+    dead: s.dead,
+  };
+  const tabs = Object.keys(STATES).map((st) => {
+    const current = st === d.state;
+    return html`<a href="${queueUrl(q, { state: st, type: d.type })}"${current ? html` aria-current="page"` : ''}>${st} <span class="count" data-state="${st}">${counts[st]}</span></a>`;
+  });
+  const actions = ctx.readOnly ? html`` : html`<section aria-labelledby="qa"><h2 id="qa">Actions</h2><div class="actions">
+${s.paused ? actionForm(ctx, `${queueUrl(q)}/resume`, 'Resume queue') : actionForm(ctx, `${queueUrl(q)}/pause`, 'Pause queue')}
+${actionForm(ctx, `${queueUrl(q)}/retry-dead`, `Retry all dead jobs (${s.dead})`, { all: '1' })}
+${actionForm(ctx, `${queueUrl(q)}/purge-dead`, `Purge dead jobs (${s.dead})`, {}, true)}
+</div></section>`;
+  const rows = d.jobs.map(
+    (j) => html`<tr><td><a href="${jobUrl(q, j.id)}">${j.id}</a></td><td>${j.type}</td><td>${j.attempts}/${j.max_attempts}</td><td>${showTime(j.created_at_ms)}</td><td>${showTime(j.finished_at_ms || j.available_at_ms)}</td><td class="error">${truncate(j.error, 120)}</td></tr>`,
+  );
+  return layout(ctx, `Queue ${q}`, html`
+<p>${s.paused ? html`<span class="badge paused">paused</span> ` : ''}${s.pending_due} due, ${s.pending_scheduled} scheduled, ${s.active} active, ${s.completed} completed, ${s.dead} dead${s.pending_due > 0 ? html`; oldest due ${showDuration(s.oldest_due_age_ms)}` : ''}.</p>
+${actions}
+<section aria-labelledby="jl"><h2 id="jl">Jobs</h2>
+<nav aria-label="Job states" class="tabs">${tabs}</nav>
+<div class="filters">
+<form method="get" action="${queueUrl(q)}" role="search">
+<input type="hidden" name="state" value="${d.state}">
+<label for="type">Type</label> <input id="type" name="type" value="${d.type}">
+<button type="submit">Filter</button>
+</form>
+<form method="get" action="${queueUrl(q)}" role="search">
+<label for="job_id">Job id</label> <input id="job_id" name="job_id" required>
+<button type="submit">Open job</button>
+</form>
+</div>
+${d.jobs.length === 0 ? html`<p>No ${d.state} jobs${d.type ? html` of type ${d.type}` : ''} on this page.</p>` : html`<div class="scroll"><table class="jobs">
+<caption class="sr-only">${d.state} jobs</caption>
+<thead><tr><th scope="col">Id</th><th scope="col">Type</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col">${d.state === 'completed' || d.state === 'dead' ? 'Finished' : 'Due'}</th><th scope="col">Error</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`}
+<p class="pager">${d.pageToken ? html`<a href="${queueUrl(q, { state: d.state, type: d.type })}">First page</a> ` : ''}${d.nextPageToken ? html`<a href="${queueUrl(q, { state: d.state, type: d.type, page_token: d.nextPageToken })}" rel="next">Next page</a>` : ''}</p>
+</section>`);
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n)}…` : s;
+}
+
+function bytesBlock(label: string, b: ShownBytes): Html {
+  if (b.kind === 'empty') return html`<h2>${label}</h2><p class="muted">(empty)</p>`;
+  return html`<h2>${label} <span class="muted">(${b.kind === 'json' ? 'JSON' : 'hex'})</span></h2>
+<pre class="bytes" tabindex="0">${b.text}</pre>${b.omitted > 0 ? html`<p class="muted">${b.omitted} more ${b.kind === 'json' ? 'characters' : 'bytes'} not shown.</p>` : ''}`;
+}
+
+export function jobPage(ctx: PageContext, j: Job): Html {
+  const state = j.state.replace('JOB_STATE_', '').toLowerCase();
+  const fields: [string, string | number][] = [
+    ['Id', j.id],
+    ['Queue', j.queue],
+    ['Type', j.type],
+    ['State', state],
+    ['Attempts', `${j.attempts} of ${j.max_attempts}`],
+    ['Priority', j.priority],
+    ['Error', j.error],
+    ['Created', showTime(j.created_at_ms)],
+    ['Available at', showTime(j.available_at_ms)],
+    ['Lease expires', showTime(j.lease_expires_at_ms)],
+    ['Finished', showTime(j.finished_at_ms)],
+    ['Run deadline', showTime(j.run_deadline_ms)],
+    ['Cancel requested', showTime(j.cancel_requested_at_ms)],
+    ['Timeout', j.timeout_ms ? showDuration(j.timeout_ms) : 'none'],
+    ['Backoff', `${showDuration(j.backoff_base_ms)} base, ${showDuration(j.backoff_max_ms)} max`],
+    ['Idempotency key', j.idempotency_key],
+    ['Worker', j.worker_id],
+    ['Progress', j.progress_percent === undefined || j.progress_percent === null ? '' : `${j.progress_percent}%`],
+  ];
+  const headers = Object.entries(j.headers ?? {});
+  const q = j.queue;
+  const fieldsHidden = { job_id: j.id };
+  const actions = ctx.readOnly
+    ? html``
+    : html`<div class="actions">
+${state === 'dead' ? actionForm(ctx, `${queueUrl(q)}/retry-dead`, 'Retry this job', fieldsHidden) : ''}
+${state === 'pending' || state === 'active' ? actionForm(ctx, `${queueUrl(q)}/cancel`, 'Cancel this job', fieldsHidden, true) : ''}
+${actionForm(ctx, `${queueUrl(q)}/delete-job`, 'Delete this job', fieldsHidden, true)}
+</div>`;
+  return layout(ctx, `Job ${j.id}`, html`
+<p><a href="${queueUrl(q, { state })}">Back to queue ${q}</a></p>
+${actions}
+<dl class="fields">${fields.map(([k, v]) => html`<dt>${k}</dt><dd data-field="${k}">${v === '' ? '–' : v}</dd>`)}</dl>
+${headers.length ? html`<h2>Headers</h2><dl class="fields">${headers.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ''}
+${bytesBlock('Payload', showBytes(j.payload))}
+${bytesBlock('Result', showBytes(j.result))}
+${j.progress_data?.length ? bytesBlock('Progress data', showBytes(j.progress_data)) : ''}`);
+}
+
+/** Asks before a destructive action, saying how many jobs it affects. */
+export function confirmPage(ctx: PageContext, title: string, question: string, action: string, fields: Record<string, string>, cancelUrl: string): Html {
+  return layout(ctx, title, html`<p class="confirm">${question}</p>
+<div class="actions">${actionForm(ctx, action, 'Yes, do it', { ...fields, confirm: 'yes' }, true)} <a href="${cancelUrl}">No, go back</a></div>`);
+}
+
+export function messagePage(ctx: PageContext | undefined, title: string, message: string, back?: { url: string; label: string }): Html {
+  return layout(ctx, title, html`<p role="status">${message}</p>${back ? html`<p><a href="${back.url}">${back.label}</a></p>` : ''}`);
+}
+
+export function errorBox(code: number, details: string): Html {
+  return html`<div class="error-box" role="alert"><strong>${explainCode(code)}</strong><p>${details}</p></div>`;
+}
+
+/** A sentence for the gRPC codes an operator can act on. */
+export function explainCode(code: number): string {
+  switch (code) {
+    case 16:
+      return 'The broker requires a valid token (UNAUTHENTICATED): log in again with an admin token (a dashboard started without --require_login never asks for one).';
+    case 7:
+      return 'Your token may not do this (PERMISSION_DENIED): it needs the admin permission on this queue.';
+    case 5:
+      return 'Not found (NOT_FOUND).';
+    case 14:
+      return 'The broker or its Redis cannot be reached right now (UNAVAILABLE): try again.';
+    case 3:
+      return 'The broker refused the request (INVALID_ARGUMENT).';
+    case 9:
+      return 'The job is not in a state that allows this (FAILED_PRECONDITION).';
+    case 4:
+      return 'The broker did not answer in time (DEADLINE_EXCEEDED).';
+    default:
+      return `The broker answered with an error (code ${code}).`;
+  }
+}
+
+export function brokerErrorPage(ctx: PageContext | undefined, code: number, details: string): Html {
+  return layout(ctx, 'Error', html`${errorBox(code, details)}<p><a href="/">Back to the queues</a>${code === 16 ? html` · <a href="/login">Log in</a>` : ''}</p>`);
+}
+
+export function loginPage(csrf: string, error?: string): Html {
+  return layout(undefined, 'Log in', html`${error ? html`<div class="error-box" role="alert"><p>${error}</p></div>` : ''}
+<form method="post" action="/login" class="login">
+<input type="hidden" name="csrf" value="${csrf}">
+<label for="token">Admin token</label>
+<input id="token" name="token" type="password" autocomplete="off" required autofocus>
+<button type="submit">Log in</button>
+</form>
+<p class="muted">The broker requires a bearer token with the admin permission. It is kept in this server's memory for your session only.</p>`);
+}
+
+export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[]): Html {
+  const rows = schedules.map(
+    (s) => html`<tr><td>${s.schedule.name}</td><td>${s.schedule.job ? html`<a href="${queueUrl(s.schedule.job.queue)}">${s.schedule.job.queue}</a>` : ''}</td><td>${s.schedule.job?.type ?? ''}</td><td>${s.schedule.cron || (s.schedule.interval_ms ? `every ${showDuration(s.schedule.interval_ms)}` : '')}</td><td>${showTime(s.next_run_at_ms)}</td><td>${showTime(s.last_run_at_ms)}</td></tr>`,
+  );
+  return layout(ctx, 'Schedules', schedules.length === 0 ? html`<p>No schedules.</p>` : html`<div class="scroll"><table>
+<thead><tr><th scope="col">Name</th><th scope="col">Queue</th><th scope="col">Type</th><th scope="col">When</th><th scope="col">Next run</th><th scope="col">Last run</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`);
+}

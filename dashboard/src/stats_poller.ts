@@ -1,0 +1,147 @@
+// StatsPoller: one ListQueues call every interval for one bearer token (or
+// none), shared by every viewer using that token: the queues page renders
+// from its latest snapshot and every server-sent-events stream is fed by its
+// ticks, so viewers add no load on the broker. Keeps each queue's depth
+// (pending + active) over the last `historyLength` ticks for the sparklines.
+// A poller with no subscriber that nobody read for `idleMs` stops itself and
+// calls onIdle (StatsPollerHub then forgets it).
+// Thread safety: single-threaded (Node's event loop).
+import { BrokerClient, BrokerError, QueueStats } from './broker_client';
+
+export interface Snapshot {
+  /** When the poll answered (epoch ms). */
+  at: number;
+  /** The queues, by name; empty when `error` is set. */
+  queues: QueueStats[];
+  /** The failed poll's error; the previous queues are not kept. */
+  error?: BrokerError;
+}
+
+export interface StatsPollerOptions {
+  intervalMs: number;
+  historyLength: number;
+  idleMs: number;
+  onIdle: () => void;
+}
+
+export function depthOf(q: QueueStats): number {
+  return q.pending_due + q.pending_scheduled + q.active;
+}
+
+export class StatsPoller {
+  private latest: Snapshot | undefined;
+  private readonly history = new Map<string, number[]>();
+  private readonly subscribers = new Set<(s: Snapshot) => void>();
+  private readonly firstWaiters: ((s: Snapshot) => void)[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private lastUsedAt = Date.now();
+  private polling = false;
+
+  constructor(
+    private readonly client: BrokerClient,
+    private readonly token: string | undefined,
+    private readonly options: StatsPollerOptions,
+  ) {}
+
+  /** Polls at once, then every intervalMs. */
+  start(): void {
+    void this.tick();
+    this.timer = setInterval(() => void this.tick(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** The latest snapshot; waits for the first poll when none has answered yet. */
+  snapshot(): Promise<Snapshot> {
+    this.lastUsedAt = Date.now();
+    if (this.latest) return Promise.resolve(this.latest);
+    return new Promise((resolve) => this.firstWaiters.push(resolve));
+  }
+
+  /** The queue's depth at each of the last ticks, oldest first. */
+  depthHistory(queue: string): readonly number[] {
+    return this.history.get(queue) ?? [];
+  }
+
+  /** Calls fn with every new snapshot until the returned function is called. */
+  subscribe(fn: (s: Snapshot) => void): () => void {
+    this.subscribers.add(fn);
+    return () => {
+      this.subscribers.delete(fn);
+      this.lastUsedAt = Date.now();
+    };
+  }
+
+  private async tick(): Promise<void> {
+    if (this.subscribers.size === 0 && Date.now() - this.lastUsedAt > this.options.idleMs) {
+      this.stop();
+      this.options.onIdle();
+      return;
+    }
+    if (this.polling) return; // a slow broker: skip a tick rather than pile up calls
+    this.polling = true;
+    let snap: Snapshot;
+    try {
+      const res = await this.client.listQueues(this.token);
+      const queues = [...res.queues].sort((a, b) => a.queue.localeCompare(b.queue));
+      snap = { at: Date.now(), queues };
+      this.record(queues);
+    } catch (err) {
+      const e = err instanceof BrokerError ? err : new BrokerError(2, String(err));
+      snap = { at: Date.now(), queues: [], error: e };
+    } finally {
+      this.polling = false;
+    }
+    this.latest = snap;
+    for (const w of this.firstWaiters.splice(0)) w(snap);
+    for (const fn of this.subscribers) fn(snap);
+  }
+
+  private record(queues: QueueStats[]): void {
+    const seen = new Set<string>();
+    for (const q of queues) {
+      seen.add(q.queue);
+      const h = this.history.get(q.queue) ?? [];
+      h.push(depthOf(q));
+      if (h.length > this.options.historyLength) h.shift();
+      this.history.set(q.queue, h);
+    }
+    for (const name of this.history.keys()) if (!seen.has(name)) this.history.delete(name);
+  }
+}
+
+/** The pollers by token: one per distinct token in use, none per viewer. */
+export class StatsPollerHub {
+  private readonly pollers = new Map<string, StatsPoller>();
+
+  constructor(
+    private readonly client: BrokerClient,
+    private readonly options: Omit<StatsPollerOptions, 'onIdle'>,
+  ) {}
+
+  /** The running poller for this token, started on first use. */
+  get(token: string | undefined): StatsPoller {
+    const key = token ?? '';
+    let p = this.pollers.get(key);
+    if (!p) {
+      p = new StatsPoller(this.client, token, { ...this.options, onIdle: () => this.pollers.delete(key) });
+      this.pollers.set(key, p);
+      p.start();
+    }
+    return p;
+  }
+
+  /** Pollers running now (for tests and /healthz). */
+  get size(): number {
+    return this.pollers.size;
+  }
+
+  stopAll(): void {
+    for (const p of this.pollers.values()) p.stop();
+    this.pollers.clear();
+  }
+}

@@ -1,0 +1,276 @@
+// The dashboard against a real redis-server and broker, open (no tokens):
+// what the browser shows matches what the test enqueued, live updates
+// arrive without a reload, actions change the broker's state only after a
+// confirmation and only with the session's CSRF token from this origin, and
+// a read-only dashboard refuses them all.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, sleep, freePort, Client } from './helpers.mjs';
+
+let stack, client, stubs, dash, browser, metricsPort;
+
+before(async () => {
+  metricsPort = await freePort();
+  stack = await startStack({ brokerArgs: [`--metrics_listen=127.0.0.1:${metricsPort}`] });
+  client = new Client({ address: stack.address, timeoutMs: 5000 });
+  stubs = brokerStubs(stack.address);
+  dash = await startDashboard(stack.address);
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await dash?.stop();
+  stubs?.close();
+  client?.close();
+  await stack?.stop();
+});
+
+/** Enqueues `due` due jobs, `scheduled` delayed ones and `dead` cancelled ones; returns the dead ids. */
+async function seed(queue, { due = 0, scheduled = 0, dead = 0 }) {
+  const deadIds = [];
+  for (let i = 0; i < due; i++) await client.enqueue(queue, 'send', { n: i });
+  for (let i = 0; i < scheduled; i++) await client.enqueue(queue, 'later', { n: i }, { delayMs: 3_600_000 });
+  for (let i = 0; i < dead; i++) {
+    const { jobId } = await client.enqueue(queue, 'doomed', { n: i });
+    await client.cancel(queue, jobId);
+    deadIds.push(jobId);
+  }
+  return deadIds;
+}
+
+/** The cell texts of a queue's row on the queues page. */
+async function row(page, queue) {
+  const r = page.locator(`tr[data-queue="${queue}"]`);
+  const cell = (c) => r.locator(`td[data-col="${c}"]`).innerText();
+  return { due: await cell('pending_due'), scheduled: await cell('pending_scheduled'), active: await cell('active'), dead: await cell('dead') };
+}
+
+describe('open broker', () => {
+  test('the queues page shows the counts the test enqueued', async () => {
+    await seed('counts', { due: 3, scheduled: 2, dead: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/`);
+    assert.deepEqual(await row(page, 'counts'), { due: '3', scheduled: '2', active: '0', dead: '1' });
+    assert.equal(await page.locator('tr[data-queue="counts"] svg.spark').count(), 1);
+    await page.close();
+  });
+
+  test('a new queue appears by server-sent events without a reload, with the connection state shown', async () => {
+    const page = await browser.newPage();
+    const problems = [];
+    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text()); });
+    page.on('pageerror', (e) => problems.push(String(e)));
+    await page.goto(`${dash.url}/`);
+    await page.locator('#live-status[data-state="open"]').waitFor({ timeout: 10_000 });
+    assert.match(await page.locator('#live-status').innerText(), /connected/);
+    await page.evaluate(() => { window.notReloaded = true; });
+    await seed('live', { due: 2 });
+    await page.locator('tr[data-queue="live"] td[data-col="pending_due"]', { hasText: '2' }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.evaluate(() => window.notReloaded), true);
+    assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation');
+    await page.close();
+  });
+
+  test('a dead job shows its error; retrying it in the browser moves it to pending', async () => {
+    const [id] = await seed('retry', { dead: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/retry?state=dead`);
+    await page.getByRole('link', { name: id }).click();
+    assert.equal(await page.locator('dd[data-field="Error"]').innerText(), 'cancelled');
+    assert.equal(await page.locator('dd[data-field="State"]').innerText(), 'dead');
+    assert.match(await page.locator('pre.bytes').first().innerText(), /"n": 0/);
+    await screenshot(page, 'job');
+    await page.getByRole('button', { name: 'Retry this job' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /This affects 1 job\./);
+    assert.equal((await stubs.getJob('retry', id)).state, 'JOB_STATE_DEAD', 'nothing happens before the confirmation');
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    assert.match(await page.locator('main').innerText(), /Moved 1 job back to pending/);
+    assert.equal((await stubs.getJob('retry', id)).state, 'JOB_STATE_PENDING');
+    await page.close();
+  });
+
+  test('retry all and purge ask first, showing how many dead jobs they affect', async () => {
+    await seed('bulk', { dead: 3 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/bulk`);
+    await page.getByRole('button', { name: 'Purge dead jobs (3)' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /This affects 3 jobs\./);
+    await page.getByRole('link', { name: 'No, go back' }).click();
+    assert.equal((await stubs.stats('bulk')).dead, 3);
+    await page.getByRole('button', { name: 'Retry all dead jobs (3)' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /This affects 3 jobs\./);
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    const s = await stubs.stats('bulk');
+    assert.equal(s.dead, 0);
+    assert.equal(s.pending_due, 3);
+    await page.close();
+  });
+
+  test('delete and cancel of one job, confirmed', async () => {
+    const { jobId: a } = await client.enqueue('single', 'x', { a: 1 });
+    const { jobId: b } = await client.enqueue('single', 'x', Buffer.from([0, 1, 2, 255]));
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/single/jobs/${b}`);
+    assert.equal(await page.locator('pre.bytes').first().innerText(), '00 01 02 ff', 'non-JSON payload shown as hex');
+    await page.getByRole('button', { name: 'Cancel this job' }).click();
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    assert.equal((await stubs.getJob('single', b)).state, 'JOB_STATE_DEAD');
+    await page.goto(`${dash.url}/queues/single?job_id=${a}`);
+    await page.getByRole('button', { name: 'Delete this job' }).click();
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    await assert.rejects(stubs.getJob('single', a), (e) => e.code === 5);
+    await page.close();
+  });
+
+  test('values from the broker are shown as text, never as markup', async () => {
+    const { jobId } = await client.enqueue('escape', '<b id="injected">t</b>', { x: '<img id=injected2 src=x>' });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/escape/jobs/${jobId}`);
+    assert.equal(await page.locator('dd[data-field="Type"]').innerText(), '<b id="injected">t</b>');
+    assert.match(await page.locator('pre.bytes').first().innerText(), /<img id=injected2 src=x>/);
+    assert.equal(await page.locator('#injected, #injected2').count(), 0);
+    await page.goto(`${dash.url}/queues/escape`);
+    assert.equal(await page.locator('#injected, #injected2').count(), 0);
+    await page.close();
+  });
+
+  test('pause shows the queue paused and the broker reports it; resume undoes it', async () => {
+    await seed('pausable', { due: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/pausable`);
+    await page.getByRole('button', { name: 'Pause queue' }).click();
+    assert.match(await page.locator('main').innerText(), /Queue pausable is paused/);
+    assert.equal((await stubs.stats('pausable')).paused, true);
+    await page.goto(`${dash.url}/queues/pausable`);
+    assert.equal(await page.locator('main .badge.paused').count(), 1);
+    await page.goto(`${dash.url}/`);
+    await page.locator('tr[data-queue="pausable"] .badge.paused').waitFor();
+    await page.goto(`${dash.url}/queues/pausable`);
+    await page.getByRole('button', { name: 'Resume queue' }).click();
+    assert.equal((await stubs.stats('pausable')).paused, false);
+    await page.close();
+  });
+
+  test('the keyboard alone reaches and presses the actions', async () => {
+    await seed('keys', { due: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/keys`);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to content');
+    let focused = '';
+    for (let i = 0; i < 20 && focused !== 'Pause queue'; i++) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() => document.activeElement.textContent);
+    }
+    assert.equal(focused, 'Pause queue');
+    await page.keyboard.press('Enter');
+    await page.getByText('Queue keys is paused').waitFor();
+    assert.equal((await stubs.stats('keys')).paused, true);
+    await page.close();
+  });
+
+  test('a POST without the CSRF token, or from another origin, is refused and changes nothing', async () => {
+    await seed('csrf', { due: 1 });
+    const first = await fetch(`${dash.url}/queues/csrf`);
+    const cookie = first.headers.get('set-cookie').split(';')[0];
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
+    const post = (body, headers) =>
+      fetch(`${dash.url}/queues/csrf/pause`, {
+        method: 'POST', redirect: 'manual', body: new URLSearchParams(body),
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      });
+    assert.equal((await post({}, { origin: dash.url })).status, 403, 'no CSRF token');
+    assert.equal((await post({ csrf: 'wrong' }, { origin: dash.url })).status, 403, 'wrong CSRF token');
+    assert.equal((await post({ csrf }, { origin: 'http://evil.example' })).status, 403, 'foreign Origin');
+    assert.equal((await post({ csrf }, {})).status, 403, 'neither Origin nor Referer');
+    assert.equal((await stubs.stats('csrf')).paused, false);
+    assert.equal((await post({ csrf }, { origin: dash.url })).status, 200, 'the same request with both passes');
+    assert.equal((await stubs.stats('csrf')).paused, true);
+  });
+
+  test('one shared poll feeds every viewer: ten event streams cost the broker no more ListQueues calls than one', async () => {
+    const listQueuesCalls = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return [...text.matchAll(/^jobwire_rpc_requests_total\{[^}]*method="ListQueues"[^}]*\} (\S+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const first = await fetch(`${dash.url}/`);
+    const cookie = first.headers.get('set-cookie').split(';')[0];
+    const viewers = await Promise.all(Array.from({ length: 10 }, async () => {
+      const ctl = new AbortController();
+      const res = await fetch(`${dash.url}/events`, { headers: { cookie }, signal: ctl.signal });
+      const viewer = { events: 0, stop: () => ctl.abort() };
+      (async () => {
+        const decoder = new TextDecoder();
+        try {
+          for await (const chunk of res.body) viewer.events += (decoder.decode(chunk).match(/^event: queues$/gm) ?? []).length;
+        } catch { /* aborted */ }
+      })();
+      return viewer;
+    }));
+    const before = await listQueuesCalls();
+    await sleep(3000); // the dashboard polls every 500 ms here
+    const calls = (await listQueuesCalls()) - before;
+    for (const v of viewers) v.stop();
+    assert.ok(calls >= 1 && calls <= 9, `${calls} ListQueues calls in 3 s for 10 viewers`);
+    for (const v of viewers) assert.ok(v.events >= 2, `a viewer got ${v.events} updates in 3 s`);
+  });
+
+  test('/healthz answers ok without a session', async () => {
+    const res = await fetch(`${dash.url}/healthz`);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'ok\n');
+    assert.equal(res.headers.get('set-cookie'), null);
+  });
+
+  test('the pages work at phone width', async () => {
+    const page = await browser.newPage();
+    await page.setViewportSize({ width: 375, height: 740 });
+    await page.goto(`${dash.url}/queues/counts`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 0, `page wider than the phone by ${overflow}px`);
+    await screenshot(page, 'queue-phone');
+    await page.close();
+  });
+
+  test('screenshots of the queues page once a few polls made history', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/`);
+    await page.locator('#live-status[data-state="open"]').waitFor({ timeout: 10_000 });
+    await screenshot(page, 'queues');
+    await page.goto(`${dash.url}/queues/counts`);
+    await screenshot(page, 'queue');
+    await page.close();
+  });
+});
+
+describe('read-only dashboard', () => {
+  let ro;
+  before(async () => { ro = await startDashboard(stack.address, ['--read_only']); });
+  after(async () => { await ro?.stop(); });
+
+  test('shows no action and refuses every action with 403', async () => {
+    const [id] = await seed('readonly', { due: 1, dead: 1 });
+    const page = await browser.newPage();
+    for (const p of ['/', '/queues/readonly', '/queues/readonly?state=dead', `/queues/readonly/jobs/${id}`]) {
+      await page.goto(`${ro.url}${p}`);
+      assert.equal(await page.locator('form[method="post"]').count(), 0, `${p} shows a POST form`);
+    }
+    assert.match(await page.locator('dd[data-field="Error"]').innerText(), /cancelled/);
+    await page.close();
+    // Read-only pages carry no form; the refusal comes before any other check.
+    const first = await fetch(`${ro.url}/queues/readonly`);
+    const cookie = first.headers.get('set-cookie').split(';')[0];
+    for (const [action, body] of [['pause', {}], ['purge-dead', { confirm: 'yes' }], ['retry-dead', { all: '1', confirm: 'yes' }], ['delete-job', { job_id: id, confirm: 'yes' }], ['cancel', { job_id: id, confirm: 'yes' }]]) {
+      const res = await fetch(`${ro.url}/queues/readonly/${action}`, {
+        method: 'POST', redirect: 'manual', body: new URLSearchParams(body),
+        headers: { cookie, origin: ro.url, 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      assert.equal(res.status, 403, action);
+      assert.match(await res.text(), /read-only/, action);
+    }
+    const s = await stubs.stats('readonly');
+    assert.equal(s.paused, false);
+    assert.equal(s.dead, 1);
+  });
+});

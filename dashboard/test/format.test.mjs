@@ -1,0 +1,35 @@
+// How bytes, times and durations are shown (src/format.ts, built into dist/):
+// JSON pretty-printed, anything else in hex, both cut with the rest counted.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { showBytes, showDuration, showTime, MAX_SHOWN_BYTES } from '../dist/format.js';
+
+test('UTF-8 JSON is pretty-printed; other bytes are hex; nothing is empty', () => {
+  assert.deepEqual(showBytes(Buffer.from('{"a":[1,2]}')), { kind: 'json', text: '{\n  "a": [\n    1,\n    2\n  ]\n}', omitted: 0 });
+  assert.deepEqual(showBytes(Buffer.from([0xde, 0xad, 0xbe, 0xef])), { kind: 'hex', text: 'de ad be ef', omitted: 0 });
+  assert.equal(showBytes(Buffer.from('plain text')).kind, 'hex');
+  assert.equal(showBytes(Buffer.alloc(0)).kind, 'empty');
+  assert.equal(showBytes(undefined).kind, 'empty');
+});
+
+test('large values are cut and the rest counted', () => {
+  const big = Buffer.from(JSON.stringify({ s: 'x'.repeat(100_000) }));
+  const j = showBytes(big);
+  assert.equal(j.kind, 'json');
+  assert.equal(j.text.length, MAX_SHOWN_BYTES);
+  assert.ok(j.omitted > 80_000);
+  const bin = showBytes(Buffer.alloc(100_000, 0xff));
+  assert.equal(bin.kind, 'hex');
+  assert.equal(bin.omitted, 100_000 - MAX_SHOWN_BYTES / 4);
+  assert.equal(bin.text.split('\n')[0], 'ff '.repeat(15) + 'ff');
+});
+
+test('times and durations', () => {
+  assert.equal(showTime(0), '');
+  assert.equal(showTime(Date.UTC(2026, 0, 2, 3, 4, 5)), '2026-01-02T03:04:05Z');
+  assert.equal(showDuration(850), '850 ms');
+  assert.equal(showDuration(12_000), '12 s');
+  assert.equal(showDuration(3 * 60_000), '3 min');
+  assert.equal(showDuration(5 * 3600_000), '5 h');
+  assert.equal(showDuration(3 * 86400_000), '3 d');
+});

@@ -1,0 +1,96 @@
+// Test helpers of the dashboard's suites: the dashboard as a child process,
+// Debian's headless chromium through playwright-core (never a downloaded
+// browser), and an independent Admin gRPC client to check what the broker
+// reports. Redis and the broker come from the Node client's harness
+// (client/node/test/harness.mjs: startStack), shared with its suites.
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { chromium } from 'playwright-core';
+import { freePort, waitForPort, REPO_ROOT } from '../../client/node/test/harness.mjs';
+
+export { startStack, waitFor, sleep, freePort } from '../../client/node/test/harness.mjs';
+export { Client } from '../../client/node/dist/index.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const DASHBOARD_MAIN = path.resolve(here, '..', 'dist', 'main.js');
+/** Screenshots of the main pages land here (not committed). */
+export const OUTPUT_DIR = path.resolve(here, '..', 'test-output');
+
+/**
+ * Starts `node dist/main.js --broker=<address> --listen=127.0.0.1:<free port>
+ * ...args`. Returns { url, log(), stop() }; log() is its stderr and stdout.
+ */
+export async function startDashboard(brokerAddress, args = []) {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [DASHBOARD_MAIN, `--broker=${brokerAddress}`, `--listen=127.0.0.1:${port}`, '--poll_interval_ms=500', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const chunks = [];
+  proc.stdout.on('data', (d) => chunks.push(d));
+  proc.stderr.on('data', (d) => chunks.push(d));
+  proc.logText = () => Buffer.concat(chunks).toString('utf8');
+  await waitForPort(port, proc, 'jobwire-dashboard');
+  return {
+    url: `${args.some((a) => a.startsWith('--tls_cert')) ? 'https' : 'http'}://127.0.0.1:${port}`,
+    log: () => proc.logText(),
+    stop: () =>
+      new Promise((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', resolve);
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Debian's chromium, headless, on a fresh profile. Returns a playwright BrowserContext. */
+export async function launchBrowser() {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'jw-dash-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+  const close = context.close.bind(context);
+  context.close = async () => {
+    await close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  };
+  return context;
+}
+
+/** AdminService and BrokerService stubs on the broker, promise-returning, with an optional token. */
+export function brokerStubs(address, token) {
+  const def = protoLoader.loadSync(['jobwire/v1/admin.proto', 'jobwire/v1/broker.proto'], {
+    includeDirs: [path.join(REPO_ROOT, 'proto')],
+    keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
+  });
+  const v1 = grpc.loadPackageDefinition(def).jobwire.v1;
+  const creds = grpc.credentials.createInsecure();
+  const clients = { admin: new v1.AdminService(address, creds), broker: new v1.BrokerService(address, creds) };
+  const call = (svc, method, req) =>
+    new Promise((resolve, reject) => {
+      const md = new grpc.Metadata();
+      if (token) md.set('authorization', `Bearer ${token}`);
+      clients[svc][method](req, md, { deadline: Date.now() + 5000 }, (err, res) => (err ? reject(err) : resolve(res)));
+    });
+  return {
+    stats: async (queue) => (await call('admin', 'GetQueueStats', { queue })).stats,
+    getJob: async (queue, job_id) => (await call('broker', 'GetJob', { queue, job_id })).job,
+    resume: (queue) => call('admin', 'ResumeQueue', { queue }),
+    close: () => { clients.admin.close(); clients.broker.close(); },
+  };
+}
+
+/** A screenshot of the page in OUTPUT_DIR/<name>.png. */
+export async function screenshot(page, name) {
+  fs.mkdirSync(OUTPUT_DIR, { recursive: true });
+  await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}.png`), fullPage: true });
+}

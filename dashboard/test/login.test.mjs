@@ -1,0 +1,124 @@
+// The dashboard in front of a broker that requires tokens (--require_login):
+// every page asks for a login first; a wrong token and a token without the
+// admin permission are refused with a clear message; an admin token opens
+// the queues; a token limited to other queues sees PERMISSION_DENIED; the
+// token never appears in served HTML, URLs or the dashboard's log, and the
+// session cookie is HttpOnly and SameSite=Strict.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, Client } from './helpers.mjs';
+
+const ADMIN = crypto.randomBytes(24).toString('hex');
+const PRODUCER = crypto.randomBytes(24).toString('hex');
+const OTHER_ADMIN = crypto.randomBytes(24).toString('hex');
+const sha = (t) => crypto.createHash('sha256').update(t).digest('hex');
+
+let dir, stack, client, stubs, dash, browser;
+/** Every HTML body the browser received. */
+const served = [];
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jw-dash-tokens-'));
+  const tokensFile = path.join(dir, 'tokens.json');
+  fs.writeFileSync(tokensFile, JSON.stringify({ tokens: [
+    { name: 'ops', sha256: sha(ADMIN), admin: ['*'], enqueue: ['*'] },
+    { name: 'producer', sha256: sha(PRODUCER), enqueue: ['*'] },
+    { name: 'other-ops', sha256: sha(OTHER_ADMIN), admin: ['other.*'] },
+  ] }));
+  stack = await startStack({ brokerArgs: ['--metrics_listen=', `--auth_tokens_file=${tokensFile}`] });
+  client = new Client({ address: stack.address, timeoutMs: 5000, token: ADMIN });
+  stubs = brokerStubs(stack.address, ADMIN);
+  dash = await startDashboard(stack.address, ['--require_login']);
+  browser = await launchBrowser();
+  browser.on('response', async (res) => {
+    if ((res.headers()['content-type'] ?? '').startsWith('text/html')) served.push(await res.text().catch(() => ''));
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await dash?.stop();
+  stubs?.close();
+  client?.close();
+  await stack?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function logIn(page, token) {
+  await page.goto(`${dash.url}/`);
+  assert.equal(new URL(page.url()).pathname, '/login', 'a page without a login sends to /login');
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+test('a wrong token and a token without admin permission are refused with a clear message', async () => {
+  const page = await browser.newPage();
+  await logIn(page, 'not-a-token');
+  assert.match(await page.getByRole('alert').innerText(), /did not accept this token \(UNAUTHENTICATED\)/);
+  await logIn(page, PRODUCER);
+  assert.match(await page.getByRole('alert').innerText(), /may not administer any queue \(PERMISSION_DENIED\)/);
+  await screenshot(page, 'login-refused');
+  await page.close();
+});
+
+test('an admin token opens the queues and its actions; the token appears nowhere it is served', async () => {
+  await client.enqueue('secure', 'send', { n: 1 });
+  await client.enqueue('secure', 'send', { n: 2 });
+  const page = await browser.newPage();
+  await logIn(page, ADMIN);
+  assert.equal(new URL(page.url()).pathname, '/');
+  assert.equal(await page.locator('tr[data-queue="secure"] td[data-col="pending_due"]').innerText(), '2');
+  await page.locator('#live-status[data-state="open"]').waitFor({ timeout: 10_000 });
+
+  await page.goto(`${dash.url}/queues/secure`);
+  await page.getByRole('button', { name: 'Pause queue' }).click();
+  assert.equal((await stubs.stats('secure')).paused, true);
+
+  const cookies = await browser.cookies(dash.url);
+  const session = cookies.find((c) => c.name === 'jw_session');
+  assert.ok(session, 'a session cookie');
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, 'Strict');
+  assert.notEqual(session.value, ADMIN);
+
+  served.push(await page.content());
+  assert.ok(served.length >= 4, `saw ${served.length} HTML bodies`);
+  for (const body of served) assert.ok(!body.includes(ADMIN), 'the admin token in served HTML');
+  assert.ok(!dash.log().includes(ADMIN), 'the admin token in the dashboard log');
+  assert.ok(!dash.log().includes(PRODUCER), 'a refused token in the dashboard log');
+
+  await page.getByRole('button', { name: 'Log out' }).click();
+  assert.equal(new URL(page.url()).pathname, '/login');
+  const res = await fetch(`${dash.url}/`, { redirect: 'manual', headers: { cookie: `jw_session=${session.value}` } });
+  assert.equal(res.status, 303, 'the old session is gone after logout');
+  await page.close();
+});
+
+test('a token that may administer other queues only sees PERMISSION_DENIED on this one', async () => {
+  const page = await browser.newPage();
+  await logIn(page, OTHER_ADMIN);
+  assert.equal(new URL(page.url()).pathname, '/');
+  assert.equal(await page.locator('tr[data-queue="secure"]').count(), 0, 'ListQueues lists only its queues');
+  const res = await page.goto(`${dash.url}/queues/secure`);
+  assert.equal(res.status(), 403);
+  assert.match(await page.getByRole('alert').innerText(), /PERMISSION_DENIED/);
+  await page.close();
+});
+
+test('events and actions need a login', async () => {
+  const first = await fetch(`${dash.url}/login`);
+  const cookie = first.headers.get('set-cookie').split(';')[0];
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
+  const events = await fetch(`${dash.url}/events`, { headers: { cookie } });
+  assert.equal(events.status, 401);
+  const res = await fetch(`${dash.url}/queues/secure/resume`, {
+    method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf }),
+    headers: { cookie, origin: dash.url, 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.equal(res.status, 401);
+  assert.equal((await stubs.stats('secure')).paused, true);
+});
