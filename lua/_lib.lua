@@ -307,10 +307,12 @@ end
 -- set. A run that Cancel asked to stop is made dead with error "cancelled"
 -- (event 'cancelled'), and a run past its deadline fails with error
 -- "timeout" (event 'timed_out', then 'retry' or 'dead'), whatever `err`.
+-- Otherwise, with `keep_attempt` (and retry_after > 0), the run's attempt is
+-- given back (attempts - 1) and the job retried after retry_after.
 -- Returns outcome ('retry', 'dead' or 'corrupt', which is dead too) and
 -- the retry's due time (0 when dead).
 local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key, channel,
-                              id, token, err, non_retryable, retry_after, now)
+                              id, token, err, non_retryable, retry_after, now, keep_attempt)
   local attempts, max_attempts = tonumber(job[F.attempts]), tonumber(job[F.max_attempts])
   local base, cap = tonumber(job[F.backoff_base]), tonumber(job[F.backoff_max])
   redis.call('ZREM', active_key, id)
@@ -321,6 +323,11 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
   elseif run_timed_out(job, now) then
     err = 'timeout'
     event('timed_out', id, job, now)
+  elseif keep_attempt and attempts and attempts > 0 and retry_after > 0 then
+    -- Not an attempt (FailRequest.keep_attempt): given back before the
+    -- attempts are compared, so it never makes the job dead.
+    attempts = attempts - 1
+    job[F.attempts] = attempts
   end
   job[F.lease_expires_at], job[F.lease_token], job[F.failed_token] = 0, '', token
   job[F.run_deadline] = nil

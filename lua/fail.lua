@@ -1,7 +1,9 @@
 #!lua flags=allow-oom
 -- fail.lua: settles a failed run reported by the holder of the current lease:
 -- a retry after the backoff (or retry_after_ms), or dead when the attempts
--- are used up or the failure is non-retryable. Repeating a successful fail
+-- are used up or the failure is non-retryable; a run the worker says not to
+-- count (keep_attempt) is retried after retry_after_ms with its attempt
+-- given back. Repeating a successful fail
 -- with the same token changes nothing and answers the outcome it got then
 -- (marked as a repeat), even after the retry was claimed again, the job was
 -- cancelled or redriven: settle_failure records the token with the outcome.
@@ -16,6 +18,8 @@
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text
 -- ARGV[4] non_retryable ('1' or '0')   ARGV[5] retry_after_ms (0 = backoff)
 -- ARGV[6] jitter seed   ARGV[7] notify channel {p}:{q}:notify
+-- ARGV[8] keep_attempt ('1': this run does not count as an attempt; the
+--         broker sends it only with retry_after_ms > 0 and retryable)
 -- Returns {'OK', 'retry'|'dead', next_attempt_at_ms, repeat (1 when this
 -- token's fail was settled before, else 0), trace id (of the job's
 -- traceparent header when this call made it dead, else ''; trace_id in
@@ -35,7 +39,8 @@ if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 math.randomseed(tonumber(ARGV[6]))
 events_open(KEYS[1])
 local outcome, at = settle_failure(KEYS[1], job, KEYS[2], KEYS[3], KEYS[4], ARGV[7], ARGV[1],
-                                   ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5]), now_ms())
+                                   ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5]), now_ms(),
+                                   ARGV[8] == '1')
 if outcome == 'corrupt' then outcome = 'dead' end
 events_publish()
 return {'OK', outcome, at, 0, outcome == 'dead' and trace_id(job) or ''}

@@ -92,6 +92,57 @@ TEST_F(LifecycleTest, RetryAfterOverridesTheBackoffWithoutJitter) {
   EXPECT_EQ(second->job().attempts(), 2);
 }
 
+// A Fail with keep_attempt (a downstream's "retry after X") gives the run's
+// attempt back: a job of 2 attempts turned away 4 times is retried each
+// time after retry_after_ms, never dead; the runs that do count make it dead
+// at its second counted attempt. A run Cancel asked to stop counts anyway.
+TEST_F(LifecycleTest, KeepAttemptRetriesWithoutUsingAnAttempt) {
+  const std::string queue = "retry.keep";
+  v1::EnqueueRequest request = MakeJob(queue);
+  request.set_max_attempts(2);
+  const std::string id = MustEnqueue(*stub_, request);
+  auto reader = OpenClaim(MakeClaim({queue}, 1));
+  for (int i = 0; i < 4; ++i) {
+    std::optional<v1::ClaimedJob> run = reader->Next(kPrompt);
+    ASSERT_TRUE(run.has_value()) << "turned-away run " << i << " was not retried";
+    EXPECT_EQ(run->job().attempts(), 1) << "run " << i;
+    v1::FailRequest fail = MakeFail(*run, "429 from the downstream", false, 100);
+    fail.set_keep_attempt(true);
+    const int64_t t0 = NowMs();
+    v1::FailResponse response;
+    JW_ASSERT_OK(Fail(*stub_, fail, &response));
+    EXPECT_EQ(response.outcome(), kRetryScheduled) << OutcomeName(response.outcome());
+    EXPECT_GE(response.next_attempt_at_ms(), t0 + 100 - 1);
+    v1::Job job;
+    JW_ASSERT_OK(GetJob(*stub_, queue, id, &job));
+    EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+    EXPECT_EQ(job.attempts(), 0) << "the turned-away run counted";
+    EXPECT_EQ(job.error(), "429 from the downstream");
+  }
+  for (int counted = 1; counted <= 2; ++counted) {
+    std::optional<v1::ClaimedJob> run = reader->Next(kPrompt);
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->job().attempts(), counted);
+    v1::FailResponse response;
+    JW_ASSERT_OK(Fail(*stub_, MakeFail(*run, "boom", false, 100), &response));
+    EXPECT_EQ(response.outcome(), counted == 2 ? kOutcomeDead : kRetryScheduled);
+  }
+
+  const std::string cancelled = MustEnqueue(*stub_, MakeJob(queue));
+  std::optional<v1::ClaimedJob> run = reader->Next(kPrompt);
+  ASSERT_TRUE(run.has_value());
+  ASSERT_EQ(run->job().id(), cancelled);
+  JW_ASSERT_OK(Cancel(*stub_, queue, cancelled));
+  v1::FailRequest fail = MakeFail(*run, "429", false, 100);
+  fail.set_keep_attempt(true);
+  v1::FailResponse response;
+  JW_ASSERT_OK(Fail(*stub_, fail, &response));
+  EXPECT_EQ(response.outcome(), kOutcomeDead) << "a run Cancel asked to stop is not given back";
+  v1::Job job;
+  JW_ASSERT_OK(GetJob(*stub_, queue, cancelled, &job));
+  EXPECT_EQ(job.error(), "cancelled");
+}
+
 TEST_F(LifecycleTest, JobOutlivesItsClaimStream) {
   const std::string queue = "stream.closed";
   const std::string id = MustEnqueue(*stub_, MakeJob(queue));

@@ -217,7 +217,14 @@ absl::Status ValidateFail(const v1::FailRequest& r) {
   JW_RETURN_IF_ERROR(CheckJobRef(r.queue(), r.job_id()));
   JW_RETURN_IF_ERROR(CheckLeaseToken(r.lease_token()));
   JW_RETURN_IF_ERROR(CheckMaxBytes("error", r.error(), kMaxErrorLength));
-  return CheckRange("retry_after_ms", r.retry_after_ms(), 0, kMaxBackoffMs);
+  JW_RETURN_IF_ERROR(CheckRange("retry_after_ms", r.retry_after_ms(), 0, kMaxBackoffMs));
+  if (r.keep_attempt() && r.retry_after_ms() == 0) {
+    return Invalid("keep_attempt", "needs retry_after_ms > 0 (when to run again)");
+  }
+  if (r.keep_attempt() && r.non_retryable()) {
+    return Invalid("keep_attempt", "cannot be set with non_retryable");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r) {

@@ -163,6 +163,16 @@ TEST(JobRefValidation, AckFailExtendGetCancel) {
   fail.set_job_id("1");
   fail.set_retry_after_ms(-1);
   EXPECT_THAT(std::string(ValidateFail(fail).message()), StartsWith("retry_after_ms:"));
+  fail.set_retry_after_ms(0);
+  fail.set_keep_attempt(true);
+  EXPECT_THAT(std::string(ValidateFail(fail).message()),
+              StartsWith("keep_attempt: needs retry_after_ms > 0"));
+  fail.set_retry_after_ms(1000);
+  fail.set_non_retryable(true);
+  EXPECT_THAT(std::string(ValidateFail(fail).message()),
+              StartsWith("keep_attempt: cannot be set with non_retryable"));
+  fail.set_non_retryable(false);
+  EXPECT_TRUE(ValidateFail(fail).ok());
 
   v1::ExtendLeaseRequest extend;
   extend.set_queue("q");

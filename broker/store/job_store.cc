@@ -353,7 +353,8 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
       scripts_->Get("fail"),
       {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead()},
       {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
-       absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel()},
+       absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel(),
+       r.keep_attempt() ? "1" : "0"},
       [queue = r.queue(), id = r.job_id(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         auto checked = CheckScriptStatus(std::move(reply), queue, id, "active");
         if (!checked.ok()) return done(checked.status());

@@ -1597,7 +1597,13 @@ type FailRequest struct {
 	NonRetryable bool `protobuf:"varint,5,opt,name=non_retryable,json=nonRetryable,proto3" json:"non_retryable,omitempty"`
 	// When > 0, retry after exactly this many ms instead of the backoff
 	// (at most 7 days).
-	RetryAfterMs  int64 `protobuf:"varint,6,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	RetryAfterMs int64 `protobuf:"varint,6,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	// This run does not count as an attempt: the job is retried after
+	// retry_after_ms with the attempts it had before the run, so a run that a
+	// downstream rate limit turned away ("retry after X") never uses up
+	// max_attempts. Needs retry_after_ms > 0; not with non_retryable. A run
+	// that Cancel asked to stop, or past its deadline, counts anyway.
+	KeepAttempt   bool `protobuf:"varint,7,opt,name=keep_attempt,json=keepAttempt,proto3" json:"keep_attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1672,6 +1678,13 @@ func (x *FailRequest) GetRetryAfterMs() int64 {
 		return x.RetryAfterMs
 	}
 	return 0
+}
+
+func (x *FailRequest) GetKeepAttempt() bool {
+	if x != nil {
+		return x.KeepAttempt
+	}
+	return false
 }
 
 type FailResponse struct {
@@ -2625,7 +2638,7 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"C\n" +
 	"\x10AckBatchResponse\x12/\n" +
-	"\aresults\x18\x01 \x03(\v2\x15.jobwire.v1.AckResultR\aresults\"\xbc\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.jobwire.v1.AckResultR\aresults\"\xdf\x01\n" +
 	"\vFailRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1f\n" +
@@ -2633,7 +2646,8 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"leaseToken\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12#\n" +
 	"\rnon_retryable\x18\x05 \x01(\bR\fnonRetryable\x12$\n" +
-	"\x0eretry_after_ms\x18\x06 \x01(\x03R\fretryAfterMs\"\xca\x01\n" +
+	"\x0eretry_after_ms\x18\x06 \x01(\x03R\fretryAfterMs\x12!\n" +
+	"\fkeep_attempt\x18\a \x01(\bR\vkeepAttempt\"\xca\x01\n" +
 	"\fFailResponse\x12:\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2 .jobwire.v1.FailResponse.OutcomeR\aoutcome\x12+\n" +
 	"\x12next_attempt_at_ms\x18\x02 \x01(\x03R\x0fnextAttemptAtMs\"Q\n" +

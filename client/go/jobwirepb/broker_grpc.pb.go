@@ -209,9 +209,10 @@ type BrokerServiceClient interface {
 	// (FAILED_PRECONDITION). A run that Cancel asked to stop becomes DEAD
 	// with error "cancelled", and one past its deadline fails with error
 	// "timeout" (retried or DEAD as usual), whatever error the worker sent.
+	// With keep_attempt, the run is not counted (FailRequest.keep_attempt).
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, error,
-	// retry_after_ms), NOT_FOUND, FAILED_PRECONDITION (stale token / not
-	// active), UNAVAILABLE.
+	// retry_after_ms, keep_attempt), NOT_FOUND, FAILED_PRECONDITION (stale
+	// token / not active), UNAVAILABLE.
 	Fail(ctx context.Context, in *FailRequest, opts ...grpc.CallOption) (*FailResponse, error)
 	// Renews the lease of an active job: its new expiry is now + lease_ms, but
 	// never past the run's deadline (Job.run_deadline_ms). The worker's
@@ -534,9 +535,10 @@ type BrokerServiceServer interface {
 	// (FAILED_PRECONDITION). A run that Cancel asked to stop becomes DEAD
 	// with error "cancelled", and one past its deadline fails with error
 	// "timeout" (retried or DEAD as usual), whatever error the worker sent.
+	// With keep_attempt, the run is not counted (FailRequest.keep_attempt).
 	// Errors: INVALID_ARGUMENT (queue, job_id, lease_token, error,
-	// retry_after_ms), NOT_FOUND, FAILED_PRECONDITION (stale token / not
-	// active), UNAVAILABLE.
+	// retry_after_ms, keep_attempt), NOT_FOUND, FAILED_PRECONDITION (stale
+	// token / not active), UNAVAILABLE.
 	Fail(context.Context, *FailRequest) (*FailResponse, error)
 	// Renews the lease of an active job: its new expiry is now + lease_ms, but
 	// never past the run's deadline (Job.run_deadline_ms). The worker's
