@@ -85,6 +85,8 @@ absl::Status AdminCli::Stats(const std::string& queue) {
         << "\n"
         << "rate limit:          "
         << (q.has_rate_limit() ? RateLimitText(q.rate_limit()) : "none") << "\n"
+        << "max active:          "
+        << (q.max_active() > 0 ? absl::StrCat(q.max_active()) : "none") << "\n"
         << "oldest due:          " << Age(q.oldest_due_age_ms()) << "\n";
   return absl::OkStatus();
 }
@@ -337,7 +339,8 @@ absl::StatusOr<std::optional<v1::RateLimit>> ParseRateLimitFlag(const std::strin
 
 absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
                                 std::optional<int64_t> job_timeout_ms,
-                                const std::string& rate_limit, bool create) {
+                                const std::string& rate_limit, std::optional<int32_t> max_active,
+                                bool create) {
   absl::StatusOr<std::optional<v1::RateLimit>> limit = ParseRateLimitFlag(rate_limit, !create);
   if (!limit.ok()) return limit.status();
   grpc::Status status;
@@ -348,6 +351,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     request.set_partitions(partitions);
     if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
     if (*limit) *request.mutable_rate_limit() = **limit;
+    if (max_active) request.set_max_active(*max_active);
     v1::CreateQueueResponse response;
     status = admin_->CreateQueue(Context().get(), request, &response);
   } else {
@@ -356,6 +360,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     request.set_partitions(partitions);
     if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
     if (*limit) *request.mutable_rate_limit() = **limit;
+    if (max_active) request.set_max_active(*max_active);
     v1::UpdateQueueResponse response;
     status = admin_->UpdateQueue(Context().get(), request, &response);
     before = response.previous_partitions();
@@ -367,6 +372,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     if (!create) out["previous_partitions"] = before;
     if (job_timeout_ms) out["default_job_timeout_ms"] = *job_timeout_ms;
     if (*limit) out["rate_limit"] = rate_limit;
+    if (max_active) out["max_active"] = *max_active;
     *out_ << out.dump() << "\n";
     return absl::OkStatus();
   }
@@ -381,6 +387,9 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
   if (*limit) {
     *out_ << ", rate limit "
           << ((*limit)->count() == 0 ? "removed" : RateLimitText(ResolvedBurst(**limit)));
+  }
+  if (max_active) {
+    *out_ << ", max active " << (*max_active == 0 ? "none" : absl::StrCat(*max_active));
   }
   *out_ << "\n";
   return absl::OkStatus();

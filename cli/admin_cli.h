@@ -88,10 +88,11 @@ class AdminCli {
   // unchanged, update only), the default job timeout (nullopt: none /
   // unchanged; -1 on update: removed) and the rate limit `rate_limit`
   // ("COUNT/INTERVAL_MS[/BURST]"; "": none / unchanged; "off" on update:
-  // removed; INVALID_ARGUMENT naming --rate-limit when malformed).
+  // removed; INVALID_ARGUMENT naming --rate-limit when malformed) and
+  // max_active (nullopt: none / unchanged; 0 on update: removed).
   absl::Status SetQueue(const std::string& queue, int partitions,
                         std::optional<int64_t> job_timeout_ms, const std::string& rate_limit,
-                        bool create);
+                        std::optional<int32_t> max_active, bool create);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);
   // PutSchedule `name`, whose runs enqueue a job of `type` to `queue`.

@@ -9,9 +9,9 @@
 //   jobwire delete-queue QUEUE [--force]
 //   jobwire pause QUEUE / jobwire resume QUEUE
 //   jobwire create-queue QUEUE [--partitions P] [--default-job-timeout-ms MS]
-//                              [--rate-limit COUNT/INTERVAL_MS[/BURST]]
+//                              [--rate-limit COUNT/INTERVAL_MS[/BURST]] [--max-active N]
 //   jobwire update-queue QUEUE [--partitions P] [--default-job-timeout-ms MS|-1]
-//                              [--rate-limit COUNT/INTERVAL_MS[/BURST]|off]
+//                              [--rate-limit COUNT/INTERVAL_MS[/BURST]|off] [--max-active N]
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //   jobwire put-schedule NAME QUEUE TYPE (--cron EXPR [--tz ZONE] | --every-ms MS) [options]
 //   jobwire schedules
@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
   int update_partitions = 0;
   std::optional<int64_t> job_timeout_ms;
   std::string rate_limit;
+  std::optional<int32_t> max_active;
   CLI::App* create_queue = app.add_subcommand(
       "create-queue", "create a queue (with --partitions, one spread over a Redis Cluster)");
   add_queue(create_queue);
@@ -165,9 +166,12 @@ int main(int argc, char** argv) {
   create_queue->add_option("--rate-limit", rate_limit,
                            "COUNT/INTERVAL_MS[/BURST]: at most COUNT jobs handed out per "
                            "INTERVAL_MS, BURST at once (default COUNT); one partition only");
+  create_queue->add_option("--max-active", max_active,
+                           "the most active jobs at once, 1..1000000 (default: no limit); one "
+                           "partition only");
   add_json(create_queue);
   CLI::App* update_queue = app.add_subcommand(
-      "update-queue", "raise a queue's partition count, set its default job timeout or rate limit");
+      "update-queue", "raise a queue's partition count, set its default job timeout or limits");
   add_queue(update_queue);
   update_queue->add_option("--partitions", update_partitions,
                            "1..256, at least the current count (default: unchanged)");
@@ -176,6 +180,9 @@ int main(int argc, char** argv) {
                            "broker's default again; default: unchanged)");
   update_queue->add_option("--rate-limit", rate_limit,
                            "COUNT/INTERVAL_MS[/BURST], or off to remove it (default: unchanged)");
+  update_queue->add_option("--max-active", max_active,
+                           "the most active jobs at once, 0 to remove the limit (default: "
+                           "unchanged)");
   add_json(update_queue);
 
   jobwire::cli::EnqueueOptions enqueue_options;
@@ -269,9 +276,10 @@ int main(int argc, char** argv) {
   } else if (*pause || *resume) {
     status = cli.Pause(queue, static_cast<bool>(*pause));
   } else if (*create_queue) {
-    status = cli.SetQueue(queue, create_partitions, job_timeout_ms, rate_limit, /*create=*/true);
+    status = cli.SetQueue(queue, create_partitions, job_timeout_ms, rate_limit, max_active,
+                          /*create=*/true);
   } else if (*update_queue) {
-    status = cli.SetQueue(queue, update_partitions, job_timeout_ms, rate_limit,
+    status = cli.SetQueue(queue, update_partitions, job_timeout_ms, rate_limit, max_active,
                           /*create=*/false);
   } else if (*enqueue) {
     status = cli.Enqueue(queue, type, enqueue_options);

@@ -515,29 +515,42 @@ end
 -- contract, which see), of the types in `types` only unless it is empty;
 -- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
 -- dead, claim (the record of this call), jobs, payloads, rate_limit,
--- rate_bucket. `now` is now_ms(). A rate-limited queue hands out at most
--- the bucket's whole tokens; when it has none left and due jobs wait, the
--- reply says no more is due (more 0, no other types) and next_due_in_ms is
--- the ms until the next token, so that the broker's queue timer, not a
--- stream, wakes up then.
+-- rate_bucket, max_active. `now` is now_ms(). A rate-limited queue hands out
+-- at most the bucket's whole tokens; when it has none left and due jobs
+-- wait, the reply says no more is due (more 0, no other types) and
+-- next_due_in_ms is the ms until the next token, so that the broker's queue
+-- timer, not a stream, wakes up then. A queue with max_active hands out at
+-- most max_active minus its active jobs; when that is none and due jobs
+-- wait, the reply says no more is due and next_due_in_ms is
+-- MAX_ACTIVE_RECHECK_MS: the brokers wake a stream when one of its jobs is
+-- settled, and that timer is the safety net for the settles they do not
+-- see (a lease the reaper ended, a broker that had not read the limit yet).
 -- Returns claim.lua's reply. Called by claim.lua, and by enqueue.lua for the
 -- claim that rides along an enqueue (the broker's hand-off to a waiting
 -- stream).
+local MAX_ACTIVE_RECHECK_MS = 1000
 local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
-  -- One read for the paused flag and the rate limit, so that a queue
-  -- without a limit pays no command for their existence.
-  local control = redis.call('MGET', K.paused, K.rate_limit)
+  -- One read for the paused flag and the limits, so that a queue without
+  -- a limit pays no command for their existence.
+  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active)
   if control[1] then return {-1, 0, {}, {}} end
   local skipped = {}
 
   promote_due(K, now, skipped)
   local rate = control[2] and rate_read(K.rate_bucket, control[2], now)
+  local max_active = tonumber(control[3])
+  local blocked_wait = nil  -- ms until a limit may let a job out again
   if rate then
     want = math.min(want, math.floor(rate.units / rate.interval))
-    if want == 0 then
-      if redis.call('ZCARD', K.ready) > 0 then return {rate_wait(rate), 0, skipped, {}} end
-      return {next_due_in_ms(K, now), 0, skipped, {}}
-    end
+    if want == 0 then blocked_wait = rate_wait(rate) end
+  end
+  if max_active and want > 0 then
+    want = math.min(want, math.max(0, max_active - redis.call('ZCARD', K.active)))
+    if want == 0 then blocked_wait = MAX_ACTIVE_RECHECK_MS end
+  end
+  if blocked_wait then
+    if redis.call('ZCARD', K.ready) > 0 then return {blocked_wait, 0, skipped, {}} end
+    return {next_due_in_ms(K, now), 0, skipped, {}}
   end
 
   local out = {0, 0, skipped, {}}
@@ -614,6 +627,12 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   if more and rate and rate.units < rate.interval then
     -- Due jobs left and no token: the next one comes in rate_wait ms.
     out[1] = rate_wait(rate)
+    return out
+  end
+  if more and max_active and redis.call('ZCARD', K.active) >= max_active then
+    -- Due jobs left and every active slot taken (this claim took the last
+    -- ones): a settle wakes a stream, or the recheck timer.
+    out[1] = MAX_ACTIVE_RECHECK_MS
     return out
   end
   out[4] = others

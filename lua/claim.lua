@@ -28,6 +28,7 @@
 -- KEYS[9] {p}:{q}:ready_by_type (the ready set's index by type)
 -- KEYS[10] {p}:{q}:rate_limit (the queue's rate limit, when it has one)
 -- KEYS[11] {p}:{q}:rate_bucket (its token bucket)
+-- KEYS[12] {p}:{q}:max_active (the most active jobs at once, when set)
 -- ARGV[1] max jobs to claim (>= 1)
 -- ARGV[2] lease ms
 -- ARGV[3] claim id: lease token prefix (random, unique per call; job i gets
@@ -48,7 +49,10 @@
 --
 -- A rate-limited queue (set_queue.lua) hands out at most its bucket's whole
 -- tokens (ARGV[1] shrinks to them); with none left while due jobs wait,
--- next_due_in_ms is the ms until the next token and more is 0.
+-- next_due_in_ms is the ms until the next token and more is 0. A queue with
+-- max_active hands out no more than keeps its active jobs within it; with
+-- every slot taken while due jobs wait, next_due_in_ms is 1000 (a recheck:
+-- the brokers wake a stream on a settle) and more is 0.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): a claim starts runs whose Acks would store results past the limit;
@@ -59,7 +63,7 @@ events_open(KEYS[7])
 local out = claim_ready({ready = KEYS[1], scheduled = KEYS[2], active = KEYS[3],
                     paused = KEYS[4], dead = KEYS[5], claim = KEYS[6], jobs = KEYS[7],
                     payloads = KEYS[8], by_type = KEYS[9], rate_limit = KEYS[10],
-                    rate_bucket = KEYS[11]},
+                    rate_bucket = KEYS[11], max_active = KEYS[12]},
                    now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4],
                    tonumber(ARGV[5]), types)
 events_publish()

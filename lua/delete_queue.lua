@@ -32,10 +32,11 @@
 --          'empty' as the partition count is, removed by a deletion)
 -- KEYS[18] {p}:{q}:rate_limit  (the queue's rate limit: as job_timeout)
 -- KEYS[19] {p}:{q}:rate_bucket (its token bucket: removed by a deletion)
+-- KEYS[20] {p}:{q}:max_active  (as job_timeout)
 -- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all, is not paused and was not
 --         created with a partition count or given a default job timeout
---         or a rate limit (the reaper dropping an idle queue)
+--         or a limit (the reaper dropping an idle queue)
 -- ARGV[2] batch size (jobs per call)
 -- Returns {'ACTIVE', n} (refused: n jobs active, nothing removed) |
 -- {'BUSY', 0} ('empty' mode: the queue holds jobs or is paused) |
@@ -43,7 +44,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if ARGV[1] == 'empty' then
-  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18}) do
+  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20}) do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
 elseif ARGV[1] ~= '1' then
@@ -74,5 +75,5 @@ end
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
 redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15],
-           KEYS[16], KEYS[17], KEYS[18], KEYS[19])
+           KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20])
 return {'DONE', removed}

@@ -23,6 +23,7 @@
 -- KEYS[13] {p}:{q}:ready_by_type (the ready set's index by type)
 -- KEYS[14] {p}:{q}:rate_limit  (the hand-off claim: claim.lua's KEYS[10..11])
 -- KEYS[15] {p}:{q}:rate_bucket
+-- KEYS[16] {p}:{q}:max_active
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
 -- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
@@ -127,7 +128,7 @@ if tonumber(ARGV[4]) > 0 then
   claimed = claim_ready({ready = KEYS[2], scheduled = KEYS[3], active = KEYS[9],
                          paused = KEYS[10], dead = KEYS[11], claim = KEYS[12], jobs = KEYS[5],
                          payloads = KEYS[6], by_type = KEYS[13], rate_limit = KEYS[14],
-                         rate_bucket = KEYS[15]},
+                         rate_bucket = KEYS[15], max_active = KEYS[16]},
                         now, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7],
                         tonumber(ARGV[8]), hand_off_types)
   if claimed[2] == 0 and #claimed[4] == 0 then due_now = false end

@@ -1,24 +1,27 @@
 #!lua flags=allow-oom
 -- set_queue.lua: creates a queue with its settings, or changes the settings
 -- of a queue (docs/redis-layout.md, "Queue settings" and "Partitioned
--- queues"): its partition count, its default job timeout and its rate
--- limit. All live with partition 0; partition i > 0 is the queue "<q>#i". A
--- count only grows: the jobs of a partition dropped would be stranded. A
--- rate limit needs a queue of one partition (its token bucket lives with
--- the one partition, and claim.lua reads both in one slot). Announces a new
+-- queues"): its partition count, its default job timeout, its rate limit
+-- and its max_active (the most active jobs at once). All live with
+-- partition 0; partition i > 0 is the queue "<q>#i". A count only grows:
+-- the jobs of a partition dropped would be stranded. A rate limit or a
+-- max_active needs a queue of one partition (claim.lua enforces them with
+-- that partition's keys). Announces a new
 -- count on partition 0's notify channel ('partitions:<P>'), so that the
 -- Claim streams of every broker replica start reading the new partitions,
--- and a changed rate limit with a wake-up ('0'), so that streams waiting
--- for a token under the old limit claim again. The default timeout is read
+-- and a changed limit with a wake-up ('0'), so that streams waiting under
+-- the old limit claim again. The default timeout is read
 -- by the brokers (with the count, within about a second of a change) and
--- applied at Enqueue to jobs that give none; the rate limit is read by
--- every claim (claim.lua).
+-- applied at Enqueue to jobs that give none; the limits are read by every
+-- claim (claim.lua), and max_active by the brokers too (with the count),
+-- which wake a waiting stream when a job of such a queue is settled.
 --
 -- KEYS[1] {p}:{q}:partitions   the count (partition 0)
 -- KEYS[2] {p}:{q}:registered   exists once the queue is in the registry
 -- KEYS[3] {p}:{q}:job_timeout  the default job timeout in ms
 -- KEYS[4] {p}:{q}:rate_limit   '<count> <interval ms> <burst>'
 -- KEYS[5] {p}:{q}:rate_bucket  the limit's token bucket (claim.lua)
+-- KEYS[6] {p}:{q}:max_active   the most active jobs at once
 -- ARGV[1] the partition count, 1..256; 0: unchanged ('update' only)
 -- ARGV[2] 'create' (refused when the queue exists: registered or counted)
 --         or 'update' (refused when it does not)
@@ -27,10 +30,12 @@
 --         (0..604800000, checked by the broker)
 -- ARGV[5] the rate limit: '' unchanged, '-' removed, else '<count>
 --         <interval ms> <burst>' (checked by the broker)
+-- ARGV[6] max_active: '' unchanged, '0' removed, else 1..1000000 (checked
+--         by the broker)
 -- Returns {'OK', old count} (1 when none was set) | {'EXISTS', count} |
 -- {'MISSING', 1} | {'SHRINK', count} (refused: the count is larger;
--- nothing changed) | {'LIMITED', count} (refused: a rate limit and more
--- than one partition; nothing changed).
+-- nothing changed) | {'LIMITED', count, 'rate_limit' | 'max_active'}
+-- (refused: that limit and more than one partition; nothing changed).
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): an operator's
 -- control; it stores a few small strings.
@@ -42,15 +47,17 @@ if ARGV[2] == 'update' and not exists then return {'MISSING', 1} end
 local given = tonumber(ARGV[1])
 local wanted = given > 0 and given or old
 if wanted < old then return {'SHRINK', old} end
-local limited
-if ARGV[5] == '-' then
-  limited = false
-elseif ARGV[5] ~= '' then
-  limited = true
-else
-  limited = redis.call('EXISTS', KEYS[4]) == 1
+-- Whether the queue has the limit in `key` after this call, given its
+-- argument (`removed`: the value that removes it).
+local function kept(arg, removed, key)
+  if arg == removed then return false end
+  if arg ~= '' then return true end
+  return redis.call('EXISTS', key) == 1
 end
-if limited and wanted > 1 then return {'LIMITED', old} end
+if wanted > 1 then
+  if kept(ARGV[5], '-', KEYS[4]) then return {'LIMITED', old, 'rate_limit'} end
+  if kept(ARGV[6], '0', KEYS[6]) then return {'LIMITED', old, 'max_active'} end
+end
 if ARGV[4] == '-1' then
   redis.call('DEL', KEYS[3])
 elseif ARGV[4] ~= '' then
@@ -60,6 +67,12 @@ if ARGV[5] == '-' then
   if redis.call('DEL', KEYS[4], KEYS[5]) > 0 then redis.call('SPUBLISH', ARGV[3], '0') end
 elseif ARGV[5] ~= '' then
   redis.call('SET', KEYS[4], ARGV[5])
+  redis.call('SPUBLISH', ARGV[3], '0')
+end
+if ARGV[6] == '0' then
+  if redis.call('DEL', KEYS[6]) > 0 then redis.call('SPUBLISH', ARGV[3], '0') end
+elseif ARGV[6] ~= '' then
+  redis.call('SET', KEYS[6], ARGV[6])
   redis.call('SPUBLISH', ARGV[3], '0')
 end
 if given > 0 then redis.call('SET', KEYS[1], wanted) end

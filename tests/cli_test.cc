@@ -397,7 +397,7 @@ TEST_F(CliTest, QueueDefaultJobTimeout) {
 
   r = Cli({"update-queue", "timed"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms or rate_limit must be given"));
+  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms, rate_limit or max_active must be given"));
 }
 
 // create-queue / update-queue with a rate limit, shown by stats; off
@@ -422,6 +422,13 @@ TEST_F(CliTest, QueueRateLimit) {
   r = Cli({"create-queue", "other", "--partitions", "4", "--rate-limit", "5/1000"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("rate_limit: a rate-limited queue has one partition"));
+
+  r = Cli({"update-queue", "metered", "--max-active", "3"});
+  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), max active 3\n") << r.err;
+  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("max active:          3\n"));
+  r = Cli({"update-queue", "metered", "--max-active", "0"});
+  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), max active none\n") << r.err;
+  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("max active:          none\n"));
 }
 
 // put-schedule / schedules / delete-schedule: a schedule every second

@@ -166,6 +166,7 @@ void JobLifecycle::AckIn(const std::string& queue, const std::string& partition_
                 }
                 if (!settled.empty()) {
                   dispatcher_->OnJobsSettled(partition_queue, std::move(settled), /*acked=*/true);
+                  WakeIfMaxActive(queue, partition_queue);
                 }
                 done(std::move(statuses));
               });
@@ -180,9 +181,20 @@ void JobLifecycle::Fail(const v1::FailRequest& request, store::Callback<store::F
     if (result.ok() && !result->repeat) {
       metrics_->JobFailed(queue, result->dead);
       dispatcher_->OnJobsSettled(partition_queue, {{id, token}}, /*acked=*/false);
+      WakeIfMaxActive(queue, partition_queue);
       if (result->dead) base::LogJob("job dead", queue, id, result->trace_id);
     }
     done(std::move(result));
+  });
+}
+
+void JobLifecycle::WakeIfMaxActive(const std::string& queue,
+                                   const std::string& partition_queue) {
+  // Cached settings (read at most about a second ago): no Redis call for a
+  // queue without max_active.
+  partitions_->LookupSettings(queue, [this, partition_queue](
+                                         absl::StatusOr<store::QueueSettings> settings) {
+    if (settings.ok() && settings->max_active) store_->Announce(partition_queue, "0");
   });
 }
 

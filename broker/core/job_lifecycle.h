@@ -74,6 +74,11 @@ class JobLifecycle {
   void AckIn(const std::string& queue, const std::string& partition_queue,
              const std::vector<const v1::AckRequest*>& acks,
              store::Callback<std::vector<absl::Status>> done);
+  // A job of `queue` (partition `partition_queue`) left the active set
+  // through this broker: when the queue has max_active, a stream waiting on
+  // it (on any replica) is woken to claim into the freed slot (a wake-up on
+  // the notify channel; docs/semantics.md, "Concurrency limit").
+  void WakeIfMaxActive(const std::string& queue, const std::string& partition_queue);
 
   const store::JobStore* const store_;
   QueuePartitions* const partitions_;

@@ -39,18 +39,14 @@ QueueAdmin::QueueAdmin(const store::JobStore* jobs, const store::AdminStore* adm
                        QueuePartitions* partitions)
     : jobs_(jobs), admin_(admin), partitions_(partitions) {}
 
-void QueueAdmin::CreateQueue(const std::string& queue, int partitions,
-                             std::optional<int64_t> job_timeout_ms,
-                             std::optional<v1::RateLimit> rate_limit,
+void QueueAdmin::CreateQueue(const std::string& queue, const store::QueueSettingsChange& change,
                              store::Callback<bool> done) const {
   admin_->SetQueue(
-      queue, partitions, /*create=*/true, job_timeout_ms, rate_limit,
-      [this, queue, partitions, job_timeout_ms, rate_limit,
-       done = std::move(done)](absl::StatusOr<int> before) mutable {
+      queue, /*create=*/true, change,
+      [this, queue, change, done = std::move(done)](absl::StatusOr<int> before) mutable {
         if (!before.ok()) return done(before.status());
-        partitions_->Set(queue, partitions);
-        partitions_->SetDefaultJobTimeout(queue, job_timeout_ms);
-        partitions_->SetRateLimit(queue, rate_limit);
+        partitions_->Set(queue, change.partitions);
+        partitions_->Apply(queue, change);
         jobs_->RegisterQueue(queue, [done = std::move(done)](absl::StatusOr<bool> registered) {
           if (!registered.ok()) return done(registered.status());
           done(true);
@@ -58,26 +54,16 @@ void QueueAdmin::CreateQueue(const std::string& queue, int partitions,
       });
 }
 
-void QueueAdmin::UpdateQueue(const std::string& queue, int given_partitions,
-                             std::optional<int64_t> job_timeout_ms,
-                             std::optional<v1::RateLimit> rate_limit,
+void QueueAdmin::UpdateQueue(const std::string& queue, const store::QueueSettingsChange& change,
                              store::Callback<int> done) const {
   admin_->SetQueue(
-      queue, given_partitions, /*create=*/false, job_timeout_ms, rate_limit,
-      [this, queue, given_partitions, job_timeout_ms, rate_limit,
-       done = std::move(done)](absl::StatusOr<int> before) mutable {
+      queue, /*create=*/false, change,
+      [this, queue, change, done = std::move(done)](absl::StatusOr<int> before) mutable {
         if (!before.ok()) return done(before.status());
         const int old = *before;
-        const int partitions = given_partitions > 0 ? given_partitions : old;
+        const int partitions = change.partitions > 0 ? change.partitions : old;
         partitions_->Set(queue, partitions);
-        if (job_timeout_ms) {
-          partitions_->SetDefaultJobTimeout(
-              queue, *job_timeout_ms == store::kRemoveJobTimeout ? std::nullopt : job_timeout_ms);
-        }
-        if (rate_limit) {
-          partitions_->SetRateLimit(
-              queue, rate_limit->count() == 0 ? std::nullopt : rate_limit);
-        }
+        partitions_->Apply(queue, change);
         if (partitions == old) return done(old);
         // New partitions of a paused queue are paused too (partition 0's
         // flag stands for the queue's).
@@ -143,6 +129,7 @@ void QueueAdmin::Stats(const std::string& queue, store::Callback<v1::QueueStats>
       gather->answers[0].set_default_job_timeout_ms(*settings->default_job_timeout_ms);
     }
     if (settings->rate_limit) *gather->answers[0].mutable_rate_limit() = *settings->rate_limit;
+    gather->answers[0].set_max_active(settings->max_active.value_or(0));
     for (int p = 0; p < count; ++p) {
       admin_->Stats(store::PartitionQueue(queue, p),
                     [gather, done](absl::StatusOr<v1::QueueStats> stats) {
@@ -265,7 +252,11 @@ void QueueAdmin::DeleteQueue(const std::string& queue, bool force,
           // within QueuePartitions' refresh).
           if (deleted.ok()) {
             partitions_->Set(queue, 1);
-            partitions_->SetDefaultJobTimeout(queue, std::nullopt);
+            store::QueueSettingsChange removed;  // the settings went too
+            removed.job_timeout_ms = store::kRemoveJobTimeout;
+            removed.rate_limit = v1::RateLimit();
+            removed.max_active = 0;
+            partitions_->Apply(queue, removed);
           }
           done(std::move(deleted));
         });

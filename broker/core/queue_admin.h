@@ -35,22 +35,19 @@ class QueueAdmin {
   QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin,
              QueuePartitions* partitions);
 
-  // Creates `queue` with `partitions` (1..store::kMaxPartitions), its
-  // default job timeout (none: the broker's) and its rate limit (none:
-  // unlimited; burst resolved), and registers it; a created
-  // queue stays listed while empty, until DeleteQueue. ALREADY_EXISTS when
-  // the queue exists.
-  void CreateQueue(const std::string& queue, int partitions,
-                   std::optional<int64_t> job_timeout_ms, std::optional<v1::RateLimit> rate_limit,
+  // Creates `queue` with the settings `change` gives (change.partitions
+  // 1..store::kMaxPartitions; default job timeout none: the broker's; no
+  // rate limit or max_active: unlimited), and registers it; a created queue
+  // stays listed while empty, until DeleteQueue. ALREADY_EXISTS when the
+  // queue exists.
+  void CreateQueue(const std::string& queue, const store::QueueSettingsChange& change,
                    store::Callback<bool> done) const;
-  // Raises the partition count of an existing queue (0: unchanged) and
-  // sets, or removes (store::kRemoveJobTimeout), its default job timeout
-  // (nullopt: unchanged), and its rate limit (count 0: removed; nullopt:
-  // unchanged); returns the count before. NOT_FOUND, FAILED_PRECONDITION
-  // (fewer than now; a rate limit and more than one partition). The new partitions of a paused
-  // queue are paused too.
-  void UpdateQueue(const std::string& queue, int partitions,
-                   std::optional<int64_t> job_timeout_ms, std::optional<v1::RateLimit> rate_limit,
+  // Changes the settings of an existing queue as AdminStore::SetQueue says
+  // (partitions 0: unchanged; a count only grows); returns the count
+  // before. NOT_FOUND, FAILED_PRECONDITION (fewer than now; a limit and
+  // more than one partition). The new partitions of a paused queue are
+  // paused too.
+  void UpdateQueue(const std::string& queue, const store::QueueSettingsChange& change,
                    store::Callback<int> done) const;
 
   // Stats of every registered queue, sorted by name.

@@ -29,13 +29,14 @@ QueuePartitions::QueuePartitions(const store::JobStore* store, absl::Duration re
 void QueuePartitions::LookupSettings(const std::string& queue,
                                      store::Callback<store::QueueSettings> done) {
   const absl::Time now = absl::Now();
-  store::QueueSettings known{0, std::nullopt, std::nullopt};
+  store::QueueSettings known{0, std::nullopt, std::nullopt, std::nullopt};
   bool read = false;
   {
     absl::MutexLock lock(&mu_);
     Entry& entry = entries_[queue];
     entry.used_at = now;
-    known = store::QueueSettings{entry.partitions, entry.job_timeout_ms, entry.rate_limit};
+    known = store::QueueSettings{entry.partitions, entry.job_timeout_ms, entry.rate_limit,
+                                  entry.max_active};
     if (known.partitions == 0) entry.waiters.push_back(std::move(done));
     if (!entry.reading && (known.partitions == 0 || now - entry.read_at >= refresh_)) {
       entry.reading = read = true;
@@ -117,6 +118,7 @@ void QueuePartitions::OnRead(const std::string& queue,
       grew = Record(entry, settings->partitions);
       entry.job_timeout_ms = settings->default_job_timeout_ms;
       entry.rate_limit = settings->rate_limit;
+      entry.max_active = settings->max_active;
     } else if (entry.partitions == 0) {
       entries_.erase(it);  // the next lookup reads again
     }
@@ -136,18 +138,23 @@ void QueuePartitions::Set(const std::string& queue, int partitions) {
   if (grew) Grown(queue, partitions);
 }
 
-void QueuePartitions::SetDefaultJobTimeout(const std::string& queue,
-                                           std::optional<int64_t> timeout_ms) {
+void QueuePartitions::Apply(const std::string& queue, const store::QueueSettingsChange& change) {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(queue);
-  if (it != entries_.end()) it->second.job_timeout_ms = timeout_ms;
-}
-
-void QueuePartitions::SetRateLimit(const std::string& queue,
-                                   std::optional<v1::RateLimit> rate_limit) {
-  absl::MutexLock lock(&mu_);
-  auto it = entries_.find(queue);
-  if (it != entries_.end()) it->second.rate_limit = std::move(rate_limit);
+  if (it == entries_.end()) return;
+  Entry& entry = it->second;
+  if (change.job_timeout_ms) {
+    entry.job_timeout_ms = *change.job_timeout_ms == store::kRemoveJobTimeout
+                               ? std::nullopt
+                               : change.job_timeout_ms;
+  }
+  if (change.rate_limit) {
+    entry.rate_limit =
+        change.rate_limit->count() == 0 ? std::nullopt : change.rate_limit;
+  }
+  if (change.max_active) {
+    entry.max_active = *change.max_active == 0 ? std::nullopt : change.max_active;
+  }
 }
 
 void QueuePartitions::Grown(const std::string& queue, int count) {

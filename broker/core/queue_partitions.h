@@ -1,5 +1,5 @@
 // QueuePartitions: each queue's settings as this broker last read them (how
-// many partitions it has, its default job timeout and its rate limit), and which partition
+// many partitions it has, its default job timeout and its limits), and which partition
 // a new job goes to (docs/semantics.md, "Partitioned queues").
 //
 // The settings live in Redis (JobStore::GetQueueSettings; the Admin service
@@ -28,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
 #include "jobwire/v1/broker.pb.h"
 
@@ -51,12 +52,11 @@ class QueuePartitions {
   // announcement may have been missed); reports growth to the listener.
   void Refresh(const std::string& queue);
   void Set(const std::string& queue, int partitions);
-  // Records a default job timeout learnt otherwise (this broker's own
-  // change), or its removal (nullopt), for a queue read before.
-  void SetDefaultJobTimeout(const std::string& queue, std::optional<int64_t> timeout_ms);
-  // Records a rate limit learnt otherwise, or its removal (nullopt), as
-  // SetDefaultJobTimeout.
-  void SetRateLimit(const std::string& queue, std::optional<v1::RateLimit> rate_limit);
+  // Records the settings of `change` (this broker's own change; its
+  // partitions aside: Set) for a queue read before; a removal
+  // (store::kRemoveJobTimeout, a rate limit of count 0, max_active 0)
+  // records none.
+  void Apply(const std::string& queue, const store::QueueSettingsChange& change);
 
   // Adds a listener called with (queue, new count) whenever a count grows.
   // Add every listener before use.
@@ -78,6 +78,7 @@ class QueuePartitions {
     int partitions = 0;  // 0 until first read
     std::optional<int64_t> job_timeout_ms;
     std::optional<v1::RateLimit> rate_limit;
+    std::optional<int32_t> max_active;
     absl::Time read_at;
     absl::Time used_at;
     bool reading = false;

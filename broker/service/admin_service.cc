@@ -14,11 +14,15 @@
 namespace jobwire::service {
 namespace {
 
-// The request's rate limit (burst resolved); nullopt when it gives none.
+// The settings a CreateQueue / UpdateQueue request gives (rate limit with
+// its burst resolved).
 template <typename Request>
-std::optional<v1::RateLimit> RateLimitOf(const Request& request) {
-  if (!request.has_rate_limit()) return std::nullopt;
-  return ResolvedRateLimit(request.rate_limit());
+store::QueueSettingsChange ChangeOf(const Request& request) {
+  store::QueueSettingsChange change;
+  change.partitions = request.partitions();
+  if (request.has_default_job_timeout_ms()) change.job_timeout_ms = request.default_job_timeout_ms();
+  if (request.has_rate_limit()) change.rate_limit = ResolvedRateLimit(request.rate_limit());
+  return change;
 }
 
 }  // namespace
@@ -170,15 +174,13 @@ grpc::ServerUnaryReactor* AdminService::CreateQueue(grpc::CallbackServerContext*
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateCreateQueue(*req))) return reactor;
   if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
-  admin_->CreateQueue(req->queue(), std::max(1, req->partitions()),
-                      req->has_default_job_timeout_ms()
-                          ? std::optional<int64_t>(req->default_job_timeout_ms())
-                          : std::nullopt,
-                      RateLimitOf(*req),
-                      [reactor](absl::StatusOr<bool> created) {
-                        if (FinishIfError(reactor, created.status())) return;
-                        reactor->Finish(grpc::Status::OK);
-                      });
+  store::QueueSettingsChange change = ChangeOf(*req);
+  change.partitions = std::max(1, change.partitions);
+  if (req->max_active() > 0) change.max_active = req->max_active();
+  admin_->CreateQueue(req->queue(), change, [reactor](absl::StatusOr<bool> created) {
+    if (FinishIfError(reactor, created.status())) return;
+    reactor->Finish(grpc::Status::OK);
+  });
   return reactor;
 }
 
@@ -188,16 +190,13 @@ grpc::ServerUnaryReactor* AdminService::UpdateQueue(grpc::CallbackServerContext*
   auto* reactor = NewReactor();
   if (FinishIfError(reactor, ValidateUpdateQueue(*req))) return reactor;
   if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
-  admin_->UpdateQueue(req->queue(), req->partitions(),
-                      req->has_default_job_timeout_ms()
-                          ? std::optional<int64_t>(req->default_job_timeout_ms())
-                          : std::nullopt,
-                      RateLimitOf(*req),
-                      [reactor, resp](absl::StatusOr<int> before) {
-                        if (FinishIfError(reactor, before.status())) return;
-                        resp->set_previous_partitions(*before);
-                        reactor->Finish(grpc::Status::OK);
-                      });
+  store::QueueSettingsChange change = ChangeOf(*req);
+  if (req->has_max_active()) change.max_active = req->max_active();
+  admin_->UpdateQueue(req->queue(), change, [reactor, resp](absl::StatusOr<int> before) {
+    if (FinishIfError(reactor, before.status())) return;
+    resp->set_previous_partitions(*before);
+    reactor->Finish(grpc::Status::OK);
+  });
   return reactor;
 }
 

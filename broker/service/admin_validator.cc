@@ -78,6 +78,13 @@ absl::Status ValidateRateLimit(const v1::RateLimit& limit, bool may_remove) {
   return absl::OkStatus();
 }
 
+// max_active: 0 (none, or removed) or 1..kMaxMaxActive.
+absl::Status CheckMaxActive(int32_t max_active) {
+  if (max_active >= 0 && max_active <= store::kMaxMaxActive) return absl::OkStatus();
+  return Invalid("max_active", absl::StrCat("must be 0 (no limit) or in 1..", store::kMaxMaxActive,
+                                            ", got ", max_active));
+}
+
 }  // namespace
 
 v1::RateLimit ResolvedRateLimit(v1::RateLimit limit) {
@@ -105,6 +112,12 @@ absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r) {
                                                 r.partitions()));
     }
   }
+  JW_RETURN_IF_ERROR(CheckMaxActive(r.max_active()));
+  if (r.max_active() > 0 && r.partitions() > 1) {
+    return Invalid("max_active", absl::StrCat("a queue with max_active has one partition, got "
+                                              "partitions ",
+                                              r.partitions()));
+  }
   return absl::OkStatus();
 }
 
@@ -124,10 +137,12 @@ absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
   if (r.has_rate_limit()) {
     JW_RETURN_IF_ERROR(ValidateRateLimit(r.rate_limit(), /*may_remove=*/true));
   }
-  if (r.partitions() == 0 && !r.has_default_job_timeout_ms() && !r.has_rate_limit()) {
+  if (r.has_max_active()) JW_RETURN_IF_ERROR(CheckMaxActive(r.max_active()));
+  if (r.partitions() == 0 && !r.has_default_job_timeout_ms() && !r.has_rate_limit() &&
+      !r.has_max_active()) {
     return Invalid("partitions",
-                   "partitions, default_job_timeout_ms or rate_limit must be given: nothing to "
-                   "change");
+                   "partitions, default_job_timeout_ms, rate_limit or max_active must be given: "
+                   "nothing to change");
   }
   return absl::OkStatus();
 }

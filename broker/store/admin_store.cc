@@ -130,7 +130,7 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
        k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
        k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType(),
-       k.JobTimeout(), k.RateLimit(), k.RateBucket()},
+       k.JobTimeout(), k.RateLimit(), k.RateBucket(), k.MaxActive()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -221,17 +221,21 @@ void AdminStore::SetPaused(const std::string& queue, bool paused, Callback<bool>
                  });
 }
 
-void AdminStore::SetQueue(const std::string& queue, int partitions, bool create,
-                          std::optional<int64_t> job_timeout_ms,
-                          std::optional<v1::RateLimit> rate_limit, Callback<int> done) const {
+void AdminStore::SetQueue(const std::string& queue, bool create,
+                          const QueueSettingsChange& change, Callback<int> done) const {
   Keys k = KeysFor(queue);
   std::string limit;  // '' unchanged, '-' removed
-  if (rate_limit) limit = rate_limit->count() == 0 ? "-" : RateLimitValue(*rate_limit);
+  if (change.rate_limit) {
+    limit = change.rate_limit->count() == 0 ? "-" : RateLimitValue(*change.rate_limit);
+  }
+  const int partitions = change.partitions;
   scripts_->Eval(
       scripts_->Get("set_queue"),
-      {k.Partitions(), k.Registered(), k.JobTimeout(), k.RateLimit(), k.RateBucket()},
+      {k.Partitions(), k.Registered(), k.JobTimeout(), k.RateLimit(), k.RateBucket(),
+       k.MaxActive()},
       {absl::StrCat(partitions), create ? "create" : "update", k.NotifyChannel(),
-       job_timeout_ms ? absl::StrCat(*job_timeout_ms) : "", std::move(limit)},
+       change.job_timeout_ms ? absl::StrCat(*change.job_timeout_ms) : "", std::move(limit),
+       change.max_active ? absl::StrCat(*change.max_active) : ""},
       [queue, partitions, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 2)) return done(absl::InternalError("bad set_queue reply"));
@@ -249,10 +253,12 @@ void AdminStore::SetQueue(const std::string& queue, int partitions, bool create,
               absl::NotFoundError(absl::StrCat("queue ", queue, " not found; CreateQueue creates it")),
               base::reason::kQueueNotFound));
         }
-        if (code == "LIMITED") {
+        if (code == "LIMITED" && reply->elements.size() == 3) {
+          const std::string& field = reply->elements[2].str;  // rate_limit | max_active
           return done(absl::FailedPreconditionError(absl::StrCat(
-              "rate_limit: queue ", queue, " would have ", std::max(partitions, static_cast<int>(count)),
-              " partitions and a rate limit; a rate-limited queue has one partition")));
+              field, ": queue ", queue, " would have ",
+              std::max(partitions, static_cast<int>(count)), " partitions and a ", field,
+              "; a limited queue has one partition")));
         }
         if (code == "SHRINK") {
           return done(base::WithReason(

@@ -54,6 +54,18 @@ struct RetryBatch {
 // timeout (UpdateQueueRequest.default_job_timeout_ms -1).
 inline constexpr int64_t kRemoveJobTimeout = -1;
 
+// A change of a queue's settings (AdminStore::SetQueue): each setting not
+// given stays as it is.
+struct QueueSettingsChange {
+  int partitions = 0;  // 0: unchanged (update only)
+  // The default job timeout in ms; kRemoveJobTimeout removes it.
+  std::optional<int64_t> job_timeout_ms;
+  // The rate limit (burst resolved); one of count 0 removes it.
+  std::optional<v1::RateLimit> rate_limit;
+  // The most active jobs at once; 0 removes the limit.
+  std::optional<int32_t> max_active;
+};
+
 class AdminStore {
  public:
   // `client` and `scripts` must outlive the store.
@@ -95,20 +107,17 @@ class AdminStore {
   // set_paused.lua; returns whether the flag changed.
   void SetPaused(const std::string& queue, bool paused, Callback<bool> done) const;
 
-  // set_queue.lua: with `create`, creates `queue` with `partitions`
+  // set_queue.lua: with `create`, creates `queue` with `change`
   // (ALREADY_EXISTS when it is registered or has a count); else changes the
-  // settings of an existing queue (NOT_FOUND when it is neither; partitions
-  // 0 leaves the count). `job_timeout_ms`: the queue's default job timeout,
-  // kRemoveJobTimeout to remove it, nullopt to leave it. `rate_limit`: the
-  // queue's rate limit, one of count 0 to remove it, nullopt to leave it.
-  // Returns the count before. FAILED_PRECONDITION when `partitions` is below
-  // it (a count only grows), or when the queue would have more than one
-  // partition and a rate limit; then nothing changes. REQUIRES: 0 <=
-  // partitions <= kMaxPartitions (>= 1 with `create`); job_timeout_ms -1..7
-  // days; rate_limit valid (ValidateRateLimit) with burst resolved. The
-  // caller registers a created queue (JobStore::RegisterQueue).
-  void SetQueue(const std::string& queue, int partitions, bool create,
-                std::optional<int64_t> job_timeout_ms, std::optional<v1::RateLimit> rate_limit,
+  // settings of an existing queue (NOT_FOUND when it is neither). Returns
+  // the partition count before. FAILED_PRECONDITION when change.partitions
+  // is below it (a count only grows), or when the queue would have more
+  // than one partition and a rate limit or max_active; then nothing
+  // changes. REQUIRES: 0 <= partitions <= kMaxPartitions (>= 1 with
+  // `create`); job_timeout_ms -1..7 days; rate_limit valid with burst
+  // resolved; max_active 0..kMaxMaxActive. The caller registers a created
+  // queue (JobStore::RegisterQueue).
+  void SetQueue(const std::string& queue, bool create, const QueueSettingsChange& change,
                 Callback<int> done) const;
 
   // PING: OK once Redis answers PONG; the connection's error otherwise.

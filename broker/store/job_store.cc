@@ -234,7 +234,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
       {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
        keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry(), keys.Active(),
        keys.Paused(), keys.Dead(), keys.Claim(claim_id), keys.ReadyByType(), keys.RateLimit(),
-       keys.RateBucket()},
+       keys.RateBucket(), keys.MaxActive()},
       std::move(args),
       [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -285,7 +285,7 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
       scripts_->Get("claim"),
       {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
        keys.Claim(claim_id), keys.Jobs(), keys.Payloads(), keys.ReadyByType(), keys.RateLimit(),
-       keys.RateBucket()},
+       keys.RateBucket(), keys.MaxActive()},
       std::move(args),
       [queue, lease_ms, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
@@ -517,10 +517,10 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
 void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const {
   const Keys keys = KeysFor(queue);
   client_->Command(
-      {"MGET", keys.Partitions(), keys.JobTimeout(), keys.RateLimit()},
+      {"MGET", keys.Partitions(), keys.JobTimeout(), keys.RateLimit(), keys.MaxActive()},
       [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        if (reply->elements.size() != 3) return done(absl::InternalError("bad MGET reply"));
+        if (reply->elements.size() != 4) return done(absl::InternalError("bad MGET reply"));
         QueueSettings settings;
         const RedisReply& count = reply->elements[0];
         if (!count.is_nil()) {
@@ -540,6 +540,12 @@ void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings
         if (!limit.is_nil()) {
           settings.rate_limit = ParseRateLimit(limit.str);
           if (!settings.rate_limit) return done(absl::InternalError("bad rate limit in redis"));
+        }
+        const RedisReply& max_active = reply->elements[3];
+        if (!max_active.is_nil()) {
+          const int64_t n = max_active.AsInt(-1);
+          if (n < 1 || n > kMaxMaxActive) return done(absl::InternalError("bad max_active in redis"));
+          settings.max_active = static_cast<int32_t>(n);
         }
         done(settings);
       });

@@ -110,6 +110,8 @@ struct QueueSettings {
   std::optional<int64_t> default_job_timeout_ms;
   // The queue's rate limit (burst resolved); none: unlimited.
   std::optional<v1::RateLimit> rate_limit;
+  // The most active jobs the queue may have at once; none: unlimited.
+  std::optional<int32_t> max_active;
 };
 
 // A rate limit as Keys::RateLimit holds it: '<count> <interval ms> <burst>'
@@ -255,8 +257,8 @@ class JobStore {
   // and past its retention (not trimmed yet).
   void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
 
-  // The settings of `queue` (MGET of Keys::Partitions, JobTimeout and
-  // RateLimit; partitions 1 when unset).
+  // The settings of `queue` (MGET of Keys::Partitions, JobTimeout,
+  // RateLimit and MaxActive; partitions 1 when unset).
   void GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const;
 
   // SMEMBERS of the registry: store names, so a partitioned queue appears

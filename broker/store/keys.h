@@ -51,6 +51,8 @@ namespace jobwire::store {
 
 // The most partitions a queue may have.
 inline constexpr int kMaxPartitions = 256;
+// The largest max_active a queue may have (Admin CreateQueue / UpdateQueue).
+inline constexpr int32_t kMaxMaxActive = 1000000;
 
 // The store's name of partition `partition` of `queue`: `queue` itself for
 // partition 0, else "<queue>#<partition>".
@@ -109,6 +111,9 @@ class Keys {
   // partition only (set_queue.lua refuses a limit with more).
   std::string RateLimit() const { return base_ + "rate_limit"; }
   std::string RateBucket() const { return base_ + "rate_bucket"; }
+  // The most active jobs the queue may have at once, when set (claim.lua).
+  // Queues of one partition only, as RateLimit.
+  std::string MaxActive() const { return base_ + "max_active"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);

@@ -126,7 +126,10 @@ type QueueStats struct {
 	DefaultJobTimeoutMs *int64 `protobuf:"varint,10,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
 	// The queue's rate limit (CreateQueue / UpdateQueue); absent when it has
 	// none.
-	RateLimit     *RateLimit `protobuf:"bytes,11,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	RateLimit *RateLimit `protobuf:"bytes,11,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	// The most active jobs the queue may have at once (CreateQueue /
+	// UpdateQueue); 0 when it has no such limit.
+	MaxActive     int32 `protobuf:"varint,12,opt,name=max_active,json=maxActive,proto3" json:"max_active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -238,6 +241,13 @@ func (x *QueueStats) GetRateLimit() *RateLimit {
 	return nil
 }
 
+func (x *QueueStats) GetMaxActive() int32 {
+	if x != nil {
+		return x.MaxActive
+	}
+	return 0
+}
+
 // A queue's rate limit (docs/semantics.md, "Rate limits"): a token bucket
 // in Redis, shared by every broker replica and every worker. Claims take a
 // token per job; the bucket gains `count` tokens every `interval_ms`
@@ -319,7 +329,11 @@ type CreateQueueRequest struct {
 	// Broker replicas apply a change within about a second.
 	DefaultJobTimeoutMs *int64 `protobuf:"varint,3,opt,name=default_job_timeout_ms,json=defaultJobTimeoutMs,proto3,oneof" json:"default_job_timeout_ms,omitempty"`
 	// The queue's rate limit; absent: none. Only with partitions 0 or 1.
-	RateLimit     *RateLimit `protobuf:"bytes,4,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	RateLimit *RateLimit `protobuf:"bytes,4,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	// The most active jobs the queue may have at once, across every broker
+	// replica and worker (docs/semantics.md, "Concurrency limit"):
+	// 0..1000000, 0: no limit. Only with partitions 0 or 1.
+	MaxActive     int32 `protobuf:"varint,5,opt,name=max_active,json=maxActive,proto3" json:"max_active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -382,6 +396,13 @@ func (x *CreateQueueRequest) GetRateLimit() *RateLimit {
 	return nil
 }
 
+func (x *CreateQueueRequest) GetMaxActive() int32 {
+	if x != nil {
+		return x.MaxActive
+	}
+	return 0
+}
+
 type CreateQueueResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -433,7 +454,10 @@ type UpdateQueueRequest struct {
 	// RateLimit with count 0 (and nothing else) removes it; absent:
 	// unchanged. A queue of more than one partition cannot have one, and a
 	// rate-limited queue cannot gain partitions (FAILED_PRECONDITION).
-	RateLimit     *RateLimit `protobuf:"bytes,4,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	RateLimit *RateLimit `protobuf:"bytes,4,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
+	// Sets the queue's max_active (as CreateQueueRequest.max_active); 0
+	// removes it; absent: unchanged. The same partition rule as rate_limit.
+	MaxActive     *int32 `protobuf:"varint,5,opt,name=max_active,json=maxActive,proto3,oneof" json:"max_active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -494,6 +518,13 @@ func (x *UpdateQueueRequest) GetRateLimit() *RateLimit {
 		return x.RateLimit
 	}
 	return nil
+}
+
+func (x *UpdateQueueRequest) GetMaxActive() int32 {
+	if x != nil && x.MaxActive != nil {
+		return *x.MaxActive
+	}
+	return 0
 }
 
 type UpdateQueueResponse struct {
@@ -1927,7 +1958,7 @@ var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
 const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16jobwire/v1/admin.proto\x12\n" +
-	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xa8\x03\n" +
+	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xc7\x03\n" +
 	"\n" +
 	"QueueStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1f\n" +
@@ -1945,13 +1976,15 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\x16default_job_timeout_ms\x18\n" +
 	" \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01\x124\n" +
 	"\n" +
-	"rate_limit\x18\v \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimitB\x19\n" +
+	"rate_limit\x18\v \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\x1d\n" +
+	"\n" +
+	"max_active\x18\f \x01(\x05R\tmaxActiveB\x19\n" +
 	"\x17_default_job_timeout_ms\"X\n" +
 	"\tRateLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x05R\x05count\x12\x1f\n" +
 	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
 	"intervalMs\x12\x14\n" +
-	"\x05burst\x18\x03 \x01(\x05R\x05burst\"\xd5\x01\n" +
+	"\x05burst\x18\x03 \x01(\x05R\x05burst\"\xf4\x01\n" +
 	"\x12CreateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
@@ -1959,9 +1992,11 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"partitions\x128\n" +
 	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01\x124\n" +
 	"\n" +
-	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimitB\x19\n" +
+	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\x1d\n" +
+	"\n" +
+	"max_active\x18\x05 \x01(\x05R\tmaxActiveB\x19\n" +
 	"\x17_default_job_timeout_ms\"\x15\n" +
-	"\x13CreateQueueResponse\"\xd5\x01\n" +
+	"\x13CreateQueueResponse\"\x88\x02\n" +
 	"\x12UpdateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
@@ -1969,8 +2004,11 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"partitions\x128\n" +
 	"\x16default_job_timeout_ms\x18\x03 \x01(\x03H\x00R\x13defaultJobTimeoutMs\x88\x01\x01\x124\n" +
 	"\n" +
-	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimitB\x19\n" +
-	"\x17_default_job_timeout_ms\"F\n" +
+	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\"\n" +
+	"\n" +
+	"max_active\x18\x05 \x01(\x05H\x01R\tmaxActive\x88\x01\x01B\x19\n" +
+	"\x17_default_job_timeout_msB\r\n" +
+	"\v_max_active\"F\n" +
 	"\x13UpdateQueueResponse\x12/\n" +
 	"\x13previous_partitions\x18\x01 \x01(\x05R\x12previousPartitions\"\x13\n" +
 	"\x11ListQueuesRequest\"D\n" +

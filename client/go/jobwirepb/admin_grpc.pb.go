@@ -69,23 +69,24 @@ type AdminServiceClient interface {
 	// listed while empty, until DeleteQueue. (Enqueue creates a queue of one
 	// partition by itself.)
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
-	// rate_limit: its fields, or given with more than one partition),
+	// rate_limit: its fields, or given with more than one partition;
+	// max_active likewise),
 	// ALREADY_EXISTS (the queue has or had jobs, or was created: UpdateQueue
 	// changes it), UNAVAILABLE.
 	CreateQueue(ctx context.Context, in *CreateQueueRequest, opts ...grpc.CallOption) (*CreateQueueResponse, error)
 	// Raises a queue's partition count (a count only grows: the jobs of a
 	// dropped partition would be stranded), and sets or removes its default
-	// job timeout (UpdateQueueRequest.default_job_timeout_ms) and its rate
-	// limit (UpdateQueueRequest.rate_limit). Open Claim streams on every
+	// job timeout (UpdateQueueRequest.default_job_timeout_ms), its rate
+	// limit (UpdateQueueRequest.rate_limit) and its max_active. Open Claim streams on every
 	// broker replica start reading the new partitions at once; enqueues
 	// spread over them within about a second on every replica. Jobs already
 	// stored stay in their partition. Deduplication holds per partition: an
 	// idempotency key stored before the change may map to another partition
 	// after it, so a repeat of it within its window may store a second job.
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
-	// rate_limit; nothing given), NOT_FOUND, FAILED_PRECONDITION (fewer
-	// partitions than now; a rate limit and more than one partition, the
-	// message naming rate_limit), UNAVAILABLE.
+	// rate_limit, max_active; nothing given), NOT_FOUND, FAILED_PRECONDITION
+	// (fewer partitions than now; a rate limit or max_active and more than
+	// one partition, the message naming which), UNAVAILABLE.
 	UpdateQueue(ctx context.Context, in *UpdateQueueRequest, opts ...grpc.CallOption) (*UpdateQueueResponse, error)
 	// Every queue that has or had jobs, with its counts.
 	// Errors: UNAVAILABLE.
@@ -308,23 +309,24 @@ type AdminServiceServer interface {
 	// listed while empty, until DeleteQueue. (Enqueue creates a queue of one
 	// partition by itself.)
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
-	// rate_limit: its fields, or given with more than one partition),
+	// rate_limit: its fields, or given with more than one partition;
+	// max_active likewise),
 	// ALREADY_EXISTS (the queue has or had jobs, or was created: UpdateQueue
 	// changes it), UNAVAILABLE.
 	CreateQueue(context.Context, *CreateQueueRequest) (*CreateQueueResponse, error)
 	// Raises a queue's partition count (a count only grows: the jobs of a
 	// dropped partition would be stranded), and sets or removes its default
-	// job timeout (UpdateQueueRequest.default_job_timeout_ms) and its rate
-	// limit (UpdateQueueRequest.rate_limit). Open Claim streams on every
+	// job timeout (UpdateQueueRequest.default_job_timeout_ms), its rate
+	// limit (UpdateQueueRequest.rate_limit) and its max_active. Open Claim streams on every
 	// broker replica start reading the new partitions at once; enqueues
 	// spread over them within about a second on every replica. Jobs already
 	// stored stay in their partition. Deduplication holds per partition: an
 	// idempotency key stored before the change may map to another partition
 	// after it, so a repeat of it within its window may store a second job.
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
-	// rate_limit; nothing given), NOT_FOUND, FAILED_PRECONDITION (fewer
-	// partitions than now; a rate limit and more than one partition, the
-	// message naming rate_limit), UNAVAILABLE.
+	// rate_limit, max_active; nothing given), NOT_FOUND, FAILED_PRECONDITION
+	// (fewer partitions than now; a rate limit or max_active and more than
+	// one partition, the message naming which), UNAVAILABLE.
 	UpdateQueue(context.Context, *UpdateQueueRequest) (*UpdateQueueResponse, error)
 	// Every queue that has or had jobs, with its counts.
 	// Errors: UNAVAILABLE.

@@ -1,10 +1,13 @@
-// Queue rate limits (docs/semantics.md, "Rate limits"), through real brokers
-// and a real Redis: CreateQueue / UpdateQueue refuse what they cannot do and
-// change nothing; a limited queue hands out no more than its token bucket
-// allows to several streams on two broker replicas (checked from the times
-// the test's own readers received the jobs), and wakes its streams when
-// tokens come back, without a poll per stream; removing the limit releases
-// the waiting jobs at once; GetQueueStats shows the limit.
+// Queue limits (docs/semantics.md, "Rate limits" and "Concurrency limit"),
+// through real brokers and a real Redis: CreateQueue / UpdateQueue refuse
+// what they cannot do and change nothing; a rate-limited queue hands out no
+// more than its token bucket allows to several streams on two broker
+// replicas (checked from the times the test's own readers received the
+// jobs), and wakes its streams when tokens come back, without a poll per
+// stream; a queue with max_active never has more runs at once than that
+// (checked from the test's own log of runs) and hands out the next job as
+// soon as a run is settled, through either replica; removing a limit
+// releases the waiting jobs at once; GetQueueStats shows the limits.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -32,7 +35,7 @@ v1::RateLimit Limit(int32_t count, int64_t interval_ms, int32_t burst = 0) {
   return limit;
 }
 
-class RateLimitTest : public LifecycleTest {
+class QueueLimitsTest : public LifecycleTest {
  protected:
   void SetUp() override {
     LifecycleTest::SetUp();
@@ -88,7 +91,7 @@ std::string FieldOf(const grpc::Status& status) {
   return message.substr(0, message.find(':'));
 }
 
-TEST_F(RateLimitTest, RefusalsNameTheFieldAndChangeNothing) {
+TEST_F(QueueLimitsTest, RefusalsNameTheFieldAndChangeNothing) {
   ASSERT_TRUE(Create("limited", Limit(5, 1000)).ok());
   ASSERT_TRUE(Create("wide", std::nullopt, 4).ok());
   struct Case {
@@ -150,7 +153,139 @@ struct Arrivals {
   std::vector<absl::Time> at;
 };
 
-TEST_F(RateLimitTest, TheBucketHoldsAcrossStreamsAndReplicas) {
+TEST_F(QueueLimitsTest, MaxActiveRefusalsNameTheFieldAndChangeNothing) {
+  auto create = [&](const std::string& queue, int32_t max_active, int partitions) {
+    v1::CreateQueueRequest request;
+    request.set_queue(queue);
+    request.set_partitions(partitions);
+    request.set_max_active(max_active);
+    return Create(request);
+  };
+  auto update = [&](const std::string& queue, int32_t max_active, int partitions) {
+    v1::UpdateQueueRequest request;
+    request.set_queue(queue);
+    request.set_partitions(partitions);
+    request.set_max_active(max_active);
+    return Update(request);
+  };
+  ASSERT_TRUE(create("capped", 3, 0).ok());
+  ASSERT_TRUE(create("wide", 0, 4).ok());
+  struct Case {
+    const char* what;
+    grpc::Status status;
+    grpc::StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      {"create: negative", create("m1", -1, 0), grpc::INVALID_ARGUMENT},
+      {"create: too large", create("m2", 1000001, 0), grpc::INVALID_ARGUMENT},
+      {"create: with 4 partitions", create("m3", 2, 4), grpc::INVALID_ARGUMENT},
+      {"update: negative", update("capped", -1, 0), grpc::INVALID_ARGUMENT},
+      {"update: on a queue of 4 partitions", update("wide", 2, 0), grpc::FAILED_PRECONDITION},
+      {"update: partitions of a capped queue", update("capped", 3, 2), grpc::FAILED_PRECONDITION},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.status.error_code(), c.code) << c.what << ": " << c.status.error_message();
+    EXPECT_EQ(FieldOf(c.status), "max_active") << c.what << ": " << c.status.error_message();
+  }
+  EXPECT_EQ(Stats("capped").max_active(), 3);
+  EXPECT_EQ(Stats("capped").partitions(), 1);
+  EXPECT_EQ(Stats("wide").max_active(), 0);
+  EXPECT_EQ(Stats("wide").partitions(), 4);
+}
+
+// One run as the test's takers logged it.
+struct RunLog {
+  absl::Time start;  // received
+  absl::Time end;    // the handler's work done, before its Ack
+};
+
+TEST_F(QueueLimitsTest, MaxActiveHoldsAcrossStreamsAndReplicas) {
+  const std::string queue = "capped";
+  constexpr int32_t kMaxActive = 2;
+  constexpr int kJobs = 12;
+  constexpr absl::Duration kWork = absl::Milliseconds(150);
+  v1::CreateQueueRequest create;
+  create.set_queue(queue);
+  create.set_max_active(kMaxActive);
+  ASSERT_TRUE(Create(create).ok());
+  std::unique_ptr<BrokerProcess> other = AnotherBroker();
+  JW_ASSERT_OK(other->Start());
+  std::unique_ptr<v1::BrokerService::Stub> other_stub = other->NewStub();
+  std::vector<std::unique_ptr<ClaimReader>> readers;
+  readers.push_back(OpenClaim(MakeClaim({queue}, 5)));
+  readers.push_back(OpenClaim(MakeClaim({queue}, 5)));
+  readers.push_back(std::make_unique<ClaimReader>(other->NewStub(), MakeClaim({queue}, 5)));
+  absl::SleepFor(absl::Milliseconds(300));
+  v1::EnqueueBatchRequest batch;
+  for (int i = 0; i < kJobs; ++i) *batch.add_jobs() = MakeJob(queue);
+  v1::EnqueueBatchResponse enqueued;
+  const absl::Time begin = absl::Now();
+  JW_ASSERT_OK(EnqueueBatch(*stub_, batch, &enqueued));
+
+  absl::Mutex mu;
+  std::vector<RunLog> runs;
+  std::vector<std::thread> takers;
+  for (size_t t = 0; t < readers.size(); ++t) {
+    takers.emplace_back([&, t, r = readers[t].get()] {
+      const absl::Time until = begin + absl::Seconds(15);
+      for (int n = 0; absl::Now() < until; ++n) {
+        {
+          absl::MutexLock lock(&mu);
+          if (static_cast<int>(runs.size()) >= kJobs) return;
+        }
+        std::optional<v1::ClaimedJob> job = r->Next(absl::Milliseconds(200));
+        if (!job) continue;
+        RunLog run{absl::Now(), absl::InfinitePast()};
+        absl::SleepFor(kWork);
+        run.end = absl::Now();
+        {
+          absl::MutexLock lock(&mu);
+          runs.push_back(run);
+        }
+        // Settled through either replica, whichever granted the lease.
+        JW_EXPECT_OK(Ack((t + n) % 2 == 0 ? *stub_ : *other_stub, *job));
+      }
+    });
+  }
+  for (std::thread& t : takers) t.join();
+  ASSERT_EQ(static_cast<int>(runs.size()), kJobs) << "the capped queue stalled";
+  // The most runs at once, from the log: at each start, the runs begun
+  // before it and not yet ended.
+  int most = 0;
+  for (const RunLog& a : runs) {
+    int at_once = 0;
+    for (const RunLog& b : runs) at_once += b.start <= a.start && b.end > a.start;
+    most = std::max(most, at_once);
+  }
+  EXPECT_LE(most, kMaxActive) << "more runs at once than max_active";
+  EXPECT_EQ(most, kMaxActive) << "the limit was never reached: the test shows nothing";
+  absl::Time last = begin;
+  for (const RunLog& r : runs) last = std::max(last, r.end);
+  // 12 runs of 150 ms, 2 at once: about 0.9 s when each settle frees its
+  // slot at once; the 1 s recheck alone would take about 6 s.
+  EXPECT_LT(last - begin, absl::Seconds(3)) << "a freed slot waited for the recheck";
+}
+
+TEST_F(QueueLimitsTest, RemovingMaxActiveReleasesTheWaitingJobsAtOnce) {
+  const std::string queue = "one-at-a-time";
+  v1::CreateQueueRequest create;
+  create.set_queue(queue);
+  create.set_max_active(1);
+  ASSERT_TRUE(Create(create).ok());
+  auto reader = OpenClaim(MakeClaim({queue}, 5));
+  for (int i = 0; i < 3; ++i) MustEnqueue(*stub_, MakeJob(queue));
+  ASSERT_TRUE(reader->Next(kPrompt));
+  EXPECT_FALSE(reader->Next(kQuiet)) << "a second run while one is active";
+  v1::UpdateQueueRequest update;
+  update.set_queue(queue);
+  update.set_max_active(0);
+  ASSERT_TRUE(Update(update).ok());
+  EXPECT_EQ(Stats(queue).max_active(), 0);
+  EXPECT_TRUE(reader->Next(kPrompt));
+  EXPECT_TRUE(reader->Next(kPrompt));
+}
+
+TEST_F(QueueLimitsTest, TheBucketHoldsAcrossStreamsAndReplicas) {
   const std::string queue = "metered";
   constexpr int32_t kCount = 5;
   constexpr int64_t kIntervalMs = 1000;
@@ -211,7 +346,7 @@ TEST_F(RateLimitTest, TheBucketHoldsAcrossStreamsAndReplicas) {
       << "the streams were not woken when tokens came back";
 }
 
-TEST_F(RateLimitTest, RemovingTheLimitReleasesTheWaitingJobsAtOnce) {
+TEST_F(QueueLimitsTest, RemovingTheLimitReleasesTheWaitingJobsAtOnce) {
   const std::string queue = "slow";
   ASSERT_TRUE(Create(queue, Limit(1, 60000)).ok());
   auto reader = OpenClaim(MakeClaim({queue}, 20));  // jobs are never acked here
