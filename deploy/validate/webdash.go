@@ -1,0 +1,442 @@
+package validate
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+)
+
+// The web dashboard (dashboard/, docs/dashboard.md) as the chart runs it:
+// its Deployment, its Service, its Ingress, and its way to the brokers.
+
+// DashboardHealthPath answers 200 without a session or a broker call
+// (dashboard/src/dashboard_server.ts): the probes' path.
+const DashboardHealthPath = "/healthz"
+
+// knownDashboardEnv are the dashboard's flags as JOBWIRE_DASHBOARD_<FLAG>
+// (dashboard/src/config.ts).
+var knownDashboardEnv = map[string]bool{}
+
+func init() {
+	for _, f := range []string{"broker", "listen", "read_only", "require_login", "tls_cert", "tls_key", "broker_ca", "poll_interval_ms", "proto_dir"} {
+		knownDashboardEnv["JOBWIRE_DASHBOARD_"+strings.ToUpper(f)] = true
+	}
+}
+
+// dashboardFileEnv name files the dashboard reads at start.
+var dashboardFileEnv = []string{"JOBWIRE_DASHBOARD_TLS_CERT", "JOBWIRE_DASHBOARD_TLS_KEY", "JOBWIRE_DASHBOARD_BROKER_CA"}
+
+// isDashboard reports whether a Deployment runs the dashboard (a container
+// named dashboard).
+func isDashboard(d *appsv1.Deployment) bool {
+	return dashboardContainer(d) != nil
+}
+
+func dashboardContainer(d *appsv1.Deployment) *corev1.Container {
+	for i := range d.Spec.Template.Spec.Containers {
+		if d.Spec.Template.Spec.Containers[i].Name == "dashboard" {
+			return &d.Spec.Template.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+func brokerContainer(d *appsv1.Deployment) *corev1.Container {
+	if d == nil {
+		return nil
+	}
+	for i := range d.Spec.Template.Spec.Containers {
+		if d.Spec.Template.Spec.Containers[i].Name == "broker" {
+			return &d.Spec.Template.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// checkDashboardApp checks the dashboard's Deployment against the broker's:
+// one replica (sessions live in memory); only known JOBWIRE_DASHBOARD_*
+// variables; a listen address off loopback on a declared port; HTTP probes
+// on /healthz at that port, HTTPS exactly when it serves TLS; its files from
+// mounted Secrets; a broker address naming a rendered Service of the brokers
+// on their gRPC port; the brokers' CA exactly when they speak TLS; a login
+// when they require tokens; no mutual TLS (it has no client certificate); a
+// Service in front of it; and every NetworkPolicy of the brokers admitting
+// it to their gRPC port.
+func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1.Service, nps []*networkingv1.NetworkPolicy, ws []workload) {
+	who := "Deployment " + d.Name
+	spec := &d.Spec.Template.Spec
+	ct := dashboardContainer(d)
+	cwho := who + " container dashboard"
+	if d.Spec.Replicas != nil && *d.Spec.Replicas != 1 {
+		c.errorf("%s: %d replicas; sessions and CSRF tokens live in one process's memory, so the dashboard runs one", who, *d.Spec.Replicas)
+	}
+	env := map[string]string{}
+	for _, e := range ct.Env {
+		if !strings.HasPrefix(e.Name, "JOBWIRE_") {
+			continue
+		}
+		if !knownDashboardEnv[e.Name] {
+			c.errorf("%s: env %s is not a dashboard flag", cwho, e.Name)
+			continue
+		}
+		if e.ValueFrom != nil {
+			c.errorf("%s: %s must be a literal value", cwho, e.Name)
+		}
+		env[e.Name] = e.Value
+	}
+	for _, name := range []string{"JOBWIRE_DASHBOARD_READ_ONLY", "JOBWIRE_DASHBOARD_REQUIRE_LOGIN"} {
+		if v, ok := env[name]; ok && v != "true" && v != "false" {
+			c.errorf("%s: %s %q is not true or false", cwho, name, v)
+		}
+	}
+
+	// Listen address: all interfaces (the program's default is loopback,
+	// which the kubelet and the Service cannot reach), a declared port.
+	listen, ok := env["JOBWIRE_DASHBOARD_LISTEN"]
+	port := int32(0)
+	if !ok {
+		c.errorf("%s: no JOBWIRE_DASHBOARD_LISTEN (the default 127.0.0.1:8080 is unreachable from outside the pod)", cwho)
+	} else if p, err := listenPort(listen); err != nil {
+		c.errorf("%s: JOBWIRE_DASHBOARD_LISTEN %q: %v", cwho, listen, err)
+	} else {
+		port = p
+		if host := strings.TrimSuffix(listen, fmt.Sprintf(":%d", p)); strings.HasPrefix(host, "127.") || host == "localhost" || host == "[::1]" {
+			c.errorf("%s: JOBWIRE_DASHBOARD_LISTEN %q is loopback: the probes and the Service cannot reach it", cwho, listen)
+		}
+		if !hasContainerPort(spec.Containers, p) {
+			c.errorf("%s: listen port %d is not a container port", cwho, p)
+		}
+	}
+
+	// TLS of its own listener, and the files it reads.
+	_, hasCert := env["JOBWIRE_DASHBOARD_TLS_CERT"]
+	_, hasKey := env["JOBWIRE_DASHBOARD_TLS_KEY"]
+	if hasCert != hasKey {
+		c.errorf("%s: JOBWIRE_DASHBOARD_TLS_CERT and JOBWIRE_DASHBOARD_TLS_KEY come together (the dashboard exits otherwise)", cwho)
+	}
+	for _, name := range dashboardFileEnv {
+		if p, ok := env[name]; ok {
+			if !strings.HasPrefix(p, "/") {
+				c.errorf("%s: %s must be an absolute path (a file of a mounted Secret)", cwho, name)
+				continue
+			}
+			c.checkSecretFile(cwho, name, p, ct, spec.Volumes)
+		}
+	}
+
+	// Probes: HTTP GET /healthz on the listen port, HTTPS when it serves TLS.
+	wantScheme := corev1.URISchemeHTTP
+	if hasCert {
+		wantScheme = corev1.URISchemeHTTPS
+	}
+	for _, np := range []struct {
+		name string
+		pr   *corev1.Probe
+	}{{"readinessProbe", ct.ReadinessProbe}, {"livenessProbe", ct.LivenessProbe}} {
+		switch {
+		case np.pr == nil || np.pr.HTTPGet == nil:
+			c.errorf("%s: %s is not an httpGet probe", cwho, np.name)
+			continue
+		case np.pr.HTTPGet.Path != DashboardHealthPath:
+			c.errorf("%s: %s asks %q, not %s (the only page without a session)", cwho, np.name, np.pr.HTTPGet.Path, DashboardHealthPath)
+		}
+		if p, ok := resolvePort(spec.Containers, np.pr.HTTPGet.Port); ok && port != 0 && p != port {
+			c.errorf("%s: %s probes port %d, the dashboard listens on %d", cwho, np.name, p, port)
+		}
+		scheme := np.pr.HTTPGet.Scheme
+		if scheme == "" {
+			scheme = corev1.URISchemeHTTP
+		}
+		if scheme != wantScheme {
+			c.errorf("%s: %s scheme %s, but the dashboard serves %s", cwho, np.name, scheme, wantScheme)
+		}
+	}
+
+	// The way to the brokers.
+	addr, hasAddr := env["JOBWIRE_DASHBOARD_BROKER"]
+	if !hasAddr {
+		c.errorf("%s: no JOBWIRE_DASHBOARD_BROKER (the default 127.0.0.1:50051 is the pod itself)", cwho)
+	}
+	bc := brokerContainer(broker)
+	if bc == nil {
+		return
+	}
+	if hasAddr {
+		c.checkDashboardBrokerAddress(cwho, addr, broker, svcs)
+	}
+	_, brokerTLS := envValue(bc, "JOBWIRE_TLS_CERT")
+	_, hasCA := env["JOBWIRE_DASHBOARD_BROKER_CA"]
+	if brokerTLS != hasCA {
+		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER_CA is %s, but the brokers speak %s", cwho, map[bool]string{true: "set", false: "not set"}[hasCA], map[bool]string{true: "TLS", false: "plaintext"}[brokerTLS])
+	}
+	if _, mtls := envValue(bc, "JOBWIRE_TLS_CLIENT_CA"); mtls {
+		c.errorf("%s: the brokers require client certificates (JOBWIRE_TLS_CLIENT_CA), which the dashboard cannot present", cwho)
+	}
+	if _, tokens := envValue(bc, "JOBWIRE_AUTH_TOKENS_FILE"); tokens && env["JOBWIRE_DASHBOARD_REQUIRE_LOGIN"] != "true" {
+		c.errorf("%s: the brokers require tokens (JOBWIRE_AUTH_TOKENS_FILE) but JOBWIRE_DASHBOARD_REQUIRE_LOGIN is not true: every call would be refused", cwho)
+	}
+
+	// A Service in front of it.
+	served := false
+	for _, s := range svcs {
+		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+			served = true
+		}
+	}
+	if !served {
+		c.errorf("%s: no Service selects the dashboard", who)
+	}
+
+	// NetworkPolicies of the brokers must admit it to their gRPC port.
+	grpcPort, _ := containerPortByName(broker.Spec.Template.Spec.Containers, "grpc")
+	for _, np := range nps {
+		sel := np.Spec.PodSelector
+		m := matching(&sel, ws, c, "NetworkPolicy "+np.Name)
+		if len(m) != 1 || m[0].name != broker.Name || m[0].kind != "Deployment" {
+			continue
+		}
+		restricts := false
+		for _, t := range np.Spec.PolicyTypes {
+			restricts = restricts || t == networkingv1.PolicyTypeIngress
+		}
+		if !restricts {
+			continue
+		}
+		admitted := false
+		for _, r := range np.Spec.Ingress {
+			if !policyPortAllows(r.Ports, broker.Spec.Template.Spec.Containers, grpcPort) {
+				continue
+			}
+			for _, peer := range r.From {
+				if peerSelectsPods(peer, d.Spec.Template.Labels) {
+					admitted = true
+				}
+			}
+		}
+		if !admitted {
+			c.errorf("NetworkPolicy %s: no ingress rule admits the dashboard's pods to the brokers' gRPC port %d", np.Name, grpcPort)
+		}
+	}
+}
+
+// checkDashboardBrokerAddress wants host:port (or dns:///host:port) where
+// host is a rendered Service that selects the broker pods (by name, or
+// name.namespace..., the form the broker's certificate names) and port is
+// one of its ports leading to the brokers' gRPC port.
+func (c *checker) checkDashboardBrokerAddress(cwho, addr string, broker *appsv1.Deployment, svcs []*corev1.Service) {
+	hostPort := strings.TrimPrefix(addr, "dns:///")
+	i := strings.LastIndex(hostPort, ":")
+	if i <= 0 {
+		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER %q is not HOST:PORT", cwho, addr)
+		return
+	}
+	host, portText := hostPort[:i], hostPort[i+1:]
+	svcName, _, _ := strings.Cut(host, ".")
+	var svc *corev1.Service
+	for _, s := range svcs {
+		if s.Name == svcName {
+			svc = s
+		}
+	}
+	if svc == nil {
+		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER %q names no rendered Service (%s)", cwho, addr, svcName)
+		return
+	}
+	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(broker.Spec.Template.Labels)) {
+		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER %q: Service %s does not select the broker pods", cwho, addr, svc.Name)
+		return
+	}
+	grpcPort, _ := containerPortByName(broker.Spec.Template.Spec.Containers, "grpc")
+	for _, p := range svc.Spec.Ports {
+		if fmt.Sprint(p.Port) != portText {
+			continue
+		}
+		tp := p.TargetPort
+		if tp.Type == intstr.Int && tp.IntVal == 0 {
+			tp = intstr.FromInt32(p.Port)
+		}
+		if n, ok := resolvePort(broker.Spec.Template.Spec.Containers, tp); ok && n == grpcPort {
+			return
+		}
+		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER %q: port %s of Service %s does not lead to the brokers' gRPC port %d", cwho, addr, portText, svc.Name, grpcPort)
+		return
+	}
+	c.errorf("%s: JOBWIRE_DASHBOARD_BROKER %q: Service %s has no port %s", cwho, addr, svc.Name, portText)
+}
+
+// checkIngresses wants every backend of an Ingress to be a rendered Service
+// and one of its ports (by name or number), and every path to have a type.
+func (c *checker) checkIngresses(ings []*networkingv1.Ingress, svcs []*corev1.Service) {
+	for _, ing := range ings {
+		who := "Ingress " + ing.Name
+		if len(ing.Spec.Rules) == 0 {
+			c.errorf("%s: no rules", who)
+		}
+		for _, r := range ing.Spec.Rules {
+			if r.HTTP == nil || len(r.HTTP.Paths) == 0 {
+				c.errorf("%s: rule %q has no paths", who, r.Host)
+				continue
+			}
+			for _, p := range r.HTTP.Paths {
+				if p.PathType == nil {
+					c.errorf("%s: path %s has no pathType", who, p.Path)
+				}
+				b := p.Backend.Service
+				if b == nil {
+					c.errorf("%s: path %s has no Service backend", who, p.Path)
+					continue
+				}
+				var svc *corev1.Service
+				for _, s := range svcs {
+					if s.Name == b.Name {
+						svc = s
+					}
+				}
+				if svc == nil {
+					c.errorf("%s: path %s: backend Service %s is not rendered", who, p.Path, b.Name)
+					continue
+				}
+				found := false
+				for _, sp := range svc.Spec.Ports {
+					if (b.Port.Name != "" && sp.Name == b.Port.Name) || (b.Port.Name == "" && sp.Port == b.Port.Number) {
+						found = true
+					}
+				}
+				if !found {
+					c.errorf("%s: path %s: Service %s has no port %s%d", who, p.Path, svc.Name, b.Port.Name, b.Port.Number)
+				}
+			}
+		}
+	}
+}
+
+// CheckDashboardValues checks that a render follows the values' dashboard
+// settings: no dashboard object at all when dashboard.enabled is false;
+// otherwise its Deployment and Service, read-only and login as the values
+// (requireLogin auto: when auth.existingSecret is set) say, its image
+// repository@digest exactly when dashboard.image.digest is set, a volume of
+// its TLS Secret exactly when dashboard.tls.existingSecret, the brokers' CA
+// from dashboard.brokerCA.existingSecret (default tls.existingSecret) when
+// the brokers speak TLS, and an Ingress exactly when dashboard.ingress.enabled.
+func CheckDashboardValues(objs []Object, values []byte) []error {
+	var v struct {
+		TLS struct {
+			ExistingSecret string `json:"existingSecret"`
+		} `json:"tls"`
+		Auth struct {
+			ExistingSecret string `json:"existingSecret"`
+		} `json:"auth"`
+		Dashboard struct {
+			Enabled      bool   `json:"enabled"`
+			ReadOnly     bool   `json:"readOnly"`
+			RequireLogin any    `json:"requireLogin"`
+			Broker       string `json:"broker"`
+			Image        struct {
+				Repository string `json:"repository"`
+				Digest     string `json:"digest"`
+			} `json:"image"`
+			BrokerCA struct {
+				ExistingSecret string `json:"existingSecret"`
+			} `json:"brokerCA"`
+			TLS struct {
+				ExistingSecret string `json:"existingSecret"`
+			} `json:"tls"`
+			Ingress struct {
+				Enabled bool `json:"enabled"`
+			} `json:"ingress"`
+		} `json:"dashboard"`
+	}
+	if err := yaml.Unmarshal(values, &v); err != nil {
+		return []error{fmt.Errorf("values: %v", err)}
+	}
+	var errs []error
+	errorf := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	dv := v.Dashboard
+	var dep *appsv1.Deployment
+	var svc, ing int
+	for _, o := range objs {
+		switch x := o.Obj.(type) {
+		case *appsv1.Deployment:
+			if isDashboard(x) {
+				dep = x
+			}
+		case *corev1.Service:
+			if x.Spec.Selector["app.kubernetes.io/component"] == "dashboard" {
+				svc++
+			}
+		case *networkingv1.Ingress:
+			ing++
+		}
+	}
+	if !dv.Enabled {
+		if dep != nil || svc > 0 || ing > 0 {
+			errorf("values dashboard.enabled is false, but the render has a dashboard Deployment (%v), %d dashboard Service(s), %d Ingress(es)", dep != nil, svc, ing)
+		}
+		return errs
+	}
+	if dep == nil {
+		return append(errs, fmt.Errorf("values dashboard.enabled is true, but no Deployment runs a dashboard container"))
+	}
+	if svc != 1 {
+		errorf("values dashboard.enabled is true: want one Service selecting the dashboard, got %d", svc)
+	}
+	if want := map[bool]int{true: 1}[dv.Ingress.Enabled]; ing != want {
+		errorf("values dashboard.ingress.enabled is %v: want %d Ingress, got %d", dv.Ingress.Enabled, want, ing)
+	}
+	ct := dashboardContainer(dep)
+	get := func(name string) (string, bool) {
+		e, ok := envValue(ct, name)
+		if !ok {
+			return "", false
+		}
+		return e.Value, true
+	}
+	if ro, _ := get("JOBWIRE_DASHBOARD_READ_ONLY"); (ro == "true") != dv.ReadOnly {
+		errorf("Deployment %s: JOBWIRE_DASHBOARD_READ_ONLY %q, but values dashboard.readOnly is %v", dep.Name, ro, dv.ReadOnly)
+	}
+	login := v.Auth.ExistingSecret != ""
+	switch fmt.Sprint(dv.RequireLogin) {
+	case "true":
+		login = true
+	case "false":
+		login = false
+	}
+	if rl, _ := get("JOBWIRE_DASHBOARD_REQUIRE_LOGIN"); (rl == "true") != login {
+		errorf("Deployment %s: JOBWIRE_DASHBOARD_REQUIRE_LOGIN %q, but values dashboard.requireLogin %v with auth.existingSecret %q want %v", dep.Name, rl, dv.RequireLogin, v.Auth.ExistingSecret, login)
+	}
+	if dv.Image.Digest != "" && ct.Image != dv.Image.Repository+"@"+dv.Image.Digest {
+		errorf("Deployment %s: image %q, but values dashboard.image.digest is %q", dep.Name, ct.Image, dv.Image.Digest)
+	} else if dv.Image.Digest == "" && strings.Contains(ct.Image, "@") {
+		errorf("Deployment %s: image %q has a digest, but values dashboard.image.digest is empty", dep.Name, ct.Image)
+	}
+	secretVolume := func(name string) bool {
+		for _, vol := range dep.Spec.Template.Spec.Volumes {
+			if vol.Secret != nil && vol.Secret.SecretName == name {
+				return true
+			}
+		}
+		return false
+	}
+	_, hasCert := get("JOBWIRE_DASHBOARD_TLS_CERT")
+	if hasCert != (dv.TLS.ExistingSecret != "") || (hasCert && !secretVolume(dv.TLS.ExistingSecret)) {
+		errorf("Deployment %s: HTTPS (JOBWIRE_DASHBOARD_TLS_CERT %v) does not follow values dashboard.tls.existingSecret %q", dep.Name, hasCert, dv.TLS.ExistingSecret)
+	}
+	_, hasCA := get("JOBWIRE_DASHBOARD_BROKER_CA")
+	caSecret := dv.BrokerCA.ExistingSecret
+	if caSecret == "" {
+		caSecret = v.TLS.ExistingSecret
+	}
+	if brokerTLS := v.TLS.ExistingSecret != ""; hasCA != brokerTLS || (hasCA && !secretVolume(caSecret)) {
+		errorf("Deployment %s: the brokers' CA (JOBWIRE_DASHBOARD_BROKER_CA %v) must come from Secret %q exactly when values tls.existingSecret is set (%q)", dep.Name, hasCA, caSecret, v.TLS.ExistingSecret)
+	}
+	if b, _ := get("JOBWIRE_DASHBOARD_BROKER"); dv.Broker != "" && b != dv.Broker {
+		errorf("Deployment %s: JOBWIRE_DASHBOARD_BROKER %q, but values dashboard.broker is %q", dep.Name, b, dv.Broker)
+	}
+	return errs
+}
