@@ -35,6 +35,7 @@ async function main(): Promise<number> {
     broker_tls: Boolean(config.brokerCa),
     read_only: config.readOnly,
     require_login: config.requireLogin,
+    public_origin: config.publicOrigin,
   });
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
