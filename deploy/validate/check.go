@@ -165,7 +165,7 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 		c.errorf("want at most one dashboard Deployment, got %d", len(dashboards))
 	}
 	for _, d := range dashboards {
-		c.checkDashboardApp(d, broker, services, nps, workloads)
+		c.checkDashboardApp(d, broker, services, nps, workloads, ingresses)
 	}
 	c.checkIngresses(ingresses, services)
 	return c.errs

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,7 +25,7 @@ const DashboardHealthPath = "/healthz"
 var knownDashboardEnv = map[string]bool{}
 
 func init() {
-	for _, f := range []string{"broker", "listen", "read_only", "require_login", "tls_cert", "tls_key", "broker_ca", "poll_interval_ms", "proto_dir"} {
+	for _, f := range []string{"broker", "listen", "read_only", "require_login", "tls_cert", "tls_key", "broker_ca", "poll_interval_ms", "proto_dir", "public_origin"} {
 		knownDashboardEnv["JOBWIRE_DASHBOARD_"+strings.ToUpper(f)] = true
 	}
 }
@@ -66,9 +67,11 @@ func brokerContainer(d *appsv1.Deployment) *corev1.Container {
 // mounted Secrets; a broker address naming a rendered Service of the brokers
 // on their gRPC port; the brokers' CA exactly when they speak TLS; a login
 // when they require tokens; no mutual TLS (it has no client certificate); a
-// Service in front of it; and every NetworkPolicy of the brokers admitting
-// it to their gRPC port.
-func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1.Service, nps []*networkingv1.NetworkPolicy, ws []workload) {
+// Service in front of it; every NetworkPolicy of the brokers admitting it to
+// their gRPC port; and, behind an Ingress that ends TLS in front of a
+// plain-HTTP dashboard, an https public origin (or the browsers' Origin
+// would never match and every POST would be refused).
+func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1.Service, nps []*networkingv1.NetworkPolicy, ws []workload, ings []*networkingv1.Ingress) {
 	who := "Deployment " + d.Name
 	spec := &d.Spec.Template.Spec
 	ct := dashboardContainer(d)
@@ -155,6 +158,20 @@ func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1
 		}
 		if scheme != wantScheme {
 			c.errorf("%s: %s scheme %s, but the dashboard serves %s", cwho, np.name, scheme, wantScheme)
+		}
+	}
+
+	// Its public origin, and an Ingress that ends TLS in front of it.
+	origin, hasOrigin := env["JOBWIRE_DASHBOARD_PUBLIC_ORIGIN"]
+	if hasOrigin && !publicOriginForm.MatchString(origin) {
+		c.errorf("%s: JOBWIRE_DASHBOARD_PUBLIC_ORIGIN %q is not scheme://host[:port] (the dashboard exits)", cwho, origin)
+	}
+	for _, ing := range ings {
+		if len(ing.Spec.TLS) == 0 || hasCert || !ingressReaches(ing, svcs, d) {
+			continue
+		}
+		if !strings.HasPrefix(origin, "https://") {
+			c.errorf("%s: Ingress %s ends TLS in front of the plain-HTTP dashboard, but JOBWIRE_DASHBOARD_PUBLIC_ORIGIN is %q, not https://...: the browsers' Origin would not match and every POST would be refused", cwho, ing.Name, origin)
 		}
 	}
 
@@ -270,6 +287,28 @@ func (c *checker) checkDashboardBrokerAddress(cwho, addr string, broker *appsv1.
 	c.errorf("%s: JOBWIRE_DASHBOARD_BROKER %q: Service %s has no port %s", cwho, addr, svc.Name, portText)
 }
 
+// publicOriginForm is what --public_origin accepts (dashboard/src/config.ts).
+var publicOriginForm = regexp.MustCompile(`^https?://[^/\s?#]+$`)
+
+// ingressReaches reports whether an Ingress routes to a Service selecting
+// the pods of d.
+func ingressReaches(ing *networkingv1.Ingress, svcs []*corev1.Service, d *appsv1.Deployment) bool {
+	for _, r := range ing.Spec.Rules {
+		if r.HTTP == nil {
+			continue
+		}
+		for _, p := range r.HTTP.Paths {
+			for _, s := range svcs {
+				if p.Backend.Service != nil && p.Backend.Service.Name == s.Name && len(s.Spec.Selector) > 0 &&
+					labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // checkIngresses wants every backend of an Ingress to be a rendered Service
 // and one of its ports (by name or number), and every path to have a type.
 func (c *checker) checkIngresses(ings []*networkingv1.Ingress, svcs []*corev1.Service) {
@@ -323,7 +362,8 @@ func (c *checker) checkIngresses(ings []*networkingv1.Ingress, svcs []*corev1.Se
 // repository@digest exactly when dashboard.image.digest is set, a volume of
 // its TLS Secret exactly when dashboard.tls.existingSecret, the brokers' CA
 // from dashboard.brokerCA.existingSecret (default tls.existingSecret) when
-// the brokers speak TLS, and an Ingress exactly when dashboard.ingress.enabled.
+// the brokers speak TLS, an Ingress exactly when dashboard.ingress.enabled,
+// and the public origin of dashboard.publicOrigin or the Ingress' host.
 func CheckDashboardValues(objs []Object, values []byte) []error {
 	var v struct {
 		TLS struct {
@@ -337,6 +377,7 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 			ReadOnly     bool   `json:"readOnly"`
 			RequireLogin any    `json:"requireLogin"`
 			Broker       string `json:"broker"`
+			PublicOrigin string `json:"publicOrigin"`
 			Image        struct {
 				Repository string `json:"repository"`
 				Digest     string `json:"digest"`
@@ -348,7 +389,9 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 				ExistingSecret string `json:"existingSecret"`
 			} `json:"tls"`
 			Ingress struct {
-				Enabled bool `json:"enabled"`
+				Enabled bool   `json:"enabled"`
+				Host    string `json:"host"`
+				TLS     []any  `json:"tls"`
 			} `json:"ingress"`
 		} `json:"dashboard"`
 	}
@@ -434,6 +477,13 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 	}
 	if brokerTLS := v.TLS.ExistingSecret != ""; hasCA != brokerTLS || (hasCA && !secretVolume(caSecret)) {
 		errorf("Deployment %s: the brokers' CA (JOBWIRE_DASHBOARD_BROKER_CA %v) must come from Secret %q exactly when values tls.existingSecret is set (%q)", dep.Name, hasCA, caSecret, v.TLS.ExistingSecret)
+	}
+	wantOrigin := dv.PublicOrigin
+	if wantOrigin == "" && dv.Ingress.Enabled && dv.Ingress.Host != "" {
+		wantOrigin = map[bool]string{true: "https://", false: "http://"}[len(dv.Ingress.TLS) > 0] + dv.Ingress.Host
+	}
+	if o, _ := get("JOBWIRE_DASHBOARD_PUBLIC_ORIGIN"); o != wantOrigin {
+		errorf("Deployment %s: JOBWIRE_DASHBOARD_PUBLIC_ORIGIN %q, but values dashboard.publicOrigin %q and dashboard.ingress (host %q, tls %v) want %q", dep.Name, o, dv.PublicOrigin, dv.Ingress.Host, len(dv.Ingress.TLS) > 0, wantOrigin)
 	}
 	if b, _ := get("JOBWIRE_DASHBOARD_BROKER"); dv.Broker != "" && b != dv.Broker {
 		errorf("Deployment %s: JOBWIRE_DASHBOARD_BROKER %q, but values dashboard.broker is %q", dep.Name, b, dv.Broker)

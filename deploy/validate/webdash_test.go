@@ -53,6 +53,9 @@ func TestRejectsBrokenDashboard(t *testing.T) {
 		{"Ingress to a Service not rendered", "                name: jobwire-dashboard\n                port:", "                name: jobwire-dash\n                port:", "backend Service jobwire-dash is not rendered"},
 		{"Ingress to a port the Service lacks", "                  name: http", "                  name: web", "Service jobwire-dashboard has no port web"},
 		{"Ingress path without type", "            pathType: Prefix\n", "", "has no pathType"},
+		{"Ingress ends TLS, no public origin", "            - name: JOBWIRE_DASHBOARD_PUBLIC_ORIGIN\n              value: \"https://jobwire.example.com\"\n", "", "Ingress jobwire-dashboard ends TLS in front of the plain-HTTP dashboard, but JOBWIRE_DASHBOARD_PUBLIC_ORIGIN is \"\""},
+		{"Ingress ends TLS, http public origin", `value: "https://jobwire.example.com"`, `value: "http://jobwire.example.com"`, `JOBWIRE_DASHBOARD_PUBLIC_ORIGIN is "http://jobwire.example.com", not https://`},
+		{"public origin with a path", `value: "https://jobwire.example.com"`, `value: "https://jobwire.example.com/ui"`, "is not scheme://host[:port]"},
 	}
 	runBroken(t, "good-dashboard.yaml", dashboardExternal, cases)
 }
@@ -60,7 +63,7 @@ func TestRejectsBrokenDashboard(t *testing.T) {
 // TestDashboardValuesHonoured: CheckDashboardValues fails a render that
 // does not follow the values' dashboard settings.
 func TestDashboardValuesHonoured(t *testing.T) {
-	const on = "tls:\n  existingSecret: jobwire-tls\nauth:\n  existingSecret: jobwire-tokens\ndashboard:\n  enabled: true\n  ingress:\n    enabled: true\n"
+	const on = "tls:\n  existingSecret: jobwire-tls\nauth:\n  existingSecret: jobwire-tokens\ndashboard:\n  enabled: true\n  ingress:\n    enabled: true\n    host: jobwire.example.com\n    tls:\n      - secretName: jobwire-dashboard-ingress-tls\n"
 	for _, tc := range []struct {
 		fixture, values, want string
 	}{
@@ -77,6 +80,8 @@ func TestDashboardValuesHonoured(t *testing.T) {
 		{"good-dashboard.yaml", strings.Replace(on, "dashboard:\n", "dashboard:\n  brokerCA:\n    existingSecret: other-ca\n", 1), `must come from Secret "other-ca"`},
 		{"good-dashboard.yaml", strings.Replace(on, "tls:\n  existingSecret: jobwire-tls\n", "", 1), `must come from Secret "" exactly when values tls.existingSecret is set ("")`},
 		{"good-dashboard.yaml", strings.Replace(on, "dashboard:\n", "dashboard:\n  broker: other:50051\n", 1), `but values dashboard.broker is "other:50051"`},
+		{"good-dashboard.yaml", strings.Replace(on, "    tls:\n      - secretName: jobwire-dashboard-ingress-tls\n", "", 1), `JOBWIRE_DASHBOARD_PUBLIC_ORIGIN "https://jobwire.example.com", but values dashboard.publicOrigin "" and dashboard.ingress (host "jobwire.example.com", tls false) want "http://jobwire.example.com"`},
+		{"good-dashboard.yaml", strings.Replace(on, "dashboard:\n", "dashboard:\n  publicOrigin: https://ops.example.com\n", 1), `want "https://ops.example.com"`},
 	} {
 		data, err := os.ReadFile(filepath.Join("testdata", tc.fixture))
 		if err != nil {

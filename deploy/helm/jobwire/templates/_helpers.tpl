@@ -314,3 +314,16 @@ auto means "when the brokers require tokens".
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The origin browsers use (JOBWIRE_DASHBOARD_PUBLIC_ORIGIN): dashboard.publicOrigin,
+or the Ingress' host (https when the Ingress has TLS); empty otherwise.
+*/}}
+{{- define "jobwire.dashboard.publicOrigin" -}}
+{{- $d := .Values.dashboard }}
+{{- if $d.publicOrigin }}
+{{- $d.publicOrigin }}
+{{- else if and $d.ingress.enabled $d.ingress.host }}
+{{- printf "%s://%s" (ternary "https" "http" (not (empty $d.ingress.tls))) $d.ingress.host }}
+{{- end }}
+{{- end }}
