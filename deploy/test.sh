@@ -164,7 +164,7 @@ refuse "at '/dashboard/ingress/path': 'admin' does not match pattern" --set redi
 refuse "at '/dashboard/pollIntervalMs': minimum: got 10, want 100" --set redis.url=redis://r:6379 --set dashboard.pollIntervalMs=10
 refuse "at '/dashboard/publicOrigin': 'https://jobwire.example.com/ui' does not match pattern" --set redis.url=redis://r:6379 --set dashboard.publicOrigin=https://jobwire.example.com/ui
 refuse "dashboard.ingress.enabled needs dashboard.enabled" --set redis.url=redis://r:6379 --set dashboard.ingress.enabled=true
-refuse "the dashboard has no client certificate to present to the brokers" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set tls.clientAuth=true --set dashboard.enabled=true
+refuse "dashboard.enabled with tls.clientAuth needs dashboard.brokerClientCert.existingSecret" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set tls.clientAuth=true --set dashboard.enabled=true
 refuse "dashboard.requireLogin=false with auth.existingSecret" --set redis.url=redis://r:6379 --set auth.existingSecret=jobwire-tokens --set dashboard.enabled=true --set dashboard.requireLogin=false
 
 # The dashboard off renders no dashboard object; on, the objects below

@@ -25,13 +25,14 @@ const DashboardHealthPath = "/healthz"
 var knownDashboardEnv = map[string]bool{}
 
 func init() {
-	for _, f := range []string{"broker", "listen", "read_only", "require_login", "tls_cert", "tls_key", "broker_ca", "poll_interval_ms", "proto_dir", "public_origin"} {
+	for _, f := range []string{"broker", "listen", "read_only", "require_login", "tls_cert", "tls_key", "broker_ca", "broker_cert", "broker_key", "poll_interval_ms", "proto_dir", "public_origin"} {
 		knownDashboardEnv["JOBWIRE_DASHBOARD_"+strings.ToUpper(f)] = true
 	}
 }
 
 // dashboardFileEnv name files the dashboard reads at start.
-var dashboardFileEnv = []string{"JOBWIRE_DASHBOARD_TLS_CERT", "JOBWIRE_DASHBOARD_TLS_KEY", "JOBWIRE_DASHBOARD_BROKER_CA"}
+var dashboardFileEnv = []string{"JOBWIRE_DASHBOARD_TLS_CERT", "JOBWIRE_DASHBOARD_TLS_KEY", "JOBWIRE_DASHBOARD_BROKER_CA",
+	"JOBWIRE_DASHBOARD_BROKER_CERT", "JOBWIRE_DASHBOARD_BROKER_KEY"}
 
 // isDashboard reports whether a Deployment runs the dashboard (a container
 // named dashboard).
@@ -66,7 +67,8 @@ func brokerContainer(d *appsv1.Deployment) *corev1.Container {
 // on /healthz at that port, HTTPS exactly when it serves TLS; its files from
 // mounted Secrets; a broker address naming a rendered Service of the brokers
 // on their gRPC port; the brokers' CA exactly when they speak TLS; a login
-// when they require tokens; no mutual TLS (it has no client certificate); a
+// when they require tokens; a client certificate exactly when they require
+// one (mutual TLS); a
 // Service in front of it; every NetworkPolicy of the brokers admitting it to
 // their gRPC port; and, behind an Ingress that ends TLS in front of a
 // plain-HTTP dashboard, an https public origin (or the browsers' Origin
@@ -192,8 +194,16 @@ func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1
 	if brokerTLS != hasCA {
 		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER_CA is %s, but the brokers speak %s", cwho, map[bool]string{true: "set", false: "not set"}[hasCA], map[bool]string{true: "TLS", false: "plaintext"}[brokerTLS])
 	}
-	if _, mtls := envValue(bc, "JOBWIRE_TLS_CLIENT_CA"); mtls {
-		c.errorf("%s: the brokers require client certificates (JOBWIRE_TLS_CLIENT_CA), which the dashboard cannot present", cwho)
+	_, hasClientCert := env["JOBWIRE_DASHBOARD_BROKER_CERT"]
+	_, hasClientKey := env["JOBWIRE_DASHBOARD_BROKER_KEY"]
+	if hasClientCert != hasClientKey {
+		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER_CERT and JOBWIRE_DASHBOARD_BROKER_KEY come together (the dashboard exits otherwise)", cwho)
+	}
+	if hasClientCert && !hasCA {
+		c.errorf("%s: JOBWIRE_DASHBOARD_BROKER_CERT without JOBWIRE_DASHBOARD_BROKER_CA (the dashboard exits)", cwho)
+	}
+	if _, mtls := envValue(bc, "JOBWIRE_TLS_CLIENT_CA"); mtls != hasClientCert {
+		c.errorf("%s: the brokers %s client certificates (JOBWIRE_TLS_CLIENT_CA), but JOBWIRE_DASHBOARD_BROKER_CERT is %s", cwho, map[bool]string{true: "require", false: "do not ask for"}[mtls], map[bool]string{true: "set", false: "not set"}[hasClientCert])
 	}
 	if _, tokens := envValue(bc, "JOBWIRE_AUTH_TOKENS_FILE"); tokens && env["JOBWIRE_DASHBOARD_REQUIRE_LOGIN"] != "true" {
 		c.errorf("%s: the brokers require tokens (JOBWIRE_AUTH_TOKENS_FILE) but JOBWIRE_DASHBOARD_REQUIRE_LOGIN is not true: every call would be refused", cwho)
@@ -368,6 +378,7 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 	var v struct {
 		TLS struct {
 			ExistingSecret string `json:"existingSecret"`
+			ClientAuth     bool   `json:"clientAuth"`
 		} `json:"tls"`
 		Auth struct {
 			ExistingSecret string `json:"existingSecret"`
@@ -385,6 +396,9 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 			BrokerCA struct {
 				ExistingSecret string `json:"existingSecret"`
 			} `json:"brokerCA"`
+			BrokerClientCert struct {
+				ExistingSecret string `json:"existingSecret"`
+			} `json:"brokerClientCert"`
 			TLS struct {
 				ExistingSecret string `json:"existingSecret"`
 			} `json:"tls"`
@@ -477,6 +491,10 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 	}
 	if brokerTLS := v.TLS.ExistingSecret != ""; hasCA != brokerTLS || (hasCA && !secretVolume(caSecret)) {
 		errorf("Deployment %s: the brokers' CA (JOBWIRE_DASHBOARD_BROKER_CA %v) must come from Secret %q exactly when values tls.existingSecret is set (%q)", dep.Name, hasCA, caSecret, v.TLS.ExistingSecret)
+	}
+	_, hasClientCert := get("JOBWIRE_DASHBOARD_BROKER_CERT")
+	if mtls := v.TLS.ExistingSecret != "" && v.TLS.ClientAuth; hasClientCert != mtls || (hasClientCert && !secretVolume(dv.BrokerClientCert.ExistingSecret)) {
+		errorf("Deployment %s: the client certificate (JOBWIRE_DASHBOARD_BROKER_CERT %v) must come from Secret %q exactly when values tls.clientAuth is on (%v)", dep.Name, hasClientCert, dv.BrokerClientCert.ExistingSecret, mtls)
 	}
 	wantOrigin := dv.PublicOrigin
 	if wantOrigin == "" && dv.Ingress.Enabled && dv.Ingress.Host != "" {

@@ -303,8 +303,8 @@ auto means "when the brokers require tokens".
 {{- fail "jobwire: dashboard.ingress.enabled needs dashboard.enabled" }}
 {{- end }}
 {{- if $d.enabled }}
-{{- if and .Values.tls.clientAuth (not $d.broker) }}
-{{- fail "jobwire: dashboard.enabled with tls.clientAuth: the dashboard has no client certificate to present to the brokers (mutual TLS); turn one of them off" }}
+{{- if and .Values.tls.clientAuth (not $d.broker) (not $d.brokerClientCert.existingSecret) }}
+{{- fail "jobwire: dashboard.enabled with tls.clientAuth needs dashboard.brokerClientCert.existingSecret (a kubernetes.io/tls Secret with a client certificate the brokers accept)" }}
 {{- end }}
 {{- if and .Values.auth.existingSecret (eq (toString $d.requireLogin) "false") (not $d.broker) }}
 {{- fail "jobwire: dashboard.requireLogin=false with auth.existingSecret: the brokers require tokens, so every call of the dashboard would be refused; use auto or true" }}
