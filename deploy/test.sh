@@ -165,6 +165,8 @@ refuse "at '/dashboard/pollIntervalMs': minimum: got 10, want 100" --set redis.u
 refuse "at '/dashboard/publicOrigin': 'https://jobwire.example.com/ui' does not match pattern" --set redis.url=redis://r:6379 --set dashboard.publicOrigin=https://jobwire.example.com/ui
 refuse "dashboard.ingress.enabled needs dashboard.enabled" --set redis.url=redis://r:6379 --set dashboard.ingress.enabled=true
 refuse "dashboard.enabled with tls.clientAuth needs dashboard.brokerClientCert.existingSecret" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set tls.clientAuth=true --set dashboard.enabled=true
+refuse "networkPolicy.enabled with dashboard.ingress.enabled needs networkPolicy.ingress.dashboardFrom" --set redis.enabled=true --set networkPolicy.enabled=true --set dashboard.enabled=true --set dashboard.ingress.enabled=true
+refuse "networkPolicy.enabled with dashboard.broker" --set redis.enabled=true --set networkPolicy.enabled=true --set dashboard.enabled=true --set dashboard.broker=other.example:50051
 refuse "dashboard.requireLogin=false with auth.existingSecret" --set redis.url=redis://r:6379 --set auth.existingSecret=jobwire-tokens --set dashboard.enabled=true --set dashboard.requireLogin=false
 
 # The dashboard off renders no dashboard object; on, the objects below
@@ -183,7 +185,7 @@ expect_kinds default ""
 expect_kinds tls-auth ""
 expect_kinds dashboard "Deployment/jobwire-dashboard Service/jobwire-dashboard "
 expect_kinds dashboard-tls-auth "Deployment/jobwire-dashboard Ingress/jobwire-dashboard Service/jobwire-dashboard "
-expect_kinds dashboard-networkpolicy "Deployment/jobwire-dashboard Ingress/jobwire-dashboard Service/jobwire-dashboard "
+expect_kinds dashboard-networkpolicy "Deployment/jobwire-dashboard Ingress/jobwire-dashboard NetworkPolicy/jobwire-dashboard Service/jobwire-dashboard "
 
 step "go test deploy/validate (strict decoding + cross-checks, negative cases, Dockerfile)"
 (cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" JOBWIRE_VALUES_DIR="$CHART/ci" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \

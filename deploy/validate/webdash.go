@@ -70,7 +70,8 @@ func brokerContainer(d *appsv1.Deployment) *corev1.Container {
 // when they require tokens; a client certificate exactly when they require
 // one (mutual TLS); a
 // Service in front of it; every NetworkPolicy of the brokers admitting it to
-// their gRPC port; and, behind an Ingress that ends TLS in front of a
+// their gRPC port; its own NetworkPolicy admitting its port and letting it
+// reach DNS and the brokers; and, behind an Ingress that ends TLS in front of a
 // plain-HTTP dashboard, an https public origin (or the browsers' Origin
 // would never match and every POST would be refused).
 func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1.Service, nps []*networkingv1.NetworkPolicy, ws []workload, ings []*networkingv1.Ingress) {
@@ -163,6 +164,12 @@ func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1
 		}
 	}
 
+	// Its own NetworkPolicies: its port admitted from somewhere; when egress
+	// is restricted, DNS and the brokers' gRPC port reachable.
+	if broker != nil {
+		c.checkDashboardPolicies(d, broker, port, nps, ws)
+	}
+
 	// Its public origin, and an Ingress that ends TLS in front of it.
 	origin, hasOrigin := env["JOBWIRE_DASHBOARD_PUBLIC_ORIGIN"]
 	if hasOrigin && !publicOriginForm.MatchString(origin) {
@@ -248,6 +255,60 @@ func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1
 		}
 		if !admitted {
 			c.errorf("NetworkPolicy %s: no ingress rule admits the dashboard's pods to the brokers' gRPC port %d", np.Name, grpcPort)
+		}
+	}
+}
+
+// checkDashboardPolicies checks the NetworkPolicies that select the
+// dashboard's pods: an ingress rule admits its listen port (from named
+// peers: checkNetworkPolicies refuses an empty from); with egress
+// restricted, DNS (UDP 53) and the broker pods' gRPC port are allowed.
+func (c *checker) checkDashboardPolicies(d, broker *appsv1.Deployment, port int32, nps []*networkingv1.NetworkPolicy, ws []workload) {
+	ctrs := d.Spec.Template.Spec.Containers
+	grpcPort, _ := containerPortByName(broker.Spec.Template.Spec.Containers, "grpc")
+	for _, np := range nps {
+		sel := np.Spec.PodSelector
+		m := matching(&sel, ws, c, "NetworkPolicy "+np.Name)
+		if len(m) != 1 || m[0].name != d.Name || m[0].kind != "Deployment" {
+			continue
+		}
+		who := "NetworkPolicy " + np.Name
+		for _, t := range np.Spec.PolicyTypes {
+			switch t {
+			case networkingv1.PolicyTypeIngress:
+				admitted := false
+				for _, r := range np.Spec.Ingress {
+					if policyPortAllows(r.Ports, ctrs, port) && len(r.From) > 0 {
+						admitted = true
+					}
+				}
+				if !admitted {
+					c.errorf("%s: no ingress rule admits the dashboard's port %d: nothing could reach it", who, port)
+				}
+			case networkingv1.PolicyTypeEgress:
+				dns, toBroker := false, false
+				for _, r := range np.Spec.Egress {
+					for _, p := range r.Ports {
+						if p.Port != nil && p.Port.Type == intstr.Int && p.Port.IntVal == 53 && p.Protocol != nil && *p.Protocol == corev1.ProtocolUDP {
+							dns = true
+						}
+					}
+					if !policyPortAllows(r.Ports, broker.Spec.Template.Spec.Containers, grpcPort) {
+						continue
+					}
+					for _, peer := range r.To {
+						if peerSelectsPods(peer, broker.Spec.Template.Labels) {
+							toBroker = true
+						}
+					}
+				}
+				if !dns {
+					c.errorf("%s: restricts the dashboard's egress but allows no DNS (UDP 53): it could not resolve the broker Service", who)
+				}
+				if !toBroker {
+					c.errorf("%s: restricts the dashboard's egress but no rule allows the broker pods' gRPC port %d", who, grpcPort)
+				}
+			}
 		}
 	}
 }

@@ -306,6 +306,12 @@ auto means "when the brokers require tokens".
 {{- if and .Values.tls.clientAuth (not $d.broker) (not $d.brokerClientCert.existingSecret) }}
 {{- fail "jobwire: dashboard.enabled with tls.clientAuth needs dashboard.brokerClientCert.existingSecret (a kubernetes.io/tls Secret with a client certificate the brokers accept)" }}
 {{- end }}
+{{- if and .Values.networkPolicy.enabled $d.ingress.enabled (not .Values.networkPolicy.ingress.dashboardFrom) }}
+{{- fail "jobwire: networkPolicy.enabled with dashboard.ingress.enabled needs networkPolicy.ingress.dashboardFrom (your Ingress controller's pods), or the Ingress cannot reach the dashboard" }}
+{{- end }}
+{{- if and .Values.networkPolicy.enabled $d.broker }}
+{{- fail "jobwire: networkPolicy.enabled with dashboard.broker: the dashboard's policy allows only the chart's brokers; leave dashboard.broker empty" }}
+{{- end }}
 {{- if and .Values.auth.existingSecret (eq (toString $d.requireLogin) "false") (not $d.broker) }}
 {{- fail "jobwire: dashboard.requireLogin=false with auth.existingSecret: the brokers require tokens, so every call of the dashboard would be refused; use auto or true" }}
 {{- end }}
