@@ -15,6 +15,9 @@
 #      values.yaml is up to date and documents every value; negative cases
 #      proving the validator fails; the Dockerfile's COPY sources and apt
 #      packages.
+#   The web dashboard (dashboard.*): schema and template refusals above, the
+#   dashboard's objects present exactly when enabled, and its checks in
+#   deploy/validate (webdash.go).
 # Exits non-zero on any failure.
 set -euo pipefail
 
@@ -145,6 +148,44 @@ refuse "choose one (with both, every broker is scraped twice" --set redis.url=re
 refuse "metrics.serviceMonitor.enabled needs metrics.service.enabled" --set redis.url=redis://r:6379 --set metrics.serviceMonitor.enabled=true --set metrics.service.enabled=false
 refuse "metrics.prometheusRule.enabled needs metrics.serviceMonitor or metrics.podMonitor enabled" --set redis.url=redis://r:6379 --set metrics.prometheusRule.enabled=true
 refuse "networkPolicy.enabled with an external Redis needs networkPolicy.egress.redisTo" --set redis.url=redis://r:6379 --set networkPolicy.enabled=true
+# The web dashboard: wrong types, unknown keys, values outside a set, and
+# combinations that cannot work.
+refuse "at '/dashboard/enabled': got string, want boolean" --set redis.url=redis://r:6379 --set dashboard.enabled=yes
+refuse "at '/dashboard/readOnly': got number, want boolean" --set redis.url=redis://r:6379 --set dashboard.readOnly=1
+refuse "at '/dashboard/port': got string, want integer" --set redis.url=redis://r:6379 --set dashboard.port=http
+refuse "at '/dashboard/service/port': maximum: got 80,800, want 65,535" --set redis.url=redis://r:6379 --set dashboard.service.port=80800
+refuse "at '/dashboard/image/tag': got number, want string" --set redis.url=redis://r:6379 --set dashboard.image.tag=20240101
+refuse "at '/dashboard/image/digest': 'sha256:abc' does not match pattern" --set redis.url=redis://r:6379 --set dashboard.image.digest=sha256:abc
+refuse "at '/dashboard': additional properties 'servce' not allowed" --set redis.url=redis://r:6379 --set dashboard.servce.port=80
+refuse "at '/dashboard/ingress': additional properties 'hosts' not allowed" --set redis.url=redis://r:6379 --set "dashboard.ingress.hosts[0]=jobwire.example.com"
+refuse "at '/dashboard/requireLogin': value must be one of 'auto', true, false, 'true', 'false'" --set redis.url=redis://r:6379 --set dashboard.requireLogin=maybe
+refuse "at '/dashboard/ingress/pathType': value must be one of 'Prefix', 'Exact', 'ImplementationSpecific'" --set redis.url=redis://r:6379 --set dashboard.ingress.pathType=prefix
+refuse "at '/dashboard/ingress/path': 'admin' does not match pattern" --set redis.url=redis://r:6379 --set dashboard.ingress.path=admin
+refuse "at '/dashboard/pollIntervalMs': minimum: got 10, want 100" --set redis.url=redis://r:6379 --set dashboard.pollIntervalMs=10
+refuse "at '/dashboard/publicOrigin': 'https://jobwire.example.com/ui' does not match pattern" --set redis.url=redis://r:6379 --set dashboard.publicOrigin=https://jobwire.example.com/ui
+refuse "dashboard.ingress.enabled needs dashboard.enabled" --set redis.url=redis://r:6379 --set dashboard.ingress.enabled=true
+refuse "dashboard.enabled with tls.clientAuth needs dashboard.brokerClientCert.existingSecret" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set tls.clientAuth=true --set dashboard.enabled=true
+refuse "networkPolicy.enabled with dashboard.ingress.enabled needs networkPolicy.ingress.dashboardFrom" --set redis.enabled=true --set networkPolicy.enabled=true --set dashboard.enabled=true --set dashboard.ingress.enabled=true
+refuse "networkPolicy.enabled with dashboard.broker" --set redis.enabled=true --set networkPolicy.enabled=true --set dashboard.enabled=true --set dashboard.broker=other.example:50051
+refuse "dashboard.requireLogin=false with auth.existingSecret" --set redis.url=redis://r:6379 --set auth.existingSecret=jobwire-tokens --set dashboard.enabled=true --set dashboard.requireLogin=false
+
+# The dashboard off renders no dashboard object; on, the objects below
+# (deploy/validate checks their content against the values).
+step "dashboard objects by values"
+kinds_of() { # rendered file -> "Kind/name" lines of the dashboard's objects
+  awk '/^kind:/ {k = $2; next} k != "" && /^  name:/ {print k "/" $2; k = ""}' "$1" \
+    | { grep -- '-dashboard$' || true; } | sort | tr '\n' ' '
+}
+expect_kinds() { # values-name want
+  local got
+  got="$(kinds_of "$RENDERED/$1.yaml")"
+  if [ "$got" = "$2" ]; then echo "$1: ${got:-no dashboard objects}"; else fail "$1: dashboard objects \"$got\", want \"$2\""; fi
+}
+expect_kinds default ""
+expect_kinds tls-auth ""
+expect_kinds dashboard "Deployment/jobwire-dashboard Service/jobwire-dashboard "
+expect_kinds dashboard-tls-auth "Deployment/jobwire-dashboard Ingress/jobwire-dashboard Service/jobwire-dashboard "
+expect_kinds dashboard-networkpolicy "Deployment/jobwire-dashboard Ingress/jobwire-dashboard NetworkPolicy/jobwire-dashboard Service/jobwire-dashboard "
 
 step "go test deploy/validate (strict decoding + cross-checks, negative cases, Dockerfile)"
 (cd "$HERE/validate" && JOBWIRE_RENDERED_DIR="$RENDERED" JOBWIRE_VALUES_DIR="$CHART/ci" go test -count=1 -v ./... 2>&1) | tee "$WORK/gotest.log" \

@@ -71,6 +71,9 @@ export interface BrokerClientOptions {
   address: string;
   /** PEM root CA for TLS to the broker; undefined: plaintext. */
   rootCa?: Buffer;
+  /** PEM client certificate chain and key (mutual TLS); only with rootCa. */
+  clientCert?: Buffer;
+  clientKey?: Buffer;
   /** Folder holding jobwire/v1/admin.proto and broker.proto. */
   protoDir?: string;
   /** Deadline of each call, in ms. */
@@ -97,7 +100,9 @@ export class BrokerClient {
     const pkg = grpc.loadPackageDefinition(def) as unknown as {
       jobwire: { v1: { AdminService: grpc.ServiceClientConstructor; BrokerService: grpc.ServiceClientConstructor } };
     };
-    const creds = options.rootCa ? grpc.credentials.createSsl(options.rootCa) : grpc.credentials.createInsecure();
+    const creds = options.rootCa
+      ? grpc.credentials.createSsl(options.rootCa, options.clientKey ?? null, options.clientCert ?? null)
+      : grpc.credentials.createInsecure();
     this.admin = new pkg.jobwire.v1.AdminService(options.address, creds);
     this.broker = new pkg.jobwire.v1.BrokerService(options.address, creds);
     this.timeoutMs = options.timeoutMs ?? 5000;

@@ -15,9 +15,19 @@ export interface Config {
   tlsKey?: Buffer;
   /** PEM CA of the broker's certificate: TLS to the broker. */
   brokerCa?: Buffer;
+  /** PEM client certificate chain and key presented to the broker (mutual TLS). */
+  brokerCert?: Buffer;
+  brokerKey?: Buffer;
   /** Folder with jobwire/v1/*.proto; undefined: the copy in dist/proto. */
   protoDir?: string;
   pollIntervalMs: number;
+  /**
+   * The origin browsers reach this dashboard at (scheme://host[:port]) when a
+   * proxy in front changes the scheme or host (an Ingress ending TLS):
+   * POSTs must come from it, and an https origin marks the cookie Secure.
+   * Undefined: this listener's own scheme and the request's Host.
+   */
+  publicOrigin?: string;
 }
 
 export const USAGE = `usage: jobwire-dashboard [flags]
@@ -28,12 +38,17 @@ export const USAGE = `usage: jobwire-dashboard [flags]
   --tls_cert=FILE          PEM certificate chain: serve HTTPS (with --tls_key)
   --tls_key=FILE           PEM private key of --tls_cert
   --broker_ca=FILE         PEM CA of the broker's certificate: TLS to the broker
+  --broker_cert=FILE       PEM client certificate for a broker that requires one
+                           (mutual TLS; with --broker_key and --broker_ca)
+  --broker_key=FILE        PEM private key of --broker_cert
   --poll_interval_ms=N     how often queue stats are polled (default 2000)
   --proto_dir=DIR          folder with jobwire/v1/*.proto (default: the built copy)
+  --public_origin=URL      scheme://host[:port] browsers use when a proxy or Ingress
+                           in front ends TLS or renames the host (Origin check, Secure cookie)
 Every flag can also be set as JOBWIRE_DASHBOARD_<FLAG> (e.g. JOBWIRE_DASHBOARD_BROKER).`;
 
 const BOOLEAN = new Set(['read_only', 'require_login', 'help']);
-const KNOWN = new Set([...BOOLEAN, 'broker', 'listen', 'tls_cert', 'tls_key', 'broker_ca', 'poll_interval_ms', 'proto_dir']);
+const KNOWN = new Set([...BOOLEAN, 'broker', 'listen', 'tls_cert', 'tls_key', 'broker_ca', 'broker_cert', 'broker_key', 'poll_interval_ms', 'proto_dir', 'public_origin']);
 
 /** Parses argv (without node and the script) and env; throws Error with a message for the user. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'help' {
@@ -71,10 +86,18 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'h
     tlsCert: file('tls_cert'),
     tlsKey: file('tls_key'),
     brokerCa: file('broker_ca'),
+    brokerCert: file('broker_cert'),
+    brokerKey: file('broker_key'),
     protoDir: flags.get('proto_dir') || undefined,
     pollIntervalMs: Number(flags.get('poll_interval_ms') ?? 2000),
+    publicOrigin: flags.get('public_origin') || undefined,
   };
+  if (cfg.publicOrigin !== undefined && !/^https?:\/\/[^/\s?#]+$/.test(cfg.publicOrigin)) {
+    throw new Error(`--public_origin ${cfg.publicOrigin} is not an origin: scheme://host[:port], no path (e.g. https://jobwire.example.com)`);
+  }
   if (!cfg.tlsCert !== !cfg.tlsKey) throw new Error('--tls_cert and --tls_key go together');
+  if (!cfg.brokerCert !== !cfg.brokerKey) throw new Error('--broker_cert and --broker_key go together');
+  if (cfg.brokerCert && !cfg.brokerCa) throw new Error('--broker_cert needs --broker_ca (a client certificate is for TLS to the broker)');
   if (!Number.isInteger(cfg.pollIntervalMs) || cfg.pollIntervalMs < 100) throw new Error('--poll_interval_ms must be an integer >= 100');
   splitHostPort(cfg.listen);
   return cfg;

@@ -285,9 +285,9 @@ export class DashboardServer {
     this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: jobId && name !== 'delete-job' ? 'Back to the job' : `Back to queue ${queue}` }));
   }
 
-  /** The Origin header (or, without one, the Referer) names this server. */
+  /** The Origin header (or, without one, the Referer) names this server: --public_origin when set. */
   private sameOrigin(req: http.IncomingMessage): boolean {
-    const own = `${this.tls ? 'https' : 'http'}://${req.headers.host ?? ''}`;
+    const own = this.config.publicOrigin ?? `${this.tls ? 'https' : 'http'}://${req.headers.host ?? ''}`;
     const origin = req.headers.origin;
     if (origin !== undefined) return origin === own;
     const referer = req.headers.referer;
@@ -295,7 +295,8 @@ export class DashboardServer {
   }
 
   private setCookie(res: http.ServerResponse, id: string): void {
-    res.setHeader('set-cookie', `${COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict${this.tls ? '; Secure' : ''}`);
+    const secure = this.tls || Boolean(this.config.publicOrigin?.startsWith('https://'));
+    res.setHeader('set-cookie', `${COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
   }
 
   private serveStatic(res: http.ServerResponse, name: string): void {

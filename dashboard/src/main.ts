@@ -17,7 +17,13 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const broker = new BrokerClient({ address: config.broker, rootCa: config.brokerCa, protoDir: config.protoDir });
+  const broker = new BrokerClient({
+    address: config.broker,
+    rootCa: config.brokerCa,
+    clientCert: config.brokerCert,
+    clientKey: config.brokerKey,
+    protoDir: config.protoDir,
+  });
   const server = new DashboardServer(config, broker);
   let port: number;
   try {
@@ -33,8 +39,10 @@ async function main(): Promise<number> {
     tls: Boolean(config.tlsCert),
     broker: config.broker,
     broker_tls: Boolean(config.brokerCa),
+    broker_mtls: Boolean(config.brokerCert),
     read_only: config.readOnly,
     require_login: config.requireLogin,
+    public_origin: config.publicOrigin,
   });
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -274,3 +274,29 @@ describe('read-only dashboard', () => {
     assert.equal(s.dead, 1);
   });
 });
+
+describe('behind an Ingress that ends TLS (--public_origin)', () => {
+  let px;
+  before(async () => { px = await startDashboard(stack.address, ['--public_origin=https://jobwire.example.com']); });
+  after(async () => { await px?.stop(); });
+
+  test('POSTs must come from the public origin, and the cookie is Secure', async () => {
+    await seed('proxied', { due: 1 });
+    const first = await fetch(`${px.url}/queues/proxied`);
+    const setCookie = first.headers.get('set-cookie');
+    assert.match(setCookie, /; Secure/, 'an https public origin marks the cookie Secure');
+    const cookie = setCookie.split(';')[0];
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
+    const post = (origin) =>
+      fetch(`${px.url}/queues/proxied/pause`, {
+        method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf }),
+        headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
+      });
+    // The listener's own origin (plain http, as the Ingress reaches it) is not the browser's.
+    assert.equal((await post(px.url)).status, 403, 'the listener origin');
+    assert.equal((await post('http://jobwire.example.com')).status, 403, 'http instead of https');
+    assert.equal((await stubs.stats('proxied')).paused, false);
+    assert.equal((await post('https://jobwire.example.com')).status, 200, 'the public origin');
+    assert.equal((await stubs.stats('proxied')).paused, true);
+  });
+});

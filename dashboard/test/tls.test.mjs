@@ -10,6 +10,7 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startStack, startDashboard, Client } from './helpers.mjs';
+import { makePki } from '../../client/node/test/harness.mjs';
 
 let dir, cert, key, stack, dash;
 
@@ -51,4 +52,33 @@ test('HTTPS to the dashboard, TLS to the broker, and a Secure session cookie', a
   assert.equal(page.status, 200);
   assert.match(page.body, /data-queue="tls"/);
   assert.match(page.headers['set-cookie'][0], /; HttpOnly; SameSite=Strict; Secure$/);
+});
+
+test('mutual TLS: with --broker_cert and --broker_key the dashboard reaches a broker that requires client certificates', async () => {
+  const pki = makePki();
+  let mstack, withCert, without;
+  try {
+    mstack = await startStack({
+      brokerArgs: ['--metrics_listen=', `--tls_cert=${pki.path('server.pem')}`, `--tls_key=${pki.path('server.key')}`, `--tls_client_ca=${pki.path('ca.pem')}`],
+    });
+    const client = new Client({ address: mstack.address, timeoutMs: 5000, tlsRootCa: pki.path('ca.pem'), tlsClientCert: pki.path('client.pem'), tlsClientKey: pki.path('client.key') });
+    try {
+      await client.enqueue('mtls', 'send', { n: 1 });
+    } finally {
+      client.close();
+    }
+    withCert = await startDashboard(mstack.address, [`--broker_ca=${pki.path('ca.pem')}`, `--broker_cert=${pki.path('client.pem')}`, `--broker_key=${pki.path('client.key')}`]);
+    const ok = await fetch(`${withCert.url}/`);
+    assert.equal(ok.status, 200);
+    assert.match(await ok.text(), /data-queue="mtls"/);
+    // Without a client certificate the broker ends the handshake: no queue shown.
+    without = await startDashboard(mstack.address, [`--broker_ca=${pki.path('ca.pem')}`]);
+    const refused = await fetch(`${without.url}/`);
+    assert.doesNotMatch(await refused.text(), /data-queue="mtls"/);
+  } finally {
+    await withCert?.stop();
+    await without?.stop();
+    await mstack?.stop();
+    pki.cleanup();
+  }
 });

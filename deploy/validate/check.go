@@ -79,7 +79,9 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 	secrets := map[string]*corev1.Secret{}
 	c := &checker{secrets: secrets, external: externalSecrets}
 	var workloads []workload
-	var deployments []*appsv1.Deployment
+	var deployments []*appsv1.Deployment // the broker's
+	var dashboards []*appsv1.Deployment  // the web dashboard's (dashboard.enabled)
+	var ingresses []*networkingv1.Ingress
 	var services []*corev1.Service
 	var pdbs []*policyv1.PodDisruptionBudget
 	var hpas []*autoscalingv2.HorizontalPodAutoscaler
@@ -94,7 +96,11 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 		seen[key] = true
 		switch v := o.Obj.(type) {
 		case *appsv1.Deployment:
-			deployments = append(deployments, v)
+			if isDashboard(v) {
+				dashboards = append(dashboards, v)
+			} else {
+				deployments = append(deployments, v)
+			}
 			workloads = append(workloads, workload{"Deployment", v.Name, v.Spec.Selector, &v.Spec.Template, nil})
 		case *appsv1.StatefulSet:
 			workloads = append(workloads, workload{"StatefulSet", v.Name, v.Spec.Selector, &v.Spec.Template, v.Spec.VolumeClaimTemplates})
@@ -111,6 +117,8 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 			mon.configMaps = append(mon.configMaps, v)
 		case *networkingv1.NetworkPolicy:
 			nps = append(nps, v)
+		case *networkingv1.Ingress:
+			ingresses = append(ingresses, v)
 		case *monitoringv1.ServiceMonitor:
 			mon.serviceMonitors = append(mon.serviceMonitors, v)
 		case *monitoringv1.PodMonitor:
@@ -121,7 +129,7 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 	}
 
 	if len(deployments) != 1 {
-		c.errorf("want exactly one Deployment (the broker), got %d", len(deployments))
+		c.errorf("want exactly one broker Deployment, got %d", len(deployments))
 	}
 	for _, w := range workloads {
 		c.checkWorkload(w)
@@ -153,6 +161,13 @@ func Check(objs []Object, externalSecrets map[string]bool) []error {
 		c.checkMonitoring(broker, services, workloads, mon)
 	}
 	c.checkNetworkPolicies(nps, workloads, broker)
+	if len(dashboards) > 1 {
+		c.errorf("want at most one dashboard Deployment, got %d", len(dashboards))
+	}
+	for _, d := range dashboards {
+		c.checkDashboardApp(d, broker, services, nps, workloads, ingresses)
+	}
+	c.checkIngresses(ingresses, services)
 	return c.errs
 }
 

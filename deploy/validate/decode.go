@@ -54,6 +54,8 @@ func newTyped(apiVersion, kind string) (any, error) {
 		return &autoscalingv2.HorizontalPodAutoscaler{}, nil
 	case "networking.k8s.io/v1 NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}, nil
+	case "networking.k8s.io/v1 Ingress":
+		return &networkingv1.Ingress{}, nil
 	// Prometheus Operator kinds, decoded into the operator's own Go types.
 	case "monitoring.coreos.com/v1 ServiceMonitor":
 		return &monitoringv1.ServiceMonitor{}, nil

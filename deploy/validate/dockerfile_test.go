@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -276,6 +277,91 @@ func buildSubdirs(cmake string) []string {
 			if len(arg) > 0 {
 				out = append(out, arg[0])
 			}
+		}
+	}
+	return out
+}
+
+// stages splits Dockerfile instructions by FROM; the key is the stage's
+// name (FROM ... AS <name>), or its index for an unnamed stage.
+func dockerStages(ins []instruction) (order []string, byName map[string][]instruction) {
+	byName = map[string][]instruction{}
+	for _, in := range ins {
+		if in.cmd == "FROM" {
+			f := strings.Fields(in.args)
+			name := strconv.Itoa(len(order))
+			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
+				name = f[2]
+			}
+			order = append(order, name)
+		}
+		if len(order) > 0 {
+			byName[order[len(order)-1]] = append(byName[order[len(order)-1]], in)
+		}
+	}
+	return order, byName
+}
+
+// TestDockerfileDashboard checks the dashboard's image (docker build
+// --target dashboard): Node.js 20, the built dist/ with its .proto files,
+// production node_modules and static/, the non-root UID, node running
+// dist/main.js; and that the broker stays the last stage (the default
+// target), so a plain docker build still makes the broker image.
+func TestDockerfileDashboard(t *testing.T) {
+	root := repoRoot(t)
+	ins := parseDockerfile(t, filepath.Join(root, "deploy", "Dockerfile"))
+	order, stages := dockerStages(ins)
+	if len(order) == 0 || order[len(order)-1] != "broker" {
+		t.Errorf("stages %v: the last stage (the default target) must be the broker's, named broker", order)
+	}
+	for _, in := range ins {
+		if in.cmd == "ARG" && strings.HasPrefix(in.args, "NODE_IMAGE=") && !strings.HasPrefix(in.args, "NODE_IMAGE=node:20-bookworm") {
+			t.Errorf("ARG %s: the dashboard needs Node.js 20 on Debian 12 (node:20-bookworm...)", in.args)
+		}
+	}
+	has := func(stage, cmd, substr string) bool {
+		for _, in := range stages[stage] {
+			if in.cmd == cmd && strings.Contains(in.args, substr) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range []struct{ stage, cmd, substr, why string }{
+		{"dashboard-build", "FROM", "${NODE_IMAGE}", "built with Node.js 20"},
+		{"dashboard-build", "RUN", "npm ci", "installs the locked packages"},
+		{"dashboard-build", "COPY", "dashboard/package-lock.json", "the lock file"},
+		{"dashboard-build", "COPY", "dashboard/src/", "the TypeScript sources"},
+		{"dashboard-build", "COPY", "proto/jobwire/v1/admin.proto", "admin.proto, which BrokerClient loads"},
+		{"dashboard-build", "COPY", "proto/jobwire/v1/broker.proto", "broker.proto, which admin.proto imports"},
+		{"dashboard-build", "RUN", "build.sh", "built by dashboard/build.sh (tsc, dist/proto)"},
+		{"dashboard-build", "RUN", "npm prune --omit=dev", "no dev dependencies in the image"},
+		{"dashboard", "FROM", "${NODE_IMAGE}", "runs on Node.js 20"},
+		{"dashboard", "COPY", "/src/dashboard/dist/", "the built dist/ (with dist/proto)"},
+		{"dashboard", "COPY", "/src/dashboard/node_modules/", "the production node_modules"},
+		{"dashboard", "COPY", "dashboard/static/", "static/ (style.css, live.js), served from ../static"},
+		{"dashboard", "USER", "10001:10001", "the chart's runAsUser"},
+		{"dashboard", "EXPOSE", "8080", "the dashboard's port"},
+		{"dashboard", "ENTRYPOINT", `"node", "/opt/jobwire-dashboard/dist/main.js"`, "node as PID 1 gets SIGTERM (exec form)"},
+	} {
+		if !has(want.stage, want.cmd, want.substr) {
+			t.Errorf("stage %s has no %s with %q: %s", want.stage, want.cmd, want.substr, want.why)
+		}
+	}
+	if !strings.HasPrefix(lastArgs(stages["dashboard"], "ENTRYPOINT"), "[") {
+		t.Errorf("stage dashboard: ENTRYPOINT must be the exec form")
+	}
+	if !strings.HasPrefix(lastArgs(stages["broker"], "USER"), "10001") {
+		t.Errorf("stage broker: USER is not 10001")
+	}
+}
+
+// lastArgs is the arguments of a stage's last instruction cmd.
+func lastArgs(ins []instruction, cmd string) string {
+	out := ""
+	for _, in := range ins {
+		if in.cmd == cmd {
+			out = in.args
 		}
 	}
 	return out

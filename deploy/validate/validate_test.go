@@ -119,6 +119,7 @@ func TestRenderedManifests(t *testing.T) {
 			errs = append(errs, Check(objs, external)...)
 			errs = append(errs, CheckSecurityValues(objs, values)...)
 			errs = append(errs, CheckImageValues(objs, values)...)
+			errs = append(errs, CheckDashboardValues(objs, values)...)
 			cat, err := metricsCatalog()
 			if err != nil {
 				t.Fatal(err)

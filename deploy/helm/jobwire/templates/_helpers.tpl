@@ -251,3 +251,85 @@ app.kubernetes.io/name: {{ include "jobwire.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: metrics
 {{- end }}
+
+{{/*
+The web dashboard (dashboard.*): names, labels, image, the broker address,
+login, and the checks of its values.
+*/}}
+{{- define "jobwire.dashboard.fullname" -}}
+{{- printf "%s-dashboard" (include "jobwire.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "jobwire.dashboard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "jobwire.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: dashboard
+{{- end }}
+
+{{- define "jobwire.dashboard.image" -}}
+{{- $i := .Values.dashboard.image }}
+{{- if $i.digest }}
+{{- printf "%s@%s" $i.repository $i.digest }}
+{{- else }}
+{{- printf "%s:%s" $i.repository ($i.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The broker address the dashboard dials: dashboard.broker, or the chart's
+ClusterIP Service by its full DNS name (a name the broker's certificate
+carries, docs/deploy.md "How clients connect with TLS").
+*/}}
+{{- define "jobwire.dashboard.broker" -}}
+{{- .Values.dashboard.broker | default (printf "%s.%s.svc.cluster.local:%d" (include "jobwire.fullname" .) .Release.Namespace (int .Values.broker.grpcPort)) }}
+{{- end }}
+
+{{/*
+"true" when the dashboard asks for a login: dashboard.requireLogin, where
+auto means "when the brokers require tokens".
+*/}}
+{{- define "jobwire.dashboard.requireLogin" -}}
+{{- $r := toString .Values.dashboard.requireLogin }}
+{{- if eq $r "auto" }}
+{{- ternary "true" "false" (not (empty .Values.auth.existingSecret)) }}
+{{- else }}
+{{- $r }}
+{{- end }}
+{{- end }}
+
+{{- define "jobwire.validateDashboard" -}}
+{{- $d := .Values.dashboard }}
+{{- if and $d.ingress.enabled (not $d.enabled) }}
+{{- fail "jobwire: dashboard.ingress.enabled needs dashboard.enabled" }}
+{{- end }}
+{{- if $d.enabled }}
+{{- if and .Values.tls.clientAuth (not $d.broker) (not $d.brokerClientCert.existingSecret) }}
+{{- fail "jobwire: dashboard.enabled with tls.clientAuth needs dashboard.brokerClientCert.existingSecret (a kubernetes.io/tls Secret with a client certificate the brokers accept)" }}
+{{- end }}
+{{- if and .Values.networkPolicy.enabled $d.ingress.enabled (not .Values.networkPolicy.ingress.dashboardFrom) }}
+{{- fail "jobwire: networkPolicy.enabled with dashboard.ingress.enabled needs networkPolicy.ingress.dashboardFrom (your Ingress controller's pods), or the Ingress cannot reach the dashboard" }}
+{{- end }}
+{{- if and .Values.networkPolicy.enabled $d.broker }}
+{{- fail "jobwire: networkPolicy.enabled with dashboard.broker: the dashboard's policy allows only the chart's brokers; leave dashboard.broker empty" }}
+{{- end }}
+{{- if and .Values.auth.existingSecret (eq (toString $d.requireLogin) "false") (not $d.broker) }}
+{{- fail "jobwire: dashboard.requireLogin=false with auth.existingSecret: the brokers require tokens, so every call of the dashboard would be refused; use auto or true" }}
+{{- end }}
+{{- if not (has (toString $d.requireLogin) (list "auto" "true" "false")) }}
+{{- fail (printf "jobwire: dashboard.requireLogin must be auto, true or false, not %v" $d.requireLogin) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The origin browsers use (JOBWIRE_DASHBOARD_PUBLIC_ORIGIN): dashboard.publicOrigin,
+or the Ingress' host (https when the Ingress has TLS); empty otherwise.
+*/}}
+{{- define "jobwire.dashboard.publicOrigin" -}}
+{{- $d := .Values.dashboard }}
+{{- if $d.publicOrigin }}
+{{- $d.publicOrigin }}
+{{- else if and $d.ingress.enabled $d.ingress.host }}
+{{- printf "%s://%s" (ternary "https" "http" (not (empty $d.ingress.tls))) $d.ingress.host }}
+{{- end }}
+{{- end }}
