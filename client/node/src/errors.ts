@@ -226,7 +226,7 @@ export class RetryAfterError extends Error {
     if (typeof delayMs !== 'number' || Number.isNaN(delayMs)) {
       throw new TypeError(`jobwire RetryAfterError: delayMs must be a number of ms, got ${String(delayMs)}`);
     }
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(message, options); // Error reads only `cause` from it
     this.name = 'RetryAfterError';
     this.retryAfterMs = delayMs;
     this.keepAttempt = options?.keepAttempt === true;
