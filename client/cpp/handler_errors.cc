@@ -19,6 +19,7 @@ namespace {
 
 constexpr char kNonRetryableUrl[] = "type.jobwire.dev/non-retryable";
 constexpr char kRetryAfterUrl[] = "type.jobwire.dev/retry_after_ms";
+constexpr char kKeepAttemptUrl[] = "type.jobwire.dev/keep_attempt";
 
 std::string Demangle(const char* name) {
   int status = 0;
@@ -38,12 +39,17 @@ bool IsNonRetryable(const absl::Status& status) {
   return status.GetPayload(kNonRetryableUrl).has_value();
 }
 
-absl::Status RetryAfter(absl::Status status, absl::Duration delay) {
+absl::Status RetryAfter(absl::Status status, absl::Duration delay, bool keep_attempt) {
   int64_t ms = kMaxRetryAfterMs;
   if (delay < absl::Milliseconds(kMaxRetryAfterMs)) {
     ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(absl::Ceil(delay, absl::Milliseconds(1))));
   }
   status.SetPayload(kRetryAfterUrl, absl::Cord(absl::StrCat(ms)));
+  if (keep_attempt) {
+    status.SetPayload(kKeepAttemptUrl, absl::Cord("1"));
+  } else {
+    status.ErasePayload(kKeepAttemptUrl);
+  }
   return status;
 }
 
@@ -54,12 +60,16 @@ int64_t RetryAfterMs(const absl::Status& status) {
   return std::clamp<int64_t>(ms, 1, kMaxRetryAfterMs);
 }
 
+bool KeepsAttempt(const absl::Status& status) {
+  return RetryAfterMs(status) > 0 && status.GetPayload(kKeepAttemptUrl).has_value();
+}
+
 absl::Status HandlerFailure(const absl::Status& status) {
   absl::Status failure(status.code(), absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
                                                    status.message()));
   if (IsNonRetryable(status)) failure = NonRetryable(std::move(failure));
   if (int64_t ms = RetryAfterMs(status); ms > 0) {
-    failure = RetryAfter(std::move(failure), absl::Milliseconds(ms));
+    failure = RetryAfter(std::move(failure), absl::Milliseconds(ms), KeepsAttempt(status));
   }
   return failure;
 }
@@ -133,7 +143,9 @@ std::string TruncateErrorText(absl::string_view raw) {
 void SetFailure(const absl::Status& failure, v1::FailRequest* request) {
   request->set_error(TruncateErrorText(failure.message()));
   request->set_non_retryable(IsNonRetryable(failure));
-  if (!request->non_retryable()) request->set_retry_after_ms(RetryAfterMs(failure));
+  if (request->non_retryable()) return;
+  request->set_retry_after_ms(RetryAfterMs(failure));
+  request->set_keep_attempt(KeepsAttempt(failure));
 }
 
 }  // namespace jobwire::client

@@ -14,7 +14,8 @@
 namespace jobwire::client {
 
 // The failure of a handler that returned the error `status`: the same code,
-// the text "<CODE>: <message>" and the same NonRetryable / RetryAfter marks.
+// the text "<CODE>: <message>" and the same NonRetryable / RetryAfter (and
+// keep_attempt) marks.
 absl::Status HandlerFailure(const absl::Status& status);
 
 // The failure of a handler that threw `e`: "<exception type>: <what()>".
@@ -25,9 +26,10 @@ absl::Status ExceptionFailure(const std::exception& e);
 // most kMaxErrorBytes (worker.h) at a character boundary, nothing appended.
 std::string TruncateErrorText(absl::string_view text);
 
-// Fills error, non_retryable and retry_after_ms of `request` from `failure`
-// (a HandlerFailure, an ExceptionFailure or the worker's own): non_retryable
-// wins over a retry-after mark.
+// Fills error, non_retryable, retry_after_ms and keep_attempt of `request`
+// from `failure` (a HandlerFailure, an ExceptionFailure or the worker's own):
+// non_retryable wins over a retry-after mark (neither retry_after_ms nor
+// keep_attempt is set then).
 void SetFailure(const absl::Status& failure, v1::FailRequest* request);
 
 }  // namespace jobwire::client

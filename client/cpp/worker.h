@@ -70,14 +70,27 @@ inline constexpr int64_t kMaxRetryAfterMs = 604800000;
 // Marks `status` so that the job is retried after exactly `delay` instead of
 // the backoff (FailRequest.retry_after_ms): `delay` rounded up to a whole ms,
 // at least 1 ms, at most kMaxRetryAfterMs. The mark is a payload on the
-// status (type URL "type.jobwire.dev/retry_after_ms", the decimal ms). A
-// status also marked NonRetryable goes to DEAD: non_retryable wins.
+// status (type URL "type.jobwire.dev/retry_after_ms", the decimal ms).
 //
-//   return RetryAfter(absl::UnavailableError("rate limited"), absl::Seconds(30));
-absl::Status RetryAfter(absl::Status status, absl::Duration delay);
+// With `keep_attempt` the run was turned away rather than failed (a
+// downstream answered "rate limited, retry after X"): the Fail also carries
+// keep_attempt, so this run does not count as an attempt and never uses up
+// max_attempts (docs/semantics.md, "Retries and backoff"); a run that Cancel
+// asked to stop, or past its deadline, counts anyway. Its mark is the
+// payload "type.jobwire.dev/keep_attempt"; without it, any such mark already
+// on `status` is removed (the last RetryAfter decides).
+//
+// A status also marked NonRetryable goes to DEAD: non_retryable wins, and
+// neither retry_after_ms nor keep_attempt is sent.
+//
+//   return RetryAfter(absl::UnavailableError("rate limited"), absl::Seconds(30),
+//                     /*keep_attempt=*/true);
+absl::Status RetryAfter(absl::Status status, absl::Duration delay, bool keep_attempt = false);
 // The delay of a status marked by RetryAfter, in ms (1..kMaxRetryAfterMs),
 // or 0 when it is not marked.
 int64_t RetryAfterMs(const absl::Status& status);
+// Whether `status` was marked by RetryAfter with keep_attempt.
+bool KeepsAttempt(const absl::Status& status);
 
 // The longest Fail error text, in bytes: the broker's limit, 64 KiB.
 inline constexpr size_t kMaxErrorBytes = 65536;

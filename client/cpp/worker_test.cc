@@ -1,6 +1,6 @@
 // jobwire::client::Worker against a real redis-server and the real broker:
 // handlers and their outcomes, concurrency, Stop and the grace, the error
-// text, RetryAfter, option checks. Leases, their loss and the Ack / Fail
+// text, RetryAfter (and keep_attempt), option checks. Leases, their loss and the Ack / Fail
 // retries they bound: worker_lease_test.cc.
 #include "client/cpp/worker.h"
 
@@ -333,6 +333,69 @@ TEST_F(WorkerTest, RetryAfterSchedulesTheRetryAfterTheDelay) {
   EXPECT_EQ(job.result(), "second");
   EXPECT_GE(second_run_at_ms - failed_at_ms, kDelayMs);
   EXPECT_LT(second_run_at_ms - failed_at_ms, kDelayMs + 2000);
+}
+
+TEST(RetryAfterTest, KeepAttemptIsSentOnlyWithTheDelayAndNonRetryableWins) {
+  const absl::Status turned_away = RetryAfter(absl::UnavailableError("rate limited"),
+                                              absl::Milliseconds(1500), /*keep_attempt=*/true);
+  EXPECT_TRUE(KeepsAttempt(turned_away));
+  EXPECT_FALSE(KeepsAttempt(RetryAfter(absl::UnavailableError("busy"), absl::Seconds(1))));
+  EXPECT_FALSE(KeepsAttempt(absl::UnavailableError("plain")));
+  // A later RetryAfter without keep_attempt takes the mark off.
+  EXPECT_FALSE(KeepsAttempt(RetryAfter(turned_away, absl::Seconds(2))));
+
+  v1::FailRequest request;
+  SetFailure(HandlerFailure(turned_away), &request);
+  EXPECT_EQ(request.error(), "UNAVAILABLE: rate limited");
+  EXPECT_FALSE(request.non_retryable());
+  EXPECT_EQ(request.retry_after_ms(), 1500);
+  EXPECT_TRUE(request.keep_attempt());
+
+  v1::FailRequest counted;
+  SetFailure(HandlerFailure(RetryAfter(absl::UnavailableError("busy"), absl::Seconds(1))),
+             &counted);
+  EXPECT_EQ(counted.retry_after_ms(), 1000);
+  EXPECT_FALSE(counted.keep_attempt());
+
+  // Non-retryable wins: neither retry_after_ms nor keep_attempt is sent.
+  v1::FailRequest dead;
+  SetFailure(HandlerFailure(NonRetryable(turned_away)), &dead);
+  EXPECT_TRUE(dead.non_retryable());
+  EXPECT_EQ(dead.retry_after_ms(), 0);
+  EXPECT_FALSE(dead.keep_attempt());
+}
+
+// Runs turned away with keep_attempt use no attempt: a job of max_attempts 2
+// turned away three times (DEAD after two without keep_attempt) runs a
+// fourth time as attempt 1 and completes with attempts 1.
+TEST_F(WorkerTest, KeepAttemptRunsTurnedAwayUseNoAttempt) {
+  EnqueueOptions two;
+  two.max_attempts = 2;
+  std::string id = MustEnqueue("limited", "{}", two);
+  absl::Mutex mu;
+  std::vector<int> runs;
+  RunningWorker worker(Options(1), {{"limited", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                       absl::MutexLock lock(&mu);
+                                       runs.push_back(job.attempt);
+                                       if (runs.size() <= 3) {
+                                         return RetryAfter(
+                                             absl::UnavailableError("rate limited downstream"),
+                                             absl::Milliseconds(50), /*keep_attempt=*/true);
+                                       }
+                                       return std::string("done");
+                                     }}});
+  v1::Job job = WaitForState(id, kCompleted);
+  EXPECT_EQ(job.attempts(), 1);
+  EXPECT_EQ(job.max_attempts(), 2);
+  EXPECT_EQ(job.result(), "done");
+  EXPECT_EQ(job.error(), "UNAVAILABLE: rate limited downstream");
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(runs, (std::vector<int>{1, 1, 1, 1}));
+  }
+  const std::string turned_away = id + " 1 fail_ok RETRY_SCHEDULED";
+  EXPECT_EQ(outcomes_.WaitFor(4), (std::vector<std::string>{turned_away, turned_away,
+                                                            turned_away, id + " 1 ack_ok"}));
 }
 
 // Rejected by the worker itself, before it contacts any broker.

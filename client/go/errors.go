@@ -305,12 +305,16 @@ const maxRetryAfter = 7 * 24 * time.Hour
 // RetryAfterError marks a handler error as "retry after Delay": the job is
 // failed with retry_after_ms set, so the broker schedules its next attempt
 // Delay from now instead of after its backoff (attempts are counted as for
-// any failure). Make it with RetryAfter; find it with errors.As.
+// any failure, unless KeepAttempt). Make it with RetryAfter; find it with
+// errors.As.
 type RetryAfterError struct {
 	// Err is the handler's error; its text is the Fail error text.
 	Err error
 	// Delay is the wait before the next attempt.
 	Delay time.Duration
+	// KeepAttempt: the run was turned away rather than failed, and does not
+	// count as an attempt (Fail.keep_attempt; option KeepAttempt).
+	KeepAttempt bool
 }
 
 func (e *RetryAfterError) Error() string {
@@ -327,14 +331,35 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // Worker sends Fail with retry_after_ms = d rounded up to a whole ms, at least
 // 1 ms and at most the broker's 7 days. It is found through any wrapping
 // (errors.As), and composes with NonRetryable, which wins: a job failed with
-// both becomes DEAD at once. RetryAfter(nil, d) is nil.
+// both becomes DEAD at once, and neither the delay nor keep_attempt is sent.
+// RetryAfter(nil, d) is nil.
 //
 //	return nil, jobwire.RetryAfter(fmt.Errorf("rate limited: %w", err), 30*time.Second)
-func RetryAfter(err error, d time.Duration) error {
+//
+// With the option KeepAttempt the run does not count as an attempt:
+//
+//	return nil, jobwire.RetryAfter(err, 30*time.Second, jobwire.KeepAttempt())
+func RetryAfter(err error, d time.Duration, opts ...RetryAfterOption) error {
 	if err == nil {
 		return nil
 	}
-	return &RetryAfterError{Err: err, Delay: d}
+	e := &RetryAfterError{Err: err, Delay: d}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// RetryAfterOption is an option of RetryAfter.
+type RetryAfterOption func(*RetryAfterError)
+
+// KeepAttempt says the run was turned away rather than failed (a downstream
+// answered "rate limited, retry after X"): the Worker's Fail also carries
+// keep_attempt, so this run does not count as an attempt and never uses up
+// the job's max attempts (docs/semantics.md, "Retries and backoff"). A run
+// that Cancel asked to stop, or past its deadline, counts anyway.
+func KeepAttempt() RetryAfterOption {
+	return func(e *RetryAfterError) { e.KeepAttempt = true }
 }
 
 // retryAfterMs is the Fail.retry_after_ms of a handler error: 0 when it
@@ -351,4 +376,12 @@ func retryAfterMs(err error) int64 {
 		ms++
 	}
 	return max(ms, 1)
+}
+
+// keepAttempt is the Fail.keep_attempt of a handler error: whether the
+// RetryAfter that retryAfterMs reads (none when non-retryable) has
+// KeepAttempt.
+func keepAttempt(err error) bool {
+	var ra *RetryAfterError
+	return retryAfterMs(err) > 0 && errors.As(err, &ra) && ra.KeepAttempt
 }

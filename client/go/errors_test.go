@@ -50,6 +50,37 @@ func TestRetryAfterMsTable(t *testing.T) {
 	}
 }
 
+// KeepAttempt without a broker: keep_attempt is sent only with a delay, and
+// non-retryable wins (then neither is sent). fail_test.go shows it end to end.
+func TestKeepAttemptTable(t *testing.T) {
+	base := errors.New("rate limited")
+	for _, c := range []struct {
+		name     string
+		err      error
+		wantMs   int64
+		wantKeep bool
+	}{
+		{"plain error", base, 0, false},
+		{"retry after alone", RetryAfter(base, time.Second), 1000, false},
+		{"keep attempt", RetryAfter(base, time.Second, KeepAttempt()), 1000, true},
+		{"wrapped", fmt.Errorf("ctx: %w", RetryAfter(base, time.Second, KeepAttempt())), 1000, true},
+		{"the outer RetryAfter decides", RetryAfter(RetryAfter(base, time.Hour, KeepAttempt()), time.Second), 1000, false},
+		{"non-retryable outside wins", NonRetryable(RetryAfter(base, time.Second, KeepAttempt())), 0, false},
+		{"non-retryable inside wins", RetryAfter(NonRetryable(base), time.Second, KeepAttempt()), 0, false},
+	} {
+		if ms, keep := retryAfterMs(c.err), keepAttempt(c.err); ms != c.wantMs || keep != c.wantKeep {
+			t.Errorf("%s: retry_after_ms %d keep_attempt %t, want %d %t", c.name, ms, keep, c.wantMs, c.wantKeep)
+		}
+	}
+	var ra *RetryAfterError
+	if err := RetryAfter(base, time.Second, KeepAttempt()); !errors.As(err, &ra) || !ra.KeepAttempt || ra.Err != base {
+		t.Errorf("errors.As found %+v", ra)
+	}
+	if RetryAfter(nil, time.Second, KeepAttempt()) != nil {
+		t.Errorf("RetryAfter(nil, d, KeepAttempt()) is not nil")
+	}
+}
+
 // toError decodes the broker's error details: the first ErrorInfo of domain
 // jobwire.dev (others ignored), the BadRequest field and the RetryInfo delay.
 func TestToErrorReadsTheDetails(t *testing.T) {

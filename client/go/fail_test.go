@@ -14,7 +14,8 @@ import (
 )
 
 // How a handler's error becomes a Fail (docs/clients.md, Worker): its text is
-// cut to 64 KiB at a character boundary, and RetryAfter sets retry_after_ms.
+// cut to 64 KiB at a character boundary, and RetryAfter sets retry_after_ms
+// (with KeepAttempt, keep_attempt too: the run uses no attempt).
 
 func TestFailErrorTextCutTo64KiBAtACharacterBoundary(t *testing.T) {
 	t.Parallel()
@@ -153,6 +154,50 @@ func TestRetryAfterSchedulesTheNextAttempt(t *testing.T) {
 		want := "jobwire_test.busyError: " + map[string]string{"dead_outer": "x", "dead_inner": "y"}[typ] + " is busy"
 		if j.GetAttempts() != 1 || j.GetError() != want {
 			t.Errorf("%s: attempts %d error %q, want 1 and %q", typ, j.GetAttempts(), j.GetError(), want)
+		}
+	}
+}
+
+// A run turned away with KeepAttempt uses no attempt: a job of max attempts 2
+// turned away three times (which would be DEAD without keep_attempt) runs a
+// fourth time as attempt 1 and completes with attempts 1.
+func TestKeepAttemptRunsTurnedAwayUseNoAttempt(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, brokerAddr)
+	q := queueName(t)
+	var mu sync.Mutex
+	var runs []int
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"limited": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			runs = append(runs, job.Attempt)
+			if len(runs) <= 3 {
+				return nil, jobwire.RetryAfter(errors.New("rate limited downstream"), 50*time.Millisecond, jobwire.KeepAttempt())
+			}
+			return "done", nil
+		},
+	})
+	id := mustEnqueue(t, c, q, "limited", nil, jobwire.WithMaxAttempts(2))
+	j := waitState(t, c, q, id, jobwire.StateCompleted, 15*time.Second)
+	if j.GetAttempts() != 1 || j.GetMaxAttempts() != 2 || string(j.GetResult()) != `"done"` {
+		t.Errorf("job: attempts %d of %d, result %q; want 1 of 2, \"done\"", j.GetAttempts(), j.GetMaxAttempts(), j.GetResult())
+	}
+	mu.Lock()
+	if fmt.Sprint(runs) != "[1 1 1 1]" {
+		t.Errorf("the handler ran as attempts %v, want [1 1 1 1]", runs)
+	}
+	mu.Unlock()
+	waitFor(t, 5*time.Second, "4 outcomes", func() bool { return len(rw.out.forJob(id)) == 4 })
+	for i, o := range rw.out.forJob(id) {
+		var ra *jobwire.RetryAfterError
+		switch {
+		case i < 3 && (o.Kind != jobwire.OutcomeFailOK || o.FailOutcome != "RETRY_SCHEDULED" ||
+			o.Job.Attempt != 1 || o.ErrorText != "error: rate limited downstream" ||
+			!errors.As(o.HandlerErr, &ra) || !ra.KeepAttempt):
+			t.Errorf("outcome %d: %s %s attempt %d %q, want fail_ok RETRY_SCHEDULED attempt 1 with KeepAttempt", i, o.Kind, o.FailOutcome, o.Job.Attempt, o.ErrorText)
+		case i == 3 && (o.Kind != jobwire.OutcomeAckOK || o.Job.Attempt != 1):
+			t.Errorf("outcome 3: %s attempt %d, want ack_ok attempt 1", o.Kind, o.Job.Attempt)
 		}
 	}
 }

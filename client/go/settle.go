@@ -81,12 +81,14 @@ func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
 func (r *runner) fail(job *Job, lease *leaseState, herr error, text string) {
 	nonRetryable := IsNonRetryable(herr)
 	retryAfter := retryAfterMs(herr)
+	keep := keepAttempt(herr)
 	var resp *jobwirepb.FailResponse
 	err := r.callWithRetry(lease, func(ctx context.Context) error {
 		var err error
 		resp, err = r.stub.Fail(ctx, &jobwirepb.FailRequest{
 			Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken,
 			Error: text, NonRetryable: nonRetryable, RetryAfterMs: retryAfter,
+			KeepAttempt: keep,
 		})
 		return err
 	})

@@ -69,7 +69,8 @@ func (j *Job) JSON(v any) error { return json.Unmarshal(j.Payload, v) }
 // anything else JSON-encoded. A returned error fails the job with the text
 // "<ErrorType>: <message>" (cut to 64 KiB at a character boundary); wrap it
 // with NonRetryable to make the job DEAD at once, or with RetryAfter to have it
-// retried after a given delay instead of the backoff. A panic is recovered and
+// retried after a given delay instead of the backoff (with KeepAttempt: a run
+// turned away, which uses no attempt). A panic is recovered and
 // fails the job ("panic: <value>").
 //
 // ctx is cancelled (context.Cause says why) with cause:

@@ -204,21 +204,32 @@ export const MAX_RETRY_AFTER_MS = 7 * 24 * 3600 * 1000;
  * Throw this from a handler to fail the job with "retry after delayMs": the
  * Worker sends Fail with retry_after_ms = delayMs rounded up to a whole ms, at
  * least 1, at most 7 days (MAX_RETRY_AFTER_MS), instead of the job's backoff.
- * The error text is "RetryAfterError: <message>". When the error is also
- * marked non-retryable (`nonRetryable: true`), that wins: the job goes DEAD.
+ * The error text is "RetryAfterError: <message>".
+ *
+ * With `{ keepAttempt: true }` the run was turned away rather than failed (a
+ * downstream answered "rate limited, retry after X"): the Fail also carries
+ * keep_attempt, so this run does not count as an attempt and never uses up
+ * maxAttempts (docs/semantics.md, "Retries and backoff"); a run that Cancel
+ * asked to stop, or past its deadline, counts anyway.
+ *
+ * When the error is also marked non-retryable (`nonRetryable: true`), that
+ * wins: the job goes DEAD, and neither the delay nor keep_attempt is sent.
  * Throws TypeError when delayMs is not a number (NaN included).
  */
 export class RetryAfterError extends Error {
   /** The delay as given (ms); the Worker rounds and clamps it when sending. */
   readonly retryAfterMs: number;
+  /** True: this run does not count as an attempt (Fail.keep_attempt). */
+  readonly keepAttempt: boolean;
 
-  constructor(message: string, delayMs: number, options?: { cause?: unknown }) {
+  constructor(message: string, delayMs: number, options?: { cause?: unknown; keepAttempt?: boolean }) {
     if (typeof delayMs !== 'number' || Number.isNaN(delayMs)) {
       throw new TypeError(`jobwire RetryAfterError: delayMs must be a number of ms, got ${String(delayMs)}`);
     }
-    super(message, options);
+    super(message, options); // Error reads only `cause` from it
     this.name = 'RetryAfterError';
     this.retryAfterMs = delayMs;
+    this.keepAttempt = options?.keepAttempt === true;
   }
 }
 

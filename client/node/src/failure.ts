@@ -1,6 +1,7 @@
 /**
  * What a Worker sends in Fail for a handler's throw (docs/clients.md, Worker):
- * the error text and its size limit, non_retryable, retry_after_ms.
+ * the error text and its size limit, non_retryable, retry_after_ms,
+ * keep_attempt.
  */
 import { MAX_RETRY_AFTER_MS, NonRetryableError, RetryAfterError, type StopReason } from './errors';
 
@@ -14,6 +15,8 @@ export interface Failure {
   nonRetryable: boolean;
   /** > 0: retry after this many ms instead of the backoff; 0: the backoff (or DEAD). */
   retryAfterMs: number;
+  /** Only with retryAfterMs > 0: this run does not count as an attempt (keep_attempt). */
+  keepAttempt: boolean;
 }
 
 /**
@@ -66,13 +69,18 @@ export function isNonRetryable(err: unknown): boolean {
 }
 
 /**
- * The Fail of a handler's throw; non-retryable wins over a retry delay. A
- * run told to stop (`stopped`: 'cancelled' / 'timeout') has that as its
- * error text, whatever was thrown (the broker records it so anyway).
+ * The Fail of a handler's throw; non-retryable wins over a retry delay and
+ * keep_attempt (neither is sent then). keep_attempt: a RetryAfterError made
+ * with `{ keepAttempt: true }`, or any thrown object with a retry delay and
+ * `keepAttempt: true`. A run told to stop (`stopped`: 'cancelled' /
+ * 'timeout') has that as its error text, whatever was thrown (the broker
+ * records it so anyway, and counts the run whatever keep_attempt says).
  */
 export function failureOf(err: unknown, stopped?: StopReason): Failure {
   const nonRetryable = isNonRetryable(err);
-  return { text: stopped ?? errorText(err), nonRetryable, retryAfterMs: nonRetryable ? 0 : retryAfterMsOf(err) };
+  const retryAfterMs = nonRetryable ? 0 : retryAfterMsOf(err);
+  const keepAttempt = retryAfterMs > 0 && (err as { keepAttempt?: unknown }).keepAttempt === true;
+  return { text: stopped ?? errorText(err), nonRetryable, retryAfterMs, keepAttempt };
 }
 
 function safeString(v: unknown): string {

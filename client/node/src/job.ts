@@ -168,10 +168,11 @@ export interface Outcome {
   codeName?: string;
   /** ack_error / fail_error: the refusal; ack_unknown / fail_unknown: the last error. */
   error?: JobwireError;
-  /** fail_*: the error text sent to the broker, and its non_retryable and retry_after_ms. */
+  /** fail_*: the error text sent to the broker, and its non_retryable, retry_after_ms and keep_attempt. */
   failText?: string;
   nonRetryable?: boolean;
   retryAfterMs?: number;
+  keepAttempt?: boolean;
   /**
    * True when the lease was reported lost while the handler ran. A run told
    * to stop (cancelled, timed out) is not a lost lease: `job.signal.reason`

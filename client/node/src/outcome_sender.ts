@@ -80,15 +80,16 @@ export class OutcomeSender {
 
   /** Fails h as `failure` says and reports the outcome; never rejects. */
   async fail(h: HeldJob, failure: Failure): Promise<void> {
-    const { text, nonRetryable, retryAfterMs } = failure;
+    const { text, nonRetryable, retryAfterMs, keepAttempt } = failure;
     try {
       const res = await this.withOutcomeRetry(h, () => unary<object, FailResponse__Output>(this.p.stub, 'Fail', {
         queue: h.job.queue, jobId: h.job.id, leaseToken: h.token, error: text, nonRetryable, retryAfterMs,
+        keepAttempt,
       }, this.p.timeoutMs, this.p.metadata()));
       const outcome = res.outcome === 'OUTCOME_DEAD' ? 'DEAD' : 'RETRY_SCHEDULED';
       this.p.report({
         kind: 'fail_ok', job: h.job, failOutcome: outcome, nextAttemptAtMs: toNumber(res.nextAttemptAtMs),
-        failText: text, nonRetryable, retryAfterMs, leaseLost: h.leaseLost,
+        failText: text, nonRetryable, retryAfterMs, keepAttempt, leaseLost: h.leaseLost,
       });
     } catch (e) {
       const err = JobwireError.from(e);
@@ -98,7 +99,7 @@ export class OutcomeSender {
         : `Fail of job ${h.job.id} refused: ${err.message}`);
       this.p.report({
         kind: unknown ? 'fail_unknown' : 'fail_error', job: h.job, code: err.code, codeName: err.codeName, error: err,
-        failText: text, nonRetryable, retryAfterMs, leaseLost: h.leaseLost,
+        failText: text, nonRetryable, retryAfterMs, keepAttempt, leaseLost: h.leaseLost,
       });
     }
   }

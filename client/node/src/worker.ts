@@ -317,7 +317,7 @@ export class Worker extends EventEmitter {
   private async failStopping(h: HeldJob): Promise<void> {
     h.finished = true;
     this.log?.warn(`job ${h.job.id} delivered while stopping; failing it for a retry`);
-    await this.parts!.sender.fail(h, { text: 'worker stopping', nonRetryable: false, retryAfterMs: 0 });
+    await this.parts!.sender.fail(h, { text: 'worker stopping', nonRetryable: false, retryAfterMs: 0, keepAttempt: false });
   }
 
   private async process(h: HeldJob): Promise<void> {
@@ -330,7 +330,7 @@ export class Worker extends EventEmitter {
       // handles it takes the job.
       const text = `no handler for job type "${job.type}" in worker ${this.workerId}`;
       this.log?.warn(`${text} (job ${job.id} in queue ${job.queue}); failing it for retry`);
-      await sender.fail(h, { text, nonRetryable: false, retryAfterMs: 0 });
+      await sender.fail(h, { text, nonRetryable: false, retryAfterMs: 0, keepAttempt: false });
       return;
     }
     renewer.start(h);

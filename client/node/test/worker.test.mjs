@@ -2,6 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Worker, NonRetryableError, RetryAfterError, errorText } from '../dist/index.js';
+import { failureOf } from '../dist/failure.js';
 import { startStack, uniqueQueue, waitFor, sleep } from './harness.mjs';
 
 let stack;
@@ -251,6 +252,49 @@ test('RetryAfterError: Fail with retry_after_ms (rounded up, clamped to 7 days);
   const fk = await waitFor(() => outcomeFor(outcomes, duck.jobId, 'fail_ok', 1), { what: 'duck: fail_ok' });
   assert.equal(fk.retryAfterMs, 1, 'a numeric retryAfterMs of any thrown object, rounded up');
   await worker.stop();
+});
+
+test('RetryAfterError keepAttempt: runs turned away use no attempt (max_attempts 2, turned away 3 times, completes on attempt 1)', async () => {
+  const q = uniqueQueue('keepattempt');
+  const runs = [];
+  const { worker, outcomes } = startWorker({ queues: [q] }, {
+    limited: async (job) => {
+      runs.push(job.attempt);
+      if (runs.length <= 3) throw new RetryAfterError('rate limited downstream', 50, { keepAttempt: true });
+      return 'done';
+    },
+  });
+  const { jobId } = await client.enqueue(q, 'limited', {}, { maxAttempts: 2 });
+  await waitFor(() => outcomeFor(outcomes, jobId, 'ack_ok'), { what: 'ack_ok after three turned-away runs' });
+  const done = await client.getJob(q, jobId);
+  assert.equal(done.state, 'JOB_STATE_COMPLETED');
+  assert.equal(done.attempts, 1);
+  assert.equal(done.maxAttempts, 2);
+  assert.equal(done.resultJson(), 'done');
+  assert.deepEqual(runs, [1, 1, 1, 1]);
+  const mine = outcomes.filter((o) => o.job.id === jobId);
+  assert.deepEqual(mine.map((o) => [o.kind, o.job.attempt, o.failOutcome ?? null]),
+    [...Array(3).fill(['fail_ok', 1, 'RETRY_SCHEDULED']), ['ack_ok', 1, null]]);
+  for (const o of mine.slice(0, 3)) {
+    assert.equal(o.failText, 'RetryAfterError: rate limited downstream');
+    assert.equal(o.retryAfterMs, 50);
+    assert.equal(o.keepAttempt, true);
+  }
+  await worker.stop();
+});
+
+test('keepAttempt in the Fail: only with a retry delay, and non-retryable wins (neither sent)', () => {
+  assert.deepEqual(failureOf(new RetryAfterError('m', 1500, { keepAttempt: true })),
+    { text: 'RetryAfterError: m', nonRetryable: false, retryAfterMs: 1500, keepAttempt: true });
+  assert.equal(failureOf(new RetryAfterError('m', 1500)).keepAttempt, false);
+  assert.deepEqual(failureOf(Object.assign(new RetryAfterError('m', 1500, { keepAttempt: true }), { nonRetryable: true })),
+    { text: 'RetryAfterError: m', nonRetryable: true, retryAfterMs: 0, keepAttempt: false });
+  assert.equal(failureOf(Object.assign(new Error('x'), { retryAfterMs: 10, keepAttempt: true })).keepAttempt, true);
+  assert.equal(failureOf(Object.assign(new Error('x'), { keepAttempt: true })).keepAttempt, false, 'no delay: no keep_attempt');
+  const cause = new Error('429');
+  const e = new RetryAfterError('m', 5, { cause, keepAttempt: true });
+  assert.equal(e.cause, cause);
+  assert.equal(new RetryAfterError('m', 5).cause, undefined);
 });
 
 test('a job of a type without handler, ahead of the worker\'s own, is never delivered (ClaimRequest.types)', async () => {

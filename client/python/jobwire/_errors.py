@@ -301,17 +301,27 @@ class RetryAfter(Exception):
     limit). The error text is ``"RetryAfter: <message>"`` (a subclass: its
     own name). A job with no attempt left still becomes DEAD.
 
+    ``keep_attempt=True`` says the run was turned away rather than failed
+    (a downstream answered "rate limited, retry after X"): the Fail also
+    carries ``keep_attempt``, so this run does not count as an attempt and
+    never uses up ``max_attempts`` (docs/semantics.md, "Retries and
+    backoff"). A run that Cancel asked to stop, or past its deadline,
+    counts anyway.
+
     An exception that is also a ``NonRetryableError`` (a subclass of both)
-    fails the job for good: non-retryable wins, no delay is sent.
+    fails the job for good: non-retryable wins, neither the delay nor
+    ``keep_attempt`` is sent.
 
     ``delay`` is kept as given; ``retry_after_ms`` is what the Worker sends.
     Raises TypeError for a delay of another type, ValueError for NaN."""
 
-    def __init__(self, delay: Union[float, int, _dt.timedelta], message: str = ""):
+    def __init__(self, delay: Union[float, int, _dt.timedelta], message: str = "",
+                 keep_attempt: bool = False):
         self.retry_after_ms = _delay_ms(delay)
         super().__init__(message)
         self.delay = delay
         self.message = message
+        self.keep_attempt = bool(keep_attempt)
 
     def __reduce__(self):
-        return type(self), (self.delay, self.message)
+        return type(self), (self.delay, self.message, self.keep_attempt)

@@ -5,8 +5,9 @@
   MAX_ERROR_BYTES (64 KiB, the broker's limit) of UTF-8 at a character
   boundary, nothing appended;
 - ``NonRetryableError`` sets ``non_retryable``;
-- ``RetryAfter`` sets ``retry_after_ms``, unless the exception is also a
-  ``NonRetryableError`` (non-retryable wins: no delay).
+- ``RetryAfter`` sets ``retry_after_ms`` (and ``keep_attempt`` when it was
+  raised with ``keep_attempt=True``), unless the exception is also a
+  ``NonRetryableError`` (non-retryable wins: neither is sent).
 """
 from __future__ import annotations
 
@@ -44,12 +45,13 @@ class Failure:
     error: str
     non_retryable: bool = False
     retry_after_ms: int = 0
+    keep_attempt: bool = False
 
 
 def failure_of(exc: BaseException) -> Failure:
     """The Fail for ``exc``, raised by a handler."""
     non_retryable = isinstance(exc, NonRetryableError)
-    retry_after_ms = 0
+    retry_after_ms, keep_attempt = 0, False
     if isinstance(exc, RetryAfter) and not non_retryable:
-        retry_after_ms = exc.retry_after_ms
-    return Failure(error_text(exc), non_retryable, retry_after_ms)
+        retry_after_ms, keep_attempt = exc.retry_after_ms, exc.keep_attempt
+    return Failure(error_text(exc), non_retryable, retry_after_ms, keep_attempt)

@@ -69,8 +69,10 @@ def stop_run(run: Optional["RunControl"], stop) -> None:
 def failure_after_stop(reason: str, failure: Failure) -> Failure:
     """The Fail of a signalled run whose handler raised: the reason as the
     error text (the broker writes "cancelled" / "timeout" anyway), the
-    exception's non_retryable / retry_after_ms kept."""
-    return Failure(reason, failure.non_retryable, failure.retry_after_ms)
+    exception's non_retryable / retry_after_ms / keep_attempt kept (the
+    broker counts a cancelled or timed-out run whatever keep_attempt says)."""
+    return Failure(reason, failure.non_retryable, failure.retry_after_ms,
+                   failure.keep_attempt)
 
 
 class RunControl:

@@ -130,7 +130,8 @@ class Settler:
         ``settled()``."""
         req = pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=lease.token,
                              error=failure.error, non_retryable=failure.non_retryable,
-                             retry_after_ms=failure.retry_after_ms)
+                             retry_after_ms=failure.retry_after_ms,
+                             keep_attempt=failure.keep_attempt)
         ok, resp, err = self._send_final(self._unary_fail, req, lease)
         if ok:
             outcome = pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_")

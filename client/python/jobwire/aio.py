@@ -595,7 +595,8 @@ class Worker:
             self._unary_fail, pb.FailRequest(queue=job.queue, job_id=job.id, lease_token=token,
                                              error=failure.error,
                                              non_retryable=failure.non_retryable,
-                                             retry_after_ms=failure.retry_after_ms), state)
+                                             retry_after_ms=failure.retry_after_ms,
+                                             keep_attempt=failure.keep_attempt), state)
         if err is None:
             await self._report(Outcome("fail_ok", job,
                                        fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_"),

@@ -4,7 +4,10 @@ against the real broker and Redis, for both Workers (threaded and asyncio):
 - the error text is cut to at most 64 KiB of UTF-8, at a character boundary;
 - ``RetryAfter(delay, message)`` has the job retried after the delay (in
   whole ms, rounded up, at most 7 days) instead of the backoff, unless the
-  error is also a ``NonRetryableError``.
+  error is also a ``NonRetryableError``;
+- ``RetryAfter(delay, message, keep_attempt=True)`` also sends
+  ``keep_attempt``: the turned-away run uses no attempt (non-retryable still
+  wins: neither the delay nor keep_attempt is sent).
 """
 import datetime
 import time
@@ -12,6 +15,7 @@ import time
 import pytest
 
 from jobwire import JobState, NonRetryableError, RetryAfter
+from jobwire._failure import Failure, failure_of
 from conftest import wait_for
 from test_worker import Outcomes, wait_state
 from test_worker_lease import WORKERS, run_worker
@@ -130,3 +134,46 @@ def test_retry_after_rejects_other_delays():
             RetryAfter(bad, "m")
     with pytest.raises(ValueError):
         RetryAfter(float("nan"), "m")
+
+
+@pytest.mark.parametrize("kind", WORKERS)
+def test_keep_attempt_runs_turned_away_use_no_attempt(broker, client, queue, kind):
+    # max_attempts 2, turned away three times: without keep_attempt the job
+    # would be DEAD after the second run; with it, every run is attempt 1.
+    outcomes = Outcomes()
+    runs = []
+
+    def register(w):
+        def limited(job):
+            runs.append(job.attempt)
+            if len(runs) <= 3:
+                raise RetryAfter(0.05, "rate limited downstream", keep_attempt=True)
+            return "done"
+        w.register("limited", limited)
+
+    def body():
+        job_id = client.enqueue(queue, "limited", b"", max_attempts=2).job_id
+        return wait_state(client, queue, job_id, JobState.COMPLETED, timeout=15)
+
+    done = run_worker(kind, broker.addr, register, body, queues=queue, on_outcome=outcomes)
+    assert done.attempts == 1 and done.max_attempts == 2 and done.result_json() == "done"
+    assert runs == [1, 1, 1, 1]
+    assert outcomes.kinds(done.id) == [("fail_ok", 1, "RETRY_SCHEDULED")] * 3 + [("ack_ok", 1, None)]
+    assert [o.error for o in outcomes.items if o.kind == "fail_ok"] == \
+        ["RetryAfter: rate limited downstream"] * 3
+
+
+class TurnedAwayButDead(RetryAfter, NonRetryableError):
+    pass
+
+
+def test_keep_attempt_in_the_fail_and_non_retryable_wins():
+    assert failure_of(RetryAfter(1.5, "m", keep_attempt=True)) == \
+        Failure("RetryAfter: m", False, 1500, True)
+    assert failure_of(RetryAfter(1.5, "m")) == Failure("RetryAfter: m", False, 1500, False)
+    assert failure_of(TurnedAwayButDead(1.5, "m", keep_attempt=True)) == \
+        Failure("TurnedAwayButDead: m", True, 0, False)
+    e = RetryAfter(2, "m", keep_attempt=True)
+    assert e.keep_attempt and not RetryAfter(2, "m").keep_attempt
+    import pickle
+    assert pickle.loads(pickle.dumps(e)).keep_attempt
