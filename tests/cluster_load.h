@@ -179,7 +179,10 @@ class Load {
         records_.jobs[job->job().payload()].claims.push_back(
             {job->job().id(), job->lease_token(), read_at});
       }
-      if (++delivered % kHoldEvery == 0) {
+      // Every kHoldEvery-th delivery is held past its lease, so that it is
+      // redelivered; never one on its last attempt, which the lease's end
+      // makes dead instead (a job the fault already redelivered twice).
+      if (++delivered % kHoldEvery == 0 && job->job().attempts() < job->job().max_attempts()) {
         held.emplace_back(absl::Now() + absl::Milliseconds(lease_ms_) + absl::Seconds(2), *job);
       } else {
         AckUntilAnswered(*stub, *job);
