@@ -333,6 +333,10 @@ void JobModel::OnFail(const v1::FailRequest& r, TimeWindow window,
   if (answer->repeat) {
     Note("repeat-outcome", Name(ref), "a first Fail answered as a repeat");
   }
+  // keep_attempt (valid only with retry_after_ms and without non_retryable)
+  // gives the run's attempt back unless Cancel asked the run to stop
+  // (lua/_lib.lua, settle_failure; run timeouts are not modelled).
+  if (r.keep_attempt() && !job->cancel_requested && job->attempts > 0) job->attempts -= 1;
   const bool dead =
       r.non_retryable() || job->attempts >= job->max_attempts || job->cancel_requested;
   if (answer->dead != dead) {
