@@ -511,6 +511,39 @@ local function rate_take(bucket_key, rate, n, now)
   redis.call('SET', bucket_key, int(rate.units) .. ' ' .. int(now), 'PX', int(to_full + 1000))
 end
 
+local MAX_ACTIVE_RECHECK_MS = 1000
+
+-- The queue's limits (claim_ready's MGET: the rate_limit and max_active
+-- values, nil when unset) applied to a claim of `want` jobs at `now`:
+-- returns the jobs it may hand out, the ms until a limit may let one out
+-- when that is none (else nil), the rate state (rate_read; nil without a
+-- rate limit) and max_active (nil without one).
+local function claim_limits(K, rate_text, max_text, want, now)
+  local rate = rate_text and rate_read(K.rate_bucket, rate_text, now)
+  local max_active = tonumber(max_text)
+  local blocked_wait = nil
+  if rate then
+    want = math.min(want, math.floor(rate.units / rate.interval))
+    if want == 0 then blocked_wait = rate_wait(rate) end
+  end
+  if max_active and want > 0 then
+    want = math.min(want, math.max(0, max_active - redis.call('ZCARD', K.active)))
+    if want == 0 then blocked_wait = MAX_ACTIVE_RECHECK_MS end
+  end
+  return want, blocked_wait, rate, max_active
+end
+
+-- After a claim that left due jobs: the ms until a limit lets them out
+-- again (no token: the next one; every active slot taken: a settle wakes a
+-- stream, else the recheck), or nil when no limit holds them back.
+local function limits_wait(K, rate, max_active)
+  if rate and rate.units < rate.interval then return rate_wait(rate) end
+  if max_active and redis.call('ZCARD', K.active) >= max_active then
+    return MAX_ACTIVE_RECHECK_MS
+  end
+  return nil
+end
+
 -- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
 -- contract, which see), of the types in `types` only unless it is empty;
 -- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
@@ -528,7 +561,6 @@ end
 -- Returns claim.lua's reply. Called by claim.lua, and by enqueue.lua for the
 -- claim that rides along an enqueue (the broker's hand-off to a waiting
 -- stream).
-local MAX_ACTIVE_RECHECK_MS = 1000
 local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
   -- One read for the paused flag and the limits, so that a queue without
   -- a limit pays no command for their existence.
@@ -537,17 +569,8 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   local skipped = {}
 
   promote_due(K, now, skipped)
-  local rate = control[2] and rate_read(K.rate_bucket, control[2], now)
-  local max_active = tonumber(control[3])
-  local blocked_wait = nil  -- ms until a limit may let a job out again
-  if rate then
-    want = math.min(want, math.floor(rate.units / rate.interval))
-    if want == 0 then blocked_wait = rate_wait(rate) end
-  end
-  if max_active and want > 0 then
-    want = math.min(want, math.max(0, max_active - redis.call('ZCARD', K.active)))
-    if want == 0 then blocked_wait = MAX_ACTIVE_RECHECK_MS end
-  end
+  local rate, max_active, blocked_wait
+  want, blocked_wait, rate, max_active = claim_limits(K, control[2], control[3], want, now)
   if blocked_wait then
     if redis.call('ZCARD', K.ready) > 0 then return {blocked_wait, 0, skipped, {}} end
     return {next_due_in_ms(K, now), 0, skipped, {}}
@@ -624,15 +647,9 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   end
 
   local more, others = ready_left(K, types)
-  if more and rate and rate.units < rate.interval then
-    -- Due jobs left and no token: the next one comes in rate_wait ms.
-    out[1] = rate_wait(rate)
-    return out
-  end
-  if more and max_active and redis.call('ZCARD', K.active) >= max_active then
-    -- Due jobs left and every active slot taken (this claim took the last
-    -- ones): a settle wakes a stream, or the recheck timer.
-    out[1] = MAX_ACTIVE_RECHECK_MS
+  local wait = more and limits_wait(K, rate, max_active)
+  if wait then
+    out[1] = wait  -- due jobs left, held back by a limit: more stays 0
     return out
   end
   out[4] = others
