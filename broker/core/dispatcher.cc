@@ -200,6 +200,9 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
   auto session = std::make_unique<Session>();
   session->spec = std::move(spec);
   session->types.insert(session->spec.types.begin(), session->spec.types.end());
+  if (!session->spec.weights.empty()) {
+    session->fair.emplace(session->spec.weights, session->spec.max_in_flight);
+  }
   session->sink = std::move(sink);
   if (session->spec.max_age != absl::InfiniteDuration()) {
     session->max_age_timer = loop_->RunAfter(session->spec.max_age, [this, id] {
@@ -299,7 +302,32 @@ void Dispatcher::Fill(SessionId id) {
   }
   s->order = s->queues.Order(s->start_generation);
   if (s->order.empty()) return FinishFill(id, *s);
+  if (s->fair) StartShares(*s, s->spec.max_in_flight - static_cast<int>(s->in_flight.size()));
   ClaimFrom(id, 0);
+}
+
+void Dispatcher::StartShares(Session& s, int free, std::optional<size_t> only) {
+  s.shares.assign(s.spec.queues.size(), Session::Share{});
+  if (only) {
+    s.shares[*only].slots = free;
+    return;
+  }
+  // s.order lists each queue's partitions together, in the stream's order.
+  std::vector<size_t> active;
+  for (size_t index : s.order) {
+    const size_t queue = s.queues.group_of(index);
+    if (active.empty() || active.back() != queue) active.push_back(queue);
+  }
+  std::vector<int> slots = s.fair->Split(free, active);
+  for (size_t queue = 0; queue < slots.size(); ++queue) s.shares[queue].slots = slots[queue];
+}
+
+void Dispatcher::SettleShares(Session& s) {
+  for (size_t queue = 0; queue < s.shares.size(); ++queue) {
+    const Session::Share& share = s.shares[queue];
+    if (share.claimed) s.fair->Settle(queue, share.slots, /*drained=*/!share.more);
+  }
+  s.shares.clear();
 }
 
 void Dispatcher::ClaimFrom(SessionId id, size_t pos) {
@@ -310,6 +338,16 @@ void Dispatcher::ClaimFrom(SessionId id, size_t pos) {
     return;
   }
   int free = s->spec.max_in_flight - static_cast<int>(s->in_flight.size());
+  if (s->fair) {
+    // A queue whose share of this fill is used up (or was none) is not
+    // claimed from; if slots stay free, the fill runs again.
+    while (pos < s->order.size() && s->shares[s->queues.group_of(s->order[pos])].slots <= 0) {
+      s->refill = true;
+      ++pos;
+    }
+    if (pos == s->order.size()) return FinishFill(id, *s);
+    free = std::min(free, s->shares[s->queues.group_of(s->order[pos])].slots);
+  }
   const size_t index = s->order[pos];
   const std::string& queue = s->queues.names()[index];
   s->queues.Claimed(index);
@@ -376,6 +414,8 @@ std::optional<store::HandOff> Dispatcher::TakeHandOff(const std::string& queue,
   for (const std::string& name : names) s->start_generation.push_back(queues_[name].generation);
   s->order = {index};
   s->queues.Claimed(index);
+  // Every other queue of the stream is short: this one may take every slot.
+  if (s->fair) StartShares(*s, free, s->queues.group_of(index));
   store::HandOff hand_off;
   hand_off.max_jobs = free;
   hand_off.types = s->spec.types;
@@ -433,6 +473,12 @@ void Dispatcher::OnClaimed(SessionId id, const std::string& queue, size_t pos,
     return;
   }
   const size_t index = s->order[pos];
+  if (s->fair) {
+    Session::Share& share = s->shares[s->queues.group_of(index)];
+    share.slots -= static_cast<int>(claimed);
+    share.claimed = true;
+    share.more = share.more || outcome->more;
+  }
   if (outcome->more) {
     s->queues.SetNotDrained(index);
     WakeOne(queue, s->spec.types);  // the queue holds more for the next waiter
@@ -485,6 +531,7 @@ bool Dispatcher::GrantAndDeliver(SessionId id, Session& s, const std::string& qu
 
 void Dispatcher::FinishFill(SessionId id, Session& s) {
   s.filling = false;
+  if (s.fair) SettleShares(s);
   // Wake-ups for queues this fill did not drain go to the next waiter.
   std::vector<std::string> pass_on;
   for (const std::string& queue : s.woken_for) {

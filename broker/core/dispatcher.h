@@ -82,6 +82,7 @@
 #include "broker/base/event_loop.h"
 #include "broker/core/metrics.h"
 #include "broker/core/lease_table.h"
+#include "broker/core/fair_share.h"
 #include "broker/core/queue_partitions.h"
 #include "broker/core/stream_counts.h"
 #include "broker/core/stream_queues.h"
@@ -114,6 +115,9 @@ struct ClaimSpec {
   std::string worker_id;
   // The job types the stream takes (ClaimRequest.types); empty: every type.
   std::vector<std::string> types;
+  // ClaimRequest.weights: empty for strict order, else one per queue
+  // (FairShare).
+  std::vector<int> weights;
   // The client connection the stream arrived on (grpc peer(), e.g.
   // "ipv4:10.0.0.7:51234"): StreamLimits::max_streams_per_peer counts by it.
   std::string peer;
@@ -206,6 +210,16 @@ class Dispatcher {
     // `start_generation`. Empty until DoResolve.
     StreamQueues queues;
     std::vector<size_t> order;  // this fill's claims: indexes into queues.names()
+    // With spec.weights: the split of free slots over the queues, and this
+    // fill's share of each queue (by its position in spec.queues): slots
+    // left, whether a claim ran and whether one found more due jobs.
+    std::optional<FairShare> fair;
+    struct Share {
+      int slots = 0;
+      bool claimed = false;
+      bool more = false;
+    };
+    std::vector<Share> shares;
     std::shared_ptr<JobSink> sink;
     absl::flat_hash_set<std::string> in_flight;  // lease keys held
     bool filling = false;
@@ -266,6 +280,11 @@ class Dispatcher {
   bool GrantAndDeliver(SessionId id, Session& s, const std::string& queue,
                        std::vector<v1::ClaimedJob> jobs);
   void FinishFill(SessionId id, Session& s);
+  // With weights: this fill's shares, `free` slots split over the queues
+  // of s.order (all to `only` when given: a hand-off), and their
+  // settlement at the end of the fill.
+  static void StartShares(Session& s, int free, std::optional<size_t> only = std::nullopt);
+  static void SettleShares(Session& s);
   void Wait(SessionId id, Session& s);
   void Unwait(Session& s);
   // Announces new due jobs in `queue` (its generation) and wakes the first

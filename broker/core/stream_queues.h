@@ -33,6 +33,9 @@ class StreamQueues {
   const std::vector<std::string>& names() const { return names_; }
   // The queues read, in the stream's order.
   std::vector<std::string> queues() const;
+  // The position in the stream's order of the queue names()[index] belongs
+  // to.
+  size_t group_of(size_t index) const { return member_of_[index].first; }
   bool empty() const { return groups_.empty(); }
 
   // The claims of a fill, as indexes into names(); `generations[i]` is the

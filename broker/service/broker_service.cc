@@ -151,6 +151,7 @@ grpc::ServerWriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::Callback
   spec.lease_ms = req->lease_ms() == 0 ? lifecycle_->defaults().lease_ms : req->lease_ms();
   spec.worker_id = req->worker_id();
   spec.types.assign(req->types().begin(), req->types().end());
+  spec.weights.assign(req->weights().begin(), req->weights().end());
   spec.peer = ctx->peer();
   if (max_stream_age_ != absl::InfiniteDuration()) {
     thread_local absl::BitGen bitgen;

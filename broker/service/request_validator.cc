@@ -199,6 +199,13 @@ absl::Status ValidateClaim(const v1::ClaimRequest& r) {
       }
     }
   }
+  if (r.weights_size() != 0 && r.weights_size() != r.queues_size()) {
+    return Invalid("weights", absl::StrCat("must be empty (strict order) or give one weight per "
+                                           "queue (", r.queues_size(), "), got ", r.weights_size()));
+  }
+  for (int i = 0; i < r.weights_size(); ++i) {
+    JW_RETURN_IF_ERROR(CheckRange(absl::StrCat("weights[", i, "]"), r.weights(i), 1, kMaxWeight));
+  }
   return CheckMaxBytes("worker_id", r.worker_id(), kMaxWorkerIdLength);
 }
 

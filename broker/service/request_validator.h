@@ -28,6 +28,8 @@ inline constexpr int kMaxSubscribeQueues = 100;
 // WaitJobRequest.timeout_ms: at most 24 h.
 inline constexpr int64_t kMaxWaitTimeoutMs = 24LL * 3600 * 1000;
 inline constexpr int kMaxClaimTypes = 64;
+// ClaimRequest.weights: each 1..kMaxWeight.
+inline constexpr int kMaxWeight = 1000;
 inline constexpr int kMaxInFlight = 1000;
 inline constexpr int kMaxPriority = 1000;
 inline constexpr int kMaxAttempts = 1000;
