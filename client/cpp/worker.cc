@@ -34,6 +34,8 @@ namespace {
 
 // The most job types one Claim takes (ClaimRequest.types).
 constexpr size_t kMaxClaimTypes = 64;
+// ClaimRequest.weights: each 1..kMaxWeight.
+constexpr int kMaxWeight = 1000;
 
 std::string DefaultWorkerId() {
   char host[256] = {0};
@@ -70,10 +72,39 @@ Job FromClaimed(const v1::ClaimedJob& claimed, std::shared_ptr<RunSignal> signal
   return job;
 }
 
+// OK when options.weights is empty or gives every queue, and only those, a
+// weight the broker takes (1..1000).
+absl::Status CheckWeights(const WorkerOptions& options) {
+  if (options.weights.empty()) return absl::OkStatus();
+  for (const std::string& queue : options.queues) {
+    auto it = options.weights.find(queue);
+    if (it == options.weights.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights: no weight for queue \"", queue, "\" (give every queue one, or none)"));
+    }
+    if (it->second < 1 || it->second > kMaxWeight) {
+      return absl::InvalidArgumentError(absl::StrCat("weights: queue \"", queue, "\" has weight ",
+                                                     it->second, "; must be 1..", kMaxWeight));
+    }
+  }
+  for (const auto& [queue, weight] : options.weights) {
+    if (std::find(options.queues.begin(), options.queues.end(), queue) == options.queues.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights: names queue \"", queue, "\", which is not in queues"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The Claim request of every stream of a worker (max_in_flight set per stream).
 v1::ClaimRequest ClaimRequestOf(const WorkerOptions& options, const std::string& worker_id) {
   v1::ClaimRequest request;
-  for (const std::string& queue : options.queues) request.add_queues(queue);
+  // Bad weights: none sent (Run refuses to start).
+  const bool weighted = !options.weights.empty() && CheckWeights(options).ok();
+  for (const std::string& queue : options.queues) {
+    request.add_queues(queue);
+    if (weighted) request.add_weights(options.weights.at(queue));
+  }
   request.set_lease_ms(options.lease_ms);
   request.set_worker_id(worker_id);
   return request;
@@ -237,6 +268,7 @@ absl::Status Worker::Impl::Run() {
     return absl::InvalidArgumentError(absl::StrCat(
         "lease_ms must be 0 (the broker default) or more, got ", options_.lease_ms));
   }
+  if (absl::Status weights = CheckWeights(options_); !weights.ok()) return weights;
   // The Claim takes the types this worker has handlers for, and no others.
   std::vector<std::string> types;
   for (const auto& [type, handler] : handlers_) types.push_back(type);

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -125,6 +126,13 @@ struct WorkerOptions {
   std::string address;
   // Queues to consume, earlier first. REQUIRES: not empty.
   std::vector<std::string> queues;
+  // Weighted fair claiming (ClaimRequest.weights): empty, the default, for
+  // strict order (free slots go to the first queue with due jobs); else a
+  // weight 1..1000 for every queue of `queues` and no other: while several
+  // queues have due jobs, free slots split between them in proportion to
+  // their weights, and a queue without due jobs leaves its share to the
+  // others. Run returns INVALID_ARGUMENT for any other map.
+  std::map<std::string, int> weights;
   // Handlers running at once. REQUIRES: >= 1.
   int concurrency = 1;
   // Lease per job, 1000..43200000 ms; 0 means the broker's default lease

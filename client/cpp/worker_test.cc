@@ -1,10 +1,12 @@
 // jobwire::client::Worker against a real redis-server and the real broker:
 // handlers and their outcomes, concurrency, Stop and the grace, the error
-// text, RetryAfter (and keep_attempt), option checks. Leases, their loss and the Ack / Fail
+// text, RetryAfter (and keep_attempt), option checks, weights. Leases, their loss and the Ack / Fail
 // retries they bound: worker_lease_test.cc.
 #include "client/cpp/worker.h"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -427,6 +430,58 @@ TEST_F(WorkerTest, InvalidClaimIsFatal) {
   absl::Status status = worker.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("lease_ms"), absl::string_view::npos) << status;
+}
+
+// Weighted fair claiming: the jobs this test's handler saw split 3:1
+// between two busy queues.
+TEST_F(WorkerTest, WeightsSplitTheJobsOfBusyQueues) {
+  for (const auto& [queue, count] : {std::pair{"heavy", 1300}, std::pair{"light", 600}}) {
+    for (int done = 0; done < count; done += 100) {
+      std::vector<BatchJob> jobs(100, BatchJob{"w", "{}", {}});
+      JW_ASSERT_OK(client_->EnqueueBatch(queue, jobs).status());
+    }
+  }
+  constexpr int kMeasured = 1200;
+  absl::Mutex mu;
+  std::vector<std::string> seen;  // queue of each job handled
+  absl::Notification enough;
+  WorkerOptions options = Options(10);
+  options.queues = {"heavy", "light"};
+  options.weights = {{"heavy", 3}, {"light", 1}};
+  RunningWorker worker(options, {{"w", [&](const Job& job) -> absl::StatusOr<std::string> {
+                                   absl::MutexLock lock(&mu);
+                                   seen.push_back(job.queue);
+                                   if (seen.size() == kMeasured) enough.Notify();
+                                   return std::string();
+                                 }}});
+  ASSERT_TRUE(enough.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  absl::MutexLock lock(&mu);
+  const int heavy = std::count(seen.begin(), seen.begin() + kMeasured, "heavy");
+  EXPECT_NEAR(heavy, 900, 60) << "light " << kMeasured - heavy;
+}
+
+TEST_F(WorkerTest, RunRefusesWeightsThatDoNotMatchTheQueues) {
+  struct Case {
+    std::map<std::string, int> weights;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {{{"a", 1}}, "no weight for queue \"b\""},
+      {{{"a", 1}, {"b", 1}, {"c", 1}}, "\"c\", which is not in queues"},
+      {{{"a", 0}, {"b", 1}}, "must be 1..1000"},
+      {{{"a", 1}, {"b", 1001}}, "must be 1..1000"},
+  };
+  for (const Case& c : cases) {
+    WorkerOptions options = Options();
+    options.queues = {"a", "b"};
+    options.weights = c.weights;
+    Worker worker(options);
+    worker.Register("t", [](const Job&) -> absl::StatusOr<std::string> { return std::string(); });
+    absl::Status status = worker.Run();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_TRUE(absl::StartsWith(status.message(), "weights: ")) << status;
+    EXPECT_NE(status.message().find(c.says), absl::string_view::npos) << status;
+  }
 }
 
 }  // namespace
