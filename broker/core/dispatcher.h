@@ -1,7 +1,9 @@
 // Dispatcher: pushes due jobs to open Claim streams, never polling Redis.
 //
 // A stream with free slots claims from its queues in order (claim.lua, up to
-// its free slots at once). When every queue comes back short it waits on
+// its free slots at once); a stream with weights (ClaimSpec::weights)
+// claims from each queue up to its share of the free slots (FairShare), and
+// fills again while slots stay free and a queue it skipped may have jobs. When every queue comes back short it waits on
 // each of its queues. A waiting stream is woken, one per event, when:
 //   - a job of the queue becomes due now (the queue's notify channel, which
 //     enqueue.lua, fail.lua and reap.lua publish to; every broker replica
