@@ -1,8 +1,9 @@
 /**
  * The Worker's one Claim stream (docs/clients.md, Worker, Delivery): opened
- * with max_in_flight = free handler slots and the job types with a handler
- * (claim_types.ts), reopened after any end or error with backoff, and
- * reopened at full size once a reduced one has idled.
+ * with max_in_flight = free handler slots, the job types with a handler
+ * (claim_types.ts) and the queue weights (claim_weights.ts), reopened after
+ * any end or error with backoff, and reopened at full size once a reduced
+ * one has idled.
  */
 import type * as grpc from '@grpc/grpc-js';
 import { claimTypes } from './claim_types';
@@ -56,6 +57,8 @@ export interface ClaimStreamParams {
   stub: BrokerClient;
   metadata: () => grpc.Metadata;
   queues: string[];
+  /** ClaimRequest.weights: one per queue, in the order of `queues`; empty for strict order. */
+  weights: number[];
   concurrency: number;
   /** ClaimRequest.lease_ms (0: the broker default). */
   leaseMs: number;
@@ -83,6 +86,7 @@ export class ClaimStream {
     if (free <= 0) return; // reopened as soon as a slot frees (afterSettle())
     const req: ClaimRequest = {
       queues: this.p.queues,
+      weights: this.p.weights,
       maxInFlight: free,
       leaseMs: this.p.leaseMs,
       workerId: this.p.workerId,

@@ -12,6 +12,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { AckCoalescer, sendAckBatch } from './ack_coalescer';
 import { ClaimStream, type StreamState } from './claim_stream';
 import { checkHandlerCount } from './claim_types';
+import { claimWeights } from './claim_weights';
 import { encodeValue, toNumber } from './codec';
 import type { JobwireError } from './errors';
 import { failureOf } from './failure';
@@ -60,6 +61,8 @@ export class Worker extends EventEmitter {
   /** Per-call metadata (the bearer token, kept in the closure only). */
   private readonly metadata: () => grpc.Metadata;
   private readonly channelOptions?: grpc.ChannelOptions;
+  /** ClaimRequest.weights: one per queue, in the order of `queues`; empty for strict order. */
+  private readonly weights: number[];
   /** Made by run(). */
   private parts?: RunParts;
 
@@ -74,8 +77,9 @@ export class Worker extends EventEmitter {
   private expiredDropped = 0;
 
   /**
-   * Throws TypeError without queues, and JobwireError INVALID_ARGUMENT when a
-   * TLS PEM file cannot be read or does not parse (see SecurityOptions).
+   * Throws TypeError without queues or on bad weights (see
+   * WorkerOptions.weights), and JobwireError INVALID_ARGUMENT when a TLS PEM
+   * file cannot be read or does not parse (see SecurityOptions).
    */
   constructor(options: WorkerOptions) {
     super();
@@ -84,6 +88,7 @@ export class Worker extends EventEmitter {
     }
     this.address = options.address ?? defaultAddress();
     this.queues = [...options.queues];
+    this.weights = claimWeights(this.queues, options.weights);
     this.concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
     this.leaseMs = options.leaseMs && options.leaseMs > 0 ? options.leaseMs : undefined;
     this.workerId = options.workerId ?? `node-${os.hostname()}-${process.pid}`;
@@ -156,7 +161,7 @@ export class Worker extends EventEmitter {
     this.parts = {
       stub,
       claims: new ClaimStream({
-        stub, metadata: this.metadata, queues: this.queues, concurrency: this.concurrency,
+        stub, metadata: this.metadata, queues: this.queues, weights: this.weights, concurrency: this.concurrency,
         leaseMs: this.leaseMs ?? 0, workerId: this.workerId, types: () => this.handlers.keys(), log: this.log,
         host: {
           freeSlots: () => this.concurrency - this.busy.size,

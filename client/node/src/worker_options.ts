@@ -14,8 +14,19 @@ export interface Logger {
 export interface WorkerOptions extends SecurityOptions {
   /** Broker `host:port`. Default: $JOBWIRE_ADDR, else `localhost:50051`. */
   address?: string;
-  /** Queues to consume, earlier ones served first. */
+  /** Queues to consume, earlier ones served first (unless `weights`). */
   queues: string[];
+  /**
+   * Weighted fair claiming (ClaimRequest.weights): queue name -> weight, an
+   * integer 1..1000, for every queue of `queues` and no other. While several
+   * of the queues have due jobs, the broker splits the worker's free slots
+   * between them in proportion to their weights (`{ heavy: 3, light: 1 }`:
+   * about three `heavy` jobs per `light` one); a queue without due jobs
+   * leaves its share to the others. Unset or empty (the default): strict
+   * order, every free slot to the first of `queues` with due jobs. A bad
+   * value throws TypeError at construction.
+   */
+  weights?: Record<string, number>;
   /** Handlers running at once (default 1). */
   concurrency?: number;
   /**
