@@ -57,12 +57,13 @@ func (r *runner) claimLoop(ctx context.Context) error {
 	}
 }
 
-// claimOnce opens one Claim stream with max_in_flight = free and the job
-// types with a handler (claimTypes), and starts every job it delivers. Each
-// stream message carries jobs (all those claimed since the previous
-// message), which are started one by one in order, and / or stop requests
-// for runs (StopRun), handled after its jobs; a message may have no jobs. It
-// returns when the stream ends.
+// claimOnce opens one Claim stream with max_in_flight = free, the job types
+// with a handler (claimTypes) and the queues' weights (WithWeights, in the
+// order of the queues; none: strict order), and starts every job it
+// delivers. Each stream message carries jobs (all those claimed since the
+// previous message), which are started one by one in order, and / or stop
+// requests for runs (StopRun), handled after its jobs; a message may have no
+// jobs. It returns when the stream ends.
 func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -73,6 +74,7 @@ func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err e
 		LeaseMs:     cfg.leaseMs(),
 		WorkerId:    cfg.workerID,
 		Types:       r.w.claimTypes(),
+		Weights:     cfg.claimWeights,
 	})
 	if err != nil {
 		return false, err

@@ -127,8 +127,8 @@ func (w *Worker) Stats() WorkerStats {
 
 // NewWorker builds a worker for the broker at addr (empty: $JOBWIRE_ADDR, else
 // localhost:50051) that consumes queues (1..32 names, earlier queues served
-// first). Nothing is connected before Run. A value outside an option's limits
-// (WithConcurrency, WithLease, ...), a TLS file that cannot be read or
+// first, unless WithWeights splits the handler slots between them). Nothing is connected before Run. A value outside an option's limits
+// (WithConcurrency, WithWeights, WithLease, ...), a TLS file that cannot be read or
 // parsed, or an unusable token is an error here, naming the option.
 func NewWorker(addr string, queues []string, opts ...WorkerOption) (*Worker, error) {
 	cfg := defaultWorkerConfig(slices.Clone(queues))
@@ -257,7 +257,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	r.acks = newAckCoalescer(r.sendAcks)
 
 	w.log.Info("jobwire worker starting", "addr", w.addr, "queues", w.cfg.queues,
-		"concurrency", w.cfg.concurrency, "lease_ms", w.cfg.leaseMs(),
+		"concurrency", w.cfg.concurrency, "weights", w.cfg.claimWeights, "lease_ms", w.cfg.leaseMs(),
 		"tls", w.cfg.conn.sec.tlsOn(), "token", w.cfg.conn.hasToken)
 	fatal := r.claimLoop(runCtx)
 

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -20,15 +22,16 @@ const (
 	maxQueues       = 32   // ClaimRequest.queues
 	maxConcurrency  = 1000 // ClaimRequest.max_in_flight (the free slots)
 	maxWorkerIDSize = 256  // ClaimRequest.worker_id, in bytes
+	maxWeight       = 1000 // ClaimRequest.weights, each (1..maxWeight)
 )
 
 // WorkerOption configures a Worker. The worker's own options are
-// WithConcurrency, WithLease, WithWorkerID, WithGrace, WithLogger and
-// WithOutcomeHook. Every Client Option is a WorkerOption too and configures
-// the worker's connection as it does a Client's: WithTimeout (the deadline of
-// each AckBatch / Fail / ExtendLease call), WithToken, WithTLS,
-// WithTLSRootCA, WithTLSClientCert and WithDialOptions. When an option is
-// given twice, the last one wins.
+// WithConcurrency, WithWeights, WithLease, WithWorkerID, WithGrace,
+// WithLogger and WithOutcomeHook. Every Client Option is a WorkerOption too
+// and configures the worker's connection as it does a Client's: WithTimeout
+// (the deadline of each AckBatch / Fail / ExtendLease call), WithToken,
+// WithTLS, WithTLSRootCA, WithTLSClientCert and WithDialOptions. When an
+// option is given twice, the last one wins.
 type WorkerOption interface {
 	applyWorker(*workerConfig)
 }
@@ -47,12 +50,17 @@ func (o Option) applyWorker(c *workerConfig) { o(&c.conn) }
 type workerConfig struct {
 	queues      []string
 	concurrency int
-	lease       time.Duration // 0: the broker default
+	weights     map[string]int // queue -> weight (WithWeights); empty: strict order
+	lease       time.Duration  // 0: the broker default
 	workerID    string
 	grace       time.Duration
 	onOutcome   func(Outcome)
 	logger      *slog.Logger
 	conn        clientConfig // connection: timeout, token, TLS, dial options
+
+	// claimWeights is ClaimRequest.weights, set by resolve from weights: one
+	// per queue, in the order of queues; nil for strict order.
+	claimWeights []int32
 }
 
 // defaultWorkerConfig is the configuration of a Worker given no options.
@@ -70,6 +78,19 @@ func defaultWorkerConfig(queues []string) workerConfig {
 // (default 1). It is the Claim stream's max_in_flight when all are free.
 func WithConcurrency(n int) WorkerOption {
 	return workerOption(func(c *workerConfig) { c.concurrency = n })
+}
+
+// WithWeights makes the worker claim fairly: weights maps each of the
+// worker's queues to its weight, 1..1000, and while several queues have due
+// jobs the free handler slots are split between them in proportion to their
+// weights (with {"heavy": 3, "light": 1} heavy gets about three jobs for each
+// one of light); a queue without due jobs leaves its share to the others
+// (ClaimRequest.weights). Every queue must have a weight and the map may name
+// no other queue; nil or empty (the default) is strict order: every free slot
+// goes to the first queue (in the order given to NewWorker) with due jobs.
+func WithWeights(weights map[string]int) WorkerOption {
+	weights = maps.Clone(weights)
+	return workerOption(func(c *workerConfig) { c.weights = weights })
 }
 
 // WithLease sets the lease of each claimed job, 1 s .. 12 h at millisecond
@@ -115,6 +136,9 @@ func (c *workerConfig) resolve() error {
 	if c.concurrency < 1 || c.concurrency > maxConcurrency {
 		return fmt.Errorf("jobwire: WithConcurrency(%d): must be 1..%d", c.concurrency, maxConcurrency)
 	}
+	if err := c.resolveWeights(); err != nil {
+		return err
+	}
 	if ms := c.lease.Milliseconds(); c.lease != 0 && (ms < minLeaseMs || ms > maxLeaseMs) {
 		return fmt.Errorf("jobwire: WithLease(%v): must be 1s..12h (or 0: the broker default)", c.lease)
 	}
@@ -138,6 +162,34 @@ func (c *workerConfig) resolve() error {
 		c.conn.timeout = DefaultTimeout
 	}
 	return c.conn.resolveSecurity()
+}
+
+// resolveWeights checks WithWeights against the queues and sets
+// claimWeights: one weight per queue, in the order of the queues, each
+// 1..maxWeight; none when no weight is given (strict order).
+func (c *workerConfig) resolveWeights() error {
+	c.claimWeights = nil
+	if len(c.weights) == 0 {
+		return nil
+	}
+	weights := make([]int32, len(c.queues))
+	for i, q := range c.queues {
+		w, ok := c.weights[q]
+		if !ok {
+			return fmt.Errorf("jobwire: WithWeights: no weight for queue %q; give one for each queue (or none: strict order)", q)
+		}
+		if w < 1 || w > maxWeight {
+			return fmt.Errorf("jobwire: WithWeights: queue %q has weight %d; must be 1..%d", q, w, maxWeight)
+		}
+		weights[i] = int32(w)
+	}
+	for _, q := range slices.Sorted(maps.Keys(c.weights)) {
+		if !slices.Contains(c.queues, q) {
+			return fmt.Errorf("jobwire: WithWeights: queue %q is not one of the worker's queues", q)
+		}
+	}
+	c.claimWeights = weights
+	return nil
 }
 
 // leaseMs is the ClaimRequest.lease_ms of the configuration (0: the broker

@@ -525,6 +525,7 @@ func TestRunCtxCancelAndInvalidClaim(t *testing.T) {
 func TestNewWorkerRefusesBadOptions(t *testing.T) {
 	t.Parallel()
 	q := []string{"q"}
+	ab := []string{"a", "b"}
 	for _, tc := range []struct {
 		name   string
 		queues []string
@@ -548,6 +549,19 @@ func TestNewWorkerRefusesBadOptions(t *testing.T) {
 		{"grace 0", q, []jobwire.WorkerOption{jobwire.WithGrace(0)}, ""},
 		{"nil logger", q, []jobwire.WorkerOption{jobwire.WithLogger(nil)}, "jobwire: WithLogger(nil)"},
 		{"last wins", q, []jobwire.WorkerOption{jobwire.WithConcurrency(0), jobwire.WithConcurrency(4)}, ""},
+		{"weights: none for a queue", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{"a": 3})},
+			`jobwire: WithWeights: no weight for queue "b"; give one for each queue`},
+		{"weights: a queue not consumed", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{"a": 3, "b": 1, "c": 1})},
+			`jobwire: WithWeights: queue "c" is not one of the worker's queues`},
+		{"weight 0", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{"a": 0, "b": 1})},
+			`jobwire: WithWeights: queue "a" has weight 0; must be 1..1000`},
+		{"weight 1001", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{"a": 1, "b": 1001})},
+			`jobwire: WithWeights: queue "b" has weight 1001; must be 1..1000`},
+		{"weight -1", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{"a": -1, "b": 1})},
+			`jobwire: WithWeights: queue "a" has weight -1; must be 1..1000`},
+		{"weights 1 and 1000", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{"a": 1, "b": 1000})}, ""},
+		{"weights empty", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{})}, ""},
+		{"weights nil, last wins", ab, []jobwire.WorkerOption{jobwire.WithWeights(map[string]int{"a": 0}), jobwire.WithWeights(nil)}, ""},
 	} {
 		w, err := jobwire.NewWorker("127.0.0.1:1", tc.queues, tc.opts...)
 		switch {

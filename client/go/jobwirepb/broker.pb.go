@@ -1041,7 +1041,7 @@ func (x *EnqueueBatchResponse) GetResults() []*EnqueueResult {
 
 type ClaimRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 1..32 queue names; earlier queues are served first.
+	// 1..32 queue names; earlier queues are served first (unless `weights`).
 	Queues []string `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
 	// 1..1000; 0 means 1.
 	MaxInFlight int32 `protobuf:"varint,2,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
@@ -1056,7 +1056,17 @@ type ClaimRequest struct {
 	// stream that takes them, and never hide this stream's types behind them
 	// (jobs of the wanted types are found by an index, not by skipping over
 	// others). Each Worker helper sends the types it has handlers for.
-	Types         []string `protobuf:"bytes,5,rep,name=types,proto3" json:"types,omitempty"`
+	Types []string `protobuf:"bytes,5,rep,name=types,proto3" json:"types,omitempty"`
+	// Weighted fair claiming. Empty (the default): strict order, every free
+	// slot goes to the first of `queues` with due jobs. Else one weight per
+	// queue, in the order of `queues`, each 1..1000: while several queues have
+	// due jobs, the stream's free slots are split between them in proportion
+	// to their weights, with fractions carried over from one claim to the
+	// next (a queue of weight 3 gets about three times the jobs of a queue of
+	// weight 1), and a queue without due jobs leaves its share to the others
+	// (a lone busy queue gets every slot; an idle queue saves up no credit).
+	// A partitioned queue's weight is shared by its partitions.
+	Weights       []int32 `protobuf:"varint,6,rep,packed,name=weights,proto3" json:"weights,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1122,6 +1132,13 @@ func (x *ClaimRequest) GetWorkerId() string {
 func (x *ClaimRequest) GetTypes() []string {
 	if x != nil {
 		return x.Types
+	}
+	return nil
+}
+
+func (x *ClaimRequest) GetWeights() []int32 {
+	if x != nil {
+		return x.Weights
 	}
 	return nil
 }
@@ -2597,13 +2614,14 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\tduplicate\x18\x04 \x01(\bR\tduplicate\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\"K\n" +
 	"\x14EnqueueBatchResponse\x123\n" +
-	"\aresults\x18\x01 \x03(\v2\x19.jobwire.v1.EnqueueResultR\aresults\"\x98\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x19.jobwire.v1.EnqueueResultR\aresults\"\xb2\x01\n" +
 	"\fClaimRequest\x12\x16\n" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\x12\"\n" +
 	"\rmax_in_flight\x18\x02 \x01(\x05R\vmaxInFlight\x12\x19\n" +
 	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05types\x18\x05 \x03(\tR\x05types\"f\n" +
+	"\x05types\x18\x05 \x03(\tR\x05types\x12\x18\n" +
+	"\aweights\x18\x06 \x03(\x05R\aweights\"f\n" +
 	"\rClaimResponse\x12*\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x16.jobwire.v1.ClaimedJobR\x04jobs\x12)\n" +
 	"\x05stops\x18\x02 \x03(\v2\x13.jobwire.v1.StopRunR\x05stops\"\xca\x01\n" +

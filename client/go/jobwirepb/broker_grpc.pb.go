@@ -163,9 +163,9 @@ type BrokerServiceClient interface {
 	// that did (best effort; else the slot frees when the lease expires).
 	// Jobs delivered on a stream keep their leases after the stream ends and may
 	// still be Acked / Failed with their tokens.
-	// Errors: INVALID_ARGUMENT (queues, max_in_flight, lease_ms, worker_id),
-	// UNAUTHENTICATED, PERMISSION_DENIED (the token may not claim from one of
-	// the queues) before the first message. RESOURCE_EXHAUSTED before the first
+	// Errors: INVALID_ARGUMENT (queues, max_in_flight, lease_ms, worker_id, types,
+	// weights), UNAUTHENTICATED, PERMISSION_DENIED (the token may not claim
+	// from one of the queues) before the first message. RESOURCE_EXHAUSTED before the first
 	// message when the broker already has --max_claim_streams streams open, or
 	// this client connection --max_claim_streams_per_peer (the message names
 	// the limit; retry with backoff, or on another replica). While Redis is
@@ -489,9 +489,9 @@ type BrokerServiceServer interface {
 	// that did (best effort; else the slot frees when the lease expires).
 	// Jobs delivered on a stream keep their leases after the stream ends and may
 	// still be Acked / Failed with their tokens.
-	// Errors: INVALID_ARGUMENT (queues, max_in_flight, lease_ms, worker_id),
-	// UNAUTHENTICATED, PERMISSION_DENIED (the token may not claim from one of
-	// the queues) before the first message. RESOURCE_EXHAUSTED before the first
+	// Errors: INVALID_ARGUMENT (queues, max_in_flight, lease_ms, worker_id, types,
+	// weights), UNAUTHENTICATED, PERMISSION_DENIED (the token may not claim
+	// from one of the queues) before the first message. RESOURCE_EXHAUSTED before the first
 	// message when the broker already has --max_claim_streams streams open, or
 	// this client connection --max_claim_streams_per_peer (the message names
 	// the limit; retry with backoff, or on another replica). While Redis is
