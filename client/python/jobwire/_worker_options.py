@@ -6,6 +6,7 @@ import os
 import socket
 
 from ._channel import resolve_addr
+from ._claim_weights import claim_weights
 
 
 def default_worker_id() -> str:
@@ -13,11 +14,13 @@ def default_worker_id() -> str:
 
 
 def init_settings(worker, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
-                  timeout) -> None:
+                  timeout, weights) -> None:
     """Checks the options and stores them on ``worker`` (``queues``,
     ``addr``, ``concurrency``, ``lease_ms`` (None: the broker's default),
-    ``worker_id``, ``grace``, ``on_outcome``, ``timeout``). Raises ValueError
-    for no queue or a concurrency below 1."""
+    ``worker_id``, ``grace``, ``on_outcome``, ``timeout``, ``weights``: the
+    Claim's, one per queue in the order of ``queues``, [] for strict order).
+    Raises ValueError for no queue, a concurrency below 1 or bad weights
+    (see _claim_weights.claim_weights)."""
     if isinstance(queues, str):
         queues = [queues]
     worker.queues = list(queues or [])
@@ -25,6 +28,7 @@ def init_settings(worker, addr, queues, concurrency, lease_ms, worker_id, grace,
         raise ValueError("Worker needs at least one queue")
     if int(concurrency) < 1:
         raise ValueError("concurrency must be >= 1")
+    worker.weights = claim_weights(worker.queues, weights)
     worker.addr = resolve_addr(addr)
     worker.concurrency = int(concurrency)
     worker.lease_ms = int(lease_ms) if lease_ms else None

@@ -190,7 +190,8 @@ async def _call_handler(fn: Callable, job: Job) -> Any:
 
 
 class Worker:
-    """asyncio worker; same constructor as ``jobwire.Worker``.
+    """asyncio worker; same constructor as ``jobwire.Worker`` (``weights``
+    included).
     ``await worker.run()`` until ``await worker.stop()`` (or a signal).
     ``async with Worker(...) as w:`` awaits ``w.stop()`` when the block ends.
     A handler raising SystemExit / KeyboardInterrupt stops the worker and
@@ -204,12 +205,13 @@ class Worker:
                  concurrency: int = 1, lease_ms: Optional[int] = None,
                  worker_id: Optional[str] = None, grace: float = 25.0,
                  on_outcome: Optional[Callable[[Outcome], Any]] = None, *,
+                 weights: Optional[Mapping[str, int]] = None,
                  timeout: float = DEFAULT_TIMEOUT, token: Optional[str] = None,
                  tls: bool = False, tls_root_ca: PemSource = None,
                  tls_client_cert: PemSource = None, tls_client_key: PemSource = None,
                  channel_options=None):
         init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
-                      timeout)
+                      timeout, weights)
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
         self._metadata = self._security.metadata
         self._channel_options = channel_options
@@ -375,7 +377,7 @@ class Worker:
                 return
             req = pb.ClaimRequest(queues=self.queues, max_in_flight=free,
                                   lease_ms=self.lease_ms or 0, worker_id=self.worker_id,
-                                  types=claim_types(self._handlers))
+                                  types=claim_types(self._handlers), weights=self.weights)
             delivered = False
             try:
                 self._call = self._stub.Claim(req, metadata=self._metadata)

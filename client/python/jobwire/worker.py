@@ -15,7 +15,7 @@ import logging
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -44,8 +44,14 @@ OutcomeHook = Callable[[Outcome], None]
 
 
 class Worker:
-    """Consumes jobs from ``queues`` (earlier first) with ``concurrency``
-    handlers running at once.
+    """Consumes jobs from ``queues`` (earlier first, unless ``weights``) with
+    ``concurrency`` handlers running at once.
+
+    ``weights`` (queue name -> an int 1..1000, for every queue of ``queues``
+    and no other) turns on weighted fair claiming: while several queues have
+    due jobs, the free slots are split between them in proportion to their
+    weights, a queue without due jobs leaving its share to the others. None
+    or empty (the default): strict order. A bad mapping raises ValueError.
 
     ``lease_ms`` defaults to the broker's default (30 s); ``worker_id`` to
     ``python-<host>-<pid>``; ``grace`` (seconds) bounds how long ``stop()``
@@ -92,6 +98,7 @@ class Worker:
         grace: float = 25.0,
         on_outcome: Optional[OutcomeHook] = None,
         *,
+        weights: Optional[Mapping[str, int]] = None,
         timeout: float = DEFAULT_TIMEOUT,
         token: Optional[str] = None,
         tls: bool = False,
@@ -101,7 +108,7 @@ class Worker:
         channel_options=None,
     ):
         init_settings(self, addr, queues, concurrency, lease_ms, worker_id, grace, on_outcome,
-                      timeout)
+                      timeout, weights)
         self._security = Security(token, tls, tls_root_ca, tls_client_cert, tls_client_key)
         self._metadata = self._security.metadata
 
@@ -314,7 +321,7 @@ class Worker:
                 free = self.concurrency - self._running
             req = pb.ClaimRequest(queues=self.queues, max_in_flight=free,
                                   lease_ms=self.lease_ms or 0, worker_id=self.worker_id,
-                                  types=claim_types(self._handlers))
+                                  types=claim_types(self._handlers), weights=self.weights)
             delivered = False
             try:
                 call = self._stub.Claim(req, metadata=self._metadata)
