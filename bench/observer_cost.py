@@ -3,9 +3,10 @@
 round, and the report docs/performance-observers.md.
 
   base       the broker of --base, the last commit before WaitJob and queue
-             events (built once into build/observer-base/ from a git worktree)
+             events (built once into build/variant-observer-base/ from a git
+             worktree: broker_builds.py)
   unchecked  the broker of HEAD with the scripts' events check removed (no
-             PUBSUB SHARDNUMSUB, no events ever; build/observer-unchecked/):
+             PUBSUB SHARDNUMSUB, no events ever; build/variant-observer-unchecked/):
              head against it is what the check costs a queue nobody watches
   head       this tree's broker (--broker), nobody waiting or subscribed
   elsewhere  this tree's broker with a subscriber (`jobwire watch`, every
@@ -32,7 +33,8 @@ import tempfile
 import time
 
 import side_by_side
-from side_by_side import BUILD, REPO
+from broker_builds import build_broker
+from side_by_side import BUILD
 
 DEFAULT_BASE = "bfc85cc"  # the parent of 794b8f3 (WaitJob and queue events)
 VARIANTS = ("base", "unchecked", "head", "elsewhere", "here")
@@ -44,36 +46,6 @@ CLI = os.path.join(BUILD, "cli", "jobwire")
 # publishes).
 EVENTS_CHECK = "  if redis.call('PUBSUB', 'SHARDNUMSUB', channel)[2] > 0 then"
 NO_EVENTS_CHECK = "  if false then  -- observer_cost.py: the events check removed"
-
-
-def build_broker(name, rev, unchecked=False):
-    """The broker binary of commit `rev`, built (once per commit) in
-    build/observer-<name>/ from a git worktree; with `unchecked`, with the
-    events check of lua/_lib.lua removed first."""
-    root = os.path.join(BUILD, f"observer-{name}")
-    src, build = os.path.join(root, "src"), os.path.join(root, "build")
-    want = subprocess.run(["git", "-C", REPO, "rev-parse", rev], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    if not os.path.isdir(src):
-        os.makedirs(root, exist_ok=True)
-        subprocess.run(["git", "-C", REPO, "worktree", "add", "--detach", src, want], check=True,
-                       stdout=subprocess.DEVNULL)
-    subprocess.run(["git", "-C", src, "checkout", "--force", "--detach", "-q", want], check=True)
-    if unchecked:
-        lib = os.path.join(src, "lua", "_lib.lua")
-        with open(lib) as f:
-            text = f.read()
-        if EVENTS_CHECK not in text:
-            raise SystemExit(f"{lib}: the events check line is not there any more: "
-                             f"update EVENTS_CHECK in {__file__}")
-        with open(lib, "w") as f:
-            f.write(text.replace(EVENTS_CHECK, NO_EVENTS_CHECK))
-    subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja",
-                    "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DJOBWIRE_BUILD_TESTS=OFF"],
-                   check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", build, "-j2", "--target", "jobwire-broker"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return os.path.join(build, "broker", "jobwire-broker"), want[:12]
 
 
 class Observers:
@@ -204,8 +176,9 @@ def main():
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
-    base_binary, base_rev = build_broker("base", args.base)
-    unchecked_binary, head_rev = build_broker("unchecked", "HEAD", unchecked=True)
+    base_binary, base_rev = build_broker("observer-base", args.base)
+    unchecked_binary, head_rev = build_broker(
+        "observer-unchecked", "HEAD", patches=[("lua/_lib.lua", EVENTS_CHECK, NO_EVENTS_CHECK)])
     brokers = {"base": base_binary, "unchecked": unchecked_binary, "head": args.broker,
                "elsewhere": args.broker, "here": args.broker}
     runs, failures = [], []

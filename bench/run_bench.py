@@ -367,6 +367,10 @@ def main():
               "What WaitJob and Subscribe cost a queue with and without waiters or subscribers "
               "is measured by `bench/observer_cost.py`: "
               "[performance-observers.md](performance-observers.md).",
+              "",
+              "What rate limits and max_active cost a queue, with and without them, is "
+              "measured by `bench/limits_cost.py`: "
+              "[performance-limits.md](performance-limits.md).",
               ""]
     if errors:
         lines += ["## Runs that failed", ""] + [f"- {k}: {v}" for k, v in errors.items()] + [""]

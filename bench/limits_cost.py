@@ -1,0 +1,175 @@
+"""What queue limits cost: jobwire's C++ side-by-side run (bench/README.md,
+"Side by side") against one queue set up five ways, alternating round by
+round, and the report docs/performance-limits.md.
+
+  unlimited  the broker of HEAD with the limits' read removed from claim.lua
+             (claim_ready reads only the paused flag: GET instead of its MGET
+             of paused, rate_limit and max_active; built into
+             build/variant-limits-unlimited/ by broker_builds.py): what head
+             would be if limits did not exist
+  head       this tree's broker, the queue without limits
+  rate-open  a rate limit that never binds (1,000,000 jobs/s, burst 1,000,000):
+             the token bucket read and written on every claim
+  max-open   max_active 1,000,000 (never binds): the active count read on
+             every claim
+  rate-bound a rate limit of --bound-rate jobs/s (burst the same) that binds:
+             jobs/s follows it, and the costs per job show what handing jobs
+             out in token-sized bites costs (streams woken by the queue timer
+             when tokens come back)
+
+The questions are issue 17's: does a queue without limits pay for their
+existence (head against unlimited: jobs/s, Redis commands and CPU per job),
+and what does a rate-limited queue cost per job?
+
+  .venv/bin/python bench/limits_cost.py --out docs/performance-limits.md
+"""
+
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+
+import side_by_side
+from broker_builds import build_broker
+from side_by_side import BUILD
+
+VARIANTS = ("unlimited", "head", "rate-open", "max-open", "rate-bound")
+CLI = os.path.join(BUILD, "cli", "jobwire")
+
+# claim_ready's one read of the paused flag and the limits (lua/_lib.lua),
+# and the read of the paused flag alone that the "unlimited" build makes.
+LIMITS_READ = "  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active)"
+PAUSED_READ = ("  local control = {redis.call('GET', K.paused), false, false}"
+               "  -- limits_cost.py: no limits")
+
+
+class QueueSetup:
+    """Sets the measured queue's limits for one variant once the worker and
+    the producer are ready (side_by_side.run_system's observers hook)."""
+
+    def __init__(self, variant, bound_rate):
+        self.variant = variant
+        self.bound_rate = bound_rate
+
+    def __call__(self, address):
+        flags = {
+            "rate-open": ["--rate-limit", "1000000/1000"],
+            "max-open": ["--max-active", "1000000"],
+            "rate-bound": ["--rate-limit", f"{self.bound_rate}/1000"],
+        }.get(self.variant)
+        if flags:
+            subprocess.run([CLI, "--addr", address, "create-queue", "bench"] + flags,
+                           check=True, stdout=subprocess.DEVNULL)
+        return []
+
+
+def fmt_range(values, digits=0):
+    return (f"{statistics.median(values):,.{digits}f} "
+            f"({min(values):,.{digits}f}-{max(values):,.{digits}f})")
+
+
+def report(args, rev, runs, failures):
+    lines = [
+        "# What queue limits cost",
+        "",
+        f"Written by `bench/limits_cost.py` on {datetime.date.today().isoformat()}:",
+        "",
+        "```sh",
+        f".venv/bin/python bench/limits_cost.py --rounds {args.rounds} --jobs {args.jobs} "
+        f"--bound-rate {args.bound_rate}" + (f" --out {args.out}" if args.out else ""),
+        "```",
+        "",
+        "jobwire's C++ side-by-side program (`build/bench/jobwire_side`: one producer process, "
+        f"EnqueueBatch of {args.chunk}, one worker process, {args.concurrency} jobs in flight, "
+        f"{args.jobs:,} jobs of 64 bytes per run; bench/README.md, \"Side by side\") against "
+        "a fresh redis-server and broker per run, the variants alternating round by round "
+        f"({args.rounds} rounds):",
+        "",
+        f"- **unlimited**: the broker of `{rev}` (HEAD) with claim.lua reading only the paused "
+        "flag (GET) where it reads the flag and both limits (MGET of paused, rate_limit, "
+        "max_active): what head would be if limits did not exist;",
+        "- **head**: this tree's broker, the queue without limits;",
+        "- **rate-open**: a rate limit of 1,000,000 jobs a second (burst the same), which "
+        "never binds: the token bucket read and written by every claim;",
+        "- **max-open**: max_active 1,000,000, which never binds: the active count read by "
+        "every claim (and the broker's wake-up announcement after each settle of a limited "
+        "queue);",
+        f"- **rate-bound**: a rate limit of {args.bound_rate:,} jobs a second (burst the same) "
+        "that binds.",
+        "",
+        "Medians with the range over the rounds; ratios are taken within a round, against "
+        "that round's unlimited run.",
+        "",
+        "| variant | jobs/s | / unlimited | Redis commands per job | Redis CPU us per job | "
+        "broker CPU us per job | broker switches per job |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_variant = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
+    base_by_round = {r["round"]: r for r in by_variant["unlimited"]}
+    for v in VARIANTS:
+        rs = by_variant[v]
+        if not rs:
+            lines.append(f"| {v} | not measured | | | | | |")
+            continue
+        ratios = [r["jobs_per_s"] / base_by_round[r["round"]]["jobs_per_s"]
+                  for r in rs if r["round"] in base_by_round]
+        lines.append(
+            f"| {v} | {fmt_range([r['jobs_per_s'] for r in rs])} | "
+            f"{fmt_range(ratios, 2) if ratios else '-'} | "
+            f"{fmt_range([r['redis_commands_per_job'] for r in rs], 3)} | "
+            f"{fmt_range([r['redis_cpu_us_per_job'] for r in rs], 1)} | "
+            f"{fmt_range([r['cpu_us_per_job']['broker'] for r in rs], 1)} | "
+            f"{fmt_range([r['broker_switches_per_job'] for r in rs], 2)} |")
+    lines += ["", "Per run (jobs/s, Redis commands per job):", ""]
+    for rnd in range(args.rounds):
+        cells = [f"{r['variant']} {r['jobs_per_s']:,.0f} / {r['redis_commands_per_job']:.3f}"
+                 for r in runs if r["round"] == rnd]
+        lines.append(f"- round {rnd + 1}: " + "; ".join(cells))
+    if failures:
+        lines += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=50_000)
+    parser.add_argument("--chunk", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--bound-rate", type=int, default=5000,
+                        help="rate-bound: the limit, jobs a second")
+    parser.add_argument("--broker", default=os.path.join(BUILD, "broker", "jobwire-broker"))
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+
+    unlimited, rev = build_broker("limits-unlimited", "HEAD",
+                                  patches=[("lua/_lib.lua", LIMITS_READ, PAUSED_READ)])
+    brokers = {v: args.broker for v in VARIANTS}
+    brokers["unlimited"] = unlimited
+    runs, failures = [], []
+    for rnd in range(args.rounds):
+        for variant in VARIANTS:
+            try:
+                r = side_by_side.run_system("jobwire-cpp", brokers[variant], args.jobs,
+                                            chunk=args.chunk, concurrency=args.concurrency,
+                                            observers=QueueSetup(variant, args.bound_rate))
+            except (RuntimeError, subprocess.CalledProcessError) as exc:
+                failures.append(f"round {rnd + 1} {variant}: {exc}")
+                continue
+            r.update(variant=variant, round=rnd)
+            runs.append(r)
+            print(f"round {rnd + 1} {variant}: {r['jobs_per_s']:,.0f} jobs/s, "
+                  f"{r['redis_commands_per_job']:.3f} Redis commands/job", flush=True)
+    text = report(args, rev, runs, failures)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    print(text)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
