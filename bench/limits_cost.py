@@ -45,6 +45,18 @@ PAUSED_READ = ("  local control = {redis.call('GET', K.paused), false, false}"
                "  -- limits_cost.py: no limits")
 
 
+EXPLAINED = (
+    "What the scripts do for it: claim.lua reads the paused flag and both limits with one "
+    "MGET, so a queue without limits makes the same commands as one in a broker without "
+    "them. A rate limit adds a GET and a SET of the token bucket per claim call, max_active "
+    "a ZCARD of the active set per claim call (and the broker announces each settle of a "
+    "limited queue's jobs, so that streams waiting on it wake); claims are batched, so that "
+    "is a fraction of a command per job. A rate limit that binds hands jobs out in the "
+    "token-sized bites the bucket allows, each claim call a Redis round trip with its fixed "
+    "commands for fewer jobs, and streams woken by the queue's timer when tokens come back: "
+    "what the rate-bound row costs more per job.")
+
+
 class QueueSetup:
     """Sets the measured queue's limits for one variant once the worker and
     the producer are ready (side_by_side.run_system's observers hook)."""
@@ -129,7 +141,7 @@ def report(args, rev, runs, failures):
         lines.append(f"- round {rnd + 1}: " + "; ".join(cells))
     if failures:
         lines += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
-    lines.append("")
+    lines += ["", EXPLAINED, ""]
     return "\n".join(lines)
 
 

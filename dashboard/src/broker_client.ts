@@ -21,6 +21,10 @@ export interface QueueStats {
   paused: boolean;
   oldest_due_age_ms: number;
   partitions: number;
+  /** Null without a rate limit. */
+  rate_limit: { count: number; interval_ms: number; burst: number } | null;
+  /** 0: no limit. */
+  max_active: number;
 }
 
 export type JobState = 'JOB_STATE_PENDING' | 'JOB_STATE_ACTIVE' | 'JOB_STATE_COMPLETED' | 'JOB_STATE_DEAD';

@@ -2,7 +2,7 @@
 // Html (src/html.ts escapes every value). No page holds a bearer token:
 // forms carry only the session's CSRF token.
 import { Job, JobState, QueueStats, ScheduleInfo } from './broker_client';
-import { showBytes, showDuration, showTime, ShownBytes } from './format';
+import { showBytes, showDuration, showLimits, showTime, ShownBytes } from './format';
 import { Html, html } from './html';
 import { sparkline } from './sparkline';
 import { Snapshot, StatsPoller } from './stats_poller';
@@ -132,6 +132,7 @@ ${actionForm(ctx, `${queueUrl(q)}/purge-dead`, `Purge dead jobs (${s.dead})`, {}
   );
   return layout(ctx, `Queue ${q}`, html`
 <p>${s.paused ? html`<span class="badge paused">paused</span> ` : ''}${s.pending_due} due, ${s.pending_scheduled} scheduled, ${s.active} active, ${s.completed} completed, ${s.dead} dead${s.pending_due > 0 ? html`; oldest due ${showDuration(s.oldest_due_age_ms)}` : ''}.</p>
+<p class="limits">Limits: ${showLimits(s.rate_limit, s.max_active)}.</p>
 ${actions}
 <section aria-labelledby="jl"><h2 id="jl">Jobs</h2>
 <nav aria-label="Job states" class="tabs">${tabs}</nav>

@@ -152,6 +152,19 @@ describe('open broker', () => {
     await page.close();
   });
 
+  test("a queue's page shows its rate limit and max_active, or that it has none", async () => {
+    await stubs.createQueue({ queue: 'limited', rate_limit: { count: 5, interval_ms: 1000, burst: 10 }, max_active: 3 });
+    await seed('limited', { due: 1 });
+    await seed('unlimited', { due: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/limited`);
+    assert.equal(await page.locator('main p.limits').innerText(),
+      'Limits: at most 5 jobs per 1 s (bursts of 10); at most 3 active jobs.');
+    await page.goto(`${dash.url}/queues/unlimited`);
+    assert.equal(await page.locator('main p.limits').innerText(), 'Limits: no rate limit; no limit on active jobs.');
+    await page.close();
+  });
+
   test('the keyboard alone reaches and presses the actions', async () => {
     await seed('keys', { due: 1 });
     const page = await browser.newPage();

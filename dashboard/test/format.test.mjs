@@ -2,7 +2,7 @@
 // JSON pretty-printed, anything else in hex, both cut with the rest counted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { showBytes, showDuration, showTime, MAX_SHOWN_BYTES } from '../dist/format.js';
+import { showBytes, showDuration, showLimits, showTime, MAX_SHOWN_BYTES } from '../dist/format.js';
 
 test('UTF-8 JSON is pretty-printed; other bytes are hex; nothing is empty', () => {
   assert.deepEqual(showBytes(Buffer.from('{"a":[1,2]}')), { kind: 'json', text: '{\n  "a": [\n    1,\n    2\n  ]\n}', omitted: 0 });
@@ -32,4 +32,15 @@ test('times and durations', () => {
   assert.equal(showDuration(3 * 60_000), '3 min');
   assert.equal(showDuration(5 * 3600_000), '5 h');
   assert.equal(showDuration(3 * 86400_000), '3 d');
+});
+
+test('showLimits states a rate exactly and says when there is no limit', () => {
+  const cases = [
+    [null, 0, 'no rate limit; no limit on active jobs'],
+    [{ count: 5, interval_ms: 1000, burst: 5 }, 0, 'at most 5 jobs per 1 s; no limit on active jobs'],
+    [{ count: 1, interval_ms: 250, burst: 1 }, 0, 'at most 1 job per 250 ms; no limit on active jobs'],
+    [{ count: 5, interval_ms: 1500, burst: 10 }, 3, 'at most 5 jobs per 1500 ms (bursts of 10); at most 3 active jobs'],
+    [{ count: 100, interval_ms: 60000, burst: 0 }, 1, 'at most 100 jobs per 60 s; at most 1 active job'],
+  ];
+  for (const [rate, max, want] of cases) assert.equal(showLimits(rate, max), want);
 });

@@ -85,6 +85,7 @@ export function brokerStubs(address, token) {
     stats: async (queue) => (await call('admin', 'GetQueueStats', { queue })).stats,
     getJob: async (queue, job_id) => (await call('broker', 'GetJob', { queue, job_id })).job,
     resume: (queue) => call('admin', 'ResumeQueue', { queue }),
+    createQueue: (request) => call('admin', 'CreateQueue', request),
     close: () => { clients.admin.close(); clients.broker.close(); },
   };
 }
