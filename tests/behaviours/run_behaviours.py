@@ -424,7 +424,7 @@ def deadline_judge(b, w, state):
 # TURNED_AWAY_TIMES runs of a job of max_attempts 2 (two counted runs would
 # make it DEAD) and an hour of backoff. Each run logs `run <job_id> <attempt>
 # <lang> <n> <unix_ms>`: n counted by the handler itself in process memory,
-# keyed by job id, since job.attempt does not advance.
+# keyed by queue and job id, since job.attempt does not advance.
 TURNED_AWAY_TIMES, TURNED_AWAY_DELAY_MS = 2, 300
 # Slack for the broker's and the handlers' clocks being read in whole ms.
 CLOCK_SLACK_MS = 5
@@ -452,6 +452,9 @@ def turned_away_judge(b, w, state):
     check(len(starts) == runs and all(r[2] == "1" for r in starts),
           f"start lines {[' '.join(r) for r in starts]}; want {runs}, each of attempt 1")
     run_lines = [r for r in lines if r[0] == "run"]
+    check(all(len(r) == 6 and r[2] == "1" and r[5].isdigit() for r in run_lines),
+          f"run lines {[' '.join(r) for r in run_lines]}, want `run <job_id> 1 <lang> <n> "
+          f"<unix_ms>` each")
     check([r[4] for r in run_lines] == [str(n) for n in range(1, runs + 1)],
           f"the handler counted its runs {[r[4] for r in run_lines]}, want 1..{runs}")
     outcomes = [" ".join([r[0]] + r[4:]) for r in lines if r[0].startswith(("ack_", "fail_"))]
@@ -515,11 +518,12 @@ def fair_workers(process, b, workers, states):
     finally:
         statuses = {lang: w.stop(timeout=10) for lang, w in extra.items()}
     for lang in list(states):
-        states[lang] = (states[lang], extra[lang], statuses[lang])
+        states[lang] = (states[lang], extra.get(lang), statuses.get(lang))
 
 
 def fair_judge(b, w, state):
     jobs, extra, status = state
+    check(extra is not None, "the extra worker was not started")
     lines = extra.all_lines()
     acked = sum(1 for r in lines if r[0] == "ack_ok")
     check(acked >= FAIR_FIRST, f"{acked} jobs acked in {FAIR_TIMEOUT_S} s, want {FAIR_FIRST}")
