@@ -6,7 +6,8 @@ Starts a real redis-server and the real broker (--default_lease_ms=3000; W8
 kills it and starts it again on the same port), and
 one interop worker program per language (tests/interop/<lang>/worker, its
 "behaviour" handler: tests/interop/README.md), each alone on a queue of its
-own with no lease of its own (the broker default). For each behaviour it
+own with no lease of its own (the broker default); W12 starts a second one
+per language on two weighted queues of its own, and stops it again. For each behaviour it
 enqueues the same jobs for every language, then judges each language from
 what its worker logged and from GetJob, never from what the broker says
 about itself alone. Prints the table behaviour x language and exits 1 when a
@@ -54,16 +55,23 @@ def check(condition, message):
 
 
 class Worker:
-    """One language's interop worker process and its log."""
+    """One language's interop worker process and its log. `name` tells an
+    extra worker of the language (W12) from the main one: its log and its
+    queues are its own; `weights` (queue -> weight) go to INTEROP_WEIGHTS."""
 
-    def __init__(self, lang, workdir, env):
+    def __init__(self, lang, workdir, env, name="", queues=None, weights=None):
         self.lang = lang
-        self.queue = f"behaviours-{lang}"
-        self.log = os.path.join(workdir, f"{lang}.log")
-        self.stderr_path = os.path.join(workdir, f"{lang}.stderr")
+        base = f"{lang}-{name}" if name else lang
+        self.queue = f"behaviours-{base}"
+        self.log = os.path.join(workdir, f"{base}.log")
+        self.stderr_path = os.path.join(workdir, f"{base}.stderr")
         self.env = dict(env, INTEROP_LANG=lang, INTEROP_LOG=self.log,
                         INTEROP_QUEUE=self.queue, INTEROP_CONCURRENCY="4",
                         INTEROP_LEASE_MS="0")
+        if queues:
+            self.env["INTEROP_QUEUES"] = ",".join(queues)
+        if weights:
+            self.env["INTEROP_WEIGHTS"] = ",".join(str(weights[q]) for q in queues)
         self.proc = None
         self.start()
 
@@ -72,14 +80,18 @@ class Worker:
         self.proc = subprocess.Popen([os.path.join(INTEROP, self.lang, "worker")],
                                      env=self.env, stdout=self.stderr, stderr=subprocess.STDOUT)
 
-    def lines(self, job_id):
-        """The log lines of `job_id`, each split into fields."""
+    def all_lines(self):
+        """Every log line, each split into fields."""
         try:
             with open(self.log) as f:
                 rows = [line.split() for line in f]
         except FileNotFoundError:
             return []
-        return [r for r in rows if len(r) >= 4 and r[1] == job_id]
+        return [r for r in rows if len(r) >= 4]
+
+    def lines(self, job_id):
+        """The log lines of `job_id`, each split into fields."""
+        return [r for r in self.all_lines() if r[1] == job_id]
 
     def wait_line(self, job_id, kind, timeout, count=1):
         """The `count`-th line of `kind` for the job; Failed after `timeout`."""
@@ -154,6 +166,20 @@ class Broker:
         request = pb.EnqueueRequest(queue=queue, type=type_,
                                     payload=json.dumps(payload or {}).encode(), **options)
         return self.stub.Enqueue(request, timeout=10).job_id
+
+    def enqueue_many(self, queue, count, payload, type_="behaviour", **options):
+        """`count` identical jobs (EnqueueBatch, 1,000 a call): their ids."""
+        ids = []
+        data = json.dumps(payload).encode()
+        while len(ids) < count:
+            n = min(1000, count - len(ids))
+            response = self.stub.EnqueueBatch(pb.EnqueueBatchRequest(jobs=[
+                pb.EnqueueRequest(queue=queue, type=type_, payload=data, **options)
+                for _ in range(n)]), timeout=10)
+            for r in response.results:
+                check(r.code == 0 and r.job_id, f"EnqueueBatch: code {r.code} {r.message}")
+                ids.append(r.job_id)
+        return ids
 
     def job(self, queue, job_id):
         return self.stub.GetJob(pb.GetJobRequest(queue=queue, job_id=job_id), timeout=10,
@@ -394,6 +420,126 @@ def deadline_judge(b, w, state):
           f"error {job.error!r}; want COMPLETED on attempt 2")
 
 
+# W11: a handler turned away (retry-after with keep_attempt) on its first
+# TURNED_AWAY_TIMES runs of a job of max_attempts 2 (two counted runs would
+# make it DEAD) and an hour of backoff. Each run logs `run <job_id> <attempt>
+# <lang> <n> <unix_ms>`: n counted by the handler itself in process memory,
+# keyed by queue and job id, since job.attempt does not advance.
+TURNED_AWAY_TIMES, TURNED_AWAY_DELAY_MS = 2, 300
+# Slack for the broker's and the handlers' clocks being read in whole ms.
+CLOCK_SLACK_MS = 5
+
+
+def turned_away_start(b, w):
+    return (b.enqueue(w.queue, {"scenario": "turned_away", "times": TURNED_AWAY_TIMES,
+                                "delay_ms": TURNED_AWAY_DELAY_MS},
+                      max_attempts=2, backoff_base_ms=3600000, backoff_max_ms=3600000),
+            time.time())
+
+
+def turned_away_judge(b, w, state):
+    job_id, enqueued = state
+    runs = TURNED_AWAY_TIMES + 1
+    job = b.wait_state(w.queue, job_id, (COMPLETED, DEAD), 10)
+    took = time.time() - enqueued
+    check(job.state == COMPLETED and job.attempts == 1,
+          f"{pb.JobState.Name(job.state)} after {job.attempts} attempt(s) of "
+          f"{job.max_attempts}, error {job.error!r}; want COMPLETED on attempt 1")
+    check(job.attempts < job.max_attempts, f"max_attempts {job.max_attempts} exhausted")
+    w.wait_line(job_id, "ack_ok", 5)
+    lines = w.lines(job_id)
+    starts = [r for r in lines if r[0] == "start"]
+    check(len(starts) == runs and all(r[2] == "1" for r in starts),
+          f"start lines {[' '.join(r) for r in starts]}; want {runs}, each of attempt 1")
+    run_lines = [r for r in lines if r[0] == "run"]
+    check(all(len(r) == 6 and r[2] == "1" and r[5].isdigit() for r in run_lines),
+          f"run lines {[' '.join(r) for r in run_lines]}, want `run <job_id> 1 <lang> <n> "
+          f"<unix_ms>` each")
+    check([r[4] for r in run_lines] == [str(n) for n in range(1, runs + 1)],
+          f"the handler counted its runs {[r[4] for r in run_lines]}, want 1..{runs}")
+    outcomes = [" ".join([r[0]] + r[4:]) for r in lines if r[0].startswith(("ack_", "fail_"))]
+    want = ["fail_ok RETRY_SCHEDULED"] * TURNED_AWAY_TIMES + ["ack_ok"]
+    check(outcomes == want, f"outcomes {outcomes}, want {want}")
+    check(json.loads(job.result).get("runs") == runs,
+          f"result {job.result!r}, want runs {runs}")
+    stamps = [int(r[5]) for r in run_lines]
+    gaps = [later - earlier for earlier, later in zip(stamps, stamps[1:])]
+    check(all(g >= TURNED_AWAY_DELAY_MS - CLOCK_SLACK_MS for g in gaps),
+          f"runs {gaps} ms apart, want at least {TURNED_AWAY_DELAY_MS} ms")
+    check(took >= TURNED_AWAY_TIMES * TURNED_AWAY_DELAY_MS / 1000.0,
+          f"completed {took:.2f} s after enqueue, before {TURNED_AWAY_TIMES} delays")
+
+
+# W12: one extra worker per language (concurrency 4) on two queues of its
+# own, heavy and light with weights 3 and 1, both holding more due jobs than
+# it runs before it is stopped: among the first FAIR_FIRST jobs it started,
+# heavy has about three quarters.
+FAIR_WEIGHTS = {"heavy": 3, "light": 1}
+FAIR_JOBS = {"heavy": 400, "light": 200}
+FAIR_FIRST = 300
+FAIR_WANT, FAIR_SLACK = 225, 30   # 300 * 3 / 4
+FAIR_TIMEOUT_S = 25
+
+
+def fair_start(b, w):
+    """Enqueues the jobs before the extra worker starts (act), so that its
+    first Claim finds both queues busy: the set of (queue, job id). Job ids
+    are per queue, so heavy and light share them: the behaviour handler's
+    `start` line names the job's queue."""
+    jobs = set()
+    for kind, count in FAIR_JOBS.items():
+        queue = f"{w.queue}-{kind}"
+        for job_id in b.enqueue_many(queue, count, {"scenario": "sleep", "sleep_ms": 0},
+                                     max_attempts=1):
+            jobs.add((queue, job_id))
+    return jobs
+
+
+def fair_workers(process, b, workers, states):
+    """Starts the extra workers, waits until each logged FAIR_FIRST ack_ok
+    lines (or FAIR_TIMEOUT_S), stops them (SIGTERM), and hands each judge
+    (its jobs, the extra worker, its exit status)."""
+    extra = {}
+    try:
+        for lang in states:
+            w = workers[lang]
+            queues = [f"{w.queue}-{kind}" for kind in FAIR_WEIGHTS]
+            extra[lang] = Worker(lang, os.path.dirname(w.log), w.env, name="fair",
+                                 queues=queues,
+                                 weights={f"{w.queue}-{k}": v for k, v in FAIR_WEIGHTS.items()})
+        deadline = time.time() + FAIR_TIMEOUT_S
+        waiting = set(extra)
+        while waiting and time.time() < deadline:
+            for lang in list(waiting):
+                acked = sum(1 for r in extra[lang].all_lines() if r[0] == "ack_ok")
+                if acked >= FAIR_FIRST or extra[lang].proc.poll() is not None:
+                    waiting.discard(lang)
+            time.sleep(0.1)
+    finally:
+        statuses = {lang: w.stop(timeout=10) for lang, w in extra.items()}
+    for lang in list(states):
+        states[lang] = (states[lang], extra.get(lang), statuses.get(lang))
+
+
+def fair_judge(b, w, state):
+    jobs, extra, status = state
+    check(extra is not None, "the extra worker was not started")
+    lines = extra.all_lines()
+    acked = sum(1 for r in lines if r[0] == "ack_ok")
+    check(acked >= FAIR_FIRST, f"{acked} jobs acked in {FAIR_TIMEOUT_S} s, want {FAIR_FIRST}")
+    starts = [(r[4], r[1]) for r in lines if r[0] == "start" and len(r) >= 5]
+    check(len(starts) == sum(1 for r in lines if r[0] == "start"),
+          "a start line without the job's queue")
+    unknown = [s for s in starts if s not in jobs]
+    check(not unknown, f"the worker ran jobs it was not given: {unknown[:3]}")
+    check(len(set(starts)) == len(starts), "a job started twice")
+    heavy = sum(1 for queue, _ in starts[:FAIR_FIRST] if queue == f"{w.queue}-heavy")
+    check(abs(heavy - FAIR_WANT) <= FAIR_SLACK,
+          f"{heavy} of the first {FAIR_FIRST} jobs started from heavy (weight 3 of 4), "
+          f"want {FAIR_WANT} +- {FAIR_SLACK}")
+    check(status == 0, f"the extra worker exited with status {status} on SIGTERM")
+
+
 # (number, name, start, act, judge), in the order of docs/clients.md.
 BEHAVIOURS = [
     ("W1", "lease length from the broker", lease_start, None, lease_judge),
@@ -407,6 +553,8 @@ BEHAVIOURS = [
     ("W9", "reconnect after a broker restart", reconnect_start, None, reconnect_judge),
     ("W10", "a call never answered ends at its deadline", deadline_start, broker_freeze,
      deadline_judge),
+    ("W11", "retry after without an attempt", turned_away_start, None, turned_away_judge),
+    ("W12", "weighted fair claiming", fair_start, fair_workers, fair_judge),
 ]
 
 

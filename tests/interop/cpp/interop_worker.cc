@@ -10,13 +10,17 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/cpp/worker.h"
 
@@ -44,10 +48,54 @@ class LineLog {
   int fd_;
 };
 
+// Scenario turned_away: how many times this process ran each job (by queue
+// and job id). Runs turned away with keep_attempt do not advance
+// job.attempt, so the handler counts them itself, in memory.
+class RunCounter {
+ public:
+  int Next(const std::string& queue, const std::string& job_id) {
+    std::lock_guard lock(mutex_);
+    return ++runs_[{queue, job_id}];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, int> runs_;
+};
+
+// The queues to consume (INTEROP_QUEUES, comma-separated, else the one
+// INTEROP_QUEUE) and their weights (INTEROP_WEIGHTS, comma-separated ints in
+// the order of the queues; unset or empty: none, strict order). False, with
+// the reason in `error`, for weights that do not match the queues.
+bool QueuesAndWeights(std::vector<std::string>& queues, std::map<std::string, int>& weights,
+                      std::string& error) {
+  const std::string names = Env("INTEROP_QUEUES");
+  queues = names.empty() ? std::vector<std::string>{Env("INTEROP_QUEUE", "interop")}
+                         : std::vector<std::string>(absl::StrSplit(names, ','));
+  const std::string text = Env("INTEROP_WEIGHTS");
+  if (text.empty()) return true;
+  std::vector<std::string> values = absl::StrSplit(text, ',');
+  if (values.size() != queues.size()) {
+    error = absl::StrCat("INTEROP_WEIGHTS has ", values.size(), " weights for ", queues.size(),
+                         " queues");
+    return false;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    int weight = 0;
+    if (!absl::SimpleAtoi(values[i], &weight)) {
+      error = absl::StrCat("INTEROP_WEIGHTS=", text, ": not an int: ", values[i]);
+      return false;
+    }
+    weights[queues[i]] = weight;
+  }
+  return true;
+}
+
 // The "behaviour" handler (tests/interop/README.md, "The behaviour handler"):
 // payload {"scenario": string, ...}; `start` is logged by the caller.
 absl::StatusOr<std::string> RunBehaviour(const jobwire::client::Job& job,
-                                         const std::string& lang, LineLog& log) {
+                                         const std::string& lang, LineLog& log,
+                                         RunCounter& runs) {
   nlohmann::json payload = job.Json();
   const std::string scenario = payload.value("scenario", "");
   if (scenario == "lease_ms") {
@@ -69,6 +117,17 @@ absl::StatusOr<std::string> RunBehaviour(const jobwire::client::Job& job,
           absl::Milliseconds(payload.value("delay_ms", int64_t{0})));
     }
     return nlohmann::json{{"lang", lang}}.dump();
+  }
+  if (scenario == "turned_away") {
+    const int run = runs.Next(job.queue, job.id);
+    log.Write(absl::StrCat("run ", job.id, " ", job.attempt, " ", lang, " ", run, " ",
+                           absl::ToUnixMillis(absl::Now())));
+    if (run <= payload.value("times", 0)) {
+      return jobwire::client::RetryAfter(
+          absl::UnavailableError("turned away"),
+          absl::Milliseconds(payload.value("delay_ms", int64_t{0})), /*keep_attempt=*/true);
+    }
+    return nlohmann::json{{"lang", lang}, {"runs", run}}.dump();
   }
   if (scenario == "non_retryable") {
     return jobwire::client::NonRetryable(absl::InvalidArgumentError("bad input"));
@@ -119,7 +178,10 @@ int main() {
 
   jobwire::client::WorkerOptions options;
   options.address = Env("JOBWIRE_ADDR");
-  options.queues = {Env("INTEROP_QUEUE", "interop")};
+  if (std::string error; !QueuesAndWeights(options.queues, options.weights, error)) {
+    std::cerr << error << "\n";
+    return 2;
+  }
   options.concurrency = concurrency;
   options.lease_ms = lease_ms;
   options.worker_id = absl::StrCat(lang, "-", getpid());
@@ -130,6 +192,7 @@ int main() {
                            outcome.detail.empty() ? "" : " ", outcome.detail));
   };
   jobwire::client::Worker worker(options);
+  RunCounter runs;
   worker.Register("interop", [&](const Job& job) -> absl::StatusOr<std::string> {
     log.Write(absl::StrCat("start ", job.id, " ", job.attempt, " ", lang));
     // The C++ client propagates trace headers only (no OpenTelemetry in
@@ -159,8 +222,8 @@ int main() {
     return nlohmann::json{{"n", payload["n"]}, {"lang", lang}}.dump();
   });
   worker.Register("behaviour", [&](const Job& job) -> absl::StatusOr<std::string> {
-    log.Write(absl::StrCat("start ", job.id, " ", job.attempt, " ", lang));
-    return RunBehaviour(job, lang, log);
+    log.Write(absl::StrCat("start ", job.id, " ", job.attempt, " ", lang, " ", job.queue));
+    return RunBehaviour(job, lang, log, runs);
   });
 
   std::thread signal_thread([&] {

@@ -40,6 +40,7 @@ type behaviourPayload struct {
 	Count    int    `json:"count"`
 	DelayMs  int    `json:"delay_ms"`
 	WaitMs   int    `json:"wait_ms"`
+	Times    int    `json:"times"`
 }
 
 type result struct {
@@ -80,16 +81,51 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+// queuesAndWeights reads the queues to consume (INTEROP_QUEUES,
+// comma-separated, else the one INTEROP_QUEUE) and their weights
+// (INTEROP_WEIGHTS, comma-separated ints in the order of the queues; unset or
+// empty: nil, strict order).
+func queuesAndWeights() ([]string, map[string]int, error) {
+	var queues []string
+	if names := os.Getenv("INTEROP_QUEUES"); names != "" {
+		queues = strings.Split(names, ",")
+	} else if q := os.Getenv("INTEROP_QUEUE"); q != "" {
+		queues = []string{q}
+	} else {
+		return nil, nil, errors.New("INTEROP_QUEUES or INTEROP_QUEUE must be set")
+	}
+	text := os.Getenv("INTEROP_WEIGHTS")
+	if text == "" {
+		return queues, nil, nil
+	}
+	values := strings.Split(text, ",")
+	if len(values) != len(queues) {
+		return nil, nil, fmt.Errorf("INTEROP_WEIGHTS has %d weights for %d queues", len(values), len(queues))
+	}
+	weights := make(map[string]int, len(queues))
+	for i, v := range values {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("INTEROP_WEIGHTS=%q: %w", text, err)
+		}
+		weights[queues[i]] = n
+	}
+	return queues, weights, nil
+}
+
 func run() error {
 	addr := os.Getenv("JOBWIRE_ADDR")
-	queue := os.Getenv("INTEROP_QUEUE")
 	logPath := os.Getenv("INTEROP_LOG")
 	lang := os.Getenv("INTEROP_LANG")
 	if lang == "" {
 		lang = "go"
 	}
-	if addr == "" || queue == "" || logPath == "" {
-		return errors.New("JOBWIRE_ADDR, INTEROP_QUEUE and INTEROP_LOG must be set")
+	if addr == "" || logPath == "" {
+		return errors.New("JOBWIRE_ADDR and INTEROP_LOG must be set")
+	}
+	queues, weights, err := queuesAndWeights()
+	if err != nil {
+		return err
 	}
 	concurrency, err := envInt("INTEROP_CONCURRENCY", 4)
 	if err != nil {
@@ -107,8 +143,9 @@ func run() error {
 	log := &lineLog{f: f}
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("prog", "go-worker")
-	w, err := jobwire.NewWorker(addr, []string{queue},
+	w, err := jobwire.NewWorker(addr, queues,
 		jobwire.WithConcurrency(concurrency),
+		jobwire.WithWeights(weights), // nil: strict order
 		jobwire.WithLease(time.Duration(leaseMs)*time.Millisecond),
 		jobwire.WithWorkerID(fmt.Sprintf("%s-interop-%d", lang, os.Getpid())),
 		jobwire.WithLogger(logger),
@@ -164,10 +201,14 @@ func run() error {
 		}
 		return result{N: p.N, Lang: lang}, nil
 	})
+	// Scenario turned_away: how many times this process ran each job (by
+	// queue and job id). Runs turned away with KeepAttempt do not advance
+	// job.Attempt, so the handler counts them itself, in memory.
+	runs := &runCounter{n: map[[2]string]int{}}
 	w.Handle("behaviour", func(ctx context.Context, job *jobwire.Job) (any, error) {
-		return behaviour(ctx, job, log, lang)
+		return behaviour(ctx, job, log, lang, runs)
 	})
-	logger.Info("interop worker starting", "addr", addr, "queue", queue,
+	logger.Info("interop worker starting", "addr", addr, "queues", queues, "weights", weights,
 		"concurrency", concurrency, "lease_ms", leaseMs)
 	// Returns after SIGTERM / SIGINT, once running handlers are acked.
 	return w.RunUntilSignal()
@@ -186,10 +227,25 @@ func logSpan(ctx context.Context, job *jobwire.Job, log *lineLog, lang string) {
 	log.line("span", job.ID, job.Attempt, lang, traceID, parentID)
 }
 
+// runCounter counts the runs of each job (queue, job id) in this process.
+type runCounter struct {
+	mu sync.Mutex
+	n  map[[2]string]int
+}
+
+func (c *runCounter) next(queue, jobID string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := [2]string{queue, jobID}
+	c.n[key]++
+	return c.n[key]
+}
+
 // behaviour is the "behaviour" handler (README.md, "The behaviour handler"):
 // one scenario per job, for tests/behaviours/run_behaviours.py.
-func behaviour(ctx context.Context, job *jobwire.Job, log *lineLog, lang string) (any, error) {
-	log.line("start", job.ID, job.Attempt, lang)
+func behaviour(ctx context.Context, job *jobwire.Job, log *lineLog, lang string,
+	runs *runCounter) (any, error) {
+	log.line("start", job.ID, job.Attempt, lang, job.Queue)
 	var p behaviourPayload
 	if err := job.JSON(&p); err != nil {
 		return nil, jobwire.NonRetryable(err)
@@ -206,6 +262,14 @@ func behaviour(ctx context.Context, job *jobwire.Job, log *lineLog, lang string)
 				time.Duration(p.DelayMs)*time.Millisecond)
 		}
 		return map[string]any{"lang": lang}, nil
+	case "turned_away":
+		run := runs.next(job.Queue, job.ID)
+		log.line("run", job.ID, job.Attempt, lang, run, time.Now().UnixMilli())
+		if run <= p.Times {
+			return nil, jobwire.RetryAfter(errors.New("turned away"),
+				time.Duration(p.DelayMs)*time.Millisecond, jobwire.KeepAttempt())
+		}
+		return map[string]any{"lang": lang, "runs": run}, nil
 	case "non_retryable":
 		return nil, jobwire.NonRetryable(errors.New("bad input"))
 	case "wait_lease_lost":

@@ -26,7 +26,19 @@ function env(name) {
 }
 
 const address = env('JOBWIRE_ADDR');
-const queue = env('INTEROP_QUEUE');
+// The queues to consume (INTEROP_QUEUES, comma-separated, else the one
+// INTEROP_QUEUE) and their weights (INTEROP_WEIGHTS, comma-separated ints in
+// the order of the queues; unset or empty: none, strict order).
+const queues = process.env.INTEROP_QUEUES ? process.env.INTEROP_QUEUES.split(',') : [env('INTEROP_QUEUE')];
+let weights;
+if (process.env.INTEROP_WEIGHTS) {
+  const values = process.env.INTEROP_WEIGHTS.split(',').map(Number);
+  if (values.length !== queues.length) {
+    process.stderr.write(`interop node worker: INTEROP_WEIGHTS has ${values.length} weights for ${queues.length} queues\n`);
+    process.exit(2);
+  }
+  weights = Object.fromEntries(queues.map((q, i) => [q, values[i]]));
+}
 const concurrency = Number(env('INTEROP_CONCURRENCY'));
 const leaseMs = Number(env('INTEROP_LEASE_MS'));
 const lang = process.env.INTEROP_LANG || 'node';
@@ -47,7 +59,8 @@ const tracerProvider = new BasicTracerProvider();
 
 const worker = new Worker({
   address,
-  queues: [queue],
+  queues,
+  weights, // undefined: strict order
   concurrency,
   leaseMs,
   workerId: `${lang}-interop-${process.pid}`,
@@ -113,8 +126,13 @@ function waitLeaseLost(job, waitMs) {
   });
 }
 
+// Scenario turned_away: how many times this process ran each job (by queue
+// and job id). Runs turned away with keepAttempt do not advance job.attempt,
+// so the handler counts them itself, in memory.
+const runs = new Map();
+
 worker.register('behaviour', async (job) => {
-  logLine(`start ${job.id} ${job.attempt} ${lang}`);
+  logLine(`start ${job.id} ${job.attempt} ${lang} ${job.queue}`);
   const p = job.json();
   switch (p.scenario) {
     case 'lease_ms':
@@ -125,6 +143,14 @@ worker.register('behaviour', async (job) => {
     case 'retry_after':
       if (job.attempt === 1) throw new RetryAfterError('retry later', p.delay_ms);
       return { lang };
+    case 'turned_away': {
+      const key = `${job.queue} ${job.id}`;
+      const run = (runs.get(key) ?? 0) + 1;
+      runs.set(key, run);
+      logLine(`run ${job.id} ${job.attempt} ${lang} ${run} ${Date.now()}`);
+      if (run <= p.times) throw new RetryAfterError('turned away', p.delay_ms, { keepAttempt: true });
+      return { lang, runs: run };
+    }
     case 'non_retryable':
       throw new NonRetryableError('bad input');
     case 'wait_lease_lost': {

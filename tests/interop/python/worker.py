@@ -15,11 +15,29 @@ from jobwire import NonRetryableError, RetryAfter, Worker
 from jobwire.tracing import tracing_middleware
 
 ADDR = os.environ["JOBWIRE_ADDR"]
-QUEUE = os.environ["INTEROP_QUEUE"]
 CONCURRENCY = int(os.environ.get("INTEROP_CONCURRENCY", "4"))
 LEASE_MS = int(os.environ.get("INTEROP_LEASE_MS", "0")) or None
 LOG_PATH = os.environ["INTEROP_LOG"]
 LANG = os.environ.get("INTEROP_LANG", "python")
+
+
+def queues_and_weights():
+    """The queues to consume (INTEROP_QUEUES, comma-separated, else the one
+    INTEROP_QUEUE) and their weights (INTEROP_WEIGHTS, comma-separated ints
+    in the order of the queues; unset or empty: None, strict order)."""
+    names = os.environ.get("INTEROP_QUEUES", "")
+    queues = names.split(",") if names else [os.environ["INTEROP_QUEUE"]]
+    text = os.environ.get("INTEROP_WEIGHTS", "")
+    if not text:
+        return queues, None
+    weights = [int(w) for w in text.split(",")]
+    if len(weights) != len(queues):
+        raise SystemExit("INTEROP_WEIGHTS has %d weights for %d queues"
+                         % (len(weights), len(queues)))
+    return queues, dict(zip(queues, weights))
+
+
+QUEUES, WEIGHTS = queues_and_weights()
 
 _fd = os.open(LOG_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 _lock = threading.Lock()
@@ -66,10 +84,24 @@ def handle(job):
     return {"n": p.get("n"), "lang": LANG}
 
 
+# Scenario turned_away: how many times this process ran each job (by queue
+# and job id). Runs turned away with keep_attempt do not advance job.attempt,
+# so the handler counts them itself, in memory.
+_runs = {}
+_runs_lock = threading.Lock()
+
+
+def count_run(job) -> int:
+    key = (job.queue, job.id)
+    with _runs_lock:
+        _runs[key] = _runs.get(key, 0) + 1
+        return _runs[key]
+
+
 def handle_behaviour(job):
     """The "behaviour" handler (README.md, "The behaviour handler"): one
     scenario per job, for tests/behaviours/run_behaviours.py."""
-    log_line("start", job.id, job.attempt, LANG)
+    log_line("start", job.id, job.attempt, LANG, job.queue)
     p = job.json()
     scenario = p.get("scenario")
     if scenario == "lease_ms":
@@ -81,6 +113,12 @@ def handle_behaviour(job):
         if job.attempt == 1:
             raise RetryAfter(p["delay_ms"] / 1000.0, "retry later")
         return {"lang": LANG}
+    if scenario == "turned_away":
+        run = count_run(job)
+        log_line("run", job.id, job.attempt, LANG, run, time.time_ns() // 1000000)
+        if run <= p["times"]:
+            raise RetryAfter(p["delay_ms"] / 1000.0, "turned away", keep_attempt=True)
+        return {"lang": LANG, "runs": run}
     if scenario == "non_retryable":
         raise NonRetryableError("bad input")
     if scenario == "wait_lease_lost":
@@ -109,7 +147,7 @@ def on_outcome(o) -> None:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s python-worker %(levelname)s %(message)s")
-    w = Worker(ADDR, [QUEUE], concurrency=CONCURRENCY, lease_ms=LEASE_MS,
+    w = Worker(ADDR, QUEUES, concurrency=CONCURRENCY, lease_ms=LEASE_MS, weights=WEIGHTS,
                worker_id="%s-interop-%d" % (LANG, os.getpid()), on_outcome=on_outcome)
     w.use(tracing_middleware(tracer_provider=TracerProvider()))
     w.register("interop", handle)
