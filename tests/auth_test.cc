@@ -3,6 +3,7 @@
 // touch gets PERMISSION_DENIED naming the queue and the permission, never
 // the token; health checks need no token.
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <memory>
@@ -22,6 +23,7 @@ namespace {
 constexpr char kProducerToken[] = "producer-token-6f1c2d";
 constexpr char kWorkerToken[] = "worker-token-a93b77";
 constexpr char kOpsToken[] = "ops-token-55e0c4";
+constexpr char kBillingOpsToken[] = "billing-ops-token-0d41e9";
 
 std::string TokenEntry(const std::string& name, const std::string& token,
                        const std::string& permissions) {
@@ -46,6 +48,8 @@ class AuthTest : public ::testing::Test {
         << ",\n"
         << TokenEntry("ops", kOpsToken,
                       R"(, "enqueue": ["*"], "claim": ["*"], "admin": ["*"])")
+        << ",\n"
+        << TokenEntry("billing-ops", kBillingOpsToken, R"(, "admin": ["billing.*"])")
         << "\n]}\n";
     redis_ = std::make_unique<RedisServer>();
     JW_ASSERT_OK(redis_->Start());
@@ -165,6 +169,41 @@ TEST_F(AuthTest, AdminNeedsTheAdminPermission) {
             grpc::StatusCode::PERMISSION_DENIED);
   grpc::ClientContext ops_ctx;
   JW_EXPECT_OK(as(kOpsToken)->ListQueues(&ops_ctx, {}, &queues));
+}
+
+// ListWorkers lists only the streams whose queues the token may all
+// administer, and needs some admin permission.
+TEST_F(AuthTest, ListWorkersShowsOnlyStreamsOfQueuesTheTokenAdministers) {
+  auto claim = [&](std::vector<std::string> queues, const std::string& worker) {
+    return std::make_unique<ClaimReader>(StubWith(kWorkerToken),
+                                         MakeClaim(std::move(queues), 1, 0, worker));
+  };
+  auto billing = claim({"billing.invoices"}, "billing-only");
+  auto mixed = claim({"billing.refunds", "audit"}, "billing-and-audit");
+  auto list = [&](const std::string& token, v1::ListWorkersResponse* response) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    return v1::AdminService::NewStub(MakeChannel(broker_->address(), nullptr, token))
+        ->ListWorkers(&ctx, {}, response);
+  };
+  auto workers = [](const v1::ListWorkersResponse& r) {
+    std::vector<std::string> out;
+    for (const v1::WorkerStream& s : r.streams()) out.push_back(s.worker_id());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  v1::ListWorkersResponse all;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  do {
+    JW_ASSERT_OK(list(kOpsToken, &all));  // both streams open on this replica: live
+  } while (all.streams_size() < 2 && absl::Now() < deadline);
+  EXPECT_EQ(workers(all), (std::vector<std::string>{"billing-and-audit", "billing-only"}));
+  v1::ListWorkersResponse some;
+  JW_ASSERT_OK(list(kBillingOpsToken, &some));
+  EXPECT_EQ(workers(some), (std::vector<std::string>{"billing-only"}));
+  v1::ListWorkersResponse none;
+  EXPECT_EQ(list(kWorkerToken, &none).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(list("", &none).error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 // Where the LISTEN socket on port 50051 is bound, from /proc/net/tcp and

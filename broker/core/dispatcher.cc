@@ -192,6 +192,29 @@ void Dispatcher::Shutdown() {
   });
 }
 
+void Dispatcher::Streams(std::function<void(std::vector<v1::WorkerStream>)> done) {
+  loop_->Post([this, done = std::move(done)] {
+    std::vector<std::pair<absl::Time, SessionId>> order;
+    for (const auto& [id, s] : sessions_) order.emplace_back(s->opened_at, id);
+    std::sort(order.begin(), order.end());
+    std::vector<v1::WorkerStream> out;
+    out.reserve(order.size());
+    for (const auto& [opened_at, id] : order) {
+      const Session& s = *sessions_.at(id);
+      v1::WorkerStream& stream = out.emplace_back();
+      stream.set_worker_id(s.spec.worker_id);
+      for (const std::string& queue : s.spec.queues) stream.add_queues(queue);
+      for (const std::string& type : s.spec.types) stream.add_types(type);
+      for (int weight : s.spec.weights) stream.add_weights(weight);
+      stream.set_max_in_flight(s.spec.max_in_flight);
+      stream.set_in_flight(static_cast<int32_t>(s.in_flight.size()));
+      stream.set_opened_at_ms(absl::ToUnixMillis(opened_at));
+      stream.set_peer(s.spec.peer);
+    }
+    done(std::move(out));
+  });
+}
+
 void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> sink) {
   if (shutting_down_) {
     sink->Close(ShuttingDown());
@@ -199,6 +222,7 @@ void Dispatcher::DoOpen(SessionId id, ClaimSpec spec, std::shared_ptr<JobSink> s
   }
   auto session = std::make_unique<Session>();
   session->spec = std::move(spec);
+  session->opened_at = absl::Now();
   session->types.insert(session->spec.types.begin(), session->spec.types.end());
   if (!session->spec.weights.empty()) {
     session->fair.emplace(session->spec.weights, session->spec.max_in_flight);

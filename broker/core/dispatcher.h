@@ -90,6 +90,7 @@
 #include "broker/core/stream_queues.h"
 #include "broker/store/job_store.h"
 #include "broker/store/redis_subscriptions.h"
+#include "jobwire/v1/admin.pb.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::core {
@@ -200,6 +201,9 @@ class Dispatcher {
 
   // Number of open sessions (for tests and metrics). Thread-safe.
   int64_t open_sessions() const { return counts_.open(); }
+  // Calls `done` (on the loop thread, soon) with the open streams, oldest
+  // first, as Admin ListWorkers shows them (every field but `broker`).
+  void Streams(std::function<void(std::vector<v1::WorkerStream>)> done);
   // Partitions some open session reads (each with a subscription and
   // state). Loop thread only.
   size_t queues_tracked() const { return queues_.size(); }
@@ -231,6 +235,7 @@ class Dispatcher {
     absl::flat_hash_set<std::string> woken_for;  // queues whose wake-up this fill carries
     absl::flat_hash_set<std::string> drained;    // queues found short in this fill
     base::EventLoop::TimerId max_age_timer = 0;  // ends the stream at spec.max_age
+    absl::Time opened_at;
   };
   struct QueueState {
     std::list<SessionId> waiters;

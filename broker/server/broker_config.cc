@@ -82,6 +82,9 @@ ABSL_FLAG(int64_t, max_claim_streams_per_peer, kDefaults.max_claim_streams_per_p
 ABSL_FLAG(int64_t, max_wait_streams, kDefaults.max_wait_streams,
           "WaitJob streams open at once on this broker; more get RESOURCE_EXHAUSTED "
           "(1..1000000)");
+ABSL_FLAG(int64_t, worker_report_interval_ms, kDefaults.worker_report_interval_ms,
+          "how often this broker reports its open Claim streams to Redis for Admin ListWorkers "
+          "(a report goes stale after three intervals) (100..600000)");
 ABSL_FLAG(int64_t, max_subscriptions, kDefaults.max_subscriptions,
           "Subscribe streams open at once on this broker; more get RESOURCE_EXHAUSTED "
           "(1..1000000)");
@@ -130,6 +133,7 @@ absl::Status ApplyEnvironment() {
                            "default_max_attempts", "backoff_base_ms",
                            "backoff_max_ms", "shutdown_grace_ms", "max_stream_age_ms",
                            "max_claim_streams", "max_claim_streams_per_peer", "max_wait_streams",
+                           "worker_report_interval_ms",
                            "max_subscriptions", "subscribe_buffer_events",
                            "metrics_listen", "health_listen", "log_level", "tls_cert",
                            "tls_key", "tls_client_ca", "redis_tls_ca", "redis_tls_cert",
@@ -265,6 +269,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
   c.max_claim_streams = absl::GetFlag(FLAGS_max_claim_streams);
   c.max_claim_streams_per_peer = absl::GetFlag(FLAGS_max_claim_streams_per_peer);
   c.max_wait_streams = absl::GetFlag(FLAGS_max_wait_streams);
+  c.worker_report_interval_ms = absl::GetFlag(FLAGS_worker_report_interval_ms);
   c.max_subscriptions = absl::GetFlag(FLAGS_max_subscriptions);
   c.subscribe_buffer_events = absl::GetFlag(FLAGS_subscribe_buffer_events);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
@@ -305,6 +310,7 @@ absl::StatusOr<BrokerConfig> LoadConfig(int argc, char** argv) {
            CheckRange("max_claim_streams", c.max_claim_streams, 1, 1000000),
            CheckRange("max_claim_streams_per_peer", c.max_claim_streams_per_peer, 1, 1000000),
            CheckRange("max_wait_streams", c.max_wait_streams, 1, 1000000),
+           CheckRange("worker_report_interval_ms", c.worker_report_interval_ms, 100, 600000),
            CheckRange("max_subscriptions", c.max_subscriptions, 1, 1000000),
            CheckRange("subscribe_buffer_events", c.subscribe_buffer_events, 1, 1000000),
        }) {

@@ -48,6 +48,9 @@ struct BrokerConfig {
   int64_t max_claim_streams = 10000;
   int64_t max_claim_streams_per_peer = 1000;  // per client connection
   int64_t max_wait_streams = 100000;  // WaitJob streams open at once
+  // How often the broker reports its open Claim streams to Redis (Admin
+  // ListWorkers); a report goes stale after three such intervals.
+  int64_t worker_report_interval_ms = 10000;
   int64_t max_subscriptions = 10000;  // Subscribe streams open at once
   // Events one Subscribe stream may have waiting; a slower client is cut off.
   int64_t subscribe_buffer_events = 10000;

@@ -2,6 +2,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -99,13 +100,28 @@ BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::Eve
       schedule_admin_(&schedule_store_),
       schedule_runner_(core::ScheduleRunnerParams{loop_.get(), &schedule_store_,
                                                   redis_->subscriptions(), &lifecycle_}),
+      worker_reports_(redis_->commands(), config.key_prefix),
+      workers_(core::WorkerRegistryParams{
+          loop_.get(), &dispatcher_, &worker_reports_,
+          absl::Milliseconds(config.worker_report_interval_ms)}),
       authorizer_(std::move(authorizer)),
       service_(&lifecycle_, &dispatcher_, &watcher_, &feed_, &metrics_, authorizer_.get(),
                ServiceOptionsFrom(config)),
       queue_admin_(&store_, &admin_store_, &partitions_),
-      admin_service_(&queue_admin_, &schedule_admin_, authorizer_.get(),
+      admin_service_(&queue_admin_, &schedule_admin_, &workers_, authorizer_.get(),
                      ServiceOptionsFrom(config).limits),
       tls_(std::move(tls)) {}
+
+namespace {
+
+// This machine's host name (in Kubernetes, the pod's name), or "localhost".
+std::string ThisHostName() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == 0) return "localhost";
+  return name;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerConfig& config,
                                                                   const std::string& redis_url) {
@@ -198,6 +214,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   s->health_.Attach(s->server_->GetHealthCheckService());
+  // Named once the port is known (listen may ask for any free one).
+  s->workers_.Start(absl::StrCat(ThisHostName(), ":", s->port_));
   if (!config.health_listen.empty()) {
     // No Broker or Admin service here, and no interceptors: a probe port.
     grpc::ServerBuilder health_builder;
@@ -233,6 +251,7 @@ void BrokerServer::Shutdown(absl::Duration grace) {
     // connections.
     health_.SetDraining();
     dispatcher_.Shutdown();
+    workers_.Stop();  // this replica's report goes with its streams
     watcher_.Shutdown();
     feed_.Shutdown();
     const absl::Time deadline = absl::Now() + grace;

@@ -24,6 +24,7 @@
 #include "broker/core/queue_admin.h"
 #include "broker/core/queue_event_hub.h"
 #include "broker/core/queue_stats_refresher.h"
+#include "broker/core/worker_registry.h"
 #include "broker/core/redis_probe.h"
 #include "broker/core/schedule_admin.h"
 #include "broker/core/schedule_runner.h"
@@ -35,6 +36,7 @@
 #include "broker/service/authorizer.h"
 #include "broker/service/broker_service.h"
 #include "broker/store/admin_store.h"
+#include "broker/store/worker_report_store.h"
 #include "broker/store/job_store.h"
 #include "broker/store/redis_client.h"
 #include "broker/store/script_runner.h"
@@ -107,6 +109,8 @@ class BrokerServer {
   store::ScheduleStore schedule_store_;
   core::ScheduleAdmin schedule_admin_;
   core::ScheduleRunner schedule_runner_;
+  store::WorkerReportStore worker_reports_;
+  core::WorkerRegistry workers_;
   const std::unique_ptr<service::Authorizer> authorizer_;
   service::BrokerService service_;
   core::QueueAdmin queue_admin_;

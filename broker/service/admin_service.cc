@@ -28,8 +28,13 @@ store::QueueSettingsChange ChangeOf(const Request& request) {
 }  // namespace
 
 AdminService::AdminService(const core::QueueAdmin* admin, const core::ScheduleAdmin* schedules,
-                           const Authorizer* authorizer, Limits limits)
-    : admin_(admin), schedules_(schedules), authorizer_(authorizer), limits_(limits) {}
+                           const core::WorkerRegistry* workers, const Authorizer* authorizer,
+                           Limits limits)
+    : admin_(admin),
+      schedules_(schedules),
+      workers_(workers),
+      authorizer_(authorizer),
+      limits_(limits) {}
 
 bool AdminService::FinishIfDenied(grpc::ServerUnaryReactor* reactor,
                                   grpc::CallbackServerContext* ctx, const std::string& queue) {
@@ -291,6 +296,37 @@ grpc::ServerUnaryReactor* AdminService::ListSchedules(grpc::CallbackServerContex
       }
       *resp->add_schedules() = std::move(info);
     }
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext* ctx,
+                                                    const v1::ListWorkersRequest*,
+                                                    v1::ListWorkersResponse* resp) {
+  auto* reactor = NewReactor();
+  absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
+  if (FinishIfError(reactor, caller.status())) return reactor;
+  std::shared_ptr<const Principal> principal = *std::move(caller);
+  if (principal != nullptr && principal->admin.empty()) {
+    FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
+                                                "token \"", principal->name,
+                                                "\" may not administer any queue")),
+                                            base::reason::kTokenNotPermitted));
+    return reactor;
+  }
+  workers_->List([reactor, resp, principal](absl::StatusOr<v1::ListWorkersResponse> all) {
+    if (FinishIfError(reactor, all.status())) return;
+    // A stream is listed only when the token may administer every queue it
+    // reads: the listing names no queue the token may not see.
+    for (v1::WorkerStream& stream : *all->mutable_streams()) {
+      bool allowed = true;
+      for (const std::string& queue : stream.queues()) {
+        allowed = allowed && Authorizer::Allows(principal.get(), Permission::kAdmin, queue);
+      }
+      if (allowed) *resp->add_streams() = std::move(stream);
+    }
+    *resp->mutable_brokers() = std::move(*all->mutable_brokers());
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

@@ -14,6 +14,7 @@
 
 #include "broker/core/queue_admin.h"
 #include "broker/core/schedule_admin.h"
+#include "broker/core/worker_registry.h"
 #include "broker/service/request_validator.h"
 #include "broker/service/authorizer.h"
 #include "jobwire/v1/admin.grpc.pb.h"
@@ -24,10 +25,10 @@ namespace jobwire::service {
 // own is an atomic count of calls in flight.
 class AdminService final : public v1::AdminService::CallbackService {
  public:
-  // `admin`, `schedules` and `authorizer` must outlive the service;
-  // `limits` apply to the jobs of schedules.
+  // `admin`, `schedules`, `workers` and `authorizer` must outlive the
+  // service; `limits` apply to the jobs of schedules.
   AdminService(const core::QueueAdmin* admin, const core::ScheduleAdmin* schedules,
-               const Authorizer* authorizer, Limits limits);
+               const core::WorkerRegistry* workers, const Authorizer* authorizer, Limits limits);
 
   grpc::ServerUnaryReactor* ListQueues(grpc::CallbackServerContext* ctx,
                                        const v1::ListQueuesRequest* req,
@@ -71,6 +72,9 @@ class AdminService final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* ListSchedules(grpc::CallbackServerContext* ctx,
                                           const v1::ListSchedulesRequest* req,
                                           v1::ListSchedulesResponse* resp) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* ctx,
+                                        const v1::ListWorkersRequest* req,
+                                        v1::ListWorkersResponse* resp) override;
 
   // Calls that have started and are not done yet. Thread-safe.
   int64_t calls_in_flight() const { return calls_in_flight_.load(); }
@@ -86,6 +90,7 @@ class AdminService final : public v1::AdminService::CallbackService {
   std::atomic<int64_t> calls_in_flight_{0};
   const core::QueueAdmin* const admin_;
   const core::ScheduleAdmin* const schedules_;
+  const core::WorkerRegistry* const workers_;
   const Authorizer* const authorizer_;
   const Limits limits_;
 };

@@ -56,6 +56,10 @@ absl::Status JobNotFound(absl::string_view queue, absl::string_view job_id) {
 
 std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }
 
+std::string Keys::WorkerReports(absl::string_view prefix) {
+  return absl::StrCat(prefix, ":{workers}:reports");
+}
+
 std::string Keys::Layout(absl::string_view prefix) { return absl::StrCat(prefix, ":layout"); }
 
 std::string Keys::ScheduleDefs(absl::string_view prefix) {

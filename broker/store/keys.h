@@ -31,6 +31,8 @@
 //   <p>:{schedules}:next   zset   schedule name -> next scheduled instant (ms); none: no more runs
 //   <p>:{schedules}:last   hash   schedule name -> "<instant ms> <job id>" of its last run
 //   <p>:{schedules}:changed pub/sub channel: a schedule was put (its name)
+//   <p>:{workers}:reports  hash   broker replica name -> its report of open Claim streams
+//                                 (jobwire.v1.ListWorkersResponse, protobuf bytes)
 //   <p>:layout             string the layout version of the data (4)
 //
 // A queue of P > 1 partitions keeps partition 0 under {<q>} and partition i
@@ -126,6 +128,8 @@ class Keys {
   static std::string ScheduleNext(absl::string_view prefix);
   static std::string ScheduleLast(absl::string_view prefix);
   static std::string ScheduleChannel(absl::string_view prefix);
+  // The replicas' reports of their Claim streams (WorkerReportStore).
+  static std::string WorkerReports(absl::string_view prefix);
 
  private:
   std::string base_;  // <p>:{<q>}:
