@@ -100,6 +100,8 @@ class AdminCli {
                            const std::string& type, const ScheduleOptions& schedule,
                            const EnqueueOptions& job);
   absl::Status Schedules();
+  // Admin ListWorkers: the Claim streams open on every replica.
+  absl::Status Workers();
   absl::Status DeleteSchedule(const std::string& name);
 
  private:

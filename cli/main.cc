@@ -16,6 +16,7 @@
 //   jobwire put-schedule NAME QUEUE TYPE (--cron EXPR [--tz ZONE] | --every-ms MS) [options]
 //   jobwire schedules
 //   jobwire delete-schedule NAME
+//   jobwire workers
 //
 // --addr (default $JOBWIRE_ADDR, else localhost:50051) picks the broker;
 // --token (default $JOBWIRE_TOKEN) is sent as a bearer token; --tls,
@@ -236,6 +237,9 @@ int main(int argc, char** argv) {
   add_json(put_schedule);
   CLI::App* schedules = app.add_subcommand("schedules", "every schedule with its next and last run");
   add_json(schedules);
+  CLI::App* workers = app.add_subcommand(
+      "workers", "the workers connected now: the Claim streams open on every broker replica");
+  add_json(workers);
   CLI::App* delete_schedule = app.add_subcommand("delete-schedule", "remove a schedule");
   delete_schedule->add_option("NAME", schedule_name, "schedule name")->required();
   add_json(delete_schedule);
@@ -289,6 +293,8 @@ int main(int argc, char** argv) {
     status = cli.Schedules();
   } else if (*delete_schedule) {
     status = cli.DeleteSchedule(schedule_name);
+  } else if (*workers) {
+    status = cli.Workers();
   }
   if (!status.ok()) {
     std::cerr << "jobwire: " << absl::StatusCodeToString(status.code()) << ": "

@@ -364,7 +364,7 @@ TEST_F(CliSecurityTest, RefusedWithoutTokenCertificateOrTls) {
 TEST(CliHelpTest, EveryCommandHasHelp) {
   for (const char* command : {"queues", "stats", "jobs", "job", "retry-dead", "purge-dead",
                               "pause", "resume", "enqueue", "put-schedule", "schedules",
-                              "delete-schedule"}) {
+                              "delete-schedule", "workers"}) {
     CliResult r = RunCli({command, "--help"});
     EXPECT_EQ(r.exit_code, 0) << command;
     EXPECT_THAT(r.out, HasSubstr("Usage:")) << command;
@@ -466,6 +466,31 @@ TEST_F(CliTest, Schedules) {
   EXPECT_EQ(Cli({"delete-schedule", "tick"}).out, "deleted schedule tick\n");
   EXPECT_EQ(Cli({"delete-schedule", "tick"}).out, "no schedule tick\n");
   EXPECT_THAT(Cli({"schedules", "--json"}).out, Not(HasSubstr("\"tick\"")));
+}
+
+// workers: the Claim streams open, with what each asked for and holds.
+TEST_F(CliTest, Workers) {
+  EXPECT_EQ(Cli({"workers"}).out.substr(0, 23), "no worker is connected\n");
+  v1::ClaimRequest claim = MakeClaim({"w1", "w2"}, 5, 0, "cli-worker");
+  claim.add_weights(3);
+  claim.add_weights(1);
+  auto reader = OpenClaim(claim);
+  MustEnqueue(*stub_, MakeJob("w2"));
+  ASSERT_TRUE(reader->Next(absl::Seconds(10)).has_value());
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  CliResult r;
+  do {
+    r = Cli({"workers"});
+    if (absl::StrContains(r.out, "1/5")) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  } while (absl::Now() < end);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("WORKER"));
+  EXPECT_THAT(r.out, HasSubstr("cli-worker"));
+  EXPECT_THAT(r.out, HasSubstr("w1 x3,w2 x1"));
+  EXPECT_THAT(r.out, HasSubstr("1/5"));
+  EXPECT_THAT(r.out, HasSubstr("1 stream, reported "));
+  EXPECT_THAT(Cli({"workers", "--json"}).out, HasSubstr("\"worker_id\":\"cli-worker\""));
 }
 
 }  // namespace
