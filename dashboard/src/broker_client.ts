@@ -63,6 +63,40 @@ export interface ScheduleInfo {
   last_job_id: string;
 }
 
+/** One open Claim stream (ListWorkers). */
+export interface WorkerStream {
+  /** The replica it is open on (BrokerReport.broker). */
+  broker: string;
+  worker_id: string;
+  queues: string[];
+  /** Empty: every type. */
+  types: string[];
+  /** One per queue, in the order of `queues`; empty: strict order. */
+  weights: number[];
+  max_in_flight: number;
+  in_flight: number;
+  opened_at_ms: number;
+  /** The client's address as the replica saw it, e.g. "ipv4:10.0.0.7:51234". */
+  peer: string;
+}
+
+/** One replica's report of its Claim streams (ListWorkers). */
+export interface BrokerReport {
+  broker: string;
+  reported_at_ms: number;
+  expires_at_ms: number;
+  /** Every stream open there, also when more than were reported (truncated). */
+  streams: number;
+  truncated: boolean;
+}
+
+export interface ListWorkersResponse {
+  /** By replica (as `brokers`), each replica's by opening time. */
+  streams: WorkerStream[];
+  /** Every replica whose report is current, by name. */
+  brokers: BrokerReport[];
+}
+
 /** A failed call: `code` is the gRPC status code, `details` the broker's message. */
 export class BrokerError extends Error {
   constructor(readonly code: grpc.status, readonly details: string) {
@@ -148,6 +182,10 @@ export class BrokerClient {
   }
   listSchedules(token: string | undefined): Promise<{ schedules: ScheduleInfo[] }> {
     return this.call(this.admin, 'ListSchedules', {}, token);
+  }
+
+  listWorkers(token: string | undefined): Promise<ListWorkersResponse> {
+    return this.call(this.admin, 'ListWorkers', {}, token);
   }
 
   close(): void {

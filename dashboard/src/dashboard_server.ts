@@ -9,6 +9,7 @@
 //   GET  /                             the queues (from the shared poll)
 //   GET  /events                       server-sent events: the queue table on every poll
 //   GET  /schedules
+//   GET  /workers                      the Claim streams open on every replica (ListWorkers)
 //   GET  /queues/<q>?state=&type=&page_token=&job_id=
 //   GET  /queues/<q>/jobs/<id>
 //   POST /queues/<q>/<action>          actions.ts; asks first unless confirm=yes
@@ -173,6 +174,7 @@ export class DashboardServer {
       if (!post && parts.length === 1 && parts[0] === '') return await this.queues(r);
       if (!post && parts.length === 1 && parts[0] === 'events') return await this.events(r);
       if (!post && parts.length === 1 && parts[0] === 'schedules') return await this.schedules(r);
+      if (!post && parts.length === 1 && parts[0] === 'workers') return await this.workers(r);
       if (parts[0] === 'queues' && parts.length >= 2) {
         if (!QUEUE_NAME.test(parts[1])) throw new HttpError(400, 'Not a queue name.');
         if (!post && parts.length === 2) return await this.queue(r, parts[1]);
@@ -243,6 +245,20 @@ export class DashboardServer {
   private async schedules(r: RequestContext): Promise<void> {
     const { schedules } = await this.broker.listSchedules(r.session.token);
     this.send(r.res, 200, pages.schedulesPage(r.ctx, schedules));
+  }
+
+  /**
+   * ListWorkers. Its errors are shown on the Workers page itself, with the
+   * page's status code, but for UNAUTHENTICATED, which ends the login (route()).
+   */
+  private async workers(r: RequestContext): Promise<void> {
+    try {
+      const workers = await this.broker.listWorkers(r.session.token);
+      this.send(r.res, 200, pages.workersPage(r.ctx, { now: Date.now(), workers }));
+    } catch (err) {
+      if (!(err instanceof BrokerError) || err.code === 16) throw err;
+      this.send(r.res, statusFor(err.code), pages.workersPage(r.ctx, { now: Date.now(), error: { code: err.code, details: err.details } }));
+    }
   }
 
   private async queue(r: RequestContext, queue: string): Promise<void> {

@@ -64,3 +64,27 @@ export function showDuration(ms: number): string {
   if (s < 172800) return `${Math.round(s / 3600)} h`;
   return `${Math.round(s / 86400)} d`;
 }
+
+/**
+ * How long ago `atMs` was, seen at `nowMs`: "12 s ago" (showDuration); a
+ * time ahead of now (another replica's clock) counts as "0 ms ago"; 0 (no
+ * time) as an empty string.
+ */
+export function showAgo(atMs: number, nowMs: number): string {
+  return atMs > 0 ? `${showDuration(Math.max(0, nowMs - atMs))} ago` : '';
+}
+
+/**
+ * A Claim's queues, each with its weight when the claim has weights (one per
+ * queue): ["high ×3", "low ×1"]; the names alone in strict order (no
+ * weights): ["high", "low"].
+ */
+export function showQueueWeights(queues: readonly string[], weights: readonly number[] | null | undefined): string[] {
+  const weighted = Boolean(weights) && weights!.length === queues.length && queues.length > 0;
+  return queues.map((q, i) => (weighted ? `${q} ×${weights![i]}` : q));
+}
+
+/** A Claim's job types, "a, b", or "all" when it names none (every type). */
+export function showTypes(types: readonly string[] | null | undefined): string {
+  return types && types.length > 0 ? types.join(', ') : 'all';
+}

@@ -2,10 +2,11 @@
 // what the browser shows matches what the test enqueued, live updates
 // arrive without a reload, actions change the broker's state only after a
 // confirmation and only with the session's CSRF token from this origin, and
-// a read-only dashboard refuses them all.
+// a read-only dashboard refuses them all. The Workers page lists the Claim
+// streams of real Node.js Workers and drops one once it stops.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, sleep, freePort, Client } from './helpers.mjs';
+import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, sleep, freePort, waitFor, Client, Worker } from './helpers.mjs';
 
 let stack, client, stubs, dash, browser, metricsPort;
 
@@ -37,6 +38,25 @@ async function seed(queue, { due = 0, scheduled = 0, dead = 0 }) {
     deadIds.push(jobId);
   }
   return deadIds;
+}
+
+/** The Workers page's rows, by worker id: the text of each cell. */
+async function workerRows(page) {
+  return page.locator('table.workers tbody tr').evaluateAll((trs) => Object.fromEntries(trs.map((tr) => [
+    tr.dataset.worker,
+    Object.fromEntries([...tr.querySelectorAll('td[data-col]')].map((td) => [td.dataset.col, td.innerText])),
+  ])));
+}
+
+/** Reloads /workers until `ok(rows)` holds (a few seconds at most); returns the rows. */
+async function workersUntil(page, url, ok, what) {
+  let rows = {};
+  await waitFor(async () => {
+    await page.goto(url);
+    rows = await workerRows(page);
+    return ok(rows);
+  }, { timeoutMs: 8000, intervalMs: 250, what });
+  return rows;
 }
 
 /** The cell texts of a queue's row on the queues page. */
@@ -229,6 +249,88 @@ describe('open broker', () => {
     for (const v of viewers) assert.ok(v.events >= 2, `a viewer got ${v.events} updates in 3 s`);
   });
 
+  test('the workers page lists each Claim stream (queues and weights, types, in flight, broker) and drops a stopped worker', async () => {
+    const noWorker = await browser.newPage();
+    await noWorker.goto(`${dash.url}/workers`);
+    assert.equal(await noWorker.locator('main p.empty').innerText(), 'No worker is connected.');
+    await noWorker.close();
+
+    let release;
+    const held = new Promise((r) => { release = r; });
+    let started;
+    const holding = new Promise((r) => { started = r; });
+    const a = new Worker({
+      address: stack.address, queues: ['wq1', 'wq2'], weights: { wq1: 3, wq2: 1 }, concurrency: 4,
+      workerId: 'dash-worker-a', logger: null,
+    });
+    a.register('hold', async () => { started(); await held; return { ok: true }; });
+    const b = new Worker({ address: stack.address, queues: ['wq3'], workerId: 'dash-worker-b', logger: null });
+    b.register('noop', async () => ({}));
+    b.register('other', async () => ({}));
+    const runs = [a.run(), b.run()];
+    const page = await browser.newPage();
+    try {
+      await client.enqueue('wq1', 'hold', {});
+      await holding;
+      const url = `${dash.url}/workers`;
+      const rows = await workersUntil(page, url,
+        (r) => r['dash-worker-a']?.in_flight === '1 / 4' && r['dash-worker-b'], 'both workers listed, one job held by a');
+      assert.equal(rows['dash-worker-a'].queues, 'wq1 ×3, wq2 ×1');
+      assert.equal(rows['dash-worker-a'].types, 'hold');
+      assert.equal(rows['dash-worker-b'].queues, 'wq3', 'no weights: the names alone');
+      assert.equal(rows['dash-worker-b'].types, 'noop, other');
+      assert.equal(rows['dash-worker-b'].in_flight, '0 / 1');
+      const brokerName = rows['dash-worker-a'].broker;
+      assert.match(brokerName, new RegExp(`:${stack.brokerPort}$`), 'the replica is named <host>:<port>');
+      assert.equal(rows['dash-worker-b'].broker, brokerName);
+      for (const w of ['dash-worker-a', 'dash-worker-b']) {
+        assert.match(rows[w].since, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z \(\d+ (ms|s) ago\)$/, w);
+        assert.match(rows[w].peer, /127\.0\.0\.1:\d+/, w);
+      }
+      assert.equal(await page.locator('table.workers caption').count(), 1);
+      assert.equal(await page.locator('table.workers thead th[scope="col"]').count(), 7);
+      assert.equal(await page.locator('table.workers tbody th[scope="row"]').count(), 2);
+      const replica = page.locator(`ul.replicas li[data-broker="${brokerName}"]`);
+      assert.equal(await page.locator('ul.replicas li').count(), 1);
+      assert.match(await replica.innerText(), /: 2 streams, reported \d{4}-.*Z \(\d+ (ms|s) ago\)$/);
+      await page.getByRole('link', { name: 'wq1' }).click();
+      assert.equal(new URL(page.url()).pathname, '/queues/wq1', 'a queue links to its page');
+      await page.goto(url);
+      await screenshot(page, 'workers');
+      await page.setViewportSize({ width: 375, height: 740 });
+      await page.goto(url);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 0, `the workers page is wider than a phone by ${overflow}px`);
+      await screenshot(page, 'workers-phone');
+
+      release();
+      await b.stop();
+      const after = await workersUntil(page, url, (r) => !r['dash-worker-b'] && r['dash-worker-a']?.in_flight === '0 / 4',
+        'worker b gone, the held job settled');
+      assert.deepEqual(Object.keys(after), ['dash-worker-a']);
+    } finally {
+      release();
+      await Promise.all([a.stop(), b.stop()]);
+      await Promise.allSettled(runs);
+      await page.close();
+    }
+  });
+
+  test('the workers page is in the navigation and reached with the keyboard alone', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/`);
+    let focused = '';
+    for (let i = 0; i < 10 && focused !== 'Workers'; i++) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() => document.activeElement.textContent);
+    }
+    assert.equal(focused, 'Workers');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${dash.url}/workers`);
+    assert.equal(await page.locator('h1').innerText(), 'Workers');
+    await page.close();
+  });
+
   test('/healthz answers ok without a session', async () => {
     const res = await fetch(`${dash.url}/healthz`);
     assert.equal(res.status, 200);
@@ -265,9 +367,11 @@ describe('read-only dashboard', () => {
   test('shows no action and refuses every action with 403', async () => {
     const [id] = await seed('readonly', { due: 1, dead: 1 });
     const page = await browser.newPage();
-    for (const p of ['/', '/queues/readonly', '/queues/readonly?state=dead', `/queues/readonly/jobs/${id}`]) {
-      await page.goto(`${ro.url}${p}`);
+    for (const p of ['/workers', '/', '/queues/readonly', '/queues/readonly?state=dead', `/queues/readonly/jobs/${id}`]) {
+      const res = await page.goto(`${ro.url}${p}`);
+      assert.equal(res.status(), 200, p);
       assert.equal(await page.locator('form[method="post"]').count(), 0, `${p} shows a POST form`);
+      if (p === '/workers') assert.equal(await page.locator('h1').innerText(), 'Workers');
     }
     assert.match(await page.locator('dd[data-field="Error"]').innerText(), /cancelled/);
     await page.close();
@@ -285,6 +389,58 @@ describe('read-only dashboard', () => {
     const s = await stubs.stats('readonly');
     assert.equal(s.paused, false);
     assert.equal(s.dead, 1);
+  });
+});
+
+describe('two broker replicas on one Redis', () => {
+  const fast = ['--worker_report_interval_ms=200'];
+  let one, two, dash2, worker, run;
+  before(async () => {
+    one = await startStack({ brokerArgs: fast });
+    two = await startStack({ brokerArgs: fast, redisPort: one.redisPort });
+    dash2 = await startDashboard(one.address);
+  });
+  after(async () => {
+    await worker?.stop();
+    await run?.catch(() => {});
+    await dash2?.stop();
+    await two?.stop();
+    await one?.stop();
+  });
+
+  test("the workers page shows another replica's workers from its report, and drops the replica once it stops reporting", async () => {
+    worker = new Worker({ address: two.address, queues: ['remote'], workerId: 'remote-worker', logger: null });
+    worker.register('t', async () => ({}));
+    run = worker.run();
+    const page = await browser.newPage();
+    const url = `${dash2.url}/workers`;
+    const replicas = () => page.locator('ul.replicas li').evaluateAll((lis) => lis.map((li) => li.dataset.broker));
+    const rows = await workersUntil(page, url, (r) => r['remote-worker'], 'the worker on the other replica listed');
+    assert.match(rows['remote-worker'].broker, new RegExp(`:${two.brokerPort}$`));
+    const names = await replicas();
+    assert.equal(names.length, 2, `replicas ${names}`);
+    assert.ok(names.some((n) => n.endsWith(`:${one.brokerPort}`)) && names.includes(rows['remote-worker'].broker), `replicas ${names}`);
+    assert.match(await page.locator(`ul.replicas li[data-broker="${rows['remote-worker'].broker}"]`).innerText(), /: 1 stream, reported /);
+    await two.killBroker();
+    await workersUntil(page, url, (r) => !r['remote-worker'], 'the killed replica and its worker gone');
+    assert.equal((await replicas()).length, 1);
+    assert.equal(await page.locator('main p.empty').innerText(), 'No worker is connected.');
+    await page.close();
+  });
+});
+
+describe('a broker that cannot be reached', () => {
+  let gone;
+  before(async () => { gone = await startDashboard(`127.0.0.1:${await freePort()}`); });
+  after(async () => { await gone?.stop(); });
+
+  test('the workers page says UNAVAILABLE in an alert, with status 503', async () => {
+    const page = await browser.newPage();
+    const res = await page.goto(`${gone.url}/workers`);
+    assert.equal(res.status(), 503);
+    assert.equal(await page.locator('h1').innerText(), 'Workers');
+    assert.match(await page.getByRole('alert').innerText(), /cannot be reached right now \(UNAVAILABLE\)/);
+    await page.close();
   });
 });
 

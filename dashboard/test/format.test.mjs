@@ -1,8 +1,8 @@
-// How bytes, times and durations are shown (src/format.ts, built into dist/):
+// How bytes, times, durations, limits and a worker's claim are shown (src/format.ts, built into dist/):
 // JSON pretty-printed, anything else in hex, both cut with the rest counted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { showBytes, showDuration, showLimits, showTime, MAX_SHOWN_BYTES } from '../dist/format.js';
+import { showAgo, showBytes, showDuration, showLimits, showQueueWeights, showTime, showTypes, MAX_SHOWN_BYTES } from '../dist/format.js';
 
 test('UTF-8 JSON is pretty-printed; other bytes are hex; nothing is empty', () => {
   assert.deepEqual(showBytes(Buffer.from('{"a":[1,2]}')), { kind: 'json', text: '{\n  "a": [\n    1,\n    2\n  ]\n}', omitted: 0 });
@@ -43,4 +43,20 @@ test('showLimits states a rate exactly and says when there is no limit', () => {
     [{ count: 100, interval_ms: 60000, burst: 0 }, 1, 'at most 100 jobs per 60 s; at most 1 active job'],
   ];
   for (const [rate, max, want] of cases) assert.equal(showLimits(rate, max), want);
+});
+
+test("a worker's queues with their weights, its types, and how long ago", () => {
+  assert.deepEqual(showQueueWeights(['high', 'low'], [3, 1]), ['high ×3', 'low ×1']);
+  assert.equal(showQueueWeights(['high', 'low'], [3, 1]).join(', '), 'high ×3, low ×1');
+  assert.deepEqual(showQueueWeights(['high', 'low'], []), ['high', 'low'], 'strict order: names alone');
+  assert.deepEqual(showQueueWeights(['a', 'b'], [2]), ['a', 'b'], 'not one weight per queue: names alone');
+  assert.deepEqual(showQueueWeights([], []), []);
+  assert.equal(showTypes([]), 'all');
+  assert.equal(showTypes(undefined), 'all');
+  assert.equal(showTypes(['email', 'sms']), 'email, sms');
+  const now = Date.UTC(2026, 0, 2, 3, 4, 5);
+  assert.equal(showAgo(now - 12_000, now), '12 s ago');
+  assert.equal(showAgo(now - 3 * 3600_000, now), '3 h ago');
+  assert.equal(showAgo(now + 400, now), '0 ms ago', "a replica's clock ahead of ours");
+  assert.equal(showAgo(0, now), '');
 });

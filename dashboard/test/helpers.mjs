@@ -14,7 +14,7 @@ import { chromium } from 'playwright-core';
 import { freePort, waitForPort, REPO_ROOT } from '../../client/node/test/harness.mjs';
 
 export { startStack, waitFor, sleep, freePort } from '../../client/node/test/harness.mjs';
-export { Client } from '../../client/node/dist/index.js';
+export { Client, Worker } from '../../client/node/dist/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DASHBOARD_MAIN = path.resolve(here, '..', 'dist', 'main.js');

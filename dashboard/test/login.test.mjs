@@ -3,18 +3,20 @@
 // admin permission are refused with a clear message; an admin token opens
 // the queues; a token limited to other queues sees PERMISSION_DENIED; the
 // token never appears in served HTML, URLs or the dashboard's log, and the
-// session cookie is HttpOnly and SameSite=Strict.
+// session cookie is HttpOnly and SameSite=Strict. The Workers page lists
+// only the workers whose queues the token may all administer.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, Client } from './helpers.mjs';
+import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, waitFor, Client, Worker } from './helpers.mjs';
 
 const ADMIN = crypto.randomBytes(24).toString('hex');
 const PRODUCER = crypto.randomBytes(24).toString('hex');
 const OTHER_ADMIN = crypto.randomBytes(24).toString('hex');
+const WORKER = crypto.randomBytes(24).toString('hex');
 const sha = (t) => crypto.createHash('sha256').update(t).digest('hex');
 
 let dir, stack, client, stubs, dash, browser;
@@ -28,6 +30,7 @@ before(async () => {
     { name: 'ops', sha256: sha(ADMIN), admin: ['*'], enqueue: ['*'] },
     { name: 'producer', sha256: sha(PRODUCER), enqueue: ['*'] },
     { name: 'other-ops', sha256: sha(OTHER_ADMIN), admin: ['other.*'] },
+    { name: 'worker', sha256: sha(WORKER), claim: ['*'] },
   ] }));
   stack = await startStack({ brokerArgs: ['--metrics_listen=', `--auth_tokens_file=${tokensFile}`] });
   client = new Client({ address: stack.address, timeoutMs: 5000, token: ADMIN });
@@ -107,6 +110,35 @@ test('a token that may administer other queues only sees PERMISSION_DENIED on th
   assert.equal(res.status(), 403);
   assert.match(await page.getByRole('alert').innerText(), /PERMISSION_DENIED/);
   await page.close();
+});
+
+test('the workers page lists only the workers whose queues the token may all administer', async () => {
+  const worker = (workerId, queues) => {
+    const w = new Worker({ address: stack.address, token: WORKER, queues, workerId, logger: null });
+    w.register('t', async () => ({}));
+    return w;
+  };
+  const workers = [worker('other-worker', ['other.jobs']), worker('secure-worker', ['secure']), worker('mixed-worker', ['other.jobs', 'secure'])];
+  const runs = workers.map((w) => w.run());
+  const page = await browser.newPage();
+  const ids = () => page.locator('table.workers tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.worker).sort());
+  try {
+    await browser.clearCookies(); // log out of the tests before
+    await logIn(page, ADMIN);
+    await waitFor(async () => {
+      await page.goto(`${dash.url}/workers`);
+      return (await ids()).length === 3;
+    }, { timeoutMs: 8000, intervalMs: 250, what: 'three workers listed for the admin of every queue' });
+    assert.deepEqual(await ids(), ['mixed-worker', 'other-worker', 'secure-worker']);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await logIn(page, OTHER_ADMIN);
+    await page.goto(`${dash.url}/workers`);
+    assert.deepEqual(await ids(), ['other-worker'], 'a worker on a queue the token may not administer is left out');
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await Promise.allSettled(runs);
+    await page.close();
+  }
 });
 
 test('events and actions need a login', async () => {
