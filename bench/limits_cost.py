@@ -27,12 +27,12 @@ and what does a rate-limited queue cost per job?
 import argparse
 import datetime
 import os
-import statistics
 import subprocess
 import sys
 
 import side_by_side
 from broker_builds import build_broker
+from variant_report import COMMON_COLUMNS, per_run_lines, variant_table
 from side_by_side import BUILD
 
 VARIANTS = ("unlimited", "head", "rate-open", "max-open", "rate-bound")
@@ -77,10 +77,6 @@ class QueueSetup:
         return []
 
 
-def fmt_range(values, digits=0):
-    return (f"{statistics.median(values):,.{digits}f} "
-            f"({min(values):,.{digits}f}-{max(values):,.{digits}f})")
-
 
 def report(args, rev, runs, failures):
     lines = [
@@ -114,31 +110,10 @@ def report(args, rev, runs, failures):
         "Medians with the range over the rounds; ratios are taken within a round, against "
         "that round's unlimited run.",
         "",
-        "| variant | jobs/s | / unlimited | Redis commands per job | Redis CPU us per job | "
-        "broker CPU us per job | broker switches per job |",
-        "|---|---|---|---|---|---|---|",
     ]
-    by_variant = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
-    base_by_round = {r["round"]: r for r in by_variant["unlimited"]}
-    for v in VARIANTS:
-        rs = by_variant[v]
-        if not rs:
-            lines.append(f"| {v} | not measured | | | | | |")
-            continue
-        ratios = [r["jobs_per_s"] / base_by_round[r["round"]]["jobs_per_s"]
-                  for r in rs if r["round"] in base_by_round]
-        lines.append(
-            f"| {v} | {fmt_range([r['jobs_per_s'] for r in rs])} | "
-            f"{fmt_range(ratios, 2) if ratios else '-'} | "
-            f"{fmt_range([r['redis_commands_per_job'] for r in rs], 3)} | "
-            f"{fmt_range([r['redis_cpu_us_per_job'] for r in rs], 1)} | "
-            f"{fmt_range([r['cpu_us_per_job']['broker'] for r in rs], 1)} | "
-            f"{fmt_range([r['broker_switches_per_job'] for r in rs], 2)} |")
-    lines += ["", "Per run (jobs/s, Redis commands per job):", ""]
-    for rnd in range(args.rounds):
-        cells = [f"{r['variant']} {r['jobs_per_s']:,.0f} / {r['redis_commands_per_job']:.3f}"
-                 for r in runs if r["round"] == rnd]
-        lines.append(f"- round {rnd + 1}: " + "; ".join(cells))
+    lines += variant_table(VARIANTS, runs, "unlimited", COMMON_COLUMNS + [
+        ("broker switches per job", lambda r: r["broker_switches_per_job"], 2)])
+    lines += [""] + per_run_lines(runs, args.rounds)
     if failures:
         lines += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
     lines += ["", EXPLAINED, ""]

@@ -26,7 +26,6 @@ subscriber costs when there is one.
 import argparse
 import datetime
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import time
 
 import side_by_side
 from broker_builds import build_broker
+from variant_report import COMMON_COLUMNS, per_run_lines, variant_table
 from side_by_side import BUILD
 
 DEFAULT_BASE = "bfc85cc"  # the parent of 794b8f3 (WaitJob and queue events)
@@ -89,10 +89,6 @@ class Observers:
             return sum(1 for _ in f)
 
 
-def fmt_range(values, digits=0):
-    return (f"{statistics.median(values):,.{digits}f} "
-            f"({min(values):,.{digits}f}-{max(values):,.{digits}f})")
-
 
 def report(args, revs, runs, failures):
     lines = [
@@ -126,31 +122,10 @@ def report(args, revs, runs, failures):
         "that round's unchecked run: head / unchecked is what the events check costs a "
         "queue nobody watches.",
         "",
-        "| variant | jobs/s | / unchecked | Redis commands per job | Redis CPU us per job | "
-        "broker CPU us per job | events seen |",
-        "|---|---|---|---|---|---|---|",
     ]
-    by_variant = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
-    base_by_round = {r["round"]: r for r in by_variant["unchecked"]}
-    for v in VARIANTS:
-        rs = by_variant[v]
-        if not rs:
-            lines.append(f"| {v} | not measured | | | | | |")
-            continue
-        ratios = [r["jobs_per_s"] / base_by_round[r["round"]]["jobs_per_s"]
-                  for r in rs if r["round"] in base_by_round]
-        lines.append(
-            f"| {v} | {fmt_range([r['jobs_per_s'] for r in rs])} | "
-            f"{fmt_range(ratios, 2) if ratios else '-'} | "
-            f"{fmt_range([r['redis_commands_per_job'] for r in rs], 3)} | "
-            f"{fmt_range([r['redis_cpu_us_per_job'] for r in rs], 1)} | "
-            f"{fmt_range([r['cpu_us_per_job']['broker'] for r in rs], 1)} | "
-            f"{fmt_range([r['events'] for r in rs]) if v == 'here' else '-'} |")
-    lines += ["", "Per run (jobs/s, Redis commands per job):", ""]
-    for rnd in range(args.rounds):
-        cells = [f"{r['variant']} {r['jobs_per_s']:,.0f} / {r['redis_commands_per_job']:.3f}"
-                 for r in runs if r["round"] == rnd]
-        lines.append(f"- round {rnd + 1}: " + "; ".join(cells))
+    lines += variant_table(VARIANTS, runs, "unchecked", COMMON_COLUMNS + [
+        ("events seen", lambda r: r["events"] if r["variant"] == "here" else None, 0)])
+    lines += [""] + per_run_lines(runs, args.rounds)
     if failures:
         lines += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
     lines += [

@@ -36,6 +36,14 @@ AdminService::AdminService(const core::QueueAdmin* admin, const core::ScheduleAd
       authorizer_(authorizer),
       limits_(limits) {}
 
+bool AdminService::FinishIfNoAdmin(grpc::ServerUnaryReactor* reactor, const Principal* principal) {
+  if (principal == nullptr || !principal->admin.empty()) return false;
+  return FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
+                                                     "token \"", principal->name,
+                                                     "\" may not administer any queue")),
+                                                 base::reason::kTokenNotPermitted));
+}
+
 bool AdminService::FinishIfDenied(grpc::ServerUnaryReactor* reactor,
                                   grpc::CallbackServerContext* ctx, const std::string& queue) {
   return FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kAdmin, queue));
@@ -54,13 +62,7 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
   if (FinishIfError(reactor, caller.status())) return reactor;
   // Shared: the reply below comes after Redis answers, maybe after a Reload.
   std::shared_ptr<const Principal> principal = *std::move(caller);
-  if (principal != nullptr && principal->admin.empty()) {
-    FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
-                                                "token \"", principal->name,
-                                                "\" may not administer any queue")),
-                                            base::reason::kTokenNotPermitted));
-    return reactor;
-  }
+  if (FinishIfNoAdmin(reactor, principal.get())) return reactor;
   admin_->ListQueues([reactor, resp, principal](
                          absl::StatusOr<std::vector<v1::QueueStats>> queues) {
     if (FinishIfError(reactor, queues.status())) return;
@@ -308,13 +310,7 @@ grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext*
   absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
   if (FinishIfError(reactor, caller.status())) return reactor;
   std::shared_ptr<const Principal> principal = *std::move(caller);
-  if (principal != nullptr && principal->admin.empty()) {
-    FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
-                                                "token \"", principal->name,
-                                                "\" may not administer any queue")),
-                                            base::reason::kTokenNotPermitted));
-    return reactor;
-  }
+  if (FinishIfNoAdmin(reactor, principal.get())) return reactor;
   workers_->List([reactor, resp, principal](absl::StatusOr<v1::ListWorkersResponse> all) {
     if (FinishIfError(reactor, all.status())) return;
     // A stream is listed only when the token may administer every queue it

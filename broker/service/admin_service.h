@@ -83,6 +83,9 @@ class AdminService final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* NewReactor();
   grpc::ServerUnaryReactor* SetPaused(grpc::CallbackServerContext* ctx, const std::string& queue,
                                       bool paused);
+  // Finishes `reactor` with PERMISSION_DENIED when `principal` (null: no
+  // tokens) may administer no queue at all (the listings' rule).
+  static bool FinishIfNoAdmin(grpc::ServerUnaryReactor* reactor, const Principal* principal);
   // Finishes `reactor` when the caller may not administer `queue`.
   bool FinishIfDenied(grpc::ServerUnaryReactor* reactor, grpc::CallbackServerContext* ctx,
                       const std::string& queue);
