@@ -15,14 +15,23 @@ namespace jobwire::core {
 WorkerRegistry::WorkerRegistry(WorkerRegistryParams params) : params_(std::move(params)) {}
 
 void WorkerRegistry::Start(std::string broker) {
-  broker_ = std::move(broker);
+  {
+    absl::MutexLock lock(&mu_);
+    broker_ = std::move(broker);
+  }
   Schedule(absl::ZeroDuration());
 }
 
+std::string WorkerRegistry::broker() const {
+  absl::MutexLock lock(&mu_);
+  return broker_;
+}
+
 void WorkerRegistry::Stop() {
-  if (stopped_.exchange(true) || broker_.empty()) return;
+  const std::string name = broker();
+  if (stopped_.exchange(true) || name.empty()) return;
   auto removed = std::make_shared<absl::Notification>();
-  params_.store->Remove({broker_}, [removed](absl::Status) { removed->Notify(); });
+  params_.store->Remove({name}, [removed](absl::Status) { removed->Notify(); });
   removed->WaitForNotificationWithTimeout(absl::Seconds(1));
 }
 
@@ -37,7 +46,7 @@ void WorkerRegistry::Exec() {
     // Checked on the loop thread: a Stop after this point sends its HDEL
     // behind this HSET, on the same connection.
     if (stopped_) return;
-    params_.store->Put(broker_, report.SerializeAsString(), [this](absl::Status written) {
+    params_.store->Put(broker(), report.SerializeAsString(), [this](absl::Status written) {
       if (!written.ok()) {
         base::Log(base::LogLevel::kDebug, "worker report not written",
                   {{"error", written.ToString()}});
@@ -49,17 +58,18 @@ void WorkerRegistry::Exec() {
 
 void WorkerRegistry::Report(std::function<void(v1::ListWorkersResponse)> done) const {
   params_.dispatcher->Streams([this, done = std::move(done)](std::vector<v1::WorkerStream> streams) {
+    const std::string name = broker();
     const absl::Time now = absl::Now();
     v1::ListWorkersResponse report;
     v1::BrokerReport* broker = report.add_brokers();
-    broker->set_broker(broker_);
+    broker->set_broker(name);
     broker->set_reported_at_ms(absl::ToUnixMillis(now));
     broker->set_expires_at_ms(absl::ToUnixMillis(now + 3 * params_.interval));
     broker->set_streams(static_cast<int32_t>(streams.size()));
     broker->set_truncated(static_cast<int>(streams.size()) > params_.max_streams);
     for (v1::WorkerStream& stream : streams) {
       if (report.streams_size() == params_.max_streams) break;
-      stream.set_broker(broker_);
+      stream.set_broker(name);
       *report.add_streams() = std::move(stream);
     }
     done(std::move(report));
@@ -71,10 +81,11 @@ void WorkerRegistry::List(store::Callback<v1::ListWorkersResponse> done) const {
                              absl::StatusOr<std::vector<std::pair<std::string, std::string>>> all) {
     if (!all.ok()) return done(all.status());
     const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+    const std::string self = broker();
     std::map<std::string, v1::ListWorkersResponse> by_broker;
     std::vector<std::string> stale;
     for (auto& [name, bytes] : *all) {
-      if (name == broker_) continue;  // this replica's: live below
+      if (name == self) continue;  // this replica's: live below
       v1::ListWorkersResponse report;
       if (!report.ParseFromString(bytes) || report.brokers_size() != 1 ||
           report.brokers(0).expires_at_ms() < now_ms) {
@@ -84,9 +95,9 @@ void WorkerRegistry::List(store::Callback<v1::ListWorkersResponse> done) const {
       by_broker[name] = std::move(report);
     }
     if (!stale.empty()) params_.store->Remove(std::move(stale), [](absl::Status) {});
-    Report([by_broker = std::move(by_broker), done = std::move(done),
-            self = broker_](v1::ListWorkersResponse own) mutable {
-      by_broker[self] = std::move(own);
+    Report([by_broker = std::move(by_broker), done = std::move(done)](
+               v1::ListWorkersResponse own) mutable {
+      by_broker[own.brokers(0).broker()] = std::move(own);
       v1::ListWorkersResponse out;
       for (auto& [name, report] : by_broker) {
         for (v1::WorkerStream& stream : *report.mutable_streams()) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
 #include "broker/core/dispatcher.h"
@@ -57,8 +58,13 @@ class WorkerRegistry {
   void Exec();
   void Schedule(absl::Duration delay);
 
+  // This replica's name; empty before Start (List may come first: the
+  // server listens before the port, and so the name, is known).
+  std::string broker() const;
+
   const WorkerRegistryParams params_;
-  std::string broker_;  // set by Start, before anything runs on the loop
+  mutable absl::Mutex mu_;
+  std::string broker_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stopped_{false};
 };
 
