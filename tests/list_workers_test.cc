@@ -3,7 +3,8 @@
 // and how many jobs they hold; a stream closed on the answering replica is
 // gone at once; a replica that stops removes its report; one that is
 // killed drops out once its report is three intervals old, and the reader
-// removes the stale report from Redis.
+// removes the stale report from Redis; a replica without streams writes
+// nothing.
 #include <signal.h>
 
 #include <memory>
@@ -133,6 +134,10 @@ TEST_F(ListWorkersTest, AStoppedReplicaLeavesAtOnceAKilledOneWhenItsReportIsStal
   auto killed = AnotherBroker({kInterval});
   JW_ASSERT_OK(stopped->Start());
   JW_ASSERT_OK(killed->Start());
+  // A replica reports only while it has streams.
+  auto here = OpenClaim(MakeClaim({"lw"}, 1, 0, "on-this-one"));
+  auto on_stopped = std::make_unique<ClaimReader>(stopped->NewStub(), MakeClaim({"lw"}, 1, 0, "s"));
+  auto on_killed = std::make_unique<ClaimReader>(killed->NewStub(), MakeClaim({"lw"}, 1, 0, "k"));
   const std::string stopped_port = PortOf(stopped->address());
   const std::string killed_port = PortOf(killed->address());
   auto named = [](const v1::ListWorkersResponse& r, const std::string& port) {
@@ -146,11 +151,13 @@ TEST_F(ListWorkersTest, AStoppedReplicaLeavesAtOnceAKilledOneWhenItsReportIsStal
   });
   ASSERT_EQ(all.brokers_size(), 3) << all.DebugString();
 
+  on_stopped.reset();
   stopped->Stop();  // SIGTERM: drains and removes its report
   v1::ListWorkersResponse after_stop = *List(*broker_);
   EXPECT_FALSE(named(after_stop, stopped_port)) << after_stop.DebugString();
   EXPECT_TRUE(named(after_stop, killed_port));
 
+  on_killed->Cancel();
   killed->Signal(SIGKILL);
   const absl::Time killed_at = absl::Now();
   // Its last report goes stale 3 intervals (600 ms) after it was written.
@@ -165,6 +172,28 @@ TEST_F(ListWorkersTest, AStoppedReplicaLeavesAtOnceAKilledOneWhenItsReportIsStal
   JW_ASSERT_OK(fields.status());
   EXPECT_EQ(fields->integer, 1);
   killed->Stop();
+}
+
+TEST_F(ListWorkersTest, AReplicaWithoutStreamsWritesNothingAndItsReportGoesWithItsLastStream) {
+  auto reports = [&] {
+    absl::StatusOr<RedisReply> n =
+        RedisCommandFor("jw:{workers}:reports", {"HLEN", "jw:{workers}:reports"});
+    return n.ok() ? n->integer : -1;
+  };
+  absl::SleepFor(absl::Milliseconds(600));  // three report intervals
+  EXPECT_EQ(RedisDbSize(), 0);
+  v1::ListWorkersResponse none = *List(*broker_);
+  EXPECT_EQ(none.streams_size(), 0);
+  EXPECT_EQ(none.brokers_size(), 0);
+
+  auto reader = OpenClaim(MakeClaim({"lw"}, 1, 0, "only"));
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (reports() != 1 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(reports(), 1);
+  reader.reset();
+  while (reports() != 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(reports(), 0);
+  EXPECT_EQ(RedisDbSize(), 0);
 }
 
 }  // namespace

@@ -46,13 +46,26 @@ void WorkerRegistry::Exec() {
     // Checked on the loop thread: a Stop after this point sends its HDEL
     // behind this HSET, on the same connection.
     if (stopped_) return;
-    params_.store->Put(broker(), report.SerializeAsString(), [this](absl::Status written) {
+    auto next = [this](absl::Status written) {
       if (!written.ok()) {
         base::Log(base::LogLevel::kDebug, "worker report not written",
                   {{"error", written.ToString()}});
       }
       Schedule(params_.interval);
-    });
+    };
+    if (report.brokers(0).streams() > 0) {
+      reported_ = true;
+      params_.store->Put(broker(), report.SerializeAsString(), std::move(next));
+    } else if (reported_) {
+      // No stream left: the report goes (a replica without streams writes
+      // nothing to Redis).
+      params_.store->Remove({broker()}, [this, next = std::move(next)](absl::Status removed) {
+        reported_ = !removed.ok();
+        next(removed);
+      });
+    } else {
+      Schedule(params_.interval);
+    }
   });
 }
 
@@ -97,7 +110,7 @@ void WorkerRegistry::List(store::Callback<v1::ListWorkersResponse> done) const {
     if (!stale.empty()) params_.store->Remove(std::move(stale), [](absl::Status) {});
     Report([by_broker = std::move(by_broker), done = std::move(done)](
                v1::ListWorkersResponse own) mutable {
-      by_broker[own.brokers(0).broker()] = std::move(own);
+      if (own.brokers(0).streams() > 0) by_broker[own.brokers(0).broker()] = std::move(own);
       v1::ListWorkersResponse out;
       for (auto& [name, report] : by_broker) {
         for (v1::WorkerStream& stream : *report.mutable_streams()) {

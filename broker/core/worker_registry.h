@@ -1,8 +1,9 @@
 // WorkerRegistry: which workers are connected, across every broker replica
 // (Admin ListWorkers). A background loop writes this replica's report of
 // its open Claim streams (Dispatcher::Streams) to Redis every `interval`
-// (store::WorkerReportStore); List reads every replica's report, puts this
-// replica's streams as they are now in place of its own report, leaves out
+// (store::WorkerReportStore), or nothing while it has none (removing the
+// report its last streams left); List reads every replica's report, puts
+// this replica's streams as they are now in place of its own report, leaves out
 // reports past their expiry (three intervals after they were written: the
 // replica was killed or lost Redis) and removes those from Redis. A report
 // holds at most `max_streams` streams (BrokerReport.truncated beyond).
@@ -66,6 +67,8 @@ class WorkerRegistry {
   mutable absl::Mutex mu_;
   std::string broker_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stopped_{false};
+  // Loop thread: Redis holds a report of this replica (as far as it knows).
+  bool reported_ = false;
 };
 
 }  // namespace jobwire::core

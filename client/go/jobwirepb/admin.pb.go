@@ -1953,6 +1953,294 @@ func (x *ListSchedulesResponse) GetSchedules() []*ScheduleInfo {
 	return nil
 }
 
+type ListWorkersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkersRequest) Reset() {
+	*x = ListWorkersRequest{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkersRequest) ProtoMessage() {}
+
+func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{32}
+}
+
+type ListWorkersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By replica (as `brokers`), each replica's by opening time.
+	Streams []*WorkerStream `protobuf:"bytes,1,rep,name=streams,proto3" json:"streams,omitempty"`
+	// Every replica with open streams whose report is current, by name (a
+	// replica without streams writes no report).
+	Brokers       []*BrokerReport `protobuf:"bytes,2,rep,name=brokers,proto3" json:"brokers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkersResponse) Reset() {
+	*x = ListWorkersResponse{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkersResponse) ProtoMessage() {}
+
+func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListWorkersResponse) GetStreams() []*WorkerStream {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+func (x *ListWorkersResponse) GetBrokers() []*BrokerReport {
+	if x != nil {
+		return x.Brokers
+	}
+	return nil
+}
+
+// One open Claim stream.
+type WorkerStream struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica it is open on (BrokerReport.broker).
+	Broker string `protobuf:"bytes,1,opt,name=broker,proto3" json:"broker,omitempty"`
+	// As the stream's ClaimRequest asked.
+	WorkerId    string   `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Queues      []string `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
+	Types       []string `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`
+	Weights     []int32  `protobuf:"varint,5,rep,packed,name=weights,proto3" json:"weights,omitempty"`
+	MaxInFlight int32    `protobuf:"varint,6,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
+	// Jobs delivered on the stream and not settled yet (their leases held).
+	InFlight int32 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// When the stream opened (unix ms, by the replica's clock).
+	OpenedAtMs int64 `protobuf:"varint,8,opt,name=opened_at_ms,json=openedAtMs,proto3" json:"opened_at_ms,omitempty"`
+	// The client's address as the replica saw it (gRPC peer, e.g.
+	// "ipv4:10.0.0.7:51234").
+	Peer          string `protobuf:"bytes,9,opt,name=peer,proto3" json:"peer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerStream) Reset() {
+	*x = WorkerStream{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerStream) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerStream) ProtoMessage() {}
+
+func (x *WorkerStream) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerStream.ProtoReflect.Descriptor instead.
+func (*WorkerStream) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *WorkerStream) GetBroker() string {
+	if x != nil {
+		return x.Broker
+	}
+	return ""
+}
+
+func (x *WorkerStream) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkerStream) GetQueues() []string {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
+func (x *WorkerStream) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+func (x *WorkerStream) GetWeights() []int32 {
+	if x != nil {
+		return x.Weights
+	}
+	return nil
+}
+
+func (x *WorkerStream) GetMaxInFlight() int32 {
+	if x != nil {
+		return x.MaxInFlight
+	}
+	return 0
+}
+
+func (x *WorkerStream) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *WorkerStream) GetOpenedAtMs() int64 {
+	if x != nil {
+		return x.OpenedAtMs
+	}
+	return 0
+}
+
+func (x *WorkerStream) GetPeer() string {
+	if x != nil {
+		return x.Peer
+	}
+	return ""
+}
+
+// One replica's report.
+type BrokerReport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica: "<host name>:<listen port>" (in Kubernetes, the pod name).
+	Broker string `protobuf:"bytes,1,opt,name=broker,proto3" json:"broker,omitempty"`
+	// When it reported (unix ms, by its clock), and when the report goes
+	// stale unless renewed (three report intervals later).
+	ReportedAtMs int64 `protobuf:"varint,2,opt,name=reported_at_ms,json=reportedAtMs,proto3" json:"reported_at_ms,omitempty"`
+	ExpiresAtMs  int64 `protobuf:"varint,3,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
+	// Claim streams open there, all of them (also when more than the 1,000
+	// reported: then truncated).
+	Streams       int32 `protobuf:"varint,4,opt,name=streams,proto3" json:"streams,omitempty"`
+	Truncated     bool  `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerReport) Reset() {
+	*x = BrokerReport{}
+	mi := &file_jobwire_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerReport) ProtoMessage() {}
+
+func (x *BrokerReport) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerReport.ProtoReflect.Descriptor instead.
+func (*BrokerReport) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *BrokerReport) GetBroker() string {
+	if x != nil {
+		return x.Broker
+	}
+	return ""
+}
+
+func (x *BrokerReport) GetReportedAtMs() int64 {
+	if x != nil {
+		return x.ReportedAtMs
+	}
+	return 0
+}
+
+func (x *BrokerReport) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
+}
+
+func (x *BrokerReport) GetStreams() int32 {
+	if x != nil {
+		return x.Streams
+	}
+	return 0
+}
+
+func (x *BrokerReport) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
 
 const file_jobwire_v1_admin_proto_rawDesc = "" +
@@ -2088,7 +2376,28 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\adeleted\x18\x01 \x01(\bR\adeleted\"\x16\n" +
 	"\x14ListSchedulesRequest\"O\n" +
 	"\x15ListSchedulesResponse\x126\n" +
-	"\tschedules\x18\x01 \x03(\v2\x18.jobwire.v1.ScheduleInfoR\tschedules2\xe2\b\n" +
+	"\tschedules\x18\x01 \x03(\v2\x18.jobwire.v1.ScheduleInfoR\tschedules\"\x14\n" +
+	"\x12ListWorkersRequest\"}\n" +
+	"\x13ListWorkersResponse\x122\n" +
+	"\astreams\x18\x01 \x03(\v2\x18.jobwire.v1.WorkerStreamR\astreams\x122\n" +
+	"\abrokers\x18\x02 \x03(\v2\x18.jobwire.v1.BrokerReportR\abrokers\"\x82\x02\n" +
+	"\fWorkerStream\x12\x16\n" +
+	"\x06broker\x18\x01 \x01(\tR\x06broker\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
+	"\x06queues\x18\x03 \x03(\tR\x06queues\x12\x14\n" +
+	"\x05types\x18\x04 \x03(\tR\x05types\x12\x18\n" +
+	"\aweights\x18\x05 \x03(\x05R\aweights\x12\"\n" +
+	"\rmax_in_flight\x18\x06 \x01(\x05R\vmaxInFlight\x12\x1b\n" +
+	"\tin_flight\x18\a \x01(\x05R\binFlight\x12 \n" +
+	"\fopened_at_ms\x18\b \x01(\x03R\n" +
+	"openedAtMs\x12\x12\n" +
+	"\x04peer\x18\t \x01(\tR\x04peer\"\xa8\x01\n" +
+	"\fBrokerReport\x12\x16\n" +
+	"\x06broker\x18\x01 \x01(\tR\x06broker\x12$\n" +
+	"\x0ereported_at_ms\x18\x02 \x01(\x03R\freportedAtMs\x12\"\n" +
+	"\rexpires_at_ms\x18\x03 \x01(\x03R\vexpiresAtMs\x12\x18\n" +
+	"\astreams\x18\x04 \x01(\x05R\astreams\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated2\xb2\t\n" +
 	"\fAdminService\x12N\n" +
 	"\vCreateQueue\x12\x1e.jobwire.v1.CreateQueueRequest\x1a\x1f.jobwire.v1.CreateQueueResponse\x12N\n" +
 	"\vUpdateQueue\x12\x1e.jobwire.v1.UpdateQueueRequest\x1a\x1f.jobwire.v1.UpdateQueueResponse\x12K\n" +
@@ -2105,7 +2414,8 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\vResumeQueue\x12\x1e.jobwire.v1.ResumeQueueRequest\x1a\x1f.jobwire.v1.ResumeQueueResponse\x12N\n" +
 	"\vPutSchedule\x12\x1e.jobwire.v1.PutScheduleRequest\x1a\x1f.jobwire.v1.PutScheduleResponse\x12W\n" +
 	"\x0eDeleteSchedule\x12!.jobwire.v1.DeleteScheduleRequest\x1a\".jobwire.v1.DeleteScheduleResponse\x12T\n" +
-	"\rListSchedules\x12 .jobwire.v1.ListSchedulesRequest\x1a!.jobwire.v1.ListSchedulesResponseB\x86\x01\n" +
+	"\rListSchedules\x12 .jobwire.v1.ListSchedulesRequest\x1a!.jobwire.v1.ListSchedulesResponse\x12N\n" +
+	"\vListWorkers\x12\x1e.jobwire.v1.ListWorkersRequest\x1a\x1f.jobwire.v1.ListWorkersResponseB\x86\x01\n" +
 	"\x0edev.jobwire.v1B\n" +
 	"AdminProtoP\x01Z8github.com/jobwire/jobwire/client/go/jobwirepb;jobwirepb\xa2\x02\x03JWX\xaa\x02\n" +
 	"Jobwire.V1\xca\x02\n" +
@@ -2124,7 +2434,7 @@ func file_jobwire_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_jobwire_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_jobwire_v1_admin_proto_goTypes = []any{
 	(Schedule_CatchUp)(0),          // 0: jobwire.v1.Schedule.CatchUp
 	(*QueueStats)(nil),             // 1: jobwire.v1.QueueStats
@@ -2159,9 +2469,13 @@ var file_jobwire_v1_admin_proto_goTypes = []any{
 	(*DeleteScheduleResponse)(nil), // 30: jobwire.v1.DeleteScheduleResponse
 	(*ListSchedulesRequest)(nil),   // 31: jobwire.v1.ListSchedulesRequest
 	(*ListSchedulesResponse)(nil),  // 32: jobwire.v1.ListSchedulesResponse
-	(JobState)(0),                  // 33: jobwire.v1.JobState
-	(*Job)(nil),                    // 34: jobwire.v1.Job
-	(*EnqueueRequest)(nil),         // 35: jobwire.v1.EnqueueRequest
+	(*ListWorkersRequest)(nil),     // 33: jobwire.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),    // 34: jobwire.v1.ListWorkersResponse
+	(*WorkerStream)(nil),           // 35: jobwire.v1.WorkerStream
+	(*BrokerReport)(nil),           // 36: jobwire.v1.BrokerReport
+	(JobState)(0),                  // 37: jobwire.v1.JobState
+	(*Job)(nil),                    // 38: jobwire.v1.Job
+	(*EnqueueRequest)(nil),         // 39: jobwire.v1.EnqueueRequest
 }
 var file_jobwire_v1_admin_proto_depIdxs = []int32{
 	2,  // 0: jobwire.v1.QueueStats.rate_limit:type_name -> jobwire.v1.RateLimit
@@ -2169,46 +2483,50 @@ var file_jobwire_v1_admin_proto_depIdxs = []int32{
 	2,  // 2: jobwire.v1.UpdateQueueRequest.rate_limit:type_name -> jobwire.v1.RateLimit
 	1,  // 3: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
 	1,  // 4: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
-	33, // 5: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
-	34, // 6: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
-	35, // 7: jobwire.v1.Schedule.job:type_name -> jobwire.v1.EnqueueRequest
+	37, // 5: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
+	38, // 6: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
+	39, // 7: jobwire.v1.Schedule.job:type_name -> jobwire.v1.EnqueueRequest
 	0,  // 8: jobwire.v1.Schedule.catch_up:type_name -> jobwire.v1.Schedule.CatchUp
 	25, // 9: jobwire.v1.ScheduleInfo.schedule:type_name -> jobwire.v1.Schedule
 	25, // 10: jobwire.v1.PutScheduleRequest.schedule:type_name -> jobwire.v1.Schedule
 	26, // 11: jobwire.v1.ListSchedulesResponse.schedules:type_name -> jobwire.v1.ScheduleInfo
-	3,  // 12: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
-	5,  // 13: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
-	7,  // 14: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
-	9,  // 15: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
-	11, // 16: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
-	13, // 17: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
-	15, // 18: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
-	17, // 19: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
-	19, // 20: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
-	21, // 21: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
-	23, // 22: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
-	27, // 23: jobwire.v1.AdminService.PutSchedule:input_type -> jobwire.v1.PutScheduleRequest
-	29, // 24: jobwire.v1.AdminService.DeleteSchedule:input_type -> jobwire.v1.DeleteScheduleRequest
-	31, // 25: jobwire.v1.AdminService.ListSchedules:input_type -> jobwire.v1.ListSchedulesRequest
-	4,  // 26: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
-	6,  // 27: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
-	8,  // 28: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
-	10, // 29: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
-	12, // 30: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
-	14, // 31: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
-	16, // 32: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
-	18, // 33: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
-	20, // 34: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
-	22, // 35: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
-	24, // 36: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
-	28, // 37: jobwire.v1.AdminService.PutSchedule:output_type -> jobwire.v1.PutScheduleResponse
-	30, // 38: jobwire.v1.AdminService.DeleteSchedule:output_type -> jobwire.v1.DeleteScheduleResponse
-	32, // 39: jobwire.v1.AdminService.ListSchedules:output_type -> jobwire.v1.ListSchedulesResponse
-	26, // [26:40] is the sub-list for method output_type
-	12, // [12:26] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	35, // 12: jobwire.v1.ListWorkersResponse.streams:type_name -> jobwire.v1.WorkerStream
+	36, // 13: jobwire.v1.ListWorkersResponse.brokers:type_name -> jobwire.v1.BrokerReport
+	3,  // 14: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
+	5,  // 15: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
+	7,  // 16: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
+	9,  // 17: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
+	11, // 18: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
+	13, // 19: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
+	15, // 20: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
+	17, // 21: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
+	19, // 22: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
+	21, // 23: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
+	23, // 24: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
+	27, // 25: jobwire.v1.AdminService.PutSchedule:input_type -> jobwire.v1.PutScheduleRequest
+	29, // 26: jobwire.v1.AdminService.DeleteSchedule:input_type -> jobwire.v1.DeleteScheduleRequest
+	31, // 27: jobwire.v1.AdminService.ListSchedules:input_type -> jobwire.v1.ListSchedulesRequest
+	33, // 28: jobwire.v1.AdminService.ListWorkers:input_type -> jobwire.v1.ListWorkersRequest
+	4,  // 29: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
+	6,  // 30: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
+	8,  // 31: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
+	10, // 32: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
+	12, // 33: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
+	14, // 34: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
+	16, // 35: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
+	18, // 36: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
+	20, // 37: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
+	22, // 38: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
+	24, // 39: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
+	28, // 40: jobwire.v1.AdminService.PutSchedule:output_type -> jobwire.v1.PutScheduleResponse
+	30, // 41: jobwire.v1.AdminService.DeleteSchedule:output_type -> jobwire.v1.DeleteScheduleResponse
+	32, // 42: jobwire.v1.AdminService.ListSchedules:output_type -> jobwire.v1.ListSchedulesResponse
+	34, // 43: jobwire.v1.AdminService.ListWorkers:output_type -> jobwire.v1.ListWorkersResponse
+	29, // [29:44] is the sub-list for method output_type
+	14, // [14:29] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_admin_proto_init() }
@@ -2230,7 +2548,7 @@ func file_jobwire_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_admin_proto_rawDesc), len(file_jobwire_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -56,6 +56,7 @@ const (
 	AdminService_PutSchedule_FullMethodName    = "/jobwire.v1.AdminService/PutSchedule"
 	AdminService_DeleteSchedule_FullMethodName = "/jobwire.v1.AdminService/DeleteSchedule"
 	AdminService_ListSchedules_FullMethodName  = "/jobwire.v1.AdminService/ListSchedules"
+	AdminService_ListWorkers_FullMethodName    = "/jobwire.v1.AdminService/ListWorkers"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -148,6 +149,17 @@ type AdminServiceClient interface {
 	// next and last runs.
 	// Errors: UNAVAILABLE.
 	ListSchedules(ctx context.Context, in *ListSchedulesRequest, opts ...grpc.CallOption) (*ListSchedulesResponse, error)
+	// The workers connected now: the Claim streams open on every broker
+	// replica. Each replica with streams reports them to Redis every
+	// --worker_report_interval_ms (10 s by default) and the one answering
+	// adds its own as they are this instant, so a stream opened or closed on
+	// another replica shows after at most that interval; a replica that
+	// stopped reporting (killed, or cut off from Redis) is left out once its
+	// report is three intervals old. A replica reports at most 1,000 streams
+	// (BrokerReport.truncated). Only streams whose queues the token may all
+	// administer are listed (no admin permission at all: PERMISSION_DENIED).
+	// Errors: PERMISSION_DENIED, UNAVAILABLE.
+	ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error)
 }
 
 type adminServiceClient struct {
@@ -298,6 +310,16 @@ func (c *adminServiceClient) ListSchedules(ctx context.Context, in *ListSchedule
 	return out, nil
 }
 
+func (c *adminServiceClient) ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkersResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWorkers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -388,6 +410,17 @@ type AdminServiceServer interface {
 	// next and last runs.
 	// Errors: UNAVAILABLE.
 	ListSchedules(context.Context, *ListSchedulesRequest) (*ListSchedulesResponse, error)
+	// The workers connected now: the Claim streams open on every broker
+	// replica. Each replica with streams reports them to Redis every
+	// --worker_report_interval_ms (10 s by default) and the one answering
+	// adds its own as they are this instant, so a stream opened or closed on
+	// another replica shows after at most that interval; a replica that
+	// stopped reporting (killed, or cut off from Redis) is left out once its
+	// report is three intervals old. A replica reports at most 1,000 streams
+	// (BrokerReport.truncated). Only streams whose queues the token may all
+	// administer are listed (no admin permission at all: PERMISSION_DENIED).
+	// Errors: PERMISSION_DENIED, UNAVAILABLE.
+	ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -439,6 +472,9 @@ func (UnimplementedAdminServiceServer) DeleteSchedule(context.Context, *DeleteSc
 }
 func (UnimplementedAdminServiceServer) ListSchedules(context.Context, *ListSchedulesRequest) (*ListSchedulesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSchedules not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkers not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -713,6 +749,24 @@ func _AdminService_ListSchedules_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListWorkers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWorkers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWorkers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWorkers(ctx, req.(*ListWorkersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -775,6 +829,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSchedules",
 			Handler:    _AdminService_ListSchedules_Handler,
+		},
+		{
+			MethodName: "ListWorkers",
+			Handler:    _AdminService_ListWorkers_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
