@@ -64,6 +64,8 @@
 // Thread safety: every public method may be called from any thread; all the
 // state lives on the event loop thread (the methods post to it), except the
 // stream counts (StreamCounts) that Open and Close keep.
+//
+// The fill path (Fill .. FinishFill, the hand-off) is in dispatcher_fill.cc.
 #ifndef JOBWIRE_BROKER_CORE_DISPATCHER_H_
 #define JOBWIRE_BROKER_CORE_DISPATCHER_H_
 
