@@ -87,6 +87,8 @@ absl::Status AdminCli::Stats(const std::string& queue) {
         << (q.has_rate_limit() ? RateLimitText(q.rate_limit()) : "none") << "\n"
         << "max active:          "
         << (q.max_active() > 0 ? absl::StrCat(q.max_active()) : "none") << "\n"
+        << "max active per key:  "
+        << (q.max_active_per_key() > 0 ? absl::StrCat(q.max_active_per_key()) : "none") << "\n"
         << "oldest due:          " << Age(q.oldest_due_age_ms()) << "\n";
   return absl::OkStatus();
 }
@@ -231,6 +233,7 @@ void AdminCli::PrintJob(const v1::Job& job) {
         << "finished:        " << Time(job.finished_at_ms()) << "\n"
         << "worker:          " << job.worker_id() << "\n"
         << "idempotency key: " << job.idempotency_key() << "\n"
+        << "concurrency key: " << job.concurrency_key() << "\n"
         << "timeout:         " << timeout << "\n"
         << "run deadline:    " << Time(job.run_deadline_ms()) << "\n"
         << "cancel asked:    " << Time(job.cancel_requested_at_ms()) << "\n"
@@ -340,7 +343,7 @@ absl::StatusOr<std::optional<v1::RateLimit>> ParseRateLimitFlag(const std::strin
 absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
                                 std::optional<int64_t> job_timeout_ms,
                                 const std::string& rate_limit, std::optional<int32_t> max_active,
-                                bool create) {
+                                std::optional<int32_t> max_active_per_key, bool create) {
   absl::StatusOr<std::optional<v1::RateLimit>> limit = ParseRateLimitFlag(rate_limit, !create);
   if (!limit.ok()) return limit.status();
   grpc::Status status;
@@ -352,6 +355,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
     if (*limit) *request.mutable_rate_limit() = **limit;
     if (max_active) request.set_max_active(*max_active);
+    if (max_active_per_key) request.set_max_active_per_key(*max_active_per_key);
     v1::CreateQueueResponse response;
     status = admin_->CreateQueue(Context().get(), request, &response);
   } else {
@@ -361,6 +365,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
     if (*limit) *request.mutable_rate_limit() = **limit;
     if (max_active) request.set_max_active(*max_active);
+    if (max_active_per_key) request.set_max_active_per_key(*max_active_per_key);
     v1::UpdateQueueResponse response;
     status = admin_->UpdateQueue(Context().get(), request, &response);
     before = response.previous_partitions();
@@ -373,6 +378,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     if (job_timeout_ms) out["default_job_timeout_ms"] = *job_timeout_ms;
     if (*limit) out["rate_limit"] = rate_limit;
     if (max_active) out["max_active"] = *max_active;
+    if (max_active_per_key) out["max_active_per_key"] = *max_active_per_key;
     *out_ << out.dump() << "\n";
     return absl::OkStatus();
   }
@@ -390,6 +396,10 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
   }
   if (max_active) {
     *out_ << ", max active " << (*max_active == 0 ? "none" : absl::StrCat(*max_active));
+  }
+  if (max_active_per_key) {
+    *out_ << ", max active per key "
+          << (*max_active_per_key == 0 ? "none" : absl::StrCat(*max_active_per_key));
   }
   *out_ << "\n";
   return absl::OkStatus();
@@ -414,6 +424,7 @@ absl::StatusOr<v1::EnqueueRequest> AdminCli::MakeEnqueue(const std::string& queu
   request.set_delay_ms(options.delay_ms);
   request.set_max_attempts(options.max_attempts);
   request.set_idempotency_key(options.idempotency_key);
+  request.set_concurrency_key(options.concurrency_key);
   request.set_timeout_ms(options.timeout_ms);
   return request;
 }

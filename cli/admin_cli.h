@@ -50,6 +50,7 @@ struct EnqueueOptions {
   int64_t delay_ms = 0;
   int32_t max_attempts = 0;
   std::string idempotency_key;
+  std::string concurrency_key;
   int64_t timeout_ms = 0;
 };
 
@@ -89,10 +90,12 @@ class AdminCli {
   // unchanged; -1 on update: removed) and the rate limit `rate_limit`
   // ("COUNT/INTERVAL_MS[/BURST]"; "": none / unchanged; "off" on update:
   // removed; INVALID_ARGUMENT naming --rate-limit when malformed) and
-  // max_active (nullopt: none / unchanged; 0 on update: removed).
+  // max_active and max_active_per_key (each nullopt: none / unchanged; 0
+  // on update: removed).
   absl::Status SetQueue(const std::string& queue, int partitions,
                         std::optional<int64_t> job_timeout_ms, const std::string& rate_limit,
-                        std::optional<int32_t> max_active, bool create);
+                        std::optional<int32_t> max_active,
+                        std::optional<int32_t> max_active_per_key, bool create);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);
   // PutSchedule `name`, whose runs enqueue a job of `type` to `queue`.

@@ -10,8 +10,10 @@
 //   jobwire pause QUEUE / jobwire resume QUEUE
 //   jobwire create-queue QUEUE [--partitions P] [--default-job-timeout-ms MS]
 //                              [--rate-limit COUNT/INTERVAL_MS[/BURST]] [--max-active N]
+//                              [--max-active-per-key N]
 //   jobwire update-queue QUEUE [--partitions P] [--default-job-timeout-ms MS|-1]
 //                              [--rate-limit COUNT/INTERVAL_MS[/BURST]|off] [--max-active N]
+//                              [--max-active-per-key N]
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //   jobwire put-schedule NAME QUEUE TYPE (--cron EXPR [--tz ZONE] | --every-ms MS) [options]
 //   jobwire schedules
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
   std::optional<int64_t> job_timeout_ms;
   std::string rate_limit;
   std::optional<int32_t> max_active;
+  std::optional<int32_t> max_active_per_key;
   CLI::App* create_queue = app.add_subcommand(
       "create-queue", "create a queue (with --partitions, one spread over a Redis Cluster)");
   add_queue(create_queue);
@@ -170,6 +173,9 @@ int main(int argc, char** argv) {
   create_queue->add_option("--max-active", max_active,
                            "the most active jobs at once, 1..1000000 (default: no limit); one "
                            "partition only");
+  create_queue->add_option("--max-active-per-key", max_active_per_key,
+                           "the most active jobs per concurrency key, 1..1000000 (default: no "
+                           "limit); one partition only");
   add_json(create_queue);
   CLI::App* update_queue = app.add_subcommand(
       "update-queue", "raise a queue's partition count, set its default job timeout or limits");
@@ -184,6 +190,9 @@ int main(int argc, char** argv) {
   update_queue->add_option("--max-active", max_active,
                            "the most active jobs at once, 0 to remove the limit (default: "
                            "unchanged)");
+  update_queue->add_option("--max-active-per-key", max_active_per_key,
+                           "the most active jobs per concurrency key, 0 to remove the limit "
+                           "(default: unchanged)");
   add_json(update_queue);
 
   jobwire::cli::EnqueueOptions enqueue_options;
@@ -198,6 +207,8 @@ int main(int argc, char** argv) {
   enqueue->add_option("--delay-ms", enqueue_options.delay_ms, "run no earlier than now + this");
   enqueue->add_option("--max-attempts", enqueue_options.max_attempts, "1..1000");
   enqueue->add_option("--idempotency-key", enqueue_options.idempotency_key, "dedup key");
+  enqueue->add_option("--concurrency-key", enqueue_options.concurrency_key,
+                      "key of the queue's --max-active-per-key limit");
   enqueue->add_option("--timeout-ms", enqueue_options.timeout_ms,
                       "longest a run may take (0: the broker's default)");
 
@@ -281,10 +292,10 @@ int main(int argc, char** argv) {
     status = cli.Pause(queue, static_cast<bool>(*pause));
   } else if (*create_queue) {
     status = cli.SetQueue(queue, create_partitions, job_timeout_ms, rate_limit, max_active,
-                          /*create=*/true);
+                          max_active_per_key, /*create=*/true);
   } else if (*update_queue) {
     status = cli.SetQueue(queue, update_partitions, job_timeout_ms, rate_limit, max_active,
-                          /*create=*/false);
+                          max_active_per_key, /*create=*/false);
   } else if (*enqueue) {
     status = cli.Enqueue(queue, type, enqueue_options);
   } else if (*put_schedule) {

@@ -34,6 +34,7 @@ for q in pairs(queues) do
   local base = prefix .. ':{' .. q .. '}:'
   -- Job id -> state, from the records (cmsgpack; field 1 is the state).
   local states, types = {}, {}
+  local keyed_active = {}  -- concurrency key (field 26) -> active jobs of it
   for id, packed in pairs(pairs_of(redis.call('HGETALL', base .. 'jobs'))) do
     local ok, rec = pcall(cmsgpack.unpack, packed)
     -- A completed job past its retention is gone for every reader (the next
@@ -46,6 +47,9 @@ for q in pairs(queues) do
       note(base .. 'jobs ' .. id .. ' does not unpack')
     else
       states[id], types[id] = rec[1], rec[2]
+      if rec[1] == 'active' and type(rec[26]) == 'string' and rec[26] ~= '' then
+        keyed_active[rec[26]] = (keyed_active[rec[26]] or 0) + 1
+      end
       local allowed = want[rec[1] or '']
       if allowed == nil then
         note(base .. 'jobs ' .. id .. ' has state ' .. tostring(rec[1]))
@@ -91,6 +95,20 @@ for q in pairs(queues) do
   if index_count ~= ready_count then
     note(base .. 'ready_by_type holds ' .. index_count .. ' members for ' .. ready_count ..
          ' ready jobs')
+  end
+  -- Each concurrency key's count of active jobs (lua/_lib.lua, key_release)
+  -- is the number of active jobs with that key, and nothing else is counted.
+  local counted = pairs_of(redis.call('HGETALL', base .. 'key_active'))
+  for key, n in pairs(keyed_active) do
+    if tonumber(counted[key]) ~= n then
+      note(base .. 'key_active counts ' .. tostring(counted[key]) .. ' for key ' .. key ..
+           ' with ' .. n .. ' active jobs')
+    end
+  end
+  for key, n in pairs(counted) do
+    if keyed_active[key] == nil then
+      note(base .. 'key_active counts ' .. n .. ' for key ' .. key .. ' without active jobs')
+    end
   end
   for _, hash in ipairs({'payloads', 'results'}) do
     for _, id in ipairs(redis.call('HKEYS', base .. hash)) do

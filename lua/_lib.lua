@@ -52,7 +52,7 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
                     'created_at', 'finished_at', 'backoff_base', 'backoff_max',
                     'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at',
                     'timeout', 'run_deadline', 'cancel_requested', 'progress_percent',
-                    'progress_data', 'headers'}
+                    'progress_data', 'headers', 'concurrency_key'}
 -- Field numbers by name.
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
@@ -110,11 +110,40 @@ local function ready_add(R, job, score, id)
   redis.call('ZADD', R.by_type, 0, type_member(job_type_of(job), score, id))
 end
 
+-- Concurrency keys (docs/semantics.md, "Concurrency per key"). While a job
+-- enqueued with a concurrency key (field concurrency_key) is active, it
+-- counts in the queue's `key_active` hash (key -> active jobs of the key),
+-- whether or not the queue has a per-key limit, so that a limit set later
+-- finds the counts right. With a limit (the `key_limit` key), a claim that
+-- meets a ready job whose key has that many active jobs parks it: the job
+-- leaves the ready set and its index for `key_waiting`, a zset of scores 0
+-- read by ZRANGEBYLEX whose members have type_member's shape with the key in
+-- place of the type (key_member), so the jobs of other keys behind it are
+-- claimed; it stays pending. A run of a keyed job that leaves the active set
+-- gives its key's slot back and moves the key's best parked job back to the
+-- ready set (key_release). `C` names the keys: ready, by_type, jobs,
+-- key_active, key_waiting, and `C.channel` the queue's notify channel.
+local function job_key_of(job)
+  local key = job and job[F.concurrency_key]
+  if type(key) ~= 'string' or key == '' then return nil end
+  return key
+end
+-- REQUIRES: `score` is 16 digits (ready_score, pad_score).
+local function key_member(key, score, id)
+  return type_member(key, score, id)
+end
+
 -- Job `id` (record `job`, nil when it has none) leaves the ready set `R.ready`
--- and its type index `R.by_type`, if it was in the set. Returns 1 when it was.
+-- and its type index `R.by_type`, if it was in the set, or `R.key_waiting`
+-- if its key's limit had parked it. Returns 1 when it was in either.
 local function ready_remove(R, job, id)
   local score = redis.call('ZSCORE', R.ready, id)
-  if not score then return 0 end
+  if not score then
+    local key = job_key_of(job)
+    local priority, available_at = tonumber(job and job[F.priority]), tonumber(job and job[F.available_at])
+    if not (key and priority and available_at) then return 0 end
+    return redis.call('ZREM', R.key_waiting, key_member(key, ready_score(priority, available_at), id))
+  end
   redis.call('ZREM', R.ready, id)
   redis.call('ZREM', R.by_type, type_member(job_type_of(job), pad_score(score), id))
   return 1
@@ -139,6 +168,31 @@ end
 -- `jobs_key`.
 local function job_write(jobs_key, id, job)
   redis.call('HSET', jobs_key, id, cmsgpack.pack(job))
+end
+
+-- A run of job `job` (its record) left the active set: when the job has a
+-- concurrency key, the key's count drops and the key's best parked job (if
+-- any) moves back to the ready set. Sets C.woken when one moved: the caller
+-- then publishes a wake-up ('0') on C.channel once (key_wake).
+local function key_release(C, job)
+  local key = job_key_of(job)
+  if not key then return end
+  if redis.call('HINCRBY', C.key_active, key, -1) <= 0 then redis.call('HDEL', C.key_active, key) end
+  local prefix = type_prefix(key)
+  local first = redis.call('ZRANGEBYLEX', C.key_waiting, '[' .. prefix, '(' .. prefix .. ':',
+                           'LIMIT', 0, 1)
+  if #first == 0 then return end
+  redis.call('ZREM', C.key_waiting, first[1])
+  local _, score, id = type_member_parts(first[1])
+  local parked = id and job_read(C.jobs, id)
+  if parked and parked[F.state] == 'pending' then
+    ready_add(C, parked, pad_score(score), id)
+    C.woken = true
+  end
+end
+local function key_wake(C)
+  if C.woken then redis.call('SPUBLISH', C.channel, '0') end
+  C.woken = false
 end
 
 -- A job as the scripts answer it: {record, payload, result}, the record as
@@ -295,10 +349,12 @@ local function delete_job(J, id)
 end
 
 -- Settles a failed run of active job `id` (record `job`, as job_read gave
--- it, in hash `jobs_key`): schedules a retry (state pending, due after the
--- backoff or retry_after_ms when > 0) or, when the attempts are used up or
--- non_retryable is true, makes it dead. Publishes the retry's delay on
--- `channel` so that claimers arm a timer. `token` (the failed run's lease
+-- it): schedules a retry (state pending, due after the backoff or
+-- retry_after_ms when > 0) or, when the attempts are used up or
+-- non_retryable is true, makes it dead. `S` names the queue's keys (jobs,
+-- active, scheduled, dead, and key_release's) and S.channel its notify
+-- channel, on which the retry's delay is published so that claimers arm a
+-- timer; the caller runs key_wake(S) once after its settles. `token` (the failed run's lease
 -- token, '' for none) is recorded with the outcome, so that a repeated Fail
 -- with it answers the same outcome whatever happened to the job since; the
 -- job's lease token is cleared. Reads every field it needs before the first
@@ -311,11 +367,13 @@ end
 -- given back (attempts - 1) and the job retried after retry_after.
 -- Returns outcome ('retry', 'dead' or 'corrupt', which is dead too) and
 -- the retry's due time (0 when dead).
-local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key, channel,
-                              id, token, err, non_retryable, retry_after, now, keep_attempt)
+local function settle_failure(S, job, id, token, err, non_retryable, retry_after, now,
+                              keep_attempt)
+  local jobs_key = S.jobs
   local attempts, max_attempts = tonumber(job[F.attempts]), tonumber(job[F.max_attempts])
   local base, cap = tonumber(job[F.backoff_base]), tonumber(job[F.backoff_max])
-  redis.call('ZREM', active_key, id)
+  redis.call('ZREM', S.active, id)
+  key_release(S, job)
   local corrupt = not (attempts and max_attempts and base and cap)
   local dead_kind = 'dead'
   if cancel_asked(job) then
@@ -338,7 +396,7 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
     job[F.state], job[F.error], job[F.finished_at] = 'dead', err, now
     job[F.fail_outcome], job[F.fail_next_at] = 'dead', 0
     job_write(jobs_key, id, job)
-    redis.call('ZADD', dead_key, int(now), id)
+    redis.call('ZADD', S.dead, int(now), id)
     event(dead_kind, id, job, now)
     if corrupt then return 'corrupt', 0 end
     return 'dead', 0
@@ -351,8 +409,8 @@ local function settle_failure(jobs_key, job, active_key, scheduled_key, dead_key
   job[F.state], job[F.error], job[F.available_at] = 'pending', err, at
   job[F.fail_outcome], job[F.fail_next_at] = 'retry', at
   job_write(jobs_key, id, job)
-  redis.call('ZADD', scheduled_key, int(at), id)
-  redis.call('SPUBLISH', channel, int(delay))
+  redis.call('ZADD', S.scheduled, int(at), id)
+  redis.call('SPUBLISH', S.channel, int(delay))
   event('retry', id, job, now)
   return 'retry', at
 end
@@ -512,6 +570,8 @@ local function rate_take(bucket_key, rate, n, now)
 end
 
 local MAX_ACTIVE_RECHECK_MS = 1000
+-- The most jobs one claim parks for their concurrency key's limit.
+local KEY_PARK_PER_CLAIM = 1000
 
 -- The queue's limits (claim_ready's MGET: the rate_limit and max_active
 -- values, nil when unset) applied to a claim of `want` jobs at `now`:
@@ -548,7 +608,10 @@ end
 -- contract, which see), of the types in `types` only unless it is empty;
 -- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
 -- dead, claim (the record of this call), jobs, payloads, rate_limit,
--- rate_bucket, max_active. `now` is now_ms(). A rate-limited queue hands out
+-- rate_bucket, max_active, key_limit, key_active, key_waiting. `now` is
+-- now_ms(). A claimed job with a concurrency key counts in key_active; with
+-- a per-key limit (key_limit), a job whose key has that many active jobs is
+-- parked (key_release above) and the claim reads on past it. A rate-limited queue hands out
 -- at most the bucket's whole tokens; when it has none left and due jobs
 -- wait, the reply says no more is due (more 0, no other types) and
 -- next_due_in_ms is the ms until the next token, so that the broker's queue
@@ -564,7 +627,7 @@ end
 local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
   -- One read for the paused flag and the limits, so that a queue without
   -- a limit pays no command for their existence.
-  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active)
+  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active, K.key_limit)
   if control[1] then return {-1, 0, {}, {}} end
   local skipped = {}
 
@@ -575,75 +638,119 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     if redis.call('ZCARD', K.ready) > 0 then return {blocked_wait, 0, skipped, {}} end
     return {next_due_in_ms(K, now), 0, skipped, {}}
   end
+  local key_limit = tonumber(control[4])
 
   local out = {0, 0, skipped, {}}
   local claimed, bytes = 0, 0
   local expires = now + lease_ms
-  -- The claimed jobs' ids, their records, their active entries and what
-  -- leaves the ready set and its index (each written with one variadic
-  -- command after the loop).
-  local ids, records, active, gone, gone_members, back = {}, {}, {}, {}, {}, {}
-  local candidates = ready_candidates(K, types, want)
-  for n, c in ipairs(candidates) do
-    if claimed >= want then break end  -- a filtered claim's merged candidates
-    local id = c.id
-    local job = job_read(K.jobs, id)
-    if c.member and not redis.call('ZSCORE', K.ready, id) then
-      -- An index entry whose job is no longer ready (none is left behind by
-      -- these scripts): dropped.
-      gone_members[#gone_members + 1] = c.member
-    elseif job == nil then
-      skipped[#skipped + 1] = id
-      gone[#gone + 1] = id
-      if c.member then gone_members[#gone_members + 1] = c.member end
-    else
-      -- Read once, for the byte bound and the reply: past the bound the Lua
-      -- heap holds one payload more than the reply, then lets it go.
-      local payload = redis.call('HGET', K.payloads, id) or ''
-      local size = #payload + job_error_bytes(job)
-      if claimed > 0 and bytes + size > max_bytes then
-        -- Over the byte bound: this job and the rest stay ready (popped
-        -- ones go back where they were).
+  -- The claimed jobs' ids, their records, their active entries, what leaves
+  -- the ready set and its index, what is parked (key_waiting members) and
+  -- the active count of each concurrency key met (each written with one
+  -- variadic command per round or per call).
+  local ids, records, active, gone, gone_members, back, parked = {}, {}, {}, {}, {}, {}, {}
+  local key_held, key_claimed = {}, {}
+  local parked_total = 0
+  local function flush_ready()
+    if #back > 0 then redis.call('ZADD', K.ready, unpack(back)) end
+    if #types > 0 and #gone > 0 then redis.call('ZREM', K.ready, unpack(gone)) end
+    if #gone_members > 0 then redis.call('ZREM', K.by_type, unpack(gone_members)) end
+    call_pairs('ZADD', K.key_waiting, parked)
+    gone, gone_members, back, parked = {}, {}, {}, {}
+  end
+  -- Rounds: a round that parked jobs (their keys at their limit) reads the
+  -- next candidates, so parked jobs never take the place of claimable ones;
+  -- at most KEY_PARK_PER_CLAIM are parked per call.
+  local round_want, full = want, false
+  while round_want > 0 and not full do
+    local parked_round = 0
+    local candidates = ready_candidates(K, types, round_want)
+    for n, c in ipairs(candidates) do
+      if claimed >= want then break end  -- a filtered claim's merged candidates
+      local id = c.id
+      local job = job_read(K.jobs, id)
+      local key = job_key_of(job)
+      if key and key_held[key] == nil then
+        key_held[key] = tonumber(redis.call('HGET', K.key_active, key)) or 0
+      end
+      if c.member and not redis.call('ZSCORE', K.ready, id) then
+        -- An index entry whose job is no longer ready (none is left behind by
+        -- these scripts): dropped.
+        gone_members[#gone_members + 1] = c.member
+      elseif job == nil then
+        skipped[#skipped + 1] = id
+        gone[#gone + 1] = id
+        if c.member then gone_members[#gone_members + 1] = c.member end
+      elseif key and key_limit and key_held[key] >= key_limit and
+          parked_total < KEY_PARK_PER_CLAIM then
+        -- Its key is at the limit: parked until a run of the key ends.
+        local score = pad_score(c.score)
+        gone[#gone + 1] = id
+        gone_members[#gone_members + 1] = c.member or type_member(job_type_of(job), score, id)
+        add_pair(parked, 0, key_member(key, score, id))
+        parked_round, parked_total = parked_round + 1, parked_total + 1
+      elseif key and key_limit and key_held[key] >= key_limit then
+        -- Parked enough for one call: this job and the rest stay ready.
         if #types == 0 then
           for j = n, #candidates do add_pair(back, candidates[j].score, candidates[j].id) end
         end
+        full = true
         break
-      end
-      gone[#gone + 1] = id
-      gone_members[#gone_members + 1] = c.member or type_member(job_type_of(job), pad_score(c.score), id)
-      bytes = bytes + size
-      claimed = claimed + 1
-      job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
-      job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
-      job[F.worker_id], job[F.cancel_requested] = worker_id, nil
-      -- A run with a timeout ends at its deadline: the lease never reaches
-      -- past it (extend_lease.lua caps renewals the same way).
-      local timeout = tonumber(job[F.timeout]) or 0
-      local job_expires = expires
-      if timeout > 0 then
-        job[F.run_deadline] = now + timeout
-        job_expires = math.min(expires, now + timeout)
       else
-        job[F.run_deadline] = nil
+        -- Read once, for the byte bound and the reply: past the bound the Lua
+        -- heap holds one payload more than the reply, then lets it go.
+        local payload = redis.call('HGET', K.payloads, id) or ''
+        local size = #payload + job_error_bytes(job)
+        if claimed > 0 and bytes + size > max_bytes then
+          -- Over the byte bound: this job and the rest stay ready (popped
+          -- ones go back where they were).
+          if #types == 0 then
+            for j = n, #candidates do add_pair(back, candidates[j].score, candidates[j].id) end
+          end
+          full = true
+          break
+        end
+        gone[#gone + 1] = id
+        gone_members[#gone_members + 1] = c.member or type_member(job_type_of(job), pad_score(c.score), id)
+        bytes = bytes + size
+        claimed = claimed + 1
+        if key then
+          key_held[key] = key_held[key] + 1
+          key_claimed[key] = (key_claimed[key] or 0) + 1
+        end
+        job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
+        job[F.state], job[F.lease_token] = 'active', claim_id .. '.' .. claimed
+        job[F.worker_id], job[F.cancel_requested] = worker_id, nil
+        -- A run with a timeout ends at its deadline: the lease never reaches
+        -- past it (extend_lease.lua caps renewals the same way).
+        local timeout = tonumber(job[F.timeout]) or 0
+        local job_expires = expires
+        if timeout > 0 then
+          job[F.run_deadline] = now + timeout
+          job_expires = math.min(expires, now + timeout)
+        else
+          job[F.run_deadline] = nil
+        end
+        job[F.lease_expires_at] = job_expires
+        local packed = cmsgpack.pack(job)
+        add_pair(records, id, packed)
+        add_pair(active, int(job_expires), id)
+        out[#out + 1] = id
+        out[#out + 1] = job_reply(packed, payload)
+        ids[#ids + 1] = id
+        event('active', id, job, now)
       end
-      job[F.lease_expires_at] = job_expires
-      local packed = cmsgpack.pack(job)
-      add_pair(records, id, packed)
-      add_pair(active, int(job_expires), id)
-      out[#out + 1] = id
-      out[#out + 1] = job_reply(packed, payload)
-      ids[#ids + 1] = id
-      event('active', id, job, now)
     end
+    flush_ready()
+    -- Another round only when this one parked jobs and read a full range.
+    if parked_round == 0 or #candidates < round_want then break end
+    round_want = want - claimed
   end
-  if #back > 0 then redis.call('ZADD', K.ready, unpack(back)) end
-  if #types > 0 and #gone > 0 then redis.call('ZREM', K.ready, unpack(gone)) end
-  if #gone_members > 0 then redis.call('ZREM', K.by_type, unpack(gone_members)) end
   if claimed > 0 then
     call_pairs('HSET', K.jobs, records)
     call_pairs('ZADD', K.active, active)
     redis.call('SET', K.claim, table.concat(ids, ' '), 'PX', int(lease_ms))
     if rate then rate_take(K.rate_bucket, rate, claimed, now) end
+    for key, n in pairs(key_claimed) do redis.call('HINCRBY', K.key_active, key, n) end
   end
 
   local more, others = ready_left(K, types)

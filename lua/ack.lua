@@ -22,9 +22,13 @@
 -- KEYS[5] {p}:{q}:results
 -- KEYS[6] {p}:{q}:acked (tombstones: job id -> lease token)
 -- KEYS[7] {p}:{q}:acked_expiry (tombstones: job id -> expiry, Redis ms)
+-- KEYS[8] {p}:{q}:ready        KEYS[9] {p}:{q}:ready_by_type
+-- KEYS[10] {p}:{q}:key_active  KEYS[11] {p}:{q}:key_waiting (concurrency keys:
+--          key_release in _lib.lua)
 -- ARGV[1] completed retention ms of a job record without completed_retention
 -- ARGV[2] tombstone grace ms (kept this long past the lease's end)
--- ARGV[3 + 3k], ARGV[4 + 3k], ARGV[5 + 3k]: job id, lease token, result of
+-- ARGV[3] notify channel {p}:{q}:notify
+-- ARGV[4 + 3k], ARGV[5 + 3k], ARGV[6 + 3k]: job id, lease token, result of
 -- the k-th job (k = 0, 1, ...; at least one job)
 -- Returns one reply per job, in order: {'OK'} | {'OK', 'repeat'} (already
 -- completed with this token) | {'NOT_FOUND'} | {'STALE'} (token is not the
@@ -36,11 +40,13 @@
 -- always succeeds.
 local default_retention, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
+local C = {ready = KEYS[8], by_type = KEYS[9], jobs = KEYS[3], key_active = KEYS[10],
+           key_waiting = KEYS[11], channel = ARGV[3]}
 events_open(KEYS[3])
 local out = {}
 local done = {}
 local index = {}
-for i = 3, #ARGV, 3 do
+for i = 4, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local job = job_read(KEYS[3], id)
   if not job then
@@ -78,6 +84,7 @@ for i = 3, #ARGV, 3 do
       index[#index + 1] = id
     end
     done[#done + 1] = id
+    key_release(C, job)
     event('completed', id, job, now)
     out[#out + 1] = {'OK'}
   end
@@ -88,6 +95,7 @@ if #done > 0 then
   if #index > 0 then redis.call('ZADD', KEYS[2], unpack(index)) end
   trim_completed(KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, TRIM_PER_WRITE)
   trim_expired(KEYS[6], KEYS[7], now, TRIM_PER_WRITE)
+  key_wake(C)
 end
 events_publish()
 return out

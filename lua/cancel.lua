@@ -17,6 +17,8 @@
 -- KEYS[3] {p}:{q}:scheduled
 -- KEYS[4] {p}:{q}:dead
 -- KEYS[5] {p}:{q}:ready_by_type
+-- KEYS[6] {p}:{q}:key_waiting (a pending job its concurrency key's limit
+--         parked)
 -- ARGV[1] job id
 -- ARGV[2] notify channel {p}:{q}:notify
 -- Returns {'OK', 0} (pending: now dead) | {'OK', 1} (active: stop requested)
@@ -43,7 +45,7 @@ if state == 'active' then
 end
 job[F.state], job[F.error], job[F.finished_at] = 'dead', 'cancelled', now
 job_write(KEYS[1], ARGV[1], job)
-ready_remove({ready = KEYS[2], by_type = KEYS[5]}, job, ARGV[1])
+ready_remove({ready = KEYS[2], by_type = KEYS[5], key_waiting = KEYS[6]}, job, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], int(now), ARGV[1])
 event('cancelled', ARGV[1], job, now)

@@ -29,6 +29,10 @@
 -- KEYS[10] {p}:{q}:rate_limit (the queue's rate limit, when it has one)
 -- KEYS[11] {p}:{q}:rate_bucket (its token bucket)
 -- KEYS[12] {p}:{q}:max_active (the most active jobs at once, when set)
+-- KEYS[13] {p}:{q}:key_limit (the most active jobs per concurrency key,
+--          when set)
+-- KEYS[14] {p}:{q}:key_active (concurrency key -> its active jobs)
+-- KEYS[15] {p}:{q}:key_waiting (jobs parked at their key's limit)
 -- ARGV[1] max jobs to claim (>= 1)
 -- ARGV[2] lease ms
 -- ARGV[3] claim id: lease token prefix (random, unique per call; job i gets
@@ -52,7 +56,10 @@
 -- next_due_in_ms is the ms until the next token and more is 0. A queue with
 -- max_active hands out no more than keeps its active jobs within it; with
 -- every slot taken while due jobs wait, next_due_in_ms is 1000 (a recheck:
--- the brokers wake a stream on a settle) and more is 0.
+-- the brokers wake a stream on a settle) and more is 0. A queue with a
+-- per-key limit parks the ready jobs whose concurrency key is at it (they
+-- stay pending; a settle of the key's run moves one back and publishes a
+-- wake-up) and claims past them.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): a claim starts runs whose Acks would store results past the limit;
@@ -63,7 +70,8 @@ events_open(KEYS[7])
 local out = claim_ready({ready = KEYS[1], scheduled = KEYS[2], active = KEYS[3],
                     paused = KEYS[4], dead = KEYS[5], claim = KEYS[6], jobs = KEYS[7],
                     payloads = KEYS[8], by_type = KEYS[9], rate_limit = KEYS[10],
-                    rate_bucket = KEYS[11], max_active = KEYS[12]},
+                    rate_bucket = KEYS[11], max_active = KEYS[12], key_limit = KEYS[13],
+                    key_active = KEYS[14], key_waiting = KEYS[15]},
                    now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4],
                    tonumber(ARGV[5]), types)
 events_publish()

@@ -12,16 +12,25 @@
 -- KEYS[7] {p}:{q}:payloads     KEYS[8] {p}:{q}:results
 -- KEYS[9] {p}:{q}:idem         KEYS[10] {p}:{q}:idem_expiry
 -- KEYS[11] {p}:{q}:ready_by_type
+-- KEYS[12] {p}:{q}:key_active  KEYS[13] {p}:{q}:key_waiting (concurrency keys:
+--          key_release in _lib.lua)
 -- ARGV[1] job id
+-- ARGV[2] notify channel {p}:{q}:notify (a deleted run of a concurrency key
+--         lets one of the key's parked jobs go)
 -- Returns {'OK'} | {'NOT_FOUND'}.
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {'NOT_FOUND'} end
-ready_remove({ready = KEYS[2], by_type = KEYS[11]}, job_read(KEYS[1], ARGV[1]), ARGV[1])
-for i = 3, 6 do redis.call('ZREM', KEYS[i], ARGV[1]) end
+local job = job_read(KEYS[1], ARGV[1])
+local C = {ready = KEYS[2], by_type = KEYS[11], jobs = KEYS[1], key_active = KEYS[12],
+           key_waiting = KEYS[13], channel = ARGV[2]}
+ready_remove(C, job, ARGV[1])
+if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then key_release(C, job) end
+for _, i in ipairs({3, 5, 6}) do redis.call('ZREM', KEYS[i], ARGV[1]) end
 delete_job({jobs = KEYS[1], payloads = KEYS[7], results = KEYS[8], idem = KEYS[9],
             idem_expiry = KEYS[10]}, ARGV[1])
 events_open(KEYS[1])
 event('deleted', ARGV[1], nil, now_ms())
+key_wake(C)
 events_publish()
 return {'OK'}

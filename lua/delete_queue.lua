@@ -33,6 +33,10 @@
 -- KEYS[18] {p}:{q}:rate_limit  (the queue's rate limit: as job_timeout)
 -- KEYS[19] {p}:{q}:rate_bucket (its token bucket: removed by a deletion)
 -- KEYS[20] {p}:{q}:max_active  (as job_timeout)
+-- KEYS[21] {p}:{q}:key_limit   (as job_timeout)
+-- KEYS[22] {p}:{q}:key_active  (removed with the active set)
+-- KEYS[23] {p}:{q}:key_waiting (pending jobs parked at their concurrency
+--          key's limit: deleted as the sets' jobs are)
 -- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all, is not paused and was not
 --         created with a partition count or given a default job timeout
@@ -44,7 +48,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if ARGV[1] == 'empty' then
-  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20}) do
+  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20, 21, 23}) do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
 elseif ARGV[1] ~= '1' then
@@ -62,18 +66,28 @@ for i = 1, 5 do
   if left <= 0 then break end
   local ids = redis.call('ZRANGE', KEYS[i], 0, left - 1)
   for _, id in ipairs(ids) do
-    if i == 1 then ready_remove({ready = KEYS[1], by_type = KEYS[16]}, job_read(J.jobs, id), id) end
+    if i == 1 then
+      ready_remove({ready = KEYS[1], by_type = KEYS[16], key_waiting = KEYS[23]}, job_read(J.jobs, id), id)
+    end
     removed = removed + delete_job(J, id)
   end
   if #ids > 0 then redis.call('ZREM', KEYS[i], unpack(ids)) end
   left = left - #ids
 end
-for i = 1, 5 do
+if left > 0 then
+  local parked = redis.call('ZRANGE', KEYS[23], 0, left - 1)
+  for _, member in ipairs(parked) do
+    local _, _, id = type_member_parts(member)
+    if id then removed = removed + delete_job(J, id) end
+  end
+  if #parked > 0 then redis.call('ZREM', KEYS[23], unpack(parked)) end
+end
+for _, i in ipairs({1, 2, 3, 4, 5, 23}) do
   if redis.call('ZCARD', KEYS[i]) > 0 then return {'MORE', removed} end
 end
 -- No job is left in a set: what remains of the job hashes (records no set
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
 redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15],
-           KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20])
+           KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21], KEYS[22])
 return {'DONE', removed}

@@ -24,6 +24,9 @@
 -- KEYS[14] {p}:{q}:rate_limit  (the hand-off claim: claim.lua's KEYS[10..11])
 -- KEYS[15] {p}:{q}:rate_bucket
 -- KEYS[16] {p}:{q}:max_active
+-- KEYS[17] {p}:{q}:key_limit    (the hand-off claim: claim.lua's KEYS[13..15])
+-- KEYS[18] {p}:{q}:key_active
+-- KEYS[19] {p}:{q}:key_waiting
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
 -- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
@@ -33,14 +36,15 @@
 --          ARGV[2..5]: lease ms, claim id, worker id, max bytes
 -- ARGV[9]  n: the number of job types the hand-off claim takes (0 = every
 --          type), then ARGV[10 .. 9 + n] those types
--- ARGV[J + 12k .. J + 11 + 12k], J = 10 + n: the k-th job (k = 0, 1, ...; at
+-- ARGV[J + 13k .. J + 12 + 13k], J = 10 + n: the k-th job (k = 0, 1, ...; at
 --   least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
 --   idempotency key ('' = none), max_attempts, backoff base ms, backoff max ms,
 --   completed retention ms (0 = delete on ack; read by ack.lua),
 --   timeout ms (0 = none; claim_ready sets each run's deadline from it),
---   headers (a msgpack map of strings, stored as is; '' = none)
+--   headers (a msgpack map of strings, stored as is; '' = none),
+--   concurrency key ('' = none; claim_ready counts and limits by it)
 -- Returns {id1, duplicate1, id2, duplicate2, ..., registered, claimed}:
 -- duplicate is 1 when the idempotency key was known (nothing written), else
 -- 0; registered is 0 when the queue's registered marker is missing (a new
@@ -70,10 +74,10 @@ for i = 10, first_job - 1 do hand_off_types[#hand_off_types + 1] = ARGV[i] end
 -- Ids: the call reserves one per job of the call with one INCRBY, and gives
 -- back what duplicates left unused at the end (nothing runs in between), so
 -- ids follow each other as with one INCR per stored job.
-local reserved = (#ARGV - first_job + 1) / 12
+local reserved = (#ARGV - first_job + 1) / 13
 local last_id = redis.call('INCRBY', KEYS[1], reserved) - reserved
 local stored = 0
-for i = first_job, #ARGV, 12 do
+for i = first_job, #ARGV, 13 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
   if existing then
@@ -96,6 +100,7 @@ for i = first_job, #ARGV, 12 do
     local timeout = tonumber(ARGV[i + 10])
     if timeout > 0 then job[F.timeout] = timeout end
     if ARGV[i + 11] ~= '' then job[F.headers] = ARGV[i + 11] end
+    if ARGV[i + 12] ~= '' then job[F.concurrency_key] = ARGV[i + 12] end
     add_pair(records, id, cmsgpack.pack(job))
     event('enqueued', id, job, now)
     if ARGV[i + 1] ~= '' then add_pair(payloads, id, ARGV[i + 1]) end
@@ -128,7 +133,8 @@ if tonumber(ARGV[4]) > 0 then
   claimed = claim_ready({ready = KEYS[2], scheduled = KEYS[3], active = KEYS[9],
                          paused = KEYS[10], dead = KEYS[11], claim = KEYS[12], jobs = KEYS[5],
                          payloads = KEYS[6], by_type = KEYS[13], rate_limit = KEYS[14],
-                         rate_bucket = KEYS[15], max_active = KEYS[16]},
+                         rate_bucket = KEYS[15], max_active = KEYS[16],
+                         key_limit = KEYS[17], key_active = KEYS[18], key_waiting = KEYS[19]},
                         now, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7],
                         tonumber(ARGV[8]), hand_off_types)
   if claimed[2] == 0 and #claimed[4] == 0 then due_now = false end

@@ -15,6 +15,9 @@
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:scheduled
 -- KEYS[4] {p}:{q}:dead
+-- KEYS[5] {p}:{q}:ready        KEYS[6] {p}:{q}:ready_by_type
+-- KEYS[7] {p}:{q}:key_active  KEYS[8] {p}:{q}:key_waiting (concurrency keys:
+--          key_release in _lib.lua)
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text
 -- ARGV[4] non_retryable ('1' or '0')   ARGV[5] retry_after_ms (0 = backoff)
 -- ARGV[6] jitter seed   ARGV[7] notify channel {p}:{q}:notify
@@ -38,9 +41,11 @@ if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 
 math.randomseed(tonumber(ARGV[6]))
 events_open(KEYS[1])
-local outcome, at = settle_failure(KEYS[1], job, KEYS[2], KEYS[3], KEYS[4], ARGV[7], ARGV[1],
-                                   ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5]), now_ms(),
-                                   ARGV[8] == '1')
+local S = {jobs = KEYS[1], active = KEYS[2], scheduled = KEYS[3], dead = KEYS[4], ready = KEYS[5],
+           by_type = KEYS[6], key_active = KEYS[7], key_waiting = KEYS[8], channel = ARGV[7]}
+local outcome, at = settle_failure(S, job, ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1',
+                                   tonumber(ARGV[5]), now_ms(), ARGV[8] == '1')
+key_wake(S)
 if outcome == 'corrupt' then outcome = 'dead' end
 events_publish()
 return {'OK', outcome, at, 0, outcome == 'dead' and trace_id(job) or ''}

@@ -7,7 +7,9 @@
 -- KEYS[2] {p}:{q}:payloads
 -- KEYS[3] {p}:{q}:results
 -- KEYS[4..n] the state's zsets, oldest first (pending: ready, scheduled;
---            other states: their one zset)
+--            other states: their one zset); pending also has
+--            key_waiting, whose members are key_member(key, score, id)
+--            (ARGV[7])
 -- ARGV[1] offset in the sequence (from the previous page)
 -- ARGV[2] page size (jobs to return)
 -- ARGV[3] '1' for newest first, '0' for oldest first
@@ -15,6 +17,8 @@
 -- ARGV[5] scan limit: entries to look at, at most (>= page size)
 -- ARGV[6] max bytes of payload, result and error text in the page (the page
 --         ends before the job that would pass it; it holds at least one)
+-- ARGV[7] the KEYS index of a zset of key_waiting's shape (its members
+--         name the job id last), 0 for none
 -- A completed job whose retention has ended (its score in the completed
 -- index is before now) is left out, trimmed or not.
 -- Returns {next_offset, id1, job1, id2, job2, ...} where jobN is
@@ -27,6 +31,7 @@ local offset, want = tonumber(ARGV[1]), tonumber(ARGV[2])
 local newest_first, type_filter, limit = ARGV[3] == '1', ARGV[4], tonumber(ARGV[5])
 local max_bytes, bytes, full = tonumber(ARGV[6]), 0, false
 local now = now_ms()
+local parked_key = KEYS[tonumber(ARGV[7])]
 
 local sets = {}
 for i = 4, #KEYS do
@@ -49,6 +54,7 @@ for _, key in ipairs(sets) do
     end
     for _, id in ipairs(ids) do
       if found >= want then break end
+      if key == parked_key then id = select(3, type_member_parts(id)) or id end
       local packed = redis.call('HGET', KEYS[1], id)
       local job = packed and job_unpack(packed)
       local size = job_text_bytes(KEYS[2], id, job) + redis.call('HSTRLEN', KEYS[3], id)

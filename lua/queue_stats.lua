@@ -8,6 +8,9 @@
 -- KEYS[4] {p}:{q}:completed
 -- KEYS[5] {p}:{q}:dead
 -- KEYS[6] {p}:{q}:paused
+-- KEYS[7] {p}:{q}:key_limit    KEYS[8] {p}:{q}:key_waiting (jobs parked at
+--         their concurrency key's limit: counted due, read only while the
+--         queue has a per-key limit, as only then are there any)
 -- Returns {pending_due, pending_scheduled, active, completed, dead, paused
 -- (0|1), oldest_due_age_ms}. completed counts the entries of the completed
 -- index (scored by expiry) not yet expired: a job past its retention is not
@@ -18,13 +21,17 @@
 -- passed. Looking at the first job of at most 64 bands keeps this O(log n);
 -- queues that use more than 64 distinct priorities get the oldest among the
 -- 64 highest.
+-- Jobs parked at their concurrency key's limit count as due, but not in the
+-- oldest due age: they wait for their key, not for a worker.
 --
 -- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
 -- allowed on a read-only replica).
 local now = now_ms()
+local flags = redis.call('MGET', KEYS[6], KEYS[7])
 local BAND = 4398046511104  -- 2^42, see ready_score
 local overdue = redis.call('ZCOUNT', KEYS[2], '-inf', int(now))
 local due = redis.call('ZCARD', KEYS[1]) + overdue
+if flags[2] then due = due + redis.call('ZCARD', KEYS[8]) end
 local future = redis.call('ZCARD', KEYS[2]) - overdue
 
 local oldest = nil
@@ -47,4 +54,4 @@ local age = 0
 if oldest ~= nil and now > oldest then age = now - oldest end
 
 return {due, future, redis.call('ZCARD', KEYS[3]), redis.call('ZCOUNT', KEYS[4], int(now), '+inf'),
-        redis.call('ZCARD', KEYS[5]), redis.call('EXISTS', KEYS[6]), int(age)}
+        redis.call('ZCARD', KEYS[5]), flags[1] and 1 or 0, int(age)}

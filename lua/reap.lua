@@ -29,6 +29,9 @@
 -- KEYS[10] {p}:{q}:results      KEYS[11] {p}:{q}:idem
 -- KEYS[12] {p}:{q}:idem_expiry
 -- KEYS[13] {p}:{q}:acked        KEYS[14] {p}:{q}:acked_expiry
+-- KEYS[15] {p}:{q}:ready_by_type
+-- KEYS[16] {p}:{q}:key_active  KEYS[17] {p}:{q}:key_waiting (concurrency keys:
+--          key_release in _lib.lua)
 -- ARGV[1] max jobs per call
 -- ARGV[2] jitter seed
 -- ARGV[3] notify channel {p}:{q}:notify
@@ -53,13 +56,14 @@ math.randomseed(tonumber(ARGV[2]))
 events_open(KEYS[8])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[1]))
 local dead, skipped, settled = 0, {}, {}
+local S = {jobs = KEYS[8], active = KEYS[1], scheduled = KEYS[2], dead = KEYS[3], ready = KEYS[5],
+           by_type = KEYS[15], key_active = KEYS[16], key_waiting = KEYS[17], channel = ARGV[3]}
 for _, id in ipairs(expired) do
   local job = job_read(KEYS[8], id)
   if job and job[F.state] == 'active' then
     -- A run at its deadline gets 'timed_out' instead (settle_failure).
     if not run_timed_out(job, now) then event('lease_expired', id, job, now) end
-    local outcome = settle_failure(KEYS[8], job, KEYS[1], KEYS[2], KEYS[3], ARGV[3], id, '',
-                                   'lease expired', false, 0, now)
+    local outcome = settle_failure(S, job, id, '', 'lease expired', false, 0, now)
     if outcome ~= 'retry' then dead = dead + 1 end
     if outcome == 'corrupt' then
       skipped[#skipped + 1] = id
@@ -73,6 +77,7 @@ for _, id in ipairs(expired) do
     redis.call('ZREM', KEYS[1], id)
   end
 end
+key_wake(S)
 trim_completed(KEYS[4], KEYS[8], KEYS[9], KEYS[10], now, TRIM_PER_REAP)
 trim_expired(KEYS[11], KEYS[12], now, TRIM_PER_REAP)
 trim_expired(KEYS[13], KEYS[14], now, TRIM_PER_REAP)

@@ -12,6 +12,8 @@
 -- KEYS[2] {p}:{q}:active
 -- KEYS[3] {p}:{q}:ready
 -- KEYS[4] {p}:{q}:ready_by_type
+-- KEYS[5] {p}:{q}:key_active  KEYS[6] {p}:{q}:key_waiting (concurrency keys:
+--          key_release in _lib.lua)
 -- ARGV[1] job id   ARGV[2] lease token of the undelivered claim
 -- ARGV[3] notify channel
 -- Returns {'OK'} | {'NOT_FOUND'} | {'STALE'} (the token is not the current
@@ -35,7 +37,10 @@ job[F.state], job[F.lease_token], job[F.lease_expires_at] = 'pending', '', 0
 job[F.run_deadline] = nil
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
-ready_add({ready = KEYS[3], by_type = KEYS[4]}, job, ready_score(priority, available_at), ARGV[1])
+local C = {ready = KEYS[3], by_type = KEYS[4], jobs = KEYS[1], key_active = KEYS[5],
+           key_waiting = KEYS[6], channel = ARGV[3]}
+ready_add(C, job, ready_score(priority, available_at), ARGV[1])
+key_release(C, job)
 redis.call('SPUBLISH', ARGV[3], 0)
 events_open(KEYS[1])
 event('released', ARGV[1], job, now_ms())

@@ -16,6 +16,8 @@
 -- KEYS[3] {p}:{q}:ready
 -- KEYS[4] {p}:{q}:jobs (job records)
 -- KEYS[5] {p}:{q}:ready_by_type
+-- KEYS[6] {p}:{q}:key_active  KEYS[7] {p}:{q}:key_waiting (concurrency keys:
+--          key_release in _lib.lua)
 -- ARGV[1] claim id (the lease token prefix of the call)
 -- ARGV[2] notify channel
 -- Returns the number of jobs given back (0 when the record is gone: the
@@ -28,6 +30,8 @@ if not record then return 0 end
 local prefix = ARGV[1] .. '.'
 local released = 0
 local now = nil
+local C = {ready = KEYS[3], by_type = KEYS[5], jobs = KEYS[4], key_active = KEYS[6],
+           key_waiting = KEYS[7], channel = ARGV[2]}
 for id in string.gmatch(record, '%S+') do
   local job = job_read(KEYS[4], id)
   local priority = tonumber(job and job[F.priority])
@@ -41,7 +45,8 @@ for id in string.gmatch(record, '%S+') do
     job[F.run_deadline] = nil
     job_write(KEYS[4], id, job)
     redis.call('ZREM', KEYS[2], id)
-    ready_add({ready = KEYS[3], by_type = KEYS[5]}, job, ready_score(priority, available_at), id)
+    ready_add(C, job, ready_score(priority, available_at), id)
+    key_release(C, job)
     released = released + 1
     if released == 1 then
       events_open(KEYS[4])

@@ -22,6 +22,10 @@
 -- KEYS[4] {p}:{q}:rate_limit   '<count> <interval ms> <burst>'
 -- KEYS[5] {p}:{q}:rate_bucket  the limit's token bucket (claim.lua)
 -- KEYS[6] {p}:{q}:max_active   the most active jobs at once
+-- KEYS[7] {p}:{q}:key_limit    the most active jobs per concurrency key
+-- KEYS[8] {p}:{q}:key_waiting  jobs parked at their key's limit (claim_ready)
+-- KEYS[9] {p}:{q}:ready        KEYS[10] {p}:{q}:ready_by_type
+-- KEYS[11] {p}:{q}:jobs
 -- ARGV[1] the partition count, 1..256; 0: unchanged ('update' only)
 -- ARGV[2] 'create' (refused when the queue exists: registered or counted)
 --         or 'update' (refused when it does not)
@@ -32,9 +36,13 @@
 --         <interval ms> <burst>' (checked by the broker)
 -- ARGV[6] max_active: '' unchanged, '0' removed, else 1..1000000 (checked
 --         by the broker)
+-- ARGV[7] max_active_per_key: as max_active. A change (or removal) moves
+--         every parked job back to the ready set, so that claims park
+--         again only what the new limit holds back.
 -- Returns {'OK', old count} (1 when none was set) | {'EXISTS', count} |
 -- {'MISSING', 1} | {'SHRINK', count} (refused: the count is larger;
--- nothing changed) | {'LIMITED', count, 'rate_limit' | 'max_active'}
+-- nothing changed) | {'LIMITED', count, 'rate_limit' | 'max_active' |
+-- 'max_active_per_key'}
 -- (refused: that limit and more than one partition; nothing changed).
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): an operator's
@@ -57,6 +65,7 @@ end
 if wanted > 1 then
   if kept(ARGV[5], '-', KEYS[4]) then return {'LIMITED', old, 'rate_limit'} end
   if kept(ARGV[6], '0', KEYS[6]) then return {'LIMITED', old, 'max_active'} end
+  if kept(ARGV[7], '0', KEYS[7]) then return {'LIMITED', old, 'max_active_per_key'} end
 end
 if ARGV[4] == '-1' then
   redis.call('DEL', KEYS[3])
@@ -73,6 +82,18 @@ if ARGV[6] == '0' then
   if redis.call('DEL', KEYS[6]) > 0 then redis.call('SPUBLISH', ARGV[3], '0') end
 elseif ARGV[6] ~= '' then
   redis.call('SET', KEYS[6], ARGV[6])
+  redis.call('SPUBLISH', ARGV[3], '0')
+end
+if ARGV[7] ~= '' then
+  if ARGV[7] == '0' then redis.call('DEL', KEYS[7]) else redis.call('SET', KEYS[7], ARGV[7]) end
+  local parked = redis.call('ZRANGE', KEYS[8], 0, -1)
+  local R = {ready = KEYS[9], by_type = KEYS[10]}
+  for _, member in ipairs(parked) do
+    local _, score, id = type_member_parts(member)
+    local job = id and job_read(KEYS[11], id)
+    if job and job[F.state] == 'pending' then ready_add(R, job, pad_score(score), id) end
+  end
+  redis.call('DEL', KEYS[8])
   redis.call('SPUBLISH', ARGV[3], '0')
 end
 if given > 0 then redis.call('SET', KEYS[1], wanted) end

@@ -54,7 +54,8 @@ class QueuePartitions {
   void Set(const std::string& queue, int partitions);
   // Records the settings of `change` (this broker's own change; its
   // partitions aside: Set) for a queue read before; a removal
-  // (store::kRemoveJobTimeout, a rate limit of count 0, max_active 0)
+  // (store::kRemoveJobTimeout, a rate limit of count 0, max_active or
+  // max_active_per_key 0)
   // records none.
   void Apply(const std::string& queue, const store::QueueSettingsChange& change);
 
@@ -79,6 +80,7 @@ class QueuePartitions {
     std::optional<int64_t> job_timeout_ms;
     std::optional<v1::RateLimit> rate_limit;
     std::optional<int32_t> max_active;
+    std::optional<int32_t> max_active_per_key;
     absl::Time read_at;
     absl::Time used_at;
     bool reading = false;

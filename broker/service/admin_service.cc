@@ -184,6 +184,7 @@ grpc::ServerUnaryReactor* AdminService::CreateQueue(grpc::CallbackServerContext*
   store::QueueSettingsChange change = ChangeOf(*req);
   change.partitions = std::max(1, change.partitions);
   if (req->max_active() > 0) change.max_active = req->max_active();
+  if (req->max_active_per_key() > 0) change.max_active_per_key = req->max_active_per_key();
   admin_->CreateQueue(req->queue(), change, [reactor](absl::StatusOr<bool> created) {
     if (FinishIfError(reactor, created.status())) return;
     reactor->Finish(grpc::Status::OK);
@@ -199,6 +200,7 @@ grpc::ServerUnaryReactor* AdminService::UpdateQueue(grpc::CallbackServerContext*
   if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
   store::QueueSettingsChange change = ChangeOf(*req);
   if (req->has_max_active()) change.max_active = req->max_active();
+  if (req->has_max_active_per_key()) change.max_active_per_key = req->max_active_per_key();
   admin_->UpdateQueue(req->queue(), change, [reactor, resp](absl::StatusOr<int> before) {
     if (FinishIfError(reactor, before.status())) return;
     resp->set_previous_partitions(*before);

@@ -78,11 +78,18 @@ absl::Status ValidateRateLimit(const v1::RateLimit& limit, bool may_remove) {
   return absl::OkStatus();
 }
 
-// max_active: 0 (none, or removed) or 1..kMaxMaxActive.
-absl::Status CheckMaxActive(int32_t max_active) {
-  if (max_active >= 0 && max_active <= store::kMaxMaxActive) return absl::OkStatus();
-  return Invalid("max_active", absl::StrCat("must be 0 (no limit) or in 1..", store::kMaxMaxActive,
-                                            ", got ", max_active));
+// max_active or max_active_per_key (`field`): 0 (none, or removed) or
+// 1..kMaxMaxActive; above 0, only for a queue of one partition.
+absl::Status CheckMaxActive(absl::string_view field, int32_t limit, int32_t partitions) {
+  if (limit < 0 || limit > store::kMaxMaxActive) {
+    return Invalid(field, absl::StrCat("must be 0 (no limit) or in 1..", store::kMaxMaxActive,
+                                       ", got ", limit));
+  }
+  if (limit > 0 && partitions > 1) {
+    return Invalid(field, absl::StrCat("a queue with ", field, " has one partition, got partitions ",
+                                       partitions));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -112,12 +119,9 @@ absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r) {
                                                 r.partitions()));
     }
   }
-  JW_RETURN_IF_ERROR(CheckMaxActive(r.max_active()));
-  if (r.max_active() > 0 && r.partitions() > 1) {
-    return Invalid("max_active", absl::StrCat("a queue with max_active has one partition, got "
-                                              "partitions ",
-                                              r.partitions()));
-  }
+  JW_RETURN_IF_ERROR(CheckMaxActive("max_active", r.max_active(), r.partitions()));
+  JW_RETURN_IF_ERROR(
+      CheckMaxActive("max_active_per_key", r.max_active_per_key(), r.partitions()));
   return absl::OkStatus();
 }
 
@@ -137,12 +141,17 @@ absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
   if (r.has_rate_limit()) {
     JW_RETURN_IF_ERROR(ValidateRateLimit(r.rate_limit(), /*may_remove=*/true));
   }
-  if (r.has_max_active()) JW_RETURN_IF_ERROR(CheckMaxActive(r.max_active()));
+  // The partition rule of an update is the store's (set_queue.lua): it
+  // knows the current count.
+  if (r.has_max_active()) JW_RETURN_IF_ERROR(CheckMaxActive("max_active", r.max_active(), 1));
+  if (r.has_max_active_per_key()) {
+    JW_RETURN_IF_ERROR(CheckMaxActive("max_active_per_key", r.max_active_per_key(), 1));
+  }
   if (r.partitions() == 0 && !r.has_default_job_timeout_ms() && !r.has_rate_limit() &&
-      !r.has_max_active()) {
+      !r.has_max_active() && !r.has_max_active_per_key()) {
     return Invalid("partitions",
-                   "partitions, default_job_timeout_ms, rate_limit or max_active must be given: "
-                   "nothing to change");
+                   "partitions, default_job_timeout_ms, rate_limit, max_active or "
+                   "max_active_per_key must be given: nothing to change");
   }
   return absl::OkStatus();
 }

@@ -131,6 +131,8 @@ absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
   }
   JW_RETURN_IF_ERROR(CheckMaxBytes(absl::StrCat(p, "idempotency_key"), r.idempotency_key(),
                                    kMaxIdempotencyKeyLength));
+  JW_RETURN_IF_ERROR(CheckMaxBytes(absl::StrCat(p, "concurrency_key"), r.concurrency_key(),
+                                   kMaxConcurrencyKeyLength));
   JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "backoff_base_ms"), r.backoff_base_ms(), 0, kMaxBackoffMs));
   JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "backoff_max_ms"), r.backoff_max_ms(), 0, kMaxBackoffMs));
   const int64_t base =

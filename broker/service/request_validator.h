@@ -16,6 +16,7 @@ namespace jobwire::service {
 inline constexpr int kMaxQueueNameLength = 128;
 inline constexpr int kMaxTypeLength = 256;
 inline constexpr int kMaxIdempotencyKeyLength = 256;
+inline constexpr int kMaxConcurrencyKeyLength = 128;
 inline constexpr int kMaxJobIdLength = 64;
 inline constexpr int kMaxTokenLength = 128;
 inline constexpr int kMaxWorkerIdLength = 256;

@@ -22,7 +22,9 @@ AdminStore::AdminStore(RedisCommands* client, const ScriptRunner* scripts, std::
 void AdminStore::Stats(const std::string& queue, Callback<v1::QueueStats> done) const {
   Keys k = KeysFor(queue);
   scripts_->Eval(scripts_->Get("queue_stats"),
-                 {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused()}, {},
+                 {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
+                  k.KeyLimit(), k.KeyWaiting()},
+                 {},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (!IsArray(*reply, 7)) return done(absl::InternalError("bad stats reply"));
@@ -44,10 +46,13 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
                           Callback<JobPage> done) const {
   Keys k = KeysFor(queue);
   std::vector<std::string> keys = {k.Jobs(), k.Payloads(), k.Results()};
+  int parked_index = 0;  // list_jobs.lua's ARGV[7]: KEYS index of key_waiting
   switch (request.state) {
     case v1::JOB_STATE_PENDING:
       keys.push_back(k.Ready());
+      keys.push_back(k.KeyWaiting());
       keys.push_back(k.Scheduled());
+      parked_index = 5;
       break;
     case v1::JOB_STATE_ACTIVE:
       keys.push_back(k.Active());
@@ -62,7 +67,8 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
   scripts_->Eval(scripts_->Get("list_jobs"), std::move(keys),
                  {absl::StrCat(request.offset), absl::StrCat(request.page_size),
                   request.newest_first ? "1" : "0", request.type,
-                  absl::StrCat(request.scan_limit), absl::StrCat(request.max_bytes)},
+                  absl::StrCat(request.scan_limit), absl::StrCat(request.max_bytes),
+                  absl::StrCat(parked_index)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (!IsArray(*reply, 1)) return done(absl::InternalError("bad list reply"));
@@ -130,7 +136,8 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
       {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
        k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
        k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType(),
-       k.JobTimeout(), k.RateLimit(), k.RateBucket(), k.MaxActive()},
+       k.JobTimeout(), k.RateLimit(), k.RateBucket(), k.MaxActive(), k.KeyLimit(), k.KeyActive(),
+       k.KeyWaiting()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -186,8 +193,9 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
   scripts_->Eval(
       scripts_->Get("delete_job"),
       {k.Jobs(), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Payloads(),
-       k.Results(), k.Idempotency(), k.IdempotencyExpiry(), k.ReadyByType()},
-      {job_id},
+       k.Results(), k.Idempotency(), k.IdempotencyExpiry(), k.ReadyByType(), k.KeyActive(),
+       k.KeyWaiting()},
+      {job_id, k.NotifyChannel()},
       [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 1)) return done(absl::InternalError("bad delete_job reply"));
@@ -232,10 +240,11 @@ void AdminStore::SetQueue(const std::string& queue, bool create,
   scripts_->Eval(
       scripts_->Get("set_queue"),
       {k.Partitions(), k.Registered(), k.JobTimeout(), k.RateLimit(), k.RateBucket(),
-       k.MaxActive()},
+       k.MaxActive(), k.KeyLimit(), k.KeyWaiting(), k.Ready(), k.ReadyByType(), k.Jobs()},
       {absl::StrCat(partitions), create ? "create" : "update", k.NotifyChannel(),
        change.job_timeout_ms ? absl::StrCat(*change.job_timeout_ms) : "", std::move(limit),
-       change.max_active ? absl::StrCat(*change.max_active) : ""},
+       change.max_active ? absl::StrCat(*change.max_active) : "",
+       change.max_active_per_key ? absl::StrCat(*change.max_active_per_key) : ""},
       [queue, partitions, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 2)) return done(absl::InternalError("bad set_queue reply"));
@@ -254,7 +263,7 @@ void AdminStore::SetQueue(const std::string& queue, bool create,
               base::reason::kQueueNotFound));
         }
         if (code == "LIMITED" && reply->elements.size() == 3) {
-          const std::string& field = reply->elements[2].str;  // rate_limit | max_active
+          const std::string& field = reply->elements[2].str;  // rate_limit | max_active | max_active_per_key
           return done(absl::FailedPreconditionError(absl::StrCat(
               field, ": queue ", queue, " would have ",
               std::max(partitions, static_cast<int>(count)), " partitions and a ", field,

@@ -64,6 +64,8 @@ struct QueueSettingsChange {
   std::optional<v1::RateLimit> rate_limit;
   // The most active jobs at once; 0 removes the limit.
   std::optional<int32_t> max_active;
+  // The most active jobs per concurrency key; 0 removes the limit.
+  std::optional<int32_t> max_active_per_key;
 };
 
 class AdminStore {
@@ -112,10 +114,10 @@ class AdminStore {
   // settings of an existing queue (NOT_FOUND when it is neither). Returns
   // the partition count before. FAILED_PRECONDITION when change.partitions
   // is below it (a count only grows), or when the queue would have more
-  // than one partition and a rate limit or max_active; then nothing
-  // changes. REQUIRES: 0 <= partitions <= kMaxPartitions (>= 1 with
-  // `create`); job_timeout_ms -1..7 days; rate_limit valid with burst
-  // resolved; max_active 0..kMaxMaxActive. The caller registers a created
+  // than one partition and a rate limit, max_active or max_active_per_key;
+  // then nothing changes. REQUIRES: 0 <= partitions <= kMaxPartitions (>= 1
+  // with `create`); job_timeout_ms -1..7 days; rate_limit valid with burst
+  // resolved; max_active and max_active_per_key 0..kMaxMaxActive. The caller registers a created
   // queue (JobStore::RegisterQueue).
   void SetQueue(const std::string& queue, bool create, const QueueSettingsChange& change,
                 Callback<int> done) const;

@@ -37,6 +37,7 @@ enum JobField : int64_t {
   kProgressPercent = 23,
   kProgressData = 24,
   kHeaders = 25,
+  kConcurrencyKey = 26,
 };
 
 // Sets job->headers from a packed headers map (PackHeaders); anything else
@@ -93,6 +94,7 @@ void SetField(int64_t number, const msgpack_object& v, v1::Job* job, std::string
       break;
     case kProgressData: job->set_progress_data(MsgpackText(v)); break;
     case kHeaders: SetHeaders(MsgpackText(v), job); break;
+    case kConcurrencyKey: job->set_concurrency_key(MsgpackText(v)); break;
     default: break;  // fields a Job does not show
   }
 }

@@ -225,7 +225,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                  absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
                  absl::StrCat(retention),
                  absl::StrCat(r.timeout_ms()),
-                 PackHeaders(r.headers())});
+                 PackHeaders(r.headers()), r.concurrency_key()});
   }
   Callback<ClaimOutcome> claimed = hand_off ? std::move(hand_off->claimed) : nullptr;
   const int64_t lease_ms = hand_off ? hand_off->lease_ms : 0;
@@ -234,7 +234,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
       {keys.Seq(), keys.Ready(), keys.Scheduled(), keys.Registered(), keys.Jobs(),
        keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry(), keys.Active(),
        keys.Paused(), keys.Dead(), keys.Claim(claim_id), keys.ReadyByType(), keys.RateLimit(),
-       keys.RateBucket(), keys.MaxActive()},
+       keys.RateBucket(), keys.MaxActive(), keys.KeyLimit(), keys.KeyActive(),
+       keys.KeyWaiting()},
       std::move(args),
       [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -285,7 +286,7 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
       scripts_->Get("claim"),
       {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
        keys.Claim(claim_id), keys.Jobs(), keys.Payloads(), keys.ReadyByType(), keys.RateLimit(),
-       keys.RateBucket(), keys.MaxActive()},
+       keys.RateBucket(), keys.MaxActive(), keys.KeyLimit(), keys.KeyActive(), keys.KeyWaiting()},
       std::move(args),
       [queue, lease_ms, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
@@ -298,7 +299,7 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("release_claim"),
                  {keys.Claim(claim_id), keys.Active(), keys.Ready(), keys.Jobs(),
-                  keys.ReadyByType()},
+                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting()},
                  {claim_id, keys.NotifyChannel()},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -313,9 +314,9 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
                    Callback<std::vector<AckOutcome>> done) const {
   Keys keys = KeysFor(queue);
   std::vector<std::string> args = {absl::StrCat(options_.completed_retention_ms),
-                                   absl::StrCat(kAckTombstoneGraceMs)};
+                                   absl::StrCat(kAckTombstoneGraceMs), keys.NotifyChannel()};
   std::vector<std::string> ids;
-  args.reserve(4 + 3 * acks.size());
+  args.reserve(3 + 3 * acks.size());
   ids.reserve(acks.size());
   for (const v1::AckRequest* ack : acks) {
     args.push_back(ack->job_id());
@@ -324,7 +325,8 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
     ids.push_back(ack->job_id());
   }
   scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed(), keys.Jobs(), keys.Payloads(),
-                  keys.Results(), keys.Acked(), keys.AckedExpiry()},
+                  keys.Results(), keys.Acked(), keys.AckedExpiry(), keys.Ready(),
+                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting()},
                  std::move(args),
                  [queue, ids = std::move(ids), done = std::move(done)](
                      absl::StatusOr<RedisReply> reply) {
@@ -351,7 +353,8 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
   Keys keys = KeysFor(r.queue());
   scripts_->Eval(
       scripts_->Get("fail"),
-      {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead()},
+      {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead(), keys.Ready(), keys.ReadyByType(),
+       keys.KeyActive(), keys.KeyWaiting()},
       {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
        absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel(),
        r.keep_attempt() ? "1" : "0"},
@@ -384,7 +387,8 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
                       Callback<bool> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("cancel"),
-                 {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead(), keys.ReadyByType()},
+                 {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead(), keys.ReadyByType(),
+                  keys.KeyWaiting()},
                  {job_id, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked =
@@ -415,7 +419,8 @@ void JobStore::Release(const std::string& queue, const std::string& job_id,
                        const std::string& token, Callback<bool> done) const {
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("release"),
-                 {keys.Jobs(), keys.Active(), keys.Ready(), keys.ReadyByType()},
+                 {keys.Jobs(), keys.Active(), keys.Ready(), keys.ReadyByType(), keys.KeyActive(),
+                  keys.KeyWaiting()},
                  {job_id, token, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
@@ -430,7 +435,8 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
   scripts_->Eval(scripts_->Get("reap"),
                  {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed(), keys.Ready(),
                   keys.Paused(), keys.Registered(), keys.Jobs(), keys.Payloads(), keys.Results(),
-                  keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry()},
+                  keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry(),
+                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting()},
                  {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
                   absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -517,10 +523,11 @@ void JobStore::GetJob(const std::string& queue, const std::string& job_id,
 void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const {
   const Keys keys = KeysFor(queue);
   client_->Command(
-      {"MGET", keys.Partitions(), keys.JobTimeout(), keys.RateLimit(), keys.MaxActive()},
+      {"MGET", keys.Partitions(), keys.JobTimeout(), keys.RateLimit(), keys.MaxActive(),
+       keys.KeyLimit()},
       [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        if (reply->elements.size() != 4) return done(absl::InternalError("bad MGET reply"));
+        if (reply->elements.size() != 5) return done(absl::InternalError("bad MGET reply"));
         QueueSettings settings;
         const RedisReply& count = reply->elements[0];
         if (!count.is_nil()) {
@@ -541,11 +548,16 @@ void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings
           settings.rate_limit = ParseRateLimit(limit.str);
           if (!settings.rate_limit) return done(absl::InternalError("bad rate limit in redis"));
         }
-        const RedisReply& max_active = reply->elements[3];
-        if (!max_active.is_nil()) {
-          const int64_t n = max_active.AsInt(-1);
-          if (n < 1 || n > kMaxMaxActive) return done(absl::InternalError("bad max_active in redis"));
-          settings.max_active = static_cast<int32_t>(n);
+        for (auto [i, limit] : {std::pair{3, &settings.max_active},
+                                std::pair{4, &settings.max_active_per_key}}) {
+          const RedisReply& value = reply->elements[i];
+          if (value.is_nil()) continue;
+          const int64_t n = value.AsInt(-1);
+          if (n < 1 || n > kMaxMaxActive) {
+            return done(absl::InternalError(i == 3 ? "bad max_active in redis"
+                                                   : "bad key_limit in redis"));
+          }
+          *limit = static_cast<int32_t>(n);
         }
         done(settings);
       });

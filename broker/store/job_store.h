@@ -112,6 +112,8 @@ struct QueueSettings {
   std::optional<v1::RateLimit> rate_limit;
   // The most active jobs the queue may have at once; none: unlimited.
   std::optional<int32_t> max_active;
+  // The most active jobs per concurrency key; none: unlimited.
+  std::optional<int32_t> max_active_per_key;
 };
 
 // A rate limit as Keys::RateLimit holds it: '<count> <interval ms> <burst>'

@@ -20,6 +20,10 @@
 //   <p>:{<q>}:dead         zset   dead jobs, by finish time
 //   <p>:{<q>}:idem         hash   idempotency key -> job id
 //   <p>:{<q>}:idem_expiry  zset   idempotency key -> its expiry (end of the dedup window)
+//   <p>:{<q>}:key_limit    string the most active jobs per concurrency key, when set
+//   <p>:{<q>}:key_active   hash   concurrency key -> its active jobs
+//   <p>:{<q>}:key_waiting  zset   pending jobs parked at their key's limit (lex
+//                                 order; members: key, ready score, id; scores 0)
 //   <p>:{<q>}:paused       string exists while the queue is paused
 //   <p>:{<q>}:registered   string exists while the queue is in the registry
 //   <p>:{<q>}:claim:<cid>  string ids leased by one claim.lua call
@@ -116,6 +120,14 @@ class Keys {
   // The most active jobs the queue may have at once, when set (claim.lua).
   // Queues of one partition only, as RateLimit.
   std::string MaxActive() const { return base_ + "max_active"; }
+  // Concurrency keys (docs/semantics.md, "Concurrency per key"): the most
+  // active jobs per key, when set (claim.lua; one partition only, as
+  // MaxActive); each key's active jobs (hash: key -> count); and the
+  // pending jobs a claim parked at their key's limit (zset of scores 0:
+  // members <len:3><key><ready score:16><id>).
+  std::string KeyLimit() const { return base_ + "key_limit"; }
+  std::string KeyActive() const { return base_ + "key_active"; }
+  std::string KeyWaiting() const { return base_ + "key_waiting"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);

@@ -28,6 +28,7 @@ void FillRequest(absl::string_view queue, absl::string_view type, absl::string_v
   request->set_run_at_ms(options.run_at_ms);
   request->set_max_attempts(options.max_attempts);
   request->set_idempotency_key(options.idempotency_key);
+  request->set_concurrency_key(options.concurrency_key);
   request->set_backoff_base_ms(options.backoff_base_ms);
   request->set_backoff_max_ms(options.backoff_max_ms);
   if (options.completed_retention_ms) {

@@ -73,6 +73,9 @@ struct EnqueueOptions {
   // Metadata that travels with the job to its handler (Job::headers), e.g.
   // W3C trace context; limits in broker.proto (EnqueueRequest.headers).
   std::map<std::string, std::string> headers;
+  // Groups the job under the queue's max_active_per_key limit (e.g. a
+  // customer id); "" for none. At most 128 bytes.
+  std::string concurrency_key;
 };
 
 struct Enqueued {

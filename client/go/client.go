@@ -200,6 +200,13 @@ func WithIdempotencyKey(key string) EnqueueOption {
 	return func(r *jobwirepb.EnqueueRequest) { r.IdempotencyKey = key }
 }
 
+// WithConcurrencyKey groups the job under its queue's max_active_per_key
+// limit (AdminService.CreateQueue / UpdateQueue), e.g. a customer id: at
+// most that many jobs of one key run at once. At most 128 bytes.
+func WithConcurrencyKey(key string) EnqueueOption {
+	return func(r *jobwirepb.EnqueueRequest) { r.ConcurrencyKey = key }
+}
+
 // WithBackoffBase sets the retry backoff base (millisecond precision).
 func WithBackoffBase(d time.Duration) EnqueueOption {
 	return func(r *jobwirepb.EnqueueRequest) { r.BackoffBaseMs = d.Milliseconds() }

@@ -99,6 +99,18 @@ func TestEnqueueGetJobRoundTripWithOptions(t *testing.T) {
 		t.Errorf("idempotent job payload %q key %q", j.GetPayload(), j.GetIdempotencyKey())
 	}
 
+	// Concurrency key: travels with the job.
+	keyed, err := c.Enqueue(ctx, q, "keyed", nil, jobwire.WithConcurrencyKey("customer-7"))
+	if err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	if j, err = c.GetJob(ctx, q, keyed.JobID); err != nil {
+		t.Fatalf("GetJob: %v", err)
+	}
+	if j.GetConcurrencyKey() != "customer-7" {
+		t.Errorf("concurrency key %q, want customer-7", j.GetConcurrencyKey())
+	}
+
 	// Unknown id: NOT_FOUND.
 	_, err = c.GetJob(ctx, q, "no-such-job")
 	if je := asError(t, err); je.Code != codes.NotFound {

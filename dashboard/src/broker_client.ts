@@ -25,6 +25,8 @@ export interface QueueStats {
   rate_limit: { count: number; interval_ms: number; burst: number } | null;
   /** 0: no limit. */
   max_active: number;
+  /** 0: no limit. */
+  max_active_per_key: number;
 }
 
 export type JobState = 'JOB_STATE_PENDING' | 'JOB_STATE_ACTIVE' | 'JOB_STATE_COMPLETED' | 'JOB_STATE_DEAD';

@@ -39,12 +39,14 @@ export function showTime(ms: number): string {
 /** A duration in ms as "850 ms", "12 s", "3 min", "5 h", "2 d". */
 /**
  * A queue's limits as one sentence: "at most 5 jobs per 1 s (bursts of 10);
- * at most 3 active jobs", or "no rate limit, no limit on active jobs".
+ * at most 3 active jobs", or "no rate limit, no limit on active jobs"; a
+ * per-key limit adds "; at most 2 active jobs per concurrency key".
  * Intervals are exact (whole seconds, else ms): a rate is not rounded.
  */
 export function showLimits(
   rateLimit: { count: number; interval_ms: number; burst: number } | null | undefined,
   maxActive: number,
+  maxActivePerKey = 0,
 ): string {
   const interval = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`);
   const jobs = (n: number) => `${n} job${n === 1 ? '' : 's'}`;
@@ -53,7 +55,10 @@ export function showLimits(
       (rateLimit.burst > 0 && rateLimit.burst !== rateLimit.count ? ` (bursts of ${rateLimit.burst})` : '')
     : 'no rate limit';
   const active = maxActive > 0 ? `at most ${maxActive} active job${maxActive === 1 ? '' : 's'}` : 'no limit on active jobs';
-  return `${rate}; ${active}`;
+  const perKey = maxActivePerKey > 0
+    ? `; at most ${maxActivePerKey} active job${maxActivePerKey === 1 ? '' : 's'} per concurrency key`
+    : '';
+  return `${rate}; ${active}${perKey}`;
 }
 
 export function showDuration(ms: number): string {

@@ -132,7 +132,7 @@ ${actionForm(ctx, `${queueUrl(q)}/purge-dead`, `Purge dead jobs (${s.dead})`, {}
   );
   return layout(ctx, `Queue ${q}`, html`
 <p>${s.paused ? html`<span class="badge paused">paused</span> ` : ''}${s.pending_due} due, ${s.pending_scheduled} scheduled, ${s.active} active, ${s.completed} completed, ${s.dead} dead${s.pending_due > 0 ? html`; oldest due ${showDuration(s.oldest_due_age_ms)}` : ''}.</p>
-<p class="limits">Limits: ${showLimits(s.rate_limit, s.max_active)}.</p>
+<p class="limits">Limits: ${showLimits(s.rate_limit, s.max_active, s.max_active_per_key)}.</p>
 ${actions}
 <section aria-labelledby="jl"><h2 id="jl">Jobs</h2>
 <nav aria-label="Job states" class="tabs">${tabs}</nav>

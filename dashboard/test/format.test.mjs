@@ -41,8 +41,10 @@ test('showLimits states a rate exactly and says when there is no limit', () => {
     [{ count: 1, interval_ms: 250, burst: 1 }, 0, 'at most 1 job per 250 ms; no limit on active jobs'],
     [{ count: 5, interval_ms: 1500, burst: 10 }, 3, 'at most 5 jobs per 1500 ms (bursts of 10); at most 3 active jobs'],
     [{ count: 100, interval_ms: 60000, burst: 0 }, 1, 'at most 100 jobs per 60 s; at most 1 active job'],
+    [null, 0, 'no rate limit; no limit on active jobs; at most 2 active jobs per concurrency key', 2],
+    [null, 4, 'no rate limit; at most 4 active jobs; at most 1 active job per concurrency key', 1],
   ];
-  for (const [rate, max, want] of cases) assert.equal(showLimits(rate, max), want);
+  for (const [rate, max, want, perKey] of cases) assert.equal(showLimits(rate, max, perKey), want);
 });
 
 test("a worker's queues with their weights, its types, and how long ago", () => {

@@ -129,9 +129,14 @@ type QueueStats struct {
 	RateLimit *RateLimit `protobuf:"bytes,11,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
 	// The most active jobs the queue may have at once (CreateQueue /
 	// UpdateQueue); 0 when it has no such limit.
-	MaxActive     int32 `protobuf:"varint,12,opt,name=max_active,json=maxActive,proto3" json:"max_active,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxActive int32 `protobuf:"varint,12,opt,name=max_active,json=maxActive,proto3" json:"max_active,omitempty"`
+	// The most active jobs per concurrency key (CreateQueue / UpdateQueue);
+	// 0 when it has no such limit. pending_due counts the jobs waiting for
+	// their key (oldest_due_age_ms does not: they wait for their key, not
+	// for a worker).
+	MaxActivePerKey int32 `protobuf:"varint,13,opt,name=max_active_per_key,json=maxActivePerKey,proto3" json:"max_active_per_key,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *QueueStats) Reset() {
@@ -248,6 +253,13 @@ func (x *QueueStats) GetMaxActive() int32 {
 	return 0
 }
 
+func (x *QueueStats) GetMaxActivePerKey() int32 {
+	if x != nil {
+		return x.MaxActivePerKey
+	}
+	return 0
+}
+
 // A queue's rate limit (docs/semantics.md, "Rate limits"): a token bucket
 // in Redis, shared by every broker replica and every worker. Claims take a
 // token per job; the bucket gains `count` tokens every `interval_ms`
@@ -333,9 +345,13 @@ type CreateQueueRequest struct {
 	// The most active jobs the queue may have at once, across every broker
 	// replica and worker (docs/semantics.md, "Concurrency limit"):
 	// 0..1000000, 0: no limit. Only with partitions 0 or 1.
-	MaxActive     int32 `protobuf:"varint,5,opt,name=max_active,json=maxActive,proto3" json:"max_active,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxActive int32 `protobuf:"varint,5,opt,name=max_active,json=maxActive,proto3" json:"max_active,omitempty"`
+	// The most active jobs per concurrency key (EnqueueRequest.concurrency_key;
+	// docs/semantics.md, "Concurrency per key"), across every broker replica
+	// and worker: 0..1000000, 0: no limit. Only with partitions 0 or 1.
+	MaxActivePerKey int32 `protobuf:"varint,6,opt,name=max_active_per_key,json=maxActivePerKey,proto3" json:"max_active_per_key,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CreateQueueRequest) Reset() {
@@ -403,6 +419,13 @@ func (x *CreateQueueRequest) GetMaxActive() int32 {
 	return 0
 }
 
+func (x *CreateQueueRequest) GetMaxActivePerKey() int32 {
+	if x != nil {
+		return x.MaxActivePerKey
+	}
+	return 0
+}
+
 type CreateQueueResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -457,9 +480,14 @@ type UpdateQueueRequest struct {
 	RateLimit *RateLimit `protobuf:"bytes,4,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
 	// Sets the queue's max_active (as CreateQueueRequest.max_active); 0
 	// removes it; absent: unchanged. The same partition rule as rate_limit.
-	MaxActive     *int32 `protobuf:"varint,5,opt,name=max_active,json=maxActive,proto3,oneof" json:"max_active,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxActive *int32 `protobuf:"varint,5,opt,name=max_active,json=maxActive,proto3,oneof" json:"max_active,omitempty"`
+	// Sets the queue's max_active_per_key (as CreateQueueRequest's); 0
+	// removes it; absent: unchanged. The same partition rule as rate_limit.
+	// Jobs waiting for their key under the old limit are due again at once
+	// and wait again only if the new limit holds them back.
+	MaxActivePerKey *int32 `protobuf:"varint,6,opt,name=max_active_per_key,json=maxActivePerKey,proto3,oneof" json:"max_active_per_key,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UpdateQueueRequest) Reset() {
@@ -523,6 +551,13 @@ func (x *UpdateQueueRequest) GetRateLimit() *RateLimit {
 func (x *UpdateQueueRequest) GetMaxActive() int32 {
 	if x != nil && x.MaxActive != nil {
 		return *x.MaxActive
+	}
+	return 0
+}
+
+func (x *UpdateQueueRequest) GetMaxActivePerKey() int32 {
+	if x != nil && x.MaxActivePerKey != nil {
+		return *x.MaxActivePerKey
 	}
 	return 0
 }
@@ -2246,7 +2281,7 @@ var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
 const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16jobwire/v1/admin.proto\x12\n" +
-	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xc7\x03\n" +
+	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xf4\x03\n" +
 	"\n" +
 	"QueueStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1f\n" +
@@ -2266,13 +2301,14 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"rate_limit\x18\v \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\x1d\n" +
 	"\n" +
-	"max_active\x18\f \x01(\x05R\tmaxActiveB\x19\n" +
+	"max_active\x18\f \x01(\x05R\tmaxActive\x12+\n" +
+	"\x12max_active_per_key\x18\r \x01(\x05R\x0fmaxActivePerKeyB\x19\n" +
 	"\x17_default_job_timeout_ms\"X\n" +
 	"\tRateLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x05R\x05count\x12\x1f\n" +
 	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
 	"intervalMs\x12\x14\n" +
-	"\x05burst\x18\x03 \x01(\x05R\x05burst\"\xf4\x01\n" +
+	"\x05burst\x18\x03 \x01(\x05R\x05burst\"\xa1\x02\n" +
 	"\x12CreateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
@@ -2282,9 +2318,10 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\x1d\n" +
 	"\n" +
-	"max_active\x18\x05 \x01(\x05R\tmaxActiveB\x19\n" +
+	"max_active\x18\x05 \x01(\x05R\tmaxActive\x12+\n" +
+	"\x12max_active_per_key\x18\x06 \x01(\x05R\x0fmaxActivePerKeyB\x19\n" +
 	"\x17_default_job_timeout_ms\"\x15\n" +
-	"\x13CreateQueueResponse\"\x88\x02\n" +
+	"\x13CreateQueueResponse\"\xd1\x02\n" +
 	"\x12UpdateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
@@ -2294,9 +2331,11 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\"\n" +
 	"\n" +
-	"max_active\x18\x05 \x01(\x05H\x01R\tmaxActive\x88\x01\x01B\x19\n" +
+	"max_active\x18\x05 \x01(\x05H\x01R\tmaxActive\x88\x01\x01\x120\n" +
+	"\x12max_active_per_key\x18\x06 \x01(\x05H\x02R\x0fmaxActivePerKey\x88\x01\x01B\x19\n" +
 	"\x17_default_job_timeout_msB\r\n" +
-	"\v_max_active\"F\n" +
+	"\v_max_activeB\x15\n" +
+	"\x13_max_active_per_key\"F\n" +
 	"\x13UpdateQueueResponse\x12/\n" +
 	"\x13previous_partitions\x18\x01 \x01(\x05R\x12previousPartitions\"\x13\n" +
 	"\x11ListQueuesRequest\"D\n" +

@@ -436,9 +436,11 @@ type Job struct {
 	ProgressPercent *int32 `protobuf:"varint,22,opt,name=progress_percent,json=progressPercent,proto3,oneof" json:"progress_percent,omitempty"`
 	ProgressData    []byte `protobuf:"bytes,23,opt,name=progress_data,json=progressData,proto3" json:"progress_data,omitempty"`
 	// The producer's headers (EnqueueRequest.headers), unchanged.
-	Headers       map[string]string `protobuf:"bytes,24,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Headers map[string]string `protobuf:"bytes,24,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// EnqueueRequest.concurrency_key; "" when none.
+	ConcurrencyKey string `protobuf:"bytes,25,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -639,6 +641,13 @@ func (x *Job) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *Job) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
+}
+
 type EnqueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1..128 characters of [A-Za-z0-9._:-].
@@ -690,9 +699,17 @@ type EnqueueRequest struct {
 	// metadata keys), each value at most 4096 bytes; keys and values at most
 	// 16384 bytes in all. The broker stores them with the job and never
 	// interprets them.
-	Headers       map[string]string `protobuf:"bytes,13,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Headers map[string]string `protobuf:"bytes,13,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Groups jobs for the queue's per-key concurrency limit
+	// (AdminService.CreateQueue / UpdateQueue max_active_per_key;
+	// docs/semantics.md, "Concurrency per key"), such as a customer id: at
+	// most that many jobs with the same key run at once, across every broker
+	// replica and worker, and jobs of a key at its limit wait without holding
+	// back other keys' jobs. 0..128 bytes; "" for none. A job's key counts
+	// while it runs whether or not the queue has a limit.
+	ConcurrencyKey string `protobuf:"bytes,14,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EnqueueRequest) Reset() {
@@ -814,6 +831,13 @@ func (x *EnqueueRequest) GetHeaders() map[string]string {
 		return x.Headers
 	}
 	return nil
+}
+
+func (x *EnqueueRequest) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
 }
 
 type EnqueueResponse struct {
@@ -2550,7 +2574,7 @@ var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
 const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"\x17jobwire/v1/broker.proto\x12\n" +
-	"jobwire.v1\"\x9d\a\n" +
+	"jobwire.v1\"\xc6\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
@@ -2577,11 +2601,12 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x16cancel_requested_at_ms\x18\x15 \x01(\x03R\x13cancelRequestedAtMs\x12.\n" +
 	"\x10progress_percent\x18\x16 \x01(\x05H\x00R\x0fprogressPercent\x88\x01\x01\x12#\n" +
 	"\rprogress_data\x18\x17 \x01(\fR\fprogressData\x126\n" +
-	"\aheaders\x18\x18 \x03(\v2\x1c.jobwire.v1.Job.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\x18 \x03(\v2\x1c.jobwire.v1.Job.HeadersEntryR\aheaders\x12'\n" +
+	"\x0fconcurrency_key\x18\x19 \x01(\tR\x0econcurrencyKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x13\n" +
-	"\x11_progress_percent\"\xb5\x04\n" +
+	"\x11_progress_percent\"\xde\x04\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -2597,7 +2622,8 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x16completed_retention_ms\x18\v \x01(\x03H\x00R\x14completedRetentionMs\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\f \x01(\x03R\ttimeoutMs\x12A\n" +
-	"\aheaders\x18\r \x03(\v2'.jobwire.v1.EnqueueRequest.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\r \x03(\v2'.jobwire.v1.EnqueueRequest.HeadersEntryR\aheaders\x12'\n" +
+	"\x0fconcurrency_key\x18\x0e \x01(\tR\x0econcurrencyKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x19\n" +

@@ -96,6 +96,12 @@ export interface EnqueueOptions {
    * or `{}`: none.
    */
   headers?: Record<string, string>;
+  /**
+   * Groups the job under its queue's max_active_per_key limit (e.g. a customer
+   * id; at most 128 bytes): at most that many jobs of one key run at once.
+   * EnqueueRequest.concurrency_key.
+   */
+  concurrencyKey?: string;
 }
 
 /**
@@ -181,6 +187,7 @@ export function toEnqueueRequest(queue: string, type: string, payload: unknown, 
   if (o.runAt !== undefined) req.runAtMs = o.runAt instanceof Date ? o.runAt.getTime() : o.runAt;
   if (o.maxAttempts !== undefined) req.maxAttempts = o.maxAttempts;
   if (o.idempotencyKey !== undefined) req.idempotencyKey = o.idempotencyKey;
+  if (o.concurrencyKey !== undefined) req.concurrencyKey = o.concurrencyKey;
   if (o.backoffBaseMs !== undefined) req.backoffBaseMs = o.backoffBaseMs;
   if (o.backoffMaxMs !== undefined) req.backoffMaxMs = o.backoffMaxMs;
   if (o.completedRetentionMs !== undefined) req.completedRetentionMs = o.completedRetentionMs;

@@ -38,6 +38,8 @@ export class JobInfo {
   readonly progressData: Buffer;
   /** The producer's headers (enqueue option `headers`), unchanged; `{}` when none. */
   readonly headers: Record<string, string>;
+  /** The enqueue option `concurrencyKey` ('' when none). */
+  readonly concurrencyKey: string;
 
   constructor(j: Job__Output) {
     this.id = j.id;
@@ -53,6 +55,7 @@ export class JobInfo {
     this.result = j.result ?? Buffer.alloc(0);
     this.error = j.error;
     this.idempotencyKey = j.idempotencyKey;
+    this.concurrencyKey = j.concurrencyKey;
     this.createdAtMs = toNumber(j.createdAtMs);
     this.finishedAtMs = toNumber(j.finishedAtMs);
     this.backoffBaseMs = toNumber(j.backoffBaseMs);

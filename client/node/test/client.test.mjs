@@ -63,6 +63,16 @@ test('idempotency key: second enqueue is a duplicate with the same id', async ()
   assert.deepEqual(job.json(), { n: 1 }, 'the duplicate stored nothing');
 });
 
+test('concurrency key: travels with the job (enqueue and enqueueBatch)', async () => {
+  const q = uniqueQueue('ckey');
+  const a = await client.enqueue(q, 't', { n: 1 }, { concurrencyKey: 'customer-7' });
+  assert.equal((await client.getJob(q, a.jobId)).concurrencyKey, 'customer-7');
+  const [b] = await client.enqueueBatch(q, [{ type: 't', payload: 1, options: { concurrencyKey: 'customer-8' } }]);
+  assert.equal((await client.getJob(q, b.jobId)).concurrencyKey, 'customer-8');
+  const c = await client.enqueue(q, 't', 2);
+  assert.equal((await client.getJob(q, c.jobId)).concurrencyKey, '');
+});
+
 test('raw bytes pass through unchanged', async () => {
   const q = uniqueQueue('bytes');
   const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13]);

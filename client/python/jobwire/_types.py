@@ -104,7 +104,8 @@ class Job:
     ``wait_cancelled()``, and reports progress with ``progress()``.
 
     ``headers``: the producer's headers (``enqueue(..., headers=...)``), a
-    plain dict of str to str, unchanged (empty when none were given)."""
+    plain dict of str to str, unchanged (empty when none were given).
+    ``concurrency_key``: the key given at enqueue ("" when none)."""
 
     id: str
     queue: str
@@ -131,6 +132,7 @@ class Job:
     progress_percent: Optional[int] = None
     progress_data: bytes = b""
     headers: Dict[str, str] = field(default_factory=dict)
+    concurrency_key: str = ""
     # Set by the Worker that runs the job (threading.Event, or asyncio.Event
     # in jobwire.aio); None otherwise.
     _lease_lost_event: Any = field(default=None, init=False, repr=False, compare=False)
@@ -263,6 +265,7 @@ class Job:
                               else None),
             progress_data=bytes(pb.progress_data),
             headers=dict(pb.headers),
+            concurrency_key=pb.concurrency_key,
         )
 
 

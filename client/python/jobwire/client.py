@@ -27,6 +27,7 @@ _OPTION_NAMES = (
     "completed_retention_ms",
     "timeout_ms",
     "headers",
+    "concurrency_key",
 )
 
 _NO_PAYLOAD = b""
@@ -47,6 +48,7 @@ def build_enqueue_request(
     completed_retention_ms: Any = None,
     timeout_ms: Any = None,
     headers: Optional[Mapping[str, str]] = None,
+    concurrency_key: Optional[str] = None,
 ) -> "pb.EnqueueRequest":
     """The EnqueueRequest for one job. Unset options (None) take the broker
     defaults; limits are checked by the broker, whose message is surfaced.
@@ -55,7 +57,9 @@ def build_enqueue_request(
     ``timeout_ms``: the longest a run may take (0..7 days; 0: the broker's
     --default_job_timeout_ms, none out of the box). ``headers``: a mapping of
     str to str that travels with the job to its handler (``job.headers``);
-    TypeError for other types, the broker checks the rest."""
+    TypeError for other types, the broker checks the rest. ``concurrency_key``:
+    groups the job under its queue's max_active_per_key limit (e.g. a
+    customer id; at most 128 bytes)."""
     header_map = check_headers(headers)
     req = pb.EnqueueRequest(queue=queue, type=type, payload=encode_payload(payload))
     if priority is not None:
@@ -68,6 +72,8 @@ def build_enqueue_request(
         req.max_attempts = int(max_attempts)
     if idempotency_key is not None:
         req.idempotency_key = idempotency_key
+    if concurrency_key is not None:
+        req.concurrency_key = concurrency_key
     if backoff_base_ms is not None:
         req.backoff_base_ms = to_ms(backoff_base_ms, "backoff_base_ms")
     if backoff_max_ms is not None:
@@ -261,6 +267,7 @@ class Client:
         completed_retention_ms: Any = None,
         timeout_ms: Any = None,
         headers: Optional[Mapping[str, str]] = None,
+        concurrency_key: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> EnqueueResult:
         """Store one job. ``payload``: bytes pass through unchanged, anything
@@ -280,7 +287,7 @@ class Client:
             max_attempts=max_attempts, idempotency_key=idempotency_key,
             backoff_base_ms=backoff_base_ms, backoff_max_ms=backoff_max_ms,
             completed_retention_ms=completed_retention_ms, timeout_ms=timeout_ms,
-            headers=headers,
+            headers=headers, concurrency_key=concurrency_key,
         )
         if self._tracer is None:
             resp = self._call(self._stub.Enqueue, req, timeout)
