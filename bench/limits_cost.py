@@ -4,7 +4,7 @@ round, and the report docs/performance-limits.md.
 
   unlimited  the broker of HEAD with the limits' read removed from claim.lua
              (claim_ready reads only the paused flag: GET instead of its MGET
-             of paused, rate_limit and max_active; built into
+             of paused, rate_limit, max_active and key_limit; built into
              build/variant-limits-unlimited/ by broker_builds.py): what head
              would be if limits did not exist
   head       this tree's broker, the queue without limits
@@ -40,14 +40,15 @@ CLI = os.path.join(BUILD, "cli", "jobwire")
 
 # claim_ready's one read of the paused flag and the limits (lua/_lib.lua),
 # and the read of the paused flag alone that the "unlimited" build makes.
-LIMITS_READ = "  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active)"
-PAUSED_READ = ("  local control = {redis.call('GET', K.paused), false, false}"
+LIMITS_READ = ("  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active, "
+               "K.key_limit)")
+PAUSED_READ = ("  local control = {redis.call('GET', K.paused), false, false, false}"
                "  -- limits_cost.py: no limits")
 
 
 EXPLAINED = (
-    "What the scripts do for it: claim.lua reads the paused flag and both limits with one "
-    "MGET, so a queue without limits makes the same commands as one in a broker without "
+    "What the scripts do for it: claim.lua reads the paused flag and the three limits "
+    "(rate_limit, max_active, max_active_per_key) with one MGET, so a queue without limits makes the same commands as one in a broker without "
     "them. A rate limit adds a GET and a SET of the token bucket per claim call, max_active "
     "a ZCARD of the active set per claim call (and the broker announces each settle of a "
     "limited queue's jobs, so that streams waiting on it wake); claims are batched, so that "

@@ -669,7 +669,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
       local id = c.id
       local job = job_read(K.jobs, id)
       local key = job_key_of(job)
-      if key and key_held[key] == nil then
+      if key and key_limit and key_held[key] == nil then
         key_held[key] = tonumber(redis.call('HGET', K.key_active, key)) or 0
       end
       if c.member and not redis.call('ZSCORE', K.ready, id) then
@@ -714,7 +714,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
         bytes = bytes + size
         claimed = claimed + 1
         if key then
-          key_held[key] = key_held[key] + 1
+          key_held[key] = (key_held[key] or 0) + 1
           key_claimed[key] = (key_claimed[key] or 0) + 1
         end
         job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1

@@ -397,7 +397,8 @@ TEST_F(CliTest, QueueDefaultJobTimeout) {
 
   r = Cli({"update-queue", "timed"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms, rate_limit or max_active must be given"));
+  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms, rate_limit, max_active or "
+                               "max_active_per_key must be given"));
 }
 
 // create-queue / update-queue with a rate limit, shown by stats; off
@@ -429,6 +430,26 @@ TEST_F(CliTest, QueueRateLimit) {
   r = Cli({"update-queue", "metered", "--max-active", "0"});
   EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), max active none\n") << r.err;
   EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("max active:          none\n"));
+}
+
+// --max-active-per-key on create-queue / update-queue, shown by stats; 0
+// removes it; enqueue --concurrency-key stores the key, which job shows.
+TEST_F(CliTest, QueueMaxActivePerKey) {
+  CliResult r = Cli({"create-queue", "tenants", "--max-active-per-key", "2"});
+  EXPECT_EQ(r.out, "created queue tenants with 1 partition(s), max active per key 2\n") << r.err;
+  EXPECT_THAT(Cli({"stats", "tenants"}).out, HasSubstr("max active per key:  2\n"));
+  r = Cli({"update-queue", "tenants", "--max-active-per-key", "0"});
+  EXPECT_EQ(r.out, "queue tenants: 1 -> 1 partition(s), max active per key none\n") << r.err;
+  EXPECT_THAT(Cli({"stats", "tenants"}).out, HasSubstr("max active per key:  none\n"));
+  r = Cli({"create-queue", "wide", "--partitions", "2", "--max-active-per-key", "1"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("max_active_per_key: a queue with max_active_per_key has one "
+                               "partition"));
+
+  r = Cli({"enqueue", "tenants", "t", "--payload", "x", "--concurrency-key", "customer-7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  EXPECT_THAT(Cli({"job", "tenants", id}).out, HasSubstr("concurrency key: customer-7\n"));
 }
 
 // put-schedule / schedules / delete-schedule: a schedule every second
