@@ -36,6 +36,8 @@ struct Job {
   std::string payload;
   // The producer's headers (EnqueueOptions::headers), unchanged.
   std::map<std::string, std::string> headers;
+  // EnqueueOptions::concurrency_key; "" when none.
+  std::string concurrency_key;
   // 1 for the first run; counts the current run.
   int32_t attempt = 0;
   int32_t max_attempts = 0;

@@ -63,6 +63,7 @@ Job FromClaimed(const v1::ClaimedJob& claimed, std::shared_ptr<RunSignal> signal
   job.type = from.type();
   job.payload = from.payload();
   job.headers.insert(from.headers().begin(), from.headers().end());
+  job.concurrency_key = from.concurrency_key();
   job.attempt = from.attempts();
   job.max_attempts = from.max_attempts();
   job.lease_expires_at_ms = claimed.lease_expires_at_ms();

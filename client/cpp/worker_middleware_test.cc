@@ -123,5 +123,17 @@ TEST_F(WorkerTest, TheProducersTraceContextReachesTheHandler) {
   EXPECT_EQ(WaitForState(untraced, kCompleted).result(), "none");
 }
 
+TEST_F(WorkerTest, TheHandlerSeesTheJobsConcurrencyKey) {
+  EnqueueOptions options;
+  options.concurrency_key = "customer-7";
+  std::string keyed = MustEnqueue("key", "{}", options);
+  std::string plain = MustEnqueue("key", "{}");
+  RunningWorker worker(Options(), {{"key", [](const Job& job) -> absl::StatusOr<std::string> {
+                                      return "[" + job.concurrency_key + "]";
+                                    }}});
+  EXPECT_EQ(WaitForState(keyed, kCompleted).result(), "[customer-7]");
+  EXPECT_EQ(WaitForState(plain, kCompleted).result(), "[]");
+}
+
 }  // namespace
 }  // namespace jobwire::client

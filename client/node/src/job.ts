@@ -48,6 +48,8 @@ export class Job {
    * unchanged; `{}` when none.
    */
   readonly headers: Record<string, string>;
+  /** The enqueue option `concurrencyKey`; '' when none. */
+  readonly concurrencyKey: string;
   /**
    * Aborted when the run is told to stop (reason: a JobCancelledError,
    * `reason` 'cancelled' or 'timeout'), when the lease is lost (reason: a
@@ -92,6 +94,7 @@ export class Job {
     this.maxAttempts = j.maxAttempts;
     this.priority = j.priority;
     this.headers = j.headers ?? {};
+    this.concurrencyKey = j.concurrencyKey ?? '';
     this.#signalOf = signal instanceof JobAbort ? signal : { signal };
     this.leaseExpiresAtMs = toNumber(cj.leaseExpiresAtMs) || toNumber(j.leaseExpiresAtMs);
     this.leaseMs = toNumber(cj.leaseMs);
