@@ -12,6 +12,9 @@ round, and the report docs/performance-limits.md.
              the token bucket read and written on every claim
   max-open   max_active 1,000,000 (never binds): the active count read on
              every claim
+  key-open   max_active_per_key 1,000,000 (never binds) and every job with
+             one of 100 concurrency keys: each run counted for its key at
+             the claim and the settle (and a look for a parked job of its key)
   rate-bound a rate limit of --bound-rate jobs/s (burst the same) that binds:
              jobs/s follows it, and the costs per job show what handing jobs
              out in token-sized bites costs (streams woken by the queue timer
@@ -35,7 +38,9 @@ from broker_builds import build_broker
 from variant_report import COMMON_COLUMNS, per_run_lines, variant_table
 from side_by_side import BUILD
 
-VARIANTS = ("unlimited", "head", "rate-open", "max-open", "rate-bound")
+VARIANTS = ("unlimited", "head", "rate-open", "max-open", "key-open", "rate-bound")
+# Concurrency keys of the key-open variant's jobs (jobwire_side --concurrency_keys).
+KEYS = 100
 CLI = os.path.join(BUILD, "cli", "jobwire")
 
 # claim_ready's one read of the paused flag and the limits (lua/_lib.lua),
@@ -48,11 +53,13 @@ PAUSED_READ = ("  local control = {redis.call('GET', K.paused), false, false, fa
 
 EXPLAINED = (
     "What the scripts do for it: claim.lua reads the paused flag and the three limits "
-    "(rate_limit, max_active, max_active_per_key) with one MGET, so a queue without limits makes the same commands as one in a broker without "
-    "them. A rate limit adds a GET and a SET of the token bucket per claim call, max_active "
+    "(rate_limit, max_active, max_active_per_key) with one MGET, so a queue without limits "
+    "makes the same commands as one in a broker without them. A rate limit adds a GET and a SET of the token bucket per claim call, max_active "
     "a ZCARD of the active set per claim call (and the broker announces each settle of a "
     "limited queue's jobs, so that streams waiting on it wake); claims are batched, so that "
-    "is a fraction of a command per job. A rate limit that binds hands jobs out in the "
+    "is a fraction of a command per job. A job with a concurrency key costs commands per "
+    "run under a per-key limit (or none): an HGET and an HINCRBY per key per claim call, "
+    "and an HINCRBY and a ZRANGEBYLEX of the parked jobs per settle. A rate limit that binds hands jobs out in the "
     "token-sized bites the bucket allows, each claim call a Redis round trip with its fixed "
     "commands for fewer jobs, and streams woken by the queue's timer when tokens come back: "
     "what the rate-bound row costs more per job.")
@@ -70,6 +77,7 @@ class QueueSetup:
         flags = {
             "rate-open": ["--rate-limit", "1000000/1000"],
             "max-open": ["--max-active", "1000000"],
+            "key-open": ["--max-active-per-key", "1000000"],
             "rate-bound": ["--rate-limit", f"{self.bound_rate}/1000"],
         }.get(self.variant)
         if flags:
@@ -97,14 +105,17 @@ def report(args, rev, runs, failures):
         f"({args.rounds} rounds):",
         "",
         f"- **unlimited**: the broker of `{rev}` (HEAD) with claim.lua reading only the paused "
-        "flag (GET) where it reads the flag and both limits (MGET of paused, rate_limit, "
-        "max_active): what head would be if limits did not exist;",
+        "flag (GET) where it reads the flag and the limits (MGET of paused, rate_limit, "
+        "max_active, key_limit): what head would be if limits did not exist;",
         "- **head**: this tree's broker, the queue without limits;",
         "- **rate-open**: a rate limit of 1,000,000 jobs a second (burst the same), which "
         "never binds: the token bucket read and written by every claim;",
         "- **max-open**: max_active 1,000,000, which never binds: the active count read by "
         "every claim (and the broker's wake-up announcement after each settle of a limited "
         "queue);",
+        f"- **key-open**: max_active_per_key 1,000,000, which never binds, and every job with "
+        f"one of {KEYS} concurrency keys: each run counted for its key at the claim and the "
+        "settle, with a look for a parked job of its key at the settle;",
         f"- **rate-bound**: a rate limit of {args.bound_rate:,} jobs a second (burst the same) "
         "that binds.",
         "",
@@ -143,7 +154,9 @@ def main():
             try:
                 r = side_by_side.run_system("jobwire-cpp", brokers[variant], args.jobs,
                                             chunk=args.chunk, concurrency=args.concurrency,
-                                            observers=QueueSetup(variant, args.bound_rate))
+                                            observers=QueueSetup(variant, args.bound_rate),
+                                            extra_flags=(["--concurrency_keys", str(KEYS)]
+                                                         if variant == "key-open" else []))
             except (RuntimeError, subprocess.CalledProcessError) as exc:
                 failures.append(f"round {rnd + 1} {variant}: {exc}")
                 continue

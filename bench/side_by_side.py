@@ -234,14 +234,16 @@ def measure(stack, pids, jobs, before, after):
 
 
 def run_system(name, broker, jobs, chunk=1000, concurrency=50, rate=0.0, timeout=600,
-               observers=None):
+               observers=None, extra_flags=()):
     """One run of system `name`: returns its figures (see measure(), plus
     jobs_per_s and the worker's latency_ms), or raises RuntimeError.
     `observers(address)`, when given, is called once the worker and the
     producer are ready and returns processes (subprocess.Popen) that watch
     the broker at `address` during the measured window (observer_cost.py);
     they are ended with the run, and `observers_ended` in the figures lists
-    the command lines of those that had ended before it."""
+    the command lines of those that had ended before it. `extra_flags` go to
+    both of the system's programs (limits_cost.py: jobwire_side's
+    --concurrency_keys)."""
     needs_broker, cmd = SYSTEMS[name]
     with tempfile.TemporaryDirectory(prefix="jobwire-side-") as workdir, \
             open(os.path.join(workdir, "programs.log"), "w+") as log:
@@ -253,6 +255,7 @@ def run_system(name, broker, jobs, chunk=1000, concurrency=50, rate=0.0, timeout
                       ["--redis-url", f"redis://127.0.0.1:{stack.redis_port}"])
             flags = target + ["--queue", "bench", "--jobs", str(jobs), "--chunk", str(chunk),
                               "--concurrency", str(concurrency), "--rate", f"{rate:g}"]
+            flags += list(extra_flags)
             worker = Program(cmd + ["--role", "worker"] + flags, log)
             worker.wait("ready", 60)
             producer = Program(cmd + ["--role", "producer"] + flags, log, stdin=True)

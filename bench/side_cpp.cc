@@ -41,6 +41,9 @@ ABSL_FLAG(std::string, queue, "bench", "queue name");
 ABSL_FLAG(int64_t, jobs, 50000, "producer: jobs to enqueue; worker: acks to wait for");
 ABSL_FLAG(int, chunk, 1000, "producer: jobs per EnqueueBatch");
 ABSL_FLAG(int, concurrency, 50, "worker: handlers (max_in_flight)");
+ABSL_FLAG(int, concurrency_keys, 0,
+          "producer (batches): 0 = jobs without a concurrency key; N > 0 = job i gets the "
+          "key k<i mod N>");
 ABSL_FLAG(double, rate, 0, "producer: 0 = batches as fast as it can; > 0 = one Enqueue per "
                            "job, open loop at this many per second");
 
@@ -191,11 +194,13 @@ int RunProducer() {
   if (rate > 0) {
     failed = ProduceOpenLoop(rate, jobs, start_ms);
   } else {
+    const int keys = absl::GetFlag(FLAGS_concurrency_keys);
     for (int64_t i = 0; i < jobs;) {
       std::vector<BatchJob> batch;
       const double t = NowMs();
       for (; i < jobs && static_cast<int>(batch.size()) < chunk; ++i) {
         batch.push_back(BatchJob{"noop", Payload(i, t), {}});
+        if (keys > 0) batch.back().options.concurrency_key = absl::StrCat("k", i % keys);
       }
       auto results = client.EnqueueBatch(queue, batch);
       if (!results.ok()) {
