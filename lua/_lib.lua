@@ -178,6 +178,10 @@ local function key_release(C, job)
   local key = job_key_of(job)
   if not key then return end
   if redis.call('HINCRBY', C.key_active, key, -1) <= 0 then redis.call('HDEL', C.key_active, key) end
+  -- Whether any job is parked, asked once per script call: a queue without
+  -- a per-key limit has none.
+  if C.any_parked == nil then C.any_parked = redis.call('EXISTS', C.key_waiting) == 1 end
+  if not C.any_parked then return end
   local prefix = type_prefix(key)
   local first = redis.call('ZRANGEBYLEX', C.key_waiting, '[' .. prefix, '(' .. prefix .. ':',
                            'LIMIT', 0, 1)
@@ -657,21 +661,48 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     call_pairs('ZADD', K.key_waiting, parked)
     gone, gone_members, back, parked = {}, {}, {}, {}
   end
+  -- Ends the claim at `candidates[n]`: it and the rest stay ready (popped
+  -- ones go back where they were).
+  local full = false
+  local function stop_at(candidates, n)
+    if #types == 0 then
+      for j = n, #candidates do add_pair(back, candidates[j].score, candidates[j].id) end
+    end
+    full = true
+  end
   -- Rounds: a round that parked jobs (their keys at their limit) reads the
   -- next candidates, so parked jobs never take the place of claimable ones;
   -- at most KEY_PARK_PER_CLAIM are parked per call.
-  local round_want, full = want, false
+  local round_want = want
   while round_want > 0 and not full do
     local parked_round = 0
     local candidates = ready_candidates(K, types, round_want)
+    -- Under a per-key limit: the candidates' records first, and the active
+    -- counts of their keys not met yet in one HMGET.
+    local jobs_of = {}
+    if key_limit then
+      local unseen = {}
+      for _, c in ipairs(candidates) do
+        local job = job_read(K.jobs, c.id)
+        jobs_of[c.id] = job or false
+        local key = job_key_of(job)
+        if key and key_held[key] == nil then
+          key_held[key] = 0
+          unseen[#unseen + 1] = key
+        end
+      end
+      if #unseen > 0 then
+        local counts = redis.call('HMGET', K.key_active, unpack(unseen))
+        for i, key in ipairs(unseen) do key_held[key] = tonumber(counts[i]) or 0 end
+      end
+    end
     for n, c in ipairs(candidates) do
       if claimed >= want then break end  -- a filtered claim's merged candidates
       local id = c.id
-      local job = job_read(K.jobs, id)
+      local job = jobs_of[id]
+      if job == nil then job = job_read(K.jobs, id) end
+      if job == false then job = nil end
       local key = job_key_of(job)
-      if key and key_limit and key_held[key] == nil then
-        key_held[key] = tonumber(redis.call('HGET', K.key_active, key)) or 0
-      end
       if c.member and not redis.call('ZSCORE', K.ready, id) then
         -- An index entry whose job is no longer ready (none is left behind by
         -- these scripts): dropped.
@@ -689,11 +720,8 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
         add_pair(parked, 0, key_member(key, score, id))
         parked_round, parked_total = parked_round + 1, parked_total + 1
       elseif key and key_limit and key_held[key] >= key_limit then
-        -- Parked enough for one call: this job and the rest stay ready.
-        if #types == 0 then
-          for j = n, #candidates do add_pair(back, candidates[j].score, candidates[j].id) end
-        end
-        full = true
+        -- Parked enough for one call.
+        stop_at(candidates, n)
         break
       else
         -- Read once, for the byte bound and the reply: past the bound the Lua
@@ -701,12 +729,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
         local payload = redis.call('HGET', K.payloads, id) or ''
         local size = #payload + job_error_bytes(job)
         if claimed > 0 and bytes + size > max_bytes then
-          -- Over the byte bound: this job and the rest stay ready (popped
-          -- ones go back where they were).
-          if #types == 0 then
-            for j = n, #candidates do add_pair(back, candidates[j].score, candidates[j].id) end
-          end
-          full = true
+          stop_at(candidates, n)  -- over the byte bound
           break
         end
         gone[#gone + 1] = id
