@@ -58,8 +58,10 @@ EXPLAINED = (
     "a ZCARD of the active set per claim call (and the broker announces each settle of a "
     "limited queue's jobs, so that streams waiting on it wake); claims are batched, so that "
     "is a fraction of a command per job. A job with a concurrency key costs commands per "
-    "run under a per-key limit (or none): an HGET and an HINCRBY per key per claim call, "
-    "and an HINCRBY and a ZRANGEBYLEX of the parked jobs per settle. A rate limit that binds hands jobs out in the "
+    "run (under a per-key limit or none): an HINCRBY of its key's count at the claim (and "
+    "one HMGET of the candidates' counts per claim call under a limit), an HINCRBY at the "
+    "settle (an HDEL when the count reaches 0), and one EXISTS of the parked jobs per settle "
+    "call. A rate limit that binds hands jobs out in the "
     "token-sized bites the bucket allows, each claim call a Redis round trip with its fixed "
     "commands for fewer jobs, and streams woken by the queue's timer when tokens come back: "
     "what the rate-bound row costs more per job.")
