@@ -3,15 +3,23 @@
 // of jobs it affects, read from the broker just before) and then does it.
 // Pause and resume change no job and are not confirmed.
 import { BrokerClient } from './broker_client';
+import { showDuration } from './format';
 
 export interface ActionInput {
   broker: BrokerClient;
   token: string | undefined;
   queue: string;
-  /** The job of a one-job action (retry-dead without all, delete-job, cancel). */
-  jobId: string;
-  /** retry-dead: every dead job of the queue. */
+  /**
+   * The jobs named by the form: exactly one for delete-job and cancel;
+   * 1..MAX_SELECTED for retry-dead without all (a job page's one, or those
+   * selected on the dead list).
+   */
+  jobIds: string[];
+  /** retry-dead: every dead job of the queue (of `type` when it is set). */
   all: boolean;
+  type: string;
+  /** purge-dead: only the dead jobs that died more than this long ago; 0: all. */
+  olderThanMs: number;
 }
 
 export interface Action {
@@ -19,16 +27,50 @@ export interface Action {
   question?: (input: ActionInput) => Promise<string>;
   /** Does it; answers the message shown after it. */
   run: (input: ActionInput) => Promise<string>;
-  /** The action needs a job id. */
+  /** The action needs exactly one job id. */
   needsJob: boolean;
 }
 
-async function deadCount(i: ActionInput): Promise<number> {
-  return (await i.broker.getQueueStats(i.token, i.queue)).stats.dead;
-}
+/** RetryDead takes at most this many ids per call (admin.proto). */
+export const MAX_SELECTED = 1000;
+
+/**
+ * A count read by paging ListJobs stops after this many jobs: the question
+ * then says "at least". Paging is what a count by type or by age costs (the
+ * broker keeps counts per state only), so it is bounded.
+ */
+export const MAX_COUNTED = 100_000;
 
 function plural(n: number): string {
   return `${n} job${n === 1 ? '' : 's'}`;
+}
+
+interface Count {
+  n: number;
+  /** More jobs than n may match: the count stopped at MAX_COUNTED. */
+  more: boolean;
+}
+
+function showCount(c: Count): string {
+  return c.more ? `at least ${plural(c.n)}` : plural(c.n);
+}
+
+/**
+ * The dead jobs of the queue (of `type` when set) for which `matches` holds,
+ * counted page by page. Without a type or a test the stats' count is exact.
+ */
+async function countDead(i: ActionInput, type: string, matches?: (finishedAtMs: number) => boolean): Promise<Count> {
+  if (!type && !matches) return { n: (await i.broker.getQueueStats(i.token, i.queue)).stats.dead, more: false };
+  let n = 0;
+  let seen = 0;
+  let pageToken = '';
+  do {
+    const page = await i.broker.listJobs(i.token, { queue: i.queue, state: 'JOB_STATE_DEAD', page_size: 1000, page_token: pageToken, type });
+    for (const j of page.jobs) if (!matches || matches(j.finished_at_ms)) n++;
+    seen += page.jobs.length;
+    pageToken = page.next_page_token;
+  } while (pageToken && seen < MAX_COUNTED);
+  return { n, more: pageToken !== '' };
 }
 
 export const ACTIONS: Record<string, Action> = {
@@ -48,40 +90,75 @@ export const ACTIONS: Record<string, Action> = {
   },
   'retry-dead': {
     needsJob: false,
-    question: async (i) =>
-      i.all
-        ? `Move all dead jobs of queue ${i.queue} back to pending? This affects ${plural(await deadCount(i))}.`
-        : `Move dead job ${i.jobId} of queue ${i.queue} back to pending? This affects 1 job.`,
+    question: async (i) => {
+      if (i.all) {
+        const which = i.type ? `all dead jobs of type ${i.type}` : 'all dead jobs';
+        return `Move ${which} of queue ${i.queue} back to pending? This affects ${showCount(await countDead(i, i.type))}.`;
+      }
+      if (i.jobIds.length === 1) return `Move dead job ${i.jobIds[0]} of queue ${i.queue} back to pending? This affects 1 job.`;
+      return `Move the ${i.jobIds.length} selected dead jobs of queue ${i.queue} back to pending? This affects ${plural(i.jobIds.length)} (any that is no longer dead is skipped).`;
+    },
     run: async (i) => {
-      const { moved } = await i.broker.retryDead(i.token, i.queue, i.all ? 'all' : [i.jobId]);
+      const { moved } = await i.broker.retryDead(i.token, i.queue, i.all ? { all: true, type: i.type } : { jobIds: i.jobIds });
       return `Moved ${plural(moved)} back to pending.`;
     },
   },
   'purge-dead': {
     needsJob: false,
-    question: async (i) => `Remove all dead jobs of queue ${i.queue} for good? This affects ${plural(await deadCount(i))}.`,
+    question: async (i) => {
+      if (i.olderThanMs === 0) {
+        return `Remove all dead jobs of queue ${i.queue} for good? This affects ${showCount(await countDead(i, ''))}.`;
+      }
+      // Counted with this server's clock; the broker removes by Redis time.
+      const cutoff = Date.now() - i.olderThanMs;
+      const count = await countDead(i, '', (finishedAtMs) => finishedAtMs < cutoff);
+      return `Remove the dead jobs of queue ${i.queue} that died more than ${showDuration(i.olderThanMs)} ago, for good? This affects ${showCount(count)}.`;
+    },
     run: async (i) => {
-      const { purged } = await i.broker.purgeDead(i.token, i.queue);
+      const { purged } = await i.broker.purgeDead(i.token, i.queue, i.olderThanMs);
       return `Removed ${plural(purged)}.`;
     },
   },
   'delete-job': {
     needsJob: true,
-    question: async (i) => `Delete job ${i.jobId} of queue ${i.queue}, whatever its state, for good? This affects 1 job.`,
+    question: async (i) => `Delete job ${i.jobIds[0]} of queue ${i.queue}, whatever its state, for good? This affects 1 job.`,
     run: async (i) => {
-      await i.broker.deleteJob(i.token, i.queue, i.jobId);
-      return `Deleted job ${i.jobId}.`;
+      await i.broker.deleteJob(i.token, i.queue, i.jobIds[0]);
+      return `Deleted job ${i.jobIds[0]}.`;
     },
   },
   cancel: {
     needsJob: true,
     question: async (i) =>
-      `Cancel job ${i.jobId} of queue ${i.queue}? This affects 1 job: a pending job becomes dead at once, an active one is asked to stop.`,
+      `Cancel job ${i.jobIds[0]} of queue ${i.queue}? This affects 1 job: a pending job becomes dead at once, an active one is asked to stop.`,
     run: async (i) => {
-      const { cancel_requested } = await i.broker.cancel(i.token, i.queue, i.jobId);
+      const id = i.jobIds[0];
+      const { cancel_requested } = await i.broker.cancel(i.token, i.queue, id);
       return cancel_requested
-        ? `Job ${i.jobId} was running: its worker was asked to stop; it becomes dead when it does.`
-        : `Job ${i.jobId} is cancelled (dead).`;
+        ? `Job ${id} was running: its worker was asked to stop; it becomes dead when it does.`
+        : `Job ${id} is cancelled (dead).`;
     },
   },
 };
+
+/** The units of purge-dead's older_than field, in ms. */
+export const AGE_UNITS: Record<string, number> = { s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** older_than is at most this many units. */
+export const MAX_AGE_UNITS = 100_000;
+
+/**
+ * purge-dead's age from its form fields: `older_than` (a whole number
+ * 1..MAX_AGE_UNITS) in `unit` (AGE_UNITS), in ms; both absent: 0 (every dead
+ * job). Anything else answers the refusal's message, naming the field.
+ */
+export function parseOlderThan(value: string | null, unit: string | null): number | { error: string } {
+  if ((value === null || value.trim() === '') && unit === null) return 0;
+  const v = (value ?? '').trim();
+  if (!/^\d{1,6}$/.test(v) || Number(v) < 1 || Number(v) > MAX_AGE_UNITS) {
+    return { error: `older_than must be a whole number from 1 to ${MAX_AGE_UNITS} (got "${v.slice(0, 20)}").` };
+  }
+  const per = unit !== null ? AGE_UNITS[unit] : undefined;
+  if (per === undefined) return { error: `unit must be one of ${Object.keys(AGE_UNITS).join(', ')} (got "${(unit ?? '').slice(0, 20)}").` };
+  return Number(v) * per;
+}

@@ -123,11 +123,12 @@ export interface BrokerClientOptions {
 type Unary = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
 
 export class BrokerClient {
-  private readonly admin: grpc.Client;
-  private readonly broker: grpc.Client;
+  private admin: grpc.Client;
+  private broker: grpc.Client;
   private readonly timeoutMs: number;
+  private readonly services: { AdminService: grpc.ServiceClientConstructor; BrokerService: grpc.ServiceClientConstructor };
 
-  constructor(options: BrokerClientOptions) {
+  constructor(private readonly options: BrokerClientOptions) {
     const protoDir = options.protoDir ?? path.join(__dirname, 'proto');
     const def = protoLoader.loadSync(['jobwire/v1/admin.proto', 'jobwire/v1/broker.proto'], {
       includeDirs: [protoDir],
@@ -140,12 +141,27 @@ export class BrokerClient {
     const pkg = grpc.loadPackageDefinition(def) as unknown as {
       jobwire: { v1: { AdminService: grpc.ServiceClientConstructor; BrokerService: grpc.ServiceClientConstructor } };
     };
-    const creds = options.rootCa
-      ? grpc.credentials.createSsl(options.rootCa, options.clientKey ?? null, options.clientCert ?? null)
-      : grpc.credentials.createInsecure();
-    this.admin = new pkg.jobwire.v1.AdminService(options.address, creds);
-    this.broker = new pkg.jobwire.v1.BrokerService(options.address, creds);
+    this.services = pkg.jobwire.v1;
     this.timeoutMs = options.timeoutMs ?? 5000;
+    [this.admin, this.broker] = this.connect(options);
+  }
+
+  /**
+   * New TLS files for the broker (a rotated CA or client certificate): calls
+   * from now on use new channels made with them; the old channels close once
+   * the calls already on them are past their deadline.
+   */
+  setTls(tls: Pick<BrokerClientOptions, 'rootCa' | 'clientCert' | 'clientKey'>): void {
+    const old = [this.admin, this.broker];
+    [this.admin, this.broker] = this.connect({ ...this.options, ...tls });
+    setTimeout(() => old.forEach((c) => c.close()), this.timeoutMs + 1000).unref();
+  }
+
+  private connect(o: BrokerClientOptions): [grpc.Client, grpc.Client] {
+    const creds = o.rootCa
+      ? grpc.credentials.createSsl(o.rootCa, o.clientKey ?? null, o.clientCert ?? null)
+      : grpc.credentials.createInsecure();
+    return [new this.services.AdminService(o.address, creds), new this.services.BrokerService(o.address, creds)];
   }
 
   listQueues(token: string | undefined): Promise<{ queues: QueueStats[] }> {
@@ -156,22 +172,24 @@ export class BrokerClient {
   }
   listJobs(
     token: string | undefined,
-    req: { queue: string; state: JobState; page_size: number; page_token: string; type: string },
+    req: { queue: string; state: JobState; page_size: number; page_token: string; type: string; oldest_first?: boolean },
   ): Promise<{ jobs: Job[]; next_page_token: string }> {
     return this.call(this.admin, 'ListJobs', req, token);
   }
   getJob(token: string | undefined, queue: string, jobId: string): Promise<{ job: Job }> {
     return this.call(this.broker, 'GetJob', { queue, job_id: jobId }, token);
   }
-  retryDead(token: string | undefined, queue: string, jobIds: string[] | 'all'): Promise<{ moved: number }> {
-    const req = jobIds === 'all' ? { queue, all: true } : { queue, job_ids: jobIds };
+  /** RetryDead of the listed ids, or of every dead job (of one type when `type` is set). */
+  retryDead(token: string | undefined, queue: string, which: { jobIds: string[] } | { all: true; type: string }): Promise<{ moved: number }> {
+    const req = 'jobIds' in which ? { queue, job_ids: which.jobIds } : { queue, all: true, type: which.type };
     return this.call(this.admin, 'RetryDead', req, token);
   }
   deleteJob(token: string | undefined, queue: string, jobId: string): Promise<object> {
     return this.call(this.admin, 'DeleteJob', { queue, job_id: jobId }, token);
   }
-  purgeDead(token: string | undefined, queue: string): Promise<{ purged: number }> {
-    return this.call(this.admin, 'PurgeDead', { queue, older_than_ms: 0 }, token);
+  /** PurgeDead of the dead jobs that died more than olderThanMs ago (0: all). */
+  purgeDead(token: string | undefined, queue: string, olderThanMs: number): Promise<{ purged: number }> {
+    return this.call(this.admin, 'PurgeDead', { queue, older_than_ms: olderThanMs }, token);
   }
   pauseQueue(token: string | undefined, queue: string): Promise<object> {
     return this.call(this.admin, 'PauseQueue', { queue }, token);

@@ -21,6 +21,10 @@ export interface Config {
   /** Folder with jobwire/v1/*.proto; undefined: the copy in dist/proto. */
   protoDir?: string;
   pollIntervalMs: number;
+  /** How often the TLS files are read again (CertReloader); 0: never. */
+  reloadIntervalMs: number;
+  /** The TLS files given, by flag name (tls_cert, broker_ca, ...), for reloads. */
+  files: Record<string, string>;
   /**
    * The origin browsers reach this dashboard at (scheme://host[:port]) when a
    * proxy in front changes the scheme or host (an Ingress ending TLS):
@@ -42,13 +46,16 @@ export const USAGE = `usage: jobwire-dashboard [flags]
                            (mutual TLS; with --broker_key and --broker_ca)
   --broker_key=FILE        PEM private key of --broker_cert
   --poll_interval_ms=N     how often queue stats are polled (default 2000)
+  --reload_interval_ms=N   how often the TLS files are read again, to use rotated
+                           ones without a restart (default 10000; 100..86400000,
+                           0: never); SIGHUP reloads them at once
   --proto_dir=DIR          folder with jobwire/v1/*.proto (default: the built copy)
   --public_origin=URL      scheme://host[:port] browsers use when a proxy or Ingress
                            in front ends TLS or renames the host (Origin check, Secure cookie)
 Every flag can also be set as JOBWIRE_DASHBOARD_<FLAG> (e.g. JOBWIRE_DASHBOARD_BROKER).`;
 
 const BOOLEAN = new Set(['read_only', 'require_login', 'help']);
-const KNOWN = new Set([...BOOLEAN, 'broker', 'listen', 'tls_cert', 'tls_key', 'broker_ca', 'broker_cert', 'broker_key', 'poll_interval_ms', 'proto_dir', 'public_origin']);
+const KNOWN = new Set([...BOOLEAN, 'broker', 'listen', 'tls_cert', 'tls_key', 'broker_ca', 'broker_cert', 'broker_key', 'poll_interval_ms', 'reload_interval_ms', 'proto_dir', 'public_origin']);
 
 /** Parses argv (without node and the script) and env; throws Error with a message for the user. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'help' {
@@ -90,6 +97,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'h
     brokerKey: file('broker_key'),
     protoDir: flags.get('proto_dir') || undefined,
     pollIntervalMs: Number(flags.get('poll_interval_ms') ?? 2000),
+    reloadIntervalMs: Number(flags.get('reload_interval_ms') ?? 10000),
+    files: Object.fromEntries(
+      ['tls_cert', 'tls_key', 'broker_ca', 'broker_cert', 'broker_key'].filter((n) => flags.get(n)).map((n) => [n, flags.get(n)!]),
+    ),
     publicOrigin: flags.get('public_origin') || undefined,
   };
   if (cfg.publicOrigin !== undefined && !/^https?:\/\/[^/\s?#]+$/.test(cfg.publicOrigin)) {
@@ -99,6 +110,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'h
   if (!cfg.brokerCert !== !cfg.brokerKey) throw new Error('--broker_cert and --broker_key go together');
   if (cfg.brokerCert && !cfg.brokerCa) throw new Error('--broker_cert needs --broker_ca (a client certificate is for TLS to the broker)');
   if (!Number.isInteger(cfg.pollIntervalMs) || cfg.pollIntervalMs < 100) throw new Error('--poll_interval_ms must be an integer >= 100');
+  const r = cfg.reloadIntervalMs;
+  if (!Number.isInteger(r) || (r !== 0 && (r < 100 || r > 86_400_000))) {
+    throw new Error('--reload_interval_ms must be 0 (never) or an integer from 100 to 86400000');
+  }
   splitHostPort(cfg.listen);
   return cfg;
 }

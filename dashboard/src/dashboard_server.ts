@@ -12,6 +12,7 @@
 //   GET  /workers                      the Claim streams open on every replica (ListWorkers)
 //   GET  /queues/<q>?state=&type=&page_token=&job_id=
 //   GET  /queues/<q>/jobs/<id>
+//   GET  /queues/<q>/jobs/<id>/{payload,result,progress_data}   the bytes, as a download
 //   POST /queues/<q>/<action>          actions.ts; asks first unless confirm=yes
 //
 // Every POST needs the session's CSRF token in its form and an Origin (or,
@@ -25,7 +26,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as path from 'node:path';
-import { ACTIONS } from './actions';
+import { ACTIONS, MAX_SELECTED, parseOlderThan } from './actions';
 import { BrokerClient, BrokerError } from './broker_client';
 import { Config, splitHostPort } from './config';
 import { Html } from './html';
@@ -98,6 +99,11 @@ export class DashboardServer {
         resolve(typeof addr === 'object' && addr ? addr.port : port);
       });
     });
+  }
+
+  /** A new certificate and key for new HTTPS connections (open ones keep theirs). Only with TLS on. */
+  setTlsCertificate(cert: Buffer, key: Buffer): void {
+    (this.server as https.Server).setSecureContext({ cert, key });
   }
 
   /** Ends the event streams and the pollers, then closes the listener. */
@@ -179,6 +185,7 @@ export class DashboardServer {
         if (!QUEUE_NAME.test(parts[1])) throw new HttpError(400, 'Not a queue name.');
         if (!post && parts.length === 2) return await this.queue(r, parts[1]);
         if (!post && parts.length === 4 && parts[2] === 'jobs') return await this.job(r, parts[1], parts[3]);
+        if (!post && parts.length === 5 && parts[2] === 'jobs' && isDownloadPart(parts[4])) return await this.download(r, parts[1], parts[3], parts[4]);
         if (post && parts.length === 3 && parts[2] in ACTIONS) return await this.action(r, parts[1], parts[2]);
       }
     } catch (err) {
@@ -282,23 +289,54 @@ export class DashboardServer {
     this.send(r.res, 200, pages.jobPage(r.ctx, job));
   }
 
+  /** An action's form checked (400 naming the field, nothing done), then confirmed, then run. */
   private async action(r: RequestContext, queue: string, name: string): Promise<void> {
     const action = ACTIONS[name];
-    const jobId = (r.form.get('job_id') ?? '').trim();
+    const jobIds = [...new Set(r.form.getAll('job_id').map((id) => id.trim()).filter((id) => id !== ''))];
     const all = r.form.get('all') === '1';
-    if ((action.needsJob || (name === 'retry-dead' && !all)) && jobId === '') throw new HttpError(400, 'Which job? (job_id missing)');
-    const input = { broker: this.broker, token: r.session.token, queue, jobId, all };
-    const back = jobId && name !== 'delete-job' ? pages.jobUrl(queue, jobId) : pages.queueUrl(queue);
+    const type = name === 'retry-dead' && all ? (r.form.get('type') ?? '').trim() : '';
+    if (action.needsJob && jobIds.length !== 1) {
+      throw new HttpError(400, jobIds.length === 0 ? 'Which job? (job_id missing)' : `One job at a time: job_id is given ${jobIds.length} times.`);
+    }
+    if (name === 'retry-dead' && !all) {
+      if (jobIds.length === 0) throw new HttpError(400, 'Which jobs? Select at least one dead job (job_id missing).');
+      if (jobIds.length > MAX_SELECTED) throw new HttpError(400, `job_id: at most ${MAX_SELECTED} jobs at a time (${jobIds.length} selected).`);
+    }
+    const olderThan = name === 'purge-dead' ? parseOlderThan(r.form.get('older_than'), r.form.get('unit')) : 0;
+    if (typeof olderThan !== 'number') throw new HttpError(400, olderThan.error);
+    const input = { broker: this.broker, token: r.session.token, queue, jobIds, all, type, olderThanMs: olderThan };
+    const oneJob = jobIds.length === 1 && name !== 'delete-job';
+    const back = oneJob ? pages.jobUrl(queue, jobIds[0]) : pages.queueUrl(queue, name.endsWith('-dead') ? { state: 'dead' } : {});
     if (action.question && r.form.get('confirm') !== 'yes') {
-      const fields: Record<string, string> = {};
-      if (jobId) fields.job_id = jobId;
+      const fields: Record<string, string | string[]> = {};
+      if (jobIds.length > 0) fields.job_id = jobIds;
       if (all) fields.all = '1';
+      if (type) fields.type = type;
+      if (olderThan > 0) {
+        fields.older_than = r.form.get('older_than')!.trim();
+        fields.unit = r.form.get('unit')!;
+      }
       const question = await action.question(input);
       return this.send(r.res, 200, pages.confirmPage(r.ctx, 'Please confirm', question, `${pages.queueUrl(queue)}/${name}`, fields, back));
     }
     const message = await action.run(input);
-    this.log({ msg: 'action', action: name, queue, job_id: jobId || undefined });
-    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: jobId && name !== 'delete-job' ? 'Back to the job' : `Back to queue ${queue}` }));
+    this.log({ msg: 'action', action: name, queue, jobs: jobIds.length || undefined, job_id: jobIds.length === 1 ? jobIds[0] : undefined, type: type || undefined, older_than_ms: olderThan || undefined });
+    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: oneJob ? 'Back to the job' : `Back to queue ${queue}` }));
+  }
+
+  /** A job's payload, result or progress data as a file (the job page shows at most MAX_SHOWN_BYTES). */
+  private async download(r: RequestContext, queue: string, id: string, part: DownloadPart): Promise<void> {
+    const { job } = await this.broker.getJob(r.session.token, queue, id);
+    const bytes = job[part] ?? Buffer.alloc(0);
+    const filename = `${id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}-${part}.bin`;
+    r.res.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-disposition': `attachment; filename="${filename}"`,
+      'cache-control': 'no-store',
+      'content-length': bytes.length,
+      ...SECURITY_HEADERS,
+    });
+    r.res.end(bytes);
   }
 
   /** The Origin header (or, without one, the Referer) names this server: --public_origin when set. */
@@ -331,6 +369,12 @@ export class DashboardServer {
     res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text), ...SECURITY_HEADERS });
     res.end(text);
   }
+}
+
+type DownloadPart = 'payload' | 'result' | 'progress_data';
+
+function isDownloadPart(s: string): s is DownloadPart {
+  return s === 'payload' || s === 'result' || s === 'progress_data';
 }
 
 function statusFor(code: number): number {

@@ -3,6 +3,7 @@
 // forms carry only the session's CSRF token.
 import { Job, JobState, ListWorkersResponse, QueueStats, ScheduleInfo, WorkerStream } from './broker_client';
 import { showAgo, showBytes, showDuration, showLimits, showQueueWeights, showTime, showTypes, ShownBytes } from './format';
+import { MAX_AGE_UNITS } from './actions';
 import { Html, html } from './html';
 import { sparkline } from './sparkline';
 import { Snapshot, StatsPoller } from './stats_poller';
@@ -62,10 +63,15 @@ function csrfField(ctx: PageContext): Html {
   return html`<input type="hidden" name="csrf" value="${ctx.csrf}">`;
 }
 
+/** Hidden inputs, one per value (a list repeats its name). */
+function hiddenFields(fields: Record<string, string | string[]>): Html[] {
+  return Object.entries(fields).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((one) => html`<input type="hidden" name="${k}" value="${one}">`));
+}
+
 /** A POST form with one button; `fields` become hidden inputs. */
-function actionForm(ctx: PageContext, action: string, label: string, fields: Record<string, string> = {}, danger = false): Html {
+function actionForm(ctx: PageContext, action: string, label: string, fields: Record<string, string | string[]> = {}, danger = false): Html {
   if (ctx.readOnly) return html``;
-  const hidden = Object.entries(fields).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
+  const hidden = hiddenFields(fields);
   return html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}${hidden}<button type="submit"${danger ? html` class="danger"` : ''}>${label}</button></form>`;
 }
 
@@ -126,9 +132,17 @@ export function queuePage(ctx: PageContext, d: QueuePageData): Html {
 ${s.paused ? actionForm(ctx, `${queueUrl(q)}/resume`, 'Resume queue') : actionForm(ctx, `${queueUrl(q)}/pause`, 'Pause queue')}
 ${actionForm(ctx, `${queueUrl(q)}/retry-dead`, `Retry all dead jobs (${s.dead})`, { all: '1' })}
 ${actionForm(ctx, `${queueUrl(q)}/purge-dead`, `Purge dead jobs (${s.dead})`, {}, true)}
-</div></section>`;
+</div>
+${purgeOlderForm(ctx, q)}
+</section>`;
+  const dead = d.state === 'dead';
+  // On the dead list: a checkbox per job, the boxes and "Retry selected" in
+  // one form (the table sits inside it); with a type filter, a retry of
+  // every dead job of that type.
+  const selectable = dead && !ctx.readOnly && d.jobs.length > 0;
+  const byType = dead && d.type !== '' ? actionForm(ctx, `${queueUrl(q)}/retry-dead`, `Retry all dead jobs of type ${d.type}`, { all: '1', type: d.type }) : html``;
   const rows = d.jobs.map(
-    (j) => html`<tr><td><a href="${jobUrl(q, j.id)}">${j.id}</a></td><td>${j.type}</td><td>${j.attempts}/${j.max_attempts}</td><td>${showTime(j.created_at_ms)}</td><td>${showTime(j.finished_at_ms || j.available_at_ms)}</td><td class="error">${truncate(j.error, 120)}</td></tr>`,
+    (j) => html`<tr>${selectable ? html`<td><input type="checkbox" name="job_id" value="${j.id}" form="selected-jobs" aria-label="Select job ${j.id}"></td>` : ''}<td><a href="${jobUrl(q, j.id)}">${j.id}</a></td><td>${j.type}</td><td>${j.attempts}/${j.max_attempts}</td><td>${showTime(j.created_at_ms)}</td><td>${showTime(j.finished_at_ms || j.available_at_ms)}</td><td class="error">${truncate(j.error, 120)}</td></tr>`,
   );
   return layout(ctx, `Queue ${q}`, html`
 <p>${s.paused ? html`<span class="badge paused">paused</span> ` : ''}${s.pending_due} due, ${s.pending_scheduled} scheduled, ${s.active} active, ${s.completed} completed, ${s.dead} dead${s.pending_due > 0 ? html`; oldest due ${showDuration(s.oldest_due_age_ms)}` : ''}.</p>
@@ -147,9 +161,10 @@ ${actions}
 <button type="submit">Open job</button>
 </form>
 </div>
-${d.jobs.length === 0 ? html`<p>No ${d.state} jobs${d.type ? html` of type ${d.type}` : ''} on this page.</p>` : html`<div class="scroll"><table class="jobs">
+${byType}
+${d.jobs.length === 0 ? html`<p>No ${d.state} jobs${d.type ? html` of type ${d.type}` : ''} on this page.</p>` : html`${selectable ? html`<form method="post" action="${queueUrl(q)}/retry-dead" id="selected-jobs" class="inline">${csrfField(ctx)}<button type="submit">Retry selected</button></form>` : ''}<div class="scroll"><table class="jobs">
 <caption class="sr-only">${d.state} jobs</caption>
-<thead><tr><th scope="col">Id</th><th scope="col">Type</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col">${d.state === 'completed' || d.state === 'dead' ? 'Finished' : 'Due'}</th><th scope="col">Error</th></tr></thead>
+<thead><tr>${selectable ? html`<th scope="col"><span class="sr-only">Select</span></th>` : ''}<th scope="col">Id</th><th scope="col">Type</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col">${d.state === 'completed' || d.state === 'dead' ? 'Finished' : 'Due'}</th><th scope="col">Error</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`}
 <p class="pager">${d.pageToken ? html`<a href="${queueUrl(q, { state: d.state, type: d.type })}">First page</a> ` : ''}${d.nextPageToken ? html`<a href="${queueUrl(q, { state: d.state, type: d.type, page_token: d.nextPageToken })}" rel="next">Next page</a>` : ''}</p>
 </section>`);
@@ -159,10 +174,23 @@ function truncate(s: string, n: number): string {
   return s.length > n ? `${s.slice(0, n)}…` : s;
 }
 
-function bytesBlock(label: string, b: ShownBytes): Html {
+/** Bytes of a job (showBytes), with a link to download them whole. */
+function bytesBlock(label: string, b: ShownBytes, size: number, downloadUrl: string): Html {
   if (b.kind === 'empty') return html`<h2>${label}</h2><p class="muted">(empty)</p>`;
   return html`<h2>${label} <span class="muted">(${b.kind === 'json' ? 'JSON' : 'hex'})</span></h2>
-<pre class="bytes" tabindex="0">${b.text}</pre>${b.omitted > 0 ? html`<p class="muted">${b.omitted} more ${b.kind === 'json' ? 'characters' : 'bytes'} not shown.</p>` : ''}`;
+<pre class="bytes" tabindex="0">${b.text}</pre>${b.omitted > 0 ? html`<p class="muted">${b.omitted} more ${b.kind === 'json' ? 'characters' : 'bytes'} not shown.</p>` : ''}
+<p><a href="${downloadUrl}" download>Download ${label.toLowerCase()} (${size} byte${size === 1 ? '' : 's'})</a></p>`;
+}
+
+/** purge-dead of the jobs that died more than a given time ago. */
+function purgeOlderForm(ctx: PageContext, q: string): Html {
+  return html`<form method="post" action="${queueUrl(q)}/purge-dead" class="purge-older">${csrfField(ctx)}
+<label for="older_than">Purge dead jobs that died more than</label>
+<input id="older_than" name="older_than" type="number" min="1" max="${MAX_AGE_UNITS}" step="1" required inputmode="numeric">
+<label for="unit" class="sr-only">Unit</label>
+<select id="unit" name="unit"><option value="s">seconds</option><option value="min">minutes</option><option value="h">hours</option><option value="d" selected>days</option></select>
+<span>ago</span> <button type="submit" class="danger">Purge older</button>
+</form>`;
 }
 
 export function jobPage(ctx: PageContext, j: Job): Html {
@@ -202,13 +230,13 @@ ${actionForm(ctx, `${queueUrl(q)}/delete-job`, 'Delete this job', fieldsHidden, 
 ${actions}
 <dl class="fields">${fields.map(([k, v]) => html`<dt>${k}</dt><dd data-field="${k}">${v === '' ? '–' : v}</dd>`)}</dl>
 ${headers.length ? html`<h2>Headers</h2><dl class="fields">${headers.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ''}
-${bytesBlock('Payload', showBytes(j.payload))}
-${bytesBlock('Result', showBytes(j.result))}
-${j.progress_data?.length ? bytesBlock('Progress data', showBytes(j.progress_data)) : ''}`);
+${bytesBlock('Payload', showBytes(j.payload), j.payload?.length ?? 0, `${jobUrl(q, j.id)}/payload`)}
+${bytesBlock('Result', showBytes(j.result), j.result?.length ?? 0, `${jobUrl(q, j.id)}/result`)}
+${j.progress_data?.length ? bytesBlock('Progress data', showBytes(j.progress_data), j.progress_data.length, `${jobUrl(q, j.id)}/progress_data`) : ''}`);
 }
 
 /** Asks before a destructive action, saying how many jobs it affects. */
-export function confirmPage(ctx: PageContext, title: string, question: string, action: string, fields: Record<string, string>, cancelUrl: string): Html {
+export function confirmPage(ctx: PageContext, title: string, question: string, action: string, fields: Record<string, string | string[]>, cancelUrl: string): Html {
   return layout(ctx, title, html`<p class="confirm">${question}</p>
 <div class="actions">${actionForm(ctx, action, 'Yes, do it', { ...fields, confirm: 'yes' }, true)} <a href="${cancelUrl}">No, go back</a></div>`);
 }

@@ -4,6 +4,7 @@
 // confirmation and only with the session's CSRF token from this origin, and
 // a read-only dashboard refuses them all. The Workers page lists the Claim
 // streams of real Node.js Workers and drops one once it stops.
+import * as fs from 'node:fs';
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, sleep, freePort, waitFor, Client, Worker } from './helpers.mjs';
@@ -124,6 +125,98 @@ describe('open broker', () => {
     const s = await stubs.stats('bulk');
     assert.equal(s.dead, 0);
     assert.equal(s.pending_due, 3);
+    await page.close();
+  });
+
+  test('retry of the selected dead jobs, and of every dead job of one type, each asked with its count', async () => {
+    const doomed = await seed('pick', { dead: 3 });
+    const others = [];
+    for (let i = 0; i < 2; i++) {
+      const { jobId } = await client.enqueue('pick', 'other', { i });
+      await client.cancel('pick', jobId);
+      others.push(jobId);
+    }
+    const state = async (id) => (await stubs.getJob('pick', id)).state.replace('JOB_STATE_', '');
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/pick?state=dead`);
+    await page.getByRole('checkbox', { name: `Select job ${doomed[0]}` }).check();
+    await page.getByRole('checkbox', { name: `Select job ${doomed[2]}` }).check();
+    await page.getByRole('button', { name: 'Retry selected' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /Move the 2 selected dead jobs of queue pick back to pending\? This affects 2 jobs/);
+    assert.equal((await stubs.stats('pick')).dead, 5, 'nothing happens before the confirmation');
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    assert.match(await page.locator('main').innerText(), /Moved 2 jobs back to pending/);
+    assert.deepEqual(await Promise.all([...doomed, ...others].map(state)), ['PENDING', 'DEAD', 'PENDING', 'DEAD', 'DEAD']);
+
+    await page.goto(`${dash.url}/queues/pick?state=dead&type=other`);
+    await page.getByRole('button', { name: 'Retry all dead jobs of type other' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /Move all dead jobs of type other of queue pick back to pending\? This affects 2 jobs\./);
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    assert.deepEqual(await Promise.all([...doomed, ...others].map(state)), ['PENDING', 'DEAD', 'PENDING', 'PENDING', 'PENDING']);
+    await page.close();
+  });
+
+  test('a purge of the dead jobs older than an age counts and removes only those', async () => {
+    const old = await seed('aged', { dead: 2 });
+    await sleep(4000);
+    const [young] = await seed('aged', { dead: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/aged`);
+    await page.getByLabel('Purge dead jobs that died more than').fill('3');
+    await page.getByLabel('Unit').selectOption('s');
+    await page.getByRole('button', { name: 'Purge older' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /Remove the dead jobs of queue aged that died more than 3 s ago, for good\? This affects 2 jobs\./);
+    assert.equal((await stubs.stats('aged')).dead, 3, 'nothing happens before the confirmation');
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    assert.match(await page.locator('main').innerText(), /Removed 2 jobs\./);
+    for (const id of old) await assert.rejects(stubs.getJob('aged', id), (e) => e.code === 5);
+    assert.equal((await stubs.getJob('aged', young)).state, 'JOB_STATE_DEAD');
+    await page.close();
+  });
+
+  test('bad action forms are refused with the field named, and change nothing', async () => {
+    await seed('badform', { dead: 2 });
+    const first = await fetch(`${dash.url}/queues/badform`);
+    const cookie = first.headers.get('set-cookie').split(';')[0];
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
+    const post = (action, fields) => {
+      const body = new URLSearchParams({ csrf, confirm: 'yes' });
+      for (const [k, v] of fields) body.append(k, v);
+      return fetch(`${dash.url}/queues/badform/${action}`, {
+        method: 'POST', redirect: 'manual', body,
+        headers: { cookie, origin: dash.url, 'content-type': 'application/x-www-form-urlencoded' },
+      });
+    };
+    const cases = [
+      ['purge-dead', [['older_than', '0'], ['unit', 'd']], /older_than must be a whole number from 1 to 100000/],
+      ['purge-dead', [['older_than', '5'], ['unit', 'weeks']], /unit must be one of s, min, h, d/],
+      ['retry-dead', [], /Select at least one dead job \(job_id missing\)/],
+      ['retry-dead', Array.from({ length: 1001 }, (_, i) => ['job_id', `id-${i}`]), /job_id: at most 1000 jobs at a time \(1001 selected\)/],
+      ['delete-job', [['job_id', 'a'], ['job_id', 'b']], /One job at a time: job_id is given 2 times/],
+    ];
+    for (const [action, fields, message] of cases) {
+      const res = await post(action, fields);
+      assert.equal(res.status, 400, `${action} ${fields.length} fields`);
+      assert.match(await res.text(), message);
+    }
+    assert.equal((await stubs.stats('badform')).dead, 2);
+  });
+
+  test("a job's payload beyond what the page shows downloads whole", async () => {
+    const big = { data: 'x'.repeat(20_000), n: 7 };
+    const { jobId } = await client.enqueue('download', 'big', big);
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/download/jobs/${jobId}`);
+    assert.match(await page.locator('main').innerText(), /more characters not shown/);
+    const link = page.getByRole('link', { name: /^Download payload \(\d+ bytes\)$/ });
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    assert.equal(download.suggestedFilename(), `${jobId}-payload.bin`);
+    assert.deepEqual(JSON.parse(fs.readFileSync(await download.path(), 'utf8')), big);
+    assert.equal(await page.getByRole('link', { name: /^Download result/ }).count(), 0, 'no result: no link');
+    const res = await page.request.get(`${dash.url}/queues/download/jobs/${jobId}/result`);
+    assert.equal(res.status(), 200);
+    assert.equal((await res.body()).length, 0);
+    assert.equal((await page.request.get(`${dash.url}/queues/download/jobs/no-such-job/payload`)).status(), 404);
     await page.close();
   });
 

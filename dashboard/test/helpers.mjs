@@ -23,7 +23,8 @@ export const OUTPUT_DIR = path.resolve(here, '..', 'test-output');
 
 /**
  * Starts `node dist/main.js --broker=<address> --listen=127.0.0.1:<free port>
- * ...args`. Returns { url, log(), stop() }; log() is its stderr and stdout.
+ * ...args`. Returns { url, port, log(), signal(name), stop() }; log() is its
+ * stderr and stdout.
  */
 export async function startDashboard(brokerAddress, args = []) {
   const port = await freePort();
@@ -38,6 +39,8 @@ export async function startDashboard(brokerAddress, args = []) {
   return {
     url: `${args.some((a) => a.startsWith('--tls_cert')) ? 'https' : 'http'}://127.0.0.1:${port}`,
     log: () => proc.logText(),
+    port,
+    signal: (name) => proc.kill(name),
     stop: () =>
       new Promise((resolve) => {
         if (proc.exitCode !== null) return resolve();
