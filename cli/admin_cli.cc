@@ -127,10 +127,12 @@ absl::Status AdminCli::Jobs(const std::string& queue, const ListJobsOptions& opt
   return absl::OkStatus();
 }
 
-absl::Status AdminCli::Job(const std::string& queue, const std::string& id) {
+absl::Status AdminCli::Job(const std::string& queue, const std::string& id,
+                           const std::string& idempotency_key) {
   v1::GetJobRequest request;
   request.set_queue(queue);
   request.set_job_id(id);
+  request.set_idempotency_key(idempotency_key);
   v1::GetJobResponse response;
   grpc::Status status = broker_->GetJob(Context().get(), request, &response);
   if (!status.ok()) return FromGrpc(status);

@@ -66,7 +66,10 @@ class AdminCli {
   absl::Status Queues();
   absl::Status Stats(const std::string& queue);
   absl::Status Jobs(const std::string& queue, const ListJobsOptions& options);
-  absl::Status Job(const std::string& queue, const std::string& id);
+  // Job `id`, or (id empty) the job enqueued with `idempotency_key`; the
+  // broker refuses neither or both (INVALID_ARGUMENT).
+  absl::Status Job(const std::string& queue, const std::string& id,
+                   const std::string& idempotency_key = "");
   // Cancels job `id`; prints whether it is dead now (it was pending) or its
   // run was asked to stop.
   absl::Status Cancel(const std::string& queue, const std::string& id);

@@ -91,9 +91,14 @@ int main(int argc, char** argv) {
   jobs->add_option("--page-token", list.page_token, "the token printed after a full page");
   add_json(jobs);
 
-  CLI::App* job = app.add_subcommand("job", "one job in full");
+  std::string idempotency_key;
+  CLI::App* job = app.add_subcommand("job", "one job in full, by id or by idempotency key");
   add_queue(job);
-  job->add_option("ID", id, "job id")->required();
+  CLI::Option* job_id = job->add_option("ID", id, "job id");
+  job->add_option("--idempotency-key", idempotency_key,
+                  "the job enqueued with this idempotency key (while its dedup window lasts), "
+                  "instead of ID")
+      ->excludes(job_id);
   add_json(job);
 
   CLI::App* cancel = app.add_subcommand(
@@ -275,7 +280,7 @@ int main(int argc, char** argv) {
   } else if (*jobs) {
     status = cli.Jobs(queue, list);
   } else if (*job) {
-    status = cli.Job(queue, id);
+    status = cli.Job(queue, id, idempotency_key);
   } else if (*cancel) {
     status = cli.Cancel(queue, id);
   } else if (*wait) {

@@ -1,22 +1,36 @@
 #!lua flags=no-writes
--- get_job.lua: one job, in any state (changes nothing).
+-- get_job.lua: one job, in any state, by id or by idempotency key (changes
+-- nothing).
 --
 -- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:payloads
 -- KEYS[3] {p}:{q}:results
 -- KEYS[4] {p}:{q}:completed
--- ARGV[1] job id
--- Returns the job as {record, payload, result} (job_reply: the record as
--- stored), or {} when it has no record or is a completed job
--- whose retention has ended (its completed-index score is before now; the
--- next trim deletes it), so that it is gone on time whenever the trim runs.
+-- KEYS[5] {p}:{q}:idem        idempotency key -> job id
+-- KEYS[6] {p}:{q}:idem_expiry idempotency key -> expiry (Redis ms)
+-- ARGV[1] job id, or '' to look the job up by ARGV[2]
+-- ARGV[2] idempotency key (when ARGV[1] is ''): the job it maps to while
+--         its dedup window lasts (idem_get)
+-- Returns the job as {record, payload, result, id} (job_reply and the job's
+-- id: the record as stored), or {} when the key maps to no job, or the job
+-- has no record or is a completed job whose retention has ended (its
+-- completed-index score is before now; the next trim deletes it), so that
+-- it is gone on time whenever the trim runs.
 --
 -- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
 -- allowed on a read-only replica).
-local packed = redis.call('HGET', KEYS[1], ARGV[1])
+local now = now_ms()
+local id = ARGV[1]
+if id == '' then
+  id = idem_get(KEYS[5], KEYS[6], ARGV[2], now)
+  if not id then return {} end
+end
+local packed = redis.call('HGET', KEYS[1], id)
 if not packed then return {} end
 if job_unpack(packed)[F.state] == 'completed' then
-  local expiry = tonumber(redis.call('ZSCORE', KEYS[4], ARGV[1]))
-  if expiry and expiry < now_ms() then return {} end
+  local expiry = tonumber(redis.call('ZSCORE', KEYS[4], id))
+  if expiry and expiry < now then return {} end
 end
-return job_reply(packed, redis.call('HGET', KEYS[2], ARGV[1]), redis.call('HGET', KEYS[3], ARGV[1]))
+local reply = job_reply(packed, redis.call('HGET', KEYS[2], id), redis.call('HGET', KEYS[3], id))
+reply[4] = id
+return reply

@@ -100,6 +100,14 @@ TEST_F(CliTest, EveryCommandEndToEnd) {
   r = Cli({"job", "mail", id});
   EXPECT_THAT(r.out, HasSubstr(R"(payload:         {"to":"ada@example.com"})"));
 
+  r = Cli({"enqueue", "mail", "send", "--payload", "once", "--idempotency-key", "order-17"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string keyed = r.out.substr(0, r.out.find('\n'));
+  r = Cli({"job", "mail", "--idempotency-key", "order-17"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("id:              " + keyed + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("idempotency key: order-17\n"));
+
   r = Cli({"pause", "mail"});
   EXPECT_EQ(r.out, "queue mail paused\n");
   EXPECT_THAT(Cli({"stats", "mail"}).out, HasSubstr("paused:              yes"));
@@ -246,6 +254,10 @@ TEST_F(CliTest, ErrorsCarryTheBrokersMessageAndANonZeroStatus) {
       {{"enqueue", "q", "t", "--priority", "5000"}, 1, "INVALID_ARGUMENT: priority: "},
       {{"enqueue", "q", "t", "--json", "{not json"}, 1, "INVALID_ARGUMENT: --json: "},
       {{"job", "q", "424242"}, 1, "NOT_FOUND: "},
+      {{"job", "q"}, 1, "INVALID_ARGUMENT: job_id: "},
+      {{"job", "q", "--idempotency-key", "nope"}, 1,
+       "NOT_FOUND: no job in queue q holds idempotency key nope"},
+      {{"job", "q", "7", "--idempotency-key", "k"}, 2, "excludes"},
       {{"jobs", "q", "--state", "sleeping"}, 1, "INVALID_ARGUMENT: --state: "},
       {{"retry-dead", "q"}, 1, "INVALID_ARGUMENT: job_ids: "},
       {{"stats", "bad queue"}, 1, "INVALID_ARGUMENT: queue: "},

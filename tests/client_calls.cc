@@ -48,17 +48,31 @@ grpc::Status EnqueueBatch(v1::BrokerService::StubInterface& stub,
   return stub.EnqueueBatch(&context, request, response);
 }
 
-grpc::Status GetJob(v1::BrokerService::StubInterface& stub, const std::string& queue,
-                    const std::string& job_id, v1::Job* job) {
+grpc::Status GetJob(v1::BrokerService::StubInterface& stub, const v1::GetJobRequest& request,
+                    v1::Job* job) {
   grpc::ClientContext context;
   SetRpcDeadline(context);
-  v1::GetJobRequest request;
-  request.set_queue(queue);
-  request.set_job_id(job_id);
   v1::GetJobResponse response;
   grpc::Status status = stub.GetJob(&context, request, &response);
   *job = std::move(*response.mutable_job());
   return status;
+}
+
+grpc::Status GetJob(v1::BrokerService::StubInterface& stub, const std::string& queue,
+                    const std::string& job_id, v1::Job* job) {
+  v1::GetJobRequest request;
+  request.set_queue(queue);
+  request.set_job_id(job_id);
+  return GetJob(stub, request, job);
+}
+
+grpc::Status GetJobByIdempotencyKey(v1::BrokerService::StubInterface& stub,
+                                    const std::string& queue, const std::string& key,
+                                    v1::Job* job) {
+  v1::GetJobRequest request;
+  request.set_queue(queue);
+  request.set_idempotency_key(key);
+  return GetJob(stub, request, job);
 }
 
 grpc::Status Ack(v1::BrokerService::StubInterface& stub, const std::string& queue,

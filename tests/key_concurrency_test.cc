@@ -7,6 +7,7 @@
 // raised or removed limit releases the waiting jobs; refusals name their
 // field and change nothing; and nothing is left counted once the runs end.
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -325,27 +326,30 @@ TEST_F(KeyConcurrencyTest, TheLimitHoldsAcrossStreamsAndReplicas) {
 
   absl::Mutex mu;
   std::vector<RunLog> runs;
+  std::atomic<int> received{0};
   std::vector<std::thread> takers;
   for (size_t t = 0; t < readers.size(); ++t) {
     takers.emplace_back([&, t, r = readers[t].get()] {
+      // Each job runs on a thread of its own from the moment it arrives, as
+      // a Worker with concurrency runs it: a run's start is its delivery.
+      std::vector<std::thread> running;
       const absl::Time until = begin + absl::Seconds(20);
-      for (int n = 0; absl::Now() < until; ++n) {
-        {
-          absl::MutexLock lock(&mu);
-          if (static_cast<int>(runs.size()) >= kJobs) return;
-        }
+      for (int n = 0; absl::Now() < until && received.load() < kJobs; ++n) {
         std::optional<v1::ClaimedJob> job = r->Next(absl::Milliseconds(200));
         if (!job) continue;
-        RunLog run{job->job().concurrency_key(), absl::Now(), absl::InfinitePast()};
-        absl::SleepFor(kWork);
-        run.end = absl::Now();
-        {
-          absl::MutexLock lock(&mu);
-          runs.push_back(run);
-        }
-        // Settled through either replica, whichever granted the lease.
-        JW_EXPECT_OK(Ack((t + n) % 2 == 0 ? *stub_ : *other_stub, *job));
+        ++received;
+        running.emplace_back([&, t, n, job = *std::move(job), start = absl::Now()] {
+          absl::SleepFor(kWork);
+          RunLog run{job.job().concurrency_key(), start, absl::Now()};
+          {
+            absl::MutexLock lock(&mu);
+            runs.push_back(run);
+          }
+          // Settled through either replica, whichever granted the lease.
+          JW_EXPECT_OK(Ack((t + n) % 2 == 0 ? *stub_ : *other_stub, job));
+        });
       }
+      for (std::thread& run : running) run.join();
     });
   }
   for (std::thread& t : takers) t.join();

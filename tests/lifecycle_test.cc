@@ -371,6 +371,60 @@ TEST_F(LifecycleTest, IdempotencyKeyStoresOneJob) {
   EXPECT_FALSE(reader->Next(kQuiet).has_value()) << "a second job was stored";
 }
 
+// GetJob by idempotency key finds the job the key stored, in any state;
+// a key that stored nothing is NOT_FOUND; a request with neither or both of
+// job_id and idempotency_key, or a key over 256 bytes, is refused.
+TEST_F(LifecycleTest, GetJobByIdempotencyKeyFindsTheKeysJob) {
+  const std::string queue = "by.key";
+  v1::EnqueueRequest request = MakeJob(queue, "keyed payload");
+  request.set_idempotency_key("order-77");
+  const std::string id = MustEnqueue(*stub_, request);
+  MustEnqueue(*stub_, MakeJob(queue, "unkeyed"));
+
+  v1::Job job;
+  JW_ASSERT_OK(GetJobByIdempotencyKey(*stub_, queue, "order-77", &job));
+  EXPECT_EQ(job.id(), id);
+  EXPECT_EQ(job.queue(), queue);
+  EXPECT_EQ(job.payload(), "keyed payload");
+  EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+
+  auto reader = OpenClaim(MakeClaim({queue}, 1));
+  std::optional<v1::ClaimedJob> claimed = reader->Next(kPrompt);
+  ASSERT_TRUE(claimed.has_value());
+  ASSERT_EQ(claimed->job().id(), id);
+  JW_ASSERT_OK(Ack(*stub_, queue, id, claimed->lease_token(), "done"));
+  JW_ASSERT_OK(GetJobByIdempotencyKey(*stub_, queue, "order-77", &job));
+  EXPECT_EQ(job.state(), v1::JOB_STATE_COMPLETED);
+  EXPECT_EQ(job.result(), "done");
+
+  grpc::Status status = GetJobByIdempotencyKey(*stub_, queue, "order-78", &job);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(), "no job in queue by.key holds idempotency key order-78");
+  EXPECT_EQ(GetJobByIdempotencyKey(*stub_, "by.other", "order-77", &job).error_code(),
+            grpc::StatusCode::NOT_FOUND)
+      << "a key is per queue";
+
+  struct Case {
+    std::string job_id;
+    std::string key;
+    std::string message_start;
+  };
+  const std::vector<Case> cases = {
+      {"", "", "job_id: "},
+      {id, "order-77", "job_id: must be empty when idempotency_key is given"},
+      {"", std::string(257, 'k'), "idempotency_key: "},
+  };
+  for (const Case& c : cases) {
+    v1::GetJobRequest bad;
+    bad.set_queue(queue);
+    bad.set_job_id(c.job_id);
+    bad.set_idempotency_key(c.key);
+    status = GetJob(*stub_, bad, &job);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.message_start;
+    EXPECT_THAT(status.error_message(), ::testing::StartsWith(c.message_start));
+  }
+}
+
 TEST_F(LifecycleTest, CancelPendingJobMakesItDeadAndNeverDelivered) {
   const std::string queue = "cancel.pending";
   const std::string due = MustEnqueue(*stub_, MakeJob(queue));

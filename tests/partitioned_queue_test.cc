@@ -227,7 +227,8 @@ TEST_F(PartitionedQueueTest, CreateAndUpdateRefuseWhatTheyCannotDoAndChangeNothi
       {"create again", Create("orders", 8), grpc::StatusCode::ALREADY_EXISTS,
        "queue orders exists (4 partitions)"},
       {"update, nothing", Update("orders", 0), grpc::StatusCode::INVALID_ARGUMENT,
-       "partitions, default_job_timeout_ms, rate_limit or max_active must be given"},
+       "partitions, default_job_timeout_ms, rate_limit, max_active or max_active_per_key must be "
+       "given"},
       {"update, too many", Update("orders", 257), grpc::StatusCode::INVALID_ARGUMENT,
        "partitions: must be 0 (unchanged) or 1..256, got 257"},
       {"update, shrink", Update("orders", 2), grpc::StatusCode::FAILED_PRECONDITION,
@@ -468,6 +469,10 @@ TEST_F(PartitionedQueueTest, AnIdempotencyKeyAlwaysLandsInOnePartition) {
     ASSERT_TRUE(Enqueue(*stub_, job, &again).ok());
     EXPECT_EQ(again.job_id(), first) << "key-" << i;
     EXPECT_TRUE(again.duplicate()) << "key-" << i;
+    v1::Job found;
+    ASSERT_TRUE(GetJobByIdempotencyKey(*stub_, "dedup", absl::StrCat("key-", i), &found).ok());
+    EXPECT_EQ(found.id(), first) << "GetJob by key-" << i << " looks in its partition";
+    EXPECT_EQ(found.queue(), "dedup");
     partitions.insert(PartitionOf(first));
   }
   EXPECT_GE(partitions.size(), 4u) << "keys do not spread over the partitions";

@@ -303,6 +303,11 @@ grpc::Status EnqueueBatch(v1::BrokerService::StubInterface& stub,
                           v1::EnqueueBatchResponse* response);
 grpc::Status GetJob(v1::BrokerService::StubInterface& stub, const std::string& queue,
                     const std::string& job_id, v1::Job* job);
+grpc::Status GetJob(v1::BrokerService::StubInterface& stub, const v1::GetJobRequest& request,
+                    v1::Job* job);
+grpc::Status GetJobByIdempotencyKey(v1::BrokerService::StubInterface& stub,
+                                    const std::string& queue, const std::string& key,
+                                    v1::Job* job);
 grpc::Status Ack(v1::BrokerService::StubInterface& stub, const std::string& queue,
                  const std::string& job_id, const std::string& lease_token,
                  const std::string& result = "");

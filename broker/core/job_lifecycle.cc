@@ -230,11 +230,23 @@ void JobLifecycle::ReportProgress(const v1::ReportProgressRequest& request,
 }
 
 void JobLifecycle::GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done) {
-  store_->GetJob(PartitionOf(request.queue(), request.job_id()), request.job_id(),
-                 [queue = request.queue(), done = std::move(done)](absl::StatusOr<v1::Job> job) {
-                   if (job.ok()) job->set_queue(queue);
-                   done(std::move(job));
-                 });
+  store::Callback<v1::Job> named = [queue = request.queue(),
+                                    done = std::move(done)](absl::StatusOr<v1::Job> job) {
+    if (job.ok()) job->set_queue(queue);
+    done(std::move(job));
+  };
+  if (request.idempotency_key().empty()) {
+    return store_->GetJob(PartitionOf(request.queue(), request.job_id()), request.job_id(),
+                          std::move(named));
+  }
+  // The partition the key maps to now, as Enqueue picks it.
+  partitions_->Lookup(request.queue(), [this, queue = request.queue(),
+                                        key = request.idempotency_key(),
+                                        named = std::move(named)](absl::StatusOr<int> count) mutable {
+    if (!count.ok()) return named(count.status());
+    const int partition = *count == 1 ? 0 : QueuePartitions::PartitionOfKey(key, *count);
+    store_->GetJobByIdempotencyKey(store::PartitionQueue(queue, partition), key, std::move(named));
+  });
 }
 
 }  // namespace jobwire::core

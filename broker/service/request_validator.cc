@@ -242,7 +242,14 @@ absl::Status ValidateExtendLease(const v1::ExtendLeaseRequest& r) {
   return CheckLease("lease_ms", r.lease_ms());
 }
 
-absl::Status ValidateGetJob(const v1::GetJobRequest& r) { return CheckJobRef(r.queue(), r.job_id()); }
+absl::Status ValidateGetJob(const v1::GetJobRequest& r) {
+  if (r.idempotency_key().empty()) return CheckJobRef(r.queue(), r.job_id());
+  JW_RETURN_IF_ERROR(ValidateQueueName("queue", r.queue()));
+  if (!r.job_id().empty()) {
+    return Invalid("job_id", "must be empty when idempotency_key is given (exactly one of the two)");
+  }
+  return CheckMaxBytes("idempotency_key", r.idempotency_key(), kMaxIdempotencyKeyLength);
+}
 
 absl::Status ValidateCancel(const v1::CancelRequest& r) { return CheckJobRef(r.queue(), r.job_id()); }
 

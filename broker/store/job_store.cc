@@ -505,19 +505,42 @@ void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) cons
 
 void JobStore::GetJob(const std::string& queue, const std::string& job_id,
                       Callback<v1::Job> done) const {
+  ReadJob(queue, job_id, "", std::move(done));
+}
+
+void JobStore::GetJobByIdempotencyKey(const std::string& queue, const std::string& key,
+                                      Callback<v1::Job> done) const {
+  ReadJob(queue, "", key, std::move(done));
+}
+
+void JobStore::ReadJob(const std::string& queue, const std::string& job_id,
+                       const std::string& idempotency_key, Callback<v1::Job> done) const {
   Keys keys = KeysFor(queue);
-  scripts_->Eval(scripts_->Get("get_job"),
-                 {keys.Jobs(), keys.Payloads(), keys.Results(), keys.Completed()}, {job_id},
-                   [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                     if (!reply.ok()) return done(reply.status());
-                     if (reply->type != RedisReply::Type::kArray) {
-                       return done(absl::InternalError("bad get_job reply"));
-                     }
-                     if (reply->elements.empty()) {
-                       return done(JobNotFound(queue, job_id));
-                     }
-                     done(JobFromReply(queue, job_id, *reply));
-                   });
+  scripts_->Eval(
+      scripts_->Get("get_job"),
+      {keys.Jobs(), keys.Payloads(), keys.Results(), keys.Completed(), keys.Idempotency(),
+       keys.IdempotencyExpiry()},
+      {job_id, idempotency_key},
+      [queue, job_id, idempotency_key, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (reply->type != RedisReply::Type::kArray ||
+            (!reply->elements.empty() && reply->elements.size() != 4)) {
+          return done(absl::InternalError("bad get_job reply"));
+        }
+        if (reply->elements.empty()) {
+          if (job_id.empty()) {
+            return done(base::WithReason(
+                absl::NotFoundError(absl::StrCat("no job in queue ", QueueOfPartition(queue),
+                                                 " holds idempotency key ", idempotency_key)),
+                base::reason::kJobNotFound));
+          }
+          return done(JobNotFound(queue, job_id));
+        }
+        // {record, payload, result, id}: JobFromReply reads the first three.
+        const std::string id = reply->elements[3].str;
+        reply->elements.pop_back();
+        done(JobFromReply(queue, id, *reply));
+      });
 }
 
 void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const {

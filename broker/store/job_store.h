@@ -258,6 +258,11 @@ class JobStore {
   // get_job.lua: the job. NOT_FOUND when it has no record, or is completed
   // and past its retention (not trimmed yet).
   void GetJob(const std::string& queue, const std::string& job_id, Callback<v1::Job> done) const;
+  // get_job.lua by idempotency key: the job `key` maps to while its dedup
+  // window lasts. NOT_FOUND when the key maps to no job (or to one GetJob
+  // would not find).
+  void GetJobByIdempotencyKey(const std::string& queue, const std::string& key,
+                              Callback<v1::Job> done) const;
 
   // The settings of `queue` (MGET of Keys::Partitions, JobTimeout,
   // RateLimit and MaxActive; partitions 1 when unset).
@@ -281,6 +286,9 @@ class JobStore {
   const StoreOptions& options() const { return options_; }
 
  private:
+  // get_job.lua: by `job_id`, or (job_id empty) by `idempotency_key`.
+  void ReadJob(const std::string& queue, const std::string& job_id,
+               const std::string& idempotency_key, Callback<v1::Job> done) const;
   Keys KeysFor(const std::string& queue) const { return Keys(options_.key_prefix, queue); }
   // Data of layout 3 lacks the ready sets' index by type: index_by_type.lua
   // builds it for every registered queue, a batch at a time, then the marker

@@ -187,6 +187,18 @@ absl::StatusOr<v1::Job> Client::GetJob(absl::string_view queue, absl::string_vie
   v1::GetJobRequest request;
   request.set_queue(std::string(queue));
   request.set_job_id(std::string(job_id));
+  return GetJob(request);
+}
+
+absl::StatusOr<v1::Job> Client::GetJobByIdempotencyKey(absl::string_view queue,
+                                                       absl::string_view key) {
+  v1::GetJobRequest request;
+  request.set_queue(std::string(queue));
+  request.set_idempotency_key(std::string(key));
+  return GetJob(request);
+}
+
+absl::StatusOr<v1::Job> Client::GetJob(const v1::GetJobRequest& request) {
   v1::GetJobResponse response;
   grpc::ClientContext context;
   if (!config_error_.ok()) return config_error_;

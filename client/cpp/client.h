@@ -143,6 +143,9 @@ class Client {
       absl::string_view queue, const std::vector<BatchJob>& jobs);
 
   absl::StatusOr<v1::Job> GetJob(absl::string_view queue, absl::string_view job_id);
+  // The job enqueued with idempotency key `key` (EnqueueOptions), while the
+  // key's dedup window lasts; NOT_FOUND when none.
+  absl::StatusOr<v1::Job> GetJobByIdempotencyKey(absl::string_view queue, absl::string_view key);
   // Cancels a job: a pending one becomes DEAD "cancelled" at once (answers
   // false); an active one is asked to stop (answers true): its Worker's
   // handler is signalled (Job::cancelled) and the job becomes DEAD
@@ -208,6 +211,7 @@ class Client {
   const absl::Status& config_error() const { return config_error_; }
 
  private:
+  absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& request);
 
   const std::string address_;
   const absl::Duration timeout_;

@@ -59,6 +59,13 @@ TEST_F(ClientTest, EnqueueStoresEveryOptionAndGetJobReadsItBack) {
   JW_ASSERT_OK(again.status());
   EXPECT_TRUE(again->duplicate);
   EXPECT_EQ(again->job_id, enqueued->job_id);
+
+  absl::StatusOr<v1::Job> by_key = client_->GetJobByIdempotencyKey("q", "order-1");
+  JW_ASSERT_OK(by_key.status());
+  EXPECT_EQ(by_key->id(), enqueued->job_id);
+  EXPECT_EQ(by_key->payload(), kBytes);
+  EXPECT_EQ(client_->GetJobByIdempotencyKey("q", "order-2").status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(ClientTest, JsonPayloadIsStoredEncoded) {

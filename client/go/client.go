@@ -479,9 +479,20 @@ func ackBatch(ctx context.Context, stub jobwirepb.BrokerServiceClient, req *jobw
 
 // GetJob reads one job in whatever state it is.
 func (c *Client) GetJob(ctx context.Context, queue, jobID string) (*JobInfo, error) {
+	return c.readJob(ctx, &jobwirepb.GetJobRequest{Queue: queue, JobId: jobID})
+}
+
+// GetJobByIdempotencyKey returns the job enqueued with the idempotency key
+// key (WithIdempotencyKey), while the key's dedup window lasts; an error with
+// code NotFound when there is none.
+func (c *Client) GetJobByIdempotencyKey(ctx context.Context, queue, key string) (*JobInfo, error) {
+	return c.readJob(ctx, &jobwirepb.GetJobRequest{Queue: queue, IdempotencyKey: key})
+}
+
+func (c *Client) readJob(ctx context.Context, req *jobwirepb.GetJobRequest) (*JobInfo, error) {
 	ctx, cancel := withDeadline(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.stub.GetJob(ctx, &jobwirepb.GetJobRequest{Queue: queue, JobId: jobID})
+	resp, err := c.stub.GetJob(ctx, req)
 	if err != nil {
 		return nil, toError(err)
 	}

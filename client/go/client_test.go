@@ -98,6 +98,13 @@ func TestEnqueueGetJobRoundTripWithOptions(t *testing.T) {
 	if string(j.GetPayload()) != `"one"` || j.GetIdempotencyKey() != "key-1" {
 		t.Errorf("idempotent job payload %q key %q", j.GetPayload(), j.GetIdempotencyKey())
 	}
+	byKey, err := c.GetJobByIdempotencyKey(ctx, q, "key-1")
+	if err != nil || byKey.GetId() != first.JobID {
+		t.Errorf("GetJobByIdempotencyKey: %v, %v; want job %s", byKey, err, first.JobID)
+	}
+	if _, err := c.GetJobByIdempotencyKey(ctx, q, "key-2"); status.Code(err) != codes.NotFound {
+		t.Errorf("GetJobByIdempotencyKey of an unknown key: %v, want NotFound", err)
+	}
 
 	// Concurrency key: travels with the job.
 	keyed, err := c.Enqueue(ctx, q, "keyed", nil, jobwire.WithConcurrencyKey("customer-7"))

@@ -53,6 +53,9 @@ type Job struct {
 	// Headers are the job's headers as the producer gave them (WithHeaders);
 	// nil or empty when it gave none. The same map as Info.Headers.
 	Headers map[string]string
+	// ConcurrencyKey is the key the producer gave (WithConcurrencyKey); ""
+	// when none.
+	ConcurrencyKey string
 	// Info is the job as the broker delivered it (every field of the proto;
 	// Info.TimeoutMs is the run timeout, whose deadline the handler's
 	// context carries).
@@ -354,6 +357,7 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 		LeaseMs:          cj.GetLeaseMs(),
 		WorkerID:         r.w.cfg.workerID,
 		Headers:          info.GetHeaders(),
+		ConcurrencyKey:   info.GetConcurrencyKey(),
 		Info:             info,
 		leaseToken:       cj.GetLeaseToken(),
 		run:              run,

@@ -179,6 +179,10 @@ export class BrokerClient {
   getJob(token: string | undefined, queue: string, jobId: string): Promise<{ job: Job }> {
     return this.call(this.broker, 'GetJob', { queue, job_id: jobId }, token);
   }
+  /** GetJob by the idempotency key the job was enqueued with (while its dedup window lasts). */
+  getJobByIdempotencyKey(token: string | undefined, queue: string, key: string): Promise<{ job: Job }> {
+    return this.call(this.broker, 'GetJob', { queue, idempotency_key: key }, token);
+  }
   /** RetryDead of the listed ids, or of every dead job (of one type when `type` is set). */
   retryDead(token: string | undefined, queue: string, which: { jobIds: string[] } | { all: true; type: string }): Promise<{ moved: number }> {
     const req = 'jobIds' in which ? { queue, job_ids: which.jobIds } : { queue, all: true, type: which.type };

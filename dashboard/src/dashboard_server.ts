@@ -10,7 +10,7 @@
 //   GET  /events                       server-sent events: the queue table on every poll
 //   GET  /schedules
 //   GET  /workers                      the Claim streams open on every replica (ListWorkers)
-//   GET  /queues/<q>?state=&type=&page_token=&job_id=
+//   GET  /queues/<q>?state=&type=&page_token=&job_id=&idempotency_key=   (job_id, idempotency_key: to the job's page)
 //   GET  /queues/<q>/jobs/<id>
 //   GET  /queues/<q>/jobs/<id>/{payload,result,progress_data}   the bytes, as a download
 //   POST /queues/<q>/<action>          actions.ts; asks first unless confirm=yes
@@ -272,6 +272,11 @@ export class DashboardServer {
     const q = r.url.searchParams;
     const jobId = q.get('job_id')?.trim();
     if (jobId) return this.redirect(r.res, pages.jobUrl(queue, jobId));
+    const idempotencyKey = q.get('idempotency_key') ?? '';
+    if (idempotencyKey !== '') {
+      const { job } = await this.broker.getJobByIdempotencyKey(r.session.token, queue, idempotencyKey);
+      return this.redirect(r.res, pages.jobUrl(queue, job.id));
+    }
     const state = q.get('state') ?? 'pending';
     if (!(state in pages.STATES)) throw new HttpError(400, 'Unknown state.');
     const type = q.get('type')?.trim() ?? '';

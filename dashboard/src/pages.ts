@@ -160,6 +160,10 @@ ${actions}
 <label for="job_id">Job id</label> <input id="job_id" name="job_id" required>
 <button type="submit">Open job</button>
 </form>
+<form method="get" action="${queueUrl(q)}" role="search">
+<label for="idempotency_key">Idempotency key</label> <input id="idempotency_key" name="idempotency_key" required maxlength="256">
+<button type="submit">Find job</button>
+</form>
 </div>
 ${byType}
 ${d.jobs.length === 0 ? html`<p>No ${d.state} jobs${d.type ? html` of type ${d.type}` : ''} on this page.</p>` : html`${selectable ? html`<form method="post" action="${queueUrl(q)}/retry-dead" id="selected-jobs" class="inline">${csrfField(ctx)}<button type="submit">Retry selected</button></form>` : ''}<div class="scroll"><table class="jobs">

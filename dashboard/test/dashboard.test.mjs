@@ -220,6 +220,21 @@ describe('open broker', () => {
     await page.close();
   });
 
+  test('a job is found by the idempotency key it was enqueued with', async () => {
+    const { jobId } = await client.enqueue('idem', 'charge', { order: 9 }, { idempotencyKey: 'order 9/ä' });
+    await client.enqueue('idem', 'charge', { order: 10 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/idem`);
+    await page.getByLabel('Idempotency key').fill('order 9/ä');
+    await page.getByRole('button', { name: 'Find job' }).click();
+    assert.equal(new URL(page.url()).pathname, `/queues/idem/jobs/${jobId}`);
+    assert.equal(await page.locator('dd[data-field="Idempotency key"]').innerText(), 'order 9/ä');
+    const res = await page.goto(`${dash.url}/queues/idem?idempotency_key=order-11`);
+    assert.equal(res.status(), 404);
+    assert.match(await page.getByRole('alert').innerText(), /Not found \(NOT_FOUND\)[\s\S]*no job in queue idem holds idempotency key order-11/);
+    await page.close();
+  });
+
   test('delete and cancel of one job, confirmed', async () => {
     const { jobId: a } = await client.enqueue('single', 'x', { a: 1 });
     const { jobId: b } = await client.enqueue('single', 'x', Buffer.from([0, 1, 2, 255]));

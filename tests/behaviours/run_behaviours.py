@@ -540,6 +540,56 @@ def fair_judge(b, w, state):
     check(status == 0, f"the extra worker exited with status {status} on SIGTERM")
 
 
+# W13: a queue's max_active_per_key (1 here) holds with every language's
+# Worker: the broker hands out one job of a key at a time and a Worker runs
+# what it is given, so no two runs of a key overlap in the worker's own log
+# (key_start .. key_end lines, written in order by one process), while the
+# other key's jobs run beside them; each handler sees its job's key.
+KEYED_JOBS = {"k1": 4, "k2": 4}
+KEYED_SLEEP_MS = 300
+
+
+def keyed_start(b, w):
+    """Limits the worker's queue to one active job per key, then enqueues
+    each key's jobs: job id -> key."""
+    b.admin.UpdateQueue(admin_pb.UpdateQueueRequest(queue=w.queue, max_active_per_key=1),
+                        timeout=10)
+    jobs = {}
+    for key, count in KEYED_JOBS.items():
+        for job_id in b.enqueue_many(w.queue, count,
+                                     {"scenario": "keyed", "sleep_ms": KEYED_SLEEP_MS},
+                                     max_attempts=1, concurrency_key=key):
+            jobs[job_id] = key
+    return jobs
+
+
+def keyed_judge(b, w, jobs):
+    try:
+        for job_id in jobs:
+            b.wait_state(w.queue, job_id, (COMPLETED,), 20)
+        running, most, side_by_side = {}, {}, False
+        runs = 0
+        for r in w.all_lines():
+            if r[0] not in ("key_start", "key_end") or r[1] not in jobs:
+                continue
+            key = r[4] if len(r) >= 5 else ""
+            check(key == jobs[r[1]], f"job {r[1]}'s handler saw the key {key!r}, "
+                                     f"want {jobs[r[1]]!r}")
+            if r[0] == "key_start":
+                runs += 1
+            running[key] = running.get(key, 0) + (1 if r[0] == "key_start" else -1)
+            most[key] = max(most.get(key, 0), running[key])
+            side_by_side |= sum(1 for n in running.values() if n > 0) >= 2
+        check(runs == len(jobs), f"{runs} runs logged for {len(jobs)} jobs")
+        over = {k: n for k, n in most.items() if n > 1}
+        check(not over, f"runs of one key overlapped (most at once per key: {over}), limit 1")
+        check(side_by_side, "no job of one key ran beside a job of the other: a key at its "
+                            "limit held the other key's jobs back")
+    finally:
+        b.admin.UpdateQueue(admin_pb.UpdateQueueRequest(queue=w.queue, max_active_per_key=0),
+                            timeout=10)
+
+
 # (number, name, start, act, judge), in the order of docs/clients.md.
 BEHAVIOURS = [
     ("W1", "lease length from the broker", lease_start, None, lease_judge),
@@ -555,6 +605,7 @@ BEHAVIOURS = [
      deadline_judge),
     ("W11", "retry after without an attempt", turned_away_start, None, turned_away_judge),
     ("W12", "weighted fair claiming", fair_start, fair_workers, fair_judge),
+    ("W13", "concurrency per key", keyed_start, None, keyed_judge),
 ]
 
 

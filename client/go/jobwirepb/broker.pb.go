@@ -2011,11 +2011,18 @@ func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
 }
 
 type GetJobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Queue         string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
-	JobId         string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// Exactly one of job_id and idempotency_key.
+	JobId string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The job enqueued with this idempotency key (1..256 bytes), while the
+	// key's dedup window lasts (EnqueueRequest.idempotency_key; a deleted
+	// job's key is gone with it). In a partitioned queue the key is looked up
+	// in the partition it maps to now: after a change of the partition count
+	// a job stored before may not be found this way.
+	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetJobRequest) Reset() {
@@ -2058,6 +2065,13 @@ func (x *GetJobRequest) GetQueue() string {
 func (x *GetJobRequest) GetJobId() string {
 	if x != nil {
 		return x.JobId
+	}
+	return ""
+}
+
+func (x *GetJobRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
 	}
 	return ""
 }
@@ -2716,10 +2730,11 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x04data\x18\x05 \x01(\fR\x04dataB\n" +
 	"\n" +
 	"\b_percent\"\x18\n" +
-	"\x16ReportProgressResponse\"<\n" +
+	"\x16ReportProgressResponse\"e\n" +
 	"\rGetJobRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"3\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"3\n" +
 	"\x0eGetJobResponse\x12!\n" +
 	"\x03job\x18\x01 \x01(\v2\x0f.jobwire.v1.JobR\x03job\"<\n" +
 	"\rCancelRequest\x12\x14\n" +

@@ -232,9 +232,11 @@ type BrokerServiceClient interface {
 	// token / not active; JOB_CANCEL_REQUESTED, RUN_TIMED_OUT as for
 	// ExtendLease: nothing stored), UNAVAILABLE.
 	ReportProgress(ctx context.Context, in *ReportProgressRequest, opts ...grpc.CallOption) (*ReportProgressResponse, error)
-	// Reads one job in whatever state it is.
-	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND (also once a
-	// completed job's retention has passed, at once for retention 0),
+	// Reads one job in whatever state it is, by its id or by the idempotency
+	// key it was enqueued with (GetJobRequest).
+	// Errors: INVALID_ARGUMENT (queue, job_id, idempotency_key), NOT_FOUND
+	// (also once a completed job's retention has passed, at once for
+	// retention 0; by key: also once the key's dedup window has ended),
 	// UNAVAILABLE.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
 	// Cancels a job. A PENDING job becomes DEAD with error "cancelled" at
@@ -558,9 +560,11 @@ type BrokerServiceServer interface {
 	// token / not active; JOB_CANCEL_REQUESTED, RUN_TIMED_OUT as for
 	// ExtendLease: nothing stored), UNAVAILABLE.
 	ReportProgress(context.Context, *ReportProgressRequest) (*ReportProgressResponse, error)
-	// Reads one job in whatever state it is.
-	// Errors: INVALID_ARGUMENT (queue, job_id), NOT_FOUND (also once a
-	// completed job's retention has passed, at once for retention 0),
+	// Reads one job in whatever state it is, by its id or by the idempotency
+	// key it was enqueued with (GetJobRequest).
+	// Errors: INVALID_ARGUMENT (queue, job_id, idempotency_key), NOT_FOUND
+	// (also once a completed job's retention has passed, at once for
+	// retention 0; by key: also once the key's dedup window has ended),
 	// UNAVAILABLE.
 	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
 	// Cancels a job. A PENDING job becomes DEAD with error "cancelled" at

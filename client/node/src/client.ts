@@ -291,9 +291,21 @@ export class Client {
 
   /** Reads one job in whatever state it is. */
   async getJob(queue: string, jobId: string, options?: CallOptions): Promise<JobInfo> {
+    return this.readJob({ queue, jobId }, options);
+  }
+
+  /**
+   * The job enqueued with the idempotency key `key`, while the key's dedup
+   * window lasts; rejects NOT_FOUND when none.
+   */
+  async getJobByIdempotencyKey(queue: string, key: string, options?: CallOptions): Promise<JobInfo> {
+    return this.readJob({ queue, idempotencyKey: key }, options);
+  }
+
+  private async readJob(req: { queue: string; jobId?: string; idempotencyKey?: string }, options?: CallOptions): Promise<JobInfo> {
     const timeoutMs = callTimeoutMs(options, this.timeoutMs);
-    const res = await unary<{ queue: string; jobId: string }, GetJobResponse__Output>(
-      this.stub, 'GetJob', { queue, jobId }, timeoutMs, this.metadata(), options?.signal);
+    const res = await unary<typeof req, GetJobResponse__Output>(
+      this.stub, 'GetJob', req, timeoutMs, this.metadata(), options?.signal);
     if (!res.job) throw new JobwireError(grpc.status.INTERNAL, 'GetJob answered without a job');
     return new JobInfo(res.job);
   }

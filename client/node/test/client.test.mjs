@@ -61,6 +61,10 @@ test('idempotency key: second enqueue is a duplicate with the same id', async ()
   const job = await client.getJob(q, a.jobId);
   assert.equal(job.idempotencyKey, 'order-42');
   assert.deepEqual(job.json(), { n: 1 }, 'the duplicate stored nothing');
+  const byKey = await client.getJobByIdempotencyKey(q, 'order-42');
+  assert.equal(byKey.id, a.jobId);
+  assert.deepEqual(byKey.json(), { n: 1 });
+  await assert.rejects(client.getJobByIdempotencyKey(q, 'order-43'), (e) => e.code === Status.NOT_FOUND);
 });
 
 test('concurrency key: travels with the job (enqueue and enqueueBatch)', async () => {

@@ -321,6 +321,14 @@ class Client:
         resp = self._call(self._stub.GetJob, pb.GetJobRequest(queue=queue, job_id=job_id), timeout)
         return Job.from_proto(resp.job)
 
+    def get_job_by_idempotency_key(self, queue: str, key: str, *,
+                                   timeout: Optional[float] = None) -> Job:
+        """The job enqueued with ``idempotency_key=key``, while the key's
+        dedup window lasts (NOT_FOUND raises when none)."""
+        resp = self._call(self._stub.GetJob,
+                          pb.GetJobRequest(queue=queue, idempotency_key=key), timeout)
+        return Job.from_proto(resp.job)
+
     def wait(self, queue: str, job_id: str, timeout: Optional[float] = None, *,
              on_update: Optional[Callable[[Job], Any]] = None) -> Job:
         """Block until the job finishes (WaitJob) and return it COMPLETED

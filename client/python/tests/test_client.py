@@ -47,6 +47,11 @@ def test_idempotency_key_duplicate_returns_same_id(client, queue):
     assert b.duplicate is True and b.job_id == a.job_id
     job = client.get_job(queue, a.job_id)
     assert job.json() == {"n": 1} and job.idempotency_key == "order-42"
+    by_key = client.get_job_by_idempotency_key(queue, "order-42")
+    assert by_key.id == a.job_id and by_key.json() == {"n": 1}
+    with pytest.raises(JobwireError) as ei:
+        client.get_job_by_idempotency_key(queue, "order-43")
+    assert ei.value.code == grpc.StatusCode.NOT_FOUND
 
 
 def test_enqueue_batch_per_job_error_returned_others_stored(client, queue):

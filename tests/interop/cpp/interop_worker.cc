@@ -150,6 +150,14 @@ absl::StatusOr<std::string> RunBehaviour(const jobwire::client::Job& job,
     absl::SleepFor(absl::Milliseconds(payload.value("sleep_ms", int64_t{0})));
     return nlohmann::json{{"lang", lang}}.dump();
   }
+  if (scenario == "keyed") {
+    log.Write(absl::StrCat("key_start ", job.id, " ", job.attempt, " ", lang, " ",
+                           job.concurrency_key));
+    absl::SleepFor(absl::Milliseconds(payload.value("sleep_ms", int64_t{0})));
+    log.Write(absl::StrCat("key_end ", job.id, " ", job.attempt, " ", lang, " ",
+                           job.concurrency_key));
+    return nlohmann::json{{"lang", lang}, {"key", job.concurrency_key}}.dump();
+  }
   return absl::InternalError(absl::StrCat("unknown scenario ", scenario));
 }
 

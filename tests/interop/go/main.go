@@ -283,6 +283,11 @@ func behaviour(ctx context.Context, job *jobwire.Job, log *lineLog, lang string,
 	case "sleep":
 		time.Sleep(time.Duration(p.SleepMs) * time.Millisecond)
 		return map[string]any{"lang": lang}, nil
+	case "keyed":
+		log.line("key_start", job.ID, job.Attempt, lang, job.ConcurrencyKey)
+		time.Sleep(time.Duration(p.SleepMs) * time.Millisecond)
+		log.line("key_end", job.ID, job.Attempt, lang, job.ConcurrencyKey)
+		return map[string]any{"lang": lang, "key": job.ConcurrencyKey}, nil
 	default:
 		return nil, fmt.Errorf("unknown scenario %s", p.Scenario)
 	}

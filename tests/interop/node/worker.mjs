@@ -161,6 +161,11 @@ worker.register('behaviour', async (job) => {
     case 'sleep':
       if (p.sleep_ms) await sleep(p.sleep_ms);
       return { lang };
+    case 'keyed':
+      logLine(`key_start ${job.id} ${job.attempt} ${lang} ${job.concurrencyKey}`);
+      if (p.sleep_ms) await sleep(p.sleep_ms);
+      logLine(`key_end ${job.id} ${job.attempt} ${lang} ${job.concurrencyKey}`);
+      return { lang, key: job.concurrencyKey };
     default:
       throw new Error(`unknown scenario ${p.scenario}`);
   }

@@ -128,6 +128,11 @@ def handle_behaviour(job):
     if scenario == "sleep":
         time.sleep(p.get("sleep_ms", 0) / 1000.0)
         return {"lang": LANG}
+    if scenario == "keyed":
+        log_line("key_start", job.id, job.attempt, LANG, job.concurrency_key)
+        time.sleep(p.get("sleep_ms", 0) / 1000.0)
+        log_line("key_end", job.id, job.attempt, LANG, job.concurrency_key)
+        return {"lang": LANG, "key": job.concurrency_key}
     raise RuntimeError("unknown scenario %s" % scenario)
 
 
