@@ -171,6 +171,35 @@ TEST_F(AuthTest, AdminNeedsTheAdminPermission) {
   JW_EXPECT_OK(as(kOpsToken)->ListQueues(&ops_ctx, {}, &queues));
 }
 
+// An admin token without enqueue or claim reads the jobs of the queues it
+// administers (GetJob, Subscribe), as ListJobs shows them, and no others.
+TEST_F(AuthTest, AdminReadsJobsOfItsQueues) {
+  const std::string id = MustEnqueue(*StubWith(kProducerToken), MakeJob("billing.invoices"));
+  auto ops = StubWith(kBillingOpsToken);
+  v1::Job job;
+  JW_EXPECT_OK(GetJob(*ops, "billing.invoices", id, &job));
+  EXPECT_EQ(job.id(), id);
+  v1::EnqueueResponse resp;
+  EXPECT_EQ(Enqueue(*ops, MakeJob("billing.invoices"), &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED)
+      << "admin does not grant enqueue";
+  const std::string other = MustEnqueue(*StubWith(kOpsToken), MakeJob("emails"));
+  grpc::Status denied = GetJob(*ops, "emails", other, &job);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(absl::StrContains(denied.error_message(), "needs enqueue, claim or admin"))
+      << denied.error_message();
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  v1::SubscribeRequest subscribe;
+  subscribe.add_queues("billing.invoices");
+  auto stream = ops->Subscribe(&ctx, subscribe);
+  v1::SubscribeResponse first;
+  ASSERT_TRUE(stream->Read(&first)) << stream->Finish().error_message();
+  EXPECT_TRUE(first.subscribed());
+  ctx.TryCancel();
+}
+
 // ListWorkers lists only the streams whose queues the token may all
 // administer, and needs some admin permission.
 TEST_F(AuthTest, ListWorkersShowsOnlyStreamsOfQueuesTheTokenAdministers) {
@@ -299,6 +328,10 @@ TEST(AuthorizerTest, RejectsMalformedTokenFiles) {
   EXPECT_FALSE(Authorizer::Allows(&p, service::Permission::kClaim, "jobs"));
   EXPECT_TRUE(Authorizer::Allows(&p, service::Permission::kRead, "jobs.b"));
   EXPECT_FALSE(Authorizer::Allows(&p, service::Permission::kEnqueue, "jobs.b"));
+  service::Principal admin = {"ops", {}, {}, {}, {"ops.*"}};
+  EXPECT_TRUE(Authorizer::Allows(&admin, service::Permission::kRead, "ops.q"));
+  EXPECT_FALSE(Authorizer::Allows(&admin, service::Permission::kRead, "jobs.b"));
+  EXPECT_FALSE(Authorizer::Allows(&admin, service::Permission::kClaim, "ops.q"));
 }
 
 }  // namespace

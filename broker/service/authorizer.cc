@@ -64,7 +64,7 @@ const char* Describe(Permission permission) {
     case Permission::kAdmin:
       return "administer";
     case Permission::kRead:
-      return "read jobs of (needs enqueue or claim on)";
+      return "read jobs of (needs enqueue, claim or admin on)";
   }
   return "use";
 }
@@ -243,7 +243,9 @@ bool Authorizer::Allows(const Principal* principal, Permission permission,
     case Permission::kAdmin:
       return Matches(principal->admin, queue);
     case Permission::kRead:
-      return Matches(principal->enqueue, queue) || Matches(principal->claim, queue);
+      // An administrator reads what ListJobs already shows it.
+      return Matches(principal->enqueue, queue) || Matches(principal->claim, queue) ||
+             Matches(principal->admin, queue);
   }
   return false;
 }

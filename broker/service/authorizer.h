@@ -46,7 +46,7 @@ enum class Permission {
   kEnqueue,  // Enqueue, EnqueueBatch, GetJob, Cancel
   kClaim,    // Claim, Ack, AckBatch, Fail, ExtendLease, ReportProgress, GetJob
   kAdmin,    // the Admin service
-  kRead,     // GetJob, WaitJob: kEnqueue or kClaim
+  kRead,     // GetJob, WaitJob, Subscribe: kEnqueue, kClaim or kAdmin
 };
 
 // One entry of the token file.

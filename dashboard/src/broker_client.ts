@@ -29,6 +29,21 @@ export interface QueueStats {
   max_active_per_key: number;
 }
 
+export type EventKind = 'EVENT_KIND_ENQUEUED' | 'EVENT_KIND_COMPLETED' | 'EVENT_KIND_RETRY' | 'EVENT_KIND_DEAD' | string;
+
+export interface QueueEvent {
+  kind: EventKind;
+  queue: string;
+  job_id: string;
+  at_ms: number;
+}
+
+export interface SubscribeResponse {
+  events: QueueEvent[];
+  subscribed: boolean;
+  events_missed: boolean;
+}
+
 export type JobState = 'JOB_STATE_PENDING' | 'JOB_STATE_ACTIVE' | 'JOB_STATE_COMPLETED' | 'JOB_STATE_DEAD';
 
 export interface Job {
@@ -210,6 +225,33 @@ export class BrokerClient {
 
   listWorkers(token: string | undefined): Promise<ListWorkersResponse> {
     return this.call(this.admin, 'ListWorkers', {}, token);
+  }
+
+  /**
+   * Subscribe (a server stream, no deadline): `onMessage` gets each
+   * response, `onEnd` the error that ended the stream (a BrokerError; code 1
+   * CANCELLED after cancel()) once. Answers the cancel function.
+   */
+  subscribe(
+    token: string | undefined,
+    req: { queues: string[]; kinds: EventKind[] },
+    onMessage: (m: SubscribeResponse) => void,
+    onEnd: (err: BrokerError) => void,
+  ): () => void {
+    const md = new grpc.Metadata();
+    if (token) md.set('authorization', `Bearer ${token}`);
+    const open = (this.broker as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<SubscribeResponse>>).Subscribe;
+    const stream = open.call(this.broker, req, md);
+    let ended = false;
+    const end = (err: BrokerError) => {
+      if (ended) return;
+      ended = true;
+      onEnd(err);
+    };
+    stream.on('data', (m: SubscribeResponse) => onMessage(m));
+    stream.on('error', (e: grpc.ServiceError) => end(new BrokerError(e.code, e.details)));
+    stream.on('end', () => end(new BrokerError(grpc.status.UNAVAILABLE, 'the event stream ended')));
+    return () => stream.cancel();
   }
 
   close(): void {

@@ -31,6 +31,18 @@ export function showBytes(bytes: Uint8Array | null | undefined): ShownBytes {
   return { kind: 'hex', text: lines.join('\n'), omitted: bytes.length - shown.length };
 }
 
+/**
+ * `count` jobs over `windowS` seconds as a rate: "0/s", "<0.1/s", "0.4/s",
+ * "12/s" (one decimal below 10 a second, whole numbers above).
+ */
+export function showRate(count: number, windowS: number): string {
+  const r = count / Math.max(1, windowS);
+  if (r === 0) return '0/s';
+  if (r < 0.05) return '<0.1/s';
+  const tenths = Math.round(r * 10) / 10;
+  return tenths < 10 ? `${tenths.toFixed(1)}/s` : `${Math.round(r)}/s`;
+}
+
 /** An epoch-ms time as ISO 8601 UTC; 0 as an empty string. */
 export function showTime(ms: number): string {
   return ms > 0 ? new Date(ms).toISOString().replace('.000Z', 'Z') : '';

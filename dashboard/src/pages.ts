@@ -2,7 +2,7 @@
 // Html (src/html.ts escapes every value). No page holds a bearer token:
 // forms carry only the session's CSRF token.
 import { Job, JobState, ListWorkersResponse, QueueStats, ScheduleInfo, WorkerStream } from './broker_client';
-import { showAgo, showBytes, showDuration, showLimits, showQueueWeights, showTime, showTypes, ShownBytes } from './format';
+import { showAgo, showBytes, showDuration, showLimits, showQueueWeights, showRate, showTime, showTypes, ShownBytes } from './format';
 import { MAX_AGE_UNITS } from './actions';
 import { Html, html } from './html';
 import { sparkline } from './sparkline';
@@ -80,8 +80,15 @@ export function queuesFragment(snap: Snapshot, poller: StatsPoller): Html {
   const updated = html`<p class="muted">Updated <time datetime="${new Date(snap.at).toISOString()}">${showTime(snap.at)}</time></p>`;
   if (snap.error) return html`${errorBox(snap.error.code, snap.error.details)}${updated}`;
   if (snap.queues.length === 0) return html`<p>No queues yet: a queue appears with its first job.</p>${updated}`;
+  const rateCell = (col: string, count: number | undefined, windowS: number) =>
+    count === undefined
+      ? html`<td data-col="${col}" class="muted" title="not counted yet: the event stream is not subscribed">–</td>`
+      : html`<td data-col="${col}" data-count="${count}" title="${count} in the last ${windowS} s">${showRate(count, windowS)}</td>`;
   const rows = snap.queues.map((q) => {
     const depth = poller.depthHistory(q.queue);
+    const r = poller.rates.rates(q.queue);
+    const done = poller.rates.completedPerMinute(q.queue);
+    const doneTotal = done.reduce((a, b) => a + b, 0);
     return html`<tr data-queue="${q.queue}">
 <th scope="row"><a href="${queueUrl(q.queue)}">${q.queue}</a>${q.paused ? html` <span class="badge paused">paused</span>` : ''}</th>
 <td data-col="pending_due">${q.pending_due}</td>
@@ -90,12 +97,16 @@ export function queuesFragment(snap: Snapshot, poller: StatsPoller): Html {
 <td data-col="completed">${q.completed}</td>
 <td data-col="dead">${q.dead}</td>
 <td data-col="oldest_due_age">${q.pending_due > 0 ? showDuration(q.oldest_due_age_ms) : '–'}</td>
-<td>${sparkline(depth, `Depth of ${q.queue} over the last ${depth.length} polls, now ${depth[depth.length - 1] ?? 0}`)}</td>
+${rateCell('enqueued_rate', r?.enqueued, r?.windowS ?? 0)}
+${rateCell('completed_rate', r?.completed, r?.windowS ?? 0)}
+${rateCell('failed_rate', r?.failed, r?.windowS ?? 0)}
+<td data-col="depth">${sparkline(depth, `Depth of ${q.queue} over the last ${depth.length} polls, now ${depth[depth.length - 1] ?? 0}`)}</td>
+<td data-col="throughput">${r ? sparkline(done, `Jobs of ${q.queue} completed per minute over the last ${done.length} min: ${doneTotal} in all`) : html`<span class="muted">–</span>`}</td>
 </tr>`;
   });
   return html`<div class="scroll"><table class="queues">
 <caption class="sr-only">Queues and their jobs per state</caption>
-<thead><tr><th scope="col">Queue</th><th scope="col">Due</th><th scope="col">Scheduled</th><th scope="col">Active</th><th scope="col">Completed</th><th scope="col">Dead</th><th scope="col">Oldest due</th><th scope="col">Depth</th></tr></thead>
+<thead><tr><th scope="col">Queue</th><th scope="col">Due</th><th scope="col">Scheduled</th><th scope="col">Active</th><th scope="col">Completed</th><th scope="col">Dead</th><th scope="col">Oldest due</th><th scope="col"><abbr title="enqueued per second over the last minute">In</abbr></th><th scope="col"><abbr title="completed per second over the last minute">Done</abbr></th><th scope="col"><abbr title="failed (retried or dead) per second over the last minute">Failed</abbr></th><th scope="col">Depth</th><th scope="col">Completed per min (1 h)</th></tr></thead>
 <tbody>${rows}</tbody>
 </table></div>${updated}`;
 }

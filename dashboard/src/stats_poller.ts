@@ -3,10 +3,13 @@
 // from its latest snapshot and every server-sent-events stream is fed by its
 // ticks, so viewers add no load on the broker. Keeps each queue's depth
 // (pending + active) over the last `historyLength` ticks for the sparklines.
-// A poller with no subscriber that nobody read for `idleMs` stops itself and
-// calls onIdle (StatsPollerHub then forgets it).
+// Its RateTracker follows the queues of the latest poll through the event
+// stream, for the rates and the throughput history.
+// A poller with no subscriber that nobody read for `idleMs` stops itself (and
+// its RateTracker) and calls onIdle (StatsPollerHub then forgets it).
 // Thread safety: single-threaded (Node's event loop).
 import { BrokerClient, BrokerError, QueueStats } from './broker_client';
+import { RateTracker } from './rate_tracker';
 
 export interface Snapshot {
   /** When the poll answered (epoch ms). */
@@ -36,12 +39,16 @@ export class StatsPoller {
   private timer: NodeJS.Timeout | undefined;
   private lastUsedAt = Date.now();
   private polling = false;
+  /** Rates and throughput of the queues of the latest poll. */
+  readonly rates: RateTracker;
 
   constructor(
     private readonly client: BrokerClient,
     private readonly token: string | undefined,
     private readonly options: StatsPollerOptions,
-  ) {}
+  ) {
+    this.rates = new RateTracker(client, token);
+  }
 
   /** Polls at once, then every intervalMs. */
   start(): void {
@@ -53,6 +60,7 @@ export class StatsPoller {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.rates.stop();
   }
 
   /** The latest snapshot; waits for the first poll when none has answered yet. */
@@ -90,6 +98,7 @@ export class StatsPoller {
       const queues = [...res.queues].sort((a, b) => a.queue.localeCompare(b.queue));
       snap = { at: Date.now(), queues };
       this.record(queues);
+      this.rates.follow(queues.map((q) => q.queue));
     } catch (err) {
       const e = err instanceof BrokerError ? err : new BrokerError(2, String(err));
       snap = { at: Date.now(), queues: [], error: e };

@@ -73,7 +73,7 @@ describe('open broker', () => {
     const page = await browser.newPage();
     await page.goto(`${dash.url}/`);
     assert.deepEqual(await row(page, 'counts'), { due: '3', scheduled: '2', active: '0', dead: '1' });
-    assert.equal(await page.locator('tr[data-queue="counts"] svg.spark').count(), 1);
+    assert.equal(await page.locator('tr[data-queue="counts"] td[data-col="depth"] svg.spark').count(), 1);
     await page.close();
   });
 
@@ -91,6 +91,34 @@ describe('open broker', () => {
     assert.equal(await page.evaluate(() => window.notReloaded), true);
     assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation');
     await page.close();
+  });
+
+  test("the queues table shows each queue's rates and completed-per-minute history from the event stream", async () => {
+    await client.enqueue('rated', 'ok', { first: true }); // the queue exists: the next poll follows it
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/`);
+    const cell = (col, count) => page.locator(`tr[data-queue="rated"] td[data-col="${col}"]${count === undefined ? '' : `[data-count="${count}"]`}`);
+    await cell('enqueued_rate', 0).waitFor({ timeout: 10_000 }); // subscribed: counting from here
+    for (let i = 0; i < 9; i++) await client.enqueue('rated', 'ok', { i });
+    for (let i = 0; i < 3; i++) await client.enqueue('rated', 'bad', { i }, { maxAttempts: 1 });
+    const w = new Worker({ address: stack.address, queues: ['rated'], concurrency: 4, workerId: 'rated-worker', logger: null });
+    w.register('ok', async () => ({}));
+    w.register('bad', async () => { throw new Error('boom'); });
+    const run = w.run();
+    try {
+      // The first job, enqueued before the subscription, is not counted in but is counted done.
+      await cell('completed_rate', 10).waitFor({ timeout: 15_000 });
+      await cell('failed_rate', 3).waitFor({ timeout: 15_000 });
+      assert.equal(await cell('enqueued_rate').getAttribute('data-count'), '12');
+      assert.match(await cell('enqueued_rate').innerText(), /^(\d+(\.\d)?|<0\.1)\/s$/);
+      assert.match(await cell('completed_rate').getAttribute('title'), /^10 in the last \d+ s$/);
+      assert.match(await page.locator('tr[data-queue="rated"] td[data-col="throughput"] svg').getAttribute('aria-label'),
+        /^Jobs of rated completed per minute over the last \d+ min: 10 in all$/);
+    } finally {
+      await w.stop();
+      await run;
+      await page.close();
+    }
   });
 
   test('a dead job shows its error; retrying it in the browser moves it to pending', async () => {

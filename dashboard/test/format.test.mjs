@@ -2,7 +2,7 @@
 // JSON pretty-printed, anything else in hex, both cut with the rest counted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { showAgo, showBytes, showDuration, showLimits, showQueueWeights, showTime, showTypes, MAX_SHOWN_BYTES } from '../dist/format.js';
+import { showAgo, showBytes, showDuration, showLimits, showQueueWeights, showRate, showTime, showTypes, MAX_SHOWN_BYTES } from '../dist/format.js';
 
 test('UTF-8 JSON is pretty-printed; other bytes are hex; nothing is empty', () => {
   assert.deepEqual(showBytes(Buffer.from('{"a":[1,2]}')), { kind: 'json', text: '{\n  "a": [\n    1,\n    2\n  ]\n}', omitted: 0 });
@@ -61,4 +61,15 @@ test("a worker's queues with their weights, its types, and how long ago", () => 
   assert.equal(showAgo(now - 3 * 3600_000, now), '3 h ago');
   assert.equal(showAgo(now + 400, now), '0 ms ago', "a replica's clock ahead of ours");
   assert.equal(showAgo(0, now), '');
+});
+
+test('rates: jobs over a window in seconds, one decimal below 10 a second', () => {
+  assert.equal(showRate(0, 60), '0/s');
+  assert.equal(showRate(1, 60), '<0.1/s');
+  assert.equal(showRate(3, 60), '0.1/s');
+  assert.equal(showRate(12, 60), '0.2/s');
+  assert.equal(showRate(5, 1), '5.0/s');
+  assert.equal(showRate(599, 60), '10/s');
+  assert.equal(showRate(7200, 60), '120/s');
+  assert.equal(showRate(4, 0), '4.0/s', 'a window under a second counts as one');
 });

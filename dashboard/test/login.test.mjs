@@ -1,7 +1,8 @@
 // The dashboard in front of a broker that requires tokens (--require_login):
 // every page asks for a login first; a wrong token and a token without the
 // admin permission are refused with a clear message; an admin token opens
-// the queues; a token limited to other queues sees PERMISSION_DENIED; the
+// the queues; a token limited to other queues sees PERMISSION_DENIED, and
+// with admin alone opens its own queues' jobs and rates; the
 // token never appears in served HTML, URLs or the dashboard's log, and the
 // session cookie is HttpOnly and SameSite=Strict. The Workers page lists
 // only the workers whose queues the token may all administer.
@@ -109,6 +110,14 @@ test('a token that may administer other queues only sees PERMISSION_DENIED on th
   const res = await page.goto(`${dash.url}/queues/secure`);
   assert.equal(res.status(), 403);
   assert.match(await page.getByRole('alert').innerText(), /PERMISSION_DENIED/);
+
+  // Its own queues, with admin alone: a job's page (GetJob) and the rates (Subscribe).
+  const { jobId } = await client.enqueue('other.mine', 'send', { n: 3 });
+  const job = await page.goto(`${dash.url}/queues/other.mine/jobs/${jobId}`);
+  assert.equal(job.status(), 200);
+  assert.equal(await page.locator('dd[data-field="Id"]').innerText(), jobId);
+  await page.goto(`${dash.url}/`);
+  await page.locator('tr[data-queue="other.mine"] td[data-col="enqueued_rate"][data-count]').waitFor({ timeout: 10_000 });
   await page.close();
 });
 
