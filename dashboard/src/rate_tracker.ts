@@ -3,7 +3,9 @@
 // minute over the last hour, counted in this process from the broker's event
 // stream (Subscribe, events ENQUEUED, COMPLETED, RETRY and DEAD): one set of
 // streams per token, at most 100 queues each, shared by every viewer, so
-// viewers add no load on the broker or on Redis.
+// viewers add no load on the broker or on Redis. A queue that appears gets a
+// stream of its own and the others keep theirs (and their counts); past
+// SPARE_STREAMS more streams than the list needs, all are opened again.
 //
 // Counts start when a queue's stream is subscribed: a queue's rates are
 // unknown (undefined) until then, and its counts are dropped and start again
@@ -69,10 +71,20 @@ class Series {
 }
 
 interface Stream {
+  /** The queues the stream was opened with. */
   queues: string[];
+  /** Those of them still followed (a queue gone from the list stays in its stream, uncounted). */
+  wanted: Set<string>;
   cancel: () => void;
   retry?: NodeJS.Timeout;
 }
+
+/**
+ * Streams opened for queues added one by one may outnumber the fewest that
+ * cover the list by this many before they are all opened again as full
+ * streams of 100 (which starts every queue's counts again).
+ */
+const SPARE_STREAMS = 8;
 
 export class RateTracker {
   private following = '';
@@ -88,15 +100,36 @@ export class RateTracker {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Follows exactly these queues (the poller's latest list); a changed list opens its streams again. */
+  /**
+   * Follows exactly these queues (the poller's latest list). Queues that
+   * stay keep their stream and their counts: new ones get new streams, a
+   * stream whose queues are all gone is closed.
+   */
   follow(queues: readonly string[]): void {
     if (this.stopped) return;
     const sorted = [...new Set(queues)].sort();
     const key = sorted.join('\n');
     if (key === this.following) return;
     this.following = key;
-    this.closeAll();
-    for (let i = 0; i < sorted.length; i += QUEUES_PER_STREAM) this.open(sorted.slice(i, i + QUEUES_PER_STREAM));
+    const want = new Set(sorted);
+    for (const s of [...this.streams]) {
+      for (const q of s.wanted) {
+        if (!want.has(q)) {
+          s.wanted.delete(q);
+          this.series.delete(q);
+        }
+      }
+      if (s.wanted.size === 0) this.close(s);
+    }
+    const covered = new Set(this.streams.flatMap((s) => [...s.wanted]));
+    let added = sorted.filter((q) => !covered.has(q));
+    if (added.length === 0) return;
+    const fewest = Math.ceil(sorted.length / QUEUES_PER_STREAM);
+    if (this.streams.length + Math.ceil(added.length / QUEUES_PER_STREAM) > fewest + SPARE_STREAMS) {
+      this.closeAll();
+      added = sorted;
+    }
+    for (let i = 0; i < added.length; i += QUEUES_PER_STREAM) this.open(added.slice(i, i + QUEUES_PER_STREAM));
   }
 
   stop(): void {
@@ -133,11 +166,11 @@ export class RateTracker {
   }
 
   private open(queues: string[]): void {
-    const stream: Stream = { queues, cancel: () => {} };
+    const stream: Stream = { queues, wanted: new Set(queues), cancel: () => {} };
     const restart = (err: BrokerError) => {
       // A stream closed by closeAll (its queues' counts already dropped there).
       if (this.stopped || !this.streams.includes(stream)) return;
-      for (const q of queues) this.series.delete(q);
+      for (const q of stream.wanted) this.series.delete(q);
       // A refused token or permission will not change soon: wait longer.
       const wait = err.code === 7 || err.code === 16 ? 30_000 : this.retryMs;
       stream.retry = setTimeout(start, wait);
@@ -148,7 +181,7 @@ export class RateTracker {
         if (!this.streams.includes(stream)) return; // closed: what it still delivers is not counted
         if (m.subscribed || m.events_missed) {
           // Counting (again) from now: a gap's events are gone.
-          for (const q of queues) this.series.set(q, new Series(this.now()));
+          for (const q of stream.wanted) this.series.set(q, new Series(this.now()));
         }
         for (const e of m.events) this.count(e);
       }, restart);
@@ -161,13 +194,14 @@ export class RateTracker {
     this.series.get(e.queue)?.add(e.kind, this.now());
   }
 
+  private close(s: Stream): void {
+    this.streams = this.streams.filter((x) => x !== s);
+    clearTimeout(s.retry);
+    s.cancel();
+    for (const q of s.wanted) this.series.delete(q);
+  }
+
   private closeAll(): void {
-    const old = this.streams;
-    this.streams = [];
-    for (const s of old) {
-      clearTimeout(s.retry);
-      s.cancel();
-      for (const q of s.queues) this.series.delete(q);
-    }
+    for (const s of [...this.streams]) this.close(s);
   }
 }

@@ -40,6 +40,36 @@ test('one stream per 100 queues, for the token; a changed list opens them again'
   assert.equal(client.streams[2].cancelled, true);
 });
 
+test('a queue added gets a stream of its own and the others keep theirs and their counts; a removed one is no longer counted', () => {
+  const client = fakeClient();
+  const t = new RateTracker(client, undefined, 2000, () => 5000);
+  t.follow(['a', 'b']);
+  client.streams[0].onMessage({ events: [ev('a', 'ENQUEUED')], subscribed: true, events_missed: false });
+  t.follow(['a', 'b', 'c']);
+  assert.equal(client.streams.length, 2);
+  assert.equal(client.streams[0].cancelled, false);
+  assert.deepEqual(client.streams[1].req.queues, ['c']);
+  assert.equal(t.rates('a').enqueued, 1, 'a kept its count');
+  t.follow(['b', 'c']);
+  assert.equal(client.streams[0].cancelled, false, 'b still needs the stream');
+  assert.equal(t.rates('a'), undefined);
+  client.streams[0].onMessage({ events: [ev('a', 'ENQUEUED'), ev('b', 'ENQUEUED')], subscribed: false, events_missed: false });
+  assert.equal(t.rates('a'), undefined, 'a removed queue is not counted again');
+  assert.equal(t.rates('b').enqueued, 1);
+  t.follow(['c']);
+  assert.equal(client.streams[0].cancelled, true, 'none of its queues followed: closed');
+  // Queues added one at a time: at most 8 streams beyond the fewest, then all reopened in full.
+  const many = ['c'];
+  for (let i = 0; i < 9; i++) {
+    many.push(`n${i}`);
+    t.follow(many);
+  }
+  const open = client.streams.filter((s) => !s.cancelled);
+  assert.equal(open.length, 1, 'reopened as one stream of 10 queues');
+  assert.equal(open[0].req.queues.length, 10);
+  t.stop();
+});
+
 test('counts per kind from the subscription on, over a window that grows to 60 s; completed per minute', () => {
   const client = fakeClient();
   let now = 120_000; // minute 2
