@@ -286,7 +286,9 @@ export class DashboardServer {
       this.broker.getQueueStats(token, queue),
       this.broker.listJobs(token, { queue, state: pages.STATES[state], page_size: 50, page_token: pageToken, type }),
     ]);
-    this.send(r.res, 200, pages.queuePage(r.ctx, { stats, state, type, pageToken, jobs: list.jobs, nextPageToken: list.next_page_token }));
+    const poller = this.hub.get(token);
+    const hour = { depth: poller.depthPerMinute(queue), completed: poller.rates.rates(queue) ? poller.rates.completedPerMinute(queue) : undefined };
+    this.send(r.res, 200, pages.queuePage(r.ctx, { stats, state, type, pageToken, jobs: list.jobs, nextPageToken: list.next_page_token, hour }));
   }
 
   private async job(r: RequestContext, queue: string, id: string): Promise<void> {

@@ -124,6 +124,26 @@ export interface QueuePageData {
   pageToken: string;
   jobs: Job[];
   nextPageToken: string;
+  /** The last hour as this dashboard saw it: depth (highest per minute) and completed per minute (undefined: not counted yet). */
+  hour: { depth: number[]; completed: number[] | undefined };
+}
+
+/** The queue's last hour: two small charts from the poller's and the rate tracker's memory. */
+function hourCharts(q: string, hour: QueuePageData['hour']): Html {
+  const { depth, completed } = hour;
+  const depthChart = depth.length === 0
+    ? html`<p class="muted">No poll yet.</p>`
+    : sparkline(depth, `Depth of ${q}, the highest of each minute over the last ${depth.length} min: now ${depth[depth.length - 1]}, at most ${Math.max(...depth)}`, 300, 48);
+  const doneChart = completed === undefined
+    ? html`<p class="muted">Not counted yet: the event stream is not subscribed.</p>`
+    : sparkline(completed, `Jobs of ${q} completed per minute over the last ${completed.length} min: ${completed.reduce((a, b) => a + b, 0)} in all`, 300, 48);
+  return html`<section aria-labelledby="hour"><h2 id="hour">Last hour</h2>
+<div class="charts">
+<figure data-chart="depth"><figcaption>Depth, the highest of each minute</figcaption>${depthChart}</figure>
+<figure data-chart="completed"><figcaption>Completed per minute</figcaption>${doneChart}</figure>
+</div>
+<p class="muted">As this dashboard saw it since it started (or since the queue appeared), oldest minute first.</p>
+</section>`;
 }
 
 export function queuePage(ctx: PageContext, d: QueuePageData): Html {
@@ -158,6 +178,7 @@ ${purgeOlderForm(ctx, q)}
   return layout(ctx, `Queue ${q}`, html`
 <p>${s.paused ? html`<span class="badge paused">paused</span> ` : ''}${s.pending_due} due, ${s.pending_scheduled} scheduled, ${s.active} active, ${s.completed} completed, ${s.dead} dead${s.pending_due > 0 ? html`; oldest due ${showDuration(s.oldest_due_age_ms)}` : ''}.</p>
 <p class="limits">Limits: ${showLimits(s.rate_limit, s.max_active, s.max_active_per_key)}.</p>
+${hourCharts(q, d.hour)}
 ${actions}
 <section aria-labelledby="jl"><h2 id="jl">Jobs</h2>
 <nav aria-label="Job states" class="tabs">${tabs}</nav>

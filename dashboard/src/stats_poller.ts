@@ -2,14 +2,15 @@
 // none), shared by every viewer using that token: the queues page renders
 // from its latest snapshot and every server-sent-events stream is fed by its
 // ticks, so viewers add no load on the broker. Keeps each queue's depth
-// (pending + active) over the last `historyLength` ticks for the sparklines.
+// (pending + active) over the last `historyLength` ticks for the sparklines,
+// and the highest depth of each minute over the last hour.
 // Its RateTracker follows the queues of the latest poll through the event
 // stream, for the rates and the throughput history.
 // A poller with no subscriber that nobody read for `idleMs` stops itself (and
 // its RateTracker) and calls onIdle (StatsPollerHub then forgets it).
 // Thread safety: single-threaded (Node's event loop).
 import { BrokerClient, BrokerError, QueueStats } from './broker_client';
-import { RateTracker } from './rate_tracker';
+import { HISTORY_MINUTES, RateTracker } from './rate_tracker';
 
 export interface Snapshot {
   /** When the poll answered (epoch ms). */
@@ -34,6 +35,8 @@ export function depthOf(q: QueueStats): number {
 export class StatsPoller {
   private latest: Snapshot | undefined;
   private readonly history = new Map<string, number[]>();
+  /** queue -> minute (epoch ms / 60000) -> the highest depth polled in it; the last HISTORY_MINUTES. */
+  private readonly minutes = new Map<string, Map<number, number>>();
   private readonly subscribers = new Set<(s: Snapshot) => void>();
   private readonly firstWaiters: ((s: Snapshot) => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -75,6 +78,22 @@ export class StatsPoller {
     return this.history.get(queue) ?? [];
   }
 
+  /**
+   * The highest depth polled in each minute, oldest first, from the first
+   * minute this poller saw the queue (the last HISTORY_MINUTES at most); a
+   * minute without a poll (a failed one) repeats the one before.
+   */
+  depthPerMinute(queue: string): number[] {
+    const m = this.minutes.get(queue);
+    if (!m || m.size === 0) return [];
+    const keys = [...m.keys()];
+    const first = Math.min(...keys);
+    const last = Math.max(...keys);
+    const out: number[] = [];
+    for (let k = first; k <= last; k++) out.push(m.get(k) ?? out[out.length - 1] ?? 0);
+    return out;
+  }
+
   /** Calls fn with every new snapshot until the returned function is called. */
   subscribe(fn: (s: Snapshot) => void): () => void {
     this.subscribers.add(fn);
@@ -112,14 +131,20 @@ export class StatsPoller {
 
   private record(queues: QueueStats[]): void {
     const seen = new Set<string>();
+    const minute = Math.floor(Date.now() / 60_000);
     for (const q of queues) {
       seen.add(q.queue);
       const h = this.history.get(q.queue) ?? [];
       h.push(depthOf(q));
       if (h.length > this.options.historyLength) h.shift();
       this.history.set(q.queue, h);
+      const m = this.minutes.get(q.queue) ?? new Map<number, number>();
+      m.set(minute, Math.max(m.get(minute) ?? 0, depthOf(q)));
+      for (const k of m.keys()) if (k <= minute - HISTORY_MINUTES) m.delete(k);
+      this.minutes.set(q.queue, m);
     }
     for (const name of this.history.keys()) if (!seen.has(name)) this.history.delete(name);
+    for (const name of this.minutes.keys()) if (!seen.has(name)) this.minutes.delete(name);
   }
 }
 

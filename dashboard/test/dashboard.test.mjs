@@ -114,6 +114,12 @@ describe('open broker', () => {
       assert.match(await cell('completed_rate').getAttribute('title'), /^10 in the last \d+ s$/);
       assert.match(await page.locator('tr[data-queue="rated"] td[data-col="throughput"] svg').getAttribute('aria-label'),
         /^Jobs of rated completed per minute over the last \d+ min: 10 in all$/);
+      // The queue's page: its last hour, depth and completed per minute.
+      await page.goto(`${dash.url}/queues/rated`);
+      assert.match(await page.locator('figure[data-chart="completed"] svg').getAttribute('aria-label'),
+        /^Jobs of rated completed per minute over the last \d+ min: 10 in all$/);
+      const depth = /, at most (\d+)$/.exec(await page.locator('figure[data-chart="depth"] svg').getAttribute('aria-label'));
+      assert.ok(depth && Number(depth[1]) >= 1, 'the pending job was polled: depth 1 at least');
     } finally {
       await w.stop();
       await run;
