@@ -1,8 +1,8 @@
 // The actions an operator can take, one entry per POST /queues/<q>/<name>.
 // Each says what it will change (the confirmation question, with the number
 // of jobs it affects, read from the broker just before) and then does it.
-// Pause and resume change no job and are not confirmed.
-import { BrokerClient } from './broker_client';
+// Pause, resume and update-queue change no job and are not confirmed.
+import { BrokerClient, UpdateQueueRequest } from './broker_client';
 import { showDuration } from './format';
 
 export interface ActionInput {
@@ -20,6 +20,10 @@ export interface ActionInput {
   type: string;
   /** purge-dead: only the dead jobs that died more than this long ago; 0: all. */
   olderThanMs: number;
+  /** delete-queue: also while jobs are active. */
+  force: boolean;
+  /** update-queue: the settings given (parseQueueSettings). */
+  settings: Omit<UpdateQueueRequest, 'queue'>;
 }
 
 export interface Action {
@@ -119,6 +123,30 @@ export const ACTIONS: Record<string, Action> = {
       return `Removed ${plural(purged)}.`;
     },
   },
+  'delete-queue': {
+    needsJob: false,
+    question: async (i) => {
+      const s = (await i.broker.getQueueStats(i.token, i.queue)).stats;
+      const all = s.pending_due + s.pending_scheduled + s.active + s.completed + s.dead;
+      const active = s.active > 0
+        ? i.force
+          ? ` ${plural(s.active)} of them are running: their workers' Ack and Fail will get NOT_FOUND.`
+          : ` ${plural(s.active)} of them are running: the broker refuses unless "also running jobs" is ticked.`
+        : '';
+      return `Delete queue ${i.queue} and every job it holds, for good? This affects ${plural(all)}.${active}`;
+    },
+    run: async (i) => {
+      const { deleted } = await i.broker.deleteQueue(i.token, i.queue, i.force);
+      return `Deleted queue ${i.queue}: ${plural(deleted)} removed.`;
+    },
+  },
+  'update-queue': {
+    needsJob: false,
+    run: async (i) => {
+      await i.broker.updateQueue(i.token, { queue: i.queue, ...i.settings });
+      return `Queue ${i.queue} updated: ${describeSettings(i.settings)}.`;
+    },
+  },
   'delete-job': {
     needsJob: true,
     question: async (i) => `Delete job ${i.jobIds[0]} of queue ${i.queue}, whatever its state, for good? This affects 1 job.`,
@@ -161,4 +189,47 @@ export function parseOlderThan(value: string | null, unit: string | null): numbe
   const per = unit !== null ? AGE_UNITS[unit] : undefined;
   if (per === undefined) return { error: `unit must be one of ${Object.keys(AGE_UNITS).join(', ')} (got "${(unit ?? '').slice(0, 20)}").` };
   return Number(v) * per;
+}
+
+/** update-queue's form fields, each a whole number when given (empty: unchanged). */
+export const SETTING_FIELDS = ['partitions', 'max_active', 'max_active_per_key', 'default_job_timeout_ms', 'rate_count', 'rate_interval_ms', 'rate_burst'] as const;
+
+/**
+ * update-queue's settings from its form: the fields given, as whole numbers
+ * (their ranges are the broker's to check, and it names the field). A rate
+ * limit needs rate_count, and rate_interval_ms unless rate_count is 0 (which
+ * removes the limit). Nothing given, or a field that is not a whole number,
+ * answers the refusal's message, naming the field.
+ */
+export function parseQueueSettings(get: (name: string) => string | null): Omit<UpdateQueueRequest, 'queue'> | { error: string } {
+  const n: Partial<Record<(typeof SETTING_FIELDS)[number], number>> = {};
+  for (const f of SETTING_FIELDS) {
+    const v = (get(f) ?? '').trim();
+    if (v === '') continue;
+    if (!/^-?\d{1,12}$/.test(v)) return { error: `${f} must be a whole number (got "${v.slice(0, 20)}").` };
+    n[f] = Number(v);
+  }
+  const out: Omit<UpdateQueueRequest, 'queue'> = {};
+  if (n.partitions !== undefined) out.partitions = n.partitions;
+  if (n.max_active !== undefined) out.max_active = n.max_active;
+  if (n.max_active_per_key !== undefined) out.max_active_per_key = n.max_active_per_key;
+  if (n.default_job_timeout_ms !== undefined) out.default_job_timeout_ms = n.default_job_timeout_ms;
+  if (n.rate_count !== undefined || n.rate_interval_ms !== undefined || n.rate_burst !== undefined) {
+    if (n.rate_count === undefined) return { error: 'rate_count is required to set a rate limit (0 removes it).' };
+    if (n.rate_count !== 0 && n.rate_interval_ms === undefined) return { error: 'rate_interval_ms is required with a rate_count above 0.' };
+    out.rate_limit = n.rate_count === 0 ? { count: 0, interval_ms: 0, burst: 0 } : { count: n.rate_count, interval_ms: n.rate_interval_ms ?? 0, burst: n.rate_burst ?? 0 };
+  }
+  if (Object.keys(out).length === 0) return { error: 'Nothing to change: give at least one setting.' };
+  return out;
+}
+
+/** The settings as the message after an update says them. */
+function describeSettings(s: Omit<UpdateQueueRequest, 'queue'>): string {
+  const parts: string[] = [];
+  if (s.partitions !== undefined) parts.push(`partitions ${s.partitions}`);
+  if (s.max_active !== undefined) parts.push(s.max_active === 0 ? 'no limit on active jobs' : `max active ${s.max_active}`);
+  if (s.max_active_per_key !== undefined) parts.push(s.max_active_per_key === 0 ? 'no limit per concurrency key' : `max active per key ${s.max_active_per_key}`);
+  if (s.default_job_timeout_ms !== undefined) parts.push(s.default_job_timeout_ms < 0 ? "the broker's default job timeout" : `default job timeout ${s.default_job_timeout_ms} ms`);
+  if (s.rate_limit) parts.push(s.rate_limit.count === 0 ? 'no rate limit' : `rate limit ${s.rate_limit.count} per ${s.rate_limit.interval_ms} ms${s.rate_limit.burst ? ` (bursts of ${s.rate_limit.burst})` : ''}`);
+  return parts.join(', ');
 }

@@ -44,6 +44,16 @@ export interface SubscribeResponse {
   events_missed: boolean;
 }
 
+/** UpdateQueueRequest (admin.proto): an absent field is unchanged. */
+export interface UpdateQueueRequest {
+  queue: string;
+  partitions?: number;
+  default_job_timeout_ms?: number;
+  rate_limit?: { count: number; interval_ms: number; burst: number };
+  max_active?: number;
+  max_active_per_key?: number;
+}
+
 export type JobState = 'JOB_STATE_PENDING' | 'JOB_STATE_ACTIVE' | 'JOB_STATE_COMPLETED' | 'JOB_STATE_DEAD';
 
 export interface Job {
@@ -209,6 +219,16 @@ export class BrokerClient {
   /** PurgeDead of the dead jobs that died more than olderThanMs ago (0: all). */
   purgeDead(token: string | undefined, queue: string, olderThanMs: number): Promise<{ purged: number }> {
     return this.call(this.admin, 'PurgeDead', { queue, older_than_ms: olderThanMs }, token);
+  }
+  deleteQueue(token: string | undefined, queue: string, force: boolean): Promise<{ deleted: number }> {
+    return this.call(this.admin, 'DeleteQueue', { queue, force }, token);
+  }
+  /** UpdateQueue with the settings given (absent: unchanged). */
+  updateQueue(token: string | undefined, req: UpdateQueueRequest): Promise<{ previous_partitions: number }> {
+    return this.call(this.admin, 'UpdateQueue', req, token);
+  }
+  deleteSchedule(token: string | undefined, name: string): Promise<{ deleted: boolean }> {
+    return this.call(this.admin, 'DeleteSchedule', { name }, token);
   }
   pauseQueue(token: string | undefined, queue: string): Promise<object> {
     return this.call(this.admin, 'PauseQueue', { queue }, token);

@@ -14,6 +14,7 @@
 //   GET  /queues/<q>/jobs/<id>
 //   GET  /queues/<q>/jobs/<id>/{payload,result,progress_data}   the bytes, as a download
 //   POST /queues/<q>/<action>          actions.ts; asks first unless confirm=yes
+//   POST /schedules/<name>/delete      DeleteSchedule; asks first unless confirm=yes
 //
 // Every POST needs the session's CSRF token in its form and an Origin (or,
 // without one, a Referer) of this server: else 403 and nothing is done.
@@ -26,7 +27,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as path from 'node:path';
-import { ACTIONS, MAX_SELECTED, parseOlderThan } from './actions';
+import { ACTIONS, MAX_SELECTED, parseOlderThan, parseQueueSettings } from './actions';
 import { BrokerClient, BrokerError } from './broker_client';
 import { Config, splitHostPort } from './config';
 import { Html } from './html';
@@ -36,6 +37,7 @@ import { StatsPollerHub } from './stats_poller';
 
 const COOKIE = 'jw_session';
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
+const SCHEDULE_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_BODY = 64 * 1024;
 const STATIC_FILES: Record<string, string> = {
   'style.css': 'text/css; charset=utf-8',
@@ -143,7 +145,7 @@ export class DashboardServer {
     }
     let form = new URLSearchParams();
     if (req.method === 'POST') {
-      if (this.config.readOnly && url.pathname.startsWith('/queues/')) {
+      if (this.config.readOnly && (url.pathname.startsWith('/queues/') || url.pathname.startsWith('/schedules/'))) {
         throw new HttpError(403, 'This dashboard is read-only: actions are refused.');
       }
       form = new URLSearchParams(await readBody(req));
@@ -180,6 +182,10 @@ export class DashboardServer {
       if (!post && parts.length === 1 && parts[0] === '') return await this.queues(r);
       if (!post && parts.length === 1 && parts[0] === 'events') return await this.events(r);
       if (!post && parts.length === 1 && parts[0] === 'schedules') return await this.schedules(r);
+      if (post && parts.length === 3 && parts[0] === 'schedules' && parts[2] === 'delete') {
+        if (!SCHEDULE_NAME.test(parts[1])) throw new HttpError(400, 'Not a schedule name.');
+        return await this.deleteSchedule(r, parts[1]);
+      }
       if (!post && parts.length === 1 && parts[0] === 'workers') return await this.workers(r);
       if (parts[0] === 'queues' && parts.length >= 2) {
         if (!QUEUE_NAME.test(parts[1])) throw new HttpError(400, 'Not a queue name.');
@@ -268,6 +274,18 @@ export class DashboardServer {
     }
   }
 
+  /** DeleteSchedule, after a confirmation. */
+  private async deleteSchedule(r: RequestContext, name: string): Promise<void> {
+    const action = `/schedules/${encodeURIComponent(name)}/delete`;
+    if (r.form.get('confirm') !== 'yes') {
+      const question = `Delete schedule ${name}? It enqueues no more runs; the jobs it already enqueued stay.`;
+      return this.send(r.res, 200, pages.confirmPage(r.ctx, 'Please confirm', question, action, {}, '/schedules'));
+    }
+    const { deleted } = await this.broker.deleteSchedule(r.session.token, name);
+    this.log({ msg: 'action', action: 'delete-schedule', schedule: name });
+    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', deleted ? `Deleted schedule ${name}.` : `There was no schedule ${name}.`, { url: '/schedules', label: 'Back to the schedules' }));
+  }
+
   private async queue(r: RequestContext, queue: string): Promise<void> {
     const q = r.url.searchParams;
     const jobId = q.get('job_id')?.trim();
@@ -311,14 +329,20 @@ export class DashboardServer {
     }
     const olderThan = name === 'purge-dead' ? parseOlderThan(r.form.get('older_than'), r.form.get('unit')) : 0;
     if (typeof olderThan !== 'number') throw new HttpError(400, olderThan.error);
-    const input = { broker: this.broker, token: r.session.token, queue, jobIds, all, type, olderThanMs: olderThan };
+    const settings = name === 'update-queue' ? parseQueueSettings((f) => r.form.get(f)) : {};
+    if ('error' in settings) throw new HttpError(400, settings.error);
+    const force = name === 'delete-queue' && r.form.get('force') === '1';
+    const input = { broker: this.broker, token: r.session.token, queue, jobIds, all, type, olderThanMs: olderThan, force, settings };
     const oneJob = jobIds.length === 1 && name !== 'delete-job';
-    const back = oneJob ? pages.jobUrl(queue, jobIds[0]) : pages.queueUrl(queue, name.endsWith('-dead') ? { state: 'dead' } : {});
+    const back = oneJob ? pages.jobUrl(queue, jobIds[0])
+      : name === 'delete-queue' ? '/'
+      : pages.queueUrl(queue, name.endsWith('-dead') ? { state: 'dead' } : {});
     if (action.question && r.form.get('confirm') !== 'yes') {
       const fields: Record<string, string | string[]> = {};
       if (jobIds.length > 0) fields.job_id = jobIds;
       if (all) fields.all = '1';
       if (type) fields.type = type;
+      if (force) fields.force = '1';
       if (olderThan > 0) {
         fields.older_than = r.form.get('older_than')!.trim();
         fields.unit = r.form.get('unit')!;
@@ -328,7 +352,7 @@ export class DashboardServer {
     }
     const message = await action.run(input);
     this.log({ msg: 'action', action: name, queue, jobs: jobIds.length || undefined, job_id: jobIds.length === 1 ? jobIds[0] : undefined, type: type || undefined, older_than_ms: olderThan || undefined });
-    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: oneJob ? 'Back to the job' : `Back to queue ${queue}` }));
+    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: oneJob ? 'Back to the job' : name === 'delete-queue' ? 'Back to the queues' : `Back to queue ${queue}` }));
   }
 
   /** A job's payload, result or progress data as a file (the job page shows at most MAX_SHOWN_BYTES). */

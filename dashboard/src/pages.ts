@@ -165,6 +165,11 @@ ${actionForm(ctx, `${queueUrl(q)}/retry-dead`, `Retry all dead jobs (${s.dead})`
 ${actionForm(ctx, `${queueUrl(q)}/purge-dead`, `Purge dead jobs (${s.dead})`, {}, true)}
 </div>
 ${purgeOlderForm(ctx, q)}
+<form method="post" action="${queueUrl(q)}/delete-queue" class="delete-queue">${csrfField(ctx)}
+<label><input type="checkbox" name="force" value="1"> also its running jobs</label>
+<button type="submit" class="danger">Delete queue</button>
+</form>
+${settingsForm(ctx, s)}
 </section>`;
   const dead = d.state === 'dead';
   // On the dead list: a checkbox per job, the boxes and "Retry selected" in
@@ -216,6 +221,27 @@ function bytesBlock(label: string, b: ShownBytes, size: number, downloadUrl: str
   return html`<h2>${label} <span class="muted">(${b.kind === 'json' ? 'JSON' : 'hex'})</span></h2>
 <pre class="bytes" tabindex="0">${b.text}</pre>${b.omitted > 0 ? html`<p class="muted">${b.omitted} more ${b.kind === 'json' ? 'characters' : 'bytes'} not shown.</p>` : ''}
 <p><a href="${downloadUrl}" download>Download ${label.toLowerCase()} (${size} byte${size === 1 ? '' : 's'})</a></p>`;
+}
+
+/** update-queue: each field empty means unchanged; the current value is its placeholder. */
+function settingsForm(ctx: PageContext, s: QueueStats): Html {
+  const field = (name: string, label: string, current: string, hint: string) =>
+    html`<label for="set-${name}">${label}</label><input id="set-${name}" name="${name}" inputmode="numeric" pattern="-?[0-9]*" placeholder="${current}" aria-describedby="hint-${name}"><span id="hint-${name}" class="muted">${hint}</span>`;
+  const rate = s.rate_limit && s.rate_limit.count > 0 ? s.rate_limit : undefined;
+  return html`<details class="settings"><summary>Change settings</summary>
+<form method="post" action="${queueUrl(s.queue)}/update-queue">${csrfField(ctx)}
+<p class="muted">Empty fields stay as they are (the current value shows in grey).</p>
+<div class="grid">
+${field('max_active', 'Max active jobs', String(s.max_active), '0: no limit')}
+${field('max_active_per_key', 'Max active per concurrency key', String(s.max_active_per_key), '0: no limit')}
+${field('rate_count', 'Rate limit: jobs', String(rate?.count ?? 0), '0: no rate limit')}
+${field('rate_interval_ms', 'per (ms)', rate ? String(rate.interval_ms) : '', 'the interval')}
+${field('rate_burst', 'bursts of', rate ? String(rate.burst) : '', '0: as jobs')}
+${field('default_job_timeout_ms', 'Default job timeout (ms)', '', "0: none; -1: the broker's default")}
+${field('partitions', 'Partitions', String(s.partitions), 'only grows')}
+</div>
+<button type="submit">Save settings</button>
+</form></details>`;
 }
 
 /** purge-dead of the jobs that died more than a given time ago. */
@@ -327,10 +353,10 @@ export function loginPage(csrf: string, error?: string): Html {
 
 export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[]): Html {
   const rows = schedules.map(
-    (s) => html`<tr><td>${s.schedule.name}</td><td>${s.schedule.job ? html`<a href="${queueUrl(s.schedule.job.queue)}">${s.schedule.job.queue}</a>` : ''}</td><td>${s.schedule.job?.type ?? ''}</td><td>${s.schedule.cron || (s.schedule.interval_ms ? `every ${showDuration(s.schedule.interval_ms)}` : '')}</td><td>${showTime(s.next_run_at_ms)}</td><td>${showTime(s.last_run_at_ms)}</td></tr>`,
+    (s) => html`<tr data-schedule="${s.schedule.name}"><td>${s.schedule.name}</td><td>${s.schedule.job ? html`<a href="${queueUrl(s.schedule.job.queue)}">${s.schedule.job.queue}</a>` : ''}</td><td>${s.schedule.job?.type ?? ''}</td><td>${s.schedule.cron || (s.schedule.interval_ms ? `every ${showDuration(s.schedule.interval_ms)}` : '')}</td><td>${showTime(s.next_run_at_ms)}</td><td>${showTime(s.last_run_at_ms)}</td>${ctx.readOnly ? '' : html`<td>${actionForm(ctx, `/schedules/${encodeURIComponent(s.schedule.name)}/delete`, `Delete ${s.schedule.name}`, {}, true)}</td>`}</tr>`,
   );
   return layout(ctx, 'Schedules', schedules.length === 0 ? html`<p>No schedules.</p>` : html`<div class="scroll"><table>
-<thead><tr><th scope="col">Name</th><th scope="col">Queue</th><th scope="col">Type</th><th scope="col">When</th><th scope="col">Next run</th><th scope="col">Last run</th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Queue</th><th scope="col">Type</th><th scope="col">When</th><th scope="col">Next run</th><th scope="col">Last run</th>${ctx.readOnly ? '' : html`<th scope="col"><span class="sr-only">Actions</span></th>`}</tr></thead>
 <tbody>${rows}</tbody></table></div>`);
 }
 

@@ -1,9 +1,10 @@
-// purge-dead's age field (src/actions.ts, built into dist/), without a
-// broker: whole numbers of a known unit, or a refusal naming the field. The
-// action itself against a real broker: dashboard.test.mjs.
+// The action forms' fields (src/actions.ts, built into dist/), without a
+// broker: purge-dead's age (whole numbers of a known unit) and update-queue's
+// settings (whole numbers, only those given), or a refusal naming the field.
+// The actions themselves against a real broker: dashboard.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseOlderThan, MAX_AGE_UNITS } from '../dist/actions.js';
+import { parseOlderThan, parseQueueSettings, MAX_AGE_UNITS } from '../dist/actions.js';
 
 test('older_than in seconds, minutes, hours and days; nothing given means every dead job', () => {
   assert.equal(parseOlderThan(null, null), 0);
@@ -25,5 +26,26 @@ test('anything else is refused with the field named', () => {
     const r = parseOlderThan('3', u);
     assert.equal(typeof r, 'object', `unit "${u}" accepted`);
     assert.match(r.error, /^unit must be one of s, min, h, d/, String(u));
+  }
+});
+
+test('update-queue sends only the settings given, as whole numbers; a rate limit needs its count and interval', () => {
+  const form = (fields) => (name) => fields[name] ?? null;
+  assert.deepEqual(parseQueueSettings(form({ max_active: '3', max_active_per_key: ' 0 ' })), { max_active: 3, max_active_per_key: 0 });
+  assert.deepEqual(parseQueueSettings(form({ rate_count: '5', rate_interval_ms: '1000', partitions: '' })), { rate_limit: { count: 5, interval_ms: 1000, burst: 0 } });
+  assert.deepEqual(parseQueueSettings(form({ rate_count: '0' })), { rate_limit: { count: 0, interval_ms: 0, burst: 0 } }, 'count 0 removes the limit');
+  assert.deepEqual(parseQueueSettings(form({ default_job_timeout_ms: '-1', partitions: '4' })), { partitions: 4, default_job_timeout_ms: -1 });
+  const refused = [
+    [{}, /^Nothing to change/],
+    [{ max_active: '' }, /^Nothing to change/],
+    [{ max_active: 'three' }, /^max_active must be a whole number \(got "three"\)/],
+    [{ partitions: '1.5' }, /^partitions must be a whole number/],
+    [{ rate_interval_ms: '1000' }, /^rate_count is required/],
+    [{ rate_count: '5' }, /^rate_interval_ms is required/],
+  ];
+  for (const [fields, message] of refused) {
+    const r = parseQueueSettings(form(fields));
+    assert.equal(typeof r.error, 'string', JSON.stringify(fields));
+    assert.match(r.error, message, JSON.stringify(fields));
   }
 });

@@ -269,6 +269,60 @@ describe('open broker', () => {
     await page.close();
   });
 
+  test("a queue's settings change from its page; a value the broker refuses is shown with its field and changes nothing", async () => {
+    await seed('tuned', { due: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/tuned`);
+    await page.getByText('Change settings').click();
+    await page.getByLabel('Max active jobs').fill('3');
+    await page.getByLabel('Max active per concurrency key').fill('2');
+    await page.getByLabel('Rate limit: jobs').fill('5');
+    await page.getByLabel('per (ms)').fill('1000');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    assert.match(await page.locator('main').innerText(), /Queue tuned updated: max active 3, max active per key 2, rate limit 5 per 1000 ms\./);
+    let s = await stubs.stats('tuned');
+    assert.deepEqual([s.max_active, s.max_active_per_key, s.rate_limit?.count, s.rate_limit?.interval_ms], [3, 2, 5, 1000]);
+    await page.goto(`${dash.url}/queues/tuned`);
+    assert.equal(await page.locator('main p.limits').innerText(),
+      'Limits: at most 5 jobs per 1 s; at most 3 active jobs; at most 2 active jobs per concurrency key.');
+    await page.getByText('Change settings').click();
+    await page.getByLabel('Max active jobs').fill('2000000');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    assert.match(await page.getByRole('alert').innerText(), /INVALID_ARGUMENT[\s\S]*max_active/);
+    s = await stubs.stats('tuned');
+    assert.equal(s.max_active, 3, 'the refused value changed nothing');
+    await page.close();
+  });
+
+  test('delete queue asks with its job count, then removes the queue and its jobs', async () => {
+    await seed('doomed-q', { due: 2, dead: 1 });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/queues/doomed-q`);
+    await page.getByRole('button', { name: 'Delete queue' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /Delete queue doomed-q and every job it holds, for good\? This affects 3 jobs\./);
+    assert.equal((await stubs.stats('doomed-q')).pending_due, 2, 'nothing happens before the confirmation');
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    assert.match(await page.locator('main').innerText(), /Deleted queue doomed-q: 3 jobs removed\./);
+    const s = await stubs.stats('doomed-q');
+    assert.deepEqual([s.pending_due, s.dead], [0, 0]);
+    await page.goto(`${dash.url}/`);
+    await page.waitForFunction(() => !document.querySelector('tr[data-queue="doomed-q"]'), null, { timeout: 10_000 });
+    await page.close();
+  });
+
+  test('a schedule is deleted from the schedules page after a confirmation', async () => {
+    await stubs.putSchedule({ name: 'nightly-report', interval_ms: 3_600_000, job: { queue: 'reports', type: 'build' } });
+    const page = await browser.newPage();
+    await page.goto(`${dash.url}/schedules`);
+    await page.getByRole('button', { name: 'Delete nightly-report' }).click();
+    assert.match(await page.locator('p.confirm').innerText(), /Delete schedule nightly-report\?/);
+    assert.equal((await stubs.listSchedules()).filter((x) => x.schedule.name === 'nightly-report').length, 1, 'nothing happens before the confirmation');
+    await page.getByRole('button', { name: 'Yes, do it' }).click();
+    assert.match(await page.locator('main').innerText(), /Deleted schedule nightly-report\./);
+    assert.equal((await stubs.listSchedules()).filter((x) => x.schedule.name === 'nightly-report').length, 0);
+    await page.close();
+  });
+
   test('delete and cancel of one job, confirmed', async () => {
     const { jobId: a } = await client.enqueue('single', 'x', { a: 1 });
     const { jobId: b } = await client.enqueue('single', 'x', Buffer.from([0, 1, 2, 255]));
@@ -509,7 +563,8 @@ describe('read-only dashboard', () => {
   test('shows no action and refuses every action with 403', async () => {
     const [id] = await seed('readonly', { due: 1, dead: 1 });
     const page = await browser.newPage();
-    for (const p of ['/workers', '/', '/queues/readonly', '/queues/readonly?state=dead', `/queues/readonly/jobs/${id}`]) {
+    await stubs.putSchedule({ name: 'ro-schedule', interval_ms: 3_600_000, job: { queue: 'readonly', type: 'build' } });
+    for (const p of ['/workers', '/schedules', '/', '/queues/readonly', '/queues/readonly?state=dead', `/queues/readonly/jobs/${id}`]) {
       const res = await page.goto(`${ro.url}${p}`);
       assert.equal(res.status(), 200, p);
       assert.equal(await page.locator('form[method="post"]').count(), 0, `${p} shows a POST form`);
@@ -520,7 +575,7 @@ describe('read-only dashboard', () => {
     // Read-only pages carry no form; the refusal comes before any other check.
     const first = await fetch(`${ro.url}/queues/readonly`);
     const cookie = first.headers.get('set-cookie').split(';')[0];
-    for (const [action, body] of [['pause', {}], ['purge-dead', { confirm: 'yes' }], ['retry-dead', { all: '1', confirm: 'yes' }], ['delete-job', { job_id: id, confirm: 'yes' }], ['cancel', { job_id: id, confirm: 'yes' }]]) {
+    for (const [action, body] of [['pause', {}], ['purge-dead', { confirm: 'yes' }], ['retry-dead', { all: '1', confirm: 'yes' }], ['delete-job', { job_id: id, confirm: 'yes' }], ['cancel', { job_id: id, confirm: 'yes' }], ['delete-queue', { confirm: 'yes' }], ['update-queue', { max_active: '1' }]]) {
       const res = await fetch(`${ro.url}/queues/readonly/${action}`, {
         method: 'POST', redirect: 'manual', body: new URLSearchParams(body),
         headers: { cookie, origin: ro.url, 'content-type': 'application/x-www-form-urlencoded' },
@@ -528,6 +583,12 @@ describe('read-only dashboard', () => {
       assert.equal(res.status, 403, action);
       assert.match(await res.text(), /read-only/, action);
     }
+    const schedule = await fetch(`${ro.url}/schedules/ro-schedule/delete`, {
+      method: 'POST', redirect: 'manual', body: new URLSearchParams({ confirm: 'yes' }),
+      headers: { cookie, origin: ro.url, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(schedule.status, 403, 'delete schedule');
+    assert.equal((await stubs.listSchedules()).filter((x) => x.schedule.name === 'ro-schedule').length, 1);
     const s = await stubs.stats('readonly');
     assert.equal(s.paused, false);
     assert.equal(s.dead, 1);

@@ -89,6 +89,8 @@ export function brokerStubs(address, token) {
     getJob: async (queue, job_id) => (await call('broker', 'GetJob', { queue, job_id })).job,
     resume: (queue) => call('admin', 'ResumeQueue', { queue }),
     createQueue: (request) => call('admin', 'CreateQueue', request),
+    putSchedule: (schedule) => call('admin', 'PutSchedule', { schedule }),
+    listSchedules: async () => (await call('admin', 'ListSchedules', {})).schedules,
     close: () => { clients.admin.close(); clients.broker.close(); },
   };
 }
