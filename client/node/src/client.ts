@@ -302,13 +302,15 @@ export class Client {
     return this.readJob({ queue, idempotencyKey: key }, options);
   }
 
-  private async readJob(req: { queue: string; jobId?: string; idempotencyKey?: string }, options?: CallOptions): Promise<JobInfo> {
+  // GetJob by id or by key (an instance property, not a method: the
+  // prototype holds the public calls only).
+  private readonly readJob = async (req: { queue: string; jobId?: string; idempotencyKey?: string }, options?: CallOptions): Promise<JobInfo> => {
     const timeoutMs = callTimeoutMs(options, this.timeoutMs);
     const res = await unary<typeof req, GetJobResponse__Output>(
       this.stub, 'GetJob', req, timeoutMs, this.metadata(), options?.signal);
     if (!res.job) throw new JobwireError(grpc.status.INTERNAL, 'GetJob answered without a job');
     return new JobInfo(res.job);
-  }
+  };
 
   /**
    * Waits until the job finishes (one WaitJob stream; no polling) and

@@ -92,6 +92,7 @@ const CALLS = {
   enqueue: (c, o) => c.enqueue('q', 't', { a: 1 }, { priority: 1, ...o }),
   enqueueBatch: (c, o) => c.enqueueBatch('q', [{ type: 't', payload: 1 }], o),
   getJob: (c, o) => c.getJob('q', 'some-id', o),
+  getJobByIdempotencyKey: (c, o) => c.getJobByIdempotencyKey('q', 'some-key', o),
   cancel: (c, o) => c.cancel('q', 'some-id', o),
   reportProgress: (c, o) => c.reportProgress('q', 'some-id', 'tok', { percent: 5 }, o),
   ackBatch: (c, o) => c.ackBatch([{ queue: 'q', jobId: 'some-id', leaseToken: 'tok' }], o),
