@@ -19,17 +19,18 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
 -- allowed on a read-only replica).
-local now = now_ms()
+-- Redis time is read only when needed (a lookup by key, a completed job):
+-- a read by id of a job in any other state makes no TIME call.
 local id = ARGV[1]
 if id == '' then
-  id = idem_get(KEYS[5], KEYS[6], ARGV[2], now)
+  id = idem_get(KEYS[5], KEYS[6], ARGV[2], now_ms())
   if not id then return {} end
 end
 local packed = redis.call('HGET', KEYS[1], id)
 if not packed then return {} end
 if job_unpack(packed)[F.state] == 'completed' then
   local expiry = tonumber(redis.call('ZSCORE', KEYS[4], id))
-  if expiry and expiry < now then return {} end
+  if expiry and expiry < now_ms() then return {} end
 end
 local reply = job_reply(packed, redis.call('HGET', KEYS[2], id), redis.call('HGET', KEYS[3], id))
 reply[4] = id
