@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Proves @jobwire/client installs like a normal npm package:
-#   1. `npm pack` here (prepack runs build.sh) -> jobwire-client-<version>.tgz,
+#   1. `npm pack` of a copy of client/node and proto/ in a temp dir (prepack
+#      runs build.sh there, so the tree's dist/, which other suites import
+#      while this runs, is never rebuilt under them) -> jobwire-client-<version>.tgz,
 #      checked to hold the CommonJS and ES-module entries, their types and the
 #      compiled descriptors (broker.proto's, and google.rpc.Status's with which
 #      the error details are decoded), and no .proto file (none is read at run
@@ -64,9 +66,15 @@ wait_port() {
   fail "$3 did not listen on $1 within 10 s"
 }
 
-step "npm pack (prepack: build.sh)"
-mkdir -p "$WORK/pack"
-npm pack --pack-destination "$WORK/pack" --loglevel=warn >"$WORK/pack.log" 2>&1 || fail "npm pack failed (see $WORK/pack.log)"
+step "npm pack of a copy (prepack: build.sh)"
+# The copy has the tree's layout (client/node beside proto/) without its
+# build output; node_modules is the tree's own, only read.
+SRC="$WORK/src/client/node"
+mkdir -p "$WORK/pack" "$SRC"
+tar -C "$HERE" --exclude=./node_modules --exclude=./dist --exclude=./src/generated -cf - . | tar -C "$SRC" -xf -
+ln -s "$HERE/node_modules" "$SRC/node_modules"
+cp -r "$REPO_ROOT/proto" "$WORK/src/proto"
+(cd "$SRC" && npm pack --pack-destination "$WORK/pack" --loglevel=warn) >"$WORK/pack.log" 2>&1 || fail "npm pack failed (see $WORK/pack.log)"
 shopt -s nullglob
 tarballs=("$WORK"/pack/*.tgz)
 [ "${#tarballs[@]}" -eq 1 ] || fail "expected one tarball, found ${#tarballs[@]}"
