@@ -195,13 +195,17 @@ export function parseOlderThan(value: string | null, unit: string | null): numbe
 export const SETTING_FIELDS = ['partitions', 'max_active', 'max_active_per_key', 'default_job_timeout_ms', 'rate_count', 'rate_interval_ms', 'rate_burst'] as const;
 
 /**
- * update-queue's settings from its form: the fields given, as whole numbers
- * (their ranges are the broker's to check, and it names the field). A rate
- * limit needs rate_count, and rate_interval_ms unless rate_count is 0 (which
- * removes the limit). Nothing given, or a field that is not a whole number,
- * answers the refusal's message, naming the field.
+ * update-queue's settings from its form (and create-queue's): the fields
+ * given, as whole numbers (their ranges are the broker's to check, and it
+ * names the field). A rate limit needs rate_count, and rate_interval_ms
+ * unless rate_count is 0 (which removes the limit). A field that is not a
+ * whole number, or nothing given when `requireOne` (update-queue), answers
+ * the refusal's message, naming the field.
  */
-export function parseQueueSettings(get: (name: string) => string | null): Omit<UpdateQueueRequest, 'queue'> | { error: string } {
+export function parseQueueSettings(
+  get: (name: string) => string | null,
+  { requireOne = true }: { requireOne?: boolean } = {},
+): Omit<UpdateQueueRequest, 'queue'> | { error: string } {
   const n: Partial<Record<(typeof SETTING_FIELDS)[number], number>> = {};
   for (const f of SETTING_FIELDS) {
     const v = (get(f) ?? '').trim();
@@ -219,7 +223,7 @@ export function parseQueueSettings(get: (name: string) => string | null): Omit<U
     if (n.rate_count !== 0 && n.rate_interval_ms === undefined) return { error: 'rate_interval_ms is required with a rate_count above 0.' };
     out.rate_limit = n.rate_count === 0 ? { count: 0, interval_ms: 0, burst: 0 } : { count: n.rate_count, interval_ms: n.rate_interval_ms ?? 0, burst: n.rate_burst ?? 0 };
   }
-  if (Object.keys(out).length === 0) return { error: 'Nothing to change: give at least one setting.' };
+  if (requireOne && Object.keys(out).length === 0) return { error: 'Nothing to change: give at least one setting.' };
   return out;
 }
 

@@ -36,6 +36,11 @@ export interface QueueEvent {
   queue: string;
   job_id: string;
   at_ms: number;
+  type?: string;
+  attempts?: number;
+  /** With include_details: the error of a retry or death. */
+  error?: string;
+  progress_percent?: number;
 }
 
 export interface SubscribeResponse {
@@ -52,6 +57,42 @@ export interface UpdateQueueRequest {
   rate_limit?: { count: number; interval_ms: number; burst: number };
   max_active?: number;
   max_active_per_key?: number;
+}
+
+/** CreateQueueRequest (admin.proto): absent or 0 is the default. */
+export interface CreateQueueRequest {
+  queue: string;
+  partitions?: number;
+  default_job_timeout_ms?: number;
+  rate_limit?: { count: number; interval_ms: number; burst: number };
+  max_active?: number;
+  max_active_per_key?: number;
+}
+
+/** EnqueueRequest (broker.proto), the fields the dashboard sets. */
+export interface EnqueueRequest {
+  queue: string;
+  type: string;
+  payload: Buffer;
+  priority?: number;
+  delay_ms?: number;
+  max_attempts?: number;
+  idempotency_key?: string;
+  concurrency_key?: string;
+  timeout_ms?: number;
+}
+
+/** Schedule (admin.proto), the fields the dashboard sets: exactly one of cron and interval_ms. */
+export interface ScheduleRequest {
+  name: string;
+  cron?: string;
+  interval_ms?: number;
+  time_zone: string;
+  job: EnqueueRequest;
+  jitter_ms: number;
+  start_at_ms: number;
+  end_at_ms: number;
+  catch_up: 'CATCH_UP_SKIP' | 'CATCH_UP_ONCE';
 }
 
 export type JobState = 'JOB_STATE_PENDING' | 'JOB_STATE_ACTIVE' | 'JOB_STATE_COMPLETED' | 'JOB_STATE_DEAD';
@@ -84,7 +125,17 @@ export interface Job {
 }
 
 export interface ScheduleInfo {
-  schedule: { name: string; cron: string; interval_ms: number; time_zone: string; job?: { queue: string; type: string } };
+  schedule: {
+    name: string;
+    cron: string;
+    interval_ms: number;
+    time_zone: string;
+    job?: { queue: string; type: string; payload: Buffer; priority: number; max_attempts: number; timeout_ms: number };
+    jitter_ms: number;
+    start_at_ms: number;
+    end_at_ms: number;
+    catch_up: string;
+  };
   next_run_at_ms: number;
   last_run_at_ms: number;
   last_job_id: string;
@@ -227,6 +278,16 @@ export class BrokerClient {
   updateQueue(token: string | undefined, req: UpdateQueueRequest): Promise<{ previous_partitions: number }> {
     return this.call(this.admin, 'UpdateQueue', req, token);
   }
+  createQueue(token: string | undefined, req: CreateQueueRequest): Promise<object> {
+    return this.call(this.admin, 'CreateQueue', req, token);
+  }
+  enqueue(token: string | undefined, req: EnqueueRequest): Promise<{ job_id: string; duplicate: boolean }> {
+    return this.call(this.broker, 'Enqueue', req, token);
+  }
+  /** PutSchedule: creates the schedule or replaces the one of that name. */
+  putSchedule(token: string | undefined, schedule: ScheduleRequest): Promise<{ next_run_at_ms: number; replaced: boolean }> {
+    return this.call(this.admin, 'PutSchedule', { schedule }, token);
+  }
   deleteSchedule(token: string | undefined, name: string): Promise<{ deleted: boolean }> {
     return this.call(this.admin, 'DeleteSchedule', { name }, token);
   }
@@ -254,13 +315,32 @@ export class BrokerClient {
    */
   subscribe(
     token: string | undefined,
-    req: { queues: string[]; kinds: EventKind[] },
+    req: { queues: string[]; kinds: EventKind[]; include_details?: boolean },
     onMessage: (m: SubscribeResponse) => void,
     onEnd: (err: BrokerError) => void,
   ): () => void {
+    return this.stream('Subscribe', req, token, onMessage, onEnd);
+  }
+
+  /**
+   * WaitJob (a server stream, no deadline but timeoutMs of the broker's
+   * own): `onJob` gets the job at once and at every change until it is
+   * COMPLETED or DEAD; then `onEnd` gets code 0 OK, else the error.
+   */
+  waitJob(
+    token: string | undefined,
+    req: { queue: string; job_id: string; timeout_ms: number },
+    onJob: (job: Job) => void,
+    onEnd: (err: BrokerError) => void,
+  ): () => void {
+    return this.stream('WaitJob', req, token, (m: { job: Job }) => onJob(m.job), onEnd);
+  }
+
+  /** A server stream of the Broker service; answers its cancel function. A stream that ends well ends with code 0. */
+  private stream<T>(method: string, req: object, token: string | undefined, onMessage: (m: T) => void, onEnd: (err: BrokerError) => void): () => void {
     const md = new grpc.Metadata();
     if (token) md.set('authorization', `Bearer ${token}`);
-    const open = (this.broker as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<SubscribeResponse>>).Subscribe;
+    const open = (this.broker as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<T>>)[method];
     const stream = open.call(this.broker, req, md);
     let ended = false;
     const end = (err: BrokerError) => {
@@ -268,9 +348,9 @@ export class BrokerClient {
       ended = true;
       onEnd(err);
     };
-    stream.on('data', (m: SubscribeResponse) => onMessage(m));
+    stream.on('data', (m: T) => onMessage(m));
     stream.on('error', (e: grpc.ServiceError) => end(new BrokerError(e.code, e.details)));
-    stream.on('end', () => end(new BrokerError(grpc.status.UNAVAILABLE, 'the event stream ended')));
+    stream.on('status', (st: grpc.StatusObject) => end(new BrokerError(st.code, st.details)));
     return () => stream.cancel();
   }
 

@@ -1,20 +1,30 @@
 // DashboardServer: the HTTP(S) server. Routes, sessions and their cookie,
 // the CSRF and Origin checks on every POST, the read-only and login rules,
-// and the /events stream; pages come from pages.ts, actions from actions.ts,
-// broker calls from BrokerClient.
+// and the event streams; pages come from pages.ts, actions from actions.ts,
+// the forms that create things from forms.ts, broker calls from BrokerClient.
 //
 //   GET  /healthz                      200 "ok" (no session, no broker call)
 //   GET  /static/{style.css,live.js}
 //   GET  /login, POST /login, POST /logout
 //   GET  /                             the queues (from the shared poll)
 //   GET  /events                       server-sent events: the queue table on every poll
-//   GET  /schedules
+//   POST /create-queue                 CreateQueue (forms.ts)
+//   GET  /schedules?edit=<name>        the schedules, and a form to create one (or edit <name>)
+//   POST /schedules                    PutSchedule (forms.ts): creates, or replaces the one of that name
 //   GET  /workers                      the Claim streams open on every replica (ListWorkers)
 //   GET  /queues/<q>?state=&type=&page_token=&job_id=&idempotency_key=   (job_id, idempotency_key: to the job's page)
+//   GET  /queues/<q>/watch             the queue's events as they happen
+//   GET  /queues/<q>/watch/events      server-sent events: the rows of each Subscribe message
 //   GET  /queues/<q>/jobs/<id>
+//   GET  /queues/<q>/jobs/<id>/events  server-sent events: the job's fields at each change (WaitJob), until it finishes
 //   GET  /queues/<q>/jobs/<id>/{payload,result,progress_data}   the bytes, as a download
+//   POST /queues/<q>/enqueue           Enqueue (forms.ts)
 //   POST /queues/<q>/<action>          actions.ts; asks first unless confirm=yes
 //   POST /schedules/<name>/delete      DeleteSchedule; asks first unless confirm=yes
+//
+// The event streams of one job or one queue (WaitJob, Subscribe) are one
+// broker stream per viewer, at most MAX_VIEWER_STREAMS at once (503 beyond);
+// a viewer that does not read its stream is cut off past MAX_UNSENT bytes.
 //
 // Every POST needs the session's CSRF token in its form and an Origin (or,
 // without one, a Referer) of this server: else 403 and nothing is done.
@@ -30,6 +40,8 @@ import * as path from 'node:path';
 import { ACTIONS, MAX_SELECTED, parseOlderThan, parseQueueSettings } from './actions';
 import { BrokerClient, BrokerError } from './broker_client';
 import { Config, splitHostPort } from './config';
+import { parseCreateQueue, parseEnqueue, parseSchedule } from './forms';
+import { showTime } from './format';
 import { Html } from './html';
 import * as pages from './pages';
 import { Session, SessionStore } from './session_store';
@@ -39,6 +51,10 @@ const COOKIE = 'jw_session';
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
 const SCHEDULE_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_BODY = 64 * 1024;
+/** Event streams of one job or one queue open at once, over every viewer. */
+const MAX_VIEWER_STREAMS = 200;
+/** A viewer's event stream is ended when this many bytes wait to be sent to it. */
+const MAX_UNSENT = 1024 * 1024;
 const STATIC_FILES: Record<string, string> = {
   'style.css': 'text/css; charset=utf-8',
   'live.js': 'text/javascript; charset=utf-8',
@@ -76,6 +92,8 @@ export class DashboardServer {
   private readonly sessions = new SessionStore();
   private readonly hub: StatsPollerHub;
   private readonly streams = new Set<http.ServerResponse>();
+  /** The broker streams of the viewers' job and queue event streams. */
+  private viewerStreams = 0;
   private readonly staticDir: string;
   private readonly tls: boolean;
 
@@ -145,7 +163,7 @@ export class DashboardServer {
     }
     let form = new URLSearchParams();
     if (req.method === 'POST') {
-      if (this.config.readOnly && (url.pathname.startsWith('/queues/') || url.pathname.startsWith('/schedules/'))) {
+      if (this.config.readOnly && url.pathname !== '/login' && url.pathname !== '/logout') {
         throw new HttpError(403, 'This dashboard is read-only: actions are refused.');
       }
       form = new URLSearchParams(await readBody(req));
@@ -169,7 +187,7 @@ export class DashboardServer {
       return this.redirect(r.res, this.config.requireLogin ? '/login' : '/');
     }
     if (this.config.requireLogin && !session.token) {
-      if (!post && url.pathname !== '/events') return this.redirect(r.res, '/login');
+      if (!post && !url.pathname.endsWith('/events')) return this.redirect(r.res, '/login');
       throw new HttpError(401, 'Log in first.');
     }
     let parts: string[];
@@ -182,6 +200,8 @@ export class DashboardServer {
       if (!post && parts.length === 1 && parts[0] === '') return await this.queues(r);
       if (!post && parts.length === 1 && parts[0] === 'events') return await this.events(r);
       if (!post && parts.length === 1 && parts[0] === 'schedules') return await this.schedules(r);
+      if (post && parts.length === 1 && parts[0] === 'schedules') return await this.putSchedule(r);
+      if (post && parts.length === 1 && parts[0] === 'create-queue') return await this.createQueue(r);
       if (post && parts.length === 3 && parts[0] === 'schedules' && parts[2] === 'delete') {
         if (!SCHEDULE_NAME.test(parts[1])) throw new HttpError(400, 'Not a schedule name.');
         return await this.deleteSchedule(r, parts[1]);
@@ -190,7 +210,11 @@ export class DashboardServer {
       if (parts[0] === 'queues' && parts.length >= 2) {
         if (!QUEUE_NAME.test(parts[1])) throw new HttpError(400, 'Not a queue name.');
         if (!post && parts.length === 2) return await this.queue(r, parts[1]);
+        if (!post && parts.length === 3 && parts[2] === 'watch') return this.send(r.res, 200, pages.watchPage(r.ctx, parts[1]));
+        if (!post && parts.length === 4 && parts[2] === 'watch' && parts[3] === 'events') return this.watchEvents(r, parts[1]);
         if (!post && parts.length === 4 && parts[2] === 'jobs') return await this.job(r, parts[1], parts[3]);
+        if (!post && parts.length === 5 && parts[2] === 'jobs' && parts[4] === 'events') return this.jobEvents(r, parts[1], parts[3]);
+        if (post && parts.length === 3 && parts[2] === 'enqueue') return await this.enqueue(r, parts[1]);
         if (!post && parts.length === 5 && parts[2] === 'jobs' && isDownloadPart(parts[4])) return await this.download(r, parts[1], parts[3], parts[4]);
         if (post && parts.length === 3 && parts[2] in ACTIONS) return await this.action(r, parts[1], parts[2]);
       }
@@ -237,27 +261,128 @@ export class DashboardServer {
   }
 
   private async events(r: RequestContext): Promise<void> {
-    const { req, res } = r;
     const poller = this.hub.get(r.session.token);
+    const send = this.openEventStream(r);
+    const unsubscribe = poller.subscribe((snap) => send('queues', pages.queuesFragment(snap, poller)));
+    r.req.on('close', unsubscribe);
+    send('queues', pages.queuesFragment(await poller.snapshot(), poller));
+  }
+
+  /**
+   * Starts a server-sent-events answer; answers a function that sends one
+   * event (its data the Html's lines), and does nothing once the stream
+   * ended. A viewer more than MAX_UNSENT bytes behind is cut off.
+   */
+  private openEventStream(r: RequestContext): (event: string, data: Html) => void {
+    const { req, res } = r;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
     res.write('retry: 2000\n\n');
     this.streams.add(res);
-    const send = (snap: Parameters<typeof pages.queuesFragment>[0]) => {
+    req.on('close', () => this.streams.delete(res));
+    return (event, data) => {
       if (res.writableEnded || res.destroyed) return;
-      const lines = pages.queuesFragment(snap, poller).text.split('\n').map((l) => `data: ${l}`);
-      res.write(`event: queues\n${lines.join('\n')}\n\n`);
+      if (res.writableLength > MAX_UNSENT) {
+        this.log({ msg: 'event stream cut off', path: r.url.pathname, unsent: res.writableLength });
+        res.destroy();
+        return;
+      }
+      const lines = data.text.split('\n').map((l) => `data: ${l}`);
+      res.write(`event: ${event}\n${lines.join('\n')}\n\n`);
     };
-    const unsubscribe = poller.subscribe(send);
-    req.on('close', () => {
-      unsubscribe();
-      this.streams.delete(res);
+  }
+
+  /**
+   * An event stream fed by one broker stream of this viewer (`open` starts
+   * it and answers its cancel function), cancelled when the viewer goes; at
+   * most MAX_VIEWER_STREAMS at once, else 503. `end` sends the stream's last
+   * event; the stream ends after it.
+   */
+  private viewerStream(
+    r: RequestContext,
+    open: (send: (event: string, data: Html) => void, end: (event: string, data: Html) => void) => () => void,
+  ): void {
+    if (this.viewerStreams >= MAX_VIEWER_STREAMS) {
+      return this.send(r.res, 503, `Too many live views open on this dashboard (${MAX_VIEWER_STREAMS}): close some and reload.\n`, 'text/plain; charset=utf-8');
+    }
+    this.viewerStreams++;
+    const send = this.openEventStream(r);
+    let done = false;
+    let cancel = () => {};
+    const release = () => {
+      if (done) return;
+      done = true;
+      this.viewerStreams--;
+      cancel();
+    };
+    cancel = open(send, (event, data) => {
+      send(event, data);
+      release();
+      r.res.end();
     });
-    send(await poller.snapshot());
+    r.req.on('close', release);
+  }
+
+  /** The job's fields at every change (WaitJob), then an `end` event once it finished (or the stream failed). */
+  private jobEvents(r: RequestContext, queue: string, id: string): void {
+    this.viewerStream(r, (send, end) =>
+      this.broker.waitJob(
+        r.session.token,
+        { queue, job_id: id, timeout_ms: 0 },
+        (job) => send('job', pages.jobFragment(r.ctx, job)),
+        (err) => end('end', pages.streamEnd(err.code, err.details, 'ended: the job finished')),
+      ),
+    );
+  }
+
+  /** The queue's events (Subscribe, every kind, with errors), as table rows. */
+  private watchEvents(r: RequestContext, queue: string): void {
+    this.viewerStream(r, (send, end) =>
+      this.broker.subscribe(
+        r.session.token,
+        { queues: [queue], kinds: [], include_details: true },
+        (m) => {
+          if (m.events.length > 0 || m.events_missed) send('events', pages.eventRows(queue, m.events, m.events_missed));
+        },
+        (err) => end('end', pages.streamEnd(err.code, err.details, 'ended by the broker (reload to follow again)')),
+      ),
+    );
   }
 
   private async schedules(r: RequestContext): Promise<void> {
     const { schedules } = await this.broker.listSchedules(r.session.token);
-    this.send(r.res, 200, pages.schedulesPage(r.ctx, schedules));
+    const edit = r.url.searchParams.get('edit');
+    const editing = edit ? schedules.find((s) => s.schedule.name === edit) : undefined;
+    if (edit && !editing) throw new HttpError(404, `There is no schedule ${edit}.`);
+    this.send(r.res, 200, pages.schedulesPage(r.ctx, schedules, editing));
+  }
+
+  /** PutSchedule from the schedules page's form. */
+  private async putSchedule(r: RequestContext): Promise<void> {
+    const schedule = parseSchedule((f) => r.form.get(f));
+    if ('error' in schedule) throw new HttpError(400, schedule.error);
+    const { replaced, next_run_at_ms } = await this.broker.putSchedule(r.session.token, schedule);
+    this.log({ msg: 'action', action: 'put-schedule', schedule: schedule.name, queue: schedule.job.queue, replaced });
+    const next = next_run_at_ms > 0 ? `its next run is at ${showTime(next_run_at_ms)}` : 'it has no next run';
+    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', `${replaced ? 'Replaced' : 'Created'} schedule ${schedule.name}: ${next}.`, { url: '/schedules', label: 'Back to the schedules' }));
+  }
+
+  /** CreateQueue from the queues page's form. */
+  private async createQueue(r: RequestContext): Promise<void> {
+    const req = parseCreateQueue((f) => r.form.get(f));
+    if ('error' in req) throw new HttpError(400, req.error);
+    await this.broker.createQueue(r.session.token, req);
+    this.log({ msg: 'action', action: 'create-queue', queue: req.queue });
+    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', `Created queue ${req.queue}.`, { url: pages.queueUrl(req.queue), label: `Go to queue ${req.queue}` }));
+  }
+
+  /** Enqueue from the queue page's form; the message links to the job. */
+  private async enqueue(r: RequestContext, queue: string): Promise<void> {
+    const req = parseEnqueue((f) => r.form.get(f), queue);
+    if ('error' in req) throw new HttpError(400, req.error);
+    const { job_id, duplicate } = await this.broker.enqueue(r.session.token, req);
+    this.log({ msg: 'action', action: 'enqueue', queue, job_id, duplicate });
+    const message = duplicate ? `A job with this idempotency key exists: ${job_id}. Nothing was added.` : `Enqueued job ${job_id}.`;
+    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: pages.jobUrl(queue, job_id), label: 'Go to the job' }));
   }
 
   /**
@@ -409,7 +534,7 @@ function isDownloadPart(s: string): s is DownloadPart {
 }
 
 function statusFor(code: number): number {
-  return ({ 16: 401, 7: 403, 5: 404, 3: 400, 9: 409, 14: 503, 4: 504 } as Record<number, number>)[code] ?? 502;
+  return ({ 16: 401, 7: 403, 5: 404, 3: 400, 6: 409, 9: 409, 14: 503, 4: 504 } as Record<number, number>)[code] ?? 502;
 }
 
 function readCookie(header: string | undefined, name: string): string | undefined {

@@ -48,7 +48,6 @@ export function showTime(ms: number): string {
   return ms > 0 ? new Date(ms).toISOString().replace('.000Z', 'Z') : '';
 }
 
-/** A duration in ms as "850 ms", "12 s", "3 min", "5 h", "2 d". */
 /**
  * A queue's limits as one sentence: "at most 5 jobs per 1 s (bursts of 10);
  * at most 3 active jobs", or "no rate limit, no limit on active jobs"; a
@@ -73,6 +72,7 @@ export function showLimits(
   return `${rate}; ${active}${perKey}`;
 }
 
+/** A duration in ms as "850 ms", "12 s", "3 min", "5 h", "2 d". */
 export function showDuration(ms: number): string {
   if (ms < 1000) return `${ms} ms`;
   const s = Math.round(ms / 1000);

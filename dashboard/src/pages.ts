@@ -1,7 +1,7 @@
 // Every page and fragment the dashboard serves, as functions from data to
 // Html (src/html.ts escapes every value). No page holds a bearer token:
 // forms carry only the session's CSRF token.
-import { Job, JobState, ListWorkersResponse, QueueStats, ScheduleInfo, WorkerStream } from './broker_client';
+import { Job, JobState, ListWorkersResponse, QueueEvent, QueueStats, ScheduleInfo, WorkerStream } from './broker_client';
 import { showAgo, showBytes, showDuration, showLimits, showQueueWeights, showRate, showTime, showTypes, ShownBytes } from './format';
 import { MAX_AGE_UNITS } from './actions';
 import { Html, html } from './html';
@@ -113,8 +113,64 @@ ${rateCell('failed_rate', r?.failed, r?.windowS ?? 0)}
 
 export function queuesPage(ctx: PageContext, snap: Snapshot, poller: StatsPoller): Html {
   return layout(ctx, 'Queues', html`
-<p class="live-status" id="live-status" role="status" aria-live="polite" data-state="connecting">Live updates: connecting…</p>
-<div id="queues-live" data-events="/events">${queuesFragment(snap, poller)}</div>`);
+${liveStatus()}
+<div id="queues-live" data-events="/events" data-event="queues">${queuesFragment(snap, poller)}</div>
+${createQueueForm(ctx)}`);
+}
+
+/** The line that shows the state of the page's live stream (static/live.js). */
+function liveStatus(): Html {
+  return html`<p class="live-status" id="live-status" role="status" aria-live="polite" data-state="connecting">Live updates: connecting…</p>`;
+}
+
+/** A labelled input of a form grid, with a hint; `value` pre-fills it. */
+function formField(id: string, name: string, label: string, hint: string, attrs: { value?: string; placeholder?: string; numeric?: boolean; required?: boolean; type?: string; maxlength?: number } = {}): Html {
+  return html`<label for="${id}">${label}</label><input id="${id}" name="${name}"${attrs.type ? html` type="${attrs.type}"` : ''}${attrs.numeric ? html` inputmode="numeric" pattern="-?[0-9]*"` : ''}${attrs.required ? html` required` : ''}${attrs.maxlength ? html` maxlength="${attrs.maxlength}"` : ''} value="${attrs.value ?? ''}" placeholder="${attrs.placeholder ?? ''}" aria-describedby="${id}-hint"><span id="${id}-hint" class="muted">${hint}</span>`;
+}
+
+/** The payload textarea and its format (text or JSON). */
+function payloadField(id: string, value = '', json = true): Html {
+  return html`<label for="${id}">Payload</label><textarea id="${id}" name="payload" rows="4" aria-describedby="${id}-hint">${value}</textarea>
+<span id="${id}-hint" class="muted"><label for="${id}-format" class="sr-only">Payload format</label><select id="${id}-format" name="payload_format"><option value="json"${json ? html` selected` : ''}>JSON (checked)</option><option value="text"${json ? '' : html` selected`}>text (as typed)</option></select></span>`;
+}
+
+/** create-queue: a name and the settings of a new queue (empty: the default). */
+function createQueueForm(ctx: PageContext): Html {
+  if (ctx.readOnly) return html``;
+  return html`<details class="settings create-queue"><summary>Create a queue</summary>
+<form method="post" action="/create-queue">${csrfField(ctx)}
+<p class="muted">A queue also appears with its first job; create one to give it settings first. Empty fields: the default (no limit, one partition).</p>
+<div class="grid">
+${formField('cq-queue', 'queue', 'Name', 'letters, digits, . _ : -', { required: true, maxlength: 128 })}
+${formField('cq-partitions', 'partitions', 'Partitions', '1..256; a Redis Cluster spreads them', { numeric: true })}
+${formField('cq-max_active', 'max_active', 'Max active jobs', 'empty: no limit', { numeric: true })}
+${formField('cq-max_active_per_key', 'max_active_per_key', 'Max active per concurrency key', 'empty: no limit', { numeric: true })}
+${formField('cq-rate_count', 'rate_count', 'Rate limit: jobs', 'empty: no rate limit', { numeric: true })}
+${formField('cq-rate_interval_ms', 'rate_interval_ms', 'per (ms)', 'the interval', { numeric: true })}
+${formField('cq-rate_burst', 'rate_burst', 'bursts of', 'empty: as jobs', { numeric: true })}
+${formField('cq-default_job_timeout_ms', 'default_job_timeout_ms', 'Default job timeout (ms)', "empty: the broker's; 0: none", { numeric: true })}
+</div>
+<button type="submit">Create queue</button>
+</form></details>`;
+}
+
+/** enqueue: one job into the queue, with the options of `jobwire enqueue`. */
+function enqueueForm(ctx: PageContext, q: string): Html {
+  if (ctx.readOnly) return html``;
+  return html`<details class="settings enqueue"><summary>Enqueue a job</summary>
+<form method="post" action="${queueUrl(q)}/enqueue">${csrfField(ctx)}
+<div class="grid">
+${formField('eq-type', 'type', 'Job type', 'the type its workers handle', { required: true, maxlength: 128 })}
+${payloadField('eq-payload')}
+${formField('eq-priority', 'priority', 'Priority', '-1000..1000; higher first', { numeric: true })}
+${formField('eq-delay_ms', 'delay_ms', 'Delay (ms)', 'due no earlier than now + this', { numeric: true })}
+${formField('eq-max_attempts', 'max_attempts', 'Max attempts', "1..1000; empty: the broker's", { numeric: true })}
+${formField('eq-timeout_ms', 'timeout_ms', 'Timeout (ms)', "longest a run may take; empty: the queue's", { numeric: true })}
+${formField('eq-idempotency_key', 'idempotency_key', 'Job idempotency key', 'a second enqueue with it adds nothing', { maxlength: 256 })}
+${formField('eq-concurrency_key', 'concurrency_key', 'Job concurrency key', 'for the limit per key', { maxlength: 128 })}
+</div>
+<button type="submit">Enqueue</button>
+</form></details>`;
 }
 
 export interface QueuePageData {
@@ -183,8 +239,10 @@ ${settingsForm(ctx, s)}
   return layout(ctx, `Queue ${q}`, html`
 <p>${s.paused ? html`<span class="badge paused">paused</span> ` : ''}${s.pending_due} due, ${s.pending_scheduled} scheduled, ${s.active} active, ${s.completed} completed, ${s.dead} dead${s.pending_due > 0 ? html`; oldest due ${showDuration(s.oldest_due_age_ms)}` : ''}.</p>
 <p class="limits">Limits: ${showLimits(s.rate_limit, s.max_active, s.max_active_per_key)}.</p>
+<p><a href="${queueUrl(q)}/watch">Live events of this queue</a></p>
 ${hourCharts(q, d.hour)}
 ${actions}
+${enqueueForm(ctx, q)}
 <section aria-labelledby="jl"><h2 id="jl">Jobs</h2>
 <nav aria-label="Job states" class="tabs">${tabs}</nav>
 <div class="filters">
@@ -255,8 +313,27 @@ function purgeOlderForm(ctx: PageContext, q: string): Html {
 </form>`;
 }
 
+/** The state of a job as its page and its URLs name it: pending, active, completed or dead. */
+function stateName(j: Job): string {
+  return j.state.replace('JOB_STATE_', '').toLowerCase();
+}
+
+/**
+ * A job's page. While the job is pending or active its fields follow the
+ * job live (WaitJob through /queues/<q>/jobs/<id>/events) until it finishes.
+ */
 export function jobPage(ctx: PageContext, j: Job): Html {
-  const state = j.state.replace('JOB_STATE_', '').toLowerCase();
+  const state = stateName(j);
+  const finished = state === 'completed' || state === 'dead';
+  return layout(ctx, `Job ${j.id}`, html`
+<p><a href="${queueUrl(j.queue, { state })}">Back to queue ${j.queue}</a></p>
+${finished ? '' : liveStatus()}
+<div id="job-live"${finished ? '' : html` data-events="${jobUrl(j.queue, j.id)}/events" data-event="job"`}>${jobFragment(ctx, j)}</div>`);
+}
+
+/** A job's actions, fields, headers, payload, result and progress data; also sent on its event stream. */
+export function jobFragment(ctx: PageContext, j: Job): Html {
+  const state = stateName(j);
   const fields: [string, string | number][] = [
     ['Id', j.id],
     ['Queue', j.queue],
@@ -287,14 +364,43 @@ ${state === 'dead' ? actionForm(ctx, `${queueUrl(q)}/retry-dead`, 'Retry this jo
 ${state === 'pending' || state === 'active' ? actionForm(ctx, `${queueUrl(q)}/cancel`, 'Cancel this job', fieldsHidden, true) : ''}
 ${actionForm(ctx, `${queueUrl(q)}/delete-job`, 'Delete this job', fieldsHidden, true)}
 </div>`;
-  return layout(ctx, `Job ${j.id}`, html`
-<p><a href="${queueUrl(q, { state })}">Back to queue ${q}</a></p>
-${actions}
+  return html`${actions}
 <dl class="fields">${fields.map(([k, v]) => html`<dt>${k}</dt><dd data-field="${k}">${v === '' ? '–' : v}</dd>`)}</dl>
 ${headers.length ? html`<h2>Headers</h2><dl class="fields">${headers.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ''}
 ${bytesBlock('Payload', showBytes(j.payload), j.payload?.length ?? 0, `${jobUrl(q, j.id)}/payload`)}
 ${bytesBlock('Result', showBytes(j.result), j.result?.length ?? 0, `${jobUrl(q, j.id)}/result`)}
-${j.progress_data?.length ? bytesBlock('Progress data', showBytes(j.progress_data), j.progress_data.length, `${jobUrl(q, j.id)}/progress_data`) : ''}`);
+${j.progress_data?.length ? bytesBlock('Progress data', showBytes(j.progress_data), j.progress_data.length, `${jobUrl(q, j.id)}/progress_data`) : ''}`;
+}
+
+/** What a live stream says when it ends: `okText` when it ended well, else why it stopped. */
+export function streamEnd(code: number, details: string, okText: string): Html {
+  return code === 0 ? html`${okText}` : html`stopped. ${explainCode(code)} ${details}`;
+}
+
+/** The events of one queue as they happen (Subscribe through /queues/<q>/watch/events), newest first. */
+export function watchPage(ctx: PageContext, q: string): Html {
+  return layout(ctx, `Events of queue ${q}`, html`
+<p><a href="${queueUrl(q)}">Back to queue ${q}</a></p>
+${liveStatus()}
+<p class="muted">Every event of the queue from when this page opened, newest first (the last ${WATCH_ROWS} are kept). Best effort: events the broker could not deliver are marked as missed, never made up.</p>
+<div class="scroll"><table class="events">
+<caption class="sr-only">Events of queue ${q}</caption>
+<thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Job</th><th scope="col">Type</th><th scope="col">Attempts</th><th scope="col">Error or progress</th></tr></thead>
+<tbody id="events-live" data-events="${queueUrl(q)}/watch/events" data-event="events" data-mode="prepend" data-keep="${WATCH_ROWS}"></tbody>
+</table></div>`);
+}
+
+/** A watch page keeps this many rows. */
+export const WATCH_ROWS = 500;
+
+/** Rows of the watch page for one message of the stream, newest first; a gap is a row of its own. */
+export function eventRows(q: string, events: QueueEvent[], missed: boolean): Html {
+  const rows = [...events].reverse().map((e) => {
+    const kind = e.kind.replace('EVENT_KIND_', '').toLowerCase().replace(/_/g, ' ');
+    const detail = e.error ? e.error : e.progress_percent !== undefined && e.progress_percent !== null ? `${e.progress_percent}%` : '';
+    return html`<tr data-kind="${kind}" data-job="${e.job_id}"><td><time datetime="${new Date(e.at_ms).toISOString()}">${showTime(e.at_ms)}</time></td><td>${kind}</td><td><a href="${jobUrl(q, e.job_id)}">${e.job_id}</a></td><td>${e.type ?? ''}</td><td>${e.attempts ?? ''}</td><td class="error">${truncate(detail, 200)}</td></tr>`;
+  });
+  return html`${rows}${missed ? html`<tr class="missed"><td colspan="6">Events may have been missed here (the broker lost its Redis subscription for a moment).</td></tr>` : ''}`;
 }
 
 /** Asks before a destructive action, saying how many jobs it affects. */
@@ -327,6 +433,8 @@ export function explainCode(code: number): string {
       return 'The broker refused the request (INVALID_ARGUMENT).';
     case 9:
       return 'The job is not in a state that allows this (FAILED_PRECONDITION).';
+    case 6:
+      return 'It exists already (ALREADY_EXISTS).';
     case 4:
       return 'The broker did not answer in time (DEADLINE_EXCEEDED).';
     case 12:
@@ -351,13 +459,67 @@ export function loginPage(csrf: string, error?: string): Html {
 <p class="muted">The broker requires a bearer token with the admin permission. It is kept in this server's memory for your session only.</p>`);
 }
 
-export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[]): Html {
+/** The schedules, and a form that creates one or, named in `edit`, replaces it (pre-filled). */
+export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[], edit?: ScheduleInfo): Html {
   const rows = schedules.map(
-    (s) => html`<tr data-schedule="${s.schedule.name}"><td>${s.schedule.name}</td><td>${s.schedule.job ? html`<a href="${queueUrl(s.schedule.job.queue)}">${s.schedule.job.queue}</a>` : ''}</td><td>${s.schedule.job?.type ?? ''}</td><td>${s.schedule.cron || (s.schedule.interval_ms ? `every ${showDuration(s.schedule.interval_ms)}` : '')}</td><td>${showTime(s.next_run_at_ms)}</td><td>${showTime(s.last_run_at_ms)}</td>${ctx.readOnly ? '' : html`<td>${actionForm(ctx, `/schedules/${encodeURIComponent(s.schedule.name)}/delete`, `Delete ${s.schedule.name}`, {}, true)}</td>`}</tr>`,
+    (s) => html`<tr data-schedule="${s.schedule.name}"><td>${s.schedule.name}</td><td>${s.schedule.job ? html`<a href="${queueUrl(s.schedule.job.queue)}">${s.schedule.job.queue}</a>` : ''}</td><td>${s.schedule.job?.type ?? ''}</td><td>${s.schedule.cron || (s.schedule.interval_ms ? `every ${showDuration(s.schedule.interval_ms)}` : '')}</td><td>${showTime(s.next_run_at_ms)}</td><td>${showTime(s.last_run_at_ms)}</td>${ctx.readOnly ? '' : html`<td><a href="/schedules?edit=${encodeURIComponent(s.schedule.name)}#schedule-form">Edit ${s.schedule.name}</a> ${actionForm(ctx, `/schedules/${encodeURIComponent(s.schedule.name)}/delete`, `Delete ${s.schedule.name}`, {}, true)}</td>`}</tr>`,
   );
-  return layout(ctx, 'Schedules', schedules.length === 0 ? html`<p>No schedules.</p>` : html`<div class="scroll"><table>
+  return layout(ctx, 'Schedules', html`${schedules.length === 0 ? html`<p>No schedules.</p>` : html`<div class="scroll"><table>
 <thead><tr><th scope="col">Name</th><th scope="col">Queue</th><th scope="col">Type</th><th scope="col">When</th><th scope="col">Next run</th><th scope="col">Last run</th>${ctx.readOnly ? '' : html`<th scope="col"><span class="sr-only">Actions</span></th>`}</tr></thead>
-<tbody>${rows}</tbody></table></div>`);
+<tbody>${rows}</tbody></table></div>`}
+${scheduleForm(ctx, edit)}`);
+}
+
+/** A payload as a form shows it: its text, and whether it is JSON; undefined when it is not UTF-8. */
+function editablePayload(b: Uint8Array | undefined): { text: string; json: boolean } | undefined {
+  if (!b || b.length === 0) return { text: '', json: true };
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(b);
+    try {
+      JSON.parse(text);
+      return { text, json: true };
+    } catch {
+      return { text, json: false };
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** A time as an <input type="datetime-local"> value in UTC; '' for 0. */
+function utcInput(ms: number): string {
+  return ms > 0 ? new Date(ms).toISOString().slice(0, 16) : '';
+}
+
+/** put-schedule: the options of `jobwire put-schedule`; pre-filled from `edit` (the same name replaces it). */
+function scheduleForm(ctx: PageContext, edit?: ScheduleInfo): Html {
+  if (ctx.readOnly) return html``;
+  const s = edit?.schedule;
+  const job = s?.job;
+  const payload = editablePayload(job?.payload);
+  const num = (n: number | undefined) => (n ? String(n) : '');
+  return html`<section aria-labelledby="schedule-form"><h2 id="schedule-form" tabindex="-1">${s ? `Edit schedule ${s.name}` : 'New schedule'}</h2>
+${payload === undefined ? html`<p class="muted">Its payload is not UTF-8 text, so the form cannot show it: saving replaces it with the one below.</p>` : ''}
+<form method="post" action="/schedules" class="settings">${csrfField(ctx)}
+<p class="muted">A schedule with the name of one that exists replaces it. Exactly one of cron and interval.</p>
+<div class="grid">
+${formField('ps-name', 'name', 'Name', 'letters, digits, . _ : -', { required: true, maxlength: 128, value: s?.name })}
+${formField('ps-cron', 'cron', 'Cron', '5 fields (or 6, seconds first), @daily …', { value: s?.cron, placeholder: '*/5 * * * *' })}
+${formField('ps-every_ms', 'every_ms', 'or every (ms)', 'at least 1000', { numeric: true, value: num(s?.interval_ms) })}
+${formField('ps-time_zone', 'time_zone', 'Time zone', 'of the cron fields (IANA); empty: UTC', { value: s?.time_zone, placeholder: 'Europe/Berlin' })}
+${formField('ps-queue', 'queue', 'Queue', 'each run enqueues into it', { required: true, maxlength: 128, value: job?.queue })}
+${formField('ps-type', 'type', 'Job type', 'of the jobs it enqueues', { required: true, maxlength: 128, value: job?.type })}
+${payloadField('ps-payload', payload?.text ?? '', payload?.json ?? true)}
+${formField('ps-priority', 'priority', 'Priority', '-1000..1000', { numeric: true, value: num(job?.priority) })}
+${formField('ps-max_attempts', 'max_attempts', 'Max attempts', "1..1000; empty: the broker's", { numeric: true, value: num(job?.max_attempts) })}
+${formField('ps-job_timeout_ms', 'job_timeout_ms', 'Job timeout (ms)', "empty: the queue's", { numeric: true, value: num(job?.timeout_ms) })}
+${formField('ps-jitter_ms', 'jitter_ms', 'Jitter (ms)', 'each run due up to this long after its instant', { numeric: true, value: num(s?.jitter_ms) })}
+${formField('ps-start_at', 'start_at', 'Start (UTC)', 'no run before', { type: 'datetime-local', value: utcInput(s?.start_at_ms ?? 0) })}
+${formField('ps-end_at', 'end_at', 'End (UTC)', 'no run after', { type: 'datetime-local', value: utcInput(s?.end_at_ms ?? 0) })}
+<label for="ps-catch_up">Missed runs</label><select id="ps-catch_up" name="catch_up" aria-describedby="ps-catch_up-hint"><option value="skip">skip</option><option value="once"${s?.catch_up === 'CATCH_UP_ONCE' ? html` selected` : ''}>run once</option></select><span id="ps-catch_up-hint" class="muted">runs missed while no broker ran</span>
+</div>
+<button type="submit">${s ? 'Save schedule' : 'Create schedule'}</button>
+</form></section>`;
 }
 
 /** What the Workers page shows: ListWorkers' answer, or the error it failed with. */

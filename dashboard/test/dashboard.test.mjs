@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, sleep, freePort, waitFor, Client, Worker } from './helpers.mjs';
+import { startStack, startDashboard, launchBrowser, brokerStubs, formSession, screenshot, sleep, freePort, waitFor, Client, Worker } from './helpers.mjs';
 
 let stack, client, stubs, dash, browser, metricsPort;
 
@@ -210,17 +210,8 @@ describe('open broker', () => {
 
   test('bad action forms are refused with the field named, and change nothing', async () => {
     await seed('badform', { dead: 2 });
-    const first = await fetch(`${dash.url}/queues/badform`);
-    const cookie = first.headers.get('set-cookie').split(';')[0];
-    const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
-    const post = (action, fields) => {
-      const body = new URLSearchParams({ csrf, confirm: 'yes' });
-      for (const [k, v] of fields) body.append(k, v);
-      return fetch(`${dash.url}/queues/badform/${action}`, {
-        method: 'POST', redirect: 'manual', body,
-        headers: { cookie, origin: dash.url, 'content-type': 'application/x-www-form-urlencoded' },
-      });
-    };
+    const session = await formSession(dash.url, '/queues/badform');
+    const post = (action, fields) => session.post(`/queues/badform/${action}`, [['confirm', 'yes'], ...fields]);
     const cases = [
       ['purge-dead', [['older_than', '0'], ['unit', 'd']], /older_than must be a whole number from 1 to 100000/],
       ['purge-dead', [['older_than', '5'], ['unit', 'weeks']], /unit must be one of s, min, h, d/],
@@ -259,7 +250,7 @@ describe('open broker', () => {
     await client.enqueue('idem', 'charge', { order: 10 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/idem`);
-    await page.getByLabel('Idempotency key').fill('order 9/ä');
+    await page.getByLabel('Idempotency key', { exact: true }).fill('order 9/ä');
     await page.getByRole('button', { name: 'Find job' }).click();
     assert.equal(new URL(page.url()).pathname, `/queues/idem/jobs/${jobId}`);
     assert.equal(await page.locator('dd[data-field="Idempotency key"]').innerText(), 'order 9/ä');
@@ -364,6 +355,7 @@ describe('open broker', () => {
     await page.locator('tr[data-queue="pausable"] .badge.paused').waitFor();
     await page.goto(`${dash.url}/queues/pausable`);
     await page.getByRole('button', { name: 'Resume queue' }).click();
+    assert.match(await page.locator('main').innerText(), /Queue pausable is resumed\./);
     assert.equal((await stubs.stats('pausable')).paused, false);
     await page.close();
   });
@@ -401,9 +393,7 @@ describe('open broker', () => {
 
   test('a POST without the CSRF token, or from another origin, is refused and changes nothing', async () => {
     await seed('csrf', { due: 1 });
-    const first = await fetch(`${dash.url}/queues/csrf`);
-    const cookie = first.headers.get('set-cookie').split(';')[0];
-    const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
+    const { cookie, csrf } = await formSession(dash.url, '/queues/csrf');
     const post = (body, headers) =>
       fetch(`${dash.url}/queues/csrf/pause`, {
         method: 'POST', redirect: 'manual', body: new URLSearchParams(body),
@@ -423,8 +413,7 @@ describe('open broker', () => {
       const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       return [...text.matchAll(/^jobwire_rpc_requests_total\{[^}]*method="ListQueues"[^}]*\} (\S+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
     };
-    const first = await fetch(`${dash.url}/`);
-    const cookie = first.headers.get('set-cookie').split(';')[0];
+    const { cookie } = await formSession(dash.url);
     const viewers = await Promise.all(Array.from({ length: 10 }, async () => {
       const ctl = new AbortController();
       const res = await fetch(`${dash.url}/events`, { headers: { cookie }, signal: ctl.signal });
@@ -573,25 +562,28 @@ describe('read-only dashboard', () => {
     assert.match(await page.locator('dd[data-field="Error"]').innerText(), /cancelled/);
     await page.close();
     // Read-only pages carry no form; the refusal comes before any other check.
-    const first = await fetch(`${ro.url}/queues/readonly`);
-    const cookie = first.headers.get('set-cookie').split(';')[0];
-    for (const [action, body] of [['pause', {}], ['purge-dead', { confirm: 'yes' }], ['retry-dead', { all: '1', confirm: 'yes' }], ['delete-job', { job_id: id, confirm: 'yes' }], ['cancel', { job_id: id, confirm: 'yes' }], ['delete-queue', { confirm: 'yes' }], ['update-queue', { max_active: '1' }]]) {
-      const res = await fetch(`${ro.url}/queues/readonly/${action}`, {
-        method: 'POST', redirect: 'manual', body: new URLSearchParams(body),
-        headers: { cookie, origin: ro.url, 'content-type': 'application/x-www-form-urlencoded' },
-      });
-      assert.equal(res.status, 403, action);
-      assert.match(await res.text(), /read-only/, action);
+    const { csrf, post } = await formSession(ro.url, '/queues/readonly');
+    assert.equal(csrf, null);
+    const refused = [
+      ...[['pause', {}], ['purge-dead', { confirm: 'yes' }], ['retry-dead', { all: '1', confirm: 'yes' }], ['delete-job', { job_id: id, confirm: 'yes' }],
+        ['cancel', { job_id: id, confirm: 'yes' }], ['delete-queue', { confirm: 'yes' }], ['update-queue', { max_active: '1' }],
+        ['enqueue', { type: 'sneaked' }]].map(([action, body]) => [`/queues/readonly/${action}`, body]),
+      ['/schedules/ro-schedule/delete', { confirm: 'yes' }],
+      ['/schedules', { name: 'ro-schedule', queue: 'readonly', type: 'other', every_ms: '60000' }],
+      ['/create-queue', { queue: 'ro-created' }],
+    ];
+    for (const [path, body] of refused) {
+      const res = await post(path, body);
+      assert.equal(res.status, 403, path);
+      assert.match(await res.text(), /read-only/, path);
     }
-    const schedule = await fetch(`${ro.url}/schedules/ro-schedule/delete`, {
-      method: 'POST', redirect: 'manual', body: new URLSearchParams({ confirm: 'yes' }),
-      headers: { cookie, origin: ro.url, 'content-type': 'application/x-www-form-urlencoded' },
-    });
-    assert.equal(schedule.status, 403, 'delete schedule');
-    assert.equal((await stubs.listSchedules()).filter((x) => x.schedule.name === 'ro-schedule').length, 1);
+    const [kept] = (await stubs.listSchedules()).filter((x) => x.schedule.name === 'ro-schedule');
+    assert.equal(kept.schedule.job.type, 'build');
+    assert.ok(!(await stubs.listQueues()).some((q) => q.queue === 'ro-created'));
     const s = await stubs.stats('readonly');
     assert.equal(s.paused, false);
     assert.equal(s.dead, 1);
+    assert.equal(s.pending_due, 1);
   });
 });
 
@@ -656,10 +648,8 @@ describe('behind an Ingress that ends TLS (--public_origin)', () => {
   test('POSTs must come from the public origin, and the cookie is Secure', async () => {
     await seed('proxied', { due: 1 });
     const first = await fetch(`${px.url}/queues/proxied`);
-    const setCookie = first.headers.get('set-cookie');
-    assert.match(setCookie, /; Secure/, 'an https public origin marks the cookie Secure');
-    const cookie = setCookie.split(';')[0];
-    const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
+    assert.match(first.headers.get('set-cookie'), /; Secure/, 'an https public origin marks the cookie Secure');
+    const { cookie, csrf } = await formSession(px.url, '/queues/proxied');
     const post = (origin) =>
       fetch(`${px.url}/queues/proxied/pause`, {
         method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf }),

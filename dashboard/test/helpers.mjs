@@ -50,6 +50,17 @@ export async function startDashboard(brokerAddress, args = []) {
   };
 }
 
+/** `promise`, or an error naming `what` once it took longer than `ms`. */
+async function bounded(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms); });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Debian's chromium, headless, on a fresh profile. Returns a playwright BrowserContext. */
 export async function launchBrowser() {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'jw-dash-chromium-'));
@@ -61,9 +72,24 @@ export async function launchBrowser() {
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
     ],
   });
+  // A page closed while a navigation commits (a form's answer loading) can
+  // wait for Chromium forever: page.close() and context.close() take no
+  // timeout. So a page's close waits for its load to end first, and each
+  // close is bounded; a close that still hangs fails the test that asked
+  // for it instead of the whole file timing out.
+  const newPage = context.newPage.bind(context);
+  context.newPage = async () => {
+    const page = await newPage();
+    const closePage = page.close.bind(page);
+    page.close = async (options) => {
+      await page.waitForLoadState('load', { timeout: 5000 }).catch(() => {});
+      await bounded(closePage(options), 10_000, 'page.close()');
+    };
+    return page;
+  };
   const close = context.close.bind(context);
   context.close = async () => {
-    await close();
+    await bounded(close(), 20_000, 'closing the browser');
     fs.rmSync(profile, { recursive: true, force: true });
   };
   return context;
@@ -91,8 +117,31 @@ export function brokerStubs(address, token) {
     createQueue: (request) => call('admin', 'CreateQueue', request),
     putSchedule: (schedule) => call('admin', 'PutSchedule', { schedule }),
     listSchedules: async () => (await call('admin', 'ListSchedules', {})).schedules,
+    listQueues: async () => (await call('admin', 'ListQueues', {})).queues,
     close: () => { clients.admin.close(); clients.broker.close(); },
   };
+}
+
+/**
+ * A session of the dashboard at `url` as a browser gets it from a first GET
+ * of `page`: { cookie, csrf, post(path, fields) }. csrf is null when the
+ * page has no form (read-only). post() sends a form as the dashboard's pages
+ * do (the session's cookie and CSRF token, this origin); `fields` is an
+ * object or a list of [name, value] pairs (a name may repeat).
+ */
+export async function formSession(url, page = '/') {
+  const first = await fetch(`${url}${page}`);
+  const cookie = first.headers.get('set-cookie').split(';')[0];
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())?.[1] ?? null;
+  const post = (path, fields = {}) => {
+    const body = new URLSearchParams(csrf ? { csrf } : {});
+    for (const [k, v] of Array.isArray(fields) ? fields : Object.entries(fields)) body.append(k, v);
+    return fetch(`${url}${path}`, {
+      method: 'POST', redirect: 'manual', body,
+      headers: { cookie, origin: url, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+  };
+  return { cookie, csrf, post };
 }
 
 /** A screenshot of the page in OUTPUT_DIR/<name>.png. */

@@ -12,7 +12,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startStack, startDashboard, launchBrowser, brokerStubs, screenshot, waitFor, Client, Worker } from './helpers.mjs';
+import { startStack, startDashboard, launchBrowser, brokerStubs, formSession, screenshot, waitFor, Client, Worker } from './helpers.mjs';
 
 const ADMIN = crypto.randomBytes(24).toString('hex');
 const PRODUCER = crypto.randomBytes(24).toString('hex');
@@ -151,15 +151,23 @@ test('the workers page lists only the workers whose queues the token may all adm
 });
 
 test('events and actions need a login', async () => {
-  const first = await fetch(`${dash.url}/login`);
-  const cookie = first.headers.get('set-cookie').split(';')[0];
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await first.text())[1];
-  const events = await fetch(`${dash.url}/events`, { headers: { cookie } });
-  assert.equal(events.status, 401);
-  const res = await fetch(`${dash.url}/queues/secure/resume`, {
-    method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf }),
-    headers: { cookie, origin: dash.url, 'content-type': 'application/x-www-form-urlencoded' },
-  });
-  assert.equal(res.status, 401);
-  assert.equal((await stubs.stats('secure')).paused, true);
+  const { cookie, post } = await formSession(dash.url, '/login');
+  const before = await stubs.stats('secure');
+  for (const stream of ['/events', '/queues/secure/watch/events', '/queues/secure/jobs/some-job/events']) {
+    const res = await fetch(`${dash.url}${stream}`, { headers: { cookie } });
+    assert.equal(res.status, 401, stream);
+  }
+  for (const [path, fields] of [
+    ['/queues/secure/resume', {}],
+    ['/queues/secure/enqueue', { type: 'sneaked' }],
+    ['/create-queue', { queue: 'sneaked' }],
+    ['/schedules', { name: 'sneaked', queue: 'secure', type: 't', every_ms: '60000' }],
+  ]) {
+    assert.equal((await post(path, fields)).status, 401, path);
+  }
+  const s = await stubs.stats('secure');
+  assert.equal(s.paused, true);
+  assert.equal(s.pending_due + s.pending_scheduled, before.pending_due + before.pending_scheduled, 'nothing enqueued');
+  assert.ok(!(await stubs.listQueues()).some((q) => q.queue === 'sneaked'));
+  assert.ok(!(await stubs.listSchedules()).some((x) => x.schedule.name === 'sneaked'));
 });
