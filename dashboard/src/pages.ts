@@ -501,7 +501,7 @@ function scheduleForm(ctx: PageContext, edit?: ScheduleInfo): Html {
   return html`<section aria-labelledby="schedule-form"><h2 id="schedule-form" tabindex="-1">${s ? `Edit schedule ${s.name}` : 'New schedule'}</h2>
 ${payload === undefined ? html`<p class="muted">Its payload is not UTF-8 text, so the form cannot show it: saving replaces it with the one below.</p>` : ''}
 <form method="post" action="/schedules" class="settings">${csrfField(ctx)}
-<p class="muted">A schedule with the name of one that exists replaces it. Exactly one of cron and interval.</p>
+<p class="muted">A schedule with the name of one that exists replaces it, whole: what this form does not show (the job's headers, backoff, retention, concurrency key) goes back to its default, as with <code>jobwire put-schedule</code>. Exactly one of cron and interval.</p>
 <div class="grid">
 ${formField('ps-name', 'name', 'Name', 'letters, digits, . _ : -', { required: true, maxlength: 128, value: s?.name })}
 ${formField('ps-cron', 'cron', 'Cron', '5 fields (or 6, seconds first), @daily …', { value: s?.cron, placeholder: '*/5 * * * *' })}

@@ -1,10 +1,12 @@
-// The Workers page rendered from ListWorkers answers (src/pages.ts, built
-// into dist/), without a broker: rows, weights, types, the replicas and
-// their truncated flag, the empty and error states, and escaping. The same
-// page against a real broker and real workers: dashboard.test.mjs.
+// Pages rendered from the broker's answers (src/pages.ts, built into dist/),
+// without a broker: the Workers page (rows, weights, types, the replicas
+// and their truncated flag, the empty and error states, escaping), the
+// watch page's event rows, a job page's live stream, and the schedule form
+// filled in for an edit. The same pages against a real broker and real
+// workers: dashboard.test.mjs, create_and_follow.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { workersPage } from '../dist/pages.js';
+import { workersPage, eventRows, jobPage, schedulesPage, streamEnd } from '../dist/pages.js';
 
 const ctx = { csrf: 'c', readOnly: false, loggedIn: false };
 const now = Date.UTC(2026, 0, 2, 3, 4, 5);
@@ -59,4 +61,71 @@ test('PERMISSION_DENIED, UNAVAILABLE and UNIMPLEMENTED are explained in an alert
   assert.match(err(14, 'redis down'), /role="alert"><strong>The broker or its Redis cannot be reached right now \(UNAVAILABLE\)/);
   assert.match(err(12, ''), /role="alert"><strong>This broker cannot list workers \(UNIMPLEMENTED\)/);
   assert.doesNotMatch(err(14, ''), /<table|No worker/);
+});
+
+test('event rows: newest first, kind and details as text, a gap marked', () => {
+  const at = Date.UTC(2026, 0, 2, 3, 4, 5);
+  const rows = eventRows('q<1>', [
+    { kind: 'EVENT_KIND_ENQUEUED', queue: 'q<1>', job_id: 'j1', at_ms: at, type: '<b>t</b>', attempts: 0 },
+    { kind: 'EVENT_KIND_LEASE_EXPIRED', queue: 'q<1>', job_id: 'j"2', at_ms: at + 1, type: 't', attempts: 1, error: '<img src=x>' },
+    { kind: 'EVENT_KIND_PROGRESS', queue: 'q<1>', job_id: 'j3', at_ms: at + 2, type: 't', attempts: 1, progress_percent: 40 },
+  ], true).text;
+  const kinds = [...rows.matchAll(/data-kind="([^"]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(kinds, ['progress', 'lease expired', 'enqueued']);
+  assert.match(rows, /<td class="error">40%<\/td>/);
+  assert.match(rows, /<td class="error">&lt;img src=x&gt;<\/td>/);
+  assert.match(rows, /<td>&lt;b&gt;t&lt;\/b&gt;<\/td>/);
+  assert.match(rows, /<a href="\/queues\/q%3C1%3E\/jobs\/j%222">j&quot;2<\/a>/);
+  assert.match(rows, /<tr class="missed"><td colspan="6">Events may have been missed here/);
+  assert.doesNotMatch(eventRows('q', [], false).text, /missed/);
+});
+
+test("a job page streams the job's changes until it finishes; a finished one does not", () => {
+  const job = (state) => ({
+    id: 'j1', queue: 'q', type: 't', payload: Buffer.from('{}'), priority: 0, state, attempts: 0, max_attempts: 3,
+    available_at_ms: 0, lease_expires_at_ms: 0, result: Buffer.alloc(0), error: '', idempotency_key: '', created_at_ms: 0,
+    finished_at_ms: 0, backoff_base_ms: 0, backoff_max_ms: 0, worker_id: '', timeout_ms: 0, run_deadline_ms: 0,
+    cancel_requested_at_ms: 0, progress_data: Buffer.alloc(0), headers: {},
+  });
+  for (const state of ['JOB_STATE_PENDING', 'JOB_STATE_ACTIVE']) {
+    const page = jobPage(ctx, job(state)).text;
+    assert.match(page, /<div id="job-live" data-events="\/queues\/q\/jobs\/j1\/events" data-event="job">/, state);
+    assert.match(page, /id="live-status"/, state);
+  }
+  for (const state of ['JOB_STATE_COMPLETED', 'JOB_STATE_DEAD']) {
+    const page = jobPage(ctx, job(state)).text;
+    assert.doesNotMatch(page, /data-events|live-status/, state);
+  }
+  assert.equal(streamEnd(0, '', 'ended: the job finished').text, 'ended: the job finished');
+  assert.match(streamEnd(7, 'no <admin>', 'x').text, /^stopped\. Your token may not do this \(PERMISSION_DENIED\).* no &lt;admin&gt;$/);
+});
+
+test('the schedule form is filled in from the schedule edited; a payload that is not text is said so', () => {
+  const info = (over) => ({
+    schedule: {
+      name: 'nightly', cron: '0 3 * * *', interval_ms: 0, time_zone: 'Europe/Berlin', jitter_ms: 500,
+      start_at_ms: Date.UTC(2027, 0, 2, 3, 4), end_at_ms: 0, catch_up: 'CATCH_UP_ONCE',
+      job: { queue: 'reports', type: 'build', payload: Buffer.from('plain "words"'), priority: 2, max_attempts: 0, timeout_ms: 0 },
+      ...over,
+    },
+    next_run_at_ms: 0, last_run_at_ms: 0, last_job_id: '',
+  });
+  const page = schedulesPage(ctx, [info()], info()).text;
+  assert.match(page, /<h2 id="schedule-form" tabindex="-1">Edit schedule nightly<\/h2>/);
+  assert.match(page, /id="ps-cron" name="cron" value="0 3 \* \* \*"/);
+  assert.match(page, /id="ps-time_zone" name="time_zone" value="Europe\/Berlin"/);
+  assert.match(page, /id="ps-jitter_ms" name="jitter_ms" inputmode="numeric" pattern="-\?\[0-9\]\*" value="500"/);
+  assert.match(page, /id="ps-start_at" name="start_at" type="datetime-local" value="2027-01-02T03:04"/);
+  assert.match(page, /id="ps-max_attempts" name="max_attempts" inputmode="numeric" pattern="-\?\[0-9\]\*" value=""/);
+  assert.match(page, />plain &quot;words&quot;<\/textarea>/);
+  assert.match(page, /<option value="text" selected>/, 'not JSON: sent as text');
+  assert.match(page, /<option value="once" selected>/);
+  assert.match(page, /<a href="\/schedules\?edit=nightly#schedule-form">Edit nightly<\/a>/);
+  const binary = schedulesPage(ctx, [], info({ job: { queue: 'q', type: 't', payload: Buffer.from([0xff, 0x00]), priority: 0, max_attempts: 0, timeout_ms: 0 } })).text;
+  assert.match(binary, /Its payload is not UTF-8 text/);
+  assert.match(binary, /<\/textarea>/);
+  const fresh = schedulesPage(ctx, [], undefined).text;
+  assert.match(fresh, /New schedule<\/h2>/);
+  assert.match(fresh, /<button type="submit">Create schedule<\/button>/);
+  assert.doesNotMatch(schedulesPage({ ...ctx, readOnly: true }, [info()], undefined).text, /<form/);
 });
