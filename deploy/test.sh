@@ -167,6 +167,8 @@ refuse "dashboard.ingress.enabled needs dashboard.enabled" --set redis.url=redis
 refuse "dashboard.enabled with tls.clientAuth needs dashboard.brokerClientCert.existingSecret" --set redis.url=redis://r:6379 --set tls.existingSecret=jobwire-tls --set tls.clientAuth=true --set dashboard.enabled=true
 refuse "networkPolicy.enabled with dashboard.ingress.enabled needs networkPolicy.ingress.dashboardFrom" --set redis.enabled=true --set networkPolicy.enabled=true --set dashboard.enabled=true --set dashboard.ingress.enabled=true
 refuse "networkPolicy.enabled with dashboard.broker" --set redis.enabled=true --set networkPolicy.enabled=true --set dashboard.enabled=true --set dashboard.broker=other.example:50051
+refuse "dashboard.replicas=2 needs dashboard.sessionKey.existingSecret" --set redis.url=redis://r:6379 --set dashboard.enabled=true --set dashboard.replicas=2
+refuse "at '/dashboard/replicas': minimum: got 0, want 1" --set redis.url=redis://r:6379 --set dashboard.replicas=0
 refuse "dashboard.requireLogin=false with auth.existingSecret" --set redis.url=redis://r:6379 --set auth.existingSecret=jobwire-tokens --set dashboard.enabled=true --set dashboard.requireLogin=false
 
 # The dashboard off renders no dashboard object; on, the objects below

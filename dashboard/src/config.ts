@@ -2,6 +2,7 @@
 // underscores, each also settable as JOBWIRE_DASHBOARD_<FLAG> in the
 // environment (the command line wins), as the broker's flags are.
 import * as fs from 'node:fs';
+import { MIN_KEY_BYTES } from './sealed_sessions';
 
 export interface Config {
   /** host:port of the broker. */
@@ -32,6 +33,12 @@ export interface Config {
    * Undefined: this listener's own scheme and the request's Host.
    */
   publicOrigin?: string;
+  /**
+   * The secret of --session_key_file: sessions are sealed into the cookie
+   * with it (SealedSessions), so that replicas given the same file share
+   * them. Undefined: sessions in this process's memory.
+   */
+  sessionKey?: Buffer;
 }
 
 export const USAGE = `usage: jobwire-dashboard [flags]
@@ -52,10 +59,13 @@ export const USAGE = `usage: jobwire-dashboard [flags]
   --proto_dir=DIR          folder with jobwire/v1/*.proto (default: the built copy)
   --public_origin=URL      scheme://host[:port] browsers use when a proxy or Ingress
                            in front ends TLS or renames the host (Origin check, Secure cookie)
+  --session_key_file=FILE  a secret of at least 32 bytes shared by every replica: sessions
+                           are sealed into the cookie with it, so any replica serves any
+                           browser (default: sessions in this process's memory, one replica)
 Every flag can also be set as JOBWIRE_DASHBOARD_<FLAG> (e.g. JOBWIRE_DASHBOARD_BROKER).`;
 
 const BOOLEAN = new Set(['read_only', 'require_login', 'help']);
-const KNOWN = new Set([...BOOLEAN, 'broker', 'listen', 'tls_cert', 'tls_key', 'broker_ca', 'broker_cert', 'broker_key', 'poll_interval_ms', 'reload_interval_ms', 'proto_dir', 'public_origin']);
+const KNOWN = new Set([...BOOLEAN, 'broker', 'listen', 'tls_cert', 'tls_key', 'broker_ca', 'broker_cert', 'broker_key', 'poll_interval_ms', 'reload_interval_ms', 'proto_dir', 'public_origin', 'session_key_file']);
 
 /** Parses argv (without node and the script) and env; throws Error with a message for the user. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'help' {
@@ -102,9 +112,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'h
       ['tls_cert', 'tls_key', 'broker_ca', 'broker_cert', 'broker_key'].filter((n) => flags.get(n)).map((n) => [n, flags.get(n)!]),
     ),
     publicOrigin: flags.get('public_origin') || undefined,
+    sessionKey: file('session_key_file'),
   };
   if (cfg.publicOrigin !== undefined && !/^https?:\/\/[^/\s?#]+$/.test(cfg.publicOrigin)) {
     throw new Error(`--public_origin ${cfg.publicOrigin} is not an origin: scheme://host[:port], no path (e.g. https://jobwire.example.com)`);
+  }
+  if (cfg.sessionKey !== undefined && cfg.sessionKey.length < MIN_KEY_BYTES) {
+    throw new Error(`--session_key_file holds ${cfg.sessionKey.length} bytes: it needs at least ${MIN_KEY_BYTES} random ones (e.g. openssl rand -base64 48)`);
   }
   if (!cfg.tlsCert !== !cfg.tlsKey) throw new Error('--tls_cert and --tls_key go together');
   if (!cfg.brokerCert !== !cfg.brokerKey) throw new Error('--broker_cert and --broker_key go together');

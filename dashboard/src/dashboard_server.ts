@@ -44,7 +44,8 @@ import { parseCreateQueue, parseEnqueue, parseSchedule } from './forms';
 import { showTime } from './format';
 import { Html } from './html';
 import * as pages from './pages';
-import { Session, SessionStore } from './session_store';
+import { SealedSessions } from './sealed_sessions';
+import { csrfMatches, Session, Sessions, SessionStore } from './session_store';
 import { StatsPollerHub } from './stats_poller';
 
 const COOKIE = 'jw_session';
@@ -89,7 +90,7 @@ interface RequestContext {
 
 export class DashboardServer {
   private readonly server: http.Server;
-  private readonly sessions = new SessionStore();
+  private readonly sessions: Sessions;
   private readonly hub: StatsPollerHub;
   private readonly streams = new Set<http.ServerResponse>();
   /** The broker streams of the viewers' job and queue event streams. */
@@ -103,6 +104,7 @@ export class DashboardServer {
     private readonly log: Logger = stderrLogger,
   ) {
     this.tls = Boolean(config.tlsCert);
+    this.sessions = config.sessionKey ? new SealedSessions(config.sessionKey) : new SessionStore();
     const handler = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
     this.server = this.tls ? https.createServer({ cert: config.tlsCert, key: config.tlsKey }, handler) : http.createServer(handler);
     this.hub = new StatsPollerHub(broker, { intervalMs: config.pollIntervalMs, historyLength: 150, idleMs: 5 * 60_000 });
@@ -159,7 +161,9 @@ export class DashboardServer {
     let session = this.sessions.get(readCookie(req.headers.cookie, COOKIE));
     if (!session) {
       session = this.sessions.create();
-      this.setCookie(res, session.id);
+      this.setCookie(res, session);
+    } else if (this.sessions.needsCookie(session)) {
+      this.setCookie(res, session);
     }
     let form = new URLSearchParams();
     if (req.method === 'POST') {
@@ -168,7 +172,7 @@ export class DashboardServer {
       }
       form = new URLSearchParams(await readBody(req));
       if (!this.sameOrigin(req)) throw new HttpError(403, 'This form was not sent from this dashboard (Origin / Referer check).');
-      if (!SessionStore.csrfMatches(session, form.get('csrf') ?? undefined)) {
+      if (!csrfMatches(session, form.get('csrf') ?? undefined)) {
         throw new HttpError(403, 'The form is missing its CSRF token or it has expired: reload the page and try again.');
       }
     } else if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -183,7 +187,10 @@ export class DashboardServer {
     const post = req.method === 'POST';
     if (url.pathname === '/login') return post ? this.login(r) : this.showLogin(r);
     if (url.pathname === '/logout' && post) {
-      this.sessions.delete(session.id);
+      // A new session replaces the browser's cookie: with sealed sessions
+      // the old cookie would otherwise still be one.
+      this.sessions.delete(session);
+      this.setCookie(r.res, this.sessions.create());
       return this.redirect(r.res, this.config.requireLogin ? '/login' : '/');
     }
     if (this.config.requireLogin && !session.token) {
@@ -220,7 +227,11 @@ export class DashboardServer {
       }
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
-      if (err.code === 16) session.token = undefined; // revoked or rotated: log in again
+      if (err.code === 16) {
+        // Revoked or rotated: log in again.
+        session.token = undefined;
+        if (!r.res.headersSent) this.setCookie(r.res, session);
+      }
       return this.send(r.res, statusFor(err.code), pages.brokerErrorPage(r.ctx, err.code, err.details));
     }
     throw new HttpError(404, 'No such page.');
@@ -247,9 +258,8 @@ export class DashboardServer {
       this.log({ msg: 'login refused', code: err.code });
       return this.send(r.res, statusFor(err.code), pages.loginPage(r.session.csrf, why));
     }
-    this.sessions.delete(r.session.id);
-    const s = this.sessions.create(token);
-    this.setCookie(r.res, s.id);
+    this.sessions.delete(r.session);
+    this.setCookie(r.res, this.sessions.create(token));
     this.log({ msg: 'login' });
     this.redirect(r.res, '/');
   }
@@ -504,9 +514,9 @@ export class DashboardServer {
     return referer !== undefined && (referer === own || referer.startsWith(`${own}/`));
   }
 
-  private setCookie(res: http.ServerResponse, id: string): void {
+  private setCookie(res: http.ServerResponse, session: Session): void {
     const secure = this.tls || Boolean(this.config.publicOrigin?.startsWith('https://'));
-    res.setHeader('set-cookie', `${COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
+    res.setHeader('set-cookie', `${COOKIE}=${this.sessions.cookie(session)}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
   }
 
   private serveStatic(res: http.ServerResponse, name: string): void {

@@ -51,6 +51,7 @@ async function main(): Promise<number> {
     read_only: config.readOnly,
     require_login: config.requireLogin,
     public_origin: config.publicOrigin,
+    sessions: config.sessionKey ? 'sealed (shared by replicas with the same key)' : 'in memory (one replica)',
   });
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -1,10 +1,18 @@
-// SessionStore: in-memory sessions keyed by a random id (32 bytes, base64url)
-// that the browser holds in an HttpOnly, SameSite=Strict cookie. A session
-// holds its CSRF token (per session, compared in constant time) and, after a
-// login, the bearer token forwarded to the broker; the token never leaves
-// the process. Sessions end after `idleMs` without a request, at logout, or
-// when the store is full (the least recently used session without a login
-// goes first, then the least recently used).
+// Sessions: what the browser's HttpOnly, SameSite=Strict cookie stands for.
+// A session holds its CSRF token (per session, compared in constant time)
+// and, after a login, the bearer token forwarded to the broker. Two kinds,
+// one interface (Sessions):
+//
+// - SessionStore (the default): in this process's memory, keyed by a random
+//   id (32 bytes, base64url) that is the cookie. Sessions end after `idleMs`
+//   without a request, at logout, or when the store is full (the least
+//   recently used session without a login goes first, then the least
+//   recently used). One dashboard replica only: another would not know them.
+// - SealedSessions (--session_key_file; sealed_sessions.ts): the session is
+//   the cookie, encrypted and authenticated with a key every replica shares,
+//   so any replica serves any browser and none keeps state.
+//
+// Either way the token never appears in a page, a log or a URL.
 // Thread safety: single-threaded (Node's event loop).
 import * as crypto from 'node:crypto';
 
@@ -16,12 +24,36 @@ export interface Session {
   lastSeenAt: number;
 }
 
-export class SessionStore {
+export interface Sessions {
+  /** The live session the cookie stands for, or undefined (none, expired, forged). */
+  get(cookie: string | undefined): Session | undefined;
+  /** A new session with a fresh id and CSRF token. */
+  create(token?: string): Session;
+  /** Ends the session (its cookie no longer gets it). */
+  delete(s: Session): void;
+  /** The cookie value for the session as it is now (after a change of its token, say). */
+  cookie(s: Session): string;
+  /** The answer to this request must carry the session's cookie again (a sealed session refreshed). */
+  needsCookie(s: Session): boolean;
+}
+
+/** True when `given` is the session's CSRF token (constant time). */
+export function csrfMatches(s: Session, given: string | undefined): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(s.csrf);
+  const b = Buffer.from(given);
+  return a.length === b.length && crypto.timingSafeEqual(a, b);
+}
+
+export function randomId(): string {
+  return crypto.randomBytes(32).toString('base64url');
+}
+
+export class SessionStore implements Sessions {
   private readonly sessions = new Map<string, Session>();
 
   constructor(private readonly idleMs = 8 * 3600_000, private readonly maxSessions = 10_000) {}
 
-  /** The live session with this id (refreshed), or undefined. */
   get(id: string | undefined): Session | undefined {
     if (!id) return undefined;
     const s = this.sessions.get(id);
@@ -36,7 +68,6 @@ export class SessionStore {
     return s;
   }
 
-  /** A new session with fresh random id and CSRF token. */
   create(token?: string): Session {
     if (this.sessions.size >= this.maxSessions) this.evictOne();
     const s: Session = { id: randomId(), csrf: randomId(), token, lastSeenAt: Date.now() };
@@ -59,19 +90,15 @@ export class SessionStore {
     this.sessions.delete(this.sessions.keys().next().value as string);
   }
 
-  delete(id: string): void {
-    this.sessions.delete(id);
+  delete(s: Session): void {
+    this.sessions.delete(s.id);
   }
 
-  /** True when `given` is the session's CSRF token (constant time). */
-  static csrfMatches(s: Session, given: string | undefined): boolean {
-    if (typeof given !== 'string') return false;
-    const a = Buffer.from(s.csrf);
-    const b = Buffer.from(given);
-    return a.length === b.length && crypto.timingSafeEqual(a, b);
+  cookie(s: Session): string {
+    return s.id;
   }
-}
 
-function randomId(): string {
-  return crypto.randomBytes(32).toString('base64url');
+  needsCookie(): boolean {
+    return false;
+  }
 }

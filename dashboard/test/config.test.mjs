@@ -19,3 +19,23 @@ test('the TLS files given are kept by flag name for reloads; none given, none ke
   const cfg = parseConfig(['--broker_ca=/dev/null'], {});
   assert.deepEqual(cfg.files, { broker_ca: '/dev/null' });
 });
+
+test('--session_key_file: the file\'s bytes, at least 32 of them; none given, sessions in memory', async () => {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jw-dash-key-'));
+  try {
+    const good = path.join(dir, 'good');
+    fs.writeFileSync(good, 'x'.repeat(32));
+    assert.equal(parseConfig([`--session_key_file=${good}`], {}).sessionKey.length, 32);
+    assert.equal(parseConfig([], { JOBWIRE_DASHBOARD_SESSION_KEY_FILE: good }).sessionKey.length, 32);
+    assert.equal(parseConfig([], {}).sessionKey, undefined);
+    const short = path.join(dir, 'short');
+    fs.writeFileSync(short, 'x'.repeat(31));
+    assert.throws(() => parseConfig([`--session_key_file=${short}`], {}), /--session_key_file holds 31 bytes: it needs at least 32/);
+    assert.throws(() => parseConfig([`--session_key_file=${path.join(dir, 'missing')}`], {}), /ENOENT/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -171,3 +171,57 @@ test('events and actions need a login', async () => {
   assert.ok(!(await stubs.listQueues()).some((q) => q.queue === 'sneaked'));
   assert.ok(!(await stubs.listSchedules()).some((x) => x.schedule.name === 'sneaked'));
 });
+
+test('replicas given the same --session_key_file share sessions; logout replaces the cookie; another key knows none', async () => {
+  const keyFile = path.join(dir, 'session.key');
+  const otherKeyFile = path.join(dir, 'other-session.key');
+  fs.writeFileSync(keyFile, crypto.randomBytes(48));
+  fs.writeFileSync(otherKeyFile, crypto.randomBytes(48));
+  const [one, two, stranger] = await Promise.all([
+    startDashboard(stack.address, ['--require_login', `--session_key_file=${keyFile}`]),
+    startDashboard(stack.address, ['--require_login', `--session_key_file=${keyFile}`]),
+    startDashboard(stack.address, ['--require_login', `--session_key_file=${otherKeyFile}`]),
+  ]);
+  try {
+    await client.enqueue('shared-sessions', 'send', {});
+    const first = await formSession(one.url, '/login');
+    const login = await first.post('/login', { token: ADMIN });
+    assert.equal(login.status, 303);
+    const cookie = login.headers.get('set-cookie').split(';')[0];
+    assert.match(cookie, /^jw_session=s1\./);
+    assert.ok(!cookie.includes(ADMIN), 'the token is not in the cookie as it is');
+
+    // The other replica knows the session: its page, then an action with its CSRF token.
+    const page = await fetch(`${two.url}/queues/shared-sessions`, { headers: { cookie }, redirect: 'manual' });
+    assert.equal(page.status, 200);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())[1];
+    const pause = await fetch(`${two.url}/queues/shared-sessions/pause`, {
+      method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf }),
+      headers: { cookie, origin: two.url, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(pause.status, 200);
+    assert.equal((await stubs.stats('shared-sessions')).paused, true);
+
+    // A replica with another key does not.
+    const elsewhere = await fetch(`${stranger.url}/`, { headers: { cookie }, redirect: 'manual' });
+    assert.equal(elsewhere.status, 303);
+    assert.equal(elsewhere.headers.get('location'), '/login');
+
+    // Logging out on one replica replaces the browser's cookie with one no replica logs in with.
+    const out = await fetch(`${one.url}/logout`, {
+      method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf }),
+      headers: { cookie, origin: one.url, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(out.status, 303);
+    const after = out.headers.get('set-cookie').split(';')[0];
+    assert.notEqual(after, cookie);
+    for (const replica of [one, two]) {
+      const res = await fetch(`${replica.url}/`, { headers: { cookie: after }, redirect: 'manual' });
+      assert.equal(res.status, 303, replica.url);
+      assert.equal(res.headers.get('location'), '/login');
+    }
+    for (const replica of [one, two, stranger]) assert.ok(!replica.log().includes(ADMIN), 'the token is in no log');
+  } finally {
+    await Promise.all([one.stop(), two.stop(), stranger.stop()]);
+  }
+});

@@ -24,14 +24,14 @@ const DashboardHealthPath = "/healthz"
 var knownDashboardEnv = map[string]bool{}
 
 func init() {
-	for _, f := range []string{"broker", "listen", "read_only", "require_login", "tls_cert", "tls_key", "broker_ca", "broker_cert", "broker_key", "poll_interval_ms", "proto_dir", "public_origin"} {
+	for _, f := range []string{"broker", "listen", "read_only", "require_login", "tls_cert", "tls_key", "broker_ca", "broker_cert", "broker_key", "poll_interval_ms", "proto_dir", "public_origin", "session_key_file"} {
 		knownDashboardEnv["JOBWIRE_DASHBOARD_"+strings.ToUpper(f)] = true
 	}
 }
 
 // dashboardFileEnv name files the dashboard reads at start.
 var dashboardFileEnv = []string{"JOBWIRE_DASHBOARD_TLS_CERT", "JOBWIRE_DASHBOARD_TLS_KEY", "JOBWIRE_DASHBOARD_BROKER_CA",
-	"JOBWIRE_DASHBOARD_BROKER_CERT", "JOBWIRE_DASHBOARD_BROKER_KEY"}
+	"JOBWIRE_DASHBOARD_BROKER_CERT", "JOBWIRE_DASHBOARD_BROKER_KEY", "JOBWIRE_DASHBOARD_SESSION_KEY_FILE"}
 
 // isDashboard reports whether a Deployment runs the dashboard (a container
 // named dashboard).
@@ -61,7 +61,8 @@ func brokerContainer(d *appsv1.Deployment) *corev1.Container {
 }
 
 // checkDashboardApp checks the dashboard's Deployment against the broker's:
-// one replica (sessions live in memory); only known JOBWIRE_DASHBOARD_*
+// one replica unless its sessions are sealed with a key from a Secret (else
+// they live in one process's memory); only known JOBWIRE_DASHBOARD_*
 // variables; a listen address off loopback on a declared port; HTTP probes
 // on /healthz at that port, HTTPS exactly when it serves TLS; its files from
 // mounted Secrets; a broker address naming a rendered Service of the brokers
@@ -78,9 +79,6 @@ func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1
 	spec := &d.Spec.Template.Spec
 	ct := dashboardContainer(d)
 	cwho := who + " container dashboard"
-	if d.Spec.Replicas != nil && *d.Spec.Replicas != 1 {
-		c.errorf("%s: %d replicas; sessions and CSRF tokens live in one process's memory, so the dashboard runs one", who, *d.Spec.Replicas)
-	}
 	env := map[string]string{}
 	for _, e := range ct.Env {
 		if !strings.HasPrefix(e.Name, "JOBWIRE_") {
@@ -94,6 +92,9 @@ func (c *checker) checkDashboardApp(d, broker *appsv1.Deployment, svcs []*corev1
 			c.errorf("%s: %s must be a literal value", cwho, e.Name)
 		}
 		env[e.Name] = e.Value
+	}
+	if _, sealed := env["JOBWIRE_DASHBOARD_SESSION_KEY_FILE"]; !sealed && d.Spec.Replicas != nil && *d.Spec.Replicas != 1 {
+		c.errorf("%s: %d replicas without JOBWIRE_DASHBOARD_SESSION_KEY_FILE; sessions and CSRF tokens live in one process's memory, so the dashboard runs one", who, *d.Spec.Replicas)
 	}
 	for _, name := range []string{"JOBWIRE_DASHBOARD_READ_ONLY", "JOBWIRE_DASHBOARD_REQUIRE_LOGIN"} {
 		if v, ok := env[name]; ok && v != "true" && v != "false" {

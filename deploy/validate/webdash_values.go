@@ -34,7 +34,11 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 			RequireLogin any    `json:"requireLogin"`
 			Broker       string `json:"broker"`
 			PublicOrigin string `json:"publicOrigin"`
-			Image        struct {
+			Replicas     *int32 `json:"replicas"`
+			SessionKey   struct {
+				ExistingSecret string `json:"existingSecret"`
+			} `json:"sessionKey"`
+			Image struct {
 				Repository string `json:"repository"`
 				Digest     string `json:"digest"`
 			} `json:"image"`
@@ -140,6 +144,17 @@ func CheckDashboardValues(objs []Object, values []byte) []error {
 	_, hasClientCert := get("JOBWIRE_DASHBOARD_BROKER_CERT")
 	if mtls := v.TLS.ExistingSecret != "" && v.TLS.ClientAuth; hasClientCert != mtls || (hasClientCert && !secretVolume(dv.BrokerClientCert.ExistingSecret)) {
 		errorf("Deployment %s: the client certificate (JOBWIRE_DASHBOARD_BROKER_CERT %v) must come from Secret %q exactly when values tls.clientAuth is on (%v)", dep.Name, hasClientCert, dv.BrokerClientCert.ExistingSecret, mtls)
+	}
+	_, sealed := get("JOBWIRE_DASHBOARD_SESSION_KEY_FILE")
+	if sealed != (dv.SessionKey.ExistingSecret != "") || (sealed && !secretVolume(dv.SessionKey.ExistingSecret)) {
+		errorf("Deployment %s: sealed sessions (JOBWIRE_DASHBOARD_SESSION_KEY_FILE %v) do not follow values dashboard.sessionKey.existingSecret %q", dep.Name, sealed, dv.SessionKey.ExistingSecret)
+	}
+	wantReplicas := int32(1)
+	if dv.Replicas != nil {
+		wantReplicas = *dv.Replicas
+	}
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != wantReplicas {
+		errorf("Deployment %s: replicas %v, but values dashboard.replicas want %d", dep.Name, dep.Spec.Replicas, wantReplicas)
 	}
 	wantOrigin := dv.PublicOrigin
 	if wantOrigin == "" && dv.Ingress.Enabled && dv.Ingress.Host != "" {

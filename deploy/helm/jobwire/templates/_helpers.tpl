@@ -315,6 +315,9 @@ auto means "when the brokers require tokens".
 {{- if and .Values.auth.existingSecret (eq (toString $d.requireLogin) "false") (not $d.broker) }}
 {{- fail "jobwire: dashboard.requireLogin=false with auth.existingSecret: the brokers require tokens, so every call of the dashboard would be refused; use auto or true" }}
 {{- end }}
+{{- if and (gt (int $d.replicas) 1) (not $d.sessionKey.existingSecret) }}
+{{- fail (printf "jobwire: dashboard.replicas=%v needs dashboard.sessionKey.existingSecret: without a shared session key each replica knows only the sessions it made" $d.replicas) }}
+{{- end }}
 {{- if not (has (toString $d.requireLogin) (list "auto" "true" "false")) }}
 {{- fail (printf "jobwire: dashboard.requireLogin must be auto, true or false, not %v" $d.requireLogin) }}
 {{- end }}
