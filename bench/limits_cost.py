@@ -43,7 +43,7 @@ VARIANTS = ("unlimited", "head", "rate-open", "max-open", "key-open", "rate-boun
 KEYS = 100
 CLI = os.path.join(BUILD, "cli", "jobwire")
 
-# claim_ready's one read of the paused flag and the limits (lua/_lib.lua),
+# claim_ready's one read of the paused flag and the limits (lua/_lib_claim.lua),
 # and the read of the paused flag alone that the "unlimited" build makes.
 LIMITS_READ = ("  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active, "
                "K.key_limit)")
@@ -147,7 +147,7 @@ def main():
     args = parser.parse_args()
 
     unlimited, rev = build_broker("limits-unlimited", "HEAD",
-                                  patches=[("lua/_lib.lua", LIMITS_READ, PAUSED_READ)])
+                                  patches=[("lua/_lib_claim.lua", LIMITS_READ, PAUSED_READ)])
     brokers = {v: args.broker for v in VARIANTS}
     brokers["unlimited"] = unlimited
     runs, failures = [], []

@@ -308,14 +308,10 @@ TEST_F(KeyConcurrencyTest, TheLimitHoldsAcrossStreamsAndReplicas) {
   constexpr int kJobs = kKeys * kJobsPerKey;
   constexpr absl::Duration kWork = absl::Milliseconds(100);
   ASSERT_TRUE(Create(queue, kPerKey).ok());
-  std::unique_ptr<BrokerProcess> other = AnotherBroker();
-  JW_ASSERT_OK(other->Start());
-  std::unique_ptr<v1::BrokerService::Stub> other_stub = other->NewStub();
-  std::vector<std::unique_ptr<ClaimReader>> readers;
-  readers.push_back(OpenClaim(MakeClaim({queue}, 5)));
-  readers.push_back(OpenClaim(MakeClaim({queue}, 5)));
-  readers.push_back(std::make_unique<ClaimReader>(other->NewStub(), MakeClaim({queue}, 5)));
-  absl::SleepFor(absl::Milliseconds(300));
+  absl::StatusOr<TwoReplicaStreams> streams = StreamsOnTwoReplicas(queue, 5);
+  JW_ASSERT_OK(streams.status());
+  std::vector<std::unique_ptr<ClaimReader>>& readers = streams->readers;
+  v1::BrokerService::Stub& other_stub = *streams->other_stub;
   v1::EnqueueBatchRequest batch;
   for (int i = 0; i < kJobsPerKey; ++i) {
     for (int k = 0; k < kKeys; ++k) *batch.add_jobs() = Keyed(queue, absl::StrCat("key", k));
@@ -346,7 +342,7 @@ TEST_F(KeyConcurrencyTest, TheLimitHoldsAcrossStreamsAndReplicas) {
             runs.push_back(run);
           }
           // Settled through either replica, whichever granted the lease.
-          JW_EXPECT_OK(Ack((t + n) % 2 == 0 ? *stub_ : *other_stub, job));
+          JW_EXPECT_OK(Ack((t + n) % 2 == 0 ? *stub_ : other_stub, job));
         });
       }
       for (std::thread& run : running) run.join();

@@ -208,14 +208,10 @@ TEST_F(QueueLimitsTest, MaxActiveHoldsAcrossStreamsAndReplicas) {
   create.set_queue(queue);
   create.set_max_active(kMaxActive);
   ASSERT_TRUE(Create(create).ok());
-  std::unique_ptr<BrokerProcess> other = AnotherBroker();
-  JW_ASSERT_OK(other->Start());
-  std::unique_ptr<v1::BrokerService::Stub> other_stub = other->NewStub();
-  std::vector<std::unique_ptr<ClaimReader>> readers;
-  readers.push_back(OpenClaim(MakeClaim({queue}, 5)));
-  readers.push_back(OpenClaim(MakeClaim({queue}, 5)));
-  readers.push_back(std::make_unique<ClaimReader>(other->NewStub(), MakeClaim({queue}, 5)));
-  absl::SleepFor(absl::Milliseconds(300));
+  absl::StatusOr<TwoReplicaStreams> streams = StreamsOnTwoReplicas(queue, 5);
+  JW_ASSERT_OK(streams.status());
+  std::vector<std::unique_ptr<ClaimReader>>& readers = streams->readers;
+  v1::BrokerService::Stub& other_stub = *streams->other_stub;
   v1::EnqueueBatchRequest batch;
   for (int i = 0; i < kJobs; ++i) *batch.add_jobs() = MakeJob(queue);
   v1::EnqueueBatchResponse enqueued;
@@ -243,7 +239,7 @@ TEST_F(QueueLimitsTest, MaxActiveHoldsAcrossStreamsAndReplicas) {
           runs.push_back(run);
         }
         // Settled through either replica, whichever granted the lease.
-        JW_EXPECT_OK(Ack((t + n) % 2 == 0 ? *stub_ : *other_stub, *job));
+        JW_EXPECT_OK(Ack((t + n) % 2 == 0 ? *stub_ : other_stub, *job));
       }
     });
   }
@@ -292,13 +288,9 @@ TEST_F(QueueLimitsTest, TheBucketHoldsAcrossStreamsAndReplicas) {
   constexpr int32_t kBurst = 3;
   constexpr int kJobs = 23;  // 3 at once, then 20 at 5 a second: about 4 s
   ASSERT_TRUE(Create(queue, Limit(kCount, kIntervalMs, kBurst)).ok());
-  std::unique_ptr<BrokerProcess> other = AnotherBroker();
-  JW_ASSERT_OK(other->Start());
-  std::vector<std::unique_ptr<ClaimReader>> readers;
-  readers.push_back(OpenClaim(MakeClaim({queue}, 10)));
-  readers.push_back(OpenClaim(MakeClaim({queue}, 10)));
-  readers.push_back(std::make_unique<ClaimReader>(other->NewStub(), MakeClaim({queue}, 10)));
-  absl::SleepFor(absl::Milliseconds(300));  // every stream waits
+  absl::StatusOr<TwoReplicaStreams> streams = StreamsOnTwoReplicas(queue, 10);
+  JW_ASSERT_OK(streams.status());
+  std::vector<std::unique_ptr<ClaimReader>>& readers = streams->readers;
   v1::EnqueueBatchRequest batch;
   for (int i = 0; i < kJobs; ++i) *batch.add_jobs() = MakeJob(queue);
   v1::EnqueueBatchResponse enqueued;

@@ -411,4 +411,18 @@ std::unique_ptr<ClaimReader> BrokerTest::OpenClaim(
   return std::make_unique<ClaimReader>(broker_->NewStub(), std::move(request));
 }
 
+absl::StatusOr<BrokerTest::TwoReplicaStreams> BrokerTest::StreamsOnTwoReplicas(
+    const std::string& queue, int max_in_flight) {
+  TwoReplicaStreams s;
+  s.other = AnotherBroker();
+  if (absl::Status started = s.other->Start(); !started.ok()) return started;
+  s.other_stub = s.other->NewStub();
+  s.readers.push_back(OpenClaim(MakeClaim({queue}, max_in_flight)));
+  s.readers.push_back(OpenClaim(MakeClaim({queue}, max_in_flight)));
+  s.readers.push_back(
+      std::make_unique<ClaimReader>(s.other->NewStub(), MakeClaim({queue}, max_in_flight)));
+  absl::SleepFor(absl::Milliseconds(300));
+  return s;
+}
+
 }  // namespace jobwire::testing

@@ -273,6 +273,18 @@ class BrokerTest : public ::testing::Test {
   // A ClaimReader on a new stub of this broker.
   std::unique_ptr<ClaimReader> OpenClaim(v1::ClaimRequest request) const;
 
+  // Claim streams spread over two replicas, for the limits that must hold
+  // across them: another broker on the same Redis (started), a stub of it,
+  // and three streams on `queue` of `max_in_flight` each, two on broker_
+  // and one on the other, given 300 ms to be waiting.
+  struct TwoReplicaStreams {
+    std::unique_ptr<BrokerProcess> other;
+    std::unique_ptr<v1::BrokerService::Stub> other_stub;
+    std::vector<std::unique_ptr<ClaimReader>> readers;
+  };
+  absl::StatusOr<TwoReplicaStreams> StreamsOnTwoReplicas(const std::string& queue,
+                                                         int max_in_flight);
+
   std::vector<std::string> broker_flags_;
   // Where broker_'s stderr (its log) goes when not empty; set before SetUp.
   std::string broker_log_path_;

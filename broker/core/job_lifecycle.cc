@@ -85,7 +85,6 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
       if (job.timeout_ms() == 0) job.set_timeout_ms(timeout);
     }
     const int count = settings->partitions;
-    if (count == 1) return EnqueueTo(queue, queue, std::move(jobs), std::move(done));
     // partition -> (positions in `jobs`, the jobs)
     std::map<int, std::pair<std::vector<size_t>, std::vector<v1::EnqueueRequest>>> parts;
     const int unkeyed = partitions_->NextPartition(count);
@@ -95,6 +94,12 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
           parts[key.empty() ? unkeyed : QueuePartitions::PartitionOfKey(key, count)];
       part.first.push_back(i);
       part.second.push_back(std::move(jobs[i]));
+    }
+    if (parts.size() == 1) {
+      // One partition (always, for a queue of one): the jobs in their order.
+      auto& [partition, part] = *parts.begin();
+      return EnqueueTo(queue, store::PartitionQueue(queue, partition), std::move(part.second),
+                       std::move(done));
     }
     auto gather = std::make_shared<Gatherer<store::EnqueueOutcome>>(jobs.size(), parts.size(),
                                                                      std::move(done));
@@ -244,8 +249,9 @@ void JobLifecycle::GetJob(const v1::GetJobRequest& request, store::Callback<v1::
                                         key = request.idempotency_key(),
                                         named = std::move(named)](absl::StatusOr<int> count) mutable {
     if (!count.ok()) return named(count.status());
-    const int partition = *count == 1 ? 0 : QueuePartitions::PartitionOfKey(key, *count);
-    store_->GetJobByIdempotencyKey(store::PartitionQueue(queue, partition), key, std::move(named));
+    store_->GetJobByIdempotencyKey(
+        store::PartitionQueue(queue, QueuePartitions::PartitionOfKey(key, *count)), key,
+        std::move(named));
   });
 }
 

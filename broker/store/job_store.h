@@ -117,7 +117,7 @@ struct QueueSettings {
 };
 
 // A rate limit as Keys::RateLimit holds it: '<count> <interval ms> <burst>'
-// (lua/_lib.lua, rate_read). REQUIRES: burst resolved (not 0).
+// (lua/_lib_claim.lua, rate_read). REQUIRES: burst resolved (not 0).
 std::string RateLimitValue(const v1::RateLimit& limit);
 // The rate limit of a Keys::RateLimit value; nullopt when malformed.
 std::optional<v1::RateLimit> ParseRateLimit(absl::string_view value);

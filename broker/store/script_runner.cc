@@ -15,7 +15,9 @@
 namespace jobwire::store {
 namespace {
 
-constexpr absl::string_view kLibName = "_lib";
+// The helper libraries every script gets, in this order: each may use the
+// local functions of those before it.
+constexpr absl::string_view kLibNames[] = {"_lib", "_lib_claim"};
 constexpr absl::string_view kCheckKeysName = "_check_keys";
 
 // A script's first line when it is a Redis 7 shebang ("#!lua flags=..."),
@@ -47,12 +49,16 @@ std::string Sha1Hex(absl::string_view text) {
 
 ScriptRunner::ScriptRunner(RedisCommands* client, bool check_declared_keys) : client_(client) {
   std::string lib;
-  absl::string_view check;
-  for (const LuaSource& source : LuaSources()) {
-    if (source.name == kLibName) lib = std::string(source.text);
-    if (source.name == kCheckKeysName) check = source.text;
+  for (absl::string_view name : kLibNames) {
+    for (const LuaSource& source : LuaSources()) {
+      if (source.name == name) absl::StrAppend(&lib, source.text, "\n");
+    }
   }
-  if (check_declared_keys) lib = absl::StrCat(check, "\n", lib);
+  if (check_declared_keys) {
+    for (const LuaSource& source : LuaSources()) {
+      if (source.name == kCheckKeysName) lib = absl::StrCat(source.text, "\n", lib);
+    }
+  }
   for (const LuaSource& source : LuaSources()) {
     if (absl::StartsWith(source.name, "_")) continue;
     Script script;

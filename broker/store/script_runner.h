@@ -4,7 +4,8 @@
 //
 // A script's first line may be a Redis 7 shebang ("#!lua flags=allow-oom"):
 // Redis reads the flags only from the first line of the text it receives,
-// so the shebang goes first and lua/_lib.lua after it. Which scripts run
+// so the shebang goes first and the helper libraries (lua/_lib.lua, then
+// lua/_lib_claim.lua, which uses it) after it. Which scripts run
 // above Redis' maxmemory is in docs/guarantees.md ("Redis memory limit").
 #ifndef JOBWIRE_BROKER_STORE_SCRIPT_RUNNER_H_
 #define JOBWIRE_BROKER_STORE_SCRIPT_RUNNER_H_
@@ -21,7 +22,7 @@ namespace jobwire::store {
 struct Script {
   std::string name;  // lua file stem
   std::string flags;  // the script's shebang line ("#!lua flags=..."); empty: none
-  std::string text;   // the shebang line, then lua/_lib.lua, then the script
+  std::string text;   // the shebang line, then the helper libraries, then the script
   std::string sha1;   // hex SHA1 of text, as Redis computes it
 };
 

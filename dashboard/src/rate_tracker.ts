@@ -14,6 +14,7 @@
 // with no history. Events are counted at the time they reach this process.
 // Thread safety: single-threaded (Node's event loop).
 import { BrokerClient, BrokerError, EventKind, QueueEvent } from './broker_client';
+import { HISTORY_MINUTES, MinuteSeries, minuteOf } from './minute_series';
 
 const KINDS: EventKind[] = ['EVENT_KIND_ENQUEUED', 'EVENT_KIND_COMPLETED', 'EVENT_KIND_RETRY', 'EVENT_KIND_DEAD'];
 
@@ -21,8 +22,6 @@ const KINDS: EventKind[] = ['EVENT_KIND_ENQUEUED', 'EVENT_KIND_COMPLETED', 'EVEN
 export const QUEUES_PER_STREAM = 100;
 /** The rates' window. */
 export const RATE_WINDOW_S = 60;
-/** The throughput history's length. */
-export const HISTORY_MINUTES = 60;
 
 export interface Rates {
   /** Jobs counted in the window. */
@@ -42,7 +41,7 @@ interface Counts {
 /** One queue's counts: per second (the last RATE_WINDOW_S) and completed per minute. */
 class Series {
   readonly seconds = new Map<number, Counts>();
-  readonly minutes = new Map<number, number>();
+  readonly completed = new MinuteSeries((a, b) => a + b);
 
   constructor(readonly since: number) {}
 
@@ -56,8 +55,7 @@ class Series {
     if (kind === 'EVENT_KIND_ENQUEUED') c.enqueued++;
     else if (kind === 'EVENT_KIND_COMPLETED') {
       c.completed++;
-      const min = Math.floor(nowMs / 60_000);
-      this.minutes.set(min, (this.minutes.get(min) ?? 0) + 1);
+      this.completed.add(nowMs, 1);
     } else c.failed++;
     this.prune(nowMs);
   }
@@ -65,8 +63,7 @@ class Series {
   prune(nowMs: number): void {
     const oldestSec = Math.floor(nowMs / 1000) - RATE_WINDOW_S;
     for (const s of this.seconds.keys()) if (s <= oldestSec) this.seconds.delete(s);
-    const oldestMin = Math.floor(nowMs / 60_000) - HISTORY_MINUTES;
-    for (const m of this.minutes.keys()) if (m <= oldestMin) this.minutes.delete(m);
+    this.completed.prune(nowMs);
   }
 }
 
@@ -158,11 +155,9 @@ export class RateTracker {
     if (!s) return [];
     const now = this.now();
     s.prune(now);
-    const last = Math.floor(now / 60_000);
-    const first = Math.max(Math.floor(s.since / 60_000), last - HISTORY_MINUTES + 1);
-    const out: number[] = [];
-    for (let m = first; m <= last; m++) out.push(s.minutes.get(m) ?? 0);
-    return out;
+    const last = minuteOf(now);
+    const first = Math.max(minuteOf(s.since), last - HISTORY_MINUTES + 1);
+    return s.completed.range(first, last, () => 0);
   }
 
   private open(queues: string[]): void {

@@ -10,7 +10,8 @@
 // its RateTracker) and calls onIdle (StatsPollerHub then forgets it).
 // Thread safety: single-threaded (Node's event loop).
 import { BrokerClient, BrokerError, QueueStats } from './broker_client';
-import { HISTORY_MINUTES, RateTracker } from './rate_tracker';
+import { MinuteSeries } from './minute_series';
+import { RateTracker } from './rate_tracker';
 
 export interface Snapshot {
   /** When the poll answered (epoch ms). */
@@ -35,8 +36,8 @@ export function depthOf(q: QueueStats): number {
 export class StatsPoller {
   private latest: Snapshot | undefined;
   private readonly history = new Map<string, number[]>();
-  /** queue -> minute (epoch ms / 60000) -> the highest depth polled in it; the last HISTORY_MINUTES. */
-  private readonly minutes = new Map<string, Map<number, number>>();
+  /** queue -> the highest depth polled in each minute of the last hour. */
+  private readonly minutes = new Map<string, MinuteSeries>();
   private readonly subscribers = new Set<(s: Snapshot) => void>();
   private readonly firstWaiters: ((s: Snapshot) => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -85,13 +86,9 @@ export class StatsPoller {
    */
   depthPerMinute(queue: string): number[] {
     const m = this.minutes.get(queue);
-    if (!m || m.size === 0) return [];
-    const keys = [...m.keys()];
-    const first = Math.min(...keys);
-    const last = Math.max(...keys);
-    const out: number[] = [];
-    for (let k = first; k <= last; k++) out.push(m.get(k) ?? out[out.length - 1] ?? 0);
-    return out;
+    const span = m?.span();
+    if (!m || !span) return [];
+    return m.range(span.first, span.last, (before) => before ?? 0);
   }
 
   /** Calls fn with every new snapshot until the returned function is called. */
@@ -131,16 +128,15 @@ export class StatsPoller {
 
   private record(queues: QueueStats[]): void {
     const seen = new Set<string>();
-    const minute = Math.floor(Date.now() / 60_000);
+    const now = Date.now();
     for (const q of queues) {
       seen.add(q.queue);
       const h = this.history.get(q.queue) ?? [];
       h.push(depthOf(q));
       if (h.length > this.options.historyLength) h.shift();
       this.history.set(q.queue, h);
-      const m = this.minutes.get(q.queue) ?? new Map<number, number>();
-      m.set(minute, Math.max(m.get(minute) ?? 0, depthOf(q)));
-      for (const k of m.keys()) if (k <= minute - HISTORY_MINUTES) m.delete(k);
+      const m = this.minutes.get(q.queue) ?? new MinuteSeries(Math.max);
+      m.add(now, depthOf(q));
       this.minutes.set(q.queue, m);
     }
     for (const name of this.history.keys()) if (!seen.has(name)) this.history.delete(name);

@@ -1,0 +1,369 @@
+-- _lib_claim.lua: how a claim picks and leases due jobs (claim_ready and
+-- its parts: candidates, promotion of scheduled jobs, the queue's limits),
+-- for claim.lua, enqueue.lua (the hand-off) and set_queue.lua. The broker
+-- puts it after _lib.lua, whose helpers it uses, before each script's body
+-- (broker/store/script_runner.h). It touches no key by itself. No shebang.
+
+-- The best ready jobs for a claim of up to `want` jobs: every type's when
+-- `types` is empty (the ready set's first `want`, popped from it: the caller
+-- puts back what it does not take), else only the listed types' (the first
+-- `want` of each type's range of the index, merged; nothing is removed).
+-- Each is {id = id, score = ready score, member = its index member
+-- (filtered claims only)}, best first (by score, then id, as the ready set
+-- orders).
+local function ready_candidates(K, types, want)
+  local out = {}
+  if #types == 0 then
+    local r = redis.call('ZPOPMIN', K.ready, want)
+    for i = 1, #r, 2 do out[#out + 1] = {id = r[i], score = r[i + 1]} end
+    return out
+  end
+  local seen = {}  -- a type named twice would yield its jobs twice
+  for _, t in ipairs(types) do
+    local prefix = type_prefix(t)
+    local r = seen[t] and {} or redis.call('ZRANGEBYLEX', K.by_type, '[' .. prefix,
+                                           '(' .. prefix .. ':', 'LIMIT', 0, want)
+    seen[t] = true
+    for _, member in ipairs(r) do
+      local _, score, id = type_member_parts(member)
+      if score then out[#out + 1] = {id = id, score = score, member = member} end
+    end
+  end
+  if #types > 1 then
+    table.sort(out, function(a, b)
+      if a.score ~= b.score then return a.score < b.score end
+      return a.id < b.id
+    end)
+  end
+  return out
+end
+
+-- Whether a claim filtered to `types` (empty: every type) would find a due
+-- job now, and (filtered claims only) the other types that have due jobs:
+-- what claim.lua reports so that the broker wakes a stream that can take
+-- them. Walks the index one type at a time (a ZRANGEBYLEX per type).
+local function ready_left(K, types)
+  if #types == 0 then return redis.call('ZCARD', K.ready) > 0, {} end
+  if redis.call('ZCARD', K.ready) == 0 then return false, {} end
+  local mine, more, others = {}, false, {}
+  for _, t in ipairs(types) do mine[t] = true end
+  local from = '-'
+  while true do
+    local r = redis.call('ZRANGEBYLEX', K.by_type, from, '+', 'LIMIT', 0, 1)
+    if #r == 0 then break end
+    local t = type_member_parts(r[1])
+    if not t then break end
+    if mine[t] then more = true else others[#others + 1] = t end
+    from = '[' .. type_prefix(t) .. ':'
+  end
+  return more, others
+end
+
+-- Ms until the earliest scheduled job of queue `K` is due (0 when it is
+-- due now), -1 when none is scheduled.
+local function next_due_in_ms(K, now)
+  local first = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return math.max(0, tonumber(first[2]) - now)
+end
+
+-- Moves the scheduled jobs of queue `K` (claim_ready's keys) that are due
+-- at `now` into the ready set and its index, at most 1000 per call. A job
+-- whose record lacks priority or available_at is made dead with an error
+-- naming them; its id, and that of a job without a record, are appended to
+-- `skipped`.
+local function promote_due(K, now, skipped)
+  local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', int(now), 'LIMIT', 0, 1000)
+  local ready, by_type = {}, {}
+  for _, id in ipairs(due) do
+    local job = job_read(K.jobs, id)
+    local priority, available_at = tonumber(job and job[F.priority]), tonumber(job and job[F.available_at])
+    if priority and available_at then
+      local score = ready_score(priority, available_at)
+      add_pair(ready, score, id)
+      add_pair(by_type, 0, type_member(job_type_of(job), score, id))
+    else
+      skipped[#skipped + 1] = id
+      if job then
+        job[F.state], job[F.finished_at] = 'dead', now
+        job[F.error] = 'job record lacks priority or available_at'
+        job_write(K.jobs, id, job)
+        redis.call('ZADD', K.dead, int(now), id)
+        event('dead', id, job, now)
+      end
+    end
+  end
+  if #due > 0 then
+    call_pairs('ZADD', K.ready, ready)
+    call_pairs('ZADD', K.by_type, by_type)
+    redis.call('ZREM', K.scheduled, unpack(due))
+  end
+end
+
+-- A queue's rate limit (docs/semantics.md, "Rate limits"): a token bucket.
+-- `limit` is the rate_limit key's value, '<count> <interval ms> <burst>'
+-- (set_queue.lua); the bucket key holds '<units> <at ms>', where a token is
+-- `interval` units and the bucket gains `count` units a ms up to `burst`
+-- tokens (integers throughout: burst * interval stays below 2^53). A
+-- missing bucket is full. Returns {count, interval, burst, units} at `now`,
+-- or nil for a malformed limit (then nothing is limited).
+local function rate_read(bucket_key, limit, now)
+  local count, interval, burst = string.match(limit, '^(%d+) (%d+) (%d+)$')
+  count, interval, burst = tonumber(count), tonumber(interval), tonumber(burst)
+  if not count or count < 1 or interval < 1 or burst < 1 then return nil end
+  local full = burst * interval
+  local units = full
+  local b = redis.call('GET', bucket_key)
+  if b then
+    local u, at = string.match(b, '^(%d+) (%d+)$')
+    if u then units = math.min(full, tonumber(u) + math.max(0, now - tonumber(at)) * count) end
+  end
+  return {count = count, interval = interval, burst = burst, units = units}
+end
+-- Ms until the bucket holds a whole token again.
+local function rate_wait(rate)
+  return math.max(1, math.ceil((rate.interval - rate.units) / rate.count))
+end
+-- Takes `n` tokens (n >= 1) at `now`; the key expires once the bucket
+-- would be full again (a missing bucket is full).
+local function rate_take(bucket_key, rate, n, now)
+  rate.units = rate.units - n * rate.interval
+  local to_full = math.ceil((rate.burst * rate.interval - rate.units) / rate.count)
+  redis.call('SET', bucket_key, int(rate.units) .. ' ' .. int(now), 'PX', int(to_full + 1000))
+end
+
+local MAX_ACTIVE_RECHECK_MS = 1000
+-- The most jobs one claim parks for their concurrency key's limit.
+local KEY_PARK_PER_CLAIM = 1000
+
+-- The queue's limits (claim_ready's MGET: the rate_limit and max_active
+-- values, nil when unset) applied to a claim of `want` jobs at `now`:
+-- returns the jobs it may hand out, the ms until a limit may let one out
+-- when that is none (else nil), the rate state (rate_read; nil without a
+-- rate limit) and max_active (nil without one).
+local function claim_limits(K, rate_text, max_text, want, now)
+  local rate = rate_text and rate_read(K.rate_bucket, rate_text, now)
+  local max_active = tonumber(max_text)
+  local blocked_wait = nil
+  if rate then
+    want = math.min(want, math.floor(rate.units / rate.interval))
+    if want == 0 then blocked_wait = rate_wait(rate) end
+  end
+  if max_active and want > 0 then
+    want = math.min(want, math.max(0, max_active - redis.call('ZCARD', K.active)))
+    if want == 0 then blocked_wait = MAX_ACTIVE_RECHECK_MS end
+  end
+  return want, blocked_wait, rate, max_active
+end
+
+-- After a claim that left due jobs: the ms until a limit lets them out
+-- again (no token: the next one; every active slot taken: a settle wakes a
+-- stream, else the recheck), or nil when no limit holds them back.
+local function limits_wait(K, rate, max_active)
+  if rate and rate.units < rate.interval then return rate_wait(rate) end
+  if max_active and redis.call('ZCARD', K.active) >= max_active then
+    return MAX_ACTIVE_RECHECK_MS
+  end
+  return nil
+end
+
+-- The records of `candidates` (claim_ready's, under a per-key limit) and
+-- the active counts of their concurrency keys not in `key_held` yet, read
+-- into it with one HMGET. Returns the records by id (false: none).
+local function candidate_records(K, candidates, key_held)
+  local jobs_of, unseen = {}, {}
+  for _, c in ipairs(candidates) do
+    local job = job_read(K.jobs, c.id)
+    jobs_of[c.id] = job or false
+    local key = job_key_of(job)
+    if key and key_held[key] == nil then
+      key_held[key] = 0
+      unseen[#unseen + 1] = key
+    end
+  end
+  if #unseen > 0 then
+    local counts = redis.call('HMGET', K.key_active, unpack(unseen))
+    for i, key in ipairs(unseen) do key_held[key] = tonumber(counts[i]) or 0 end
+  end
+  return jobs_of
+end
+
+-- Makes `job` (record of a pending job) the run leased under `token` to
+-- `worker_id` at `now` until `expires`, or until its run deadline when it
+-- has a timeout and that comes first (extend_lease.lua caps renewals the
+-- same way). Returns when the lease expires.
+local function lease_job(job, token, worker_id, now, expires)
+  job[F.attempts] = (tonumber(job[F.attempts]) or 0) + 1
+  job[F.state], job[F.lease_token] = 'active', token
+  job[F.worker_id], job[F.cancel_requested] = worker_id, nil
+  local timeout = tonumber(job[F.timeout]) or 0
+  if timeout > 0 then
+    job[F.run_deadline] = now + timeout
+    expires = math.min(expires, now + timeout)
+  else
+    job[F.run_deadline] = nil
+  end
+  job[F.lease_expires_at] = expires
+  return expires
+end
+
+-- What one claim_ready call changes, gathered to be written with one
+-- variadic command each: the leased jobs' ids, records and active entries;
+-- what leaves the ready set (gone: filtered claims remove their picks, the
+-- others popped them) and its index (gone_members); popped candidates that
+-- go back (back); jobs parked for their key (parked, key_waiting members);
+-- and the runs taken per concurrency key (key_claimed).
+local function claim_batch()
+  return {ids = {}, records = {}, active = {}, gone = {}, gone_members = {}, back = {},
+          parked = {}, key_claimed = {}}
+end
+
+-- Writes a round's changes to the ready set, its index and key_waiting.
+local function flush_ready(K, b, types)
+  if #b.back > 0 then redis.call('ZADD', K.ready, unpack(b.back)) end
+  if #types > 0 and #b.gone > 0 then redis.call('ZREM', K.ready, unpack(b.gone)) end
+  if #b.gone_members > 0 then redis.call('ZREM', K.by_type, unpack(b.gone_members)) end
+  call_pairs('ZADD', K.key_waiting, b.parked)
+  b.gone, b.gone_members, b.back, b.parked = {}, {}, {}, {}
+end
+
+-- Writes the leased jobs: records, active entries, the claim's record, the
+-- rate limit's tokens and the keys' active counts.
+local function write_leases(K, b, lease_ms, rate, now)
+  if #b.ids == 0 then return end
+  call_pairs('HSET', K.jobs, b.records)
+  call_pairs('ZADD', K.active, b.active)
+  redis.call('SET', K.claim, table.concat(b.ids, ' '), 'PX', int(lease_ms))
+  if rate then rate_take(K.rate_bucket, rate, #b.ids, now) end
+  for key, n in pairs(b.key_claimed) do redis.call('HINCRBY', K.key_active, key, n) end
+end
+
+-- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
+-- contract, which see), of the types in `types` only unless it is empty;
+-- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
+-- dead, claim (the record of this call), jobs, payloads, rate_limit,
+-- rate_bucket, max_active, key_limit, key_active, key_waiting. `now` is
+-- now_ms(). A claimed job with a concurrency key counts in key_active; with
+-- a per-key limit (key_limit), a job whose key has that many active jobs is
+-- parked (key_release in _lib.lua) and the claim reads on past it. A
+-- rate-limited queue hands out at most the bucket's whole tokens; when it
+-- has none left and due jobs wait, the reply says no more is due (more 0,
+-- no other types) and next_due_in_ms is the ms until the next token, so
+-- that the broker's queue timer, not a stream, wakes up then. A queue with
+-- max_active hands out at most max_active minus its active jobs; when that
+-- is none and due jobs wait, the reply says no more is due and
+-- next_due_in_ms is MAX_ACTIVE_RECHECK_MS: the brokers wake a stream when
+-- one of its jobs is settled, and that timer is the safety net for the
+-- settles they do not see (a lease the reaper ended, a broker that had not
+-- read the limit yet). Returns claim.lua's reply. Called by claim.lua, and
+-- by enqueue.lua for the claim that rides along an enqueue (the broker's
+-- hand-off to a waiting stream).
+local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
+  -- One read for the paused flag and the limits, so that a queue without
+  -- a limit pays no command for their existence.
+  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active, K.key_limit)
+  if control[1] then return {-1, 0, {}, {}} end
+  local skipped = {}
+
+  promote_due(K, now, skipped)
+  local rate, max_active, blocked_wait
+  want, blocked_wait, rate, max_active = claim_limits(K, control[2], control[3], want, now)
+  if blocked_wait then
+    if redis.call('ZCARD', K.ready) > 0 then return {blocked_wait, 0, skipped, {}} end
+    return {next_due_in_ms(K, now), 0, skipped, {}}
+  end
+  local key_limit = tonumber(control[4])
+
+  local out = {0, 0, skipped, {}}
+  local b = claim_batch()
+  local bytes = 0
+  local expires = now + lease_ms
+  local key_held = {}  -- active runs per concurrency key met, this claim's included
+  local parked_total = 0
+  -- Ends the claim at `candidates[n]`: it and the rest stay ready (popped
+  -- ones go back where they were).
+  local full = false
+  local function stop_at(candidates, n)
+    if #types == 0 then
+      for j = n, #candidates do add_pair(b.back, candidates[j].score, candidates[j].id) end
+    end
+    full = true
+  end
+  -- Rounds: a round that parked jobs (their keys at their limit) reads the
+  -- next candidates, so parked jobs never take the place of claimable ones;
+  -- at most KEY_PARK_PER_CLAIM are parked per call.
+  local round_want = want
+  while round_want > 0 and not full do
+    local parked_round = 0
+    local candidates = ready_candidates(K, types, round_want)
+    local jobs_of = key_limit and candidate_records(K, candidates, key_held) or {}
+    for n, c in ipairs(candidates) do
+      if #b.ids >= want then break end  -- a filtered claim's merged candidates
+      local id = c.id
+      local job = jobs_of[id]
+      if job == nil then job = job_read(K.jobs, id) end
+      if job == false then job = nil end
+      local key = job_key_of(job)
+      if c.member and not redis.call('ZSCORE', K.ready, id) then
+        -- An index entry whose job is no longer ready (none is left behind by
+        -- these scripts): dropped.
+        b.gone_members[#b.gone_members + 1] = c.member
+      elseif job == nil then
+        skipped[#skipped + 1] = id
+        b.gone[#b.gone + 1] = id
+        if c.member then b.gone_members[#b.gone_members + 1] = c.member end
+      elseif key and key_limit and key_held[key] >= key_limit and
+          parked_total < KEY_PARK_PER_CLAIM then
+        -- Its key is at the limit: parked until a run of the key ends.
+        local score = pad_score(c.score)
+        b.gone[#b.gone + 1] = id
+        b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), score, id)
+        add_pair(b.parked, 0, key_member(key, score, id))
+        parked_round, parked_total = parked_round + 1, parked_total + 1
+      elseif key and key_limit and key_held[key] >= key_limit then
+        -- Parked enough for one call.
+        stop_at(candidates, n)
+        break
+      else
+        -- Read once, for the byte bound and the reply: past the bound the Lua
+        -- heap holds one payload more than the reply, then lets it go.
+        local payload = redis.call('HGET', K.payloads, id) or ''
+        local size = #payload + job_error_bytes(job)
+        if #b.ids > 0 and bytes + size > max_bytes then
+          stop_at(candidates, n)  -- over the byte bound
+          break
+        end
+        b.gone[#b.gone + 1] = id
+        b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), pad_score(c.score), id)
+        bytes = bytes + size
+        b.ids[#b.ids + 1] = id
+        if key then
+          key_held[key] = (key_held[key] or 0) + 1
+          b.key_claimed[key] = (b.key_claimed[key] or 0) + 1
+        end
+        local job_expires = lease_job(job, claim_id .. '.' .. #b.ids, worker_id, now, expires)
+        local packed = cmsgpack.pack(job)
+        add_pair(b.records, id, packed)
+        add_pair(b.active, int(job_expires), id)
+        out[#out + 1] = id
+        out[#out + 1] = job_reply(packed, payload)
+        event('active', id, job, now)
+      end
+    end
+    flush_ready(K, b, types)
+    -- Another round only when this one parked jobs and read a full range.
+    if parked_round == 0 or #candidates < round_want then break end
+    round_want = want - #b.ids
+  end
+  write_leases(K, b, lease_ms, rate, now)
+
+  local more, others = ready_left(K, types)
+  local wait = more and limits_wait(K, rate, max_active)
+  if wait then
+    out[1] = wait  -- due jobs left, held back by a limit: more stays 0
+    return out
+  end
+  out[4] = others
+  if more then out[2] = 1 else out[1] = next_due_in_ms(K, now) end
+  return out
+end
