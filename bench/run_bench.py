@@ -241,6 +241,37 @@ def latency_section(args, title, results_by_system, rate):
     return lines + [""]
 
 
+def switches_section(args, kinds):
+    """Where the broker's context switches are: per job, by thread name,
+    for the C++ load generator at full load, at the latency rate and at idle
+    pickup (medians over the rounds)."""
+    runs = [("full load", kinds["bulk"].get("jobwire-cpp", [])),
+            (f"{args.latency_rate:g} jobs/s", kinds["latency"].get("jobwire-cpp", [])),
+            (f"{args.pickup_rate:g} jobs/s", kinds["pickup"].get("jobwire-cpp", []))]
+    names = sorted({n for _, rs in runs for r in rs if r
+                    for n in r.get("broker_switches_by_thread", {})})
+    if not names:
+        return []
+    lines = ["## Where the broker's context switches are", "",
+             "The broker's context switches per job by thread (/proc/<pid>/task/*/comm and "
+             "status), jobwire-cpp runs, median over the rounds. `jw-loop` is the broker's "
+             "event loop (Redis I/O and the job lifecycle); `nexting_thread`, "
+             "`default-executo` and the other names are gRPC's own threads (the callback "
+             "API's completion queue threads, its executor and timers).", "",
+             "| thread | " + " | ".join(t for t, _ in runs) + " |",
+             "|---|" + "---|" * len(runs)]
+
+    def cell(rs, name):
+        values = [r.get("broker_switches_by_thread", {}).get(name, 0.0) for r in rs if r]
+        return f"{statistics.median(values):.2f}" if values else "–"
+
+    totals = {name: sum(float(cell(rs, name)) if cell(rs, name) != "–" else 0 for _, rs in runs)
+              for name in names}
+    for name in sorted(names, key=lambda n: -totals[n]):
+        lines.append(f"| {name} | " + " | ".join(cell(rs, name) for _, rs in runs) + " |")
+    return lines + [""]
+
+
 def machine_line(kinds):
     loads = [r["load_average"] for k in kinds.values() for rs in k.values() for r in rs
              if r and "load_average" in r]
@@ -352,6 +383,7 @@ def main():
                              args.latency_rate)
     lines += latency_section(args, f"idle pickup ({args.pickup_rate:g} jobs/s)",
                              kinds["pickup"], args.pickup_rate)
+    lines += switches_section(args, kinds)
     if args.scale:
         lines += scale_checks.report(args, scale, scale_errors)
     rows = targets(args, kinds, scale, (time.monotonic() - started) / 60)

@@ -2,6 +2,7 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <pthread.h>
 
 #include <memory>
 
@@ -43,6 +44,9 @@ EventLoop::~EventLoop() {
 
 void EventLoop::Start() {
   thread_ = std::thread([this] { event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY); });
+  // Named for top, perf and /proc/<pid>/task/*/comm (bench/side_by_side.py
+  // counts each thread's context switches by name).
+  pthread_setname_np(thread_.native_handle(), "jw-loop");
 }
 
 void EventLoop::Stop() {

@@ -1,5 +1,7 @@
 #include "broker/base/file_watcher.h"
 
+#include <pthread.h>
+
 #include <utility>
 
 #include "broker/base/file.h"
@@ -34,6 +36,7 @@ FileWatcher::~FileWatcher() { Stop(); }
 
 void FileWatcher::Start() {
   thread_ = std::thread([this] { Run(); });
+  pthread_setname_np(thread_.native_handle(), "jw-files");
 }
 
 void FileWatcher::Trigger() {
