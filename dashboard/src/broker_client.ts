@@ -59,15 +59,8 @@ export interface UpdateQueueRequest {
   max_active_per_key?: number;
 }
 
-/** CreateQueueRequest (admin.proto): absent or 0 is the default. */
-export interface CreateQueueRequest {
-  queue: string;
-  partitions?: number;
-  default_job_timeout_ms?: number;
-  rate_limit?: { count: number; interval_ms: number; burst: number };
-  max_active?: number;
-  max_active_per_key?: number;
-}
+/** CreateQueueRequest (admin.proto): UpdateQueueRequest's fields; an absent one is the default. */
+export type CreateQueueRequest = UpdateQueueRequest;
 
 /** EnqueueRequest (broker.proto), the fields the dashboard sets. */
 export interface EnqueueRequest {

@@ -6,24 +6,17 @@
 // its events as real Node.js Workers run its jobs.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, startDashboard, launchBrowser, brokerStubs, formSession, screenshot, Client, Worker } from './helpers.mjs';
+import { startAll, formSession, screenshot, Worker } from './helpers.mjs';
 
-let stack, client, stubs, dash, browser;
+let all, stack, client, stubs, dash, browser;
 
 before(async () => {
-  stack = await startStack();
-  client = new Client({ address: stack.address, timeoutMs: 5000 });
-  stubs = brokerStubs(stack.address);
-  dash = await startDashboard(stack.address);
-  browser = await launchBrowser();
+  all = await startAll();
+  ({ stack, client, stubs, dash, browser } = all);
 });
 
 after(async () => {
-  await browser?.close();
-  await dash?.stop();
-  stubs?.close();
-  client?.close();
-  await stack?.stop();
+  await all?.stop();
 });
 
 /** A Worker of the stack on `queue` with `handlers` by type, running until stop(). */

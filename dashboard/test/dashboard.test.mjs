@@ -7,25 +7,18 @@
 import * as fs from 'node:fs';
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, startDashboard, launchBrowser, brokerStubs, formSession, screenshot, sleep, freePort, waitFor, Client, Worker } from './helpers.mjs';
+import { startAll, startStack, startDashboard, formSession, screenshot, sleep, freePort, waitFor, Worker } from './helpers.mjs';
 
-let stack, client, stubs, dash, browser, metricsPort;
+let all, stack, client, stubs, dash, browser, metricsPort;
 
 before(async () => {
   metricsPort = await freePort();
-  stack = await startStack({ brokerArgs: [`--metrics_listen=127.0.0.1:${metricsPort}`] });
-  client = new Client({ address: stack.address, timeoutMs: 5000 });
-  stubs = brokerStubs(stack.address);
-  dash = await startDashboard(stack.address);
-  browser = await launchBrowser();
+  all = await startAll({ brokerArgs: [`--metrics_listen=127.0.0.1:${metricsPort}`] });
+  ({ stack, client, stubs, dash, browser } = all);
 });
 
 after(async () => {
-  await browser?.close();
-  await dash?.stop();
-  stubs?.close();
-  client?.close();
-  await stack?.stop();
+  await all?.stop();
 });
 
 /** Enqueues `due` due jobs, `scheduled` delayed ones and `dead` cancelled ones; returns the dead ids. */

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { chromium } from 'playwright-core';
-import { freePort, waitForPort, REPO_ROOT } from '../../client/node/test/harness.mjs';
+import { freePort, startStack, waitForPort, REPO_ROOT } from '../../client/node/test/harness.mjs';
+import { Client } from '../../client/node/dist/index.js';
 
 export { startStack, waitFor, sleep, freePort } from '../../client/node/test/harness.mjs';
 export { Client, Worker } from '../../client/node/dist/index.js';
@@ -120,6 +121,29 @@ export function brokerStubs(address, token) {
     listQueues: async () => (await call('admin', 'ListQueues', {})).queues,
     close: () => { clients.admin.close(); clients.broker.close(); },
   };
+}
+
+/**
+ * What a suite runs against: Redis and the broker (startStack, with
+ * `brokerArgs`), a Client and brokerStubs with `token`, a dashboard with
+ * `dashArgs`, and the browser. stop() ends them in reverse order; whatever
+ * started is stopped even when a later start failed.
+ */
+export async function startAll({ brokerArgs = [], dashArgs = [], token } = {}) {
+  const all = {};
+  all.stop = async () => {
+    await all.browser?.close();
+    await all.dash?.stop();
+    all.stubs?.close();
+    all.client?.close();
+    await all.stack?.stop();
+  };
+  all.stack = await startStack({ brokerArgs });
+  all.client = new Client({ address: all.stack.address, timeoutMs: 5000, ...(token ? { token } : {}) });
+  all.stubs = brokerStubs(all.stack.address, token);
+  all.dash = await startDashboard(all.stack.address, dashArgs);
+  all.browser = await launchBrowser();
+  return all;
 }
 
 /**

@@ -12,7 +12,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startStack, startDashboard, launchBrowser, brokerStubs, formSession, screenshot, waitFor, Client, Worker } from './helpers.mjs';
+import { startAll, startDashboard, formSession, screenshot, waitFor, Worker } from './helpers.mjs';
 
 const ADMIN = crypto.randomBytes(24).toString('hex');
 const PRODUCER = crypto.randomBytes(24).toString('hex');
@@ -20,7 +20,7 @@ const OTHER_ADMIN = crypto.randomBytes(24).toString('hex');
 const WORKER = crypto.randomBytes(24).toString('hex');
 const sha = (t) => crypto.createHash('sha256').update(t).digest('hex');
 
-let dir, stack, client, stubs, dash, browser;
+let dir, all, stack, client, stubs, dash, browser;
 /** Every HTML body the browser received. */
 const served = [];
 
@@ -33,22 +33,15 @@ before(async () => {
     { name: 'other-ops', sha256: sha(OTHER_ADMIN), admin: ['other.*'] },
     { name: 'worker', sha256: sha(WORKER), claim: ['*'] },
   ] }));
-  stack = await startStack({ brokerArgs: ['--metrics_listen=', `--auth_tokens_file=${tokensFile}`] });
-  client = new Client({ address: stack.address, timeoutMs: 5000, token: ADMIN });
-  stubs = brokerStubs(stack.address, ADMIN);
-  dash = await startDashboard(stack.address, ['--require_login']);
-  browser = await launchBrowser();
+  all = await startAll({ brokerArgs: ['--metrics_listen=', `--auth_tokens_file=${tokensFile}`], dashArgs: ['--require_login'], token: ADMIN });
+  ({ stack, client, stubs, dash, browser } = all);
   browser.on('response', async (res) => {
     if ((res.headers()['content-type'] ?? '').startsWith('text/html')) served.push(await res.text().catch(() => ''));
   });
 });
 
 after(async () => {
-  await browser?.close();
-  await dash?.stop();
-  stubs?.close();
-  client?.close();
-  await stack?.stop();
+  await all?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
