@@ -240,8 +240,14 @@ void AdminCli::PrintJob(const v1::Job& job) {
         << "run deadline:    " << Time(job.run_deadline_ms()) << "\n"
         << "cancel asked:    " << Time(job.cancel_requested_at_ms()) << "\n"
         << "progress:        " << progress << "\n"
-        << "error:           " << job.error() << "\n"
-        << "payload:         " << Bytes(job.payload()) << "\n"
+        << "error:           " << job.error() << "\n";
+  // The error history, oldest first: "run N at TIME: error" per line.
+  for (int i = 0; i < job.errors_size(); ++i) {
+    const v1::JobError& e = job.errors(i);
+    *out_ << (i == 0 ? "errors:          " : "                 ") << "run " << e.attempt()
+          << " at " << Time(e.at_ms()) << ": " << Truncate(e.error(), 200) << "\n";
+  }
+  *out_ << "payload:         " << Bytes(job.payload()) << "\n"
         << "result:          " << Bytes(job.result()) << "\n";
 }
 

@@ -52,7 +52,7 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
                     'created_at', 'finished_at', 'backoff_base', 'backoff_max',
                     'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at',
                     'timeout', 'run_deadline', 'cancel_requested', 'progress_percent',
-                    'progress_data', 'headers', 'concurrency_key'}
+                    'progress_data', 'headers', 'concurrency_key', 'errors'}
 -- Field numbers by name.
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
@@ -273,11 +273,37 @@ local function events_publish()
   end
 end
 
--- Bytes of job `id`'s payload in hash `payloads_key` and of its error text:
--- what the claim and listing byte bounds count.
+-- Bytes of job `id`'s payload in hash `payloads_key` and of its error text
+-- and history: what the claim and listing byte bounds count.
 local function job_error_bytes(job)
-  local err = job and job[F.error]
-  return type(err) == 'string' and #err or 0
+  local err, errors = job and job[F.error], job and job[F.errors]
+  return (type(err) == 'string' and #err or 0) + (type(errors) == 'string' and #errors or 0)
+end
+
+-- A job's error history (field errors; Job.errors): a cmsgpack array of
+-- {attempt, at ms, error}, oldest first, the last ERRORS_KEPT, each error cut
+-- to at most ERROR_KEPT_BYTES at a UTF-8 character boundary (the error is UTF-8, a
+-- proto string). error_note sets the job's error (whole) and appends it to
+-- the history as run `attempt`'s at `now`. A history that does not unpack
+-- starts again.
+local ERRORS_KEPT = 10
+local ERROR_KEPT_BYTES = 512
+local function utf8_cut(s, n)
+  if #s <= n then return s end
+  local i = n + 1  -- the first byte left out; back to its character's start
+  while i > 1 and string.byte(s, i) >= 0x80 and string.byte(s, i) < 0xC0 do i = i - 1 end
+  return string.sub(s, 1, i - 1)
+end
+local function error_note(job, attempt, err, now)
+  local list = {}
+  local packed = job[F.errors]
+  if type(packed) == 'string' then
+    local ok, old = pcall(cmsgpack.unpack, packed)
+    if ok and type(old) == 'table' then list = old end
+  end
+  list[#list + 1] = {attempt, now, utf8_cut(err, ERROR_KEPT_BYTES)}
+  while #list > ERRORS_KEPT do table.remove(list, 1) end
+  job[F.error], job[F.errors] = err, cmsgpack.pack(list)
 end
 local function job_text_bytes(payloads_key, id, job)
   return redis.call('HSTRLEN', payloads_key, id) + job_error_bytes(job)
@@ -375,6 +401,7 @@ local function settle_failure(S, job, id, token, err, non_retryable, retry_after
                               keep_attempt)
   local jobs_key = S.jobs
   local attempts, max_attempts = tonumber(job[F.attempts]), tonumber(job[F.max_attempts])
+  local run = attempts or 0  -- the run that failed, before keep_attempt gives it back
   local base, cap = tonumber(job[F.backoff_base]), tonumber(job[F.backoff_max])
   redis.call('ZREM', S.active, id)
   key_release(S, job)
@@ -397,7 +424,8 @@ local function settle_failure(S, job, id, token, err, non_retryable, retry_after
     if corrupt then
       err = 'job record lacks attempts, max_attempts or backoff fields; last error: ' .. err
     end
-    job[F.state], job[F.error], job[F.finished_at] = 'dead', err, now
+    job[F.state], job[F.finished_at] = 'dead', now
+    error_note(job, run, err, now)
     job[F.fail_outcome], job[F.fail_next_at] = 'dead', 0
     job_write(jobs_key, id, job)
     redis.call('ZADD', S.dead, int(now), id)
@@ -410,7 +438,8 @@ local function settle_failure(S, job, id, token, err, non_retryable, retry_after
     delay = backoff_ms(base, cap, attempts)
   end
   local at = now + delay
-  job[F.state], job[F.error], job[F.available_at] = 'pending', err, at
+  job[F.state], job[F.available_at] = 'pending', at
+  error_note(job, run, err, now)
   job[F.fail_outcome], job[F.fail_next_at] = 'retry', at
   job_write(jobs_key, id, job)
   redis.call('ZADD', S.scheduled, int(at), id)

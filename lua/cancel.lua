@@ -43,7 +43,8 @@ if state == 'active' then
   events_publish()
   return {'OK', 1}
 end
-job[F.state], job[F.error], job[F.finished_at] = 'dead', 'cancelled', now
+job[F.state], job[F.finished_at] = 'dead', now
+error_note(job, tonumber(job[F.attempts]) or 0, 'cancelled', now)
 job_write(KEYS[1], ARGV[1], job)
 ready_remove({ready = KEYS[2], by_type = KEYS[5], key_waiting = KEYS[6]}, job, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])

@@ -191,6 +191,10 @@ TEST_F(CliTest, CancelAndTheRunControlFieldsOfAJob) {
   r = Cli({"cancel", "ctl.pending", pending});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("FAILED_PRECONDITION"));
+  // The cancel is in the job's error history, as run 0 (it never ran).
+  r = Cli({"job", "ctl.pending", pending});
+  EXPECT_THAT(r.out, ::testing::ContainsRegex(
+                         "\nerrors:          run 0 at [0-9-]+ [0-9:.]+: cancelled\n"));
 }
 
 TEST_F(CliTest, WatchPrintsEventsAsTheyHappen) {

@@ -38,6 +38,7 @@ enum JobField : int64_t {
   kProgressData = 24,
   kHeaders = 25,
   kConcurrencyKey = 26,
+  kErrors = 27,
 };
 
 // Sets job->headers from a packed headers map (PackHeaders); anything else
@@ -53,6 +54,29 @@ void SetHeaders(absl::string_view packed, v1::Job* job) {
     auto* headers = job->mutable_headers();
     for (uint32_t i = 0; i < map.size; ++i) {
       (*headers)[MsgpackText(map.ptr[i].key)] = MsgpackText(map.ptr[i].val);
+    }
+  }
+  msgpack_unpacked_destroy(&unpacked);
+}
+
+// Adds job->errors from a packed error history (error_note in lua/_lib.lua:
+// an array of {attempt, at ms, error}); an entry of another shape is
+// skipped, a history that does not unpack shows none.
+void SetErrors(absl::string_view packed, v1::Job* job) {
+  msgpack_unpacked unpacked;
+  msgpack_unpacked_init(&unpacked);
+  size_t offset = 0;
+  if (msgpack_unpack_next(&unpacked, packed.data(), packed.size(), &offset) ==
+          MSGPACK_UNPACK_SUCCESS &&
+      unpacked.data.type == MSGPACK_OBJECT_ARRAY) {
+    const msgpack_object_array& list = unpacked.data.via.array;
+    for (uint32_t i = 0; i < list.size; ++i) {
+      const msgpack_object& entry = list.ptr[i];
+      if (entry.type != MSGPACK_OBJECT_ARRAY || entry.via.array.size != 3) continue;
+      v1::JobError* e = job->add_errors();
+      e->set_attempt(static_cast<int32_t>(MsgpackInt(entry.via.array.ptr[0])));
+      e->set_at_ms(MsgpackInt(entry.via.array.ptr[1]));
+      e->set_error(MsgpackText(entry.via.array.ptr[2]));
     }
   }
   msgpack_unpacked_destroy(&unpacked);
@@ -95,6 +119,7 @@ void SetField(int64_t number, const msgpack_object& v, v1::Job* job, std::string
     case kProgressData: job->set_progress_data(MsgpackText(v)); break;
     case kHeaders: SetHeaders(MsgpackText(v), job); break;
     case kConcurrencyKey: job->set_concurrency_key(MsgpackText(v)); break;
+    case kErrors: SetErrors(MsgpackText(v), job); break;
     default: break;  // fields a Job does not show
   }
 }

@@ -183,6 +183,11 @@ func TestCancel(t *testing.T) {
 	if j.GetState() != jobwire.StateDead || j.GetError() != "cancelled" {
 		t.Errorf("cancelled job state %v error %q", j.GetState(), j.GetError())
 	}
+	// The cancel is in the error history, as run 0 (the job never ran).
+	if errs := j.GetErrors(); len(errs) != 1 || errs[0].GetAttempt() != 0 || errs[0].GetError() != "cancelled" ||
+		errs[0].GetAtMs() < j.GetCreatedAtMs() || errs[0].GetAtMs() > j.GetFinishedAtMs() {
+		t.Errorf("cancelled job's error history %v, want one entry: run 0, cancelled, between creation and finish", errs)
+	}
 	if requested, err := c.Cancel(ctx, q, id); requested || asError(t, err).Code != codes.FailedPrecondition {
 		t.Errorf("second Cancel = %v, %v; want false, FAILED_PRECONDITION", requested, err)
 	}

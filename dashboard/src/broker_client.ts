@@ -115,6 +115,8 @@ export interface Job {
   progress_percent?: number;
   progress_data: Buffer;
   headers: Record<string, string>;
+  /** The error history (Job.errors): the last failed runs and a cancel, oldest first. */
+  errors: { attempt: number; at_ms: number; error: string }[];
 }
 
 export interface ScheduleInfo {

@@ -366,10 +366,24 @@ ${actionForm(ctx, `${queueUrl(q)}/delete-job`, 'Delete this job', fieldsHidden, 
 </div>`;
   return html`${actions}
 <dl class="fields">${fields.map(([k, v]) => html`<dt>${k}</dt><dd data-field="${k}">${v === '' ? '–' : v}</dd>`)}</dl>
+${errorHistory(j)}
 ${headers.length ? html`<h2>Headers</h2><dl class="fields">${headers.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ''}
 ${bytesBlock('Payload', showBytes(j.payload), j.payload?.length ?? 0, `${jobUrl(q, j.id)}/payload`)}
 ${bytesBlock('Result', showBytes(j.result), j.result?.length ?? 0, `${jobUrl(q, j.id)}/result`)}
 ${j.progress_data?.length ? bytesBlock('Progress data', showBytes(j.progress_data), j.progress_data.length, `${jobUrl(q, j.id)}/progress_data`) : ''}`;
+}
+
+/** A job's error history (Job.errors), oldest first; nothing when it never failed. */
+function errorHistory(j: Job): Html {
+  const errors = j.errors ?? [];
+  if (errors.length === 0) return html``;
+  return html`<h2 id="errors">Error history</h2>
+<div class="scroll"><table class="errors">
+<caption class="sr-only">The job's last ${errors.length} errors, oldest first</caption>
+<thead><tr><th scope="col">Attempt</th><th scope="col">Time</th><th scope="col">Error</th></tr></thead>
+<tbody>${errors.map((e) => html`<tr><td>${e.attempt === 0 ? '–' : e.attempt}</td><td><time datetime="${new Date(e.at_ms).toISOString()}">${showTime(e.at_ms)}</time></td><td class="error">${e.error}</td></tr>`)}</tbody>
+</table></div>
+<p class="muted">The last 10 failed runs and a cancel, each error cut to at most 512 bytes; the Error field above is the latest whole.</p>`;
 }
 
 /** What a live stream says when it ends: `okText` when it ended well, else why it stopped. */

@@ -6,7 +6,7 @@
 // its events as real Node.js Workers run its jobs.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAll, formSession, screenshot, Worker } from './helpers.mjs';
+import { startAll, formSession, screenshot, waitFor, Worker } from './helpers.mjs';
 
 let all, stack, client, stubs, dash, browser;
 
@@ -198,6 +198,27 @@ describe('following jobs and queues', () => {
       release();
       await w.stop();
       await page.close();
+    }
+  });
+
+  test("a job that failed every run shows each run's error, oldest first", async () => {
+    let runs = 0;
+    const w = worker('flaky', { charge: async () => { runs++; throw new Error(`card declined (run ${runs})`); } });
+    try {
+      const { jobId } = await client.enqueue('flaky', 'charge', { amount: 12 }, { maxAttempts: 3, backoffBaseMs: 10, backoffMaxMs: 10 });
+      await waitFor(async () => (await stubs.getJob('flaky', jobId)).state === 'JOB_STATE_DEAD', { timeoutMs: 10_000, what: 'the job dead after 3 runs' });
+      const page = await browser.newPage();
+      await page.goto(`${dash.url}/queues/flaky/jobs/${jobId}`);
+      const rows = await page.locator('table.errors tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.innerText)));
+      assert.deepEqual(rows.map((r) => [r[0], r[2]]), [
+        ['1', 'Error: card declined (run 1)'], ['2', 'Error: card declined (run 2)'], ['3', 'Error: card declined (run 3)'],
+      ]);
+      for (const r of rows) assert.match(r[1], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
+      assert.equal(await page.locator('dd[data-field="Error"]').innerText(), 'Error: card declined (run 3)');
+      await screenshot(page, 'job');
+      await page.close();
+    } finally {
+      await w.stop();
     }
   });
 

@@ -85,7 +85,7 @@ test("a job page streams the job's changes until it finishes; a finished one doe
     id: 'j1', queue: 'q', type: 't', payload: Buffer.from('{}'), priority: 0, state, attempts: 0, max_attempts: 3,
     available_at_ms: 0, lease_expires_at_ms: 0, result: Buffer.alloc(0), error: '', idempotency_key: '', created_at_ms: 0,
     finished_at_ms: 0, backoff_base_ms: 0, backoff_max_ms: 0, worker_id: '', timeout_ms: 0, run_deadline_ms: 0,
-    cancel_requested_at_ms: 0, progress_data: Buffer.alloc(0), headers: {},
+    cancel_requested_at_ms: 0, progress_data: Buffer.alloc(0), headers: {}, errors: [],
   });
   for (const state of ['JOB_STATE_PENDING', 'JOB_STATE_ACTIVE']) {
     const page = jobPage(ctx, job(state)).text;
@@ -128,4 +128,20 @@ test('the schedule form is filled in from the schedule edited; a payload that is
   assert.match(fresh, /New schedule<\/h2>/);
   assert.match(fresh, /<button type="submit">Create schedule<\/button>/);
   assert.doesNotMatch(schedulesPage({ ...ctx, readOnly: true }, [info()], undefined).text, /<form/);
+});
+
+test("a job page lists the error history oldest first, as text; none when the job never failed", () => {
+  const job = (errors) => ({
+    id: 'j1', queue: 'q', type: 't', payload: Buffer.alloc(0), priority: 0, state: 'JOB_STATE_DEAD', attempts: 2, max_attempts: 2,
+    available_at_ms: 0, lease_expires_at_ms: 0, result: Buffer.alloc(0), error: 'second <b>', idempotency_key: '', created_at_ms: 0,
+    finished_at_ms: 0, backoff_base_ms: 0, backoff_max_ms: 0, worker_id: '', timeout_ms: 0, run_deadline_ms: 0,
+    cancel_requested_at_ms: 0, progress_data: Buffer.alloc(0), headers: {}, errors,
+  });
+  const at = Date.UTC(2026, 0, 2, 3, 4, 5);
+  const page = jobPage(ctx, job([{ attempt: 1, at_ms: at, error: 'first' }, { attempt: 2, at_ms: at + 1000, error: 'second <b>' }])).text;
+  const rows = [...page.matchAll(/<tr><td>([^<]*)<\/td><td><time[^>]*>([^<]*)<\/time><\/td><td class="error">([^<]*)<\/td><\/tr>/g)].map((m) => m.slice(1));
+  assert.deepEqual(rows, [['1', '2026-01-02T03:04:05Z', 'first'], ['2', '2026-01-02T03:04:06Z', 'second &lt;b&gt;']]);
+  assert.match(page, /<h2 id="errors">Error history<\/h2>/);
+  assert.doesNotMatch(jobPage(ctx, job([])).text, /Error history/);
+  assert.match(jobPage(ctx, job([{ attempt: 0, at_ms: at, error: 'cancelled' }])).text, /<tr><td>–<\/td>/, 'a cancel before any run');
 });

@@ -332,7 +332,7 @@ func (x StopRun_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StopRun_Reason.Descriptor instead.
 func (StopRun_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{8, 0}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9, 0}
 }
 
 type FailResponse_Outcome int32
@@ -383,7 +383,7 @@ func (x FailResponse_Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailResponse_Outcome.Descriptor instead.
 func (FailResponse_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16, 0}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type Job struct {
@@ -439,8 +439,14 @@ type Job struct {
 	Headers map[string]string `protobuf:"bytes,24,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// EnqueueRequest.concurrency_key; "" when none.
 	ConcurrencyKey string `protobuf:"bytes,25,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The error history: the last 10 failed runs (Fail, a lease that ran
+	// out, a run past its timeout) and a Cancel that made the job DEAD,
+	// oldest first. `error` above keeps the latest error whole; each entry's
+	// is cut to at most 512 bytes, at a character boundary. Kept across
+	// RetryDead.
+	Errors        []*JobError `protobuf:"bytes,26,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -648,6 +654,78 @@ func (x *Job) GetConcurrencyKey() string {
 	return ""
 }
 
+func (x *Job) GetErrors() []*JobError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+// One entry of Job.errors.
+type JobError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run that failed (Job.attempts then; 0 for a job cancelled before
+	// its first run).
+	Attempt int32 `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// When, by the Redis clock, ms since the epoch.
+	AtMs int64 `protobuf:"varint,2,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	// Its error, at most 512 bytes (cut at a UTF-8 character boundary).
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobError) Reset() {
+	*x = JobError{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobError) ProtoMessage() {}
+
+func (x *JobError) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobError.ProtoReflect.Descriptor instead.
+func (*JobError) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *JobError) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *JobError) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *JobError) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type EnqueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1..128 characters of [A-Za-z0-9._:-].
@@ -714,7 +792,7 @@ type EnqueueRequest struct {
 
 func (x *EnqueueRequest) Reset() {
 	*x = EnqueueRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[1]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +804,7 @@ func (x *EnqueueRequest) String() string {
 func (*EnqueueRequest) ProtoMessage() {}
 
 func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[1]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +817,7 @@ func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{1}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EnqueueRequest) GetQueue() string {
@@ -852,7 +930,7 @@ type EnqueueResponse struct {
 
 func (x *EnqueueResponse) Reset() {
 	*x = EnqueueResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[2]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -864,7 +942,7 @@ func (x *EnqueueResponse) String() string {
 func (*EnqueueResponse) ProtoMessage() {}
 
 func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[2]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -877,7 +955,7 @@ func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{2}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EnqueueResponse) GetJobId() string {
@@ -904,7 +982,7 @@ type EnqueueBatchRequest struct {
 
 func (x *EnqueueBatchRequest) Reset() {
 	*x = EnqueueBatchRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[3]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +994,7 @@ func (x *EnqueueBatchRequest) String() string {
 func (*EnqueueBatchRequest) ProtoMessage() {}
 
 func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[3]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1007,7 @@ func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{3}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EnqueueBatchRequest) GetJobs() []*EnqueueRequest {
@@ -955,7 +1033,7 @@ type EnqueueResult struct {
 
 func (x *EnqueueResult) Reset() {
 	*x = EnqueueResult{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[4]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1045,7 @@ func (x *EnqueueResult) String() string {
 func (*EnqueueResult) ProtoMessage() {}
 
 func (x *EnqueueResult) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[4]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1058,7 @@ func (x *EnqueueResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResult.ProtoReflect.Descriptor instead.
 func (*EnqueueResult) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{4}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EnqueueResult) GetCode() int32 {
@@ -1028,7 +1106,7 @@ type EnqueueBatchResponse struct {
 
 func (x *EnqueueBatchResponse) Reset() {
 	*x = EnqueueBatchResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[5]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1118,7 @@ func (x *EnqueueBatchResponse) String() string {
 func (*EnqueueBatchResponse) ProtoMessage() {}
 
 func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[5]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1131,7 @@ func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{5}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EnqueueBatchResponse) GetResults() []*EnqueueResult {
@@ -1097,7 +1175,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[6]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1187,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[6]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1200,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{6}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClaimRequest) GetQueues() []string {
@@ -1182,7 +1260,7 @@ type ClaimResponse struct {
 
 func (x *ClaimResponse) Reset() {
 	*x = ClaimResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[7]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1272,7 @@ func (x *ClaimResponse) String() string {
 func (*ClaimResponse) ProtoMessage() {}
 
 func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[7]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1285,7 @@ func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
 func (*ClaimResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{7}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ClaimResponse) GetJobs() []*ClaimedJob {
@@ -1239,7 +1317,7 @@ type StopRun struct {
 
 func (x *StopRun) Reset() {
 	*x = StopRun{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1329,7 @@ func (x *StopRun) String() string {
 func (*StopRun) ProtoMessage() {}
 
 func (x *StopRun) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[8]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1342,7 @@ func (x *StopRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRun.ProtoReflect.Descriptor instead.
 func (*StopRun) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{8}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StopRun) GetQueue() string {
@@ -1314,7 +1392,7 @@ type ClaimedJob struct {
 
 func (x *ClaimedJob) Reset() {
 	*x = ClaimedJob{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1404,7 @@ func (x *ClaimedJob) String() string {
 func (*ClaimedJob) ProtoMessage() {}
 
 func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1417,7 @@ func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedJob.ProtoReflect.Descriptor instead.
 func (*ClaimedJob) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ClaimedJob) GetJob() *Job {
@@ -1383,7 +1461,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1473,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1486,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AckRequest) GetQueue() string {
@@ -1447,7 +1525,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1537,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1550,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
 }
 
 type AckBatchRequest struct {
@@ -1485,7 +1563,7 @@ type AckBatchRequest struct {
 
 func (x *AckBatchRequest) Reset() {
 	*x = AckBatchRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1575,7 @@ func (x *AckBatchRequest) String() string {
 func (*AckBatchRequest) ProtoMessage() {}
 
 func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1588,7 @@ func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchRequest.ProtoReflect.Descriptor instead.
 func (*AckBatchRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AckBatchRequest) GetAcks() []*AckRequest {
@@ -1533,7 +1611,7 @@ type AckResult struct {
 
 func (x *AckResult) Reset() {
 	*x = AckResult{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1623,7 @@ func (x *AckResult) String() string {
 func (*AckResult) ProtoMessage() {}
 
 func (x *AckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1636,7 @@ func (x *AckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResult.ProtoReflect.Descriptor instead.
 func (*AckResult) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AckResult) GetCode() int32 {
@@ -1592,7 +1670,7 @@ type AckBatchResponse struct {
 
 func (x *AckBatchResponse) Reset() {
 	*x = AckBatchResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1682,7 @@ func (x *AckBatchResponse) String() string {
 func (*AckBatchResponse) ProtoMessage() {}
 
 func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1695,7 @@ func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchResponse.ProtoReflect.Descriptor instead.
 func (*AckBatchResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AckBatchResponse) GetResults() []*AckResult {
@@ -1651,7 +1729,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1741,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1754,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FailRequest) GetQueue() string {
@@ -1739,7 +1817,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1829,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1842,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FailResponse) GetOutcome() FailResponse_Outcome {
@@ -1795,7 +1873,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1885,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1898,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExtendLeaseRequest) GetQueue() string {
@@ -1860,7 +1938,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +1950,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +1963,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAtMs() int64 {
@@ -1911,7 +1989,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2001,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2014,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReportProgressRequest) GetQueue() string {
@@ -1982,7 +2060,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2072,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2085,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
 }
 
 type GetJobRequest struct {
@@ -2027,7 +2105,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2117,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2130,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetJobRequest) GetQueue() string {
@@ -2085,7 +2163,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2175,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2188,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -2130,7 +2208,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2220,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2233,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CancelRequest) GetQueue() string {
@@ -2184,7 +2262,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2196,7 +2274,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2209,7 +2287,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelResponse) GetCancelRequested() bool {
@@ -2233,7 +2311,7 @@ type WaitJobRequest struct {
 
 func (x *WaitJobRequest) Reset() {
 	*x = WaitJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2323,7 @@ func (x *WaitJobRequest) String() string {
 func (*WaitJobRequest) ProtoMessage() {}
 
 func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2336,7 @@ func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobRequest.ProtoReflect.Descriptor instead.
 func (*WaitJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WaitJobRequest) GetQueue() string {
@@ -2292,7 +2370,7 @@ type WaitJobResponse struct {
 
 func (x *WaitJobResponse) Reset() {
 	*x = WaitJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2382,7 @@ func (x *WaitJobResponse) String() string {
 func (*WaitJobResponse) ProtoMessage() {}
 
 func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2395,7 @@ func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobResponse.ProtoReflect.Descriptor instead.
 func (*WaitJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WaitJobResponse) GetJob() *Job {
@@ -2354,7 +2432,7 @@ type QueueEvent struct {
 
 func (x *QueueEvent) Reset() {
 	*x = QueueEvent{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2444,7 @@ func (x *QueueEvent) String() string {
 func (*QueueEvent) ProtoMessage() {}
 
 func (x *QueueEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2457,7 @@ func (x *QueueEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueEvent.ProtoReflect.Descriptor instead.
 func (*QueueEvent) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{27}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *QueueEvent) GetKind() EventKind {
@@ -2468,7 +2546,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2480,7 +2558,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2493,7 +2571,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{28}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SubscribeRequest) GetQueues() []string {
@@ -2534,7 +2612,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2624,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2637,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{29}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubscribeResponse) GetEvents() []*QueueEvent {
@@ -2588,7 +2666,7 @@ var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
 const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"\x17jobwire/v1/broker.proto\x12\n" +
-	"jobwire.v1\"\xc6\a\n" +
+	"jobwire.v1\"\xf4\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
@@ -2616,11 +2694,16 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x10progress_percent\x18\x16 \x01(\x05H\x00R\x0fprogressPercent\x88\x01\x01\x12#\n" +
 	"\rprogress_data\x18\x17 \x01(\fR\fprogressData\x126\n" +
 	"\aheaders\x18\x18 \x03(\v2\x1c.jobwire.v1.Job.HeadersEntryR\aheaders\x12'\n" +
-	"\x0fconcurrency_key\x18\x19 \x01(\tR\x0econcurrencyKey\x1a:\n" +
+	"\x0fconcurrency_key\x18\x19 \x01(\tR\x0econcurrencyKey\x12,\n" +
+	"\x06errors\x18\x1a \x03(\v2\x14.jobwire.v1.JobErrorR\x06errors\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x13\n" +
-	"\x11_progress_percent\"\xde\x04\n" +
+	"\x11_progress_percent\"O\n" +
+	"\bJobError\x12\x18\n" +
+	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x13\n" +
+	"\x05at_ms\x18\x02 \x01(\x03R\x04atMs\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xde\x04\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -2825,92 +2908,94 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                  // 0: jobwire.v1.JobState
 	(EventKind)(0),                 // 1: jobwire.v1.EventKind
 	(StopRun_Reason)(0),            // 2: jobwire.v1.StopRun.Reason
 	(FailResponse_Outcome)(0),      // 3: jobwire.v1.FailResponse.Outcome
 	(*Job)(nil),                    // 4: jobwire.v1.Job
-	(*EnqueueRequest)(nil),         // 5: jobwire.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),        // 6: jobwire.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),    // 7: jobwire.v1.EnqueueBatchRequest
-	(*EnqueueResult)(nil),          // 8: jobwire.v1.EnqueueResult
-	(*EnqueueBatchResponse)(nil),   // 9: jobwire.v1.EnqueueBatchResponse
-	(*ClaimRequest)(nil),           // 10: jobwire.v1.ClaimRequest
-	(*ClaimResponse)(nil),          // 11: jobwire.v1.ClaimResponse
-	(*StopRun)(nil),                // 12: jobwire.v1.StopRun
-	(*ClaimedJob)(nil),             // 13: jobwire.v1.ClaimedJob
-	(*AckRequest)(nil),             // 14: jobwire.v1.AckRequest
-	(*AckResponse)(nil),            // 15: jobwire.v1.AckResponse
-	(*AckBatchRequest)(nil),        // 16: jobwire.v1.AckBatchRequest
-	(*AckResult)(nil),              // 17: jobwire.v1.AckResult
-	(*AckBatchResponse)(nil),       // 18: jobwire.v1.AckBatchResponse
-	(*FailRequest)(nil),            // 19: jobwire.v1.FailRequest
-	(*FailResponse)(nil),           // 20: jobwire.v1.FailResponse
-	(*ExtendLeaseRequest)(nil),     // 21: jobwire.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),    // 22: jobwire.v1.ExtendLeaseResponse
-	(*ReportProgressRequest)(nil),  // 23: jobwire.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil), // 24: jobwire.v1.ReportProgressResponse
-	(*GetJobRequest)(nil),          // 25: jobwire.v1.GetJobRequest
-	(*GetJobResponse)(nil),         // 26: jobwire.v1.GetJobResponse
-	(*CancelRequest)(nil),          // 27: jobwire.v1.CancelRequest
-	(*CancelResponse)(nil),         // 28: jobwire.v1.CancelResponse
-	(*WaitJobRequest)(nil),         // 29: jobwire.v1.WaitJobRequest
-	(*WaitJobResponse)(nil),        // 30: jobwire.v1.WaitJobResponse
-	(*QueueEvent)(nil),             // 31: jobwire.v1.QueueEvent
-	(*SubscribeRequest)(nil),       // 32: jobwire.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),      // 33: jobwire.v1.SubscribeResponse
-	nil,                            // 34: jobwire.v1.Job.HeadersEntry
-	nil,                            // 35: jobwire.v1.EnqueueRequest.HeadersEntry
+	(*JobError)(nil),               // 5: jobwire.v1.JobError
+	(*EnqueueRequest)(nil),         // 6: jobwire.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),        // 7: jobwire.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),    // 8: jobwire.v1.EnqueueBatchRequest
+	(*EnqueueResult)(nil),          // 9: jobwire.v1.EnqueueResult
+	(*EnqueueBatchResponse)(nil),   // 10: jobwire.v1.EnqueueBatchResponse
+	(*ClaimRequest)(nil),           // 11: jobwire.v1.ClaimRequest
+	(*ClaimResponse)(nil),          // 12: jobwire.v1.ClaimResponse
+	(*StopRun)(nil),                // 13: jobwire.v1.StopRun
+	(*ClaimedJob)(nil),             // 14: jobwire.v1.ClaimedJob
+	(*AckRequest)(nil),             // 15: jobwire.v1.AckRequest
+	(*AckResponse)(nil),            // 16: jobwire.v1.AckResponse
+	(*AckBatchRequest)(nil),        // 17: jobwire.v1.AckBatchRequest
+	(*AckResult)(nil),              // 18: jobwire.v1.AckResult
+	(*AckBatchResponse)(nil),       // 19: jobwire.v1.AckBatchResponse
+	(*FailRequest)(nil),            // 20: jobwire.v1.FailRequest
+	(*FailResponse)(nil),           // 21: jobwire.v1.FailResponse
+	(*ExtendLeaseRequest)(nil),     // 22: jobwire.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),    // 23: jobwire.v1.ExtendLeaseResponse
+	(*ReportProgressRequest)(nil),  // 24: jobwire.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil), // 25: jobwire.v1.ReportProgressResponse
+	(*GetJobRequest)(nil),          // 26: jobwire.v1.GetJobRequest
+	(*GetJobResponse)(nil),         // 27: jobwire.v1.GetJobResponse
+	(*CancelRequest)(nil),          // 28: jobwire.v1.CancelRequest
+	(*CancelResponse)(nil),         // 29: jobwire.v1.CancelResponse
+	(*WaitJobRequest)(nil),         // 30: jobwire.v1.WaitJobRequest
+	(*WaitJobResponse)(nil),        // 31: jobwire.v1.WaitJobResponse
+	(*QueueEvent)(nil),             // 32: jobwire.v1.QueueEvent
+	(*SubscribeRequest)(nil),       // 33: jobwire.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),      // 34: jobwire.v1.SubscribeResponse
+	nil,                            // 35: jobwire.v1.Job.HeadersEntry
+	nil,                            // 36: jobwire.v1.EnqueueRequest.HeadersEntry
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
-	34, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
-	35, // 2: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
-	5,  // 3: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
-	8,  // 4: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
-	13, // 5: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
-	12, // 6: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
-	2,  // 7: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
-	4,  // 8: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
-	14, // 9: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
-	17, // 10: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
-	3,  // 11: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	4,  // 12: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	4,  // 13: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
-	1,  // 14: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
-	1,  // 15: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
-	31, // 16: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
-	5,  // 17: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	7,  // 18: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	10, // 19: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	14, // 20: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	16, // 21: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	19, // 22: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	21, // 23: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	23, // 24: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
-	25, // 25: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	27, // 26: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	29, // 27: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
-	32, // 28: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
-	6,  // 29: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	9,  // 30: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	11, // 31: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	15, // 32: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	18, // 33: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	20, // 34: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	22, // 35: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	24, // 36: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
-	26, // 37: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	28, // 38: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	30, // 39: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
-	33, // 40: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
-	29, // [29:41] is the sub-list for method output_type
-	17, // [17:29] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	35, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
+	5,  // 2: jobwire.v1.Job.errors:type_name -> jobwire.v1.JobError
+	36, // 3: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
+	6,  // 4: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
+	9,  // 5: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
+	14, // 6: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	13, // 7: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
+	2,  // 8: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
+	4,  // 9: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
+	15, // 10: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
+	18, // 11: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
+	3,  // 12: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
+	4,  // 13: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	4,  // 14: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	1,  // 15: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
+	1,  // 16: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
+	32, // 17: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
+	6,  // 18: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	8,  // 19: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	11, // 20: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	15, // 21: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	17, // 22: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	20, // 23: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	22, // 24: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	24, // 25: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
+	26, // 26: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	28, // 27: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	30, // 28: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	33, // 29: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
+	7,  // 30: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	10, // 31: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	12, // 32: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	16, // 33: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	19, // 34: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	21, // 35: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	23, // 36: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	25, // 37: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
+	27, // 38: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	29, // 39: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	31, // 40: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	34, // 41: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
+	30, // [30:42] is the sub-list for method output_type
+	18, // [18:30] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -2919,16 +3004,16 @@ func file_jobwire_v1_broker_proto_init() {
 		return
 	}
 	file_jobwire_v1_broker_proto_msgTypes[0].OneofWrappers = []any{}
-	file_jobwire_v1_broker_proto_msgTypes[1].OneofWrappers = []any{}
-	file_jobwire_v1_broker_proto_msgTypes[19].OneofWrappers = []any{}
-	file_jobwire_v1_broker_proto_msgTypes[27].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[2].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[20].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,4 +1,5 @@
 export { Client, JobInfo } from './client';
+export type { JobError } from './job_info';
 export type { Progress } from './progress';
 export type { ClientOptions, EnqueueOptions, EnqueueCallOptions, EnqueueResult, BatchJob, BatchResult, BatchAck, AckBatchResult, JobStateName } from './client';
 export { Worker } from './worker';

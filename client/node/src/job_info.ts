@@ -5,6 +5,16 @@ import type { JobState__Output } from './generated/jobwire/v1/JobState';
 
 export type JobStateName = JobState__Output;
 
+/** One entry of JobInfo.errors. */
+export interface JobError {
+  /** The run that failed (0 for a job cancelled before its first run). */
+  attempt: number;
+  /** When, by the broker's (Redis) clock. */
+  atMs: number;
+  /** Its error, cut to at most 512 bytes (at a character boundary). */
+  error: string;
+}
+
 /** A job as GetJob or WaitJob reads it (any state). Times are epoch ms, 0 when unset. */
 export class JobInfo {
   readonly id: string;
@@ -40,6 +50,8 @@ export class JobInfo {
   readonly headers: Record<string, string>;
   /** The enqueue option `concurrencyKey` ('' when none). */
   readonly concurrencyKey: string;
+  /** The error history: the last 10 failed runs and a cancel that made the job dead, oldest first (`error` is the latest, whole). */
+  readonly errors: JobError[];
 
   constructor(j: Job__Output) {
     this.id = j.id;
@@ -67,6 +79,7 @@ export class JobInfo {
     this.progressPercent = j.progressPercent ?? undefined;
     this.progressData = j.progressData ?? Buffer.alloc(0);
     this.headers = j.headers ?? {};
+    this.errors = (j.errors ?? []).map((e) => ({ attempt: e.attempt, atMs: toNumber(e.atMs), error: e.error }));
   }
 
   /** The payload decoded as UTF-8 JSON. */

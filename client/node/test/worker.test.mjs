@@ -102,6 +102,9 @@ test('handler throwing -> failed, retried as attempt 2, then acked', async () =>
   assert.equal(job.state, 'JOB_STATE_COMPLETED');
   assert.equal(job.attempts, 2);
   assert.deepEqual(job.resultJson(), { ok: 2 });
+  // The failed run stays in the error history.
+  assert.deepEqual(job.errors.map((e) => [e.attempt, e.error]), [[1, 'TypeError: first run breaks']]);
+  assert.ok(job.errors[0].atMs >= job.createdAtMs && job.errors[0].atMs <= job.finishedAtMs);
   await worker.stop();
 });
 
@@ -118,6 +121,7 @@ test('NonRetryableError -> DEAD after one attempt with the error text', async ()
   assert.equal(job.state, 'JOB_STATE_DEAD');
   assert.equal(job.attempts, 1);
   assert.equal(job.error, 'NonRetryableError: bad input');
+  assert.deepEqual(job.errors.map((e) => [e.attempt, e.error]), [[1, 'NonRetryableError: bad input']]);
   await worker.stop();
 });
 

@@ -58,7 +58,7 @@ and the broker's typed details: ``reason``, ``metadata``, ``field``,
 from ._errors import (JobCancelled, JobDeadError, JobwireError, NonRetryableError, Reason,
                       RetryAfter, WaitTimeoutError)
 from ._subscribe import Subscription
-from ._types import AckResult, EnqueueResult, Job, JobState, Outcome, QueueEvent
+from ._types import AckResult, EnqueueResult, Job, JobError, JobState, Outcome, QueueEvent
 from ._version import __version__  # noqa: F401 (re-exported)
 from .client import Client
 from .worker import Worker
@@ -67,6 +67,7 @@ __all__ = [
     "Client",
     "Worker",
     "Job",
+    "JobError",
     "JobState",
     "EnqueueResult",
     "AckResult",
@@ -82,7 +83,7 @@ __all__ = [
     "JobCancelled",
 ]
 
-for _cls in (Client, Worker, Job, JobState, EnqueueResult, AckResult, Outcome, QueueEvent,
+for _cls in (Client, Worker, Job, JobError, JobState, EnqueueResult, AckResult, Outcome, QueueEvent,
              Subscription, JobwireError, JobDeadError, WaitTimeoutError, Reason,
              NonRetryableError, RetryAfter, JobCancelled):
     _cls.__module__ = "jobwire"  # show jobwire.JobwireError, not jobwire._errors...

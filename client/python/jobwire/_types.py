@@ -5,7 +5,7 @@ import datetime as _dt
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import grpc
 
@@ -75,6 +75,17 @@ def check_headers(headers: Any) -> Dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class JobError:
+    """One entry of ``Job.errors``: the run that failed (``attempt``; 0 for a
+    job cancelled before its first run), when (``at_ms``, Redis clock) and
+    its error, cut to at most 512 bytes (at a character boundary)."""
+
+    attempt: int
+    at_ms: int
+    error: str
+
+
 def _loads(data: bytes) -> Any:
     if not data:
         return None
@@ -105,7 +116,10 @@ class Job:
 
     ``headers``: the producer's headers (``enqueue(..., headers=...)``), a
     plain dict of str to str, unchanged (empty when none were given).
-    ``concurrency_key``: the key given at enqueue ("" when none)."""
+    ``concurrency_key``: the key given at enqueue ("" when none).
+    ``errors``: the error history, a list of ``JobError`` for the last 10
+    failed runs and a cancel that made the job dead, oldest first
+    (``error`` is the latest, whole)."""
 
     id: str
     queue: str
@@ -133,6 +147,7 @@ class Job:
     progress_data: bytes = b""
     headers: Dict[str, str] = field(default_factory=dict)
     concurrency_key: str = ""
+    errors: List[JobError] = field(default_factory=list)
     # Set by the Worker that runs the job (threading.Event, or asyncio.Event
     # in jobwire.aio); None otherwise.
     _lease_lost_event: Any = field(default=None, init=False, repr=False, compare=False)
@@ -266,6 +281,7 @@ class Job:
             progress_data=bytes(pb.progress_data),
             headers=dict(pb.headers),
             concurrency_key=pb.concurrency_key,
+            errors=[JobError(e.attempt, e.at_ms, e.error) for e in pb.errors],
         )
 
 

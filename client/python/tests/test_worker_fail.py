@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from jobwire import JobState, NonRetryableError, RetryAfter
+from jobwire import JobError, JobState, NonRetryableError, RetryAfter
 from jobwire._failure import Failure, failure_of
 from conftest import wait_for
 from test_worker import Outcomes, wait_state
@@ -177,3 +177,27 @@ def test_keep_attempt_in_the_fail_and_non_retryable_wins():
     assert e.keep_attempt and not RetryAfter(2, "m").keep_attempt
     import pickle
     assert pickle.loads(pickle.dumps(e)).keep_attempt
+
+
+@pytest.mark.parametrize("kind", WORKERS)
+def test_get_job_lists_the_error_of_each_failed_run(broker, client, queue, kind):
+    outcomes = Outcomes()
+
+    def register(w):
+        def handle(job):
+            raise ValueError("run %d failed" % job.attempt)
+        w.register("flaky", handle)
+
+    def body():
+        job_id = client.enqueue(queue, "flaky", b"", max_attempts=2, backoff_base_ms=1,
+                                backoff_max_ms=1).job_id
+        wait_for(lambda: len(outcomes.kinds(job_id)) == 2, timeout=15, what="two outcomes")
+        return job_id
+
+    job_id = run_worker(kind, broker.addr, register, body, queues=queue, on_outcome=outcomes)
+    job = wait_state(client, queue, job_id, JobState.DEAD)
+    assert [(e.attempt, e.error) for e in job.errors] == [
+        (1, "ValueError: run 1 failed"), (2, "ValueError: run 2 failed")]
+    assert all(isinstance(e, JobError) for e in job.errors)
+    assert job.created_at_ms <= job.errors[0].at_ms <= job.errors[1].at_ms <= job.finished_at_ms
+    assert job.error == "ValueError: run 2 failed"
