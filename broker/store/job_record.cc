@@ -41,45 +41,46 @@ enum JobField : int64_t {
   kErrors = 27,
 };
 
-// Sets job->headers from a packed headers map (PackHeaders); anything else
-// is ignored (a damaged field shows no headers).
-void SetHeaders(absl::string_view packed, v1::Job* job) {
+// Calls fn with the one msgpack value `packed` holds when it unpacks to a
+// value of `type`; does nothing otherwise.
+template <typename Fn>
+void WithUnpacked(absl::string_view packed, msgpack_object_type type, Fn fn) {
   msgpack_unpacked unpacked;
   msgpack_unpacked_init(&unpacked);
   size_t offset = 0;
   if (msgpack_unpack_next(&unpacked, packed.data(), packed.size(), &offset) ==
           MSGPACK_UNPACK_SUCCESS &&
-      unpacked.data.type == MSGPACK_OBJECT_MAP) {
-    const msgpack_object_map& map = unpacked.data.via.map;
-    auto* headers = job->mutable_headers();
-    for (uint32_t i = 0; i < map.size; ++i) {
-      (*headers)[MsgpackText(map.ptr[i].key)] = MsgpackText(map.ptr[i].val);
-    }
+      unpacked.data.type == type) {
+    fn(unpacked.data);
   }
   msgpack_unpacked_destroy(&unpacked);
+}
+
+// Sets job->headers from a packed headers map (PackHeaders); anything else
+// is ignored (a damaged field shows no headers).
+void SetHeaders(absl::string_view packed, v1::Job* job) {
+  WithUnpacked(packed, MSGPACK_OBJECT_MAP, [job](const msgpack_object& root) {
+    auto* headers = job->mutable_headers();
+    for (uint32_t i = 0; i < root.via.map.size; ++i) {
+      (*headers)[MsgpackText(root.via.map.ptr[i].key)] = MsgpackText(root.via.map.ptr[i].val);
+    }
+  });
 }
 
 // Adds job->errors from a packed error history (error_note in lua/_lib.lua:
 // an array of {attempt, at ms, error}); an entry of another shape is
 // skipped, a history that does not unpack shows none.
 void SetErrors(absl::string_view packed, v1::Job* job) {
-  msgpack_unpacked unpacked;
-  msgpack_unpacked_init(&unpacked);
-  size_t offset = 0;
-  if (msgpack_unpack_next(&unpacked, packed.data(), packed.size(), &offset) ==
-          MSGPACK_UNPACK_SUCCESS &&
-      unpacked.data.type == MSGPACK_OBJECT_ARRAY) {
-    const msgpack_object_array& list = unpacked.data.via.array;
-    for (uint32_t i = 0; i < list.size; ++i) {
-      const msgpack_object& entry = list.ptr[i];
+  WithUnpacked(packed, MSGPACK_OBJECT_ARRAY, [job](const msgpack_object& root) {
+    for (uint32_t i = 0; i < root.via.array.size; ++i) {
+      const msgpack_object& entry = root.via.array.ptr[i];
       if (entry.type != MSGPACK_OBJECT_ARRAY || entry.via.array.size != 3) continue;
       v1::JobError* e = job->add_errors();
       e->set_attempt(static_cast<int32_t>(MsgpackInt(entry.via.array.ptr[0])));
       e->set_at_ms(MsgpackInt(entry.via.array.ptr[1]));
       e->set_error(MsgpackText(entry.via.array.ptr[2]));
     }
-  }
-  msgpack_unpacked_destroy(&unpacked);
+  });
 }
 
 v1::JobState ParseState(absl::string_view s) {
