@@ -1,6 +1,7 @@
 #include "cli/admin_cli.h"
 
 #include <algorithm>
+#include <map>
 
 #include <utility>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -247,6 +249,17 @@ void AdminCli::PrintJob(const v1::Job& job) {
     *out_ << (i == 0 ? "errors:          " : "                 ") << "run " << e.attempt()
           << " at " << Time(e.at_ms()) << ": " << Truncate(e.error(), 200) << "\n";
   }
+  // Dependencies: the parents, how many have not ended, their results.
+  if (job.depends_on_size() > 0) {
+    *out_ << "depends on:      " << absl::StrJoin(job.depends_on(), ", ") << " ("
+          << job.dependencies_left() << " left"
+          << (job.run_after_failed_dependency() ? ", runs after a failed one" : "") << ")\n";
+  }
+  const std::map<std::string, std::string> results(job.dependency_results().begin(),
+                                                   job.dependency_results().end());
+  for (const auto& [parent, result] : results) {
+    *out_ << "result of " << parent << ": " << Bytes(result) << "\n";
+  }
   *out_ << "payload:         " << Bytes(job.payload()) << "\n"
         << "result:          " << Bytes(job.result()) << "\n";
 }
@@ -434,6 +447,8 @@ absl::StatusOr<v1::EnqueueRequest> AdminCli::MakeEnqueue(const std::string& queu
   request.set_idempotency_key(options.idempotency_key);
   request.set_concurrency_key(options.concurrency_key);
   request.set_timeout_ms(options.timeout_ms);
+  for (const std::string& id : options.depends_on) request.add_depends_on(id);
+  request.set_run_after_failed_dependency(options.run_after_failed_dependency);
   return request;
 }
 

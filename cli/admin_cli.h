@@ -52,6 +52,8 @@ struct EnqueueOptions {
   std::string idempotency_key;
   std::string concurrency_key;
   int64_t timeout_ms = 0;
+  std::vector<std::string> depends_on;  // parent job ids (enqueue only)
+  bool run_after_failed_dependency = false;
 };
 
 class AdminCli {

@@ -216,6 +216,11 @@ int main(int argc, char** argv) {
                       "key of the queue's --max-active-per-key limit");
   enqueue->add_option("--timeout-ms", enqueue_options.timeout_ms,
                       "longest a run may take (0: the broker's default)");
+  enqueue->add_option("--depends-on", enqueue_options.depends_on,
+                      "ids of jobs of the queue that must complete first")
+      ->delimiter(',');
+  enqueue->add_flag("--run-after-failed-dependency", enqueue_options.run_after_failed_dependency,
+                    "run even when a job of --depends-on ends dead");
 
   std::string schedule_name;
   jobwire::cli::ScheduleOptions schedule_options;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "broker/base/error_reason.h"
 
 namespace jobwire::fuzz {
 namespace {
@@ -125,6 +126,25 @@ void JobModel::OnEnqueue(const std::string& queue, const std::vector<v1::Enqueue
                           o.job_id, ", the key names ", holder->second));
       }
       if (Find(queue, o.job_id) != nullptr) Touch(queue, o.job_id);
+      continue;
+    }
+    if (e.depends_on_size() > 0) {
+      // The fuzzer names only parents that cannot exist (request_fuzzer.cc,
+      // NoSuchParents): the job is refused, nothing stored, no key taken.
+      const std::string& parent = e.depends_on(0);
+      const auto metadata = base::MetadataOf(o.status);
+      if (!o.job_id.empty() || o.status.code() != absl::StatusCode::kNotFound ||
+          base::ReasonOf(o.status) != base::reason::kDependencyNotFound ||
+          metadata.empty() || metadata[0] != std::make_pair(std::string("job_id"), parent)) {
+        Note("enqueue-dependency", Name(ref),
+             absl::StrCat("a job naming the missing parent \"", parent, "\" answered id \"",
+                          o.job_id, "\", ", o.status.ToString()));
+      }
+      ++counts_["enqueue DEPENDENCY_NOT_FOUND"];
+      continue;
+    }
+    if (!o.status.ok()) {
+      Note("unexpected-error", Name(ref), absl::StrCat("answered ", o.status.ToString()));
       continue;
     }
     if (holder != idem_.end()) {

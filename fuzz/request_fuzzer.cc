@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "broker/base/event_loop.h"
@@ -267,6 +268,17 @@ void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs) {
   stack->model->OnEnqueue(queue, jobs, *out);
 }
 
+// The model does not follow parents (a child waiting for them, their
+// results, a failure travelling down): every parent id `job` names is made
+// one the store never issues (its ids start with a digit), so that the
+// model judges the refusal (rule enqueue-dependency). Dependencies
+// themselves are covered by tests/dependencies_test.cc.
+void NoSuchParents(v1::EnqueueRequest& job) {
+  for (std::string& id : *job.mutable_depends_on()) {
+    if (!id.empty() && absl::ascii_isdigit(static_cast<unsigned char>(id[0]))) id[0] = 'x';
+  }
+}
+
 // Returns whether the request validated (and so reached Redis).
 bool RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
   core::JobLifecycle& life = *stack->lifecycle;
@@ -274,13 +286,16 @@ bool RunBroker(RequestKind kind, const uint8_t* data, size_t size) {
   switch (kind) {
     case RequestKind::kEnqueue: {
       v1::EnqueueRequest r;
-      if (!Parse(data, size, &r) || !service::ValidateEnqueue(r, kLimits).ok()) return false;
+      if (!Parse(data, size, &r)) return false;
+      NoSuchParents(r);
+      if (!service::ValidateEnqueue(r, kLimits).ok()) return false;
       Enqueue(r.queue(), {r});
       return true;
     }
     case RequestKind::kEnqueueBatch: {
       v1::EnqueueBatchRequest r;
       if (!Parse(data, size, &r) || !service::ValidateEnqueueBatch(r).ok()) return false;
+      for (v1::EnqueueRequest& job : *r.mutable_jobs()) NoSuchParents(job);
       // As BrokerService: the valid jobs, one call per queue.
       std::map<std::string, std::vector<v1::EnqueueRequest>> by_queue;
       for (const v1::EnqueueRequest& job : r.jobs()) {

@@ -65,6 +65,10 @@ void WriteAll() {
   e.set_backoff_base_ms(1);
   e.set_backoff_max_ms(2);
   Write("enqueue-one-attempt", K::kEnqueue, e);
+  e = Job("q", "t");
+  e.add_depends_on(Id(1));
+  e.add_depends_on("_");
+  Write("enqueue-depends-on", K::kEnqueue, e);
   e = Job("other.queue:1", "t2");
   e.set_priority(-1000);
   Write("enqueue-other-queue", K::kEnqueue, e);

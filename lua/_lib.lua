@@ -52,7 +52,8 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
                     'created_at', 'finished_at', 'backoff_base', 'backoff_max',
                     'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at',
                     'timeout', 'run_deadline', 'cancel_requested', 'progress_percent',
-                    'progress_data', 'headers', 'concurrency_key', 'errors'}
+                    'progress_data', 'headers', 'concurrency_key', 'errors', 'depends_on',
+                    'deps_left', 'dep_policy', 'dep_results', 'has_dependents'}
 -- Field numbers by name.
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
@@ -273,11 +274,16 @@ local function events_publish()
   end
 end
 
--- Bytes of job `id`'s payload in hash `payloads_key` and of its error text
--- and history: what the claim and listing byte bounds count.
-local function job_error_bytes(job)
-  local err, errors = job and job[F.error], job and job[F.errors]
-  return (type(err) == 'string' and #err or 0) + (type(errors) == 'string' and #errors or 0)
+-- Bytes of a record's texts that may be large: its error, error history and
+-- dependency results (what the claim and listing byte bounds count with the
+-- payload).
+local function record_text_bytes(job)
+  local n = 0
+  for _, f in ipairs({F.error, F.errors, F.dep_results}) do
+    local v = job and job[f]
+    if type(v) == 'string' then n = n + #v end
+  end
+  return n
 end
 
 -- A job's error history (field errors; Job.errors): a cmsgpack array of
@@ -305,8 +311,10 @@ local function error_note(job, attempt, err, now)
   while #list > ERRORS_KEPT do table.remove(list, 1) end
   job[F.error], job[F.errors] = err, cmsgpack.pack(list)
 end
+-- Bytes of job `id`'s payload in hash `payloads_key` and of its record's
+-- texts (record_text_bytes).
 local function job_text_bytes(payloads_key, id, job)
-  return redis.call('HSTRLEN', payloads_key, id) + job_error_bytes(job)
+  return redis.call('HSTRLEN', payloads_key, id) + record_text_bytes(job)
 end
 
 -- Idempotency key `key` of a queue: the id in hash `idem_key` when its
@@ -376,76 +384,6 @@ local function delete_job(J, id)
   redis.call('HDEL', J.payloads, id)
   redis.call('HDEL', J.results, id)
   return redis.call('HDEL', J.jobs, id)
-end
-
--- Settles a failed run of active job `id` (record `job`, as job_read gave
--- it): schedules a retry (state pending, due after the backoff or
--- retry_after_ms when > 0) or, when the attempts are used up or
--- non_retryable is true, makes it dead. `S` names the queue's keys (jobs,
--- active, scheduled, dead, and key_release's) and S.channel its notify
--- channel, on which the retry's delay is published so that claimers arm a
--- timer; the caller runs key_wake(S) once after its settles. `token` (the failed run's lease
--- token, '' for none) is recorded with the outcome, so that a repeated Fail
--- with it answers the same outcome whatever happened to the job since; the
--- job's lease token is cleared. Reads every field it needs before the first
--- write: a record missing one of them (partial; a bug or a hand edit) is made
--- dead with an error naming what is missing, so that it stays visible in a
--- set. A run that Cancel asked to stop is made dead with error "cancelled"
--- (event 'cancelled'), and a run past its deadline fails with error
--- "timeout" (event 'timed_out', then 'retry' or 'dead'), whatever `err`.
--- Otherwise, with `keep_attempt` (and retry_after > 0), the run's attempt is
--- given back (attempts - 1) and the job retried after retry_after.
--- Returns outcome ('retry', 'dead' or 'corrupt', which is dead too) and
--- the retry's due time (0 when dead).
-local function settle_failure(S, job, id, token, err, non_retryable, retry_after, now,
-                              keep_attempt)
-  local jobs_key = S.jobs
-  local attempts, max_attempts = tonumber(job[F.attempts]), tonumber(job[F.max_attempts])
-  local run = attempts or 0  -- the run that failed, before keep_attempt gives it back
-  local base, cap = tonumber(job[F.backoff_base]), tonumber(job[F.backoff_max])
-  redis.call('ZREM', S.active, id)
-  key_release(S, job)
-  local corrupt = not (attempts and max_attempts and base and cap)
-  local dead_kind = 'dead'
-  if cancel_asked(job) then
-    err, non_retryable, dead_kind = 'cancelled', true, 'cancelled'
-  elseif run_timed_out(job, now) then
-    err = 'timeout'
-    event('timed_out', id, job, now)
-  elseif keep_attempt and attempts and attempts > 0 and retry_after > 0 then
-    -- Not an attempt (FailRequest.keep_attempt): given back before the
-    -- attempts are compared, so it never makes the job dead.
-    attempts = attempts - 1
-    job[F.attempts] = attempts
-  end
-  job[F.lease_expires_at], job[F.lease_token], job[F.failed_token] = 0, '', token
-  job[F.run_deadline] = nil
-  if corrupt or non_retryable or attempts >= max_attempts then
-    if corrupt then
-      err = 'job record lacks attempts, max_attempts or backoff fields; last error: ' .. err
-    end
-    job[F.state], job[F.finished_at] = 'dead', now
-    error_note(job, run, err, now)
-    job[F.fail_outcome], job[F.fail_next_at] = 'dead', 0
-    job_write(jobs_key, id, job)
-    redis.call('ZADD', S.dead, int(now), id)
-    event(dead_kind, id, job, now)
-    if corrupt then return 'corrupt', 0 end
-    return 'dead', 0
-  end
-  local delay = retry_after
-  if delay <= 0 then
-    delay = backoff_ms(base, cap, attempts)
-  end
-  local at = now + delay
-  job[F.state], job[F.available_at] = 'pending', at
-  error_note(job, run, err, now)
-  job[F.fail_outcome], job[F.fail_next_at] = 'retry', at
-  job_write(jobs_key, id, job)
-  redis.call('ZADD', S.scheduled, int(at), id)
-  redis.call('SPUBLISH', S.channel, int(delay))
-  event('retry', id, job, now)
-  return 'retry', at
 end
 
 -- The trace id of the job's W3C `traceparent` header

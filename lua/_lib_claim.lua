@@ -207,14 +207,21 @@ local function lease_job(job, token, worker_id, now, expires)
   return expires
 end
 
--- What one claim_ready call changes, gathered to be written with one
--- variadic command each: the leased jobs' ids, records and active entries;
--- what leaves the ready set (gone: filtered claims remove their picks, the
--- others popped them) and its index (gone_members); popped candidates that
--- go back (back); jobs parked for their key (parked, key_waiting members);
--- and the runs taken per concurrency key (key_claimed).
-local function claim_batch()
-  return {ids = {}, records = {}, active = {}, gone = {}, gone_members = {}, back = {},
+-- One claim_ready call: what it asked for (want, max_bytes, the lease's
+-- claim_id, worker_id and expiry `expires`, the per-key limit key_limit),
+-- what it took so far (bytes, key_held: active runs per concurrency key met,
+-- this claim's included; parked_total; full once it stopped), and what it
+-- changes, gathered to be written with one variadic command each: the leased
+-- jobs' ids, records and active entries; what leaves the ready set (gone:
+-- filtered claims remove their picks, the others popped them) and its index
+-- (gone_members); popped candidates that go back (back); jobs parked for
+-- their key (parked, key_waiting members); and the runs taken per
+-- concurrency key (key_claimed).
+local function claim_batch(want, max_bytes, claim_id, worker_id, expires, key_limit)
+  return {want = want, max_bytes = max_bytes, claim_id = claim_id, worker_id = worker_id,
+          expires = expires, key_limit = key_limit, bytes = 0, key_held = {},
+          parked_total = 0, full = false,
+          ids = {}, records = {}, active = {}, gone = {}, gone_members = {}, back = {},
           parked = {}, key_claimed = {}}
 end
 
@@ -236,6 +243,90 @@ local function write_leases(K, b, lease_ms, rate, now)
   redis.call('SET', K.claim, table.concat(b.ids, ' '), 'PX', int(lease_ms))
   if rate then rate_take(K.rate_bucket, rate, #b.ids, now) end
   for key, n in pairs(b.key_claimed) do redis.call('HINCRBY', K.key_active, key, n) end
+end
+
+-- What claim `b` does with ready candidate `c` (`job` its record, nil when
+-- it has none; `key` its concurrency key): 'stale' (an index entry whose
+-- job is no longer ready: none is left behind by these scripts; dropped),
+-- 'missing' (no record: dropped and reported skipped), 'park' (its key is
+-- at the limit: parked until a run of the key ends), 'stop' (its key is at
+-- the limit and the call parked KEY_PARK_PER_CLAIM: the claim ends here) or
+-- 'lease'.
+local function candidate_action(K, b, c, job, key)
+  if c.member and not redis.call('ZSCORE', K.ready, c.id) then return 'stale' end
+  if job == nil then return 'missing' end
+  if key and b.key_limit and b.key_held[key] >= b.key_limit then
+    if b.parked_total < KEY_PARK_PER_CLAIM then return 'park' end
+    return 'stop'
+  end
+  return 'lease'
+end
+
+-- Leases candidate `c` (record `job`, concurrency key `key`) to claim `b`
+-- and adds it to the reply `out`, unless its payload and error text would
+-- take the claim past its byte bound (and it is not the first job): false
+-- then, and nothing changed. The payload is read once, for the bound and
+-- the reply: past the bound the Lua heap holds one payload more than the
+-- reply, then lets it go.
+local function lease_candidate(K, b, out, c, job, key, now)
+  local id = c.id
+  local payload = redis.call('HGET', K.payloads, id) or ''
+  local size = #payload + record_text_bytes(job)
+  if #b.ids > 0 and b.bytes + size > b.max_bytes then return false end
+  b.gone[#b.gone + 1] = id
+  b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), pad_score(c.score), id)
+  b.bytes = b.bytes + size
+  b.ids[#b.ids + 1] = id
+  if key then
+    b.key_held[key] = (b.key_held[key] or 0) + 1
+    b.key_claimed[key] = (b.key_claimed[key] or 0) + 1
+  end
+  local job_expires = lease_job(job, b.claim_id .. '.' .. #b.ids, b.worker_id, now, b.expires)
+  local packed = cmsgpack.pack(job)
+  add_pair(b.records, id, packed)
+  add_pair(b.active, int(job_expires), id)
+  out[#out + 1] = id
+  out[#out + 1] = job_reply(packed, payload)
+  event('active', id, job, now)
+  return true
+end
+
+-- One round of claim `b` over `candidates` (ready_candidates'; `jobs_of`
+-- their records when candidate_records read them): each is dropped,
+-- parked or leased (candidate_action) until the claim has `want` jobs or
+-- stops; a stop puts the candidate and the rest back where they were
+-- (popped ones; a filtered claim popped nothing). Skipped ids go to
+-- out[3]. Returns how many jobs the round parked.
+local function claim_round(K, b, out, candidates, jobs_of, types, now)
+  local parked = 0
+  for n, c in ipairs(candidates) do
+    if #b.ids >= b.want then break end  -- a filtered claim's merged candidates
+    local job = jobs_of[c.id]
+    if job == nil then job = job_read(K.jobs, c.id) end
+    if job == false then job = nil end
+    local key = job_key_of(job)
+    local action = candidate_action(K, b, c, job, key)
+    if action == 'stale' then
+      b.gone_members[#b.gone_members + 1] = c.member
+    elseif action == 'missing' then
+      out[3][#out[3] + 1] = c.id
+      b.gone[#b.gone + 1] = c.id
+      if c.member then b.gone_members[#b.gone_members + 1] = c.member end
+    elseif action == 'park' then
+      local score = pad_score(c.score)
+      b.gone[#b.gone + 1] = c.id
+      b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), score, c.id)
+      add_pair(b.parked, 0, key_member(key, score, c.id))
+      parked, b.parked_total = parked + 1, b.parked_total + 1
+    elseif action == 'stop' or not lease_candidate(K, b, out, c, job, key, now) then
+      if #types == 0 then
+        for j = n, #candidates do add_pair(b.back, candidates[j].score, candidates[j].id) end
+      end
+      b.full = true
+      break
+    end
+  end
+  return parked
 end
 
 -- Leases up to `want` due jobs of one queue to one claimer (claim.lua's
@@ -272,87 +363,20 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     if redis.call('ZCARD', K.ready) > 0 then return {blocked_wait, 0, skipped, {}} end
     return {next_due_in_ms(K, now), 0, skipped, {}}
   end
-  local key_limit = tonumber(control[4])
 
   local out = {0, 0, skipped, {}}
-  local b = claim_batch()
-  local bytes = 0
-  local expires = now + lease_ms
-  local key_held = {}  -- active runs per concurrency key met, this claim's included
-  local parked_total = 0
-  -- Ends the claim at `candidates[n]`: it and the rest stay ready (popped
-  -- ones go back where they were).
-  local full = false
-  local function stop_at(candidates, n)
-    if #types == 0 then
-      for j = n, #candidates do add_pair(b.back, candidates[j].score, candidates[j].id) end
-    end
-    full = true
-  end
+  local b = claim_batch(want, max_bytes, claim_id, worker_id, now + lease_ms, tonumber(control[4]))
   -- Rounds: a round that parked jobs (their keys at their limit) reads the
   -- next candidates, so parked jobs never take the place of claimable ones;
   -- at most KEY_PARK_PER_CLAIM are parked per call.
   local round_want = want
-  while round_want > 0 and not full do
-    local parked_round = 0
+  while round_want > 0 and not b.full do
     local candidates = ready_candidates(K, types, round_want)
-    local jobs_of = key_limit and candidate_records(K, candidates, key_held) or {}
-    for n, c in ipairs(candidates) do
-      if #b.ids >= want then break end  -- a filtered claim's merged candidates
-      local id = c.id
-      local job = jobs_of[id]
-      if job == nil then job = job_read(K.jobs, id) end
-      if job == false then job = nil end
-      local key = job_key_of(job)
-      if c.member and not redis.call('ZSCORE', K.ready, id) then
-        -- An index entry whose job is no longer ready (none is left behind by
-        -- these scripts): dropped.
-        b.gone_members[#b.gone_members + 1] = c.member
-      elseif job == nil then
-        skipped[#skipped + 1] = id
-        b.gone[#b.gone + 1] = id
-        if c.member then b.gone_members[#b.gone_members + 1] = c.member end
-      elseif key and key_limit and key_held[key] >= key_limit and
-          parked_total < KEY_PARK_PER_CLAIM then
-        -- Its key is at the limit: parked until a run of the key ends.
-        local score = pad_score(c.score)
-        b.gone[#b.gone + 1] = id
-        b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), score, id)
-        add_pair(b.parked, 0, key_member(key, score, id))
-        parked_round, parked_total = parked_round + 1, parked_total + 1
-      elseif key and key_limit and key_held[key] >= key_limit then
-        -- Parked enough for one call.
-        stop_at(candidates, n)
-        break
-      else
-        -- Read once, for the byte bound and the reply: past the bound the Lua
-        -- heap holds one payload more than the reply, then lets it go.
-        local payload = redis.call('HGET', K.payloads, id) or ''
-        local size = #payload + job_error_bytes(job)
-        if #b.ids > 0 and bytes + size > max_bytes then
-          stop_at(candidates, n)  -- over the byte bound
-          break
-        end
-        b.gone[#b.gone + 1] = id
-        b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), pad_score(c.score), id)
-        bytes = bytes + size
-        b.ids[#b.ids + 1] = id
-        if key then
-          key_held[key] = (key_held[key] or 0) + 1
-          b.key_claimed[key] = (b.key_claimed[key] or 0) + 1
-        end
-        local job_expires = lease_job(job, claim_id .. '.' .. #b.ids, worker_id, now, expires)
-        local packed = cmsgpack.pack(job)
-        add_pair(b.records, id, packed)
-        add_pair(b.active, int(job_expires), id)
-        out[#out + 1] = id
-        out[#out + 1] = job_reply(packed, payload)
-        event('active', id, job, now)
-      end
-    end
+    local jobs_of = b.key_limit and candidate_records(K, candidates, b.key_held) or {}
+    local parked = claim_round(K, b, out, candidates, jobs_of, types, now)
     flush_ready(K, b, types)
     -- Another round only when this one parked jobs and read a full range.
-    if parked_round == 0 or #candidates < round_want then break end
+    if parked == 0 or #candidates < round_want then break end
     round_want = want - #b.ids
   end
   write_leases(K, b, lease_ms, rate, now)

@@ -25,6 +25,10 @@
 -- KEYS[8] {p}:{q}:ready        KEYS[9] {p}:{q}:ready_by_type
 -- KEYS[10] {p}:{q}:key_active  KEYS[11] {p}:{q}:key_waiting (concurrency keys:
 --          key_release in _lib.lua)
+-- KEYS[12] {p}:{q}:scheduled  KEYS[13] {p}:{q}:dead
+-- KEYS[14] {p}:{q}:deps_waiting KEYS[15] {p}:{q}:dependents (a completed
+--          job's dependents get its result and may become due:
+--          deps_parent_ended in _lib_deps.lua)
 -- ARGV[1] completed retention ms of a job record without completed_retention
 -- ARGV[2] tombstone grace ms (kept this long past the lease's end)
 -- ARGV[3] notify channel {p}:{q}:notify
@@ -41,7 +45,8 @@
 local default_retention, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
 local C = {ready = KEYS[8], by_type = KEYS[9], jobs = KEYS[3], key_active = KEYS[10],
-           key_waiting = KEYS[11], channel = ARGV[3]}
+           key_waiting = KEYS[11], channel = ARGV[3], results = KEYS[5], scheduled = KEYS[12],
+           dead = KEYS[13], deps_waiting = KEYS[14], dependents = KEYS[15]}
 events_open(KEYS[3])
 local out = {}
 local done = {}
@@ -86,6 +91,7 @@ for i = 4, #ARGV, 3 do
     done[#done + 1] = id
     key_release(C, job)
     event('completed', id, job, now)
+    deps_parent_ended(C, id, job, true, ARGV[i + 2], now)
     out[#out + 1] = {'OK'}
   end
 end

@@ -6,6 +6,7 @@
 -- the brokers serving Claim streams of the queue follow: the one holding the
 -- run tells its worker. The run then ends dead "cancelled" when it is failed
 -- or its lease expires (settle_failure), or completed when it is acked.
+-- A job that ends dead here fails its waiting dependents (_lib_deps.lua).
 -- Cancelling a cancel-requested run again publishes the request again and
 -- changes nothing.
 --
@@ -19,6 +20,8 @@
 -- KEYS[5] {p}:{q}:ready_by_type
 -- KEYS[6] {p}:{q}:key_waiting (a pending job its concurrency key's limit
 --         parked)
+-- KEYS[7] {p}:{q}:deps_waiting KEYS[8] {p}:{q}:dependents (dependencies:
+--         a pending job may wait for parents, or have dependents)
 -- ARGV[1] job id
 -- ARGV[2] notify channel {p}:{q}:notify
 -- Returns {'OK', 0} (pending: now dead) | {'OK', 1} (active: stop requested)
@@ -48,7 +51,11 @@ error_note(job, tonumber(job[F.attempts]) or 0, 'cancelled', now)
 job_write(KEYS[1], ARGV[1], job)
 ready_remove({ready = KEYS[2], by_type = KEYS[5], key_waiting = KEYS[6]}, job, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('ZADD', KEYS[4], int(now), ARGV[1])
 event('cancelled', ARGV[1], job, now)
+deps_parent_ended({jobs = KEYS[1], ready = KEYS[2], by_type = KEYS[5], scheduled = KEYS[3],
+                   dead = KEYS[4], deps_waiting = KEYS[7], dependents = KEYS[8],
+                   channel = ARGV[2]}, ARGV[1], job, false, nil, now)
 events_publish()
 return {'OK', 0}

@@ -1,6 +1,7 @@
 #!lua flags=allow-oom
 -- delete_job.lua: removes one job in any state, with its idempotency key
--- when that key still names this job.
+-- when that key still names this job. Deleting a job before it ended fails
+-- its waiting dependents as a dead one would (_lib_deps.lua).
 --
 -- Publishes its changes as queue events while a broker listens (events_open
 -- in _lib.lua; docs/redis-layout.md, "Events").
@@ -14,6 +15,7 @@
 -- KEYS[11] {p}:{q}:ready_by_type
 -- KEYS[12] {p}:{q}:key_active  KEYS[13] {p}:{q}:key_waiting (concurrency keys:
 --          key_release in _lib.lua)
+-- KEYS[14] {p}:{q}:deps_waiting KEYS[15] {p}:{q}:dependents (dependencies)
 -- ARGV[1] job id
 -- ARGV[2] notify channel {p}:{q}:notify (a deleted run of a concurrency key
 --         lets one of the key's parked jobs go)
@@ -22,15 +24,19 @@
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {'NOT_FOUND'} end
 local job = job_read(KEYS[1], ARGV[1])
+local now = now_ms()
+events_open(KEYS[1])
 local C = {ready = KEYS[2], by_type = KEYS[11], jobs = KEYS[1], key_active = KEYS[12],
-           key_waiting = KEYS[13], channel = ARGV[2]}
+           key_waiting = KEYS[13], channel = ARGV[2], scheduled = KEYS[3], dead = KEYS[6],
+           deps_waiting = KEYS[14], dependents = KEYS[15]}
 ready_remove(C, job, ARGV[1])
 if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then key_release(C, job) end
-for _, i in ipairs({3, 5, 6}) do redis.call('ZREM', KEYS[i], ARGV[1]) end
+for _, i in ipairs({3, 5, 6, 14}) do redis.call('ZREM', KEYS[i], ARGV[1]) end
 delete_job({jobs = KEYS[1], payloads = KEYS[7], results = KEYS[8], idem = KEYS[9],
             idem_expiry = KEYS[10]}, ARGV[1])
-events_open(KEYS[1])
-event('deleted', ARGV[1], nil, now_ms())
+event('deleted', ARGV[1], nil, now)
+-- A job that had ended settled its dependents then (none are listed now).
+deps_parent_ended(C, ARGV[1], job, false, nil, now)
 key_wake(C)
 events_publish()
 return {'OK'}

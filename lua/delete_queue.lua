@@ -37,6 +37,8 @@
 -- KEYS[22] {p}:{q}:key_active  (removed with the active set)
 -- KEYS[23] {p}:{q}:key_waiting (pending jobs parked at their concurrency
 --          key's limit: deleted as the sets' jobs are)
+-- KEYS[24] {p}:{q}:deps_waiting (pending jobs waiting for parents: deleted
+--          as the sets' jobs are)   KEYS[25] {p}:{q}:dependents (removed)
 -- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all, is not paused and was not
 --         created with a partition count or given a default job timeout
@@ -48,7 +50,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if ARGV[1] == 'empty' then
-  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20, 21, 23}) do
+  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20, 21, 23, 24}) do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
 elseif ARGV[1] ~= '1' then
@@ -62,7 +64,7 @@ local removed = 0
 events_open(KEYS[8])
 event('deleted', '', nil, now_ms())
 events_publish()
-for i = 1, 5 do
+for _, i in ipairs({1, 2, 3, 4, 5, 24}) do
   if left <= 0 then break end
   local ids = redis.call('ZRANGE', KEYS[i], 0, left - 1)
   for _, id in ipairs(ids) do
@@ -82,12 +84,12 @@ if left > 0 then
   end
   if #parked > 0 then redis.call('ZREM', KEYS[23], unpack(parked)) end
 end
-for _, i in ipairs({1, 2, 3, 4, 5, 23}) do
+for _, i in ipairs({1, 2, 3, 4, 5, 23, 24}) do
   if redis.call('ZCARD', KEYS[i]) > 0 then return {'MORE', removed} end
 end
 -- No job is left in a set: what remains of the job hashes (records no set
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
 redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15],
-           KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21], KEYS[22])
+           KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21], KEYS[22], KEYS[25])
 return {'DONE', removed}

@@ -27,6 +27,9 @@
 -- KEYS[17] {p}:{q}:key_limit    (the hand-off claim: claim.lua's KEYS[13..15])
 -- KEYS[18] {p}:{q}:key_active
 -- KEYS[19] {p}:{q}:key_waiting
+-- KEYS[20] {p}:{q}:acked       KEYS[21] {p}:{q}:acked_expiry (dependencies:
+-- KEYS[22] {p}:{q}:deps_waiting KEYS[23] {p}:{q}:dependents  _lib_deps.lua)
+-- KEYS[24] {p}:{q}:results
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
 -- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
@@ -36,7 +39,7 @@
 --          ARGV[2..5]: lease ms, claim id, worker id, max bytes
 -- ARGV[9]  n: the number of job types the hand-off claim takes (0 = every
 --          type), then ARGV[10 .. 9 + n] those types
--- ARGV[J + 13k .. J + 12 + 13k], J = 10 + n: the k-th job (k = 0, 1, ...; at
+-- ARGV[J + 15k .. J + 14 + 15k], J = 10 + n: the k-th job (k = 0, 1, ...; at
 --   least one):
 --   type, payload, priority, delay_ms (>= 0),
 --   run_at_ms (0 = not set; a past time means now),
@@ -44,10 +47,16 @@
 --   completed retention ms (0 = delete on ack; read by ack.lua),
 --   timeout ms (0 = none; claim_ready sets each run's deadline from it),
 --   headers (a msgpack map of strings, stored as is; '' = none),
---   concurrency key ('' = none; claim_ready counts and limits by it)
+--   concurrency key ('' = none; claim_ready counts and limits by it),
+--   depends_on (parent ids of this queue partition, space-separated; '' =
+--   none; '#<n>' names the n-th job of this call, n = k' + 1 for an earlier
+--   k', by the id it got, or the job it duplicates),
+--   run after a failed dependency ('1' or '0')
 -- Returns {id1, duplicate1, id2, duplicate2, ..., registered, claimed}:
 -- duplicate is 1 when the idempotency key was known (nothing written), else
--- 0; registered is 0 when the queue's registered marker is missing (a new
+-- 0, or, with id '', the id of a parent that names no job, or '#<n>' for a
+-- job of this call that was refused (the job is refused too: nothing
+-- written, no id used); registered is 0 when the queue's registered marker is missing (a new
 -- queue, or one deleted since): the broker then registers it; claimed is
 -- claim.lua's reply for the hand-off claim (absent when ARGV[4] is 0).
 -- Publishes 0 when a new job is due now, unless the hand-off claim left no
@@ -74,15 +83,42 @@ for i = 10, first_job - 1 do hand_off_types[#hand_off_types + 1] = ARGV[i] end
 -- Ids: the call reserves one per job of the call with one INCRBY, and gives
 -- back what duplicates left unused at the end (nothing runs in between), so
 -- ids follow each other as with one INCR per stored job.
-local reserved = (#ARGV - first_job + 1) / 13
+local reserved = (#ARGV - first_job + 1) / 15
 local last_id = redis.call('INCRBY', KEYS[1], reserved) - reserved
 local stored = 0
-for i = first_job, #ARGV, 13 do
+local D = {jobs = KEYS[5], results = KEYS[24], acked = KEYS[20], acked_expiry = KEYS[21],
+           dependents = KEYS[23]}
+local waiting, dead = {}, {}
+-- The jobs this call stored, by id: {job = record, at = its packed value's
+-- index in `records`, dirty = a later child changed the record}; and the
+-- id each job of the call stands for, by position (nil: refused).
+D.fresh = {}
+local by_position = {}
+for i = first_job, #ARGV, 15 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
+  local parents, plan, missing = nil, nil, nil
+  if not existing and ARGV[i + 13] ~= '' then
+    parents = {}
+    for pid in string.gmatch(ARGV[i + 13], '%S+') do
+      if string.byte(pid, 1) == 35 then  -- '#<n>': a job of this call
+        local id = by_position[tonumber(string.sub(pid, 2))]
+        if not id then
+          missing = pid
+          break
+        end
+        pid = id
+      end
+      parents[#parents + 1] = pid
+    end
+    if not missing then plan, missing = deps_plan(D, parents, now) end
+  end
   if existing then
     out[#out + 1] = existing
     out[#out + 1] = 1
+  elseif missing then
+    out[#out + 1] = ''
+    out[#out + 1] = missing
   else
     last_id, stored = last_id + 1, stored + 1
     local id = string.format('%012d', last_id) .. ARGV[3]
@@ -101,10 +137,17 @@ for i = first_job, #ARGV, 13 do
     if timeout > 0 then job[F.timeout] = timeout end
     if ARGV[i + 11] ~= '' then job[F.headers] = ARGV[i + 11] end
     if ARGV[i + 12] ~= '' then job[F.concurrency_key] = ARGV[i + 12] end
+    local placed = plan and deps_register(D, job, id, parents, plan, ARGV[i + 14] == '1', now)
     add_pair(records, id, cmsgpack.pack(job))
+    D.fresh[id] = {job = job, at = #records}
     event('enqueued', id, job, now)
     if ARGV[i + 1] ~= '' then add_pair(payloads, id, ARGV[i + 1]) end
-    if available_at <= now then
+    if placed == 'wait' then
+      add_pair(waiting, int(now), id)
+    elseif placed == 'failed' then
+      add_pair(dead, int(now), id)
+      event('dead', id, job, now)
+    elseif available_at <= now then
       local score = ready_score(priority, available_at)
       add_pair(ready, score, id)
       add_pair(by_type, 0, type_member(ARGV[i], score, id))
@@ -121,6 +164,10 @@ for i = first_job, #ARGV, 13 do
     out[#out + 1] = id
     out[#out + 1] = 0
   end
+  by_position[#by_position + 1] = out[#out - 1] ~= '' and out[#out - 1] or false
+end
+for _, f in pairs(D.fresh) do
+  if f.dirty then records[f.at] = cmsgpack.pack(f.job) end
 end
 if stored < reserved then redis.call('SET', KEYS[1], int(last_id)) end
 call_pairs('HSET', KEYS[5], records)
@@ -128,6 +175,8 @@ call_pairs('HSET', KEYS[6], payloads)
 call_pairs('ZADD', KEYS[2], ready)
 call_pairs('ZADD', KEYS[13], by_type)
 call_pairs('ZADD', KEYS[3], scheduled)
+call_pairs('ZADD', KEYS[22], waiting)
+call_pairs('ZADD', KEYS[11], dead)
 local claimed = nil
 if tonumber(ARGV[4]) > 0 then
   claimed = claim_ready({ready = KEYS[2], scheduled = KEYS[3], active = KEYS[9],

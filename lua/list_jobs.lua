@@ -6,9 +6,9 @@
 -- KEYS[1] {p}:{q}:jobs (job records)
 -- KEYS[2] {p}:{q}:payloads
 -- KEYS[3] {p}:{q}:results
--- KEYS[4..n] the state's zsets, oldest first (pending: ready, scheduled;
---            other states: their one zset); pending also has
---            key_waiting, whose members are key_member(key, score, id)
+-- KEYS[4..n] the state's zsets, oldest first (pending: ready, key_waiting,
+--            scheduled, deps_waiting; other states: their one zset);
+--            key_waiting's members are key_member(key, score, id)
 --            (ARGV[7])
 -- ARGV[1] offset in the sequence (from the previous page)
 -- ARGV[2] page size (jobs to return)

@@ -26,20 +26,9 @@ class AdminTest : public BrokerTest {
     admin_ = v1::AdminService::NewStub(broker_->channel());
   }
 
-  static std::unique_ptr<grpc::ClientContext> Context() {
-    auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    return context;
-  }
+  static std::unique_ptr<grpc::ClientContext> Context() { return RpcContext(); }
 
-  v1::QueueStats Stats(const std::string& queue) {
-    v1::GetQueueStatsRequest request;
-    request.set_queue(queue);
-    v1::GetQueueStatsResponse response;
-    grpc::Status status = admin_->GetQueueStats(Context().get(), request, &response);
-    EXPECT_TRUE(status.ok()) << StatusText(status);
-    return response.stats();
-  }
+  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
 
   // Ids of one page, and its next_page_token in `token`.
   std::vector<std::string> Page(v1::ListJobsRequest request, std::string* token = nullptr) {

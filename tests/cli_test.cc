@@ -1,10 +1,6 @@
 // The `jobwire` CLI end to end: the real binary against the real broker and a
-// real Redis, checking what it prints and its exit status.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <fstream>
+// real Redis, checking what it prints and its exit status. Queue settings:
+// cli_queue_settings_test.cc; TLS and tokens: cli_security_test.cc.
 #include <atomic>
 #include <optional>
 #include <string>
@@ -12,18 +8,14 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "absl/strings/match.h"
-#include "broker/service/authorizer.h"
+#include "tests/cli_test_util.h"
 #include "tests/test_harness.h"
-#include "tests/test_pki.h"
-
-#ifndef JOBWIRE_CLI_PATH
-#define JOBWIRE_CLI_PATH ""
-#endif
 
 namespace jobwire::testing {
 namespace {
@@ -31,50 +23,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the CLI with `args` and waits for it.
-CliResult RunCli(const std::vector<std::string>& args) {
-  char dir[] = "/tmp/jobwire-cli-XXXXXX";
-  if (mkdtemp(dir) == nullptr) return {};
-  const std::string out_path = std::string(dir) + "/out", err_path = std::string(dir) + "/err";
-  std::vector<std::string> argv = {JOBWIRE_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = fork();
-  if (pid == 0) {
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(out, 1);
-    dup2(err, 2);
-    std::vector<char*> raw;
-    for (std::string& a : argv) raw.push_back(a.data());
-    raw.push_back(nullptr);
-    execv(raw[0], raw.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadTextFile(out_path),
-                   ReadTextFile(err_path)};
-  unlink(out_path.c_str());
-  unlink(err_path.c_str());
-  rmdir(dir);
-  return result;
-}
-
-class CliTest : public BrokerTest {
- protected:
-  // The CLI on this test's broker.
-  CliResult Cli(std::vector<std::string> args) {
-    args.insert(args.begin(), "--addr=" + broker_->address());
-    return RunCli(args);
-  }
-};
 
 TEST_F(CliTest, EveryCommandEndToEnd) {
   CliResult r = Cli({"enqueue", "mail", "send", "--json", R"({"to": "ada@example.com"})",
@@ -285,98 +233,6 @@ TEST(CliUnreachableTest, FailsAfterTheDeadline) {
       << r.err;
 }
 
-// A broker with mutual TLS and tokens: the CLI connects with --tls-ca,
-// --tls-cert, --tls-key and a token from --token or $JOBWIRE_TOKEN.
-class CliSecurityTest : public ::testing::Test {
- protected:
-  static constexpr char kOpsToken[] = "cli-ops-token-7d21";
-  static constexpr char kProducerToken[] = "cli-producer-token-0b9e";
-
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<TestPki>> pki = TestPki::Create();
-    JW_ASSERT_OK(pki.status());
-    pki_ = std::move(*pki);
-    tokens_file_ = pki_->Path("tokens.json");
-    std::ofstream(tokens_file_) << absl::StrCat(
-        R"({"tokens": [{"name": "ops", "sha256": ")", service::Sha256Hex(kOpsToken),
-        R"(", "admin": ["*"], "enqueue": ["*"]}, {"name": "producer", "sha256": ")",
-        service::Sha256Hex(kProducerToken), R"(", "enqueue": ["orders"]}]})");
-    redis_ = std::make_unique<RedisServer>();
-    JW_ASSERT_OK(redis_->Start());
-    broker_ = std::make_unique<BrokerProcess>(
-        redis_->port(), std::vector<std::string>{"--tls_cert=" + pki_->server_cert(),
-                                                 "--tls_key=" + pki_->server_key(),
-                                                 "--tls_client_ca=" + pki_->ca_cert(),
-                                                 "--auth_tokens_file=" + tokens_file_});
-    broker_->set_client_security({pki_->Credentials("client"), kOpsToken});
-    JW_ASSERT_OK(broker_->Start());
-  }
-
-  // The CLI on this broker with the valid client certificate, then `args`.
-  CliResult SecureCli(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--addr=" + broker_->address(), "--timeout-ms=3000",
-                               "--tls-ca=" + pki_->ca_cert(),
-                               "--tls-cert=" + pki_->client_cert(),
-                               "--tls-key=" + pki_->client_key()});
-    return RunCli(args);
-  }
-
-  std::unique_ptr<TestPki> pki_;
-  std::string tokens_file_;
-  std::unique_ptr<RedisServer> redis_;
-  std::unique_ptr<BrokerProcess> broker_;
-};
-
-TEST_F(CliSecurityTest, TokenAndClientCertificateGetThrough) {
-  CliResult r = SecureCli({"--token", kOpsToken, "enqueue", "orders", "ship", "--json", "{}"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = SecureCli({"--token", kOpsToken, "stats", "orders", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out).value("pending_due", std::string()), "1") << r.out;
-}
-
-TEST_F(CliSecurityTest, TokenFromTheEnvironment) {
-  ASSERT_EQ(setenv("JOBWIRE_TOKEN", kProducerToken, 1), 0);
-  CliResult allowed = SecureCli({"enqueue", "orders", "ship", "--json", "{}"});
-  CliResult denied = SecureCli({"stats", "orders"});
-  unsetenv("JOBWIRE_TOKEN");
-  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
-  EXPECT_EQ(denied.exit_code, 1);
-  EXPECT_THAT(denied.err, HasSubstr("PERMISSION_DENIED: "));
-  EXPECT_THAT(denied.err, HasSubstr("\"producer\""));
-  EXPECT_THAT(denied.err, ::testing::Not(HasSubstr(kProducerToken)));
-}
-
-TEST_F(CliSecurityTest, RefusedWithoutTokenCertificateOrTls) {
-  CliResult no_token = SecureCli({"queues"});
-  EXPECT_EQ(no_token.exit_code, 1);
-  EXPECT_THAT(no_token.err, HasSubstr("UNAUTHENTICATED: "));
-
-  CliResult bad_token = SecureCli({"--token", "not-a-token", "queues"});
-  EXPECT_EQ(bad_token.exit_code, 1);
-  EXPECT_THAT(bad_token.err, HasSubstr("UNAUTHENTICATED: "));
-  EXPECT_THAT(bad_token.err, ::testing::Not(HasSubstr("not-a-token")));
-
-  // TLS without the client certificate, and plaintext: the handshake fails.
-  for (std::vector<std::string> connection :
-       {std::vector<std::string>{"--tls-ca=" + pki_->ca_cert()}, std::vector<std::string>{}}) {
-    std::vector<std::string> args = {"--addr=" + broker_->address(), "--timeout-ms=2000",
-                                     "--token", kOpsToken};
-    args.insert(args.end(), connection.begin(), connection.end());
-    args.push_back("queues");
-    CliResult r = RunCli(args);
-    EXPECT_EQ(r.exit_code, 1) << r.out;
-    EXPECT_TRUE(absl::StrContains(r.err, "UNAVAILABLE") ||
-                absl::StrContains(r.err, "DEADLINE_EXCEEDED"))
-        << r.err;
-  }
-
-  CliResult missing_file = RunCli({"--addr=" + broker_->address(), "--tls-ca=/nonexistent/ca.pem",
-                                   "queues"});
-  EXPECT_EQ(missing_file.exit_code, 1);
-  EXPECT_THAT(missing_file.err, HasSubstr("cannot read PEM file /nonexistent/ca.pem"));
-}
-
 TEST(CliHelpTest, EveryCommandHasHelp) {
   for (const char* command : {"queues", "stats", "jobs", "job", "retry-dead", "purge-dead",
                               "pause", "resume", "enqueue", "put-schedule", "schedules",
@@ -393,79 +249,29 @@ TEST(CliHelpTest, EveryCommandHasHelp) {
 namespace jobwire::testing {
 namespace {
 
-// create-queue / update-queue with a default job timeout, shown by stats
-// and given to a job enqueued without one; update-queue with nothing to
-// change is refused.
-TEST_F(CliTest, QueueDefaultJobTimeout) {
-  CliResult r = Cli({"create-queue", "timed", "--default-job-timeout-ms", "5000"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "created queue timed with 1 partition(s), default job timeout 5000 ms\n");
-  v1::Job job;
-  ASSERT_TRUE(GetJob(*stub_, "timed", MustEnqueue(*stub_, MakeJob("timed")), &job).ok());
-  EXPECT_EQ(job.timeout_ms(), 5000);
-  EXPECT_THAT(Cli({"stats", "timed"}).out, HasSubstr("default job timeout: 5000 ms\n"));
-
-  r = Cli({"update-queue", "timed", "--default-job-timeout-ms", "0"});
-  EXPECT_EQ(r.out, "queue timed: 1 -> 1 partition(s), default job timeout no limit\n") << r.err;
-  r = Cli({"update-queue", "timed", "--default-job-timeout-ms", "-1"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(Cli({"stats", "timed"}).out, HasSubstr("default job timeout: the broker's\n"));
-
-  r = Cli({"update-queue", "timed"});
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms, rate_limit, max_active or "
-                               "max_active_per_key must be given"));
-}
-
-// create-queue / update-queue with a rate limit, shown by stats; off
-// removes it; a malformed flag is refused naming it, a partitioned one by
-// the broker naming rate_limit.
-TEST_F(CliTest, QueueRateLimit) {
-  CliResult r = Cli({"create-queue", "metered", "--rate-limit", "5/1000"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "created queue metered with 1 partition(s), rate limit 5 per 1000 ms, burst 5\n");
-  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("rate limit:          5 per 1000 ms, burst 5\n"));
-  r = Cli({"update-queue", "metered", "--rate-limit", "10/60000/2"});
-  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), rate limit 10 per 60000 ms, burst 2\n")
-      << r.err;
-  r = Cli({"update-queue", "metered", "--rate-limit", "off"});
-  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), rate limit removed\n") << r.err;
-  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("rate limit:          none\n"));
-
-  r = Cli({"create-queue", "other", "--rate-limit", "5 per second"});
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("--rate-limit: must be COUNT/INTERVAL_MS[/BURST], got 5 per second"));
-  r = Cli({"create-queue", "other", "--partitions", "4", "--rate-limit", "5/1000"});
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("rate_limit: a rate-limited queue has one partition"));
-
-  r = Cli({"update-queue", "metered", "--max-active", "3"});
-  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), max active 3\n") << r.err;
-  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("max active:          3\n"));
-  r = Cli({"update-queue", "metered", "--max-active", "0"});
-  EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), max active none\n") << r.err;
-  EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("max active:          none\n"));
-}
-
-// --max-active-per-key on create-queue / update-queue, shown by stats; 0
-// removes it; enqueue --concurrency-key stores the key, which job shows.
-TEST_F(CliTest, QueueMaxActivePerKey) {
-  CliResult r = Cli({"create-queue", "tenants", "--max-active-per-key", "2"});
-  EXPECT_EQ(r.out, "created queue tenants with 1 partition(s), max active per key 2\n") << r.err;
-  EXPECT_THAT(Cli({"stats", "tenants"}).out, HasSubstr("max active per key:  2\n"));
-  r = Cli({"update-queue", "tenants", "--max-active-per-key", "0"});
-  EXPECT_EQ(r.out, "queue tenants: 1 -> 1 partition(s), max active per key none\n") << r.err;
-  EXPECT_THAT(Cli({"stats", "tenants"}).out, HasSubstr("max active per key:  none\n"));
-  r = Cli({"create-queue", "wide", "--partitions", "2", "--max-active-per-key", "1"});
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("max_active_per_key: a queue with max_active_per_key has one "
-                               "partition"));
-
-  r = Cli({"enqueue", "tenants", "t", "--payload", "x", "--concurrency-key", "customer-7"});
+// enqueue --depends-on stores the parents; job shows them, how many are
+// left, and a completed parent's result.
+TEST_F(CliTest, EnqueueWithDependencies) {
+  const std::string a = MustEnqueue(*stub_, MakeJob("flow"));
+  const std::string b = MustEnqueue(*stub_, MakeJob("flow"));
+  CliResult r = Cli({"enqueue", "flow", "t", "--depends-on", absl::StrCat(a, ",", b),
+                     "--run-after-failed-dependency"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));
-  EXPECT_THAT(Cli({"job", "tenants", id}).out, HasSubstr("concurrency key: customer-7\n"));
+  EXPECT_THAT(Cli({"job", "flow", id}).out,
+              HasSubstr(absl::StrCat("depends on:      ", a, ", ", b,
+                                     " (2 left, runs after a failed one)\n")));
+  auto reader = OpenClaim(MakeClaim({"flow"}, 1));
+  std::optional<v1::ClaimedJob> first = reader->Next(absl::Seconds(5));
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->job().id(), a);
+  JW_ASSERT_OK(Ack(*stub_, *first, "done"));
+  EXPECT_THAT(Cli({"job", "flow", id}).out,
+              ::testing::AllOf(HasSubstr("(1 left, runs after a failed one)\n"),
+                    HasSubstr(absl::StrCat("result of ", a, ": done\n"))));
+  r = Cli({"enqueue", "flow", "t", "--depends-on", "000000999999"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("depends_on: job 000000999999 in queue flow not found"));
 }
 
 // put-schedule / schedules / delete-schedule: a schedule every second

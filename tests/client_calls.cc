@@ -153,4 +153,41 @@ std::string MustEnqueue(v1::BrokerService::StubInterface& stub,
   return response.job_id();
 }
 
+v1::QueueStats MustGetQueueStats(v1::AdminService::StubInterface& admin,
+                                 const std::string& queue) {
+  v1::GetQueueStatsRequest request;
+  request.set_queue(queue);
+  v1::GetQueueStatsResponse response;
+  grpc::Status status = admin.GetQueueStats(RpcContext().get(), request, &response);
+  EXPECT_TRUE(status.ok()) << "GetQueueStats " << queue << ": " << StatusText(status);
+  return response.stats();
+}
+
+void WaitNoClaimStreams(v1::AdminService::StubInterface& admin) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  v1::ListWorkersResponse response;
+  while (true) {
+    response.Clear();
+    grpc::Status status = admin.ListWorkers(RpcContext().get(), v1::ListWorkersRequest(), &response);
+    if (status.ok() && response.streams_size() == 0) return;
+    if (absl::Now() > deadline) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ADD_FAILURE() << "Claim streams still listed after 10 s: " << response.DebugString();
+}
+
+v1::Job MustGetJob(v1::BrokerService::StubInterface& stub, const std::string& queue,
+                   const std::string& job_id) {
+  v1::Job job;
+  grpc::Status status = GetJob(stub, queue, job_id, &job);
+  EXPECT_TRUE(status.ok()) << "GetJob " << job_id << " of " << queue << ": " << StatusText(status);
+  return job;
+}
+
+std::unique_ptr<grpc::ClientContext> RpcContext() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  SetRpcDeadline(*context);
+  return context;
+}
+
 }  // namespace jobwire::testing

@@ -51,14 +51,7 @@ class CompletedRetentionTest : public BrokerTest {
   }
 
   int64_t CompletedCount(const std::string& queue) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    v1::GetQueueStatsRequest request;
-    request.set_queue(queue);
-    v1::GetQueueStatsResponse response;
-    grpc::Status status = admin_->GetQueueStats(&context, request, &response);
-    EXPECT_TRUE(status.ok()) << StatusText(status);
-    return response.stats().completed();
+    return MustGetQueueStats(*admin_, queue).completed();
   }
 
   std::unique_ptr<v1::AdminService::Stub> admin_;

@@ -30,10 +30,7 @@ class ErrorHistoryTest : public BrokerTest {
   }
 
   v1::Job Get(const std::string& queue, const std::string& id) {
-    v1::Job job;
-    grpc::Status status = GetJob(*stub_, queue, id, &job);
-    EXPECT_TRUE(status.ok()) << StatusText(status);
-    return job;
+    return MustGetJob(*stub_, queue, id);
   }
 
   // Claims the next run from `reader` and fails it with `error`; with
@@ -71,10 +68,12 @@ TEST_F(ErrorHistoryTest, EachFailedRunIsListedOldestFirst) {
   }
   EXPECT_LE(last_at, absl::ToUnixMillis(absl::Now()) + 1);
   EXPECT_GE(job.finished_at_ms(), last_at);
-  reader.reset();  // the job stays pending after the retry below
+  // The job stays pending after the retry below once no stream can claim it.
+  auto admin = v1::AdminService::NewStub(broker_->channel());
+  reader.reset();
+  WaitNoClaimStreams(*admin);
 
   // RetryDead gives the job new runs and keeps what happened to the old ones.
-  auto admin = v1::AdminService::NewStub(broker_->channel());
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
   v1::RetryDeadRequest retry;
@@ -125,7 +124,8 @@ TEST_F(ErrorHistoryTest, ARunGivenBackAndACancelAreListed) {
   ASSERT_EQ(job.errors_size(), 1);
   EXPECT_EQ(job.errors(0).attempt(), 1);
   EXPECT_EQ(job.errors(0).error(), "429 from the payment API");
-  reader.reset();  // the jobs below stay pending until cancelled
+  reader.reset();  // the jobs below stay pending until cancelled, once the stream is gone
+  WaitNoClaimStreams(*v1::AdminService::NewStub(broker_->channel()));
 
   JW_ASSERT_OK(Cancel(*stub_, queue, id));
   job = Get(queue, id);

@@ -57,13 +57,7 @@ class KeyConcurrencyTest : public LifecycleTest {
     v1::UpdateQueueResponse response;
     return admin_->UpdateQueue(Context().get(), request, &response);
   }
-  v1::QueueStats Stats(const std::string& queue) {
-    v1::GetQueueStatsRequest request;
-    request.set_queue(queue);
-    v1::GetQueueStatsResponse response;
-    EXPECT_TRUE(admin_->GetQueueStats(Context().get(), request, &response).ok());
-    return response.stats();
-  }
+  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
   int PendingListed(const std::string& queue) {
     v1::ListJobsRequest request;
     request.set_queue(queue);

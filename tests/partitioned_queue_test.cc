@@ -69,15 +69,7 @@ class PartitionedQueueTest : public BrokerTest {
     return status;
   }
 
-  v1::QueueStats Stats(const std::string& queue) {
-    grpc::ClientContext context;
-    Deadline(context);
-    v1::GetQueueStatsRequest request;
-    request.set_queue(queue);
-    v1::GetQueueStatsResponse response;
-    EXPECT_TRUE(admin_->GetQueueStats(&context, request, &response).ok());
-    return response.stats();
-  }
+  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
 
   // Enqueues `count` jobs of priority `priority` to `queue`, one call each;
   // their ids in order.

@@ -72,15 +72,7 @@ class QueueLimitsTest : public LifecycleTest {
     *request.mutable_rate_limit() = limit;
     return Update(request);
   }
-  v1::QueueStats Stats(const std::string& queue) {
-    grpc::ClientContext context;
-    Deadline(context);
-    v1::GetQueueStatsRequest request;
-    request.set_queue(queue);
-    v1::GetQueueStatsResponse response;
-    EXPECT_TRUE(admin_->GetQueueStats(&context, request, &response).ok());
-    return response.stats();
-  }
+  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
 
   std::unique_ptr<v1::AdminService::Stub> admin_;
 };

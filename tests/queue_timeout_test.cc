@@ -48,15 +48,7 @@ class QueueTimeoutTest : public BrokerTest {
     grpc::ClientContext context;
     return admin_->UpdateQueue(&context, request, &response);
   }
-  v1::QueueStats Stats(const std::string& queue) {
-    v1::GetQueueStatsRequest request;
-    request.set_queue(queue);
-    v1::GetQueueStatsResponse response;
-    grpc::ClientContext context;
-    grpc::Status status = admin_->GetQueueStats(&context, request, &response);
-    EXPECT_TRUE(status.ok()) << StatusText(status);
-    return response.stats();
-  }
+  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
   // Enqueues a job (with `timeout_ms`, 0 for none) through `stub`; returns
   // the timeout it was stored with.
   int64_t StoredTimeout(v1::BrokerService::Stub& stub, const std::string& queue,

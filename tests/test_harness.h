@@ -45,6 +45,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "jobwire/v1/admin.grpc.pb.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 #include "jobwire/v1/broker.pb.h"
 #include "tests/redis_server.h"
@@ -345,6 +346,23 @@ v1::FailRequest MakeFail(const v1::ClaimedJob& claimed,
 // the call fails.
 std::string MustEnqueue(v1::BrokerService::StubInterface& stub,
                         const v1::EnqueueRequest& request);
+
+// GetJob of `job_id`; an empty Job (and a gtest failure) when the call fails.
+v1::Job MustGetJob(v1::BrokerService::StubInterface& stub, const std::string& queue,
+                   const std::string& job_id);
+
+// GetQueueStats of `queue`; empty stats (and a gtest failure) when the call
+// fails.
+v1::QueueStats MustGetQueueStats(v1::AdminService::StubInterface& admin, const std::string& queue);
+
+// Waits (up to 10 s) until the broker that `admin` talks to lists no Claim
+// stream of its own (ListWorkers answers its own streams live): a stream a
+// test closed is then gone on the broker too, and claims nothing more. A
+// gtest failure when streams are still listed.
+void WaitNoClaimStreams(v1::AdminService::StubInterface& admin);
+
+// A ClientContext with the helpers' 10 s deadline, for calls they do not wrap.
+std::unique_ptr<grpc::ClientContext> RpcContext();
 
 }  // namespace jobwire::testing
 

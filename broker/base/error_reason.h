@@ -35,6 +35,7 @@ inline constexpr absl::string_view kInvalidField = "INVALID_FIELD";
 // NOT_FOUND.
 inline constexpr absl::string_view kJobNotFound = "JOB_NOT_FOUND";
 inline constexpr absl::string_view kQueueNotFound = "QUEUE_NOT_FOUND";
+inline constexpr absl::string_view kDependencyNotFound = "DEPENDENCY_NOT_FOUND";  // ["job_id"]
 // FAILED_PRECONDITION.
 inline constexpr absl::string_view kLeaseStale = "LEASE_STALE";
 inline constexpr absl::string_view kJobState = "JOB_STATE";  // metadata["state"]

@@ -75,7 +75,12 @@ std::vector<EnqueueCoalescer::Caller> EnqueueCoalescer::TakeBatch(QueueState& st
 void EnqueueCoalescer::Send(const std::string& queue, std::vector<Caller> callers) {
   std::vector<v1::EnqueueRequest> jobs = std::move(callers.front().jobs);
   for (size_t i = 1; i < callers.size(); ++i) {
-    for (v1::EnqueueRequest& job : callers[i].jobs) jobs.push_back(std::move(job));
+    // Batch parents are positions in the caller's jobs: shifted to the call's.
+    const int offset = static_cast<int>(jobs.size());
+    for (v1::EnqueueRequest& job : callers[i].jobs) {
+      for (int& parent : *job.mutable_depends_on_batch_index()) parent += offset;
+      jobs.push_back(std::move(job));
+    }
   }
   for (Caller& caller : callers) caller.jobs = {};  // sent: only count is used from here on
   std::vector<std::string> due_types;

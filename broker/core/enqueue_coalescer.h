@@ -55,7 +55,8 @@ class EnqueueCoalescer {
       : store_(store), hand_off_(std::move(hand_off)) {}
 
   // Stores `jobs` (at least one, all of `queue`, validated, defaults
-  // applied); `done` gets one outcome per job (see JobStore::Enqueue).
+  // applied; depends_on_batch_index are positions in `jobs`) in one call
+  // (never split); `done` gets one outcome per job (see JobStore::Enqueue).
   void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
                store::Callback<std::vector<store::EnqueueOutcome>> done);
 

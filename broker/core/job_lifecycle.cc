@@ -1,8 +1,11 @@
 #include "broker/core/job_lifecycle.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <utility>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "broker/base/logging.h"
@@ -46,6 +49,45 @@ class Gatherer {
   store::Callback<std::vector<T>> done_;
 };
 
+// The partition of a queue of `count` that `job` goes to: its parents'
+// (depends_on names one partition; past the count, the last, where they
+// are not found), else its idempotency key's, else `unkeyed`.
+int PartitionFor(const v1::EnqueueRequest& job, int count, int unkeyed) {
+  if (!job.depends_on().empty()) {
+    return std::min(store::PartitionOfJobId(job.depends_on(0)), count - 1);
+  }
+  const std::string& key = job.idempotency_key();
+  return key.empty() ? unkeyed : QueuePartitions::PartitionOfKey(key, count);
+}
+
+// The partition of each of `jobs` (PartitionFor), except that the jobs
+// linked by depends_on_batch_index share one: that of the first linked job
+// with depends_on ids (the validator made every such job of a linked set
+// name one partition), else that of the set's first job.
+std::vector<int> Partitions(const std::vector<v1::EnqueueRequest>& jobs, int count, int unkeyed) {
+  std::vector<size_t> link(jobs.size());  // union-find over batch links
+  std::iota(link.begin(), link.end(), 0);
+  auto root = [&link](size_t i) {
+    while (link[i] != i) i = link[i] = link[link[i]];
+    return i;
+  };
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    for (int parent : jobs[i].depends_on_batch_index()) link[root(i)] = root(parent);
+  }
+  std::vector<int> chosen(jobs.size(), -1);  // by root
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    int& c = chosen[root(i)];
+    if (c < 0 && !jobs[i].depends_on().empty()) c = PartitionFor(jobs[i], count, unkeyed);
+  }
+  std::vector<int> partition(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    int& c = chosen[root(i)];
+    if (c < 0) c = PartitionFor(jobs[i], count, unkeyed);
+    partition[i] = c;
+  }
+  return partition;
+}
+
 // The store name of the partition holding `job_id` of `queue`.
 std::string PartitionOf(const std::string& queue, const std::string& job_id) {
   return store::PartitionQueue(queue, store::PartitionOfJobId(job_id));
@@ -85,13 +127,14 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
       if (job.timeout_ms() == 0) job.set_timeout_ms(timeout);
     }
     const int count = settings->partitions;
+    const std::vector<int> partition = Partitions(jobs, count, partitions_->NextPartition(count));
     // partition -> (positions in `jobs`, the jobs)
     std::map<int, std::pair<std::vector<size_t>, std::vector<v1::EnqueueRequest>>> parts;
-    const int unkeyed = partitions_->NextPartition(count);
+    std::vector<int> position(jobs.size());  // in its part
     for (size_t i = 0; i < jobs.size(); ++i) {
-      const std::string& key = jobs[i].idempotency_key();
-      auto& part =
-          parts[key.empty() ? unkeyed : QueuePartitions::PartitionOfKey(key, count)];
+      auto& part = parts[partition[i]];
+      position[i] = static_cast<int>(part.first.size());
+      for (int& parent : *jobs[i].mutable_depends_on_batch_index()) parent = position[parent];
       part.first.push_back(i);
       part.second.push_back(std::move(jobs[i]));
     }
@@ -121,7 +164,7 @@ void JobLifecycle::EnqueueTo(const std::string& queue, const std::string& partit
                         absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
                       if (result.ok()) {
                         for (const store::EnqueueOutcome& out : *result) {
-                          if (!out.duplicate) metrics_->JobEnqueued(queue);
+                          if (out.status.ok() && !out.duplicate) metrics_->JobEnqueued(queue);
                         }
                       }
                       done(std::move(result));

@@ -43,7 +43,10 @@ class JobLifecycle {
 
   // Stores `jobs`, all of `queue`, in one script call per partition they go
   // to, perhaps together with other enqueues of the partition
-  // (EnqueueCoalescer); one outcome per job (see JobStore::Enqueue). When a
+  // (EnqueueCoalescer); one outcome per job (see JobStore::Enqueue; a job
+  // with depends_on goes to its parents' partition; jobs linked by
+  // depends_on_batch_index, positions in `jobs`, go to one partition, and
+  // so into one call). When a
   // partition's call fails the whole call answers its error (the jobs of
   // other partitions may be stored, as they may when UNAVAILABLE). REQUIRES: each job passed validation. Zero
   // max_attempts and backoff fields take the broker defaults (an unset

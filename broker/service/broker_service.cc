@@ -28,7 +28,7 @@ void SetResultError(const absl::Status& status, Result* result) {
 }
 
 // The first step of a batch call: adds one result per item and checks each
-// item with `validate(item, "<field>[i].")`, writing an invalid item's error
+// item with `validate(i, "<field>[i].")`, writing an invalid item's error
 // into its result. Returns the indexes of the valid items grouped by queue
 // (one script call per queue), in request order.
 template <typename Item, typename Result, typename Validate>
@@ -38,7 +38,7 @@ absl::flat_hash_map<absl::string_view, std::vector<int>> ValidByQueue(
   absl::flat_hash_map<absl::string_view, std::vector<int>> by_queue;
   for (int i = 0; i < items.size(); ++i) {
     Result* result = results->Add();
-    absl::Status valid = validate(items[i], absl::StrCat(field, "[", i, "]."));
+    absl::Status valid = validate(i, absl::StrCat(field, "[", i, "]."));
     if (valid.ok()) {
       by_queue[items[i].queue()].push_back(i);
     } else {
@@ -46,6 +46,28 @@ absl::flat_hash_map<absl::string_view, std::vector<int>> ValidByQueue(
     }
   }
   return by_queue;
+}
+
+// `status`, the refusal of job `index` for a parent of its batch that was
+// not stored (store::BatchParentNotStored: DEPENDENCY_NOT_FOUND without a
+// job id), reworded to name the first such parent; any other status
+// unchanged. `resp` holds the results of the earlier jobs.
+absl::Status NameRefusedBatchParent(const v1::EnqueueBatchRequest& req, int index,
+                                    const v1::EnqueueBatchResponse& resp, absl::Status status) {
+  if (base::ReasonOf(status) != base::reason::kDependencyNotFound ||
+      !base::MetadataOf(status).empty()) {
+    return status;
+  }
+  const auto& parents = req.jobs(index).depends_on_batch_index();
+  for (int k = 0; k < parents.size(); ++k) {
+    if (resp.results(parents[k]).code() == 0) continue;
+    return base::WithReason(
+        absl::NotFoundError(absl::StrCat("jobs[", index, "].depends_on_batch_index[", k,
+                                         "]: names jobs[", parents[k],
+                                         "], which was not stored")),
+        base::reason::kDependencyNotFound);
+  }
+  return status;
 }
 
 }  // namespace
@@ -79,6 +101,7 @@ grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ct
   lifecycle_->Enqueue(req->queue(), {*req},
                       [reactor, resp](absl::StatusOr<std::vector<store::EnqueueOutcome>> out) {
                         if (FinishIfError(reactor, out.status())) return;
+                        if (FinishIfError(reactor, out->front().status)) return;
                         resp->set_job_id(out->front().job_id);
                         resp->set_duplicate(out->front().duplicate);
                         reactor->Finish(grpc::Status::OK);
@@ -97,32 +120,39 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, queues))) {
     return reactor;
   }
+  const std::vector<absl::Status> valid = ValidateBatchJobs(*req, limits_);
   auto by_queue = ValidByQueue(req->jobs(), "jobs", resp->mutable_results(),
-                               [this](const v1::EnqueueRequest& job, absl::string_view prefix) {
-                                 return ValidateEnqueue(job, limits_, prefix);
-                               });
+                               [&valid](int i, absl::string_view) { return valid[i]; });
   if (by_queue.empty()) {
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
   auto remaining = std::make_shared<std::atomic<int>>(static_cast<int>(by_queue.size()));
   for (auto& [queue, indexes] : by_queue) {
+    // The queue's jobs in request order; batch parents by position here.
+    std::vector<int> position(req->jobs_size());
     std::vector<v1::EnqueueRequest> jobs;
     jobs.reserve(indexes.size());
-    for (int i : indexes) jobs.push_back(req->jobs(i));
+    for (int i : indexes) {
+      position[i] = static_cast<int>(jobs.size());
+      v1::EnqueueRequest& job = jobs.emplace_back(req->jobs(i));
+      for (int& parent : *job.mutable_depends_on_batch_index()) parent = position[parent];
+    }
     lifecycle_->Enqueue(
         std::string(queue), std::move(jobs),
-        [reactor, resp, remaining, indexes = std::move(indexes)](
+        [reactor, req, resp, remaining, indexes = std::move(indexes)](
             absl::StatusOr<std::vector<store::EnqueueOutcome>> out) {
           // A failed call (Redis unreachable) fails only its own queue's jobs.
           for (size_t k = 0; k < indexes.size(); ++k) {
             v1::EnqueueResult* result = resp->mutable_results(indexes[k]);
-            if (out.ok()) {
-              result->set_job_id((*out)[k].job_id);
-              result->set_duplicate((*out)[k].duplicate);
-            } else {
-              SetResultError(out.status(), result);
+            absl::Status status = out.ok() ? (*out)[k].status : out.status();
+            if (!status.ok()) {
+              if (out.ok()) status = NameRefusedBatchParent(*req, indexes[k], *resp, std::move(status));
+              SetResultError(status, result);
+              continue;
             }
+            result->set_job_id((*out)[k].job_id);
+            result->set_duplicate((*out)[k].duplicate);
           }
           if (--*remaining == 0) reactor->Finish(grpc::Status::OK);
         });
@@ -185,8 +215,8 @@ grpc::ServerUnaryReactor* BrokerService::AckBatch(grpc::CallbackServerContext* c
     return reactor;
   }
   auto by_queue = ValidByQueue(req->acks(), "acks", resp->mutable_results(),
-                               [this](const v1::AckRequest& ack, absl::string_view prefix) {
-                                 return ValidateAck(ack, limits_, prefix);
+                               [this, req](int i, absl::string_view prefix) {
+                                 return ValidateAck(req->acks(i), limits_, prefix);
                                });
   if (by_queue.empty()) {
     reactor->Finish(grpc::Status::OK);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "broker/base/error_reason.h"
 #include "broker/base/status_macros.h"
+#include "broker/store/keys.h"
 
 namespace jobwire::service {
 namespace {
@@ -67,6 +68,31 @@ absl::Status ValidateQueueName(absl::string_view field, absl::string_view queue)
   return CheckName(field, queue, kMaxQueueNameLength);
 }
 
+namespace {
+
+// depends_on: 0..kMaxDependsOn distinct job ids of one partition.
+absl::Status CheckDependsOn(absl::string_view field,
+                            const google::protobuf::RepeatedPtrField<std::string>& ids) {
+  if (ids.size() > kMaxDependsOn) {
+    return Invalid(field, absl::StrCat("must name at most ", kMaxDependsOn, " jobs, got ", ids.size()));
+  }
+  const int first = ids.empty() ? 0 : store::PartitionOfJobId(ids[0]);
+  for (int i = 0; i < ids.size(); ++i) {
+    const std::string at = absl::StrCat(field, "[", i, "]");
+    JW_RETURN_IF_ERROR(CheckName(at, ids[i], kMaxJobIdLength));
+    for (int j = 0; j < i; ++j) {
+      if (ids[j] == ids[i]) return Invalid(at, absl::StrCat("repeats \"", ids[i], "\""));
+    }
+    if (const int partition = store::PartitionOfJobId(ids[i]); partition != first) {
+      return Invalid(at, absl::StrCat("is of partition ", partition, " and ", field, "[0] of ",
+                                      first, ": a job's parents must share one partition"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateJobId(absl::string_view field, absl::string_view job_id) {
   return CheckName(field, job_id, kMaxJobIdLength);
 }
@@ -112,10 +138,8 @@ absl::Status CheckHeaders(const std::string& field,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
-                             absl::string_view p) {
+// ValidateEnqueue but for depends_on_batch_index.
+absl::Status CheckEnqueue(const v1::EnqueueRequest& r, const Limits& limits, absl::string_view p) {
   JW_RETURN_IF_ERROR(ValidateQueueName(absl::StrCat(p, "queue"), r.queue()));
   if (r.type().empty()) return Invalid(absl::StrCat(p, "type"), "is required (1..256 bytes)");
   JW_RETURN_IF_ERROR(CheckMaxBytes(absl::StrCat(p, "type"), r.type(), kMaxTypeLength));
@@ -153,12 +177,70 @@ absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                                 r.completed_retention_ms()));
   }
   JW_RETURN_IF_ERROR(CheckRange(absl::StrCat(p, "timeout_ms"), r.timeout_ms(), 0, kMaxJobTimeoutMs));
-  return CheckHeaders(absl::StrCat(p, "headers"), r.headers());
+  JW_RETURN_IF_ERROR(CheckHeaders(absl::StrCat(p, "headers"), r.headers()));
+  return CheckDependsOn(absl::StrCat(p, "depends_on"), r.depends_on());
+}
+
+}  // namespace
+
+absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
+                             absl::string_view p) {
+  if (!r.depends_on_batch_index().empty()) {
+    return Invalid(absl::StrCat(p, "depends_on_batch_index"),
+                   "is for EnqueueBatch only (use depends_on with job ids)");
+  }
+  return CheckEnqueue(r, limits, p);
 }
 
 absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r) {
   if (r.jobs_size() >= 1 && r.jobs_size() <= kMaxBatchJobs) return absl::OkStatus();
   return Invalid("jobs", absl::StrCat("must hold 1..", kMaxBatchJobs, " jobs, got ", r.jobs_size()));
+}
+
+std::vector<absl::Status> ValidateBatchJobs(const v1::EnqueueBatchRequest& r,
+                                            const Limits& limits) {
+  std::vector<absl::Status> out;
+  out.reserve(r.jobs_size());
+  // The partition the depends_on ids of each accepted job's linked jobs
+  // name; -1 while none does.
+  std::vector<int> bound(r.jobs_size(), -1);
+  for (int i = 0; i < r.jobs_size(); ++i) {
+    const v1::EnqueueRequest& job = r.jobs(i);
+    const std::string p = absl::StrCat("jobs[", i, "].");
+    absl::Status status = CheckEnqueue(job, limits, p);
+    if (!job.depends_on().empty()) bound[i] = store::PartitionOfJobId(job.depends_on(0));
+    const int parents = job.depends_on_size() + job.depends_on_batch_index_size();
+    if (status.ok() && parents > kMaxDependsOn) {
+      status = Invalid(absl::StrCat(p, "depends_on_batch_index"),
+                       absl::StrCat("with depends_on must name at most ", kMaxDependsOn,
+                                    " parents, got ", parents));
+    }
+    const auto& indexes = job.depends_on_batch_index();
+    for (int k = 0; status.ok() && k < indexes.size(); ++k) {
+      const std::string at = absl::StrCat(p, "depends_on_batch_index[", k, "]");
+      const int parent = indexes[k];
+      if (parent < 0 || parent >= i) {
+        status = Invalid(at, absl::StrCat("must name an earlier job of the batch (0..", i - 1,
+                                          "), got ", parent));
+      } else if (std::find(indexes.begin(), indexes.begin() + k, parent) !=
+                 indexes.begin() + k) {
+        status = Invalid(at, absl::StrCat("repeats ", parent));
+      } else if (r.jobs(parent).queue() != job.queue()) {
+        status = Invalid(at, absl::StrCat("names jobs[", parent, "] of queue \"",
+                                          r.jobs(parent).queue(), "\": a batch parent must be of ",
+                                          "the job's queue"));
+      } else if (!out[parent].ok()) {
+        status = Invalid(at, absl::StrCat("names jobs[", parent, "], which was refused"));
+      } else if (bound[parent] >= 0 && bound[i] >= 0 && bound[parent] != bound[i]) {
+        status = Invalid(at, absl::StrCat("links jobs of partitions ", bound[i], " and ",
+                                          bound[parent], ": linked jobs must share one partition"));
+      } else if (bound[parent] >= 0) {
+        bound[i] = bound[parent];
+      }
+    }
+    out.push_back(std::move(status));
+  }
+  return out;
 }
 
 namespace {

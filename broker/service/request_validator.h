@@ -6,6 +6,8 @@
 #define JOBWIRE_BROKER_SERVICE_REQUEST_VALIDATOR_H_
 
 #include <cstdint>
+#include <vector>
+
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
@@ -18,6 +20,8 @@ inline constexpr int kMaxTypeLength = 256;
 inline constexpr int kMaxIdempotencyKeyLength = 256;
 inline constexpr int kMaxConcurrencyKeyLength = 128;
 inline constexpr int kMaxJobIdLength = 64;
+// EnqueueRequest.depends_on: at most this many parents.
+inline constexpr int kMaxDependsOn = 20;
 inline constexpr int kMaxTokenLength = 128;
 inline constexpr int kMaxWorkerIdLength = 256;
 inline constexpr int kMaxErrorLength = 64 * 1024;
@@ -65,11 +69,20 @@ absl::Status ValidateQueueName(absl::string_view field, absl::string_view queue)
 // Checks a job id: 1..64 characters of [A-Za-z0-9._:-].
 absl::Status ValidateJobId(absl::string_view field, absl::string_view job_id);
 
-// `field_prefix` is prepended to field names ("jobs[3].").
+// `field_prefix` is prepended to field names ("jobs[3]."). Refuses
+// depends_on_batch_index, which only EnqueueBatch allows.
 absl::Status ValidateEnqueue(const v1::EnqueueRequest& r, const Limits& limits,
                              absl::string_view field_prefix = "");
-// Checks the batch size only; each job is checked with ValidateEnqueue.
+// Checks the batch size only; each job is checked with ValidateBatchJobs.
 absl::Status ValidateEnqueueBatch(const v1::EnqueueBatchRequest& r);
+// One status per job of `r` (whose size ValidateEnqueueBatch accepted): as
+// ValidateEnqueue, and for depends_on_batch_index: indexes of earlier jobs
+// of the same queue, distinct, each accepted itself (else this job is
+// refused too), with depends_on at most kMaxDependsOn parents in all, and
+// the depends_on ids of the jobs linked this way (through any number of
+// batch links) all of one partition.
+std::vector<absl::Status> ValidateBatchJobs(const v1::EnqueueBatchRequest& r,
+                                            const Limits& limits);
 absl::Status ValidateClaim(const v1::ClaimRequest& r);
 // `field_prefix` as for ValidateEnqueue ("acks[3].").
 absl::Status ValidateAck(const v1::AckRequest& r, const Limits& limits,

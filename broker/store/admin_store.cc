@@ -23,7 +23,7 @@ void AdminStore::Stats(const std::string& queue, Callback<v1::QueueStats> done) 
   Keys k = KeysFor(queue);
   scripts_->Eval(scripts_->Get("queue_stats"),
                  {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
-                  k.KeyLimit(), k.KeyWaiting()},
+                  k.KeyLimit(), k.KeyWaiting(), k.DepsWaiting()},
                  {},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -52,6 +52,7 @@ void AdminStore::ListJobs(const std::string& queue, const JobPageRequest& reques
       keys.push_back(k.Ready());
       keys.push_back(k.KeyWaiting());
       keys.push_back(k.Scheduled());
+      keys.push_back(k.DepsWaiting());
       parked_index = 5;
       break;
     case v1::JOB_STATE_ACTIVE:
@@ -137,7 +138,7 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
        k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
        k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType(),
        k.JobTimeout(), k.RateLimit(), k.RateBucket(), k.MaxActive(), k.KeyLimit(), k.KeyActive(),
-       k.KeyWaiting()},
+       k.KeyWaiting(), k.DepsWaiting(), k.Dependents()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -194,7 +195,7 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
       scripts_->Get("delete_job"),
       {k.Jobs(), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Payloads(),
        k.Results(), k.Idempotency(), k.IdempotencyExpiry(), k.ReadyByType(), k.KeyActive(),
-       k.KeyWaiting()},
+       k.KeyWaiting(), k.DepsWaiting(), k.Dependents()},
       {job_id, k.NotifyChannel()},
       [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "broker/store/msgpack_value.h"
 
 namespace jobwire::store {
@@ -39,6 +40,10 @@ enum JobField : int64_t {
   kHeaders = 25,
   kConcurrencyKey = 26,
   kErrors = 27,
+  kDependsOn = 28,
+  kDepsLeft = 29,
+  kDepPolicy = 30,
+  kDepResults = 31,
 };
 
 // Calls fn with the one msgpack value `packed` holds when it unpacks to a
@@ -56,13 +61,13 @@ void WithUnpacked(absl::string_view packed, msgpack_object_type type, Fn fn) {
   msgpack_unpacked_destroy(&unpacked);
 }
 
-// Sets job->headers from a packed headers map (PackHeaders); anything else
-// is ignored (a damaged field shows no headers).
-void SetHeaders(absl::string_view packed, v1::Job* job) {
-  WithUnpacked(packed, MSGPACK_OBJECT_MAP, [job](const msgpack_object& root) {
-    auto* headers = job->mutable_headers();
+// Fills `out` from a packed map of strings (job->headers from PackHeaders;
+// job->dependency_results from dep_result_add in lua/_lib_deps.lua: parent
+// id -> result); anything else is ignored (a damaged field shows nothing).
+void SetStringMap(absl::string_view packed, google::protobuf::Map<std::string, std::string>* out) {
+  WithUnpacked(packed, MSGPACK_OBJECT_MAP, [out](const msgpack_object& root) {
     for (uint32_t i = 0; i < root.via.map.size; ++i) {
-      (*headers)[MsgpackText(root.via.map.ptr[i].key)] = MsgpackText(root.via.map.ptr[i].val);
+      (*out)[MsgpackText(root.via.map.ptr[i].key)] = MsgpackText(root.via.map.ptr[i].val);
     }
   });
 }
@@ -118,9 +123,17 @@ void SetField(int64_t number, const msgpack_object& v, v1::Job* job, std::string
       job->set_progress_percent(static_cast<int32_t>(MsgpackInt(v)));
       break;
     case kProgressData: job->set_progress_data(MsgpackText(v)); break;
-    case kHeaders: SetHeaders(MsgpackText(v), job); break;
+    case kHeaders: SetStringMap(MsgpackText(v), job->mutable_headers()); break;
     case kConcurrencyKey: job->set_concurrency_key(MsgpackText(v)); break;
     case kErrors: SetErrors(MsgpackText(v), job); break;
+    case kDependsOn:
+      for (absl::string_view id : absl::StrSplit(MsgpackText(v), ' ', absl::SkipEmpty())) {
+        job->add_depends_on(std::string(id));
+      }
+      break;
+    case kDepsLeft: job->set_dependencies_left(static_cast<int32_t>(MsgpackInt(v))); break;
+    case kDepPolicy: job->set_run_after_failed_dependency(MsgpackText(v) == "run"); break;
+    case kDepResults: SetStringMap(MsgpackText(v), job->mutable_dependency_results()); break;
     default: break;  // fields a Job does not show
   }
 }

@@ -5,6 +5,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
@@ -121,86 +122,54 @@ std::string JobStore::EventsChannel(const std::string& queue) const {
   return KeysFor(queue).EventsChannel();
 }
 
-void JobStore::CheckRedisSettings() const {
-  const std::string marker = Keys::Layout(options_.key_prefix);
-  const std::string want = absl::StrCat(kLayoutVersion);
-  client_->Command({"GET", marker}, [this, marker, want](absl::StatusOr<RedisReply> reply) {
-    if (!reply.ok() || reply->is_error()) return;  // the connection's own errors are logged
-    if (reply->type == RedisReply::Type::kString) {
-      if (reply->str == want) return;
-      if (reply->str == "3") return UpgradeFromLayout3();
-      base::Log(base::LogLevel::kError,
-                "redis holds jobwire data of another key layout; this broker does not read it "
-                "(docs/redis-layout.md, \"Layout versions\")",
-                {{"key", marker}, {"layout", reply->str}, {"expected", want}});
-      return;
-    }
-    client_->Command({"SCARD", Keys::Registry(options_.key_prefix)},
-                     [this, marker, want](absl::StatusOr<RedisReply> queues) {
-                       if (!queues.ok() || queues->is_error()) return;
-                       // No queue: a new Redis (RegisterQueue sets the marker).
-                       if (queues->integer == 0) return;
-                       // Queues but no marker: layout 1 or 2, unless a broker
-                       // of layout 3 or later registered one since the GET (it sets
-                       // the marker first): NX tells them apart, and leaves
-                       // the finding for every later connect to report.
-                       const int64_t count = queues->integer;
-                       client_->Command(
-                           {"SET", marker, "2", "NX"},
-                           [marker, want, count](absl::StatusOr<RedisReply> set) {
-                             if (!set.ok() || set->type != RedisReply::Type::kStatus) return;
-                             base::Log(base::LogLevel::kError,
-                                       "redis holds jobwire queues of key layout 1 or 2 (no "
-                                       "layout marker; now marked 2); this broker (layout 4) "
-                                       "does not read their jobs and drops their ids as missing "
-                                       "records: stop it and drain them with a broker of the "
-                                       "old version first (docs/redis-layout.md, \"Layout "
-                                       "versions\")",
-                                       {{"key", marker}, {"queues", count},
-                                        {"expected", want}});
-                           });
-                     });
-  });
-}
+namespace {
 
-void JobStore::UpgradeFromLayout3() const {
-  base::Log(base::LogLevel::kInfo, "upgrading jobwire data from key layout 3 to 4 (indexing "
-            "every queue's ready jobs by type)", {});
-  client_->Command(
-      {"SMEMBERS", Keys::Registry(options_.key_prefix)},
-      [this](absl::StatusOr<RedisReply> reply) {
-        if (!reply.ok() || reply->type != RedisReply::Type::kArray) return;  // next connect
-        auto queues = std::make_shared<std::vector<std::string>>();
-        for (const RedisReply& queue : reply->elements) queues->push_back(queue.str);
-        IndexByType(std::move(queues), 0, 0);
-      });
-}
-
-void JobStore::IndexByType(std::shared_ptr<std::vector<std::string>> queues, size_t index,
-                           int64_t offset) const {
-  constexpr int kBatch = 1000;
-  if (index == queues->size()) {
-    // Every queue is indexed: from now on the data is layout 4 (a repeated
-    // upgrade by another broker meanwhile did the same, harmlessly).
-    client_->Command({"SET", Keys::Layout(options_.key_prefix), absl::StrCat(kLayoutVersion)},
-                     [count = queues->size()](absl::StatusOr<RedisReply> set) {
-                       if (!set.ok()) return;
-                       base::Log(base::LogLevel::kInfo, "upgraded jobwire data to key layout 4",
-                                 {{"queues", count}});
-                     });
-    return;
+// enqueue.lua's parents argument of `job`: its depends_on ids, then "#<n>"
+// for each depends_on_batch_index (n: the parent's 1-based position in the
+// call), space-separated.
+std::string Parents(const v1::EnqueueRequest& job) {
+  std::string parents = absl::StrJoin(job.depends_on(), " ");
+  for (int position : job.depends_on_batch_index()) {
+    absl::StrAppend(&parents, parents.empty() ? "#" : " #", position + 1);
   }
-  Keys keys = KeysFor((*queues)[index]);
-  scripts_->Eval(scripts_->Get("index_by_type"), {keys.Ready(), keys.ReadyByType(), keys.Jobs()},
-                 {absl::StrCat(offset), absl::StrCat(kBatch)},
-                 [this, queues, index](absl::StatusOr<RedisReply> reply) {
-                   // Redis unreachable: the marker still says 3, and the next
-                   // connect starts the upgrade again.
-                   if (!reply.ok() || reply->type != RedisReply::Type::kInteger) return;
-                   if (reply->integer < 0) return IndexByType(queues, index + 1, 0);
-                   IndexByType(queues, index, reply->integer);
-                 });
+  return parents;
 }
+
+// Appends enqueue.lua's 15 arguments of `job` to `args`; a job without
+// completed_retention_ms gets `default_retention_ms`.
+void AppendJobArgs(const v1::EnqueueRequest& r, int64_t default_retention_ms,
+                   std::vector<std::string>& args) {
+  const int64_t retention =
+      r.has_completed_retention_ms() ? r.completed_retention_ms() : default_retention_ms;
+  args.insert(args.end(),
+              {r.type(), r.payload(), absl::StrCat(r.priority()), absl::StrCat(r.delay_ms()),
+               absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
+               absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
+               absl::StrCat(retention), absl::StrCat(r.timeout_ms()), PackHeaders(r.headers()),
+               r.concurrency_key(), Parents(r), r.run_after_failed_dependency() ? "1" : "0"});
+}
+
+// The outcomes of the `count` jobs of enqueue.lua's `reply` (a checked
+// array: {id, flag} per job first) to store name `queue`.
+std::vector<EnqueueOutcome> EnqueueOutcomes(const std::string& queue, const RedisReply& reply,
+                                            size_t count) {
+  std::vector<EnqueueOutcome> out;
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const RedisReply& id = reply.elements[2 * i];
+    const RedisReply& flag = reply.elements[2 * i + 1];
+    if (!id.str.empty()) {
+      out.push_back(EnqueueOutcome{id.str, flag.AsInt() == 1, absl::OkStatus()});
+    } else if (absl::StartsWith(flag.str, "#")) {
+      out.push_back(EnqueueOutcome{"", false, BatchParentNotStored()});
+    } else {
+      out.push_back(EnqueueOutcome{"", false, DependencyNotFound(queue, flag.str)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRequest>& jobs,
                        Callback<std::vector<EnqueueOutcome>> done,
@@ -215,18 +184,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
                                    absl::StrCat(kMaxClaimBytes)};
   args.push_back(absl::StrCat(hand_off ? hand_off->types.size() : 0));
   if (hand_off) args.insert(args.end(), hand_off->types.begin(), hand_off->types.end());
-  args.reserve(args.size() + 12 * jobs.size());
-  for (const v1::EnqueueRequest& r : jobs) {
-    const int64_t retention = r.has_completed_retention_ms() ? r.completed_retention_ms()
-                                                             : options_.completed_retention_ms;
-    args.insert(args.end(),
-                {r.type(), r.payload(), absl::StrCat(r.priority()), absl::StrCat(r.delay_ms()),
-                 absl::StrCat(r.run_at_ms()), r.idempotency_key(), absl::StrCat(r.max_attempts()),
-                 absl::StrCat(r.backoff_base_ms()), absl::StrCat(r.backoff_max_ms()),
-                 absl::StrCat(retention),
-                 absl::StrCat(r.timeout_ms()),
-                 PackHeaders(r.headers()), r.concurrency_key()});
-  }
+  args.reserve(args.size() + 15 * jobs.size());
+  for (const v1::EnqueueRequest& r : jobs) AppendJobArgs(r, options_.completed_retention_ms, args);
   Callback<ClaimOutcome> claimed = hand_off ? std::move(hand_off->claimed) : nullptr;
   const int64_t lease_ms = hand_off ? hand_off->lease_ms : 0;
   scripts_->Eval(
@@ -235,7 +194,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
        keys.Payloads(), keys.Idempotency(), keys.IdempotencyExpiry(), keys.Active(),
        keys.Paused(), keys.Dead(), keys.Claim(claim_id), keys.ReadyByType(), keys.RateLimit(),
        keys.RateBucket(), keys.MaxActive(), keys.KeyLimit(), keys.KeyActive(),
-       keys.KeyWaiting()},
+       keys.KeyWaiting(), keys.Acked(), keys.AckedExpiry(), keys.DepsWaiting(),
+       keys.Dependents(), keys.Results()},
       std::move(args),
       [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -251,12 +211,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
         }
         if (!reply.ok()) return done(reply.status());
         const bool registered = reply->elements[2 * count].AsInt() == 1;
-        std::vector<EnqueueOutcome> out;
-        out.reserve(count);
-        for (size_t i = 0; i < count; ++i) {
-          out.push_back(EnqueueOutcome{reply->elements[2 * i].str,
-                                       reply->elements[2 * i + 1].AsInt() == 1});
-        }
+        std::vector<EnqueueOutcome> out = EnqueueOutcomes(queue, *reply, count);
         if (registered) return done(std::move(out));
         // A new queue (or one deleted since): registered before the
         // enqueue answers, so ListQueues and the reaper see it then.
@@ -326,7 +281,8 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
   }
   scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed(), keys.Jobs(), keys.Payloads(),
                   keys.Results(), keys.Acked(), keys.AckedExpiry(), keys.Ready(),
-                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting()},
+                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting(), keys.Scheduled(),
+                  keys.Dead(), keys.DepsWaiting(), keys.Dependents()},
                  std::move(args),
                  [queue, ids = std::move(ids), done = std::move(done)](
                      absl::StatusOr<RedisReply> reply) {
@@ -354,7 +310,7 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
   scripts_->Eval(
       scripts_->Get("fail"),
       {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead(), keys.Ready(), keys.ReadyByType(),
-       keys.KeyActive(), keys.KeyWaiting()},
+       keys.KeyActive(), keys.KeyWaiting(), keys.DepsWaiting(), keys.Dependents()},
       {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
        absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel(),
        r.keep_attempt() ? "1" : "0"},
@@ -388,7 +344,7 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("cancel"),
                  {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead(), keys.ReadyByType(),
-                  keys.KeyWaiting()},
+                  keys.KeyWaiting(), keys.DepsWaiting(), keys.Dependents()},
                  {job_id, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked =
@@ -436,7 +392,8 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                  {keys.Active(), keys.Scheduled(), keys.Dead(), keys.Completed(), keys.Ready(),
                   keys.Paused(), keys.Registered(), keys.Jobs(), keys.Payloads(), keys.Results(),
                   keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry(),
-                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting()},
+                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting(), keys.DepsWaiting(),
+                  keys.Dependents()},
                  {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
                   absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -471,36 +428,6 @@ void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> d
                    }
                    done(reply->integer);
                  });
-}
-
-void JobStore::RegisterQueue(const std::string& queue, Callback<bool> done) const {
-  // The marker only once the registry entry is written, so that a set marker
-  // implies the entry. It lives in the queue's slot, where enqueue.lua reads
-  // it. The layout marker goes first, on the same connection, so that a
-  // registered queue implies it (CheckRedisSettings).
-  client_->Command({"SET", Keys::Layout(options_.key_prefix), absl::StrCat(kLayoutVersion), "NX"},
-                   [](absl::StatusOr<RedisReply>) {});
-  scripts_->Eval(
-      scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)}, {queue},
-      [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-        if (!reply.ok()) return done(reply.status());
-        const bool added = reply->AsInt() == 1;
-        // Once more after the marker: a DeleteQueue whose unregister_queue.lua
-        // ran between the first SADD and the marker re-adds the entry only
-        // if it sees the marker, which may be set just after it looked.
-        // Whichever runs last, this SADD or its check, leaves the entry.
-        client_->Command(
-            {"SET", KeysFor(queue).Registered(), "1"},
-            [this, queue, added, done = std::move(done)](absl::StatusOr<RedisReply> set) mutable {
-              if (!set.ok()) return done(set.status());
-              scripts_->Eval(scripts_->Get("register_queue"), {Keys::Registry(options_.key_prefix)},
-                             {queue},
-                             [added, done = std::move(done)](absl::StatusOr<RedisReply> again) {
-                               if (!again.ok()) return done(again.status());
-                               done(added);
-                             });
-            });
-      });
 }
 
 void JobStore::GetJob(const std::string& queue, const std::string& job_id,
@@ -541,79 +468,6 @@ void JobStore::ReadJob(const std::string& queue, const std::string& job_id,
         reply->elements.pop_back();
         done(JobFromReply(queue, id, *reply));
       });
-}
-
-void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings> done) const {
-  const Keys keys = KeysFor(queue);
-  client_->Command(
-      {"MGET", keys.Partitions(), keys.JobTimeout(), keys.RateLimit(), keys.MaxActive(),
-       keys.KeyLimit()},
-      [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-        if (!reply.ok()) return done(reply.status());
-        if (reply->elements.size() != 5) return done(absl::InternalError("bad MGET reply"));
-        QueueSettings settings;
-        const RedisReply& count = reply->elements[0];
-        if (!count.is_nil()) {
-          const int64_t n = count.AsInt(-1);
-          if (n < 1 || n > kMaxPartitions) {
-            return done(absl::InternalError("bad partition count in redis"));
-          }
-          settings.partitions = static_cast<int>(n);
-        }
-        const RedisReply& timeout = reply->elements[1];
-        if (!timeout.is_nil()) {
-          const int64_t ms = timeout.AsInt(-1);
-          if (ms < 0) return done(absl::InternalError("bad default job timeout in redis"));
-          settings.default_job_timeout_ms = ms;
-        }
-        const RedisReply& limit = reply->elements[2];
-        if (!limit.is_nil()) {
-          settings.rate_limit = ParseRateLimit(limit.str);
-          if (!settings.rate_limit) return done(absl::InternalError("bad rate limit in redis"));
-        }
-        for (auto [i, limit] : {std::pair{3, &settings.max_active},
-                                std::pair{4, &settings.max_active_per_key}}) {
-          const RedisReply& value = reply->elements[i];
-          if (value.is_nil()) continue;
-          const int64_t n = value.AsInt(-1);
-          if (n < 1 || n > kMaxMaxActive) {
-            return done(absl::InternalError(i == 3 ? "bad max_active in redis"
-                                                   : "bad key_limit in redis"));
-          }
-          *limit = static_cast<int32_t>(n);
-        }
-        done(settings);
-      });
-}
-
-std::string RateLimitValue(const v1::RateLimit& limit) {
-  return absl::StrCat(limit.count(), " ", limit.interval_ms(), " ", limit.burst());
-}
-
-std::optional<v1::RateLimit> ParseRateLimit(absl::string_view value) {
-  std::vector<absl::string_view> parts = absl::StrSplit(value, ' ');
-  int32_t count = 0, burst = 0;
-  int64_t interval_ms = 0;
-  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &count) ||
-      !absl::SimpleAtoi(parts[1], &interval_ms) || !absl::SimpleAtoi(parts[2], &burst) ||
-      count < 1 || interval_ms < 1 || burst < 1) {
-    return std::nullopt;
-  }
-  v1::RateLimit limit;
-  limit.set_count(count);
-  limit.set_interval_ms(interval_ms);
-  limit.set_burst(burst);
-  return limit;
-}
-
-void JobStore::ListQueues(Callback<std::vector<std::string>> done) const {
-  client_->Command({"SMEMBERS", Keys::Registry(options_.key_prefix)},
-                   [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                     if (!reply.ok()) return done(reply.status());
-                     std::vector<std::string> queues;
-                     for (const auto& e : reply->elements) queues.push_back(e.str);
-                     done(std::move(queues));
-                   });
 }
 
 void LogSkippedJobs(const std::string& queue, const std::string& script, const RedisReply& ids) {

@@ -52,9 +52,13 @@ struct StoreOptions {
   int64_t idle_queue_ttl_ms = 24LL * 3600 * 1000;
 };
 
+// One job's outcome: stored (job_id, duplicate when its idempotency key
+// named an earlier job), or refused (status: NOT_FOUND naming a depends_on
+// id that names no job; job_id empty, nothing stored).
 struct EnqueueOutcome {
   std::string job_id;
   bool duplicate = false;
+  absl::Status status;
 };
 
 // A claim returns at most about this many bytes of payload and error text
@@ -163,6 +167,9 @@ class JobStore {
   // call; one outcome per job, in order. REQUIRES: `jobs` is not empty and
   // each job is valid with max_attempts and backoff resolved (non-zero). A
   // job without completed_retention_ms gets options().completed_retention_ms.
+  // A job's depends_on_batch_index are positions in `jobs` of earlier jobs
+  // (its parents, as depends_on ids are); a job whose such parent was not
+  // stored is refused (BatchParentNotStored).
   // With `hand_off`, the same call then claims as Claim would (after the
   // jobs are stored, in the same script) and answers hand_off->claimed; the
   // queue's wake-up is then published only when due jobs are left.

@@ -1,5 +1,7 @@
 #include "broker/store/keys.h"
 
+#include <utility>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "broker/base/error_reason.h"
@@ -52,6 +54,21 @@ std::string JobRef(absl::string_view queue, absl::string_view job_id) {
 absl::Status JobNotFound(absl::string_view queue, absl::string_view job_id) {
   return base::WithReason(absl::NotFoundError(absl::StrCat(JobRef(queue, job_id), " not found")),
                           base::reason::kJobNotFound);
+}
+
+absl::Status DependencyNotFound(absl::string_view queue, absl::string_view parent_id) {
+  absl::Status status = absl::NotFoundError(
+      absl::StrCat("depends_on: ", JobRef(queue, parent_id),
+                   " not found (never enqueued, or deleted, or past its retention)"));
+  status = base::WithReason(std::move(status), base::reason::kDependencyNotFound);
+  return base::WithMetadata(std::move(status), "job_id", parent_id);
+}
+
+absl::Status BatchParentNotStored() {
+  return base::WithReason(
+      absl::NotFoundError("depends_on_batch_index: a parent of this batch was not stored (its "
+                          "own result says why)"),
+      base::reason::kDependencyNotFound);
 }
 
 std::string Keys::Registry(absl::string_view prefix) { return absl::StrCat(prefix, ":queues"); }

@@ -76,6 +76,12 @@ std::string JobIdSuffix(int partition);
 std::string JobRef(absl::string_view queue, absl::string_view job_id);
 // NOT_FOUND with reason JOB_NOT_FOUND: "<JobRef> not found".
 absl::Status JobNotFound(absl::string_view queue, absl::string_view job_id);
+// NOT_FOUND with reason DEPENDENCY_NOT_FOUND (metadata "job_id"): the
+// depends_on id `parent_id` names no job of `queue`.
+absl::Status DependencyNotFound(absl::string_view queue, absl::string_view parent_id);
+// NOT_FOUND, reason DEPENDENCY_NOT_FOUND, no metadata: a parent named by
+// depends_on_batch_index was not stored.
+absl::Status BatchParentNotStored();
 
 // Thread safety: immutable, safe to share.
 class Keys {
@@ -128,6 +134,11 @@ class Keys {
   std::string KeyLimit() const { return base_ + "key_limit"; }
   std::string KeyActive() const { return base_ + "key_active"; }
   std::string KeyWaiting() const { return base_ + "key_waiting"; }
+  // Dependencies (docs/semantics.md, "Dependencies"): pending jobs waiting
+  // for parents (zset: id -> created at ms), and each unfinished parent's
+  // waiting dependents (hash: parent id -> ids, space-separated).
+  std::string DepsWaiting() const { return base_ + "deps_waiting"; }
+  std::string Dependents() const { return base_ + "dependents"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);

@@ -17,7 +17,7 @@ namespace {
 
 // The helper libraries every script gets, in this order: each may use the
 // local functions of those before it.
-constexpr absl::string_view kLibNames[] = {"_lib", "_lib_claim"};
+constexpr absl::string_view kLibNames[] = {"_lib", "_lib_deps", "_lib_settle", "_lib_claim"};
 constexpr absl::string_view kCheckKeysName = "_check_keys";
 
 // A script's first line when it is a Redis 7 shebang ("#!lua flags=..."),
@@ -103,15 +103,43 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
     }
     callback(std::move(reply));
   };
-  client_->Command(*argv, [this, &script, argv, done = std::move(done)](
-                              absl::StatusOr<RedisReply> reply) mutable {
-    if (reply.ok() && reply->is_error() && absl::StartsWith(reply->str, "NOSCRIPT")) {
-      (*argv)[0] = "EVAL";
-      (*argv)[1] = script.text;
-      client_->Command(std::move(*argv), std::move(done));
-      return;
+  Send(script, std::move(argv), std::move(done), /*retry=*/false);
+}
+
+void ScriptRunner::Send(const Script& script, Argv argv, RedisCommands::ReplyCallback done,
+                        bool retry) const {
+  std::vector<std::string> command = *argv;
+  client_->Command(std::move(command), [this, &script, argv, retry, done = std::move(done)](
+                                           absl::StatusOr<RedisReply> reply) mutable {
+    if (!reply.ok() || !reply->is_error() || !absl::StartsWith(reply->str, "NOSCRIPT")) {
+      return done(std::move(reply));
     }
-    done(std::move(reply));
+    {
+      absl::MutexLock lock(&mu_);
+      auto [it, first] = reloading_.try_emplace(&script);
+      if (!first && !retry) {
+        it->second.push_back([this, &script, argv, done = std::move(done)]() mutable {
+          Send(script, std::move(argv), std::move(done), /*retry=*/true);
+        });
+        return;
+      }
+      retry = first;  // from here: whether this call wakes the waiters
+    }
+    (*argv)[0] = "EVAL";
+    (*argv)[1] = script.text;
+    client_->Command(std::move(*argv), [this, &script, wake = retry, done = std::move(done)](
+                                           absl::StatusOr<RedisReply> reply) mutable {
+      done(std::move(reply));
+      if (!wake) return;
+      std::vector<std::function<void()>> waiting;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = reloading_.find(&script);
+        waiting = std::move(it->second);
+        reloading_.erase(it);
+      }
+      for (auto& resume : waiting) resume();
+    });
   });
 }
 

@@ -36,6 +36,9 @@ void FillRequest(absl::string_view queue, absl::string_view type, absl::string_v
   }
   request->set_timeout_ms(options.timeout_ms);
   request->mutable_headers()->insert(options.headers.begin(), options.headers.end());
+  for (const std::string& parent : options.depends_on) request->add_depends_on(parent);
+  request->set_run_after_failed_dependency(options.run_after_failed_dependency);
+  for (int parent : options.depends_on_batch_index) request->add_depends_on_batch_index(parent);
 }
 
 }  // namespace

@@ -76,6 +76,26 @@ struct EnqueueOptions {
   // Groups the job under the queue's max_active_per_key limit (e.g. a
   // customer id); "" for none. At most 128 bytes.
   std::string concurrency_key;
+  // Jobs of the same queue (0..20 distinct ids) that must COMPLETE before
+  // this job is due (docs/semantics.md, "Dependencies"); until then it is
+  // PENDING with dependencies_left() > 0, then its handler gets their results
+  // (Job::dependency_results). A parent that ends DEAD (or is deleted) makes
+  // this job DEAD "dependency failed: <id>" unless
+  // run_after_failed_dependency. An id that names no job of the queue
+  // refuses the job: NOT_FOUND, ErrorReason DEPENDENCY_NOT_FOUND
+  // (ErrorMetadata "job_id": that id); nothing is stored.
+  std::vector<std::string> depends_on;
+  // A parent that ends DEAD or is deleted counts as done (without a result)
+  // instead of failing this job.
+  bool run_after_failed_dependency = false;
+  // EnqueueBatch only (Enqueue: INVALID_ARGUMENT): parents among the
+  // batch's earlier jobs, by index in `jobs`, as depends_on names stored
+  // ones (with depends_on at most 20), so that one call stores a graph
+  // (docs/semantics.md, "Dependencies"). A child whose batch parent was
+  // refused is refused too (INVALID_ARGUMENT, or NOT_FOUND
+  // DEPENDENCY_NOT_FOUND when the parent was not stored), its message
+  // naming the parent.
+  std::vector<int> depends_on_batch_index;
 };
 
 struct Enqueued {

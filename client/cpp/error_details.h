@@ -32,6 +32,7 @@ namespace reason {
 inline constexpr absl::string_view kInvalidField = "INVALID_FIELD";
 inline constexpr absl::string_view kJobNotFound = "JOB_NOT_FOUND";
 inline constexpr absl::string_view kQueueNotFound = "QUEUE_NOT_FOUND";
+inline constexpr absl::string_view kDependencyNotFound = "DEPENDENCY_NOT_FOUND";
 inline constexpr absl::string_view kLeaseStale = "LEASE_STALE";
 inline constexpr absl::string_view kJobState = "JOB_STATE";
 inline constexpr absl::string_view kJobCancelRequested = "JOB_CANCEL_REQUESTED";
@@ -64,7 +65,7 @@ inline constexpr absl::string_view kRetryInfoUrl = "type.googleapis.com/google.r
 std::string ErrorReason(const absl::Status& status);
 // ErrorInfo.domain ("jobwire.dev"); "" without an ErrorInfo.
 std::string ErrorDomain(const absl::Status& status);
-// ErrorInfo.metadata (e.g. "field", "state", "queue").
+// ErrorInfo.metadata (e.g. "field", "state", "queue", "job_id").
 std::map<std::string, std::string> ErrorMetadata(const absl::Status& status);
 // The field of the BadRequest's first field violation (INVALID_FIELD).
 std::optional<std::string> ErrorField(const absl::Status& status);

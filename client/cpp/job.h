@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -38,6 +39,15 @@ struct Job {
   std::map<std::string, std::string> headers;
   // EnqueueOptions::concurrency_key; "" when none.
   std::string concurrency_key;
+  // EnqueueOptions::depends_on: the parents this job waited for.
+  std::vector<std::string> depends_on;
+  // Each parent's result by parent id, bytes unchanged (a parent that
+  // completed without a result, or failed under run_after_failed_dependency,
+  // is absent).
+  std::map<std::string, std::string> dependency_results;
+  // EnqueueOptions::run_after_failed_dependency: a parent absent from
+  // dependency_results may have failed.
+  bool run_after_failed_dependency = false;
   // 1 for the first run; counts the current run.
   int32_t attempt = 0;
   int32_t max_attempts = 0;

@@ -55,8 +55,8 @@ type Error struct {
 	// details).
 	Reason string
 	// Metadata is the ErrorInfo metadata ("field" with INVALID_FIELD, "state"
-	// with JOB_STATE, "queue" with TOKEN_NOT_PERMITTED); nil when there is
-	// none. Do not modify it.
+	// with JOB_STATE, "queue" with TOKEN_NOT_PERMITTED, "job_id" with
+	// DEPENDENCY_NOT_FOUND); nil when there is none. Do not modify it.
 	Metadata map[string]string
 	// Field is the field path of the BadRequest field violation that comes
 	// with INVALID_FIELD ("priority", "jobs[3].priority"); "" when none.
@@ -113,6 +113,11 @@ var (
 	ErrJobNotFound error = &reasonError{"JOB_NOT_FOUND"}
 	// ErrQueueNotFound: NOT_FOUND (UpdateQueue); no such queue.
 	ErrQueueNotFound error = &reasonError{"QUEUE_NOT_FOUND"}
+	// ErrDependencyNotFound: NOT_FOUND (Enqueue); an id of WithDependsOn
+	// names no job of the queue. Metadata["job_id"] is that id. In
+	// EnqueueBatch also: an index of WithDependsOnBatchIndex names a job of
+	// the batch that was not stored (BatchResult.Err's message names it).
+	ErrDependencyNotFound error = &reasonError{"DEPENDENCY_NOT_FOUND"}
 	// ErrLeaseStale: FAILED_PRECONDITION; the lease token is not the job's
 	// current lease. Drop the job: another run owns it.
 	ErrLeaseStale error = &reasonError{"LEASE_STALE"}

@@ -28,6 +28,7 @@ var sentinels = map[string]error{
 	"INVALID_FIELD":          jobwire.ErrInvalidField,
 	"JOB_NOT_FOUND":          jobwire.ErrJobNotFound,
 	"QUEUE_NOT_FOUND":        jobwire.ErrQueueNotFound,
+	"DEPENDENCY_NOT_FOUND":   jobwire.ErrDependencyNotFound,
 	"LEASE_STALE":            jobwire.ErrLeaseStale,
 	"JOB_STATE":              jobwire.ErrJobState,
 	"JOB_CANCEL_REQUESTED":   jobwire.ErrJobCancelled,

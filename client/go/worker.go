@@ -56,6 +56,17 @@ type Job struct {
 	// ConcurrencyKey is the key the producer gave (WithConcurrencyKey); ""
 	// when none.
 	ConcurrencyKey string
+	// DependsOn are the parents the job waited for (WithDependsOn); nil when
+	// none. The same slice as Info.DependsOn.
+	DependsOn []string
+	// DependencyResults are the parents' results by parent id, bytes
+	// unchanged (a parent that completed without a result, or failed under
+	// WithRunAfterFailedDependency, is absent); nil or empty when none. The
+	// same map as Info.DependencyResults.
+	DependencyResults map[string][]byte
+	// RunAfterFailedDependency is the producer's WithRunAfterFailedDependency:
+	// a parent absent from DependencyResults may have failed.
+	RunAfterFailedDependency bool
 	// Info is the job as the broker delivered it (every field of the proto;
 	// Info.TimeoutMs is the run timeout, whose deadline the handler's
 	// context carries).
@@ -347,20 +358,23 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 	lease := run.lease
 	info := cj.GetJob()
 	job := &Job{
-		ID:               info.GetId(),
-		Queue:            info.GetQueue(),
-		Type:             info.GetType(),
-		Payload:          info.GetPayload(),
-		Attempt:          int(info.GetAttempts()),
-		MaxAttempts:      int(info.GetMaxAttempts()),
-		LeaseExpiresAtMs: cj.GetLeaseExpiresAtMs(),
-		LeaseMs:          cj.GetLeaseMs(),
-		WorkerID:         r.w.cfg.workerID,
-		Headers:          info.GetHeaders(),
-		ConcurrencyKey:   info.GetConcurrencyKey(),
-		Info:             info,
-		leaseToken:       cj.GetLeaseToken(),
-		run:              run,
+		ID:                       info.GetId(),
+		Queue:                    info.GetQueue(),
+		Type:                     info.GetType(),
+		Payload:                  info.GetPayload(),
+		Attempt:                  int(info.GetAttempts()),
+		MaxAttempts:              int(info.GetMaxAttempts()),
+		LeaseExpiresAtMs:         cj.GetLeaseExpiresAtMs(),
+		LeaseMs:                  cj.GetLeaseMs(),
+		WorkerID:                 r.w.cfg.workerID,
+		Headers:                  info.GetHeaders(),
+		ConcurrencyKey:           info.GetConcurrencyKey(),
+		DependsOn:                info.GetDependsOn(),
+		DependencyResults:        info.GetDependencyResults(),
+		RunAfterFailedDependency: info.GetRunAfterFailedDependency(),
+		Info:                     info,
+		leaseToken:               cj.GetLeaseToken(),
+		run:                      run,
 	}
 	if job.LeaseExpiresAtMs == 0 {
 		job.LeaseExpiresAtMs = info.GetLeaseExpiresAtMs()

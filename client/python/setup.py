@@ -91,10 +91,13 @@ def runtime_requirements():
     grpc_min = m.group(1) if m else "1.50"
     reqs.append("grpcio>=%s,<2" % grpc_min)
     # The error details (JobwireError.reason ...): grpcio-status is released
-    # in lockstep with grpcio (grpcio-status X needs grpcio >= X), so it gets
-    # grpcio's range; googleapis-common-protos (google.rpc.status_pb2 /
+    # with grpcio (grpcio-status X needs grpcio >= X), so it gets grpcio's
+    # minor version and up: a patch release of grpcio (and of grpcio-tools,
+    # whose version the generated code names) can reach the index before
+    # grpcio-status's, and any grpcio-status of the same minor works with
+    # it; googleapis-common-protos (google.rpc.status_pb2 /
     # error_details_pb2) from 1.74, its first release that accepts protobuf 7.
-    reqs.append("grpcio-status>=%s,<2" % grpc_min)
+    reqs.append("grpcio-status>=%s,<2" % ".".join(grpc_min.split(".")[:2]))
     reqs.append(ERROR_DETAILS_PROTOS)
     return reqs
 

@@ -117,6 +117,11 @@ export interface Job {
   headers: Record<string, string>;
   /** The error history (Job.errors): the last failed runs and a cancel, oldest first. */
   errors: { attempt: number; at_ms: number; error: string }[];
+  /** Dependencies (EnqueueRequest.depends_on): the parents, how many have not ended, their results. */
+  depends_on?: string[];
+  dependencies_left?: number;
+  dependency_results?: Record<string, Buffer>;
+  run_after_failed_dependency?: boolean;
 }
 
 export interface ScheduleInfo {

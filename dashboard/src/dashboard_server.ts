@@ -1,7 +1,8 @@
 // DashboardServer: the HTTP(S) server. Routes, sessions and their cookie,
-// the CSRF and Origin checks on every POST, the read-only and login rules,
-// and the event streams; pages come from pages.ts, actions from actions.ts,
-// the forms that create things from forms.ts, broker calls from BrokerClient.
+// the CSRF and Origin checks on every POST, the read-only and login rules;
+// pages come from pages.ts and workers_page.ts, actions from actions.ts, the
+// forms that create things from forms.ts, the server-sent-events streams from
+// EventStreams (event_streams.ts), broker calls from BrokerClient.
 //
 //   GET  /healthz                      200 "ok" (no session, no broker call)
 //   GET  /static/{style.css,live.js}
@@ -22,9 +23,10 @@
 //   POST /queues/<q>/<action>          actions.ts; asks first unless confirm=yes
 //   POST /schedules/<name>/delete      DeleteSchedule; asks first unless confirm=yes
 //
-// The event streams of one job or one queue (WaitJob, Subscribe) are one
-// broker stream per viewer, at most MAX_VIEWER_STREAMS at once (503 beyond);
-// a viewer that does not read its stream is cut off past MAX_UNSENT bytes.
+// The server-sent-events routes (the three .../events) are EventStreams',
+// which also bounds them: the streams of one job or one queue (WaitJob,
+// Subscribe) are one broker stream per viewer, with a cap on those open at
+// once (503 beyond), and a viewer that does not read its stream is cut off.
 //
 // Every POST needs the session's CSRF token in its form and an Origin (or,
 // without one, a Referer) of this server: else 403 and nothing is done.
@@ -40,32 +42,24 @@ import * as path from 'node:path';
 import { ACTIONS, MAX_SELECTED, parseOlderThan, parseQueueSettings } from './actions';
 import { BrokerClient, BrokerError } from './broker_client';
 import { Config, splitHostPort } from './config';
+import { EventStreams, StreamRequest } from './event_streams';
 import { parseCreateQueue, parseEnqueue, parseSchedule } from './forms';
 import { showTime } from './format';
-import { Html } from './html';
+import { redirect, SECURITY_HEADERS, send } from './http_responses';
+import { explainCode, jobUrl, PageContext, queueUrl } from './page_layout';
 import * as pages from './pages';
 import { SealedSessions } from './sealed_sessions';
 import { csrfMatches, Session, Sessions, SessionStore } from './session_store';
 import { StatsPollerHub } from './stats_poller';
+import { workersPage } from './workers_page';
 
 const COOKIE = 'jw_session';
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
 const SCHEDULE_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_BODY = 64 * 1024;
-/** Event streams of one job or one queue open at once, over every viewer. */
-const MAX_VIEWER_STREAMS = 200;
-/** A viewer's event stream is ended when this many bytes wait to be sent to it. */
-const MAX_UNSENT = 1024 * 1024;
 const STATIC_FILES: Record<string, string> = {
   'style.css': 'text/css; charset=utf-8',
   'live.js': 'text/javascript; charset=utf-8',
-};
-const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-  'x-frame-options': 'DENY',
 };
 
 /** Logs one JSON line per event; never given a token. */
@@ -79,12 +73,7 @@ class HttpError extends Error {
   }
 }
 
-interface RequestContext {
-  req: http.IncomingMessage;
-  res: http.ServerResponse;
-  url: URL;
-  session: Session;
-  ctx: pages.PageContext;
+interface RequestContext extends StreamRequest {
   form: URLSearchParams;
 }
 
@@ -92,9 +81,7 @@ export class DashboardServer {
   private readonly server: http.Server;
   private readonly sessions: Sessions;
   private readonly hub: StatsPollerHub;
-  private readonly streams = new Set<http.ServerResponse>();
-  /** The broker streams of the viewers' job and queue event streams. */
-  private viewerStreams = 0;
+  private readonly eventStreams: EventStreams;
   private readonly staticDir: string;
   private readonly tls: boolean;
 
@@ -108,6 +95,7 @@ export class DashboardServer {
     const handler = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
     this.server = this.tls ? https.createServer({ cert: config.tlsCert, key: config.tlsKey }, handler) : http.createServer(handler);
     this.hub = new StatsPollerHub(broker, { intervalMs: config.pollIntervalMs, historyLength: 150, idleMs: 5 * 60_000 });
+    this.eventStreams = new EventStreams(broker, this.hub, log);
     this.staticDir = path.join(__dirname, '..', 'static');
   }
 
@@ -130,7 +118,7 @@ export class DashboardServer {
 
   /** Ends the event streams and the pollers, then closes the listener. */
   stop(): Promise<void> {
-    for (const res of this.streams) res.end();
+    this.eventStreams.endAll();
     this.hub.stopAll();
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
@@ -141,17 +129,17 @@ export class DashboardServer {
     const url = new URL(req.url ?? '/', 'http://dashboard');
     res.on('finish', () => this.log({ msg: 'request', method: req.method, path: url.pathname, status: res.statusCode, ms: Date.now() - started }));
     try {
-      if (url.pathname === '/healthz') return this.send(res, 200, 'ok\n', 'text/plain; charset=utf-8');
+      if (url.pathname === '/healthz') return send(res, 200, 'ok\n', 'text/plain; charset=utf-8');
       if (url.pathname.startsWith('/static/')) return this.serveStatic(res, url.pathname.slice(8));
       await this.route(await this.begin(req, res, url));
     } catch (err) {
       if (res.headersSent) {
         res.end();
       } else if (err instanceof HttpError) {
-        this.send(res, err.status, pages.messagePage(undefined, 'Refused', err.message));
+        send(res, err.status, pages.messagePage(undefined, 'Refused', err.message));
       } else {
         this.log({ msg: 'internal error', path: url.pathname, error: String(err) });
-        this.send(res, 500, pages.messagePage(undefined, 'Error', 'The dashboard failed to answer; see its log.'));
+        send(res, 500, pages.messagePage(undefined, 'Error', 'The dashboard failed to answer; see its log.'));
       }
     }
   }
@@ -178,7 +166,7 @@ export class DashboardServer {
     } else if (req.method !== 'GET' && req.method !== 'HEAD') {
       throw new HttpError(405, 'Method not allowed.');
     }
-    const ctx: pages.PageContext = { csrf: session.csrf, readOnly: this.config.readOnly, loggedIn: this.config.requireLogin && Boolean(session.token) };
+    const ctx: PageContext = { csrf: session.csrf, readOnly: this.config.readOnly, loggedIn: this.config.requireLogin && Boolean(session.token) };
     return { req, res, url, session, ctx, form };
   }
 
@@ -191,10 +179,10 @@ export class DashboardServer {
       // the old cookie would otherwise still be one.
       this.sessions.delete(session);
       this.setCookie(r.res, this.sessions.create());
-      return this.redirect(r.res, this.config.requireLogin ? '/login' : '/');
+      return redirect(r.res, this.config.requireLogin ? '/login' : '/');
     }
     if (this.config.requireLogin && !session.token) {
-      if (!post && !url.pathname.endsWith('/events')) return this.redirect(r.res, '/login');
+      if (!post && !url.pathname.endsWith('/events')) return redirect(r.res, '/login');
       throw new HttpError(401, 'Log in first.');
     }
     let parts: string[];
@@ -205,7 +193,7 @@ export class DashboardServer {
     }
     try {
       if (!post && parts.length === 1 && parts[0] === '') return await this.queues(r);
-      if (!post && parts.length === 1 && parts[0] === 'events') return await this.events(r);
+      if (!post && parts.length === 1 && parts[0] === 'events') return await this.eventStreams.events(r);
       if (!post && parts.length === 1 && parts[0] === 'schedules') return await this.schedules(r);
       if (post && parts.length === 1 && parts[0] === 'schedules') return await this.putSchedule(r);
       if (post && parts.length === 1 && parts[0] === 'create-queue') return await this.createQueue(r);
@@ -217,10 +205,10 @@ export class DashboardServer {
       if (parts[0] === 'queues' && parts.length >= 2) {
         if (!QUEUE_NAME.test(parts[1])) throw new HttpError(400, 'Not a queue name.');
         if (!post && parts.length === 2) return await this.queue(r, parts[1]);
-        if (!post && parts.length === 3 && parts[2] === 'watch') return this.send(r.res, 200, pages.watchPage(r.ctx, parts[1]));
-        if (!post && parts.length === 4 && parts[2] === 'watch' && parts[3] === 'events') return this.watchEvents(r, parts[1]);
+        if (!post && parts.length === 3 && parts[2] === 'watch') return send(r.res, 200, pages.watchPage(r.ctx, parts[1]));
+        if (!post && parts.length === 4 && parts[2] === 'watch' && parts[3] === 'events') return this.eventStreams.watchEvents(r, parts[1]);
         if (!post && parts.length === 4 && parts[2] === 'jobs') return await this.job(r, parts[1], parts[3]);
-        if (!post && parts.length === 5 && parts[2] === 'jobs' && parts[4] === 'events') return this.jobEvents(r, parts[1], parts[3]);
+        if (!post && parts.length === 5 && parts[2] === 'jobs' && parts[4] === 'events') return this.eventStreams.jobEvents(r, parts[1], parts[3]);
         if (post && parts.length === 3 && parts[2] === 'enqueue') return await this.enqueue(r, parts[1]);
         if (!post && parts.length === 5 && parts[2] === 'jobs' && isDownloadPart(parts[4])) return await this.download(r, parts[1], parts[3], parts[4]);
         if (post && parts.length === 3 && parts[2] in ACTIONS) return await this.action(r, parts[1], parts[2]);
@@ -232,21 +220,21 @@ export class DashboardServer {
         session.token = undefined;
         if (!r.res.headersSent) this.setCookie(r.res, session);
       }
-      return this.send(r.res, statusFor(err.code), pages.brokerErrorPage(r.ctx, err.code, err.details));
+      return send(r.res, statusFor(err.code), pages.brokerErrorPage(r.ctx, err.code, err.details));
     }
     throw new HttpError(404, 'No such page.');
   }
 
   private showLogin(r: RequestContext): void {
-    if (!this.config.requireLogin) return this.redirect(r.res, '/');
-    this.send(r.res, 200, pages.loginPage(r.session.csrf));
+    if (!this.config.requireLogin) return redirect(r.res, '/');
+    send(r.res, 200, pages.loginPage(r.session.csrf));
   }
 
   /** Checks the token with a ListQueues; on success a new session (new id) holds it. */
   private async login(r: RequestContext): Promise<void> {
-    if (!this.config.requireLogin) return this.redirect(r.res, '/');
+    if (!this.config.requireLogin) return redirect(r.res, '/');
     const token = r.form.get('token') ?? '';
-    if (token === '') return this.send(r.res, 400, pages.loginPage(r.session.csrf, 'Enter an admin token.'));
+    if (token === '') return send(r.res, 400, pages.loginPage(r.session.csrf, 'Enter an admin token.'));
     try {
       await this.broker.listQueues(token);
     } catch (err) {
@@ -254,108 +242,20 @@ export class DashboardServer {
       const why =
         err.code === 16 ? 'The broker did not accept this token (UNAUTHENTICATED).'
         : err.code === 7 ? 'This token may not administer any queue (PERMISSION_DENIED).'
-        : pages.explainCode(err.code);
+        : explainCode(err.code);
       this.log({ msg: 'login refused', code: err.code });
-      return this.send(r.res, statusFor(err.code), pages.loginPage(r.session.csrf, why));
+      return send(r.res, statusFor(err.code), pages.loginPage(r.session.csrf, why));
     }
     this.sessions.delete(r.session);
     this.setCookie(r.res, this.sessions.create(token));
     this.log({ msg: 'login' });
-    this.redirect(r.res, '/');
+    redirect(r.res, '/');
   }
 
   private async queues(r: RequestContext): Promise<void> {
     const poller = this.hub.get(r.session.token);
     const snap = await poller.snapshot();
-    this.send(r.res, 200, pages.queuesPage(r.ctx, snap, poller));
-  }
-
-  private async events(r: RequestContext): Promise<void> {
-    const poller = this.hub.get(r.session.token);
-    const send = this.openEventStream(r);
-    const unsubscribe = poller.subscribe((snap) => send('queues', pages.queuesFragment(snap, poller)));
-    r.req.on('close', unsubscribe);
-    send('queues', pages.queuesFragment(await poller.snapshot(), poller));
-  }
-
-  /**
-   * Starts a server-sent-events answer; answers a function that sends one
-   * event (its data the Html's lines), and does nothing once the stream
-   * ended. A viewer more than MAX_UNSENT bytes behind is cut off.
-   */
-  private openEventStream(r: RequestContext): (event: string, data: Html) => void {
-    const { req, res } = r;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
-    res.write('retry: 2000\n\n');
-    this.streams.add(res);
-    req.on('close', () => this.streams.delete(res));
-    return (event, data) => {
-      if (res.writableEnded || res.destroyed) return;
-      if (res.writableLength > MAX_UNSENT) {
-        this.log({ msg: 'event stream cut off', path: r.url.pathname, unsent: res.writableLength });
-        res.destroy();
-        return;
-      }
-      const lines = data.text.split('\n').map((l) => `data: ${l}`);
-      res.write(`event: ${event}\n${lines.join('\n')}\n\n`);
-    };
-  }
-
-  /**
-   * An event stream fed by one broker stream of this viewer (`open` starts
-   * it and answers its cancel function), cancelled when the viewer goes; at
-   * most MAX_VIEWER_STREAMS at once, else 503. `end` sends the stream's last
-   * event; the stream ends after it.
-   */
-  private viewerStream(
-    r: RequestContext,
-    open: (send: (event: string, data: Html) => void, end: (event: string, data: Html) => void) => () => void,
-  ): void {
-    if (this.viewerStreams >= MAX_VIEWER_STREAMS) {
-      return this.send(r.res, 503, `Too many live views open on this dashboard (${MAX_VIEWER_STREAMS}): close some and reload.\n`, 'text/plain; charset=utf-8');
-    }
-    this.viewerStreams++;
-    const send = this.openEventStream(r);
-    let done = false;
-    let cancel = () => {};
-    const release = () => {
-      if (done) return;
-      done = true;
-      this.viewerStreams--;
-      cancel();
-    };
-    cancel = open(send, (event, data) => {
-      send(event, data);
-      release();
-      r.res.end();
-    });
-    r.req.on('close', release);
-  }
-
-  /** The job's fields at every change (WaitJob), then an `end` event once it finished (or the stream failed). */
-  private jobEvents(r: RequestContext, queue: string, id: string): void {
-    this.viewerStream(r, (send, end) =>
-      this.broker.waitJob(
-        r.session.token,
-        { queue, job_id: id, timeout_ms: 0 },
-        (job) => send('job', pages.jobFragment(r.ctx, job)),
-        (err) => end('end', pages.streamEnd(err.code, err.details, 'ended: the job finished')),
-      ),
-    );
-  }
-
-  /** The queue's events (Subscribe, every kind, with errors), as table rows. */
-  private watchEvents(r: RequestContext, queue: string): void {
-    this.viewerStream(r, (send, end) =>
-      this.broker.subscribe(
-        r.session.token,
-        { queues: [queue], kinds: [], include_details: true },
-        (m) => {
-          if (m.events.length > 0 || m.events_missed) send('events', pages.eventRows(queue, m.events, m.events_missed));
-        },
-        (err) => end('end', pages.streamEnd(err.code, err.details, 'ended by the broker (reload to follow again)')),
-      ),
-    );
+    send(r.res, 200, pages.queuesPage(r.ctx, snap, poller));
   }
 
   private async schedules(r: RequestContext): Promise<void> {
@@ -363,7 +263,7 @@ export class DashboardServer {
     const edit = r.url.searchParams.get('edit');
     const editing = edit ? schedules.find((s) => s.schedule.name === edit) : undefined;
     if (edit && !editing) throw new HttpError(404, `There is no schedule ${edit}.`);
-    this.send(r.res, 200, pages.schedulesPage(r.ctx, schedules, editing));
+    send(r.res, 200, pages.schedulesPage(r.ctx, schedules, editing));
   }
 
   /** PutSchedule from the schedules page's form. */
@@ -373,7 +273,7 @@ export class DashboardServer {
     const { replaced, next_run_at_ms } = await this.broker.putSchedule(r.session.token, schedule);
     this.log({ msg: 'action', action: 'put-schedule', schedule: schedule.name, queue: schedule.job.queue, replaced });
     const next = next_run_at_ms > 0 ? `its next run is at ${showTime(next_run_at_ms)}` : 'it has no next run';
-    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', `${replaced ? 'Replaced' : 'Created'} schedule ${schedule.name}: ${next}.`, { url: '/schedules', label: 'Back to the schedules' }));
+    send(r.res, 200, pages.messagePage(r.ctx, 'Done', `${replaced ? 'Replaced' : 'Created'} schedule ${schedule.name}: ${next}.`, { url: '/schedules', label: 'Back to the schedules' }));
   }
 
   /** CreateQueue from the queues page's form. */
@@ -382,7 +282,7 @@ export class DashboardServer {
     if ('error' in req) throw new HttpError(400, req.error);
     await this.broker.createQueue(r.session.token, req);
     this.log({ msg: 'action', action: 'create-queue', queue: req.queue });
-    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', `Created queue ${req.queue}.`, { url: pages.queueUrl(req.queue), label: `Go to queue ${req.queue}` }));
+    send(r.res, 200, pages.messagePage(r.ctx, 'Done', `Created queue ${req.queue}.`, { url: queueUrl(req.queue), label: `Go to queue ${req.queue}` }));
   }
 
   /** Enqueue from the queue page's form; the message links to the job. */
@@ -392,7 +292,7 @@ export class DashboardServer {
     const { job_id, duplicate } = await this.broker.enqueue(r.session.token, req);
     this.log({ msg: 'action', action: 'enqueue', queue, job_id, duplicate });
     const message = duplicate ? `A job with this idempotency key exists: ${job_id}. Nothing was added.` : `Enqueued job ${job_id}.`;
-    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: pages.jobUrl(queue, job_id), label: 'Go to the job' }));
+    send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: jobUrl(queue, job_id), label: 'Go to the job' }));
   }
 
   /**
@@ -402,10 +302,10 @@ export class DashboardServer {
   private async workers(r: RequestContext): Promise<void> {
     try {
       const workers = await this.broker.listWorkers(r.session.token);
-      this.send(r.res, 200, pages.workersPage(r.ctx, { now: Date.now(), workers }));
+      send(r.res, 200, workersPage(r.ctx, { now: Date.now(), workers }));
     } catch (err) {
       if (!(err instanceof BrokerError) || err.code === 16) throw err;
-      this.send(r.res, statusFor(err.code), pages.workersPage(r.ctx, { now: Date.now(), error: { code: err.code, details: err.details } }));
+      send(r.res, statusFor(err.code), workersPage(r.ctx, { now: Date.now(), error: { code: err.code, details: err.details } }));
     }
   }
 
@@ -414,21 +314,21 @@ export class DashboardServer {
     const action = `/schedules/${encodeURIComponent(name)}/delete`;
     if (r.form.get('confirm') !== 'yes') {
       const question = `Delete schedule ${name}? It enqueues no more runs; the jobs it already enqueued stay.`;
-      return this.send(r.res, 200, pages.confirmPage(r.ctx, 'Please confirm', question, action, {}, '/schedules'));
+      return send(r.res, 200, pages.confirmPage(r.ctx, 'Please confirm', question, action, {}, '/schedules'));
     }
     const { deleted } = await this.broker.deleteSchedule(r.session.token, name);
     this.log({ msg: 'action', action: 'delete-schedule', schedule: name });
-    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', deleted ? `Deleted schedule ${name}.` : `There was no schedule ${name}.`, { url: '/schedules', label: 'Back to the schedules' }));
+    send(r.res, 200, pages.messagePage(r.ctx, 'Done', deleted ? `Deleted schedule ${name}.` : `There was no schedule ${name}.`, { url: '/schedules', label: 'Back to the schedules' }));
   }
 
   private async queue(r: RequestContext, queue: string): Promise<void> {
     const q = r.url.searchParams;
     const jobId = q.get('job_id')?.trim();
-    if (jobId) return this.redirect(r.res, pages.jobUrl(queue, jobId));
+    if (jobId) return redirect(r.res, jobUrl(queue, jobId));
     const idempotencyKey = q.get('idempotency_key') ?? '';
     if (idempotencyKey !== '') {
       const { job } = await this.broker.getJobByIdempotencyKey(r.session.token, queue, idempotencyKey);
-      return this.redirect(r.res, pages.jobUrl(queue, job.id));
+      return redirect(r.res, jobUrl(queue, job.id));
     }
     const state = q.get('state') ?? 'pending';
     if (!(state in pages.STATES)) throw new HttpError(400, 'Unknown state.');
@@ -441,12 +341,12 @@ export class DashboardServer {
     ]);
     const poller = this.hub.get(token);
     const hour = { depth: poller.depthPerMinute(queue), completed: poller.rates.rates(queue) ? poller.rates.completedPerMinute(queue) : undefined };
-    this.send(r.res, 200, pages.queuePage(r.ctx, { stats, state, type, pageToken, jobs: list.jobs, nextPageToken: list.next_page_token, hour }));
+    send(r.res, 200, pages.queuePage(r.ctx, { stats, state, type, pageToken, jobs: list.jobs, nextPageToken: list.next_page_token, hour }));
   }
 
   private async job(r: RequestContext, queue: string, id: string): Promise<void> {
     const { job } = await this.broker.getJob(r.session.token, queue, id);
-    this.send(r.res, 200, pages.jobPage(r.ctx, job));
+    send(r.res, 200, pages.jobPage(r.ctx, job));
   }
 
   /** An action's form checked (400 naming the field, nothing done), then confirmed, then run. */
@@ -469,9 +369,9 @@ export class DashboardServer {
     const force = name === 'delete-queue' && r.form.get('force') === '1';
     const input = { broker: this.broker, token: r.session.token, queue, jobIds, all, type, olderThanMs: olderThan, force, settings };
     const oneJob = jobIds.length === 1 && name !== 'delete-job';
-    const back = oneJob ? pages.jobUrl(queue, jobIds[0])
+    const back = oneJob ? jobUrl(queue, jobIds[0])
       : name === 'delete-queue' ? '/'
-      : pages.queueUrl(queue, name.endsWith('-dead') ? { state: 'dead' } : {});
+      : queueUrl(queue, name.endsWith('-dead') ? { state: 'dead' } : {});
     if (action.question && r.form.get('confirm') !== 'yes') {
       const fields: Record<string, string | string[]> = {};
       if (jobIds.length > 0) fields.job_id = jobIds;
@@ -483,11 +383,11 @@ export class DashboardServer {
         fields.unit = r.form.get('unit')!;
       }
       const question = await action.question(input);
-      return this.send(r.res, 200, pages.confirmPage(r.ctx, 'Please confirm', question, `${pages.queueUrl(queue)}/${name}`, fields, back));
+      return send(r.res, 200, pages.confirmPage(r.ctx, 'Please confirm', question, `${queueUrl(queue)}/${name}`, fields, back));
     }
     const message = await action.run(input);
     this.log({ msg: 'action', action: name, queue, jobs: jobIds.length || undefined, job_id: jobIds.length === 1 ? jobIds[0] : undefined, type: type || undefined, older_than_ms: olderThan || undefined });
-    this.send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: oneJob ? 'Back to the job' : name === 'delete-queue' ? 'Back to the queues' : `Back to queue ${queue}` }));
+    send(r.res, 200, pages.messagePage(r.ctx, 'Done', message, { url: back, label: oneJob ? 'Back to the job' : name === 'delete-queue' ? 'Back to the queues' : `Back to queue ${queue}` }));
   }
 
   /** A job's payload, result or progress data as a file (the job page shows at most MAX_SHOWN_BYTES). */
@@ -521,20 +421,10 @@ export class DashboardServer {
 
   private serveStatic(res: http.ServerResponse, name: string): void {
     const type = STATIC_FILES[name];
-    if (!type) return this.send(res, 404, 'not found\n', 'text/plain; charset=utf-8');
-    this.send(res, 200, fs.readFileSync(path.join(this.staticDir, name), 'utf8'), type);
+    if (!type) return send(res, 404, 'not found\n', 'text/plain; charset=utf-8');
+    send(res, 200, fs.readFileSync(path.join(this.staticDir, name), 'utf8'), type);
   }
 
-  private redirect(res: http.ServerResponse, location: string): void {
-    res.writeHead(303, { location, 'cache-control': 'no-store', ...SECURITY_HEADERS });
-    res.end();
-  }
-
-  private send(res: http.ServerResponse, status: number, body: Html | string, type = 'text/html; charset=utf-8'): void {
-    const text = body instanceof Html ? body.text : body;
-    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text), ...SECURITY_HEADERS });
-    res.end(text);
-  }
 }
 
 type DownloadPart = 'payload' | 'result' | 'progress_data';

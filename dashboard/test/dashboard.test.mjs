@@ -1,13 +1,15 @@
 // The dashboard against a real redis-server and broker, open (no tokens):
 // what the browser shows matches what the test enqueued, live updates
-// arrive without a reload, actions change the broker's state only after a
-// confirmation and only with the session's CSRF token from this origin, and
-// a read-only dashboard refuses them all. The Workers page lists the Claim
-// streams of real Node.js Workers and drops one once it stops.
+// arrive without a reload, and actions change the broker's state only after
+// a confirmation and only with the session's CSRF token from this origin.
+// The Workers page lists the Claim streams of real Node.js Workers and drops
+// one once it stops, and says so when the broker cannot be reached. The same
+// dashboard read-only: read_only.test.mjs; behind an Ingress:
+// public_origin.test.mjs; with two broker replicas: replicas.test.mjs.
 import * as fs from 'node:fs';
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAll, startStack, startDashboard, formSession, screenshot, sleep, freePort, waitFor, Worker } from './helpers.mjs';
+import { startAll, startDashboard, formSession, screenshot, seed, sleep, freePort, workersUntil, Worker } from './helpers.mjs';
 
 let all, stack, client, stubs, dash, browser, metricsPort;
 
@@ -21,38 +23,6 @@ after(async () => {
   await all?.stop();
 });
 
-/** Enqueues `due` due jobs, `scheduled` delayed ones and `dead` cancelled ones; returns the dead ids. */
-async function seed(queue, { due = 0, scheduled = 0, dead = 0 }) {
-  const deadIds = [];
-  for (let i = 0; i < due; i++) await client.enqueue(queue, 'send', { n: i });
-  for (let i = 0; i < scheduled; i++) await client.enqueue(queue, 'later', { n: i }, { delayMs: 3_600_000 });
-  for (let i = 0; i < dead; i++) {
-    const { jobId } = await client.enqueue(queue, 'doomed', { n: i });
-    await client.cancel(queue, jobId);
-    deadIds.push(jobId);
-  }
-  return deadIds;
-}
-
-/** The Workers page's rows, by worker id: the text of each cell. */
-async function workerRows(page) {
-  return page.locator('table.workers tbody tr').evaluateAll((trs) => Object.fromEntries(trs.map((tr) => [
-    tr.dataset.worker,
-    Object.fromEntries([...tr.querySelectorAll('td[data-col]')].map((td) => [td.dataset.col, td.innerText])),
-  ])));
-}
-
-/** Reloads /workers until `ok(rows)` holds (a few seconds at most); returns the rows. */
-async function workersUntil(page, url, ok, what) {
-  let rows = {};
-  await waitFor(async () => {
-    await page.goto(url);
-    rows = await workerRows(page);
-    return ok(rows);
-  }, { timeoutMs: 8000, intervalMs: 250, what });
-  return rows;
-}
-
 /** The cell texts of a queue's row on the queues page. */
 async function row(page, queue) {
   const r = page.locator(`tr[data-queue="${queue}"]`);
@@ -62,7 +32,7 @@ async function row(page, queue) {
 
 describe('open broker', () => {
   test('the queues page shows the counts the test enqueued', async () => {
-    await seed('counts', { due: 3, scheduled: 2, dead: 1 });
+    await seed(client, 'counts', { due: 3, scheduled: 2, dead: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/`);
     assert.deepEqual(await row(page, 'counts'), { due: '3', scheduled: '2', active: '0', dead: '1' });
@@ -79,7 +49,7 @@ describe('open broker', () => {
     await page.locator('#live-status[data-state="open"]').waitFor({ timeout: 10_000 });
     assert.match(await page.locator('#live-status').innerText(), /connected/);
     await page.evaluate(() => { window.notReloaded = true; });
-    await seed('live', { due: 2 });
+    await seed(client, 'live', { due: 2 });
     await page.locator('tr[data-queue="live"] td[data-col="pending_due"]', { hasText: '2' }).waitFor({ timeout: 10_000 });
     assert.equal(await page.evaluate(() => window.notReloaded), true);
     assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation');
@@ -121,7 +91,7 @@ describe('open broker', () => {
   });
 
   test('a dead job shows its error; retrying it in the browser moves it to pending', async () => {
-    const [id] = await seed('retry', { dead: 1 });
+    const [id] = await seed(client, 'retry', { dead: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/retry?state=dead`);
     await page.getByRole('link', { name: id }).click();
@@ -139,7 +109,7 @@ describe('open broker', () => {
   });
 
   test('retry all and purge ask first, showing how many dead jobs they affect', async () => {
-    await seed('bulk', { dead: 3 });
+    await seed(client, 'bulk', { dead: 3 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/bulk`);
     await page.getByRole('button', { name: 'Purge dead jobs (3)' }).click();
@@ -156,7 +126,7 @@ describe('open broker', () => {
   });
 
   test('retry of the selected dead jobs, and of every dead job of one type, each asked with its count', async () => {
-    const doomed = await seed('pick', { dead: 3 });
+    const doomed = await seed(client, 'pick', { dead: 3 });
     const others = [];
     for (let i = 0; i < 2; i++) {
       const { jobId } = await client.enqueue('pick', 'other', { i });
@@ -184,9 +154,9 @@ describe('open broker', () => {
   });
 
   test('a purge of the dead jobs older than an age counts and removes only those', async () => {
-    const old = await seed('aged', { dead: 2 });
+    const old = await seed(client, 'aged', { dead: 2 });
     await sleep(4000);
-    const [young] = await seed('aged', { dead: 1 });
+    const [young] = await seed(client, 'aged', { dead: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/aged`);
     await page.getByLabel('Purge dead jobs that died more than').fill('3');
@@ -202,7 +172,7 @@ describe('open broker', () => {
   });
 
   test('bad action forms are refused with the field named, and change nothing', async () => {
-    await seed('badform', { dead: 2 });
+    await seed(client, 'badform', { dead: 2 });
     const session = await formSession(dash.url, '/queues/badform');
     const post = (action, fields) => session.post(`/queues/badform/${action}`, [['confirm', 'yes'], ...fields]);
     const cases = [
@@ -254,7 +224,7 @@ describe('open broker', () => {
   });
 
   test("a queue's settings change from its page; a value the broker refuses is shown with its field and changes nothing", async () => {
-    await seed('tuned', { due: 1 });
+    await seed(client, 'tuned', { due: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/tuned`);
     await page.getByText('Change settings').click();
@@ -279,7 +249,7 @@ describe('open broker', () => {
   });
 
   test('delete queue asks with its job count, then removes the queue and its jobs', async () => {
-    await seed('doomed-q', { due: 2, dead: 1 });
+    await seed(client, 'doomed-q', { due: 2, dead: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/doomed-q`);
     await page.getByRole('button', { name: 'Delete queue' }).click();
@@ -336,7 +306,7 @@ describe('open broker', () => {
   });
 
   test('pause shows the queue paused and the broker reports it; resume undoes it', async () => {
-    await seed('pausable', { due: 1 });
+    await seed(client, 'pausable', { due: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/pausable`);
     await page.getByRole('button', { name: 'Pause queue' }).click();
@@ -355,8 +325,8 @@ describe('open broker', () => {
 
   test("a queue's page shows its rate limit and max_active, or that it has none", async () => {
     await stubs.createQueue({ queue: 'limited', rate_limit: { count: 5, interval_ms: 1000, burst: 10 }, max_active: 3 });
-    await seed('limited', { due: 1 });
-    await seed('unlimited', { due: 1 });
+    await seed(client, 'limited', { due: 1 });
+    await seed(client, 'unlimited', { due: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/limited`);
     assert.equal(await page.locator('main p.limits').innerText(),
@@ -367,7 +337,7 @@ describe('open broker', () => {
   });
 
   test('the keyboard alone reaches and presses the actions', async () => {
-    await seed('keys', { due: 1 });
+    await seed(client, 'keys', { due: 1 });
     const page = await browser.newPage();
     await page.goto(`${dash.url}/queues/keys`);
     await page.keyboard.press('Tab');
@@ -385,7 +355,7 @@ describe('open broker', () => {
   });
 
   test('a POST without the CSRF token, or from another origin, is refused and changes nothing', async () => {
-    await seed('csrf', { due: 1 });
+    await seed(client, 'csrf', { due: 1 });
     const { cookie, csrf } = await formSession(dash.url, '/queues/csrf');
     const post = (body, headers) =>
       fetch(`${dash.url}/queues/csrf/pause`, {
@@ -537,87 +507,6 @@ describe('open broker', () => {
   });
 });
 
-describe('read-only dashboard', () => {
-  let ro;
-  before(async () => { ro = await startDashboard(stack.address, ['--read_only']); });
-  after(async () => { await ro?.stop(); });
-
-  test('shows no action and refuses every action with 403', async () => {
-    const [id] = await seed('readonly', { due: 1, dead: 1 });
-    const page = await browser.newPage();
-    await stubs.putSchedule({ name: 'ro-schedule', interval_ms: 3_600_000, job: { queue: 'readonly', type: 'build' } });
-    for (const p of ['/workers', '/schedules', '/', '/queues/readonly', '/queues/readonly?state=dead', `/queues/readonly/jobs/${id}`]) {
-      const res = await page.goto(`${ro.url}${p}`);
-      assert.equal(res.status(), 200, p);
-      assert.equal(await page.locator('form[method="post"]').count(), 0, `${p} shows a POST form`);
-      if (p === '/workers') assert.equal(await page.locator('h1').innerText(), 'Workers');
-    }
-    assert.match(await page.locator('dd[data-field="Error"]').innerText(), /cancelled/);
-    await page.close();
-    // Read-only pages carry no form; the refusal comes before any other check.
-    const { csrf, post } = await formSession(ro.url, '/queues/readonly');
-    assert.equal(csrf, null);
-    const refused = [
-      ...[['pause', {}], ['purge-dead', { confirm: 'yes' }], ['retry-dead', { all: '1', confirm: 'yes' }], ['delete-job', { job_id: id, confirm: 'yes' }],
-        ['cancel', { job_id: id, confirm: 'yes' }], ['delete-queue', { confirm: 'yes' }], ['update-queue', { max_active: '1' }],
-        ['enqueue', { type: 'sneaked' }]].map(([action, body]) => [`/queues/readonly/${action}`, body]),
-      ['/schedules/ro-schedule/delete', { confirm: 'yes' }],
-      ['/schedules', { name: 'ro-schedule', queue: 'readonly', type: 'other', every_ms: '60000' }],
-      ['/create-queue', { queue: 'ro-created' }],
-    ];
-    for (const [path, body] of refused) {
-      const res = await post(path, body);
-      assert.equal(res.status, 403, path);
-      assert.match(await res.text(), /read-only/, path);
-    }
-    const [kept] = (await stubs.listSchedules()).filter((x) => x.schedule.name === 'ro-schedule');
-    assert.equal(kept.schedule.job.type, 'build');
-    assert.ok(!(await stubs.listQueues()).some((q) => q.queue === 'ro-created'));
-    const s = await stubs.stats('readonly');
-    assert.equal(s.paused, false);
-    assert.equal(s.dead, 1);
-    assert.equal(s.pending_due, 1);
-  });
-});
-
-describe('two broker replicas on one Redis', () => {
-  const fast = ['--worker_report_interval_ms=200'];
-  let one, two, dash2, worker, run;
-  before(async () => {
-    one = await startStack({ brokerArgs: fast });
-    two = await startStack({ brokerArgs: fast, redisPort: one.redisPort });
-    dash2 = await startDashboard(one.address);
-  });
-  after(async () => {
-    await worker?.stop();
-    await run?.catch(() => {});
-    await dash2?.stop();
-    await two?.stop();
-    await one?.stop();
-  });
-
-  test("the workers page shows another replica's workers from its report, and drops the replica once it stops reporting", async () => {
-    worker = new Worker({ address: two.address, queues: ['remote'], workerId: 'remote-worker', logger: null });
-    worker.register('t', async () => ({}));
-    run = worker.run();
-    const page = await browser.newPage();
-    const url = `${dash2.url}/workers`;
-    const replicas = () => page.locator('ul.replicas li').evaluateAll((lis) => lis.map((li) => li.dataset.broker));
-    const rows = await workersUntil(page, url, (r) => r['remote-worker'], 'the worker on the other replica listed');
-    assert.match(rows['remote-worker'].broker, new RegExp(`:${two.brokerPort}$`));
-    // The replica the dashboard talks to has no stream, and a replica
-    // without streams reports nothing: only the other one is listed.
-    assert.deepEqual(await replicas(), [rows['remote-worker'].broker]);
-    assert.match(await page.locator(`ul.replicas li[data-broker="${rows['remote-worker'].broker}"]`).innerText(), /: 1 stream, reported /);
-    await two.killBroker();
-    await workersUntil(page, url, (r) => !r['remote-worker'], 'the killed replica and its worker gone');
-    assert.equal((await replicas()).length, 0);
-    assert.equal(await page.locator('main p.empty').innerText(), 'No worker is connected.');
-    assert.match(await page.locator('main').innerText(), /No replica is reporting\./);
-    await page.close();
-  });
-});
-
 describe('a broker that cannot be reached', () => {
   let gone;
   before(async () => { gone = await startDashboard(`127.0.0.1:${await freePort()}`); });
@@ -630,29 +519,5 @@ describe('a broker that cannot be reached', () => {
     assert.equal(await page.locator('h1').innerText(), 'Workers');
     assert.match(await page.getByRole('alert').innerText(), /cannot be reached right now \(UNAVAILABLE\)/);
     await page.close();
-  });
-});
-
-describe('behind an Ingress that ends TLS (--public_origin)', () => {
-  let px;
-  before(async () => { px = await startDashboard(stack.address, ['--public_origin=https://jobwire.example.com']); });
-  after(async () => { await px?.stop(); });
-
-  test('POSTs must come from the public origin, and the cookie is Secure', async () => {
-    await seed('proxied', { due: 1 });
-    const first = await fetch(`${px.url}/queues/proxied`);
-    assert.match(first.headers.get('set-cookie'), /; Secure/, 'an https public origin marks the cookie Secure');
-    const { cookie, csrf } = await formSession(px.url, '/queues/proxied');
-    const post = (origin) =>
-      fetch(`${px.url}/queues/proxied/pause`, {
-        method: 'POST', redirect: 'manual', body: new URLSearchParams({ csrf }),
-        headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
-      });
-    // The listener's own origin (plain http, as the Ingress reaches it) is not the browser's.
-    assert.equal((await post(px.url)).status, 403, 'the listener origin');
-    assert.equal((await post('http://jobwire.example.com')).status, 403, 'http instead of https');
-    assert.equal((await stubs.stats('proxied')).paused, false);
-    assert.equal((await post('https://jobwire.example.com')).status, 200, 'the public origin');
-    assert.equal((await stubs.stats('proxied')).paused, true);
   });
 });

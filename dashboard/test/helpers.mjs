@@ -1,8 +1,9 @@
 // Test helpers of the dashboard's suites: the dashboard as a child process,
 // Debian's headless chromium through playwright-core (never a downloaded
-// browser), and an independent Admin gRPC client to check what the broker
-// reports. Redis and the broker come from the Node client's harness
-// (client/node/test/harness.mjs: startStack), shared with its suites.
+// browser), an independent Admin gRPC client to check what the broker
+// reports, jobs seeded in each state, and the Workers page's rows as a
+// browser sees them. Redis and the broker come from the Node client's
+// harness (client/node/test/harness.mjs: startStack), shared with its suites.
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { chromium } from 'playwright-core';
-import { freePort, startStack, waitForPort, REPO_ROOT } from '../../client/node/test/harness.mjs';
+import { freePort, startStack, waitFor, waitForPort, REPO_ROOT } from '../../client/node/test/harness.mjs';
 import { Client } from '../../client/node/dist/index.js';
 
 export { startStack, waitFor, sleep, freePort } from '../../client/node/test/harness.mjs';
@@ -126,10 +127,11 @@ export function brokerStubs(address, token) {
 /**
  * What a suite runs against: Redis and the broker (startStack, with
  * `brokerArgs`), a Client and brokerStubs with `token`, a dashboard with
- * `dashArgs`, and the browser. stop() ends them in reverse order; whatever
- * started is stopped even when a later start failed.
+ * `dashArgs`, and the browser (none with `browser: false`). stop() ends them
+ * in reverse order; whatever started is stopped even when a later start
+ * failed.
  */
-export async function startAll({ brokerArgs = [], dashArgs = [], token } = {}) {
+export async function startAll({ brokerArgs = [], dashArgs = [], token, browser = true } = {}) {
   const all = {};
   all.stop = async () => {
     await all.browser?.close();
@@ -142,7 +144,7 @@ export async function startAll({ brokerArgs = [], dashArgs = [], token } = {}) {
   all.client = new Client({ address: all.stack.address, timeoutMs: 5000, ...(token ? { token } : {}) });
   all.stubs = brokerStubs(all.stack.address, token);
   all.dash = await startDashboard(all.stack.address, dashArgs);
-  all.browser = await launchBrowser();
+  if (browser) all.browser = await launchBrowser();
   return all;
 }
 
@@ -172,4 +174,36 @@ export async function formSession(url, page = '/') {
 export async function screenshot(page, name) {
   fs.mkdirSync(OUTPUT_DIR, { recursive: true });
   await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}.png`), fullPage: true });
+}
+
+/** Enqueues with `client` `due` due jobs, `scheduled` delayed ones and `dead` cancelled ones into `queue`; returns the dead ids. */
+export async function seed(client, queue, { due = 0, scheduled = 0, dead = 0 }) {
+  const deadIds = [];
+  for (let i = 0; i < due; i++) await client.enqueue(queue, 'send', { n: i });
+  for (let i = 0; i < scheduled; i++) await client.enqueue(queue, 'later', { n: i }, { delayMs: 3_600_000 });
+  for (let i = 0; i < dead; i++) {
+    const { jobId } = await client.enqueue(queue, 'doomed', { n: i });
+    await client.cancel(queue, jobId);
+    deadIds.push(jobId);
+  }
+  return deadIds;
+}
+
+/** The Workers page's rows, by worker id: the text of each cell. */
+async function workerRows(page) {
+  return page.locator('table.workers tbody tr').evaluateAll((trs) => Object.fromEntries(trs.map((tr) => [
+    tr.dataset.worker,
+    Object.fromEntries([...tr.querySelectorAll('td[data-col]')].map((td) => [td.dataset.col, td.innerText])),
+  ])));
+}
+
+/** Reloads /workers until `ok(rows)` holds (a few seconds at most); returns the rows. */
+export async function workersUntil(page, url, ok, what) {
+  let rows = {};
+  await waitFor(async () => {
+    await page.goto(url);
+    rows = await workerRows(page);
+    return ok(rows);
+  }, { timeoutMs: 8000, intervalMs: 250, what });
+  return rows;
 }

@@ -1,12 +1,14 @@
-// Pages rendered from the broker's answers (src/pages.ts, built into dist/),
-// without a broker: the Workers page (rows, weights, types, the replicas
-// and their truncated flag, the empty and error states, escaping), the
-// watch page's event rows, a job page's live stream, and the schedule form
-// filled in for an edit. The same pages against a real broker and real
-// workers: dashboard.test.mjs, create_and_follow.test.mjs.
+// Pages rendered from the broker's answers (src/pages.ts and
+// src/workers_page.ts, built into dist/), without a broker: the Workers page
+// (rows, weights, types, the replicas and their truncated flag, the empty and
+// error states, escaping), the watch page's event rows, a job page's live
+// stream, and the schedule form filled in for an edit. The same pages against
+// a real broker and real workers: dashboard.test.mjs, replicas.test.mjs,
+// create_and_follow.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { workersPage, eventRows, jobPage, schedulesPage, streamEnd } from '../dist/pages.js';
+import { eventRows, jobPage, schedulesPage, streamEnd } from '../dist/pages.js';
+import { workersPage } from '../dist/workers_page.js';
 
 const ctx = { csrf: 'c', readOnly: false, loggedIn: false };
 const now = Date.UTC(2026, 0, 2, 3, 4, 5);
@@ -80,13 +82,16 @@ test('event rows: newest first, kind and details as text, a gap marked', () => {
   assert.doesNotMatch(eventRows('q', [], false).text, /missed/);
 });
 
+/** A Job as the broker answers it, with `over` replacing fields. */
+const baseJob = (over) => ({
+  id: 'j1', queue: 'q', type: 't', payload: Buffer.from('{}'), priority: 0, state: 'JOB_STATE_PENDING', attempts: 0, max_attempts: 3,
+  available_at_ms: 0, lease_expires_at_ms: 0, result: Buffer.alloc(0), error: '', idempotency_key: '', created_at_ms: 0,
+  finished_at_ms: 0, backoff_base_ms: 0, backoff_max_ms: 0, worker_id: '', timeout_ms: 0, run_deadline_ms: 0,
+  cancel_requested_at_ms: 0, progress_data: Buffer.alloc(0), headers: {}, errors: [], ...over,
+});
+
 test("a job page streams the job's changes until it finishes; a finished one does not", () => {
-  const job = (state) => ({
-    id: 'j1', queue: 'q', type: 't', payload: Buffer.from('{}'), priority: 0, state, attempts: 0, max_attempts: 3,
-    available_at_ms: 0, lease_expires_at_ms: 0, result: Buffer.alloc(0), error: '', idempotency_key: '', created_at_ms: 0,
-    finished_at_ms: 0, backoff_base_ms: 0, backoff_max_ms: 0, worker_id: '', timeout_ms: 0, run_deadline_ms: 0,
-    cancel_requested_at_ms: 0, progress_data: Buffer.alloc(0), headers: {}, errors: [],
-  });
+  const job = (state) => baseJob({ state });
   for (const state of ['JOB_STATE_PENDING', 'JOB_STATE_ACTIVE']) {
     const page = jobPage(ctx, job(state)).text;
     assert.match(page, /<div id="job-live" data-events="\/queues\/q\/jobs\/j1\/events" data-event="job">/, state);
@@ -131,12 +136,7 @@ test('the schedule form is filled in from the schedule edited; a payload that is
 });
 
 test("a job page lists the error history oldest first, as text; none when the job never failed", () => {
-  const job = (errors) => ({
-    id: 'j1', queue: 'q', type: 't', payload: Buffer.alloc(0), priority: 0, state: 'JOB_STATE_DEAD', attempts: 2, max_attempts: 2,
-    available_at_ms: 0, lease_expires_at_ms: 0, result: Buffer.alloc(0), error: 'second <b>', idempotency_key: '', created_at_ms: 0,
-    finished_at_ms: 0, backoff_base_ms: 0, backoff_max_ms: 0, worker_id: '', timeout_ms: 0, run_deadline_ms: 0,
-    cancel_requested_at_ms: 0, progress_data: Buffer.alloc(0), headers: {}, errors,
-  });
+  const job = (errors) => baseJob({ state: 'JOB_STATE_DEAD', attempts: 2, max_attempts: 2, error: 'second <b>', errors });
   const at = Date.UTC(2026, 0, 2, 3, 4, 5);
   const page = jobPage(ctx, job([{ attempt: 1, at_ms: at, error: 'first' }, { attempt: 2, at_ms: at + 1000, error: 'second <b>' }])).text;
   const rows = [...page.matchAll(/<tr><td>([^<]*)<\/td><td><time[^>]*>([^<]*)<\/time><\/td><td class="error">([^<]*)<\/td><\/tr>/g)].map((m) => m.slice(1));
@@ -144,4 +144,18 @@ test("a job page lists the error history oldest first, as text; none when the jo
   assert.match(page, /<h2 id="errors">Error history<\/h2>/);
   assert.doesNotMatch(jobPage(ctx, job([])).text, /Error history/);
   assert.match(jobPage(ctx, job([{ attempt: 0, at_ms: at, error: 'cancelled' }])).text, /<tr><td>–<\/td>/, 'a cancel before any run');
+});
+
+test("a job page links its parents, says how many are left, and shows the results it holds", () => {
+  const page = jobPage(ctx, baseJob({
+    id: '000000000003', depends_on: ['000000000001', '000000000002'], dependencies_left: 1,
+    dependency_results: { '000000000001': Buffer.from('{"rows":7}') },
+  })).text;
+  assert.match(page, /<h2 id="dependencies">Dependencies<\/h2>/);
+  assert.match(page, /Waiting for 1 of 2 parents; a dead parent makes this job dead\./);
+  assert.match(page, /<li><a href="\/queues\/q\/jobs\/000000000001">000000000001<\/a><\/li><li><a href="\/queues\/q\/jobs\/000000000002">000000000002<\/a><\/li>/);
+  assert.match(page, /<h2>Result of 000000000001 <span class="muted">\(JSON\)<\/span><\/h2>\s*<pre class="bytes" tabindex="0">\{\n  &quot;rows&quot;: 7\n\}<\/pre>/);
+  const anyway = jobPage(ctx, baseJob({ depends_on: ['000000000001'], dependencies_left: 0, run_after_failed_dependency: true })).text;
+  assert.match(anyway, /No parent left to wait for; a dead parent counts as done\./);
+  assert.doesNotMatch(jobPage(ctx, baseJob({})).text, /Dependencies/);
 });

@@ -148,9 +148,11 @@ def redis_call(port, *args, timeout=2.0):
 NOT_OUTCOMES = ("start", "end", "sigterm", "signal")
 
 
-def open_runs(path):
+def open_runs(path, in_handler=False):
     """Lease tokens of runs started and without an outcome in one worker
-    history (an `unsettled` line counts as the run's outcome)."""
+    history (an `unsettled` line counts as the run's outcome). With
+    in_handler, only those whose handler has not returned either: runs whose
+    Ack or Fail is not sent yet."""
     pending = set()
     try:
         with open(path) as f:
@@ -161,7 +163,7 @@ def open_runs(path):
                     continue
                 if e["ev"] == "start":
                     pending.add(e.get("tok"))
-                elif e["ev"] not in NOT_OUTCOMES:
+                elif e["ev"] not in NOT_OUTCOMES or (in_handler and e["ev"] == "end"):
                     pending.discard(e.get("tok"))
     except (OSError, TypeError):
         pass
@@ -364,10 +366,10 @@ class Workers:
                     f"restarting")
                 self.start(i)
 
-    def in_flight(self, i):
+    def in_flight(self, i, in_handler=False):
         """Runs (lease tokens) started and without an outcome in the current
-        incarnation's history."""
-        return len(open_runs(self.hist[i]))
+        incarnation's history (with in_handler: and still in the handler)."""
+        return len(open_runs(self.hist[i], in_handler))
 
     def stop_all(self, timeout):
         with self.lock:

@@ -36,16 +36,23 @@ VIOLATIONS = ("lost", "unexpected", "completed_twice", "stale_acks_accepted",
 # --------------------------------------------------------------------------
 # reading
 
-def read_history(paths):
+def read_history(paths, killed_paths=()):
+    """(events of the history files `paths`, oldest first; torn lines). A
+    line that does not parse is torn, and reported, except the unfinished
+    last line (no newline) of a file in `killed_paths`: SIGKILL may cut a
+    process' write short, and nothing follows it in that file."""
     events = []
     bad = 0
     for path in paths:
         with open(path) as f:
-            for line in f:
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    bad += 1  # only possible if a write was torn; reported
+            lines = f.readlines()
+        for n, line in enumerate(lines):
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                if n == len(lines) - 1 and not line.endswith("\n") and path in killed_paths:
+                    continue
+                bad += 1  # only possible if a write was torn; reported
     events.sort(key=lambda e: e["t"])
     return events, bad
 

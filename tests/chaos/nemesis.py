@@ -170,17 +170,18 @@ class Nemesis(threading.Thread):
                 f"{ {k: v for k, v in rec.items() if k not in ('planned', 'kind', 'target', 'secs', 't_start', 't_end')} }")
 
     # -- workers
-    def _pick_busy_worker(self, preferred, rec):
-        """The preferred worker if it is mid-job, else another that is
-        (up to 2 s of looking), else the preferred one. Returns with
-        workers.lock held and the worker held (the caller releases both)."""
+    def _pick_busy_worker(self, preferred, rec, in_handler=False):
+        """The preferred worker if it is mid-job (with in_handler: has a
+        handler running), else another that is (up to 2 s of looking), else
+        the preferred one. Returns with workers.lock held and the worker held
+        (the caller releases both)."""
         w = self.workers
         deadline = time.time() + 2.0
         order = [preferred] + [i for i in range(w.n) if i != preferred]
         while True:
             w.lock.acquire()
             for i in order:
-                n = w.in_flight(i)
+                n = w.in_flight(i, in_handler)
                 if n > 0 or time.time() >= deadline:
                     if n == 0:
                         i = preferred
@@ -216,17 +217,32 @@ class Nemesis(threading.Thread):
         """Evidence: the runs it held when stopped (held_tokens). Effect
         (judged by the checker): one of them got a refused outcome
         (FAILED_PRECONDITION) or was run again under another token, i.e. its
-        lease expired during the pause."""
+        lease expired during the pause.
+
+        A run whose handler has returned may have its Ack at the broker
+        already, and then nothing expires. So the pause must stop a worker
+        with a handler running: when the one it stopped has none (the
+        handler returned between the look and SIGSTOP), it is resumed at
+        once and picked again, for up to 2 s (`stops` counts the tries)."""
         w = self.workers
-        i = self._pick_busy_worker(int(target[1:]), rec)
-        try:
-            p = w.procs[i]
-            os.kill(p.pid, signal.SIGSTOP)
-            rec["stopped"] = wait_stopped(p.pid)
-            rec["t_stopped"] = round(time.time(), 3)
-            rec["held_tokens"] = sorted(str(t) for t in open_runs(w.hist[i]))
-        finally:
-            w.lock.release()
+        deadline = time.time() + 2.0
+        rec["stops"] = 0
+        while True:
+            i = self._pick_busy_worker(int(target[1:]), rec, in_handler=True)
+            try:
+                p = w.procs[i]
+                os.kill(p.pid, signal.SIGSTOP)
+                rec["stopped"] = wait_stopped(p.pid)
+                rec["stops"] += 1
+                if not open_runs(w.hist[i], in_handler=True) and time.time() < deadline:
+                    os.kill(p.pid, signal.SIGCONT)
+                    w.held[i] = False
+                    continue
+                rec["t_stopped"] = round(time.time(), 3)
+                rec["held_tokens"] = sorted(str(t) for t in open_runs(w.hist[i]))
+            finally:
+                w.lock.release()
+            break
         rec["effect"] = None
         try:
             time.sleep(secs)

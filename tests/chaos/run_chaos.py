@@ -198,7 +198,9 @@ def run(args):
         failures += [f"worker {n} {s}" for n, s in workers.unexpected_exits]
 
         # ---- final state and the checker
-        wevents, bad_w = read_history(glob.glob(os.path.join(workdir, "worker-*.jsonl")))
+        wevents, bad_w = read_history(
+            glob.glob(os.path.join(workdir, "worker-*.jsonl")),
+            killed_paths={os.path.join(workdir, f"worker-{name}.jsonl") for name in workers.killed})
         ids |= {e["job"] for e in wevents if "job" in e}
         jobs = get_jobs(client, ids)
         client.close()

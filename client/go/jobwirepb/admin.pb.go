@@ -106,7 +106,8 @@ type QueueStats struct {
 	// Pending jobs that are due now (including scheduled jobs whose time has
 	// come but that no claim has looked at yet).
 	PendingDue int64 `protobuf:"varint,2,opt,name=pending_due,json=pendingDue,proto3" json:"pending_due,omitempty"`
-	// Pending jobs due in the future (delayed, or retries in backoff).
+	// Pending jobs not due yet: delayed, retries in backoff, or waiting for
+	// the jobs they depend on (EnqueueRequest.depends_on).
 	PendingScheduled int64 `protobuf:"varint,3,opt,name=pending_scheduled,json=pendingScheduled,proto3" json:"pending_scheduled,omitempty"`
 	Active           int64 `protobuf:"varint,4,opt,name=active,proto3" json:"active,omitempty"`
 	// Completed jobs still retained (each for its own completed retention,

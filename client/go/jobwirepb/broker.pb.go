@@ -50,6 +50,11 @@
 //   INVALID_FIELD           INVALID_ARGUMENT; metadata "field": the field.
 //   JOB_NOT_FOUND           NOT_FOUND: no such job in that queue.
 //   QUEUE_NOT_FOUND         NOT_FOUND (UpdateQueue): no such queue.
+//   DEPENDENCY_NOT_FOUND    NOT_FOUND (Enqueue): an id of depends_on names no
+//                           job of the queue; metadata "job_id": that id.
+//                           EnqueueBatch also: a depends_on_batch_index
+//                           names a job of the batch that was not stored
+//                           (the result's message names it).
 //   LEASE_STALE             FAILED_PRECONDITION: the lease token is not the
 //                           job's current lease. Drop the job: another run
 //                           owns it.
@@ -444,9 +449,22 @@ type Job struct {
 	// oldest first. `error` above keeps the latest error whole; each entry's
 	// is cut to at most 512 bytes, at a character boundary. Kept across
 	// RetryDead.
-	Errors        []*JobError `protobuf:"bytes,26,rep,name=errors,proto3" json:"errors,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Errors []*JobError `protobuf:"bytes,26,rep,name=errors,proto3" json:"errors,omitempty"`
+	// EnqueueRequest.depends_on, as given.
+	DependsOn []string `protobuf:"bytes,27,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	// Parents in depends_on that have not ended yet; 0 once the job is due
+	// (or when it has none).
+	DependenciesLeft int32 `protobuf:"varint,28,opt,name=dependencies_left,json=dependenciesLeft,proto3" json:"dependencies_left,omitempty"`
+	// Each parent's result by parent id, copied when the parent completed (a
+	// parent that completed without a result, or failed under
+	// run_after_failed_dependency, is absent). Counts toward a Claim's byte
+	// bound with the payload.
+	DependencyResults map[string][]byte `protobuf:"bytes,29,rep,name=dependency_results,json=dependencyResults,proto3" json:"dependency_results,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// EnqueueRequest.run_after_failed_dependency, as given with depends_on
+	// (false for a job without parents: the flag has nothing to act on).
+	RunAfterFailedDependency bool `protobuf:"varint,30,opt,name=run_after_failed_dependency,json=runAfterFailedDependency,proto3" json:"run_after_failed_dependency,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -661,6 +679,34 @@ func (x *Job) GetErrors() []*JobError {
 	return nil
 }
 
+func (x *Job) GetDependsOn() []string {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *Job) GetDependenciesLeft() int32 {
+	if x != nil {
+		return x.DependenciesLeft
+	}
+	return 0
+}
+
+func (x *Job) GetDependencyResults() map[string][]byte {
+	if x != nil {
+		return x.DependencyResults
+	}
+	return nil
+}
+
+func (x *Job) GetRunAfterFailedDependency() bool {
+	if x != nil {
+		return x.RunAfterFailedDependency
+	}
+	return false
+}
+
 // One entry of Job.errors.
 type JobError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -786,8 +832,37 @@ type EnqueueRequest struct {
 	// back other keys' jobs. 0..128 bytes; "" for none. A job's key counts
 	// while it runs whether or not the queue has a limit.
 	ConcurrencyKey string `protobuf:"bytes,14,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Jobs of this queue that must COMPLETE before this job is due
+	// (docs/semantics.md, "Dependencies"): 0..20 distinct job ids this queue
+	// gave out; in a partitioned queue all of one partition, which then holds
+	// this job too (its idempotency_key is then deduplicated in that
+	// partition: a retry of the same request finds it). Until then the job is PENDING with dependencies_left > 0 and
+	// no worker gets it. Each parent's result is copied into this job's
+	// dependency_results when the parent completes. A parent that ends DEAD
+	// (or is deleted) makes this job DEAD with error "dependency failed: <id>",
+	// which in turn fails its own dependents, unless
+	// run_after_failed_dependency. A parent that already completed counts as
+	// done (its result copied if it is still kept); one that is already DEAD
+	// counts as failed. An id that names no job (or one whose retention
+	// ended) refuses this job with NOT_FOUND naming it; nothing is stored.
+	DependsOn []string `protobuf:"bytes,15,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	// A parent that ends DEAD or is deleted counts as done (no result) instead
+	// of failing this job.
+	RunAfterFailedDependency bool `protobuf:"varint,16,opt,name=run_after_failed_dependency,json=runAfterFailedDependency,proto3" json:"run_after_failed_dependency,omitempty"`
+	// Only in EnqueueBatch (an Enqueue with it is INVALID_ARGUMENT): parents
+	// among the same request's earlier jobs, by index in
+	// EnqueueBatchRequest.jobs, each of this job's queue; distinct, and with
+	// depends_on at most 20 parents in all. They act as depends_on ids, so a
+	// batch can store a small graph (fan-out, fan-in, chains) whose ids are
+	// not known before; Job.depends_on then lists the ids they got. A batch
+	// parent that was refused refuses this job too (INVALID_ARGUMENT when the
+	// parent was invalid; NOT_FOUND, reason DEPENDENCY_NOT_FOUND, when it was
+	// not stored); one that is a duplicate (idempotency_key) stands for the
+	// job it duplicates. In a partitioned queue the jobs a batch links this
+	// way share one partition (depends_on ids among them must name one).
+	DependsOnBatchIndex []int32 `protobuf:"varint,17,rep,packed,name=depends_on_batch_index,json=dependsOnBatchIndex,proto3" json:"depends_on_batch_index,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *EnqueueRequest) Reset() {
@@ -916,6 +991,27 @@ func (x *EnqueueRequest) GetConcurrencyKey() string {
 		return x.ConcurrencyKey
 	}
 	return ""
+}
+
+func (x *EnqueueRequest) GetDependsOn() []string {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *EnqueueRequest) GetRunAfterFailedDependency() bool {
+	if x != nil {
+		return x.RunAfterFailedDependency
+	}
+	return false
+}
+
+func (x *EnqueueRequest) GetDependsOnBatchIndex() []int32 {
+	if x != nil {
+		return x.DependsOnBatchIndex
+	}
+	return nil
 }
 
 type EnqueueResponse struct {
@@ -2666,7 +2762,8 @@ var File_jobwire_v1_broker_proto protoreflect.FileDescriptor
 const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"\x17jobwire/v1/broker.proto\x12\n" +
-	"jobwire.v1\"\xf4\a\n" +
+	"jobwire.v1\"\x9c\n" +
+	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
@@ -2695,15 +2792,23 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\rprogress_data\x18\x17 \x01(\fR\fprogressData\x126\n" +
 	"\aheaders\x18\x18 \x03(\v2\x1c.jobwire.v1.Job.HeadersEntryR\aheaders\x12'\n" +
 	"\x0fconcurrency_key\x18\x19 \x01(\tR\x0econcurrencyKey\x12,\n" +
-	"\x06errors\x18\x1a \x03(\v2\x14.jobwire.v1.JobErrorR\x06errors\x1a:\n" +
+	"\x06errors\x18\x1a \x03(\v2\x14.jobwire.v1.JobErrorR\x06errors\x12\x1d\n" +
+	"\n" +
+	"depends_on\x18\x1b \x03(\tR\tdependsOn\x12+\n" +
+	"\x11dependencies_left\x18\x1c \x01(\x05R\x10dependenciesLeft\x12U\n" +
+	"\x12dependency_results\x18\x1d \x03(\v2&.jobwire.v1.Job.DependencyResultsEntryR\x11dependencyResults\x12=\n" +
+	"\x1brun_after_failed_dependency\x18\x1e \x01(\bR\x18runAfterFailedDependency\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x13\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aD\n" +
+	"\x16DependencyResultsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01B\x13\n" +
 	"\x11_progress_percent\"O\n" +
 	"\bJobError\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x13\n" +
 	"\x05at_ms\x18\x02 \x01(\x03R\x04atMs\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xde\x04\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xf1\x05\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -2720,7 +2825,11 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\f \x01(\x03R\ttimeoutMs\x12A\n" +
 	"\aheaders\x18\r \x03(\v2'.jobwire.v1.EnqueueRequest.HeadersEntryR\aheaders\x12'\n" +
-	"\x0fconcurrency_key\x18\x0e \x01(\tR\x0econcurrencyKey\x1a:\n" +
+	"\x0fconcurrency_key\x18\x0e \x01(\tR\x0econcurrencyKey\x12\x1d\n" +
+	"\n" +
+	"depends_on\x18\x0f \x03(\tR\tdependsOn\x12=\n" +
+	"\x1brun_after_failed_dependency\x18\x10 \x01(\bR\x18runAfterFailedDependency\x123\n" +
+	"\x16depends_on_batch_index\x18\x11 \x03(\x05R\x13dependsOnBatchIndex\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x19\n" +
@@ -2908,7 +3017,7 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                  // 0: jobwire.v1.JobState
 	(EventKind)(0),                 // 1: jobwire.v1.EventKind
@@ -2946,56 +3055,58 @@ var file_jobwire_v1_broker_proto_goTypes = []any{
 	(*SubscribeRequest)(nil),       // 33: jobwire.v1.SubscribeRequest
 	(*SubscribeResponse)(nil),      // 34: jobwire.v1.SubscribeResponse
 	nil,                            // 35: jobwire.v1.Job.HeadersEntry
-	nil,                            // 36: jobwire.v1.EnqueueRequest.HeadersEntry
+	nil,                            // 36: jobwire.v1.Job.DependencyResultsEntry
+	nil,                            // 37: jobwire.v1.EnqueueRequest.HeadersEntry
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
 	35, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
 	5,  // 2: jobwire.v1.Job.errors:type_name -> jobwire.v1.JobError
-	36, // 3: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
-	6,  // 4: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
-	9,  // 5: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
-	14, // 6: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
-	13, // 7: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
-	2,  // 8: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
-	4,  // 9: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
-	15, // 10: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
-	18, // 11: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
-	3,  // 12: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	4,  // 13: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	4,  // 14: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
-	1,  // 15: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
-	1,  // 16: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
-	32, // 17: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
-	6,  // 18: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	8,  // 19: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	11, // 20: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	15, // 21: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	17, // 22: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	20, // 23: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	22, // 24: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	24, // 25: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
-	26, // 26: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	28, // 27: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	30, // 28: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
-	33, // 29: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
-	7,  // 30: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	10, // 31: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	12, // 32: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	16, // 33: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	19, // 34: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	21, // 35: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	23, // 36: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	25, // 37: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
-	27, // 38: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	29, // 39: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	31, // 40: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
-	34, // 41: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
-	30, // [30:42] is the sub-list for method output_type
-	18, // [18:30] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	36, // 3: jobwire.v1.Job.dependency_results:type_name -> jobwire.v1.Job.DependencyResultsEntry
+	37, // 4: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
+	6,  // 5: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
+	9,  // 6: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
+	14, // 7: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	13, // 8: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
+	2,  // 9: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
+	4,  // 10: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
+	15, // 11: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
+	18, // 12: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
+	3,  // 13: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
+	4,  // 14: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	4,  // 15: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	1,  // 16: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
+	1,  // 17: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
+	32, // 18: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
+	6,  // 19: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	8,  // 20: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	11, // 21: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	15, // 22: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	17, // 23: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	20, // 24: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	22, // 25: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	24, // 26: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
+	26, // 27: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	28, // 28: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	30, // 29: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	33, // 30: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
+	7,  // 31: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	10, // 32: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	12, // 33: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	16, // 34: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	19, // 35: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	21, // 36: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	23, // 37: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	25, // 38: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
+	27, // 39: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	29, // 40: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	31, // 41: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	34, // 42: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -3013,7 +3124,7 @@ func file_jobwire_v1_broker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

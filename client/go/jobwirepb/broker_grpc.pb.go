@@ -50,6 +50,11 @@
 //   INVALID_FIELD           INVALID_ARGUMENT; metadata "field": the field.
 //   JOB_NOT_FOUND           NOT_FOUND: no such job in that queue.
 //   QUEUE_NOT_FOUND         NOT_FOUND (UpdateQueue): no such queue.
+//   DEPENDENCY_NOT_FOUND    NOT_FOUND (Enqueue): an id of depends_on names no
+//                           job of the queue; metadata "job_id": that id.
+//                           EnqueueBatch also: a depends_on_batch_index
+//                           names a job of the batch that was not stored
+//                           (the result's message names it).
 //   LEASE_STALE             FAILED_PRECONDITION: the lease token is not the
 //                           job's current lease. Drop the job: another run
 //                           owns it.
@@ -140,14 +145,18 @@ type BrokerServiceClient interface {
 	// duplicate = true.
 	// Errors: INVALID_ARGUMENT (queue, type, payload, priority, delay_ms,
 	// run_at_ms, max_attempts, idempotency_key, backoff_*,
-	// completed_retention_ms, timeout_ms, headers), RESOURCE_EXHAUSTED (Redis
-	// is over its maxmemory; nothing stored), UNAVAILABLE.
+	// completed_retention_ms, timeout_ms, headers, concurrency_key,
+	// depends_on), NOT_FOUND (a depends_on id names no job: nothing stored),
+	// RESOURCE_EXHAUSTED (Redis is over its maxmemory; nothing stored),
+	// UNAVAILABLE.
 	Enqueue(ctx context.Context, in *EnqueueRequest, opts ...grpc.CallOption) (*EnqueueResponse, error)
 	// Stores up to 1000 jobs (the jobs of one queue share one Redis script
 	// call). Each job is atomic on its own (stored whole or not at all, with
 	// its idempotency key; a later job of the batch repeating an earlier one's
 	// key is a duplicate of it); the batch is NOT atomic: one result per job,
-	// in request order, and a failed job does not stop the others.
+	// in request order, and a failed job does not stop the others. A graph of
+	// jobs linked by depends_on_batch_index is stored by that one call: no
+	// worker sees a child before its batch parents exist.
 	// Errors of the call itself: INVALID_ARGUMENT when jobs is empty or holds
 	// more than 1000 entries (nothing stored); UNAUTHENTICATED, and
 	// PERMISSION_DENIED when the token may not enqueue to one of the jobs'
@@ -468,14 +477,18 @@ type BrokerServiceServer interface {
 	// duplicate = true.
 	// Errors: INVALID_ARGUMENT (queue, type, payload, priority, delay_ms,
 	// run_at_ms, max_attempts, idempotency_key, backoff_*,
-	// completed_retention_ms, timeout_ms, headers), RESOURCE_EXHAUSTED (Redis
-	// is over its maxmemory; nothing stored), UNAVAILABLE.
+	// completed_retention_ms, timeout_ms, headers, concurrency_key,
+	// depends_on), NOT_FOUND (a depends_on id names no job: nothing stored),
+	// RESOURCE_EXHAUSTED (Redis is over its maxmemory; nothing stored),
+	// UNAVAILABLE.
 	Enqueue(context.Context, *EnqueueRequest) (*EnqueueResponse, error)
 	// Stores up to 1000 jobs (the jobs of one queue share one Redis script
 	// call). Each job is atomic on its own (stored whole or not at all, with
 	// its idempotency key; a later job of the batch repeating an earlier one's
 	// key is a duplicate of it); the batch is NOT atomic: one result per job,
-	// in request order, and a failed job does not stop the others.
+	// in request order, and a failed job does not stop the others. A graph of
+	// jobs linked by depends_on_batch_index is stored by that one call: no
+	// worker sees a child before its batch parents exist.
 	// Errors of the call itself: INVALID_ARGUMENT when jobs is empty or holds
 	// more than 1000 entries (nothing stored); UNAUTHENTICATED, and
 	// PERMISSION_DENIED when the token may not enqueue to one of the jobs'

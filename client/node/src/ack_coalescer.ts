@@ -108,16 +108,25 @@ export class AckCoalescer {
   }
 
   private takeBatch(): Entry[] {
-    let bytes = 0;
-    let n = 0;
-    while (n < this.queued.length && n < MAX_ACK_BATCH) {
-      const size = resultBytes(this.queued[n].request);
-      if (n > 0 && bytes + size > MAX_ACK_BATCH_BYTES) break;
-      bytes += size;
-      n++;
-    }
-    return this.queued.splice(0, n);
+    return takeBatch(this.queued, MAX_ACK_BATCH, MAX_ACK_BATCH_BYTES, (e) => resultBytes(e.request));
   }
+}
+
+/**
+ * Removes and returns the oldest entries of `queued` that fit one call: at
+ * most `maxCount`, and at most `maxBytes` by `bytesOf` unless the first
+ * alone is larger (it then goes alone).
+ */
+export function takeBatch<T>(queued: T[], maxCount: number, maxBytes: number, bytesOf: (entry: T) => number): T[] {
+  let bytes = 0;
+  let n = 0;
+  while (n < queued.length && n < maxCount) {
+    const size = bytesOf(queued[n]);
+    if (n > 0 && bytes + size > maxBytes) break;
+    bytes += size;
+    n++;
+  }
+  return queued.splice(0, n);
 }
 
 function resultBytes(req: AckRequest): number {

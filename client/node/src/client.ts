@@ -3,6 +3,8 @@ import { JobwireError, statusName, Status } from './errors';
 import { encodeValue } from './codec';
 import { defaultAddress, DEFAULT_TIMEOUT_MS, makeConnection, makeStub, unary, type BrokerClient, type SecurityOptions } from './proto';
 import { sendAckBatch } from './ack_coalescer';
+import { EnqueueCoalescer } from './enqueue_coalescer';
+import { toEnqueueRequest } from './enqueue_request';
 import { callTimeoutMs, type CallOptions } from './call_options';
 import type { AckRequest } from './generated/jobwire/v1/AckRequest';
 import type { EnqueueRequest } from './generated/jobwire/v1/EnqueueRequest';
@@ -102,6 +104,42 @@ export interface EnqueueOptions {
    * EnqueueRequest.concurrency_key.
    */
   concurrencyKey?: string;
+  /**
+   * Ids of jobs of the same queue (0..20, distinct) that must COMPLETE before
+   * this job is due (docs/semantics.md, "Dependencies"). Until then it is
+   * PENDING with `JobInfo.dependenciesLeft` > 0; then its handler gets each
+   * parent's result in `job.dependencyResults`. A parent that ends DEAD (or
+   * is deleted) makes this job DEAD with error "dependency failed: <id>",
+   * unless `runAfterFailedDependency`. An id that names no job of the queue
+   * refuses the job: NOT_FOUND, reason DEPENDENCY_NOT_FOUND (metadata.job_id:
+   * that id; nothing stored). A value that is not an array of strings
+   * rejects with TypeError, sending nothing. EnqueueRequest.depends_on.
+   */
+  dependsOn?: string[];
+  /**
+   * A parent (`dependsOn`) that ends DEAD or is deleted counts as done,
+   * without a result, instead of failing this job.
+   * EnqueueRequest.run_after_failed_dependency.
+   */
+  runAfterFailedDependency?: boolean;
+  /**
+   * enqueueBatch only (an enqueue with it is refused: INVALID_ARGUMENT):
+   * parents among the same batch's earlier jobs, by index in the `jobs`
+   * array (docs/semantics.md, "Dependencies": "A graph in one batch"). Each
+   * must be a job of the same queue, without repeats, and with `dependsOn`
+   * at most 20 parents in all. They act as `dependsOn` ids, so one
+   * enqueueBatch stores a small graph (fan-out, fan-in, chains) whose ids are
+   * not known before; the child's `JobInfo.dependsOn` then lists the ids its
+   * batch parents got. A child whose batch parent was refused is refused too:
+   * INVALID_ARGUMENT (message `jobs[i].depends_on_batch_index[k]: names
+   * jobs[j], which was refused`, with the proto's field name) when the
+   * parent was invalid,
+   * NOT_FOUND, reason DEPENDENCY_NOT_FOUND (`... which was not stored`) when
+   * it was not stored. A value that is not an array of int32 integers
+   * rejects with TypeError, sending nothing.
+   * EnqueueRequest.depends_on_batch_index.
+   */
+  dependsOnBatchIndex?: number[];
 }
 
 /**
@@ -155,47 +193,14 @@ function itemError(code: number, message: string, reason: string) {
   return { ok: false as const, code, codeName: statusName(code), message, reason, error: new JobwireError(code, message, { reason }) };
 }
 
-/**
- * The headers of an EnqueueRequest: a copy of `h` (own enumerable keys, so a
- * key such as `__proto__` stays a key), or undefined for none. Throws
- * TypeError unless `h` is a plain object whose values are strings.
- */
-function headersOf(h: unknown): Record<string, string> | undefined {
-  if (h === undefined || h === null) return undefined;
-  const proto: unknown = typeof h === 'object' ? Object.getPrototypeOf(h) : undefined;
-  if (typeof h !== 'object' || (proto !== Object.prototype && proto !== null)) {
-    throw new TypeError('jobwire: options.headers must be a plain object of string keys and string values');
-  }
-  const entries = Object.entries(h as Record<string, unknown>);
-  if (entries.length === 0) return undefined;
-  for (const [k, v] of entries) {
-    if (typeof v !== 'string') {
-      throw new TypeError(`jobwire: options.headers[${JSON.stringify(k)}] must be a string, got ${v === null ? 'null' : typeof v}`);
-    }
-  }
-  return Object.fromEntries(entries) as Record<string, string>;
+/** One Enqueue call: the stored job's id and duplicate flag. */
+async function sendEnqueue(stub: BrokerClient, req: EnqueueRequest, timeoutMs: number,
+  metadata: grpc.Metadata, signal?: AbortSignal): Promise<EnqueueResult> {
+  const res = await unary<EnqueueRequest, EnqueueResponse__Output>(stub, 'Enqueue', req, timeoutMs, metadata, signal);
+  return { jobId: res.jobId, duplicate: res.duplicate };
 }
 
-/**
- * Builds the EnqueueRequest of one job. Throws TypeError on malformed
- * headers (see EnqueueOptions.headers).
- */
-export function toEnqueueRequest(queue: string, type: string, payload: unknown, o: EnqueueOptions = {}): EnqueueRequest {
-  const req: EnqueueRequest = { queue, type, payload: encodeValue(payload) };
-  if (o.priority !== undefined) req.priority = o.priority;
-  if (o.delayMs !== undefined) req.delayMs = o.delayMs;
-  if (o.runAt !== undefined) req.runAtMs = o.runAt instanceof Date ? o.runAt.getTime() : o.runAt;
-  if (o.maxAttempts !== undefined) req.maxAttempts = o.maxAttempts;
-  if (o.idempotencyKey !== undefined) req.idempotencyKey = o.idempotencyKey;
-  if (o.concurrencyKey !== undefined) req.concurrencyKey = o.concurrencyKey;
-  if (o.backoffBaseMs !== undefined) req.backoffBaseMs = o.backoffBaseMs;
-  if (o.backoffMaxMs !== undefined) req.backoffMaxMs = o.backoffMaxMs;
-  if (o.completedRetentionMs !== undefined) req.completedRetentionMs = o.completedRetentionMs;
-  if (o.runTimeoutMs !== undefined) req.timeoutMs = o.runTimeoutMs;
-  const headers = headersOf(o.headers);
-  if (headers !== undefined) req.headers = headers;
-  return req;
-}
+export { toEnqueueRequest } from './enqueue_request';
 
 /**
  * The producer / admin side: one gRPC channel, every call with a deadline.
@@ -213,6 +218,8 @@ export class Client {
   private readonly metadata: () => grpc.Metadata;
   /** With `tracing: true`. */
   private readonly publisher?: PublishTracer;
+  /** enqueue's calls without a signal or timeoutMs of their own (enqueue_coalescer.ts). */
+  private readonly enqueues: EnqueueCoalescer;
 
   /**
    * Throws JobwireError INVALID_ARGUMENT when a TLS PEM file cannot be read
@@ -226,6 +233,11 @@ export class Client {
     this.metadata = conn.metadata;
     this.stub = makeStub(this.address, conn.credentials, options.channelOptions);
     if (options.tracing === true) this.publisher = new PublishTracer(options.tracerProvider);
+    this.enqueues = new EnqueueCoalescer(
+      (req, timeoutMs) => sendEnqueue(this.stub, req, timeoutMs, this.metadata()),
+      async (reqs, timeoutMs) => (await unary<{ jobs: EnqueueRequest[] }, EnqueueBatchResponse__Output>(
+        this.stub, 'EnqueueBatch', { jobs: reqs }, timeoutMs, this.metadata())).results,
+      this.timeoutMs);
   }
 
   /**
@@ -237,9 +249,8 @@ export class Client {
       const timeoutMs = callTimeoutMs(options, this.timeoutMs);
       const req = toEnqueueRequest(queue, type, payload, options);
       if (inject) req.headers = inject(req.headers);
-      const res = await unary<EnqueueRequest, EnqueueResponse__Output>(
-        this.stub, 'Enqueue', req, timeoutMs, this.metadata(), options?.signal);
-      return { jobId: res.jobId, duplicate: res.duplicate };
+      if (options?.signal == null && options?.timeoutMs == null) return this.enqueues.enqueue(req);
+      return sendEnqueue(this.stub, req, timeoutMs, this.metadata(), options?.signal);
     };
     if (!this.publisher) return send();
     return this.publisher.publish(queue, {}, async (inject, span) => {
@@ -252,9 +263,14 @@ export class Client {
   /**
    * Stores up to 1000 jobs; one result per job, in order. Per-job errors are
    * returned (ok: false), not thrown (bad headers: INVALID_ARGUMENT naming
-   * `jobs[i].headers`); a call-level error (empty or oversized batch, broker
-   * unreachable) rejects, as does a TypeError for malformed headers of any
-   * job (nothing sent).
+   * `jobs[i].headers`; a dependsOn id naming no job: NOT_FOUND, reason
+   * DEPENDENCY_NOT_FOUND; a job whose `dependsOnBatchIndex` names a refused
+   * job of the batch: INVALID_ARGUMENT or NOT_FOUND / DEPENDENCY_NOT_FOUND,
+   * see EnqueueOptions.dependsOnBatchIndex); a call-level error (empty or
+   * oversized batch, broker unreachable) rejects, as does a TypeError for
+   * malformed headers, dependsOn or dependsOnBatchIndex of any job (nothing
+   * sent). With `dependsOnBatchIndex` a batch stores a graph of jobs in one
+   * call (a job names its parents among the earlier entries of `jobs`).
    */
   async enqueueBatch(queue: string, jobs: BatchJob[], options?: CallOptions): Promise<BatchResult[]> {
     const send = async (inject?: Inject): Promise<BatchResult[]> => {

@@ -24,6 +24,11 @@ export const Reason = Object.freeze({
   JOB_NOT_FOUND: 'JOB_NOT_FOUND',
   /** NOT_FOUND (UpdateQueue): no such queue. */
   QUEUE_NOT_FOUND: 'QUEUE_NOT_FOUND',
+  /**
+   * NOT_FOUND (Enqueue): an id of dependsOn names no job of the queue; metadata.job_id: that id.
+   * enqueueBatch also: a batch parent (dependsOnBatchIndex) that was not stored.
+   */
+  DEPENDENCY_NOT_FOUND: 'DEPENDENCY_NOT_FOUND',
   /** FAILED_PRECONDITION: the lease token is not the job's current lease; drop the job. */
   LEASE_STALE: 'LEASE_STALE',
   /** FAILED_PRECONDITION: the job's state refuses the call; metadata.state: "pending", "active", "completed" or "dead". */
@@ -90,10 +95,11 @@ export interface JobwireErrorOptions {
  * The error details the broker attaches (broker.proto, "Error details";
  * decoded from the "grpc-status-details-bin" trailer by JobwireError.from):
  * `reason` is the stable machine-readable cause (compare it with `Reason`),
- * `metadata` the ErrorInfo's key/values ("field", "state", "queue"), `field`
- * the BadRequest's field path (INVALID_FIELD), `retryDelayMs` the RetryInfo's
- * delay (REDIS_OUT_OF_MEMORY, TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS,
- * TOO_MANY_SUBSCRIPTIONS). A per-item error of a
+ * `metadata` the ErrorInfo's key/values ("field", "state", "queue",
+ * "job_id"), `field` the BadRequest's field path (INVALID_FIELD),
+ * `retryDelayMs` the RetryInfo's delay (REDIS_OUT_OF_MEMORY,
+ * TOO_MANY_CLAIM_STREAMS, TOO_MANY_WAITS, TOO_MANY_SUBSCRIPTIONS). A
+ * per-item error of a
  * batch call (enqueueBatch, ackBatch, the Worker's coalesced acks) has the
  * result's `reason` and no metadata, field or delay. An error without details
  * (raised by grpc-js itself: DEADLINE_EXCEEDED, an unreachable broker, ...,

@@ -50,6 +50,16 @@ export class Job {
   readonly headers: Record<string, string>;
   /** The enqueue option `concurrencyKey`; '' when none. */
   readonly concurrencyKey: string;
+  /** The enqueue option `dependsOn`: the parents this job waited for; `[]` when none. */
+  readonly dependsOn: string[];
+  /**
+   * Each parent's result by parent id, bytes unchanged (a parent that
+   * completed without a result, or failed under `runAfterFailedDependency`,
+   * is absent); `{}` when none.
+   */
+  readonly dependencyResults: Record<string, Buffer>;
+  /** The enqueue option `runAfterFailedDependency`: a parent absent from `dependencyResults` may have failed. */
+  readonly runAfterFailedDependency: boolean;
   /**
    * Aborted when the run is told to stop (reason: a JobCancelledError,
    * `reason` 'cancelled' or 'timeout'), when the lease is lost (reason: a
@@ -95,6 +105,9 @@ export class Job {
     this.priority = j.priority;
     this.headers = j.headers ?? {};
     this.concurrencyKey = j.concurrencyKey ?? '';
+    this.dependsOn = j.dependsOn ?? [];
+    this.dependencyResults = j.dependencyResults ?? {};
+    this.runAfterFailedDependency = j.runAfterFailedDependency ?? false;
     this.#signalOf = signal instanceof JobAbort ? signal : { signal };
     this.leaseExpiresAtMs = toNumber(cj.leaseExpiresAtMs) || toNumber(j.leaseExpiresAtMs);
     this.leaseMs = toNumber(cj.leaseMs);

@@ -52,6 +52,18 @@ export class JobInfo {
   readonly concurrencyKey: string;
   /** The error history: the last 10 failed runs and a cancel that made the job dead, oldest first (`error` is the latest, whole). */
   readonly errors: JobError[];
+  /** The enqueue option `dependsOn`, as given; `[]` when none. */
+  readonly dependsOn: string[];
+  /** Parents in `dependsOn` that have not ended yet; 0 once the job is due (or when it has none). */
+  readonly dependenciesLeft: number;
+  /**
+   * Each parent's result by parent id, bytes unchanged, copied when the parent
+   * completed (a parent that completed without a result, or failed under
+   * `runAfterFailedDependency`, is absent); `{}` when none.
+   */
+  readonly dependencyResults: Record<string, Buffer>;
+  /** The enqueue option `runAfterFailedDependency`. */
+  readonly runAfterFailedDependency: boolean;
 
   constructor(j: Job__Output) {
     this.id = j.id;
@@ -80,6 +92,10 @@ export class JobInfo {
     this.progressData = j.progressData ?? Buffer.alloc(0);
     this.headers = j.headers ?? {};
     this.errors = (j.errors ?? []).map((e) => ({ attempt: e.attempt, atMs: toNumber(e.atMs), error: e.error }));
+    this.dependsOn = j.dependsOn ?? [];
+    this.dependenciesLeft = j.dependenciesLeft ?? 0;
+    this.dependencyResults = j.dependencyResults ?? {};
+    this.runAfterFailedDependency = j.runAfterFailedDependency ?? false;
   }
 
   /** The payload decoded as UTF-8 JSON. */

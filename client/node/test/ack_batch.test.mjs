@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { Client, Worker, JobwireError, Status } from '../dist/index.js';
 import { makeStub } from '../dist/proto.js';
 import { AckCoalescer, MAX_ACK_BATCH } from '../dist/ack_coalescer.js';
-import { startStack, freePort, uniqueQueue, waitFor, sleep } from './harness.mjs';
+import { startStack, freePort, uniqueQueue, waitFor, sleep, rpcCount as rpcCountAt } from './harness.mjs';
 
 let stack;
 let client;
@@ -49,18 +49,8 @@ function claim(queues, n, leaseMs) {
   });
 }
 
-/** Sum of jobwire_rpc_requests_total for one Broker method, over all codes. */
-async function rpcCount(method) {
-  const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
-  assert.equal(res.status, 200);
-  let sum = 0;
-  for (const line of (await res.text()).split('\n')) {
-    if (!line.startsWith('jobwire_rpc_requests_total{')) continue;
-    if (!line.includes('service="jobwire.v1.BrokerService"') || !line.includes(`method="${method}"`)) continue;
-    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
+/** Sum of jobwire_rpc_requests_total for one Broker method (harness.mjs). */
+const rpcCount = (method) => rpcCountAt(metricsPort, method);
 
 test('ackBatch: per-ack results across two queues; only the good acks change anything', async () => {
   const qa = uniqueQueue('ackb-a');

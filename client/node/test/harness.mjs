@@ -221,6 +221,23 @@ export async function adminQueueStats(address, queue) {
   return out;
 }
 
+/**
+ * Sum of jobwire_rpc_requests_total for one BrokerService method, over all
+ * codes, from the /metrics of a broker started with
+ * --metrics_listen=127.0.0.1:<metricsPort>.
+ */
+export async function rpcCount(metricsPort, method) {
+  const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+  if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
+  let sum = 0;
+  for (const line of (await res.text()).split('\n')) {
+    if (!line.startsWith('jobwire_rpc_requests_total{')) continue;
+    if (!line.includes('service="jobwire.v1.BrokerService"') || !line.includes(`method="${method}"`)) continue;
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
 let seq = 0;
 /** A queue name unique within this process. */
 export function uniqueQueue(prefix = 'q') {

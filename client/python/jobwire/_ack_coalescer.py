@@ -26,7 +26,7 @@ import grpc
 import grpc.aio
 
 from ._errors import JobwireError
-from .client import ack_batch_errors
+from ._requests import ack_batch_errors
 from .v1 import broker_pb2 as pb
 
 log = logging.getLogger("jobwire.worker")

@@ -50,6 +50,9 @@ class Reason(str, enum.Enum):
     INVALID_FIELD = "INVALID_FIELD"  # INVALID_ARGUMENT; metadata "field"
     JOB_NOT_FOUND = "JOB_NOT_FOUND"  # NOT_FOUND: no such job in that queue
     QUEUE_NOT_FOUND = "QUEUE_NOT_FOUND"  # NOT_FOUND (UpdateQueue)
+    # NOT_FOUND (Enqueue); metadata "job_id". EnqueueBatch also: a batch parent
+    # (depends_on_batch_index) that was not stored.
+    DEPENDENCY_NOT_FOUND = "DEPENDENCY_NOT_FOUND"
     LEASE_STALE = "LEASE_STALE"  # FAILED_PRECONDITION: not the current lease
     JOB_STATE = "JOB_STATE"  # FAILED_PRECONDITION; metadata "state"
     JOB_CANCEL_REQUESTED = "JOB_CANCEL_REQUESTED"  # FAILED_PRECONDITION: stop the run
@@ -117,7 +120,8 @@ class JobwireError(Exception):
     DEADLINE_EXCEEDED or a broker that cannot be reached).
     ``metadata`` (dict[str, str]): the ErrorInfo metadata (``"field"`` with
     INVALID_FIELD, ``"state"`` with JOB_STATE, ``"queue"`` with
-    TOKEN_NOT_PERMITTED); ``{}`` for per-item batch errors.
+    TOKEN_NOT_PERMITTED, ``"job_id"`` with DEPENDENCY_NOT_FOUND); ``{}`` for
+    per-item batch errors.
     ``field`` (str or None): the field path of the BadRequest field violation
     (``"priority"``, ``"jobs[3].priority"``), INVALID_FIELD only.
     ``retry_delay`` (float seconds or None): the broker's RetryInfo, how long

@@ -28,7 +28,7 @@ import grpc
 from ._errors import JobCancelled, JobwireError, Reason
 from ._failure import Failure
 from ._types import Job
-from .client import build_progress_request
+from ._requests import build_progress_request
 from .v1 import broker_pb2 as pb
 
 log = logging.getLogger("jobwire.worker")

@@ -5,7 +5,7 @@ import datetime as _dt
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import grpc
 
@@ -75,6 +75,46 @@ def check_headers(headers: Any) -> Dict[str, str]:
     return out
 
 
+def check_depends_on(depends_on: Any) -> List[str]:
+    """The parent ids given to enqueue as a list: a sequence of str (None:
+    none). A str itself is refused (it would be read as its characters), as
+    are items that are not str; the broker checks the rest (0..20 distinct
+    ids, each naming a job of the queue) and names ``depends_on`` when it
+    refuses them."""
+    if depends_on is None:
+        return []
+    if isinstance(depends_on, (str, bytes)) or not isinstance(depends_on, Sequence):
+        raise TypeError("depends_on must be a sequence of job ids (str), got %r" % (depends_on,))
+    for job_id in depends_on:
+        if not isinstance(job_id, str):
+            raise TypeError("depends_on: job ids must be str, got %r" % (job_id,))
+    return list(depends_on)
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def check_depends_on_batch_index(indexes: Any) -> List[int]:
+    """The batch parents given to ``enqueue_batch`` as a list: a sequence of
+    int (None: none), each an index in the batch's jobs (int32). A str, a
+    bool, an item that is not an int or one outside int32 is refused here
+    (the request could not carry it); the broker checks the rest (earlier
+    jobs of the batch, same queue, distinct, at most 20 parents with
+    ``depends_on``) and names ``depends_on_batch_index`` when it refuses
+    them."""
+    if indexes is None:
+        return []
+    if isinstance(indexes, (str, bytes)) or not isinstance(indexes, Sequence):
+        raise TypeError("depends_on_batch_index must be a sequence of batch indexes (int), got %r"
+                        % (indexes,))
+    for index in indexes:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError("depends_on_batch_index: indexes must be int, got %r" % (index,))
+        if not -_INT32_MAX - 1 <= index <= _INT32_MAX:
+            raise TypeError("depends_on_batch_index: index %r is outside int32" % (index,))
+    return list(indexes)
+
+
 @dataclass(frozen=True)
 class JobError:
     """One entry of ``Job.errors``: the run that failed (``attempt``; 0 for a
@@ -117,6 +157,16 @@ class Job:
     ``headers``: the producer's headers (``enqueue(..., headers=...)``), a
     plain dict of str to str, unchanged (empty when none were given).
     ``concurrency_key``: the key given at enqueue ("" when none).
+    Dependencies (``enqueue(..., depends_on=[...])``; docs/semantics.md,
+    "Dependencies"): ``depends_on``, the parent ids as given (a list of str;
+    with ``enqueue_batch``'s ``depends_on_batch_index``, also the ids its
+    batch parents got);
+    ``dependencies_left``, the parents not ended yet (0 once the job is due,
+    so always 0 on a handler's job); ``dependency_results``, a dict of parent
+    id to its result (bytes), filled as each parent completes (a parent that
+    completed without a result, or failed under
+    ``run_after_failed_dependency``, is absent); and
+    ``run_after_failed_dependency``, as given.
     ``errors``: the error history, a list of ``JobError`` for the last 10
     failed runs and a cancel that made the job dead, oldest first
     (``error`` is the latest, whole)."""
@@ -148,6 +198,10 @@ class Job:
     headers: Dict[str, str] = field(default_factory=dict)
     concurrency_key: str = ""
     errors: List[JobError] = field(default_factory=list)
+    depends_on: List[str] = field(default_factory=list)
+    dependencies_left: int = 0
+    dependency_results: Dict[str, bytes] = field(default_factory=dict)
+    run_after_failed_dependency: bool = False
     # Set by the Worker that runs the job (threading.Event, or asyncio.Event
     # in jobwire.aio); None otherwise.
     _lease_lost_event: Any = field(default=None, init=False, repr=False, compare=False)
@@ -282,6 +336,10 @@ class Job:
             headers=dict(pb.headers),
             concurrency_key=pb.concurrency_key,
             errors=[JobError(e.attempt, e.at_ms, e.error) for e in pb.errors],
+            depends_on=list(pb.depends_on),
+            dependencies_left=pb.dependencies_left,
+            dependency_results={k: bytes(v) for k, v in pb.dependency_results.items()},
+            run_after_failed_dependency=pb.run_after_failed_dependency,
         )
 
 

@@ -37,7 +37,7 @@ from ._settler import log_refused_ack
 from ._subscribe import AioSubscription, Kinds, Queues, SubscribeState, build_subscribe_request
 from ._types import AckResult, EnqueueResult, Job, Outcome, encode_result
 from ._wait import Waiter
-from .client import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
+from ._requests import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
                      build_enqueue_request, build_enqueue_results, build_progress_request,
                      publish_tracer)
 from .v1 import broker_pb2 as pb

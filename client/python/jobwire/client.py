@@ -9,180 +9,14 @@ import grpc
 
 from ._channel import DEFAULT_TIMEOUT, PemSource, Security, open_channel, resolve_addr
 from ._errors import JobwireError
+from ._requests import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
+                        build_enqueue_request, build_enqueue_results, build_progress_request,
+                        publish_tracer)
 from ._subscribe import Kinds, Queues, SubscribeState, Subscription, build_subscribe_request
-from ._types import (AckResult, EnqueueResult, Job, check_headers, encode_payload, encode_result,
-                     to_epoch_ms, to_ms)
+from ._types import AckResult, EnqueueResult, Job
 from ._wait import Waiter
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
-
-_OPTION_NAMES = (
-    "priority",
-    "delay_ms",
-    "run_at",
-    "max_attempts",
-    "idempotency_key",
-    "backoff_base_ms",
-    "backoff_max_ms",
-    "completed_retention_ms",
-    "timeout_ms",
-    "headers",
-    "concurrency_key",
-)
-
-_NO_PAYLOAD = b""
-
-
-def build_enqueue_request(
-    queue: str,
-    type: str,
-    payload: Any = _NO_PAYLOAD,
-    *,
-    priority: Optional[int] = None,
-    delay_ms: Any = None,
-    run_at: Any = None,
-    max_attempts: Optional[int] = None,
-    idempotency_key: Optional[str] = None,
-    backoff_base_ms: Any = None,
-    backoff_max_ms: Any = None,
-    completed_retention_ms: Any = None,
-    timeout_ms: Any = None,
-    headers: Optional[Mapping[str, str]] = None,
-    concurrency_key: Optional[str] = None,
-) -> "pb.EnqueueRequest":
-    """The EnqueueRequest for one job. Unset options (None) take the broker
-    defaults; limits are checked by the broker, whose message is surfaced.
-    ``completed_retention_ms``: how long the job is kept once completed (0 =
-    deleted on ack; at most the broker's --completed_retention_max_ms).
-    ``timeout_ms``: the longest a run may take (0..7 days; 0: the broker's
-    --default_job_timeout_ms, none out of the box). ``headers``: a mapping of
-    str to str that travels with the job to its handler (``job.headers``);
-    TypeError for other types, the broker checks the rest. ``concurrency_key``:
-    groups the job under its queue's max_active_per_key limit (e.g. a
-    customer id; at most 128 bytes)."""
-    header_map = check_headers(headers)
-    req = pb.EnqueueRequest(queue=queue, type=type, payload=encode_payload(payload))
-    if priority is not None:
-        req.priority = int(priority)
-    if delay_ms is not None:
-        req.delay_ms = to_ms(delay_ms, "delay_ms")
-    if run_at is not None:
-        req.run_at_ms = to_epoch_ms(run_at)
-    if max_attempts is not None:
-        req.max_attempts = int(max_attempts)
-    if idempotency_key is not None:
-        req.idempotency_key = idempotency_key
-    if concurrency_key is not None:
-        req.concurrency_key = concurrency_key
-    if backoff_base_ms is not None:
-        req.backoff_base_ms = to_ms(backoff_base_ms, "backoff_base_ms")
-    if backoff_max_ms is not None:
-        req.backoff_max_ms = to_ms(backoff_max_ms, "backoff_max_ms")
-    if completed_retention_ms is not None:
-        req.completed_retention_ms = to_ms(completed_retention_ms, "completed_retention_ms")
-    if timeout_ms is not None:
-        req.timeout_ms = to_ms(timeout_ms, "timeout_ms")
-    if header_map:
-        req.headers.update(header_map)
-    return req
-
-
-def build_progress_request(queue: str, job_id: str, lease_token: str,
-                           percent: Optional[int] = None,
-                           data: Any = b"") -> "pb.ReportProgressRequest":
-    """The ReportProgressRequest of one run: ``percent`` (None: absent) and
-    ``data`` (bytes unchanged, None → empty, anything else JSON). Limits
-    (0..100, 4096 bytes, at least one given) are checked by the broker."""
-    req = pb.ReportProgressRequest(queue=queue, job_id=job_id, lease_token=lease_token,
-                                   data=encode_result(data))
-    if percent is not None:
-        if isinstance(percent, bool) or not isinstance(percent, int):
-            raise TypeError("percent must be an int (0..100) or None, got %r" % (percent,))
-        req.percent = percent
-    return req
-
-
-def _batch_item(queue: str, item: Any) -> "pb.EnqueueRequest":
-    if not isinstance(item, Mapping):
-        raise TypeError(
-            "enqueue_batch jobs must be dicts {type, payload, options}, got %r" % (item,)
-        )
-    item = dict(item)
-    try:
-        job_type = item.pop("type")
-    except KeyError:
-        raise TypeError("enqueue_batch job without 'type': %r" % (item,)) from None
-    payload = item.pop("payload", _NO_PAYLOAD)
-    options = dict(item.pop("options", None) or {})
-    for name in _OPTION_NAMES:  # options may also be given inline
-        if name in item:
-            options[name] = item.pop(name)
-    if item:
-        raise TypeError("enqueue_batch job has unknown keys: %s" % ", ".join(sorted(item)))
-    unknown = set(options) - set(_OPTION_NAMES)
-    if unknown:
-        raise TypeError("unknown enqueue options: %s" % ", ".join(sorted(unknown)))
-    return build_enqueue_request(queue, job_type, payload, **options)
-
-
-_ACK_KEYS = ("queue", "job_id", "lease_token")
-
-
-def _ack_item(item: Any) -> "pb.AckRequest":
-    if not isinstance(item, Mapping):
-        raise TypeError(
-            "ack_batch acks must be dicts {queue, job_id, lease_token, result}, got %r" % (item,)
-        )
-    missing = [k for k in _ACK_KEYS if k not in item]
-    if missing:
-        raise TypeError("ack_batch ack without %s: %r" % (", ".join(missing), item))
-    unknown = set(item) - set(_ACK_KEYS) - {"result"}
-    if unknown:
-        raise TypeError("ack_batch ack has unknown keys: %s" % ", ".join(sorted(unknown)))
-    return pb.AckRequest(queue=item["queue"], job_id=item["job_id"],
-                         lease_token=item["lease_token"],
-                         result=encode_result(item.get("result")))
-
-
-def publish_tracer(tracing: bool, tracer_provider: Any) -> Any:
-    """The producer side of tracing (``jobwire.tracing.PublishTracer``) when
-    ``tracing`` is on, else None (nothing traced, opentelemetry not
-    imported). ImportError without ``opentelemetry-api`` (jobwire[otel])."""
-    if not tracing:
-        return None
-    from .tracing import PublishTracer
-    return PublishTracer(tracer_provider)
-
-
-def build_enqueue_results(resp: "pb.EnqueueBatchResponse") -> List[EnqueueResult]:
-    """``enqueue_batch``'s answer: one EnqueueResult per job, in order; a
-    refused job's ``error`` carries the result's code, message and reason."""
-    return [EnqueueResult(job_id=r.job_id, duplicate=r.duplicate) if r.code == 0 else
-            EnqueueResult(job_id=r.job_id, duplicate=r.duplicate,
-                          error=JobwireError.from_result(r.code, r.message, r.reason))
-            for r in resp.results]
-
-
-def ack_batch_errors(requests: Sequence["pb.AckRequest"],
-                     resp: "pb.AckBatchResponse") -> List[Optional[JobwireError]]:
-    """The per-ack errors of an AckBatch answer, in request order (None: the
-    ack was stored; else a JobwireError with the result's code, message and
-    reason, e.g. LEASE_STALE). Raises JobwireError(INTERNAL) when the broker
-    answered a different number of results (shared with the workers'
-    coalescers)."""
-    if len(resp.results) != len(requests):
-        raise JobwireError(grpc.StatusCode.INTERNAL, "AckBatch answered %d results for %d acks"
-                           % (len(resp.results), len(requests)))
-    return [None if r.code == 0 else JobwireError.from_result(r.code, r.message, r.reason)
-            for r in resp.results]
-
-
-def build_ack_results(requests: Sequence["pb.AckRequest"],
-                      resp: "pb.AckBatchResponse") -> List[AckResult]:
-    """``ack_batch``'s answer: one AckResult per request, in order."""
-    return [AckResult(queue=req.queue, job_id=req.job_id, error=err)
-            for req, err in zip(requests, ack_batch_errors(requests, resp))]
-
 
 class Client:
     """A producer / poller connected to one broker (one gRPC channel).
@@ -268,6 +102,9 @@ class Client:
         timeout_ms: Any = None,
         headers: Optional[Mapping[str, str]] = None,
         concurrency_key: Optional[str] = None,
+        depends_on: Optional[Sequence[str]] = None,
+        run_after_failed_dependency: Optional[bool] = None,
+        depends_on_batch_index: Optional[Sequence[int]] = None,
         timeout: Optional[float] = None,
     ) -> EnqueueResult:
         """Store one job. ``payload``: bytes pass through unchanged, anything
@@ -279,15 +116,26 @@ class Client:
         bad keys or too many / too large headers with INVALID_ARGUMENT
         (field ``headers``; with ``tracing`` on, ``traceparent`` /
         ``tracestate`` are added to the request, never to ``headers``
-        itself). ``timeout`` is this call's deadline in seconds. Returns
-        ``EnqueueResult(job_id, duplicate)``."""
+        itself). ``depends_on``: ids of jobs of this queue that must complete
+        first (docs/semantics.md, "Dependencies"); until then the job is
+        PENDING with ``dependencies_left`` > 0, then its handler gets each
+        parent's result in ``job.dependency_results``; a parent that ends
+        dead makes it dead ("dependency failed: <id>") unless
+        ``run_after_failed_dependency``. An id that names no job of the
+        queue raises JobwireError NOT_FOUND, reason DEPENDENCY_NOT_FOUND
+        (nothing stored). ``depends_on_batch_index`` belongs to
+        ``enqueue_batch``: here the broker refuses it (INVALID_ARGUMENT,
+        nothing stored). ``timeout`` is this call's deadline in seconds.
+        Returns ``EnqueueResult(job_id, duplicate)``."""
         req = build_enqueue_request(
             queue, type, payload,
             priority=priority, delay_ms=delay_ms, run_at=run_at,
             max_attempts=max_attempts, idempotency_key=idempotency_key,
             backoff_base_ms=backoff_base_ms, backoff_max_ms=backoff_max_ms,
             completed_retention_ms=completed_retention_ms, timeout_ms=timeout_ms,
-            headers=headers, concurrency_key=concurrency_key,
+            headers=headers, concurrency_key=concurrency_key, depends_on=depends_on,
+            run_after_failed_dependency=run_after_failed_dependency,
+            depends_on_batch_index=depends_on_batch_index,
         )
         if self._tracer is None:
             resp = self._call(self._stub.Enqueue, req, timeout)
@@ -304,7 +152,17 @@ class Client:
         result per job, in order; a job the broker refused has ``.error`` set
         (returned, not raised), a JobwireError whose ``reason`` is the
         result's (e.g. INVALID_FIELD; refused headers: a message naming
-        ``jobs[<i>].headers``).
+        ``jobs[<i>].headers``; a ``depends_on`` id naming no job: NOT_FOUND,
+        DEPENDENCY_NOT_FOUND).
+        ``depends_on_batch_index`` (a list of int): parents among the
+        batch's earlier jobs, by index in ``jobs`` (same queue, distinct,
+        with ``depends_on`` at most 20 parents); the batch stores the graph
+        in one go and the child's ``Job.depends_on`` lists the ids they got.
+        A child whose batch parent was refused is refused too:
+        INVALID_ARGUMENT (``jobs[i].depends_on_batch_index[k]: names
+        jobs[j], which was refused``) when the parent was invalid, NOT_FOUND
+        with DEPENDENCY_NOT_FOUND (``... which was not stored``) when it was
+        not stored.
         A call-level error (empty or oversized batch) raises JobwireError.
         With ``tracing`` on, the call is one span for all its jobs."""
         req = pb.EnqueueBatchRequest(jobs=[_batch_item(queue, j) for j in jobs])

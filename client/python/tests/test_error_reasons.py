@@ -422,7 +422,7 @@ def contract_reasons():
 
 def test_reason_enum_matches_the_contract():
     listed = contract_reasons()
-    assert len(listed) == 23, listed
+    assert len(listed) == 24, listed
     assert [r.value for r in Reason] == listed
     assert all(r.name == r.value for r in Reason)
     assert jobwire.Reason is Reason and "Reason" in jobwire.__all__

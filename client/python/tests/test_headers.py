@@ -180,7 +180,7 @@ def test_headers_that_are_not_str_to_str_raise_type_error(headers):
 
 
 def test_headers_are_copied_into_the_request():
-    from jobwire.client import build_enqueue_request
+    from jobwire._requests import build_enqueue_request
     h = dict(HEADERS)
     req = build_enqueue_request("q", "t", b"", headers=h)
     h["tenant"] = "changed"

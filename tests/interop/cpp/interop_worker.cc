@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -157,6 +158,15 @@ absl::StatusOr<std::string> RunBehaviour(const jobwire::client::Job& job,
     log.Write(absl::StrCat("key_end ", job.id, " ", job.attempt, " ", lang, " ",
                            job.concurrency_key));
     return nlohmann::json{{"lang", lang}, {"key", job.concurrency_key}}.dump();
+  }
+  if (scenario == "deps") {
+    log.Write(absl::StrCat("deps ", job.id, " ", job.attempt, " ", lang, " ",
+                           job.dependency_results.size()));
+    for (const auto& [parent, result] : job.dependency_results) {
+      log.Write(absl::StrCat("dep ", job.id, " ", job.attempt, " ", lang, " ", parent, " ",
+                             absl::BytesToHexString(result)));
+    }
+    return nlohmann::json{{"lang", lang}, {"job", job.id}}.dump();
   }
   return absl::InternalError(absl::StrCat("unknown scenario ", scenario));
 }

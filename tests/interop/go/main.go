@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -288,6 +289,12 @@ func behaviour(ctx context.Context, job *jobwire.Job, log *lineLog, lang string,
 		time.Sleep(time.Duration(p.SleepMs) * time.Millisecond)
 		log.line("key_end", job.ID, job.Attempt, lang, job.ConcurrencyKey)
 		return map[string]any{"lang": lang, "key": job.ConcurrencyKey}, nil
+	case "deps":
+		log.line("deps", job.ID, job.Attempt, lang, len(job.DependencyResults))
+		for parent, result := range job.DependencyResults {
+			log.line("dep", job.ID, job.Attempt, lang, parent, hex.EncodeToString(result))
+		}
+		return map[string]any{"lang": lang, "job": job.ID}, nil
 	default:
 		return nil, fmt.Errorf("unknown scenario %s", p.Scenario)
 	}

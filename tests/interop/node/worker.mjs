@@ -166,6 +166,14 @@ worker.register('behaviour', async (job) => {
       if (p.sleep_ms) await sleep(p.sleep_ms);
       logLine(`key_end ${job.id} ${job.attempt} ${lang} ${job.concurrencyKey}`);
       return { lang, key: job.concurrencyKey };
+    case 'deps': {
+      const results = Object.entries(job.dependencyResults);
+      logLine(`deps ${job.id} ${job.attempt} ${lang} ${results.length}`);
+      for (const [parent, result] of results) {
+        logLine(`dep ${job.id} ${job.attempt} ${lang} ${parent} ${result.toString('hex')}`);
+      }
+      return { lang, job: job.id };
+    }
     default:
       throw new Error(`unknown scenario ${p.scenario}`);
   }

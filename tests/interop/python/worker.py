@@ -133,6 +133,12 @@ def handle_behaviour(job):
         time.sleep(p.get("sleep_ms", 0) / 1000.0)
         log_line("key_end", job.id, job.attempt, LANG, job.concurrency_key)
         return {"lang": LANG, "key": job.concurrency_key}
+    if scenario == "deps":
+        results = job.dependency_results
+        log_line("deps", job.id, job.attempt, LANG, len(results))
+        for parent, result in results.items():
+            log_line("dep", job.id, job.attempt, LANG, parent, result.hex())
+        return {"lang": LANG, "job": job.id}
     raise RuntimeError("unknown scenario %s" % scenario)
 
 
