@@ -16,7 +16,8 @@ local redis = (function(real)
     HGET = 'first', HSET = 'first', HDEL = 'first', HMGET = 'first', HGETALL = 'first',
     HLEN = 'first', HSTRLEN = 'first', HINCRBY = 'first', HEXISTS = 'first', HSCAN = 'first',
     ZADD = 'first', ZREM = 'first', ZRANGE = 'first', ZRANGEBYSCORE = 'first',
-    ZPOPMIN = 'first', ZCARD = 'first', ZCOUNT = 'first', ZSCORE = 'first', ZRANGEBYLEX = 'first',
+    ZPOPMIN = 'first', ZCARD = 'first', ZCOUNT = 'first', ZSCORE = 'first', ZMSCORE = 'first',
+    ZRANGEBYLEX = 'first',
     ZREMRANGEBYSCORE = 'first', SADD = 'first', SREM = 'first', SMEMBERS = 'first',
     SISMEMBER = 'first', HKEYS = 'first', TIME = 'none', SPUBLISH = 'none', PUBSUB = 'none'}
   local function check(cmd, ...)

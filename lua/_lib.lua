@@ -165,6 +165,21 @@ local function job_read(jobs_key, id)
   return job_unpack(packed)
 end
 
+-- The records of `ids` from hash `jobs_key`, as job_read reads them, by id
+-- (false: no record): one HMGET per 2000 ids instead of one HGET each.
+local function jobs_read(jobs_key, ids)
+  local out = {}
+  for i = 1, #ids, 2000 do
+    local last = math.min(i + 1999, #ids)
+    local packed = redis.call('HMGET', jobs_key, unpack(ids, i, last))
+    for k = i, last do
+      local p = packed[k - i + 1]
+      out[ids[k]] = p and job_unpack(p) or false
+    end
+  end
+  return out
+end
+
 -- Writes `job` (a table as job_read returns) as job `id`'s record in hash
 -- `jobs_key`.
 local function job_write(jobs_key, id, job)

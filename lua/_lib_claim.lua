@@ -75,8 +75,9 @@ end
 local function promote_due(K, now, skipped)
   local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', int(now), 'LIMIT', 0, 1000)
   local ready, by_type = {}, {}
+  local records = jobs_read(K.jobs, due)
   for _, id in ipairs(due) do
-    local job = job_read(K.jobs, id)
+    local job = records[id] or nil
     local priority, available_at = tonumber(job and job[F.priority]), tonumber(job and job[F.available_at])
     if priority and available_at then
       local score = ready_score(priority, available_at)
@@ -167,15 +168,28 @@ local function limits_wait(K, rate, max_active)
   return nil
 end
 
--- The records of `candidates` (claim_ready's, under a per-key limit) and
--- the active counts of their concurrency keys not in `key_held` yet, read
--- into it with one HMGET. Returns the records by id (false: none).
+-- What a round needs to know of `candidates` (claim_ready's), read with
+-- one command each instead of one per candidate: their records (one
+-- HMGET: jobs_read), whether the index entries of a filtered claim's
+-- candidates are still in the ready set (one ZMSCORE: `c.stale` is set on
+-- those that are not), and, under a per-key limit (`key_held` given), the
+-- active counts of their concurrency keys not in `key_held` yet (one
+-- HMGET, read into it). Returns the records by id (false: none).
 local function candidate_records(K, candidates, key_held)
-  local jobs_of, unseen = {}, {}
+  local ids = {}
+  for i, c in ipairs(candidates) do ids[i] = c.id end
+  local jobs_of = jobs_read(K.jobs, ids)
+  if #candidates > 0 and candidates[1].member then
+    for i = 1, #ids, 2000 do
+      local last = math.min(i + 1999, #ids)
+      local scores = redis.call('ZMSCORE', K.ready, unpack(ids, i, last))
+      for k = i, last do candidates[k].stale = not scores[k - i + 1] end
+    end
+  end
+  if not key_held then return jobs_of end
+  local unseen = {}
   for _, c in ipairs(candidates) do
-    local job = job_read(K.jobs, c.id)
-    jobs_of[c.id] = job or false
-    local key = job_key_of(job)
+    local key = job_key_of(jobs_of[c.id] or nil)
     if key and key_held[key] == nil then
       key_held[key] = 0
       unseen[#unseen + 1] = key
@@ -253,7 +267,7 @@ end
 -- the limit and the call parked KEY_PARK_PER_CLAIM: the claim ends here) or
 -- 'lease'.
 local function candidate_action(K, b, c, job, key)
-  if c.member and not redis.call('ZSCORE', K.ready, c.id) then return 'stale' end
+  if c.stale then return 'stale' end
   if job == nil then return 'missing' end
   if key and b.key_limit and b.key_held[key] >= b.key_limit then
     if b.parked_total < KEY_PARK_PER_CLAIM then return 'park' end
@@ -292,7 +306,7 @@ local function lease_candidate(K, b, out, c, job, key, now)
 end
 
 -- One round of claim `b` over `candidates` (ready_candidates'; `jobs_of`
--- their records when candidate_records read them): each is dropped,
+-- their records, as candidate_records read them): each is dropped,
 -- parked or leased (candidate_action) until the claim has `want` jobs or
 -- stops; a stop puts the candidate and the rest back where they were
 -- (popped ones; a filtered claim popped nothing). Skipped ids go to
@@ -301,9 +315,7 @@ local function claim_round(K, b, out, candidates, jobs_of, types, now)
   local parked = 0
   for n, c in ipairs(candidates) do
     if #b.ids >= b.want then break end  -- a filtered claim's merged candidates
-    local job = jobs_of[c.id]
-    if job == nil then job = job_read(K.jobs, c.id) end
-    if job == false then job = nil end
+    local job = jobs_of[c.id] or nil
     local key = job_key_of(job)
     local action = candidate_action(K, b, c, job, key)
     if action == 'stale' then
@@ -372,7 +384,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   local round_want = want
   while round_want > 0 and not b.full do
     local candidates = ready_candidates(K, types, round_want)
-    local jobs_of = b.key_limit and candidate_records(K, candidates, b.key_held) or {}
+    local jobs_of = candidate_records(K, candidates, b.key_limit and b.key_held)
     local parked = claim_round(K, b, out, candidates, jobs_of, types, now)
     flush_ready(K, b, types)
     -- Another round only when this one parked jobs and read a full range.

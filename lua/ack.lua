@@ -51,9 +51,16 @@ events_open(KEYS[3])
 local out = {}
 local done = {}
 local index = {}
+-- Every record read with one HMGET and the completed ones written with one
+-- HSET: `records` is what the call has seen and changed, so an id named
+-- twice meets its first ack's outcome (a repeat), as if written between.
+local ids = {}
+for i = 4, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+local records = jobs_read(KEYS[3], ids)
+local written = {}
 for i = 4, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
-  local job = job_read(KEYS[3], id)
+  local job = records[id] or nil
   if not job then
     local acked = idem_get(KEYS[6], KEYS[7], id, now)
     if not acked then
@@ -76,6 +83,7 @@ for i = 4, #ARGV, 3 do
     if retention <= 0 then
       local lease_left = math.max(0, (tonumber(job[F.lease_expires_at]) or 0) - now)
       redis.call('HDEL', KEYS[3], id)
+      records[id] = false
       redis.call('HDEL', KEYS[4], id)
       redis.call('HDEL', KEYS[5], id)
       redis.call('HSET', KEYS[6], id, token)
@@ -83,7 +91,7 @@ for i = 4, #ARGV, 3 do
     else
       job[F.state], job[F.finished_at], job[F.lease_expires_at] = 'completed', now, 0
       job[F.run_deadline] = nil
-      job_write(KEYS[3], id, job)
+      add_pair(written, id, cmsgpack.pack(job))
       if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[5], id, ARGV[i + 2]) end
       index[#index + 1] = int(now + retention)
       index[#index + 1] = id
@@ -96,6 +104,7 @@ for i = 4, #ARGV, 3 do
   end
 end
 
+call_pairs('HSET', KEYS[3], written)
 if #done > 0 then
   redis.call('ZREM', KEYS[1], unpack(done))
   if #index > 0 then redis.call('ZADD', KEYS[2], unpack(index)) end

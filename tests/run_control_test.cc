@@ -526,6 +526,13 @@ TEST_F(RunControlTest, WorkerHandlersSeeCancelAndTimeout) {
     return std::string("late result");
   });
   std::thread runner([&] { worker.Run().IgnoreError(); });
+  // A stop reaches the stream by the queue's notify channel: the broker must
+  // have subscribed to it first (else the stop comes with the next renewal).
+  const absl::Time subscribe_deadline = absl::Now() + kPrompt;
+  while (ShardSubscribers("jw:{" + queue + "}:notify") < 1 && absl::Now() < subscribe_deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GE(ShardSubscribers("jw:{" + queue + "}:notify"), 1);
 
   absl::StatusOr<client::Enqueued> running = producer.Enqueue(queue, "wait_for_cancel", "");
   ASSERT_TRUE(running.ok()) << running.status();

@@ -153,10 +153,7 @@ class SubscribeTest : public BrokerTest {
 
   // Subscribers of the events channel of `partition_queue` (a store name).
   int64_t EventSubscribers(const std::string& partition_queue) {
-    const std::string channel = "jw:{" + partition_queue + "}:events";
-    auto reply = RedisCommandFor(channel, {"PUBSUB", "SHARDNUMSUB", channel});
-    if (!reply.ok() || reply->elements.size() != 2) return -1;
-    return reply->elements[1].integer;
+    return ShardSubscribers("jw:{" + partition_queue + "}:events");
   }
 
   grpc::Status AdminCall(const std::function<grpc::Status(grpc::ClientContext*)>& call) {

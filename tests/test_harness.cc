@@ -393,6 +393,12 @@ absl::StatusOr<RedisReply> BrokerTest::RedisCommandFor(const std::string& key,
   return cluster_->CommandAt(*owner, argv);
 }
 
+int64_t BrokerTest::ShardSubscribers(const std::string& channel) {
+  absl::StatusOr<RedisReply> reply = RedisCommandFor(channel, {"PUBSUB", "SHARDNUMSUB", channel});
+  if (!reply.ok() || reply->elements.size() != 2) return -1;
+  return reply->elements[1].integer;
+}
+
 absl::StatusOr<RedisReply> BrokerTest::RedisCommandOnEveryMaster(
     const std::vector<std::string>& argv) {
   if (redis_ != nullptr) return redis_->CommandArgv(argv);

@@ -267,6 +267,9 @@ class BrokerTest : public ::testing::Test {
   // `argv` on the server holding `key` (its slot's master in cluster mode).
   absl::StatusOr<RedisReply> RedisCommandFor(const std::string& key,
                                              const std::vector<std::string>& argv);
+  // Subscribers of sharded pub/sub `channel` (PUBSUB SHARDNUMSUB on the
+  // server holding it); -1 when it does not answer.
+  int64_t ShardSubscribers(const std::string& channel);
   // `argv` on the server, or on every master in cluster mode: the first
   // failure, else the last reply.
   absl::StatusOr<RedisReply> RedisCommandOnEveryMaster(const std::vector<std::string>& argv);

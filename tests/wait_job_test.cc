@@ -100,10 +100,7 @@ class WaitJobTest : public LifecycleTest {
  protected:
   // Subscribers of `queue`'s events channel on the Redis under test.
   int64_t EventSubscribers(const std::string& queue) {
-    const std::string channel = "jw:{" + queue + "}:events";
-    auto reply = RedisCommandFor(channel, {"PUBSUB", "SHARDNUMSUB", channel});
-    if (!reply.ok() || reply->elements.size() != 2) return -1;
-    return reply->elements[1].integer;
+    return ShardSubscribers("jw:{" + queue + "}:events");
   }
 };
 

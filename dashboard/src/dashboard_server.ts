@@ -5,6 +5,7 @@
 // EventStreams (event_streams.ts), broker calls from BrokerClient.
 //
 //   GET  /healthz                      200 "ok" (no session, no broker call)
+//   GET  /favicon.ico                  204 (no session): there is no icon
 //   GET  /static/{style.css,live.js}
 //   GET  /login, POST /login, POST /logout
 //   GET  /                             the queues (from the shared poll)
@@ -45,7 +46,7 @@ import { Config, splitHostPort } from './config';
 import { EventStreams, StreamRequest } from './event_streams';
 import { parseCreateQueue, parseEnqueue, parseSchedule } from './forms';
 import { showTime } from './format';
-import { redirect, SECURITY_HEADERS, send } from './http_responses';
+import { noContent, redirect, SECURITY_HEADERS, send } from './http_responses';
 import { explainCode, jobUrl, PageContext, queueUrl } from './page_layout';
 import * as pages from './pages';
 import { SealedSessions } from './sealed_sessions';
@@ -130,6 +131,8 @@ export class DashboardServer {
     res.on('finish', () => this.log({ msg: 'request', method: req.method, path: url.pathname, status: res.statusCode, ms: Date.now() - started }));
     try {
       if (url.pathname === '/healthz') return send(res, 200, 'ok\n', 'text/plain; charset=utf-8');
+      // No icon; answered so that a browser's own request for one logs no 404.
+      if (url.pathname === '/favicon.ico') return noContent(res);
       if (url.pathname.startsWith('/static/')) return this.serveStatic(res, url.pathname.slice(8));
       await this.route(await this.begin(req, res, url));
     } catch (err) {

@@ -20,6 +20,12 @@ export function send(res: http.ServerResponse, status: number, body: Html | stri
   res.end(text);
 }
 
+/** Answers 204 No Content. */
+export function noContent(res: http.ServerResponse): void {
+  res.writeHead(204, { 'cache-control': 'no-store', ...SECURITY_HEADERS });
+  res.end();
+}
+
 /** Answers 303 See Other to `location`. */
 export function redirect(res: http.ServerResponse, location: string): void {
   res.writeHead(303, { location, 'cache-control': 'no-store', ...SECURITY_HEADERS });

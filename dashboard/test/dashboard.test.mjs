@@ -484,6 +484,10 @@ describe('open broker', () => {
     assert.equal(res.status, 200);
     assert.equal(await res.text(), 'ok\n');
     assert.equal(res.headers.get('set-cookie'), null);
+    // A browser asks for /favicon.ico on its own: no 404 in its console.
+    const icon = await fetch(`${dash.url}/favicon.ico`);
+    assert.equal(icon.status, 204);
+    assert.equal(icon.headers.get('set-cookie'), null);
   });
 
   test('the pages work at phone width', async () => {
