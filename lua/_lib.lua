@@ -53,7 +53,8 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
                     'completed_retention', 'failed_token', 'fail_outcome', 'fail_next_at',
                     'timeout', 'run_deadline', 'cancel_requested', 'progress_percent',
                     'progress_data', 'headers', 'concurrency_key', 'errors', 'depends_on',
-                    'deps_left', 'dep_policy', 'dep_results', 'has_dependents'}
+                    'deps_left', 'dep_policy', 'dep_results', 'has_dependents',
+                    'payload_bytes'}
 -- Field numbers by name.
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end
@@ -165,17 +166,24 @@ local function job_read(jobs_key, id)
   return job_unpack(packed)
 end
 
--- The records of `ids` from hash `jobs_key`, as job_read reads them, by id
--- (false: no record): one HMGET per 2000 ids instead of one HGET each.
-local function jobs_read(jobs_key, ids)
+-- The values of fields `ids` of hash `key`, by id (false: none): one HMGET
+-- per 2000 ids instead of one HGET each.
+local function hash_read(key, ids)
   local out = {}
   for i = 1, #ids, 2000 do
     local last = math.min(i + 1999, #ids)
-    local packed = redis.call('HMGET', jobs_key, unpack(ids, i, last))
-    for k = i, last do
-      local p = packed[k - i + 1]
-      out[ids[k]] = p and job_unpack(p) or false
-    end
+    local values = redis.call('HMGET', key, unpack(ids, i, last))
+    for k = i, last do out[ids[k]] = values[k - i + 1] or false end
+  end
+  return out
+end
+
+-- The records of `ids` from hash `jobs_key`, as job_read reads them, by id
+-- (false: no record), read by hash_read.
+local function jobs_read(jobs_key, ids)
+  local out = hash_read(jobs_key, ids)
+  for id, packed in pairs(out) do
+    if packed then out[id] = job_unpack(packed) end
   end
   return out
 end

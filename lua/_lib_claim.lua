@@ -229,14 +229,15 @@ end
 -- jobs' ids, records and active entries; what leaves the ready set (gone:
 -- filtered claims remove their picks, the others popped them) and its index
 -- (gone_members); popped candidates that go back (back); jobs parked for
--- their key (parked, key_waiting members); and the runs taken per
--- concurrency key (key_claimed).
+-- their key (parked, key_waiting members); the runs taken per
+-- concurrency key (key_claimed); and the replies whose payloads are still
+-- to be read (unread_ids, unread_replies: write_leases reads them).
 local function claim_batch(want, max_bytes, claim_id, worker_id, expires, key_limit)
   return {want = want, max_bytes = max_bytes, claim_id = claim_id, worker_id = worker_id,
           expires = expires, key_limit = key_limit, bytes = 0, key_held = {},
           parked_total = 0, full = false,
           ids = {}, records = {}, active = {}, gone = {}, gone_members = {}, back = {},
-          parked = {}, key_claimed = {}}
+          parked = {}, key_claimed = {}, unread_ids = {}, unread_replies = {}}
 end
 
 -- Writes a round's changes to the ready set, its index and key_waiting.
@@ -248,10 +249,13 @@ local function flush_ready(K, b, types)
   b.gone, b.gone_members, b.back, b.parked = {}, {}, {}, {}
 end
 
--- Writes the leased jobs: records, active entries, the claim's record, the
--- rate limit's tokens and the keys' active counts.
+-- Writes the leased jobs (records, active entries, the claim's record, the
+-- rate limit's tokens and the keys' active counts) and puts the payloads
+-- lease_candidate left unread into their replies, read with one HMGET.
 local function write_leases(K, b, lease_ms, rate, now)
   if #b.ids == 0 then return end
+  local payloads = hash_read(K.payloads, b.unread_ids)
+  for n, id in ipairs(b.unread_ids) do b.unread_replies[n][2] = payloads[id] or '' end
   call_pairs('HSET', K.jobs, b.records)
   call_pairs('ZADD', K.active, b.active)
   redis.call('SET', K.claim, table.concat(b.ids, ' '), 'PX', int(lease_ms))
@@ -279,13 +283,19 @@ end
 -- Leases candidate `c` (record `job`, concurrency key `key`) to claim `b`
 -- and adds it to the reply `out`, unless its payload and error text would
 -- take the claim past its byte bound (and it is not the first job): false
--- then, and nothing changed. The payload is read once, for the bound and
--- the reply: past the bound the Lua heap holds one payload more than the
--- reply, then lets it go.
+-- then, and nothing changed. The bound takes the payload's size from the
+-- record (payload_bytes, written by enqueue.lua), and the payload is read
+-- later, with the call's others (write_leases). A record without
+-- payload_bytes (enqueued by a broker before it) has its payload read here,
+-- once, for the bound and the reply.
 local function lease_candidate(K, b, out, c, job, key, now)
   local id = c.id
-  local payload = redis.call('HGET', K.payloads, id) or ''
-  local size = #payload + record_text_bytes(job)
+  local payload, size = nil, tonumber(job[F.payload_bytes])
+  if not size then
+    payload = redis.call('HGET', K.payloads, id) or ''
+    size = #payload
+  end
+  size = size + record_text_bytes(job)
   if #b.ids > 0 and b.bytes + size > b.max_bytes then return false end
   b.gone[#b.gone + 1] = id
   b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), pad_score(c.score), id)
@@ -300,7 +310,12 @@ local function lease_candidate(K, b, out, c, job, key, now)
   add_pair(b.records, id, packed)
   add_pair(b.active, int(job_expires), id)
   out[#out + 1] = id
-  out[#out + 1] = job_reply(packed, payload)
+  local reply = job_reply(packed, payload)
+  out[#out + 1] = reply
+  if not payload then
+    b.unread_ids[#b.unread_ids + 1] = id
+    b.unread_replies[#b.unread_replies + 1] = reply
+  end
   event('active', id, job, now)
   return true
 end

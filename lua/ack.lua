@@ -90,7 +90,9 @@ for i = 4, #ARGV, 3 do
       redis.call('ZADD', KEYS[7], int(now + lease_left + grace), id)
     else
       job[F.state], job[F.finished_at], job[F.lease_expires_at] = 'completed', now, 0
-      job[F.run_deadline] = nil
+      -- payload_bytes serves claims only, and a completed job is never
+      -- claimed again: without it the record keeps its size class.
+      job[F.run_deadline], job[F.payload_bytes] = nil, nil
       add_pair(written, id, cmsgpack.pack(job))
       if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[5], id, ARGV[i + 2]) end
       index[#index + 1] = int(now + retention)

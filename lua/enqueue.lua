@@ -137,6 +137,7 @@ for i = first_job, #ARGV, 15 do
     if timeout > 0 then job[F.timeout] = timeout end
     if ARGV[i + 11] ~= '' then job[F.headers] = ARGV[i + 11] end
     if ARGV[i + 12] ~= '' then job[F.concurrency_key] = ARGV[i + 12] end
+    job[F.payload_bytes] = #ARGV[i + 1]
     local placed = plan and deps_register(D, job, id, parents, plan, ARGV[i + 14] == '1', now)
     add_pair(records, id, cmsgpack.pack(job))
     D.fresh[id] = {job = job, at = #records}

@@ -4,6 +4,7 @@
 // jobs that die again. Each case states the state before and what must hold after.
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -199,27 +200,55 @@ TEST_F(ScriptSafetyTest, DamagedJobHashesAreSkippedAndTheRestIsSettled) {
 }
 
 // A claim stops at about kMaxClaimBytes of payload (at least one job,
-// whatever its size), and says that due jobs are left.
+// whatever its size), says that due jobs are left, and answers each job with
+// its own payload: for records with payload_bytes (the claim reads the
+// payloads it takes at the end, with one HMGET) and for records without it
+// (enqueued by a broker before the field: the claim reads each payload to
+// learn its size).
 TEST_F(ScriptSafetyTest, ClaimIsBoundedByBytes) {
-  const std::string queue = "big";
-  const std::string mib(1 << 20, 'x');
-  for (int i = 0; i < 10; ++i) Enqueue(queue, "t", 0, 0, 3, 1000, 3600000, mib);
-  auto first = Claim(queue, 10);
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->jobs.size(), static_cast<size_t>(kMaxClaimBytes / (1 << 20)));
-  EXPECT_TRUE(first->more);
+  for (bool legacy : {false, true}) {
+    SCOPED_TRACE(legacy ? "records without payload_bytes" : "records with payload_bytes");
+    const std::string prefix = legacy ? "old-" : "new-";
+    // Enqueues `payload` on `queue`; a legacy record loses payload_bytes.
+    auto enqueue = [&](const std::string& queue, const std::string& payload) {
+      std::string id = Enqueue(queue, "t", 0, 0, 3, 1000, 3600000, payload);
+      EXPECT_EQ(JobField(queue, id, "payload_bytes"), absl::StrCat(payload.size()));
+      if (legacy) WriteJobField(queue, id, "payload_bytes", std::nullopt);
+      return id;
+    };
 
-  const std::string queue2 = "huge";
-  Enqueue(queue2, "t", 0, 0, 3, 1000, 3600000, std::string(kMaxClaimBytes + 1, 'y'));
-  Enqueue(queue2, "t", 0, 0);
-  auto huge = Claim(queue2, 10);
-  ASSERT_TRUE(huge.ok()) << huge.status();
-  EXPECT_EQ(huge->jobs.size(), 1u);
-  EXPECT_TRUE(huge->more);
-  auto rest = Claim(queue2, 10);
-  ASSERT_TRUE(rest.ok());
-  EXPECT_EQ(rest->jobs.size(), 1u);
-  EXPECT_FALSE(rest->more);
+    const std::string queue = prefix + "big";
+    std::map<std::string, std::string> payloads;
+    for (int i = 0; i < 10; ++i) {
+      std::string payload = std::string(1 << 20, static_cast<char>('a' + i));
+      payloads[enqueue(queue, payload)] = payload;
+    }
+    auto first = Claim(queue, 10);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ(first->jobs.size(), static_cast<size_t>(kMaxClaimBytes / (1 << 20)));
+    EXPECT_TRUE(first->more);
+    for (const auto& job : first->jobs) {
+      EXPECT_TRUE(job.job().payload() == payloads[job.job().id()]) << job.job().id();
+    }
+
+    const std::string queue2 = prefix + "huge";
+    enqueue(queue2, std::string(kMaxClaimBytes + 1, 'y'));
+    const std::string small_id = enqueue(queue2, "small");
+    const std::string empty_id = enqueue(queue2, "");
+    auto huge = Claim(queue2, 10);
+    ASSERT_TRUE(huge.ok()) << huge.status();
+    ASSERT_EQ(huge->jobs.size(), 1u);
+    EXPECT_EQ(huge->jobs[0].job().payload().size(), static_cast<size_t>(kMaxClaimBytes + 1));
+    EXPECT_TRUE(huge->more);
+    auto rest = Claim(queue2, 10);
+    ASSERT_TRUE(rest.ok());
+    ASSERT_EQ(rest->jobs.size(), 2u);
+    EXPECT_EQ(rest->jobs[0].job().id(), small_id);
+    EXPECT_EQ(rest->jobs[0].job().payload(), "small");
+    EXPECT_EQ(rest->jobs[1].job().id(), empty_id);
+    EXPECT_EQ(rest->jobs[1].job().payload(), "");
+    EXPECT_FALSE(rest->more);
+  }
 }
 
 // An admin page stops at its byte bound too, and the next page goes on from
