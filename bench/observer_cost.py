@@ -41,11 +41,12 @@ VARIANTS = ("base", "unchecked", "head", "elsewhere", "here")
 CLI = os.path.join(BUILD, "cli", "jobwire")
 
 
-# The line of lua/_lib.lua (events_open) that asks Redis whether a broker
+# The line of lua/_lib.lua (event) that asks Redis whether a broker
 # listens to a queue's events; the "unchecked" build never asks (and never
 # publishes).
-EVENTS_CHECK = "  if redis.call('PUBSUB', 'SHARDNUMSUB', channel)[2] > 0 then"
-NO_EVENTS_CHECK = "  if false then  -- observer_cost.py: the events check removed"
+EVENTS_CHECK = ("  if E.listened == nil then E.listened = "
+                "redis.call('PUBSUB', 'SHARDNUMSUB', E.channel)[2] > 0 end")
+NO_EVENTS_CHECK = "  E.listened = false  -- observer_cost.py: the events check removed"
 
 
 class Observers:
@@ -110,7 +111,7 @@ def report(args, revs, runs, failures):
         f"- **base**: the broker of `{revs['base']}`, the last commit before WaitJob and "
         "queue events;",
         f"- **unchecked**: the broker of `{revs['unchecked']}` (HEAD) with the scripts' events "
-        "check removed (events_open in lua/_lib.lua never asks `PUBSUB SHARDNUMSUB`, so no "
+        "check removed (event() in lua/_lib.lua never asks `PUBSUB SHARDNUMSUB`, so no "
         "event is ever published): what head would be without waiters and subscribers;",
         "- **head**: this tree's broker, nobody waiting or subscribed;",
         "- **elsewhere**: this tree's broker with `jobwire watch other` and `jobwire wait other "
@@ -130,9 +131,10 @@ def report(args, revs, runs, failures):
         lines += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
     lines += [
         "",
-        "What the scripts do for it: each script call that changes a queue asks Redis once "
-        "whether a broker listens to the queue's events channel (`PUBSUB SHARDNUMSUB`, "
-        "events_open in lua/_lib.lua) and builds and publishes nothing when none does; "
+        "What the scripts do for it: each script call that changes a queue's jobs asks Redis "
+        "once, at its first change, whether a broker listens to the queue's events channel "
+        "(`PUBSUB SHARDNUMSUB`, event() in lua/_lib.lua) and builds and publishes nothing "
+        "when none does; "
         "Enqueue, claims and acks are batched, so that is one command per batch, not per "
         "job. A waiter or subscriber on one queue makes only that queue's scripts publish.",
         "",

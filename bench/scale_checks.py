@@ -39,8 +39,10 @@ def add_arguments(parser):
                         help="idle Claim streams held open for the broker's RSS")
     parser.add_argument("--scale-idle-workers", type=int, default=100,
                         help="idle workers for Redis commands/s and broker CPU")
-    parser.add_argument("--scale-idle-seconds", type=float, default=10,
-                        help="how long the idle window is measured")
+    parser.add_argument("--scale-idle-seconds", type=float, default=60,
+                        help="how long the idle window is measured (60: the reaper's idle-queue "
+                             "check runs once a minute, so a shorter window holds it once or "
+                             "not at all)")
 
 
 class Staged:

@@ -234,29 +234,31 @@ end
 -- jobs, published on the sharded channel <p>:{<q>}:events (SPUBLISH) for the
 -- brokers that follow jobs there (WaitJob), as one message per script call:
 -- a cmsgpack array of events, each {kind, id, type, attempts, at_ms}. Only
--- while a broker listens: events_open asks Redis for the channel's
--- subscribers once per call (PUBSUB SHARDNUMSUB, on the node that holds the
--- queue's slot) and, when there are none, the call builds and publishes
--- nothing. A script calls events_open(jobs key) before its first change,
--- event(...) for each change and events_publish() once at the end. Kinds:
+-- while a broker listens: at the call's first event, event() asks Redis for
+-- the channel's subscribers (PUBSUB SHARDNUMSUB, on the node that holds the
+-- queue's slot), once per call, and when there are none the call builds and
+-- publishes nothing; a call that changes nothing (an idle reaper pass, a
+-- claim that finds nothing due) asks nothing. A script calls events_open(jobs
+-- key) before its first change, event(...) for each change and
+-- events_publish() once at the end. Kinds:
 -- enqueued, active, completed, retry, dead, cancelled, lease_expired,
 -- released (back to pending, attempt undone), redriven (dead to pending),
 -- deleted, progress (a 6th element: the percent reported, or nil),
 -- cancel_requested, timed_out; the queue-wide 'deleted' of delete_queue.lua
 -- has id ''.
-local EVENTS = nil  -- {channel =, list =} while someone listens
+local EVENTS = nil  -- {channel =, list =, listened = nil until asked, then true | false}
 local function events_open(jobs_key)
   if string.sub(jobs_key, -5) ~= ':jobs' then error('events_open: not a jobs key: ' .. jobs_key) end
-  local channel = string.sub(jobs_key, 1, -5) .. 'events'
-  if redis.call('PUBSUB', 'SHARDNUMSUB', channel)[2] > 0 then
-    EVENTS = {channel = channel, list = {}}
-  end
+  EVENTS = {channel = string.sub(jobs_key, 1, -5) .. 'events', list = {}}
 end
 -- Job `id` (record `job` after the change; nil when it has none) had event
 -- `kind` at `now`.
 local function event(kind, id, job, now, percent)
-  if not EVENTS then return end
-  local list = EVENTS.list
+  local E = EVENTS
+  if not E then return end
+  if E.listened == nil then E.listened = redis.call('PUBSUB', 'SHARDNUMSUB', E.channel)[2] > 0 end
+  if not E.listened then return end
+  local list = E.list
   list[#list + 1] = {kind, id, job_type_of(job), tonumber(job and job[F.attempts]) or 0, now, percent}
 end
 

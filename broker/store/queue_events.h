@@ -4,8 +4,9 @@
 // for 'progress', the percent reported (absent when none)
 // (events_open / event / events_publish in lua/_lib.lua; docs/redis-layout.md,
 // "Events"). A script publishes only when the channel has a subscriber on the
-// queue's node (PUBSUB SHARDNUMSUB), so a queue nobody follows pays one
-// command per script call and nothing per job.
+// queue's node (PUBSUB SHARDNUMSUB, asked at the call's first change), so a
+// queue nobody follows pays one command per script call that changes jobs
+// and nothing per job.
 #ifndef JOBWIRE_BROKER_STORE_QUEUE_EVENTS_H_
 #define JOBWIRE_BROKER_STORE_QUEUE_EVENTS_H_
 
