@@ -231,7 +231,7 @@ end
 -- (gone_members); popped candidates that go back (back); jobs parked for
 -- their key (parked, key_waiting members); the runs taken per
 -- concurrency key (key_claimed); and the replies whose payloads are still
--- to be read (unread_ids, unread_replies: write_leases reads them).
+-- to be read (unread_ids, unread_replies: read_payloads reads them).
 local function claim_batch(want, max_bytes, claim_id, worker_id, expires, key_limit)
   return {want = want, max_bytes = max_bytes, claim_id = claim_id, worker_id = worker_id,
           expires = expires, key_limit = key_limit, bytes = 0, key_held = {},
@@ -249,13 +249,17 @@ local function flush_ready(K, b, types)
   b.gone, b.gone_members, b.back, b.parked = {}, {}, {}, {}
 end
 
--- Writes the leased jobs (records, active entries, the claim's record, the
--- rate limit's tokens and the keys' active counts) and puts the payloads
--- lease_candidate left unread into their replies, read with one HMGET.
-local function write_leases(K, b, lease_ms, rate, now)
-  if #b.ids == 0 then return end
+-- Puts the payloads lease_candidate left unread into claim `b`'s replies,
+-- read with one HMGET.
+local function read_payloads(K, b)
   local payloads = hash_read(K.payloads, b.unread_ids)
   for n, id in ipairs(b.unread_ids) do b.unread_replies[n][2] = payloads[id] or '' end
+end
+
+-- Writes the leased jobs: records, active entries, the claim's record, the
+-- rate limit's tokens and the keys' active counts.
+local function write_leases(K, b, lease_ms, rate, now)
+  if #b.ids == 0 then return end
   call_pairs('HSET', K.jobs, b.records)
   call_pairs('ZADD', K.active, b.active)
   redis.call('SET', K.claim, table.concat(b.ids, ' '), 'PX', int(lease_ms))
@@ -285,7 +289,7 @@ end
 -- take the claim past its byte bound (and it is not the first job): false
 -- then, and nothing changed. The bound takes the payload's size from the
 -- record (payload_bytes, written by enqueue.lua), and the payload is read
--- later, with the call's others (write_leases). A record without
+-- later, with the call's others (read_payloads). A record without
 -- payload_bytes (enqueued by a broker before it) has its payload read here,
 -- once, for the bound and the reply.
 local function lease_candidate(K, b, out, c, job, key, now)
@@ -407,6 +411,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     round_want = want - #b.ids
   end
   write_leases(K, b, lease_ms, rate, now)
+  read_payloads(K, b)
 
   local more, others = ready_left(K, types)
   local wait = more and limits_wait(K, rate, max_active)
