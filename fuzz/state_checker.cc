@@ -35,7 +35,9 @@ for q in pairs(queues) do
   -- Job id -> state, from the records (cmsgpack; field 1 is the state).
   local states, types = {}, {}
   local keyed_active = {}  -- concurrency key (field 26) -> active jobs of it
-  for id, packed in pairs(pairs_of(redis.call('HGETALL', base .. 'jobs'))) do
+  local records = pairs_of(redis.call('HGETALL', base .. 'jobs'))
+  records['#listened'] = nil  -- the queue's listen mark, not a job (lua/listen_events.lua)
+  for id, packed in pairs(records) do
     local ok, rec = pcall(cmsgpack.unpack, packed)
     -- A completed job past its retention is gone for every reader (the next
     -- trim deletes its record): not counted.

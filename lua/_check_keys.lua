@@ -19,7 +19,7 @@ local redis = (function(real)
     ZPOPMIN = 'first', ZCARD = 'first', ZCOUNT = 'first', ZSCORE = 'first', ZMSCORE = 'first',
     ZRANGEBYLEX = 'first',
     ZREMRANGEBYSCORE = 'first', SADD = 'first', SREM = 'first', SMEMBERS = 'first',
-    SISMEMBER = 'first', HKEYS = 'first', TIME = 'none', SPUBLISH = 'none', PUBSUB = 'none'}
+    SISMEMBER = 'first', HKEYS = 'first', TIME = 'none', SPUBLISH = 'none'}
   local function check(cmd, ...)
     local kind = KEY_ARGS[string.upper(tostring(cmd))]
     if kind == nil then error('declared-keys check: no rule for command ' .. tostring(cmd)) end

@@ -151,31 +151,68 @@ local function ready_remove(R, job, id)
   return 1
 end
 
--- Job `id`'s record from hash `jobs_key` as a table indexed by field number
--- (absent fields nil); nil when there is no record. A record that does not
--- unpack to a table reads as {} (a record lacking every field); job_unpack
--- does the same for a record already read.
+-- Queue events (docs/redis-layout.md, "Events"): what happens to a queue's
+-- jobs, published on the sharded channel <p>:{<q>}:events (SPUBLISH) for the
+-- brokers that follow jobs there (WaitJob, Subscribe), as one message per
+-- script call: a cmsgpack array of events, each {kind, id, type, attempts,
+-- at_ms}. Only while a broker listens: a broker that follows the queue keeps
+-- the listen mark, field EVENTS_MARK of the queue's jobs hash, at a Redis
+-- time in the future (listen_events.lua renews it), and a call whose first
+-- event finds the mark absent or past builds and publishes nothing. The mark
+-- rides on the call's first read of job records (job_read / jobs_read of
+-- the events' jobs hash ask for it in the same HMGET), so a queue nobody
+-- follows pays no command for its events; a call that reads no record
+-- before its first event (enqueue) asks HGET once. A script calls
+-- events_open(jobs key) before its first read of records, event(...) for
+-- each change and events_publish() once at the end. Kinds:
+-- enqueued, active, completed, retry, dead, cancelled, lease_expired,
+-- released (back to pending, attempt undone), redriven (dead to pending),
+-- deleted, progress (a 6th element: the percent reported, or nil),
+-- cancel_requested, timed_out; the queue-wide 'deleted' of delete_queue.lua
+-- has id ''.
+local EVENTS_MARK = '#listened'  -- never a job id ([A-Za-z0-9._:-])
+-- {jobs =, channel =, list =, mark = nil until read, then the mark or false,
+-- listened = nil until the first event, then true | false}
+local EVENTS = nil
+local function events_open(jobs_key)
+  if string.sub(jobs_key, -5) ~= ':jobs' then error('events_open: not a jobs key: ' .. jobs_key) end
+  EVENTS = {jobs = jobs_key, channel = string.sub(jobs_key, 1, -5) .. 'events', list = {}}
+end
+
+-- A packed record as a table indexed by field number (absent fields nil);
+-- a record that does not unpack to a table reads as {} (a record lacking
+-- every field).
 local function job_unpack(packed)
   local ok, rec = pcall(cmsgpack.unpack, packed)
   if not ok or type(rec) ~= 'table' then return {} end
   return rec
 end
-local function job_read(jobs_key, id)
-  local packed = redis.call('HGET', jobs_key, id)
-  if not packed then return nil end
-  return job_unpack(packed)
-end
 
 -- The values of fields `ids` of hash `key`, by id (false: none): one HMGET
--- per 2000 ids instead of one HGET each.
+-- per 2000 ids instead of one HGET each. The first read of the events' jobs
+-- hash (events_open) asks for the listen mark too.
 local function hash_read(key, ids)
   local out = {}
+  local E = EVENTS
   for i = 1, #ids, 2000 do
     local last = math.min(i + 1999, #ids)
-    local values = redis.call('HMGET', key, unpack(ids, i, last))
-    for k = i, last do out[ids[k]] = values[k - i + 1] or false end
+    local values, skip
+    if E and E.mark == nil and E.jobs == key then
+      values, skip = redis.call('HMGET', key, EVENTS_MARK, unpack(ids, i, last)), 1
+      E.mark = values[1] or false
+    else
+      values, skip = redis.call('HMGET', key, unpack(ids, i, last)), 0
+    end
+    for k = i, last do out[ids[k]] = values[k - i + 1 + skip] or false end
   end
   return out
+end
+-- Job `id`'s record from hash `jobs_key`, unpacked (job_unpack); nil when
+-- there is no record.
+local function job_read(jobs_key, id)
+  local packed = hash_read(jobs_key, {id})[id]
+  if not packed then return nil end
+  return job_unpack(packed)
 end
 
 -- The records of `ids` from hash `jobs_key`, as job_read reads them, by id
@@ -230,33 +267,15 @@ local function job_reply(packed, payload, result)
   return {packed, payload or '', result or ''}
 end
 
--- Queue events (docs/redis-layout.md, "Events"): what happens to a queue's
--- jobs, published on the sharded channel <p>:{<q>}:events (SPUBLISH) for the
--- brokers that follow jobs there (WaitJob), as one message per script call:
--- a cmsgpack array of events, each {kind, id, type, attempts, at_ms}. Only
--- while a broker listens: at the call's first event, event() asks Redis for
--- the channel's subscribers (PUBSUB SHARDNUMSUB, on the node that holds the
--- queue's slot), once per call, and when there are none the call builds and
--- publishes nothing; a call that changes nothing (an idle reaper pass, a
--- claim that finds nothing due) asks nothing. A script calls events_open(jobs
--- key) before its first change, event(...) for each change and
--- events_publish() once at the end. Kinds:
--- enqueued, active, completed, retry, dead, cancelled, lease_expired,
--- released (back to pending, attempt undone), redriven (dead to pending),
--- deleted, progress (a 6th element: the percent reported, or nil),
--- cancel_requested, timed_out; the queue-wide 'deleted' of delete_queue.lua
--- has id ''.
-local EVENTS = nil  -- {channel =, list =, listened = nil until asked, then true | false}
-local function events_open(jobs_key)
-  if string.sub(jobs_key, -5) ~= ':jobs' then error('events_open: not a jobs key: ' .. jobs_key) end
-  EVENTS = {channel = string.sub(jobs_key, 1, -5) .. 'events', list = {}}
-end
 -- Job `id` (record `job` after the change; nil when it has none) had event
 -- `kind` at `now`.
 local function event(kind, id, job, now, percent)
   local E = EVENTS
   if not E then return end
-  if E.listened == nil then E.listened = redis.call('PUBSUB', 'SHARDNUMSUB', E.channel)[2] > 0 end
+  if E.listened == nil then
+    if E.mark == nil then E.mark = redis.call('HGET', E.jobs, EVENTS_MARK) or false end
+    E.listened = (tonumber(E.mark) or 0) > now
+  end
   if not E.listened then return end
   local list = E.list
   list[#list + 1] = {kind, id, job_type_of(job), tonumber(job and job[F.attempts]) or 0, now, percent}

@@ -29,13 +29,13 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): settles a pending
 -- job, creates no work.
+events_open(KEYS[1])
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
 local state = job[F.state]
 if state ~= 'pending' and state ~= 'active' then return {'STATE', tostring(state)} end
 
 local now = now_ms()
-events_open(KEYS[1])
 if state == 'active' then
   if not cancel_asked(job) then
     job[F.cancel_requested] = now

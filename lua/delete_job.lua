@@ -23,9 +23,9 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {'NOT_FOUND'} end
+events_open(KEYS[1])
 local job = job_read(KEYS[1], ARGV[1])
 local now = now_ms()
-events_open(KEYS[1])
 local C = {ready = KEYS[2], by_type = KEYS[11], jobs = KEYS[1], key_active = KEYS[12],
            key_waiting = KEYS[13], channel = ARGV[2], scheduled = KEYS[3], dead = KEYS[6],
            deps_waiting = KEYS[14], dependents = KEYS[15]}

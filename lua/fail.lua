@@ -33,6 +33,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): finishing work
 -- always succeeds.
+events_open(KEYS[1])
 local job = job_read(KEYS[1], ARGV[1])
 if not job then return {'NOT_FOUND'} end
 if job[F.failed_token] == ARGV[2] and ARGV[2] ~= '' then
@@ -42,7 +43,6 @@ if job[F.lease_token] ~= ARGV[2] then return {'STALE'} end
 if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 
 math.randomseed(tonumber(ARGV[6]))
-events_open(KEYS[1])
 local S = {jobs = KEYS[1], active = KEYS[2], scheduled = KEYS[3], dead = KEYS[4], ready = KEYS[5],
            by_type = KEYS[6], key_active = KEYS[7], key_waiting = KEYS[8], deps_waiting = KEYS[9],
            dependents = KEYS[10], channel = ARGV[7]}

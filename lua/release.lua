@@ -24,6 +24,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): gives back a job
 -- that was never delivered.
+events_open(KEYS[1])
 local job, refused = held_run(KEYS[1], ARGV[1], ARGV[2])
 if not job then return refused end
 if cancel_asked(job) then return {'CANCEL_REQUESTED'} end
@@ -42,7 +43,6 @@ local C = {ready = KEYS[3], by_type = KEYS[4], jobs = KEYS[1], key_active = KEYS
 ready_add(C, job, ready_score(priority, available_at), ARGV[1])
 key_release(C, job)
 redis.call('SPUBLISH', ARGV[3], 0)
-events_open(KEYS[1])
 event('released', ARGV[1], job, now_ms())
 events_publish()
 return {'OK'}

@@ -32,6 +32,7 @@ local released = 0
 local now = nil
 local C = {ready = KEYS[3], by_type = KEYS[5], jobs = KEYS[4], key_active = KEYS[6],
            key_waiting = KEYS[7], channel = ARGV[2]}
+events_open(KEYS[4])
 for id in string.gmatch(record, '%S+') do
   local job = job_read(KEYS[4], id)
   local priority = tonumber(job and job[F.priority])
@@ -48,10 +49,7 @@ for id in string.gmatch(record, '%S+') do
     ready_add(C, job, ready_score(priority, available_at), id)
     key_release(C, job)
     released = released + 1
-    if released == 1 then
-      events_open(KEYS[4])
-      now = now_ms()
-    end
+    if released == 1 then now = now_ms() end
     event('released', id, job, now)
   end
 end

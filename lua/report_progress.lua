@@ -15,6 +15,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): a bounded value
 -- (the broker allows 4 KiB) on a run in flight.
+events_open(KEYS[1])
 local job, refused = held_run(KEYS[1], ARGV[1], ARGV[2])
 if not job then return refused end
 local now = now_ms()
@@ -25,7 +26,6 @@ local percent = tonumber(ARGV[3])
 job[F.progress_percent] = percent
 if ARGV[4] ~= '' then job[F.progress_data] = ARGV[4] else job[F.progress_data] = nil end
 job_write(KEYS[1], ARGV[1], job)
-events_open(KEYS[1])
 event('progress', ARGV[1], job, now, percent)
 events_publish()
 return {'OK'}

@@ -371,6 +371,19 @@ void JobStore::ReportProgress(const v1::ReportProgressRequest& r,
                  });
 }
 
+void JobStore::ListenEvents(const std::string& queue, int64_t lease_ms,
+                            Callback<bool> done) const {
+  scripts_->Eval(scripts_->Get("listen_events"), {KeysFor(queue).Jobs()},
+                 {absl::StrCat(lease_ms)},
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   if (!reply.ok()) return done(reply.status());
+                   if (reply->type != RedisReply::Type::kInteger) {
+                     return done(absl::InternalError("listen_events: not an integer reply"));
+                   }
+                   done(reply->integer == 1);
+                 });
+}
+
 void JobStore::Release(const std::string& queue, const std::string& job_id,
                        const std::string& token, Callback<bool> done) const {
   Keys keys = KeysFor(queue);

@@ -289,6 +289,11 @@ class JobStore {
   void Announce(const std::string& queue, std::string message) const;
   // The pub/sub channel of `queue`'s job events (store/queue_events.h).
   std::string EventsChannel(const std::string& queue) const;
+  // listen_events.lua: the scripts publish `queue`'s events for at least
+  // `lease_ms` from now (the queue's listen mark; a broker that follows
+  // the queue renews it well before that). True when the mark had lapsed:
+  // events of the queue since then were not published.
+  void ListenEvents(const std::string& queue, int64_t lease_ms, Callback<bool> done) const;
 
   const StoreOptions& options() const { return options_; }
 

@@ -395,7 +395,7 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"queue_stats", read_only},      {"list_jobs", read_only},
       {"get_job", read_only},          {"put_schedule", create_work},
       {"delete_schedule", finish_work}, {"advance_schedule", finish_work},
-      {"read_schedules", read_only},
+      {"read_schedules", read_only},   {"listen_events", finish_work},
   };
   size_t scripts = 0;
   for (const LuaSource& source : LuaSources()) {
