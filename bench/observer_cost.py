@@ -5,9 +5,10 @@ round, and the report docs/performance-observers.md.
   base       the broker of --base, the last commit before WaitJob and queue
              events (built once into build/variant-observer-base/ from a git
              worktree: broker_builds.py)
-  unchecked  the broker of HEAD with the scripts' events check removed (no
-             PUBSUB SHARDNUMSUB, no events ever; build/variant-observer-unchecked/):
-             head against it is what the check costs a queue nobody watches
+  unchecked  the broker of HEAD with the scripts' events removed (events_open
+             opens nothing: no listen mark read, no events ever;
+             build/variant-observer-unchecked/): head against it is what
+             the events cost a queue nobody watches
   head       this tree's broker (--broker), nobody waiting or subscribed
   elsewhere  this tree's broker with a subscriber (`jobwire watch`, every
              kind) and a waiter (`jobwire wait`) on another queue
@@ -16,7 +17,7 @@ round, and the report docs/performance-observers.md.
 
 The question is issue 16's: does a queue with no waiters or subscribers pay
 for them (head and elsewhere against unchecked, which differs from head by
-the events check alone: jobs/s and Redis commands per job)? base shows what
+the events alone: jobs/s and Redis commands per job)? base shows what
 everything since the features' start costs; the "here" runs what a
 subscriber costs when there is one.
 
@@ -41,12 +42,12 @@ VARIANTS = ("base", "unchecked", "head", "elsewhere", "here")
 CLI = os.path.join(BUILD, "cli", "jobwire")
 
 
-# The line of lua/_lib.lua (event) that asks Redis whether a broker
-# listens to a queue's events; the "unchecked" build never asks (and never
-# publishes).
-EVENTS_CHECK = ("  if E.listened == nil then E.listened = "
-                "redis.call('PUBSUB', 'SHARDNUMSUB', E.channel)[2] > 0 end")
-NO_EVENTS_CHECK = "  E.listened = false  -- observer_cost.py: the events check removed"
+# The line of lua/_lib.lua (events_open) that opens a script call's events;
+# the "unchecked" build opens none, so its scripts never read the listen
+# mark and never publish.
+EVENTS_CHECK = ("  EVENTS = {jobs = jobs_key, channel = string.sub(jobs_key, 1, -5) .. 'events', "
+                "list = {}}")
+NO_EVENTS_CHECK = "  EVENTS = nil  -- observer_cost.py: the events removed"
 
 
 class Observers:
@@ -111,7 +112,7 @@ def report(args, revs, runs, failures):
         f"- **base**: the broker of `{revs['base']}`, the last commit before WaitJob and "
         "queue events;",
         f"- **unchecked**: the broker of `{revs['unchecked']}` (HEAD) with the scripts' events "
-        "check removed (event() in lua/_lib.lua never asks `PUBSUB SHARDNUMSUB`, so no "
+        "removed (events_open in lua/_lib.lua opens nothing: no listen mark is read and no "
         "event is ever published): what head would be without waiters and subscribers;",
         "- **head**: this tree's broker, nobody waiting or subscribed;",
         "- **elsewhere**: this tree's broker with `jobwire watch other` and `jobwire wait other "
@@ -120,7 +121,7 @@ def report(args, revs, runs, failures):
         "the measured queue.",
         "",
         "Medians with the range over the rounds; ratios are taken within a round, against "
-        "that round's unchecked run: head / unchecked is what the events check costs a "
+        "that round's unchecked run: head / unchecked is what the events cost a "
         "queue nobody watches.",
         "",
     ]
@@ -131,12 +132,12 @@ def report(args, revs, runs, failures):
         lines += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
     lines += [
         "",
-        "What the scripts do for it: each script call that changes a queue's jobs asks Redis "
-        "once, at its first change, whether a broker listens to the queue's events channel "
-        "(`PUBSUB SHARDNUMSUB`, event() in lua/_lib.lua) and builds and publishes nothing "
-        "when none does; "
-        "Enqueue, claims and acks are batched, so that is one command per batch, not per "
-        "job. A waiter or subscriber on one queue makes only that queue's scripts publish.",
+        "What the scripts do for it: a script call publishes a queue's events only while "
+        "the queue's listen mark (field `#listened` of its jobs hash, renewed by the brokers "
+        "that follow the queue) is in the future, and reads the mark with the job records it "
+        "reads anyway (the same HMGET; docs/redis-layout.md, \"Events\"); only an enqueue "
+        "call, which reads no record, asks one HGET per call. A waiter or subscriber on one "
+        "queue makes only that queue's scripts publish.",
         "",
     ]
     return "\n".join(lines)

@@ -3,10 +3,10 @@
 // a cmsgpack array of events, each {kind, id, type, attempts, at_ms} and,
 // for 'progress', the percent reported (absent when none)
 // (events_open / event / events_publish in lua/_lib.lua; docs/redis-layout.md,
-// "Events"). A script publishes only when the channel has a subscriber on the
-// queue's node (PUBSUB SHARDNUMSUB, asked at the call's first change), so a
-// queue nobody follows pays one command per script call that changes jobs
-// and nothing per job.
+// "Events"). A script publishes only while the queue's listen mark is in the
+// future (JobStore::ListenEvents, which core::QueueEventHub renews for the
+// queues it follows); the scripts read it with the job records they read
+// anyway, so a queue nobody follows pays no command for its events.
 #ifndef JOBWIRE_BROKER_STORE_QUEUE_EVENTS_H_
 #define JOBWIRE_BROKER_STORE_QUEUE_EVENTS_H_
 
