@@ -2700,7 +2700,8 @@ type SubscribeResponse struct {
 	// receives every event of the queues.
 	Subscribed bool `protobuf:"varint,2,opt,name=subscribed,proto3" json:"subscribed,omitempty"`
 	// Events may have been lost just before this message (the broker
-	// re-subscribed after losing Redis); the message may have no events.
+	// re-subscribed after losing Redis, or renewed a lapsed listen mark); the
+	// message may have no events.
 	EventsMissed  bool `protobuf:"varint,3,opt,name=events_missed,json=eventsMissed,proto3" json:"events_missed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -272,8 +272,10 @@ type BrokerServiceClient interface {
 	// final state is never missed. A job deleted on Ack (completed retention
 	// 0) while followed is sent COMPLETED, without its result, which was not
 	// kept; a call that arrives after such a job is gone answers NOT_FOUND.
-	// A queue whose jobs nobody waits for pays one Redis command per script
-	// call for this (asking whether anyone listens), nothing per job.
+	// A queue whose jobs nobody waits for pays no Redis command for this: the
+	// scripts publish only while a broker following the queue keeps its
+	// listen mark, which they read with the job records they read anyway
+	// (docs/redis-layout.md, "Events"; an enqueue call asks one HGET).
 	// Errors: INVALID_ARGUMENT (queue, job_id, timeout_ms), UNAUTHENTICATED,
 	// PERMISSION_DENIED (as GetJob), NOT_FOUND before the first message (no
 	// such job) or after one (the job was deleted meanwhile),
@@ -292,17 +294,18 @@ type BrokerServiceClient interface {
 	// of different queues or partitions are not ordered with each other.
 	// Best effort, not a log: a stream sees only what happens while it is
 	// open, and when the broker lost its Redis subscription for a while (a
-	// reconnect, a failover) the next message has events_missed set: events
-	// of that gap are gone (read the jobs with GetJob / ListJobs if they
-	// matter). Jobs removed by PurgeDead or by the dead retention trim are not
-	// reported one by one. A partitioned queue's events come from all its
+	// reconnect, a failover) or found the queue's listen mark lapsed
+	// (docs/redis-layout.md, "Events") the next message has events_missed
+	// set: events of that gap are gone (read the jobs with GetJob / ListJobs
+	// if they matter). Jobs removed by PurgeDead or by the dead retention trim
+	// are not reported one by one. A partitioned queue's events come from all its
 	// partitions, including partitions added while the stream is open once
 	// this broker learns of them (docs/semantics.md).
 	// A client that does not read fast enough is cut off rather than buffered
 	// without bound: more than --subscribe_buffer_events events waiting end
 	// the stream with RESOURCE_EXHAUSTED (reason SUBSCRIBER_TOO_SLOW).
-	// A queue with no subscriber and no waiter pays nothing for this beyond
-	// WaitJob's one command per script call.
+	// A queue with no subscriber and no waiter pays no Redis command for
+	// this (as for WaitJob).
 	// Errors: INVALID_ARGUMENT (queues, kinds), UNAUTHENTICATED,
 	// PERMISSION_DENIED (each queue needs read access, as GetJob),
 	// RESOURCE_EXHAUSTED (reason TOO_MANY_SUBSCRIPTIONS, with RetryInfo, when
@@ -604,8 +607,10 @@ type BrokerServiceServer interface {
 	// final state is never missed. A job deleted on Ack (completed retention
 	// 0) while followed is sent COMPLETED, without its result, which was not
 	// kept; a call that arrives after such a job is gone answers NOT_FOUND.
-	// A queue whose jobs nobody waits for pays one Redis command per script
-	// call for this (asking whether anyone listens), nothing per job.
+	// A queue whose jobs nobody waits for pays no Redis command for this: the
+	// scripts publish only while a broker following the queue keeps its
+	// listen mark, which they read with the job records they read anyway
+	// (docs/redis-layout.md, "Events"; an enqueue call asks one HGET).
 	// Errors: INVALID_ARGUMENT (queue, job_id, timeout_ms), UNAUTHENTICATED,
 	// PERMISSION_DENIED (as GetJob), NOT_FOUND before the first message (no
 	// such job) or after one (the job was deleted meanwhile),
@@ -624,17 +629,18 @@ type BrokerServiceServer interface {
 	// of different queues or partitions are not ordered with each other.
 	// Best effort, not a log: a stream sees only what happens while it is
 	// open, and when the broker lost its Redis subscription for a while (a
-	// reconnect, a failover) the next message has events_missed set: events
-	// of that gap are gone (read the jobs with GetJob / ListJobs if they
-	// matter). Jobs removed by PurgeDead or by the dead retention trim are not
-	// reported one by one. A partitioned queue's events come from all its
+	// reconnect, a failover) or found the queue's listen mark lapsed
+	// (docs/redis-layout.md, "Events") the next message has events_missed
+	// set: events of that gap are gone (read the jobs with GetJob / ListJobs
+	// if they matter). Jobs removed by PurgeDead or by the dead retention trim
+	// are not reported one by one. A partitioned queue's events come from all its
 	// partitions, including partitions added while the stream is open once
 	// this broker learns of them (docs/semantics.md).
 	// A client that does not read fast enough is cut off rather than buffered
 	// without bound: more than --subscribe_buffer_events events waiting end
 	// the stream with RESOURCE_EXHAUSTED (reason SUBSCRIBER_TOO_SLOW).
-	// A queue with no subscriber and no waiter pays nothing for this beyond
-	// WaitJob's one command per script call.
+	// A queue with no subscriber and no waiter pays no Redis command for
+	// this (as for WaitJob).
 	// Errors: INVALID_ARGUMENT (queues, kinds), UNAUTHENTICATED,
 	// PERMISSION_DENIED (each queue needs read access, as GetJob),
 	// RESOURCE_EXHAUSTED (reason TOO_MANY_SUBSCRIPTIONS, with RetryInfo, when
