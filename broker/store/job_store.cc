@@ -79,6 +79,16 @@ absl::StatusOr<RedisReply> CheckScriptStatus(absl::StatusOr<RedisReply> reply,
   return absl::InternalError(absl::StrCat("unexpected script reply: ", code));
 }
 
+// The integer a script answers (release_claim, trim_dead, listen_events);
+// INTERNAL naming `script` when the reply is not one.
+absl::StatusOr<int64_t> ScriptInteger(absl::StatusOr<RedisReply> reply, absl::string_view script) {
+  if (!reply.ok()) return reply.status();
+  if (reply->type != RedisReply::Type::kInteger) {
+    return absl::InternalError(absl::StrCat("bad ", script, " reply"));
+  }
+  return reply->integer;
+}
+
 // claim.lua's reply (also the last element of enqueue.lua's with a
 // hand-off), from `script`.
 absl::StatusOr<ClaimOutcome> ParseClaimReply(const std::string& queue, const std::string& script,
@@ -257,11 +267,7 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
                   keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting()},
                  {claim_id, keys.NotifyChannel()},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   if (!reply.ok()) return done(reply.status());
-                   if (reply->type != RedisReply::Type::kInteger) {
-                     return done(absl::InternalError("bad release_claim reply"));
-                   }
-                   done(reply->integer);
+                   done(ScriptInteger(std::move(reply), "release_claim"));
                  });
 }
 
@@ -376,11 +382,9 @@ void JobStore::ListenEvents(const std::string& queue, int64_t lease_ms,
   scripts_->Eval(scripts_->Get("listen_events"), {KeysFor(queue).Jobs()},
                  {absl::StrCat(lease_ms)},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   if (!reply.ok()) return done(reply.status());
-                   if (reply->type != RedisReply::Type::kInteger) {
-                     return done(absl::InternalError("listen_events: not an integer reply"));
-                   }
-                   done(reply->integer == 1);
+                   absl::StatusOr<int64_t> lapsed = ScriptInteger(std::move(reply), "listen_events");
+                   if (!lapsed.ok()) return done(lapsed.status());
+                   done(*lapsed == 1);
                  });
 }
 
@@ -435,11 +439,7 @@ void JobStore::TrimDead(const std::string& queue, int batch, Callback<int64_t> d
                  {absl::StrCat(options_.dead_retention_ms),
                   absl::StrCat(options_.dead_max_per_queue), absl::StrCat(batch)},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   if (!reply.ok()) return done(reply.status());
-                   if (reply->type != RedisReply::Type::kInteger) {
-                     return done(absl::InternalError("bad trim_dead reply"));
-                   }
-                   done(reply->integer);
+                   done(ScriptInteger(std::move(reply), "trim_dead"));
                  });
 }
 

@@ -116,19 +116,6 @@ class QueueEventsTest : public JobStoreTest {
     return total;
   }
 
-  // Calls of SPUBLISH since the server started (commandstats).
-  int64_t SpublishCalls() {
-    auto info = redis_.Command("INFO", "commandstats");
-    if (!info.ok()) return -1;
-    for (absl::string_view line : absl::StrSplit(info->str, '\n')) {
-      if (!absl::StartsWith(line, "cmdstat_spublish:calls=")) continue;
-      int64_t calls = 0;
-      absl::string_view rest = line.substr(std::string("cmdstat_spublish:calls=").size());
-      if (absl::SimpleAtoi(rest.substr(0, rest.find(',')), &calls)) return calls;
-    }
-    return 0;
-  }
-
   std::vector<std::unique_ptr<EventLog>> logs_;
 };
 
@@ -183,18 +170,18 @@ TEST_F(QueueEventsTest, AQueueNobodyFollowsPublishesNoEvents) {
   Enqueue(q, "t", 0, 0);
   auto claimed = Claim(q, 1);
   ASSERT_TRUE(claimed.ok() && claimed->jobs.size() == 1);
-  const int64_t before = SpublishCalls();
+  const int64_t before = CommandCalls("spublish");
   ASSERT_TRUE(Ack(claimed->jobs[0]).ok());  // ack.lua publishes nothing else
-  EXPECT_EQ(SpublishCalls(), before);
+  EXPECT_EQ(CommandCalls("spublish"), before);
   // Followed, the same ack would publish once.
   EventLog& log = Follow(q);
   ASSERT_TRUE(log.WaitConfirmed());
   Enqueue(q, "t", 0, 0);
   auto next = Claim(q, 1);
   ASSERT_TRUE(next.ok() && next->jobs.size() == 1);
-  const int64_t followed = SpublishCalls();
+  const int64_t followed = CommandCalls("spublish");
   ASSERT_TRUE(Ack(next->jobs[0]).ok());
-  EXPECT_EQ(SpublishCalls(), followed + 1);
+  EXPECT_EQ(CommandCalls("spublish"), followed + 1);
 }
 
 // The mark decides: a subscriber without it gets nothing; a mark set, or
