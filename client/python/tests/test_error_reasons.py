@@ -281,9 +281,10 @@ def test_ack_batch_item_errors_have_the_result_reasons(api, queue):
 
 
 # -- RetryInfo: TOO_MANY_CLAIM_STREAMS ----------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture
 def one_stream_broker(redis_url, tmp_path_factory):
-    """A broker that allows one Claim stream at a time."""
+    """A broker that allows one Claim stream at a time; one per test, since a
+    cancelled stream frees its slot only once the broker has seen it end."""
     b = Broker(redis_url, tmp_path_factory.mktemp("broker-one-stream"), "--max_claim_streams=1")
     b.start()
     yield b
