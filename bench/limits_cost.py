@@ -4,7 +4,7 @@ round, and the report docs/performance-limits.md.
 
   unlimited  the broker of HEAD with the limits' read removed from claim.lua
              (claim_ready reads only the paused flag: GET instead of its MGET
-             of paused, rate_limit, max_active and key_limit; built into
+             of paused, rate_limit, max_active, key_limit and key_rate_limit; built into
              build/variant-limits-unlimited/ by broker_builds.py): what head
              would be if limits did not exist
   head       this tree's broker, the queue without limits
@@ -15,6 +15,9 @@ round, and the report docs/performance-limits.md.
   key-open   max_active_per_key 1,000,000 (never binds) and every job with
              one of 100 concurrency keys: each run counted for its key at
              the claim and the settle (and a look for a parked job of its key)
+  keyrate-open a rate limit per key that never binds (1,000,000 jobs/s per
+             key) and every job with one of 100 concurrency keys: each
+             claim reads and writes the buckets of the keys it meets
   rate-bound a rate limit of --bound-rate jobs/s (burst the same) that binds:
              jobs/s follows it, and the costs per job show what handing jobs
              out in token-sized bites costs (streams woken by the queue timer
@@ -38,7 +41,10 @@ from broker_builds import build_broker
 from variant_report import COMMON_COLUMNS, per_run_lines, variant_table
 from side_by_side import BUILD
 
-VARIANTS = ("unlimited", "head", "rate-open", "max-open", "key-open", "rate-bound")
+VARIANTS = ("unlimited", "head", "rate-open", "max-open", "key-open", "keyrate-open",
+            "rate-bound")
+# The variants whose jobs carry concurrency keys.
+KEYED = ("key-open", "keyrate-open")
 # Concurrency keys of the key-open variant's jobs (jobwire_side --concurrency_keys).
 KEYS = 100
 CLI = os.path.join(BUILD, "cli", "jobwire")
@@ -46,14 +52,14 @@ CLI = os.path.join(BUILD, "cli", "jobwire")
 # claim_ready's one read of the paused flag and the limits (lua/_lib_claim.lua),
 # and the read of the paused flag alone that the "unlimited" build makes.
 LIMITS_READ = ("  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active, "
-               "K.key_limit)")
-PAUSED_READ = ("  local control = {redis.call('GET', K.paused), false, false, false}"
+               "K.key_limit,\n                              K.key_rate_limit)")
+PAUSED_READ = ("  local control = {redis.call('GET', K.paused), false, false, false, false}"
                "  -- limits_cost.py: no limits")
 
 
 EXPLAINED = (
-    "What the scripts do for it: claim.lua reads the paused flag and the three limits "
-    "(rate_limit, max_active, max_active_per_key) with one MGET, so a queue without limits "
+    "What the scripts do for it: claim.lua reads the paused flag and the four limits "
+    "(rate_limit, max_active, max_active_per_key, key_rate_limit) with one MGET, so a queue without limits "
     "makes the same commands as one in a broker without them. A rate limit adds a GET and a SET of the token bucket per claim call, max_active "
     "a ZCARD of the active set per claim call (and the broker announces each settle of a "
     "limited queue's jobs, so that streams waiting on it wake); claims are batched, so that "
@@ -61,7 +67,10 @@ EXPLAINED = (
     "run (under a per-key limit or none): an HINCRBY of its key's count at the claim (and "
     "one HMGET of the candidates' counts per claim call under a limit), an HINCRBY at the "
     "settle (an HDEL when the count reaches 0), and one EXISTS of the parked jobs per settle "
-    "call. A rate limit that binds hands jobs out in the "
+    "call. A rate limit per key adds per claim call a ZREMRANGEBYSCORE of the full buckets, "
+    "a ZRANGEBYSCORE of the keys due a wake, a ZMSCORE and a ZADD of the buckets of the "
+    "keys met, and a ZRANGE of the wakes when nothing is left due; its jobs count per key "
+    "as key-open's. A rate limit that binds hands jobs out in the "
     "token-sized bites the bucket allows, each claim call a Redis round trip with its fixed "
     "commands for fewer jobs, and streams woken by the queue's timer when tokens come back: "
     "what the rate-bound row costs more per job.")
@@ -80,6 +89,7 @@ class QueueSetup:
             "rate-open": ["--rate-limit", "1000000/1000"],
             "max-open": ["--max-active", "1000000"],
             "key-open": ["--max-active-per-key", "1000000"],
+            "keyrate-open": ["--key-rate-limit", "1000000/1000"],
             "rate-bound": ["--rate-limit", f"{self.bound_rate}/1000"],
         }.get(self.variant)
         if flags:
@@ -108,7 +118,7 @@ def report(args, rev, runs, failures):
         "",
         f"- **unlimited**: the broker of `{rev}` (HEAD) with claim.lua reading only the paused "
         "flag (GET) where it reads the flag and the limits (MGET of paused, rate_limit, "
-        "max_active, key_limit): what head would be if limits did not exist;",
+        "max_active, key_limit, key_rate_limit): what head would be if limits did not exist;",
         "- **head**: this tree's broker, the queue without limits;",
         "- **rate-open**: a rate limit of 1,000,000 jobs a second (burst the same), which "
         "never binds: the token bucket read and written by every claim;",
@@ -118,6 +128,10 @@ def report(args, rev, runs, failures):
         f"- **key-open**: max_active_per_key 1,000,000, which never binds, and every job with "
         f"one of {KEYS} concurrency keys: each run counted for its key at the claim and the "
         "settle, with a look for a parked job of its key at the settle;",
+        f"- **keyrate-open**: a rate limit per key of 1,000,000 jobs a second, which never "
+        f"binds, and every job with one of {KEYS} concurrency keys: each claim drops the "
+        "full buckets, looks for keys due a wake, and reads and writes the buckets of the "
+        "keys it meets;",
         f"- **rate-bound**: a rate limit of {args.bound_rate:,} jobs a second (burst the same) "
         "that binds.",
         "",
@@ -158,7 +172,7 @@ def main():
                                             chunk=args.chunk, concurrency=args.concurrency,
                                             observers=QueueSetup(variant, args.bound_rate),
                                             extra_flags=(["--concurrency_keys", str(KEYS)]
-                                                         if variant == "key-open" else []))
+                                                         if variant in KEYED else []))
             except (RuntimeError, subprocess.CalledProcessError) as exc:
                 failures.append(f"round {rnd + 1} {variant}: {exc}")
                 continue

@@ -91,6 +91,8 @@ absl::Status AdminCli::Stats(const std::string& queue) {
         << (q.max_active() > 0 ? absl::StrCat(q.max_active()) : "none") << "\n"
         << "max active per key:  "
         << (q.max_active_per_key() > 0 ? absl::StrCat(q.max_active_per_key()) : "none") << "\n"
+        << "rate limit per key:  "
+        << (q.has_key_rate_limit() ? RateLimitText(q.key_rate_limit()) : "none") << "\n"
         << "oldest due:          " << Age(q.oldest_due_age_ms()) << "\n";
   return absl::OkStatus();
 }
@@ -336,9 +338,11 @@ absl::Status AdminCli::Pause(const std::string& queue, bool paused) {
 
 namespace {
 
-// --rate-limit's text: COUNT/INTERVAL_MS[/BURST], or "off" (a RateLimit
-// with count 0: removed) when `may_remove`; "": none given.
-absl::StatusOr<std::optional<v1::RateLimit>> ParseRateLimitFlag(const std::string& text,
+// The text of rate limit flag `flag` (--rate-limit, --key-rate-limit):
+// COUNT/INTERVAL_MS[/BURST], or "off" (a RateLimit with count 0: removed)
+// when `may_remove`; "": none given.
+absl::StatusOr<std::optional<v1::RateLimit>> ParseRateLimitFlag(absl::string_view flag,
+                                                                 const std::string& text,
                                                                  bool may_remove) {
   if (text.empty()) return std::nullopt;
   if (may_remove && text == "off") return v1::RateLimit();  // count 0: removed
@@ -350,7 +354,7 @@ absl::StatusOr<std::optional<v1::RateLimit>> ParseRateLimitFlag(const std::strin
       !absl::SimpleAtoi(parts[1], &interval_ms) ||
       (parts.size() == 3 && !absl::SimpleAtoi(parts[2], &burst))) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--rate-limit: must be COUNT/INTERVAL_MS[/BURST]",
+        absl::StrCat(flag, ": must be COUNT/INTERVAL_MS[/BURST]",
                      may_remove ? " or off" : "", ", got ", text));
   }
   limit.set_count(count);
@@ -361,32 +365,52 @@ absl::StatusOr<std::optional<v1::RateLimit>> ParseRateLimitFlag(const std::strin
 
 }  // namespace
 
-absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
-                                std::optional<int64_t> job_timeout_ms,
-                                const std::string& rate_limit, std::optional<int32_t> max_active,
-                                std::optional<int32_t> max_active_per_key, bool create) {
-  absl::StatusOr<std::optional<v1::RateLimit>> limit = ParseRateLimitFlag(rate_limit, !create);
+namespace {
+
+// Sets the fields of CreateQueueRequest or UpdateQueueRequest `request`
+// that `flags` give (the rate limits parsed: `limit`, `key_limit`).
+template <typename Request>
+void SetQueueFields(const AdminCli::QueueFlags& flags,
+                    const std::optional<v1::RateLimit>& limit,
+                    const std::optional<v1::RateLimit>& key_limit, Request& request) {
+  request.set_partitions(flags.partitions);
+  if (flags.job_timeout_ms) request.set_default_job_timeout_ms(*flags.job_timeout_ms);
+  if (limit) *request.mutable_rate_limit() = *limit;
+  if (flags.max_active) request.set_max_active(*flags.max_active);
+  if (flags.max_active_per_key) request.set_max_active_per_key(*flags.max_active_per_key);
+  if (key_limit) *request.mutable_key_rate_limit() = *key_limit;
+}
+
+// The text of a given rate limit flag's value.
+std::string RateLimitChange(const v1::RateLimit& limit) {
+  return limit.count() == 0 ? "removed" : RateLimitText(ResolvedBurst(limit));
+}
+
+}  // namespace
+
+absl::Status AdminCli::SetQueue(const std::string& queue, const QueueFlags& flags, bool create) {
+  absl::StatusOr<std::optional<v1::RateLimit>> limit =
+      ParseRateLimitFlag("--rate-limit", flags.rate_limit, !create);
   if (!limit.ok()) return limit.status();
+  absl::StatusOr<std::optional<v1::RateLimit>> key_limit =
+      ParseRateLimitFlag("--key-rate-limit", flags.key_rate_limit, !create);
+  if (!key_limit.ok()) return key_limit.status();
+  const int partitions = flags.partitions;
+  const std::optional<int64_t>& job_timeout_ms = flags.job_timeout_ms;
+  const std::optional<int32_t>& max_active = flags.max_active;
+  const std::optional<int32_t>& max_active_per_key = flags.max_active_per_key;
   grpc::Status status;
   int before = 0;
   if (create) {
     v1::CreateQueueRequest request;
     request.set_queue(queue);
-    request.set_partitions(partitions);
-    if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
-    if (*limit) *request.mutable_rate_limit() = **limit;
-    if (max_active) request.set_max_active(*max_active);
-    if (max_active_per_key) request.set_max_active_per_key(*max_active_per_key);
+    SetQueueFields(flags, *limit, *key_limit, request);
     v1::CreateQueueResponse response;
     status = admin_->CreateQueue(Context().get(), request, &response);
   } else {
     v1::UpdateQueueRequest request;
     request.set_queue(queue);
-    request.set_partitions(partitions);
-    if (job_timeout_ms) request.set_default_job_timeout_ms(*job_timeout_ms);
-    if (*limit) *request.mutable_rate_limit() = **limit;
-    if (max_active) request.set_max_active(*max_active);
-    if (max_active_per_key) request.set_max_active_per_key(*max_active_per_key);
+    SetQueueFields(flags, *limit, *key_limit, request);
     v1::UpdateQueueResponse response;
     status = admin_->UpdateQueue(Context().get(), request, &response);
     before = response.previous_partitions();
@@ -397,9 +421,10 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     nlohmann::json out = {{"queue", queue}, {"partitions", now}};
     if (!create) out["previous_partitions"] = before;
     if (job_timeout_ms) out["default_job_timeout_ms"] = *job_timeout_ms;
-    if (*limit) out["rate_limit"] = rate_limit;
+    if (*limit) out["rate_limit"] = flags.rate_limit;
     if (max_active) out["max_active"] = *max_active;
     if (max_active_per_key) out["max_active_per_key"] = *max_active_per_key;
+    if (*key_limit) out["key_rate_limit"] = flags.key_rate_limit;
     *out_ << out.dump() << "\n";
     return absl::OkStatus();
   }
@@ -411,10 +436,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
   if (job_timeout_ms) {
     *out_ << ", default job timeout " << TimeoutText(*job_timeout_ms);
   }
-  if (*limit) {
-    *out_ << ", rate limit "
-          << ((*limit)->count() == 0 ? "removed" : RateLimitText(ResolvedBurst(**limit)));
-  }
+  if (*limit) *out_ << ", rate limit " << RateLimitChange(**limit);
   if (max_active) {
     *out_ << ", max active " << (*max_active == 0 ? "none" : absl::StrCat(*max_active));
   }
@@ -422,6 +444,7 @@ absl::Status AdminCli::SetQueue(const std::string& queue, int partitions,
     *out_ << ", max active per key "
           << (*max_active_per_key == 0 ? "none" : absl::StrCat(*max_active_per_key));
   }
+  if (*key_limit) *out_ << ", rate limit per key " << RateLimitChange(**key_limit);
   *out_ << "\n";
   return absl::OkStatus();
 }

@@ -90,17 +90,24 @@ class AdminCli {
   absl::Status PurgeDead(const std::string& queue, int64_t older_than_ms);
   absl::Status DeleteQueue(const std::string& queue, bool force);
   absl::Status Pause(const std::string& queue, bool paused);
-  // CreateQueue (with `create`) or UpdateQueue with `partitions` (0:
-  // unchanged, update only), the default job timeout (nullopt: none /
-  // unchanged; -1 on update: removed) and the rate limit `rate_limit`
-  // ("COUNT/INTERVAL_MS[/BURST]"; "": none / unchanged; "off" on update:
-  // removed; INVALID_ARGUMENT naming --rate-limit when malformed) and
-  // max_active and max_active_per_key (each nullopt: none / unchanged; 0
-  // on update: removed).
-  absl::Status SetQueue(const std::string& queue, int partitions,
-                        std::optional<int64_t> job_timeout_ms, const std::string& rate_limit,
-                        std::optional<int32_t> max_active,
-                        std::optional<int32_t> max_active_per_key, bool create);
+  // The settings flags of create-queue and update-queue.
+  struct QueueFlags {
+    int partitions = 0;  // 0: unchanged (update only)
+    // nullopt: none / unchanged; -1 on update: removed.
+    std::optional<int64_t> job_timeout_ms;
+    // "COUNT/INTERVAL_MS[/BURST]"; "": none / unchanged; "off" on update:
+    // removed.
+    std::string rate_limit;
+    // Each nullopt: none / unchanged; 0 on update: removed.
+    std::optional<int32_t> max_active;
+    std::optional<int32_t> max_active_per_key;
+    // The rate limit of each concurrency key, as rate_limit.
+    std::string key_rate_limit;
+  };
+  // CreateQueue (with `create`) or UpdateQueue with `flags`;
+  // INVALID_ARGUMENT naming --rate-limit or --key-rate-limit when one is
+  // malformed.
+  absl::Status SetQueue(const std::string& queue, const QueueFlags& flags, bool create);
   absl::Status Enqueue(const std::string& queue, const std::string& type,
                        const EnqueueOptions& options);
   // PutSchedule `name`, whose runs enqueue a job of `type` to `queue`.

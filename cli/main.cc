@@ -11,9 +11,11 @@
 //   jobwire create-queue QUEUE [--partitions P] [--default-job-timeout-ms MS]
 //                              [--rate-limit COUNT/INTERVAL_MS[/BURST]] [--max-active N]
 //                              [--max-active-per-key N]
+//                              [--key-rate-limit COUNT/INTERVAL_MS[/BURST]]
 //   jobwire update-queue QUEUE [--partitions P] [--default-job-timeout-ms MS|-1]
 //                              [--rate-limit COUNT/INTERVAL_MS[/BURST]|off] [--max-active N]
 //                              [--max-active-per-key N]
+//                              [--key-rate-limit COUNT/INTERVAL_MS[/BURST]|off]
 //   jobwire enqueue QUEUE TYPE (--json '{...}' | --payload TEXT) [options]
 //   jobwire put-schedule NAME QUEUE TYPE (--cron EXPR [--tz ZONE] | --every-ms MS) [options]
 //   jobwire schedules
@@ -161,10 +163,11 @@ int main(int argc, char** argv) {
 
   int create_partitions = 1;
   int update_partitions = 0;
-  std::optional<int64_t> job_timeout_ms;
-  std::string rate_limit;
-  std::optional<int32_t> max_active;
-  std::optional<int32_t> max_active_per_key;
+  jobwire::cli::AdminCli::QueueFlags queue_flags;
+  std::optional<int64_t>& job_timeout_ms = queue_flags.job_timeout_ms;
+  std::string& rate_limit = queue_flags.rate_limit;
+  std::optional<int32_t>& max_active = queue_flags.max_active;
+  std::optional<int32_t>& max_active_per_key = queue_flags.max_active_per_key;
   CLI::App* create_queue = app.add_subcommand(
       "create-queue", "create a queue (with --partitions, one spread over a Redis Cluster)");
   add_queue(create_queue);
@@ -181,6 +184,10 @@ int main(int argc, char** argv) {
   create_queue->add_option("--max-active-per-key", max_active_per_key,
                            "the most active jobs per concurrency key, 1..1000000 (default: no "
                            "limit); one partition only");
+  create_queue->add_option("--key-rate-limit", queue_flags.key_rate_limit,
+                           "COUNT/INTERVAL_MS[/BURST]: at most COUNT jobs of each concurrency "
+                           "key handed out per INTERVAL_MS, BURST at once (default COUNT); one "
+                           "partition only");
   add_json(create_queue);
   CLI::App* update_queue = app.add_subcommand(
       "update-queue", "raise a queue's partition count, set its default job timeout or limits");
@@ -198,6 +205,9 @@ int main(int argc, char** argv) {
   update_queue->add_option("--max-active-per-key", max_active_per_key,
                            "the most active jobs per concurrency key, 0 to remove the limit "
                            "(default: unchanged)");
+  update_queue->add_option("--key-rate-limit", queue_flags.key_rate_limit,
+                           "the rate limit of each concurrency key: COUNT/INTERVAL_MS[/BURST], "
+                           "or off to remove it (default: unchanged)");
   add_json(update_queue);
 
   jobwire::cli::EnqueueOptions enqueue_options;
@@ -301,11 +311,11 @@ int main(int argc, char** argv) {
   } else if (*pause || *resume) {
     status = cli.Pause(queue, static_cast<bool>(*pause));
   } else if (*create_queue) {
-    status = cli.SetQueue(queue, create_partitions, job_timeout_ms, rate_limit, max_active,
-                          max_active_per_key, /*create=*/true);
+    queue_flags.partitions = create_partitions;
+    status = cli.SetQueue(queue, queue_flags, /*create=*/true);
   } else if (*update_queue) {
-    status = cli.SetQueue(queue, update_partitions, job_timeout_ms, rate_limit, max_active,
-                          max_active_per_key, /*create=*/false);
+    queue_flags.partitions = update_partitions;
+    status = cli.SetQueue(queue, queue_flags, /*create=*/false);
   } else if (*enqueue) {
     status = cli.Enqueue(queue, type, enqueue_options);
   } else if (*put_schedule) {

@@ -60,11 +60,18 @@ local function ready_left(K, types)
 end
 
 -- Ms until the earliest scheduled job of queue `K` is due (0 when it is
--- due now), -1 when none is scheduled.
+-- due now), -1 when none is scheduled; under a rate limit per key
+-- (K.key_rate set by claim_ready), also until the first key whose jobs
+-- are parked for want of a token gets one.
 local function next_due_in_ms(K, now)
   local first = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')
-  if #first == 0 then return -1 end
-  return math.max(0, tonumber(first[2]) - now)
+  local at = first[2] and tonumber(first[2])
+  if K.key_rate then
+    local wake = redis.call('ZRANGE', K.key_rate_wake, 0, 0, 'WITHSCORES')
+    if wake[2] and (not at or tonumber(wake[2]) < at) then at = tonumber(wake[2]) end
+  end
+  if not at then return -1 end
+  return math.max(0, at - now)
 end
 
 -- Moves the scheduled jobs of queue `K` (claim_ready's keys) that are due
@@ -133,6 +140,79 @@ local function rate_take(bucket_key, rate, n, now)
   redis.call('SET', bucket_key, int(rate.units) .. ' ' .. int(now), 'PX', int(to_full + 1000))
 end
 
+-- Rate limits per concurrency key (docs/semantics.md, "Rate limits per
+-- key"): each key has a bucket of the queue's key_rate_limit ('<count>
+-- <interval ms> <burst>', as rate_read's), kept as a theoretical arrival time
+-- (GCRA): `tat` in the key_tat zset, in ms, fractional. A key may take a
+-- token at `now` while tat - now <= (burst - 1) * E, E = interval / count
+-- being the ms per token; taking one moves tat to max(tat, now) + E. A key
+-- whose tat has passed has a full bucket, and its entry is dropped. Returns
+-- {E = ms per token, burst = burst}, or nil for a malformed limit.
+local function key_rate_parse(limit)
+  local count, interval, burst = string.match(limit, '^(%d+) (%d+) (%d+)$')
+  count, interval, burst = tonumber(count), tonumber(interval), tonumber(burst)
+  if not count or count < 1 or interval < 1 or burst < 1 then return nil end
+  return {E = interval / count, burst = burst}
+end
+-- Slack for the fractional arithmetic of key buckets (ms).
+local KEY_RATE_SLACK = 1e-6
+-- Whether a key whose bucket has `tat` (nil: full) may take a token at `now`.
+local function key_rate_open(kr, tat, now)
+  return tat == nil or tat - now <= (kr.burst - 1) * kr.E + KEY_RATE_SLACK
+end
+-- When a key whose bucket has `tat` gets its next token (whole ms).
+local function key_rate_wake_at(kr, tat)
+  return math.ceil(tat - (kr.burst - 1) * kr.E - KEY_RATE_SLACK)
+end
+-- A score for key_tat: ms with three decimals.
+local function tat_score(tat)
+  return string.format('%.3f', tat)
+end
+
+-- The keys of queue `K` whose next token has come (key_rate_wake; at most
+-- 100 per call): each moves as many of its parked jobs (best first) back to
+-- the ready set as its bucket holds tokens, at most 100, and when that
+-- leaves some parked, is woken again when the token after those comes (a
+-- claim that takes those tokens finds the key closed and sets its wake
+-- again). Jobs parked for the key's concurrency limit may move too: a claim
+-- parks them again.
+local function key_rate_wakes(K, kr, now)
+  local keys = redis.call('ZRANGEBYSCORE', K.key_rate_wake, '-inf', int(now), 'LIMIT', 0, 100)
+  if #keys == 0 then return end
+  redis.call('ZREM', K.key_rate_wake, unpack(keys))
+  local tats = redis.call('ZMSCORE', K.key_tat, unpack(keys))
+  local again = {}
+  for i, key in ipairs(keys) do
+    local tat = math.max(tonumber(tats[i]) or now, now)
+    local n = math.min(100, math.floor((kr.burst * kr.E - (tat - now)) / kr.E + KEY_RATE_SLACK))
+    if n < 1 then
+      add_pair(again, key_rate_wake_at(kr, tat), key)
+    else
+      local prefix = type_prefix(key)
+      -- One more than it moves, to know whether any stay parked.
+      local parked = redis.call('ZRANGEBYLEX', K.key_waiting, '[' .. prefix, '(' .. prefix .. ':',
+                                'LIMIT', 0, n + 1)
+      local more = #parked > n
+      parked[n + 1] = nil
+      if #parked > 0 then redis.call('ZREM', K.key_waiting, unpack(parked)) end
+      local ids, scores = {}, {}
+      for _, member in ipairs(parked) do
+        local _, score, id = type_member_parts(member)
+        if id then
+          ids[#ids + 1], scores[#ids + 1] = id, score
+        end
+      end
+      local records = jobs_read(K.jobs, ids)
+      for j, id in ipairs(ids) do
+        local job = records[id] or nil
+        if job and job[F.state] == 'pending' then ready_add(K, job, pad_score(scores[j]), id) end
+      end
+      if more then add_pair(again, key_rate_wake_at(kr, tat + n * kr.E), key) end
+    end
+  end
+  call_pairs('ZADD', K.key_rate_wake, again)
+end
+
 local MAX_ACTIVE_RECHECK_MS = 1000
 -- The most jobs one claim parks for their concurrency key's limit.
 local KEY_PARK_PER_CLAIM = 1000
@@ -168,14 +248,15 @@ local function limits_wait(K, rate, max_active)
   return nil
 end
 
--- What a round needs to know of `candidates` (claim_ready's), read with
--- one command each instead of one per candidate: their records (one
--- HMGET: jobs_read), whether the index entries of a filtered claim's
+-- What a round of claim `b` needs to know of `candidates` (claim_ready's),
+-- read with one command each instead of one per candidate: their records
+-- (one HMGET: jobs_read), whether the index entries of a filtered claim's
 -- candidates are still in the ready set (one ZMSCORE: `c.stale` is set on
--- those that are not), and, under a per-key limit (`key_held` given), the
--- active counts of their concurrency keys not in `key_held` yet (one
--- HMGET, read into it). Returns the records by id (false: none).
-local function candidate_records(K, candidates, key_held)
+-- those that are not), and, for the concurrency keys the claim has not met
+-- yet, under a per-key limit their active counts (one HMGET, into
+-- b.key_held) and under a rate limit per key their buckets (one ZMSCORE,
+-- into b.key_tat). Returns the records by id (false: none).
+local function candidate_records(K, candidates, b)
   local ids = {}
   for i, c in ipairs(candidates) do ids[i] = c.id end
   local jobs_of = jobs_read(K.jobs, ids)
@@ -186,18 +267,23 @@ local function candidate_records(K, candidates, key_held)
       for k = i, last do candidates[k].stale = not scores[k - i + 1] end
     end
   end
-  if not key_held then return jobs_of end
+  if not (b.key_limit or b.kr) then return jobs_of end
   local unseen = {}
   for _, c in ipairs(candidates) do
     local key = job_key_of(jobs_of[c.id] or nil)
-    if key and key_held[key] == nil then
-      key_held[key] = 0
+    if key and not b.key_seen[key] then
+      b.key_seen[key] = true
+      b.key_held[key] = 0
       unseen[#unseen + 1] = key
     end
   end
-  if #unseen > 0 then
+  if #unseen > 0 and b.key_limit then
     local counts = redis.call('HMGET', K.key_active, unpack(unseen))
-    for i, key in ipairs(unseen) do key_held[key] = tonumber(counts[i]) or 0 end
+    for i, key in ipairs(unseen) do b.key_held[key] = tonumber(counts[i]) or 0 end
+  end
+  if #unseen > 0 and b.kr then
+    local tats = redis.call('ZMSCORE', K.key_tat, unpack(unseen))
+    for i, key in ipairs(unseen) do b.key_tat[key] = tonumber(tats[i]) end
   end
   return jobs_of
 end
@@ -221,10 +307,13 @@ local function lease_job(job, token, worker_id, now, expires)
   return expires
 end
 
--- One claim_ready call: what it asked for (want, max_bytes, the lease's
--- claim_id, worker_id and expiry `expires`, the per-key limit key_limit),
--- what it took so far (bytes, key_held: active runs per concurrency key met,
--- this claim's included; parked_total; full once it stopped), and what it
+-- One claim_ready call at `now`: what it asked for (want, max_bytes, the
+-- lease's claim_id, worker_id and expiry `expires`, the per-key limit
+-- key_limit, the rate limit per key kr: key_rate_parse's), what it took so
+-- far (bytes, key_held: active runs per concurrency key met, this claim's
+-- included; key_tat: the buckets of the keys met, this claim's tokens
+-- taken, and tat_changed: the keys it took from; rate_parked: the keys it
+-- parked jobs of for want of a token; parked_total; full once it stopped), and what it
 -- changes, gathered to be written with one variadic command each: the leased
 -- jobs' ids, records and active entries; what leaves the ready set (gone:
 -- filtered claims remove their picks, the others popped them) and its index
@@ -232,9 +321,10 @@ end
 -- their key (parked, key_waiting members); the runs taken per
 -- concurrency key (key_claimed); and the replies whose payloads are still
 -- to be read (unread_ids, unread_replies: read_payloads reads them).
-local function claim_batch(want, max_bytes, claim_id, worker_id, expires, key_limit)
-  return {want = want, max_bytes = max_bytes, claim_id = claim_id, worker_id = worker_id,
-          expires = expires, key_limit = key_limit, bytes = 0, key_held = {},
+local function claim_batch(now, want, max_bytes, claim_id, worker_id, expires, key_limit, kr)
+  return {now = now, want = want, max_bytes = max_bytes, claim_id = claim_id,
+          worker_id = worker_id, expires = expires, key_limit = key_limit, kr = kr, bytes = 0,
+          key_seen = {}, key_held = {}, key_tat = {}, tat_changed = {}, rate_parked = {},
           parked_total = 0, full = false,
           ids = {}, records = {}, active = {}, gone = {}, gone_members = {}, back = {},
           parked = {}, key_claimed = {}, unread_ids = {}, unread_replies = {}}
@@ -267,21 +357,39 @@ local function write_leases(K, b, lease_ms, rate, now)
   for key, n in pairs(b.key_claimed) do redis.call('HINCRBY', K.key_active, key, n) end
 end
 
+-- Writes claim `b`'s changes to the buckets of a rate limit per key: the
+-- tokens its leases took, and the wake of each key it parked jobs of for
+-- want of a token.
+local function write_key_rates(K, b)
+  if not b.kr then return end
+  local tats, wakes = {}, {}
+  for key in pairs(b.tat_changed) do add_pair(tats, tat_score(b.key_tat[key]), key) end
+  for key in pairs(b.rate_parked) do
+    add_pair(wakes, key_rate_wake_at(b.kr, b.key_tat[key]), key)
+  end
+  call_pairs('ZADD', K.key_tat, tats)
+  call_pairs('ZADD', K.key_rate_wake, wakes)
+end
+
 -- What claim `b` does with ready candidate `c` (`job` its record, nil when
 -- it has none; `key` its concurrency key): 'stale' (an index entry whose
 -- job is no longer ready: none is left behind by these scripts; dropped),
 -- 'missing' (no record: dropped and reported skipped), 'park' (its key is
--- at the limit: parked until a run of the key ends), 'stop' (its key is at
--- the limit and the call parked KEY_PARK_PER_CLAIM: the claim ends here) or
--- 'lease'.
+-- at the limit: parked until a run of the key ends), 'park_rate' (its key
+-- has no token: parked until its next one), 'stop' (its key is held back
+-- and the call parked KEY_PARK_PER_CLAIM: the claim ends here) or 'lease'.
 local function candidate_action(K, b, c, job, key)
   if c.stale then return 'stale' end
   if job == nil then return 'missing' end
+  local held = nil
   if key and b.key_limit and b.key_held[key] >= b.key_limit then
-    if b.parked_total < KEY_PARK_PER_CLAIM then return 'park' end
-    return 'stop'
+    held = 'park'
+  elseif key and b.kr and not key_rate_open(b.kr, b.key_tat[key], b.now) then
+    held = 'park_rate'
   end
-  return 'lease'
+  if not held then return 'lease' end
+  if b.parked_total < KEY_PARK_PER_CLAIM then return held end
+  return 'stop'
 end
 
 -- Leases candidate `c` (record `job`, concurrency key `key`) to claim `b`
@@ -308,6 +416,10 @@ local function lease_candidate(K, b, out, c, job, key, now)
   if key then
     b.key_held[key] = (b.key_held[key] or 0) + 1
     b.key_claimed[key] = (b.key_claimed[key] or 0) + 1
+    if b.kr then
+      b.key_tat[key] = math.max(b.key_tat[key] or now, now) + b.kr.E
+      b.tat_changed[key] = true
+    end
   end
   local job_expires = lease_job(job, b.claim_id .. '.' .. #b.ids, b.worker_id, now, b.expires)
   local packed = cmsgpack.pack(job)
@@ -343,7 +455,8 @@ local function claim_round(K, b, out, candidates, jobs_of, types, now)
       out[3][#out[3] + 1] = c.id
       b.gone[#b.gone + 1] = c.id
       if c.member then b.gone_members[#b.gone_members + 1] = c.member end
-    elseif action == 'park' then
+    elseif action == 'park' or action == 'park_rate' then
+      if action == 'park_rate' then b.rate_parked[key] = true end
       local score = pad_score(c.score)
       b.gone[#b.gone + 1] = c.id
       b.gone_members[#b.gone_members + 1] = c.member or type_member(job_type_of(job), score, c.id)
@@ -364,10 +477,14 @@ end
 -- contract, which see), of the types in `types` only unless it is empty;
 -- `K` names the queue's keys: ready, by_type, scheduled, active, paused,
 -- dead, claim (the record of this call), jobs, payloads, rate_limit,
--- rate_bucket, max_active, key_limit, key_active, key_waiting. `now` is
+-- rate_bucket, max_active, key_limit, key_active, key_waiting,
+-- key_rate_limit, key_tat, key_rate_wake. `now` is
 -- now_ms(). A claimed job with a concurrency key counts in key_active; with
 -- a per-key limit (key_limit), a job whose key has that many active jobs is
--- parked (key_release in _lib.lua) and the claim reads on past it. A
+-- parked (key_release in _lib.lua) and the claim reads on past it. With a
+-- rate limit per key (key_rate_limit), so is a job whose key's bucket has no
+-- token, until the key's next token (key_rate_wakes; next_due_in_ms tells
+-- the broker when). A
 -- rate-limited queue hands out at most the bucket's whole tokens; when it
 -- has none left and due jobs wait, the reply says no more is due (more 0,
 -- no other types) and next_due_in_ms is the ms until the next token, so
@@ -383,11 +500,18 @@ end
 local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_bytes, types)
   -- One read for the paused flag and the limits, so that a queue without
   -- a limit pays no command for their existence.
-  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active, K.key_limit)
+  local control = redis.call('MGET', K.paused, K.rate_limit, K.max_active, K.key_limit,
+                              K.key_rate_limit)
   if control[1] then return {-1, 0, {}, {}} end
   local skipped = {}
 
   promote_due(K, now, skipped)
+  local kr = control[5] and key_rate_parse(control[5])
+  if kr then
+    K.key_rate = kr
+    redis.call('ZREMRANGEBYSCORE', K.key_tat, '-inf', int(now))  -- full buckets
+    key_rate_wakes(K, kr, now)
+  end
   local rate, max_active, blocked_wait
   want, blocked_wait, rate, max_active = claim_limits(K, control[2], control[3], want, now)
   if blocked_wait then
@@ -396,14 +520,15 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
   end
 
   local out = {0, 0, skipped, {}}
-  local b = claim_batch(want, max_bytes, claim_id, worker_id, now + lease_ms, tonumber(control[4]))
+  local b = claim_batch(now, want, max_bytes, claim_id, worker_id, now + lease_ms,
+                        tonumber(control[4]), kr)
   -- Rounds: a round that parked jobs (their keys at their limit) reads the
   -- next candidates, so parked jobs never take the place of claimable ones;
   -- at most KEY_PARK_PER_CLAIM are parked per call.
   local round_want = want
   while round_want > 0 and not b.full do
     local candidates = ready_candidates(K, types, round_want)
-    local jobs_of = candidate_records(K, candidates, b.key_limit and b.key_held)
+    local jobs_of = candidate_records(K, candidates, b)
     local parked = claim_round(K, b, out, candidates, jobs_of, types, now)
     flush_ready(K, b, types)
     -- Another round only when this one parked jobs and read a full range.
@@ -411,6 +536,7 @@ local function claim_ready(K, now, want, lease_ms, claim_id, worker_id, max_byte
     round_want = want - #b.ids
   end
   write_leases(K, b, lease_ms, rate, now)
+  write_key_rates(K, b)
   read_payloads(K, b)
 
   local more, others = ready_left(K, types)

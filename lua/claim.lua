@@ -32,7 +32,13 @@
 -- KEYS[13] {p}:{q}:key_limit (the most active jobs per concurrency key,
 --          when set)
 -- KEYS[14] {p}:{q}:key_active (concurrency key -> its active jobs)
--- KEYS[15] {p}:{q}:key_waiting (jobs parked at their key's limit)
+-- KEYS[15] {p}:{q}:key_waiting (jobs parked at their key's limit, or for
+--          want of their key's token)
+-- KEYS[16] {p}:{q}:key_rate_limit (the rate limit of each concurrency key,
+--          when set)
+-- KEYS[17] {p}:{q}:key_tat (the keys' buckets)
+-- KEYS[18] {p}:{q}:key_rate_wake (keys parked for want of a token, by when
+--          their next one comes)
 -- ARGV[1] max jobs to claim (>= 1)
 -- ARGV[2] lease ms
 -- ARGV[3] claim id: lease token prefix (random, unique per call; job i gets
@@ -59,7 +65,11 @@
 -- the brokers wake a stream on a settle) and more is 0. A queue with a
 -- per-key limit parks the ready jobs whose concurrency key is at it (they
 -- stay pending; a settle of the key's run moves one back and publishes a
--- wake-up) and claims past them.
+-- wake-up) and claims past them. A queue with a rate limit per key parks
+-- the ready jobs whose key has no token the same way and claims past them;
+-- the key's next token moves its parked jobs back (as many as it has
+-- tokens), and next_due_in_ms counts the first such token when nothing is
+-- due sooner.
 --
 -- Over Redis' maxmemory (noeviction): refused before it runs (nothing
 -- written): a claim starts runs whose Acks would store results past the limit;
@@ -71,7 +81,8 @@ local out = claim_ready({ready = KEYS[1], scheduled = KEYS[2], active = KEYS[3],
                     paused = KEYS[4], dead = KEYS[5], claim = KEYS[6], jobs = KEYS[7],
                     payloads = KEYS[8], by_type = KEYS[9], rate_limit = KEYS[10],
                     rate_bucket = KEYS[11], max_active = KEYS[12], key_limit = KEYS[13],
-                    key_active = KEYS[14], key_waiting = KEYS[15]},
+                    key_active = KEYS[14], key_waiting = KEYS[15], key_rate_limit = KEYS[16],
+                    key_tat = KEYS[17], key_rate_wake = KEYS[18]},
                    now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4],
                    tonumber(ARGV[5]), types)
 events_publish()

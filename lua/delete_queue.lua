@@ -39,6 +39,8 @@
 --          key's limit: deleted as the sets' jobs are)
 -- KEYS[24] {p}:{q}:deps_waiting (pending jobs waiting for parents: deleted
 --          as the sets' jobs are)   KEYS[25] {p}:{q}:dependents (removed)
+-- KEYS[26] {p}:{q}:key_rate_limit (as job_timeout)
+-- KEYS[27] {p}:{q}:key_tat   KEYS[28] {p}:{q}:key_rate_wake (removed)
 -- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all, is not paused and was not
 --         created with a partition count or given a default job timeout
@@ -50,7 +52,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if ARGV[1] == 'empty' then
-  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20, 21, 23, 24}) do
+  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20, 21, 23, 24, 26}) do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
 elseif ARGV[1] ~= '1' then
@@ -91,5 +93,6 @@ end
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
 redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15],
-           KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21], KEYS[22], KEYS[25])
+           KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21], KEYS[22], KEYS[25],
+           KEYS[26], KEYS[27], KEYS[28])
 return {'DONE', removed}

@@ -30,6 +30,9 @@
 -- KEYS[20] {p}:{q}:acked       KEYS[21] {p}:{q}:acked_expiry (dependencies:
 -- KEYS[22] {p}:{q}:deps_waiting KEYS[23] {p}:{q}:dependents  _lib_deps.lua)
 -- KEYS[24] {p}:{q}:results
+-- KEYS[25] {p}:{q}:key_rate_limit (the hand-off claim: claim.lua's
+-- KEYS[26] {p}:{q}:key_tat         KEYS[16..18])
+-- KEYS[27] {p}:{q}:key_rate_wake
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
 -- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
@@ -184,7 +187,8 @@ if tonumber(ARGV[4]) > 0 then
                          paused = KEYS[10], dead = KEYS[11], claim = KEYS[12], jobs = KEYS[5],
                          payloads = KEYS[6], by_type = KEYS[13], rate_limit = KEYS[14],
                          rate_bucket = KEYS[15], max_active = KEYS[16],
-                         key_limit = KEYS[17], key_active = KEYS[18], key_waiting = KEYS[19]},
+                         key_limit = KEYS[17], key_active = KEYS[18], key_waiting = KEYS[19],
+                         key_rate_limit = KEYS[25], key_tat = KEYS[26], key_rate_wake = KEYS[27]},
                         now, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7],
                         tonumber(ARGV[8]), hand_off_types)
   if claimed[2] == 0 and #claimed[4] == 0 then due_now = false end

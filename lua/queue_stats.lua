@@ -9,10 +9,12 @@
 -- KEYS[5] {p}:{q}:dead
 -- KEYS[6] {p}:{q}:paused
 -- KEYS[7] {p}:{q}:key_limit    KEYS[8] {p}:{q}:key_waiting (jobs parked at
---         their concurrency key's limit: counted due, read only while the
---         queue has a per-key limit, as only then are there any)
+--         their concurrency key's limit or for want of its token: counted
+--         due, read only while the queue has a per-key limit or a rate
+--         limit per key (KEYS[10]), as only then are there any)
 -- KEYS[9] {p}:{q}:deps_waiting (pending jobs waiting for parents: counted
 --         with pending_scheduled, not due yet)
+-- KEYS[10] {p}:{q}:key_rate_limit
 -- Returns {pending_due, pending_scheduled, active, completed, dead, paused
 -- (0|1), oldest_due_age_ms}. completed counts the entries of the completed
 -- index (scored by expiry) not yet expired: a job past its retention is not
@@ -29,11 +31,11 @@
 -- Over Redis' maxmemory (noeviction): runs (no-writes: a read, also
 -- allowed on a read-only replica).
 local now = now_ms()
-local flags = redis.call('MGET', KEYS[6], KEYS[7])
+local flags = redis.call('MGET', KEYS[6], KEYS[7], KEYS[10])
 local BAND = 4398046511104  -- 2^42, see ready_score
 local overdue = redis.call('ZCOUNT', KEYS[2], '-inf', int(now))
 local due = redis.call('ZCARD', KEYS[1]) + overdue
-if flags[2] then due = due + redis.call('ZCARD', KEYS[8]) end
+if flags[2] or flags[3] then due = due + redis.call('ZCARD', KEYS[8]) end
 local future = redis.call('ZCARD', KEYS[2]) - overdue + redis.call('ZCARD', KEYS[9])
 
 local oldest = nil

@@ -1,8 +1,9 @@
 #!lua flags=allow-oom
 -- set_queue.lua: creates a queue with its settings, or changes the settings
 -- of a queue (docs/redis-layout.md, "Queue settings" and "Partitioned
--- queues"): its partition count, its default job timeout, its rate limit
--- and its max_active (the most active jobs at once). All live with
+-- queues"): its partition count, its default job timeout, its rate limit,
+-- its max_active (the most active jobs at once), its max_active_per_key and
+-- its rate limit per concurrency key. All live with
 -- partition 0; partition i > 0 is the queue "<q>#i". A count only grows:
 -- the jobs of a partition dropped would be stranded. A rate limit or a
 -- max_active needs a queue of one partition (claim.lua enforces them with
@@ -26,6 +27,9 @@
 -- KEYS[8] {p}:{q}:key_waiting  jobs parked at their key's limit (claim_ready)
 -- KEYS[9] {p}:{q}:ready        KEYS[10] {p}:{q}:ready_by_type
 -- KEYS[11] {p}:{q}:jobs
+-- KEYS[12] {p}:{q}:key_rate_limit  the rate limit per concurrency key
+-- KEYS[13] {p}:{q}:key_tat         its buckets (claim_ready)
+-- KEYS[14] {p}:{q}:key_rate_wake   keys parked for want of a token
 -- ARGV[1] the partition count, 1..256; 0: unchanged ('update' only)
 -- ARGV[2] 'create' (refused when the queue exists: registered or counted)
 --         or 'update' (refused when it does not)
@@ -39,10 +43,13 @@
 -- ARGV[7] max_active_per_key: as max_active. A change (or removal) moves
 --         every parked job back to the ready set, so that claims park
 --         again only what the new limit holds back.
+-- ARGV[8] the rate limit per concurrency key: as ARGV[5]. A change (or
+--         removal) empties every key's bucket state (each key starts full)
+--         and moves every parked job back, as ARGV[7].
 -- Returns {'OK', old count} (1 when none was set) | {'EXISTS', count} |
 -- {'MISSING', 1} | {'SHRINK', count} (refused: the count is larger;
 -- nothing changed) | {'LIMITED', count, 'rate_limit' | 'max_active' |
--- 'max_active_per_key'}
+-- 'max_active_per_key' | 'key_rate_limit'}
 -- (refused: that limit and more than one partition; nothing changed).
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): an operator's
@@ -66,6 +73,7 @@ if wanted > 1 then
   if kept(ARGV[5], '-', KEYS[4]) then return {'LIMITED', old, 'rate_limit'} end
   if kept(ARGV[6], '0', KEYS[6]) then return {'LIMITED', old, 'max_active'} end
   if kept(ARGV[7], '0', KEYS[7]) then return {'LIMITED', old, 'max_active_per_key'} end
+  if kept(ARGV[8], '-', KEYS[12]) then return {'LIMITED', old, 'key_rate_limit'} end
 end
 if ARGV[4] == '-1' then
   redis.call('DEL', KEYS[3])
@@ -84,8 +92,16 @@ elseif ARGV[6] ~= '' then
   redis.call('SET', KEYS[6], ARGV[6])
   redis.call('SPUBLISH', ARGV[3], '0')
 end
-if ARGV[7] ~= '' then
-  if ARGV[7] == '0' then redis.call('DEL', KEYS[7]) else redis.call('SET', KEYS[7], ARGV[7]) end
+if ARGV[8] ~= '' then
+  if ARGV[8] == '-' then redis.call('DEL', KEYS[12]) else redis.call('SET', KEYS[12], ARGV[8]) end
+  redis.call('DEL', KEYS[13], KEYS[14])
+end
+if ARGV[7] ~= '' or ARGV[8] ~= '' then
+  if ARGV[7] == '0' then
+    redis.call('DEL', KEYS[7])
+  elseif ARGV[7] ~= '' then
+    redis.call('SET', KEYS[7], ARGV[7])
+  end
   local parked = redis.call('ZRANGE', KEYS[8], 0, -1)
   local R = {ready = KEYS[9], by_type = KEYS[10]}
   for _, member in ipairs(parked) do

@@ -34,8 +34,8 @@ TEST_F(CliTest, QueueDefaultJobTimeout) {
 
   r = Cli({"update-queue", "timed"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms, rate_limit, max_active or "
-                               "max_active_per_key must be given"));
+  EXPECT_THAT(r.err, HasSubstr("partitions, default_job_timeout_ms, rate_limit, max_active, "
+                               "max_active_per_key or key_rate_limit must be given"));
 }
 
 // create-queue / update-queue with a rate limit, shown by stats; off
@@ -59,7 +59,7 @@ TEST_F(CliTest, QueueRateLimit) {
   EXPECT_THAT(r.err, HasSubstr("--rate-limit: must be COUNT/INTERVAL_MS[/BURST], got 5 per second"));
   r = Cli({"create-queue", "other", "--partitions", "4", "--rate-limit", "5/1000"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("rate_limit: a rate-limited queue has one partition"));
+  EXPECT_THAT(r.err, HasSubstr("rate_limit: a queue with rate_limit has one partition"));
 
   r = Cli({"update-queue", "metered", "--max-active", "3"});
   EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), max active 3\n") << r.err;
@@ -67,6 +67,34 @@ TEST_F(CliTest, QueueRateLimit) {
   r = Cli({"update-queue", "metered", "--max-active", "0"});
   EXPECT_EQ(r.out, "queue metered: 1 -> 1 partition(s), max active none\n") << r.err;
   EXPECT_THAT(Cli({"stats", "metered"}).out, HasSubstr("max active:          none\n"));
+}
+
+// create-queue / update-queue with a rate limit per concurrency key, shown
+// by stats; off removes it; a malformed flag is refused naming it, a
+// partitioned queue by the broker naming key_rate_limit.
+TEST_F(CliTest, QueueKeyRateLimit) {
+  CliResult r = Cli({"create-queue", "tenants", "--key-rate-limit", "2/1000"});
+  EXPECT_EQ(r.out,
+            "created queue tenants with 1 partition(s), rate limit per key 2 per 1000 ms, "
+            "burst 2\n")
+      << r.err;
+  EXPECT_THAT(Cli({"stats", "tenants"}).out,
+              HasSubstr("rate limit per key:  2 per 1000 ms, burst 2\n"));
+  r = Cli({"update-queue", "tenants", "--key-rate-limit", "10/60000/3"});
+  EXPECT_EQ(r.out, "queue tenants: 1 -> 1 partition(s), rate limit per key 10 per 60000 ms, "
+                   "burst 3\n")
+      << r.err;
+  r = Cli({"update-queue", "tenants", "--key-rate-limit", "off"});
+  EXPECT_EQ(r.out, "queue tenants: 1 -> 1 partition(s), rate limit per key removed\n") << r.err;
+  EXPECT_THAT(Cli({"stats", "tenants"}).out, HasSubstr("rate limit per key:  none\n"));
+
+  r = Cli({"create-queue", "other", "--key-rate-limit", "2 a second"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err,
+              HasSubstr("--key-rate-limit: must be COUNT/INTERVAL_MS[/BURST], got 2 a second"));
+  r = Cli({"create-queue", "other", "--partitions", "4", "--key-rate-limit", "2/1000"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("key_rate_limit: a queue with key_rate_limit has one partition"));
 }
 
 // --max-active-per-key on create-queue / update-queue, shown by stats; 0

@@ -219,8 +219,8 @@ TEST_F(PartitionedQueueTest, CreateAndUpdateRefuseWhatTheyCannotDoAndChangeNothi
       {"create again", Create("orders", 8), grpc::StatusCode::ALREADY_EXISTS,
        "queue orders exists (4 partitions)"},
       {"update, nothing", Update("orders", 0), grpc::StatusCode::INVALID_ARGUMENT,
-       "partitions, default_job_timeout_ms, rate_limit, max_active or max_active_per_key must be "
-       "given"},
+       "partitions, default_job_timeout_ms, rate_limit, max_active, max_active_per_key or "
+       "key_rate_limit must be given"},
       {"update, too many", Update("orders", 257), grpc::StatusCode::INVALID_ARGUMENT,
        "partitions: must be 0 (unchanged) or 1..256, got 257"},
       {"update, shrink", Update("orders", 2), grpc::StatusCode::FAILED_PRECONDITION,

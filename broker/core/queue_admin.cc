@@ -131,6 +131,9 @@ void QueueAdmin::Stats(const std::string& queue, store::Callback<v1::QueueStats>
     if (settings->rate_limit) *gather->answers[0].mutable_rate_limit() = *settings->rate_limit;
     gather->answers[0].set_max_active(settings->max_active.value_or(0));
     gather->answers[0].set_max_active_per_key(settings->max_active_per_key.value_or(0));
+    if (settings->key_rate_limit) {
+      *gather->answers[0].mutable_key_rate_limit() = *settings->key_rate_limit;
+    }
     for (int p = 0; p < count; ++p) {
       admin_->Stats(store::PartitionQueue(queue, p),
                     [gather, done](absl::StatusOr<v1::QueueStats> stats) {
@@ -258,6 +261,7 @@ void QueueAdmin::DeleteQueue(const std::string& queue, bool force,
             removed.rate_limit = v1::RateLimit();
             removed.max_active = 0;
             removed.max_active_per_key = 0;
+            removed.key_rate_limit = v1::RateLimit();
             partitions_->Apply(queue, removed);
           }
           done(std::move(deleted));

@@ -29,14 +29,16 @@ QueuePartitions::QueuePartitions(const store::JobStore* store, absl::Duration re
 void QueuePartitions::LookupSettings(const std::string& queue,
                                      store::Callback<store::QueueSettings> done) {
   const absl::Time now = absl::Now();
-  store::QueueSettings known{0, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  store::QueueSettings known{0, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                             std::nullopt};
   bool read = false;
   {
     absl::MutexLock lock(&mu_);
     Entry& entry = entries_[queue];
     entry.used_at = now;
     known = store::QueueSettings{entry.partitions, entry.job_timeout_ms, entry.rate_limit,
-                                  entry.max_active, entry.max_active_per_key};
+                                  entry.max_active, entry.max_active_per_key,
+                                  entry.key_rate_limit};
     if (known.partitions == 0) entry.waiters.push_back(std::move(done));
     if (!entry.reading && (known.partitions == 0 || now - entry.read_at >= refresh_)) {
       entry.reading = read = true;
@@ -120,6 +122,7 @@ void QueuePartitions::OnRead(const std::string& queue,
       entry.rate_limit = settings->rate_limit;
       entry.max_active = settings->max_active;
       entry.max_active_per_key = settings->max_active_per_key;
+      entry.key_rate_limit = settings->key_rate_limit;
     } else if (entry.partitions == 0) {
       entries_.erase(it);  // the next lookup reads again
     }
@@ -159,6 +162,10 @@ void QueuePartitions::Apply(const std::string& queue, const store::QueueSettings
   if (change.max_active_per_key) {
     entry.max_active_per_key =
         *change.max_active_per_key == 0 ? std::nullopt : change.max_active_per_key;
+  }
+  if (change.key_rate_limit) {
+    entry.key_rate_limit =
+        change.key_rate_limit->count() == 0 ? std::nullopt : change.key_rate_limit;
   }
 }
 

@@ -54,9 +54,8 @@ class QueuePartitions {
   void Set(const std::string& queue, int partitions);
   // Records the settings of `change` (this broker's own change; its
   // partitions aside: Set) for a queue read before; a removal
-  // (store::kRemoveJobTimeout, a rate limit of count 0, max_active or
-  // max_active_per_key 0)
-  // records none.
+  // (store::kRemoveJobTimeout, a rate limit or key rate limit of count 0,
+  // max_active or max_active_per_key 0) records none.
   void Apply(const std::string& queue, const store::QueueSettingsChange& change);
 
   // Adds a listener called with (queue, new count) whenever a count grows.
@@ -81,6 +80,7 @@ class QueuePartitions {
     std::optional<v1::RateLimit> rate_limit;
     std::optional<int32_t> max_active;
     std::optional<int32_t> max_active_per_key;
+    std::optional<v1::RateLimit> key_rate_limit;
     absl::Time read_at;
     absl::Time used_at;
     bool reading = false;

@@ -14,14 +14,17 @@
 namespace jobwire::service {
 namespace {
 
-// The settings a CreateQueue / UpdateQueue request gives (rate limit with
-// its burst resolved).
+// The settings a CreateQueue / UpdateQueue request gives (rate limits with
+// their burst resolved).
 template <typename Request>
 store::QueueSettingsChange ChangeOf(const Request& request) {
   store::QueueSettingsChange change;
   change.partitions = request.partitions();
   if (request.has_default_job_timeout_ms()) change.job_timeout_ms = request.default_job_timeout_ms();
   if (request.has_rate_limit()) change.rate_limit = ResolvedRateLimit(request.rate_limit());
+  if (request.has_key_rate_limit()) {
+    change.key_rate_limit = ResolvedRateLimit(request.key_rate_limit());
+  }
   return change;
 }
 

@@ -1,5 +1,7 @@
 #include "broker/service/admin_validator.h"
 
+#include <tuple>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "broker/base/error_reason.h"
@@ -55,24 +57,26 @@ namespace {
 constexpr int32_t kMaxRateCount = 1000000;
 constexpr int64_t kMaxRateIntervalMs = 86400000;  // a day
 
-// A rate limit's fields (RateLimit in admin.proto); with `may_remove`, a
-// RateLimit with only count 0 (UpdateQueue's removal) passes too.
-absl::Status ValidateRateLimit(const v1::RateLimit& limit, bool may_remove) {
+// The fields of rate limit `field` (rate_limit or key_rate_limit: RateLimit
+// in admin.proto); with `may_remove`, a RateLimit with only count 0
+// (UpdateQueue's removal) passes too.
+absl::Status ValidateRateLimit(absl::string_view field, const v1::RateLimit& limit,
+                               bool may_remove) {
   if (may_remove && limit.count() == 0 && limit.interval_ms() == 0 && limit.burst() == 0) {
     return absl::OkStatus();
   }
   if (limit.count() < 1 || limit.count() > kMaxRateCount) {
-    return Invalid("rate_limit.count",
+    return Invalid(absl::StrCat(field, ".count"),
                    absl::StrCat("must be in 1..", kMaxRateCount,
                                 may_remove ? " (or 0 alone, to remove the limit)" : "", ", got ",
                                 limit.count()));
   }
   if (limit.interval_ms() < 1 || limit.interval_ms() > kMaxRateIntervalMs) {
-    return Invalid("rate_limit.interval_ms", absl::StrCat("must be in 1..", kMaxRateIntervalMs,
+    return Invalid(absl::StrCat(field, ".interval_ms"), absl::StrCat("must be in 1..", kMaxRateIntervalMs,
                                                           ", got ", limit.interval_ms()));
   }
   if (limit.burst() < 0 || limit.burst() > kMaxRateCount) {
-    return Invalid("rate_limit.burst", absl::StrCat("must be 0 (count) or in 1..", kMaxRateCount,
+    return Invalid(absl::StrCat(field, ".burst"), absl::StrCat("must be 0 (count) or in 1..", kMaxRateCount,
                                                     ", got ", limit.burst()));
   }
   return absl::OkStatus();
@@ -111,12 +115,15 @@ absl::Status ValidateCreateQueue(const v1::CreateQueueRequest& r) {
                    absl::StrCat("must be in 0..", kMaxJobTimeoutMs, " (0: no limit), got ",
                                 r.default_job_timeout_ms()));
   }
-  if (r.has_rate_limit()) {
-    JW_RETURN_IF_ERROR(ValidateRateLimit(r.rate_limit(), /*may_remove=*/false));
+  for (auto [field, has, limit] :
+       {std::tuple{"rate_limit", r.has_rate_limit(), &r.rate_limit()},
+        std::tuple{"key_rate_limit", r.has_key_rate_limit(), &r.key_rate_limit()}}) {
+    if (!has) continue;
+    JW_RETURN_IF_ERROR(ValidateRateLimit(field, *limit, /*may_remove=*/false));
     if (r.partitions() > 1) {
-      return Invalid("rate_limit", absl::StrCat("a rate-limited queue has one partition, got "
-                                                "partitions ",
-                                                r.partitions()));
+      return Invalid(field, absl::StrCat("a queue with ", field, " has one partition, got "
+                                         "partitions ",
+                                         r.partitions()));
     }
   }
   JW_RETURN_IF_ERROR(CheckMaxActive("max_active", r.max_active(), r.partitions()));
@@ -139,7 +146,11 @@ absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
                                 " (0: no limit), got ", r.default_job_timeout_ms()));
   }
   if (r.has_rate_limit()) {
-    JW_RETURN_IF_ERROR(ValidateRateLimit(r.rate_limit(), /*may_remove=*/true));
+    JW_RETURN_IF_ERROR(ValidateRateLimit("rate_limit", r.rate_limit(), /*may_remove=*/true));
+  }
+  if (r.has_key_rate_limit()) {
+    JW_RETURN_IF_ERROR(
+        ValidateRateLimit("key_rate_limit", r.key_rate_limit(), /*may_remove=*/true));
   }
   // The partition rule of an update is the store's (set_queue.lua): it
   // knows the current count.
@@ -148,10 +159,10 @@ absl::Status ValidateUpdateQueue(const v1::UpdateQueueRequest& r) {
     JW_RETURN_IF_ERROR(CheckMaxActive("max_active_per_key", r.max_active_per_key(), 1));
   }
   if (r.partitions() == 0 && !r.has_default_job_timeout_ms() && !r.has_rate_limit() &&
-      !r.has_max_active() && !r.has_max_active_per_key()) {
+      !r.has_max_active() && !r.has_max_active_per_key() && !r.has_key_rate_limit()) {
     return Invalid("partitions",
-                   "partitions, default_job_timeout_ms, rate_limit, max_active or "
-                   "max_active_per_key must be given: nothing to change");
+                   "partitions, default_job_timeout_ms, rate_limit, max_active, "
+                   "max_active_per_key or key_rate_limit must be given: nothing to change");
   }
   return absl::OkStatus();
 }

@@ -23,7 +23,7 @@ void AdminStore::Stats(const std::string& queue, Callback<v1::QueueStats> done) 
   Keys k = KeysFor(queue);
   scripts_->Eval(scripts_->Get("queue_stats"),
                  {k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Paused(),
-                  k.KeyLimit(), k.KeyWaiting(), k.DepsWaiting()},
+                  k.KeyLimit(), k.KeyWaiting(), k.DepsWaiting(), k.KeyRateLimit()},
                  {},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
@@ -138,7 +138,8 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
        k.Registered(), k.Jobs(), k.Payloads(), k.Results(), k.Idempotency(),
        k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType(),
        k.JobTimeout(), k.RateLimit(), k.RateBucket(), k.MaxActive(), k.KeyLimit(), k.KeyActive(),
-       k.KeyWaiting(), k.DepsWaiting(), k.Dependents()},
+       k.KeyWaiting(), k.DepsWaiting(), k.Dependents(), k.KeyRateLimit(), k.KeyTat(),
+       k.KeyRateWake()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -237,15 +238,22 @@ void AdminStore::SetQueue(const std::string& queue, bool create,
   if (change.rate_limit) {
     limit = change.rate_limit->count() == 0 ? "-" : RateLimitValue(*change.rate_limit);
   }
+  std::string key_limit;  // the same for key_rate_limit
+  if (change.key_rate_limit) {
+    key_limit =
+        change.key_rate_limit->count() == 0 ? "-" : RateLimitValue(*change.key_rate_limit);
+  }
   const int partitions = change.partitions;
   scripts_->Eval(
       scripts_->Get("set_queue"),
       {k.Partitions(), k.Registered(), k.JobTimeout(), k.RateLimit(), k.RateBucket(),
-       k.MaxActive(), k.KeyLimit(), k.KeyWaiting(), k.Ready(), k.ReadyByType(), k.Jobs()},
+       k.MaxActive(), k.KeyLimit(), k.KeyWaiting(), k.Ready(), k.ReadyByType(), k.Jobs(),
+       k.KeyRateLimit(), k.KeyTat(), k.KeyRateWake()},
       {absl::StrCat(partitions), create ? "create" : "update", k.NotifyChannel(),
        change.job_timeout_ms ? absl::StrCat(*change.job_timeout_ms) : "", std::move(limit),
        change.max_active ? absl::StrCat(*change.max_active) : "",
-       change.max_active_per_key ? absl::StrCat(*change.max_active_per_key) : ""},
+       change.max_active_per_key ? absl::StrCat(*change.max_active_per_key) : "",
+       std::move(key_limit)},
       [queue, partitions, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
         if (!IsArray(*reply, 2)) return done(absl::InternalError("bad set_queue reply"));
@@ -264,7 +272,7 @@ void AdminStore::SetQueue(const std::string& queue, bool create,
               base::reason::kQueueNotFound));
         }
         if (code == "LIMITED" && reply->elements.size() == 3) {
-          const std::string& field = reply->elements[2].str;  // rate_limit | max_active | max_active_per_key
+          const std::string& field = reply->elements[2].str;  // rate_limit | max_active | max_active_per_key | key_rate_limit
           return done(absl::FailedPreconditionError(absl::StrCat(
               field, ": queue ", queue, " would have ",
               std::max(partitions, static_cast<int>(count)), " partitions and a ", field,

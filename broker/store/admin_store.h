@@ -66,6 +66,9 @@ struct QueueSettingsChange {
   std::optional<int32_t> max_active;
   // The most active jobs per concurrency key; 0 removes the limit.
   std::optional<int32_t> max_active_per_key;
+  // The rate limit of each concurrency key (burst resolved); one of count 0
+  // removes it.
+  std::optional<v1::RateLimit> key_rate_limit;
 };
 
 class AdminStore {
@@ -114,10 +117,10 @@ class AdminStore {
   // settings of an existing queue (NOT_FOUND when it is neither). Returns
   // the partition count before. FAILED_PRECONDITION when change.partitions
   // is below it (a count only grows), or when the queue would have more
-  // than one partition and a rate limit, max_active or max_active_per_key;
-  // then nothing changes. REQUIRES: 0 <= partitions <= kMaxPartitions (>= 1
-  // with `create`); job_timeout_ms -1..7 days; rate_limit valid with burst
-  // resolved; max_active and max_active_per_key 0..kMaxMaxActive. The caller registers a created
+  // than one partition and a rate limit, max_active, max_active_per_key or
+  // key_rate_limit; then nothing changes. REQUIRES: 0 <= partitions <=
+  // kMaxPartitions (>= 1 with `create`); job_timeout_ms -1..7 days;
+  // rate_limit and key_rate_limit valid with burst resolved; max_active and max_active_per_key 0..kMaxMaxActive. The caller registers a created
   // queue (JobStore::RegisterQueue).
   void SetQueue(const std::string& queue, bool create, const QueueSettingsChange& change,
                 Callback<int> done) const;

@@ -205,7 +205,8 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
        keys.Paused(), keys.Dead(), keys.Claim(claim_id), keys.ReadyByType(), keys.RateLimit(),
        keys.RateBucket(), keys.MaxActive(), keys.KeyLimit(), keys.KeyActive(),
        keys.KeyWaiting(), keys.Acked(), keys.AckedExpiry(), keys.DepsWaiting(),
-       keys.Dependents(), keys.Results()},
+       keys.Dependents(), keys.Results(), keys.KeyRateLimit(), keys.KeyTat(),
+       keys.KeyRateWake()},
       std::move(args),
       [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -251,7 +252,8 @@ void JobStore::Claim(const std::string& queue, int max_jobs, int64_t lease_ms,
       scripts_->Get("claim"),
       {keys.Ready(), keys.Scheduled(), keys.Active(), keys.Paused(), keys.Dead(),
        keys.Claim(claim_id), keys.Jobs(), keys.Payloads(), keys.ReadyByType(), keys.RateLimit(),
-       keys.RateBucket(), keys.MaxActive(), keys.KeyLimit(), keys.KeyActive(), keys.KeyWaiting()},
+       keys.RateBucket(), keys.MaxActive(), keys.KeyLimit(), keys.KeyActive(), keys.KeyWaiting(),
+       keys.KeyRateLimit(), keys.KeyTat(), keys.KeyRateWake()},
       std::move(args),
       [queue, lease_ms, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());

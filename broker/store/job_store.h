@@ -118,6 +118,8 @@ struct QueueSettings {
   std::optional<int32_t> max_active;
   // The most active jobs per concurrency key; none: unlimited.
   std::optional<int32_t> max_active_per_key;
+  // The rate limit of each concurrency key (burst resolved); none: unlimited.
+  std::optional<v1::RateLimit> key_rate_limit;
 };
 
 // A rate limit as Keys::RateLimit holds it: '<count> <interval ms> <burst>'

@@ -130,10 +130,10 @@ void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings
   const Keys keys = KeysFor(queue);
   client_->Command(
       {"MGET", keys.Partitions(), keys.JobTimeout(), keys.RateLimit(), keys.MaxActive(),
-       keys.KeyLimit()},
+       keys.KeyLimit(), keys.KeyRateLimit()},
       [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());
-        if (reply->elements.size() != 5) return done(absl::InternalError("bad MGET reply"));
+        if (reply->elements.size() != 6) return done(absl::InternalError("bad MGET reply"));
         QueueSettings settings;
         const RedisReply& count = reply->elements[0];
         if (!count.is_nil()) {
@@ -149,10 +149,15 @@ void JobStore::GetQueueSettings(const std::string& queue, Callback<QueueSettings
           if (ms < 0) return done(absl::InternalError("bad default job timeout in redis"));
           settings.default_job_timeout_ms = ms;
         }
-        const RedisReply& limit = reply->elements[2];
-        if (!limit.is_nil()) {
-          settings.rate_limit = ParseRateLimit(limit.str);
-          if (!settings.rate_limit) return done(absl::InternalError("bad rate limit in redis"));
+        for (auto [i, limit] : {std::pair{2, &settings.rate_limit},
+                                std::pair{5, &settings.key_rate_limit}}) {
+          const RedisReply& value = reply->elements[i];
+          if (value.is_nil()) continue;
+          *limit = ParseRateLimit(value.str);
+          if (!*limit) {
+            return done(absl::InternalError(i == 2 ? "bad rate limit in redis"
+                                                   : "bad key rate limit in redis"));
+          }
         }
         for (auto [i, limit] : {std::pair{3, &settings.max_active},
                                 std::pair{4, &settings.max_active_per_key}}) {

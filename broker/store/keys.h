@@ -24,6 +24,11 @@
 //   <p>:{<q>}:key_active   hash   concurrency key -> its active jobs
 //   <p>:{<q>}:key_waiting  zset   pending jobs parked at their key's limit (lex
 //                                 order; members: key, ready score, id; scores 0)
+//   <p>:{<q>}:key_rate_limit string the rate limit of each concurrency key, when set
+//   <p>:{<q>}:key_tat      zset   concurrency key -> its bucket's theoretical arrival time
+//                                 (ms; a key whose bucket is full has none)
+//   <p>:{<q>}:key_rate_wake zset  concurrency key -> when its next token comes (ms),
+//                                 while a claim parked its jobs for want of one
 //   <p>:{<q>}:paused       string exists while the queue is paused
 //   <p>:{<q>}:registered   string exists while the queue is in the registry
 //   <p>:{<q>}:claim:<cid>  string ids leased by one claim.lua call
@@ -134,6 +139,15 @@ class Keys {
   std::string KeyLimit() const { return base_ + "key_limit"; }
   std::string KeyActive() const { return base_ + "key_active"; }
   std::string KeyWaiting() const { return base_ + "key_waiting"; }
+  // Rate limits per concurrency key (docs/semantics.md, "Rate limits per
+  // key"): the limit, when set ('<count> <interval ms> <burst>', as
+  // RateLimit; one partition only); each key's bucket as a theoretical
+  // arrival time (zset: key -> ms, GCRA; a full bucket has no entry); and the
+  // keys whose jobs a claim parked in KeyWaiting for want of a token (zset:
+  // key -> ms when its next token comes).
+  std::string KeyRateLimit() const { return base_ + "key_rate_limit"; }
+  std::string KeyTat() const { return base_ + "key_tat"; }
+  std::string KeyRateWake() const { return base_ + "key_rate_wake"; }
   // Dependencies (docs/semantics.md, "Dependencies"): pending jobs waiting
   // for parents (zset: id -> created at ms), and each unfinished parent's
   // waiting dependents (hash: parent id -> ids, space-separated).

@@ -73,8 +73,8 @@ struct EnqueueOptions {
   // Metadata that travels with the job to its handler (Job::headers), e.g.
   // W3C trace context; limits in broker.proto (EnqueueRequest.headers).
   std::map<std::string, std::string> headers;
-  // Groups the job under the queue's max_active_per_key limit (e.g. a
-  // customer id); "" for none. At most 128 bytes.
+  // Groups the job under the queue's max_active_per_key and key_rate_limit
+  // limits (e.g. a customer id); "" for none. At most 128 bytes.
   std::string concurrency_key;
   // Jobs of the same queue (0..20 distinct ids) that must COMPLETE before
   // this job is due (docs/semantics.md, "Dependencies"); until then it is

@@ -58,8 +58,9 @@ func WithIdempotencyKey(key string) EnqueueOption {
 }
 
 // WithConcurrencyKey groups the job under its queue's max_active_per_key
-// limit (AdminService.CreateQueue / UpdateQueue), e.g. a customer id: at
-// most that many jobs of one key run at once. At most 128 bytes.
+// and key_rate_limit limits (AdminService.CreateQueue / UpdateQueue), e.g. a
+// customer id: at most that many jobs of one key run at once, and start at
+// that rate. At most 128 bytes.
 func WithConcurrencyKey(key string) EnqueueOption {
 	return func(r *jobwirepb.EnqueueRequest) { r.ConcurrencyKey = key }
 }

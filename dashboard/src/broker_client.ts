@@ -27,6 +27,8 @@ export interface QueueStats {
   max_active: number;
   /** 0: no limit. */
   max_active_per_key: number;
+  /** Null without a rate limit per concurrency key. */
+  key_rate_limit: { count: number; interval_ms: number; burst: number } | null;
 }
 
 export type EventKind = 'EVENT_KIND_ENQUEUED' | 'EVENT_KIND_COMPLETED' | 'EVENT_KIND_RETRY' | 'EVENT_KIND_DEAD' | string;

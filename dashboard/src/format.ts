@@ -58,18 +58,22 @@ export function showLimits(
   rateLimit: { count: number; interval_ms: number; burst: number } | null | undefined,
   maxActive: number,
   maxActivePerKey = 0,
+  keyRateLimit: { count: number; interval_ms: number; burst: number } | null = null,
 ): string {
   const interval = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`);
   const jobs = (n: number) => `${n} job${n === 1 ? '' : 's'}`;
-  const rate = rateLimit && rateLimit.count > 0
-    ? `at most ${jobs(rateLimit.count)} per ${interval(rateLimit.interval_ms)}` +
-      (rateLimit.burst > 0 && rateLimit.burst !== rateLimit.count ? ` (bursts of ${rateLimit.burst})` : '')
-    : 'no rate limit';
+  const perInterval = (limit: { count: number; interval_ms: number; burst: number }) =>
+    `at most ${jobs(limit.count)} per ${interval(limit.interval_ms)}` +
+    (limit.burst > 0 && limit.burst !== limit.count ? ` (bursts of ${limit.burst})` : '');
+  const rate = rateLimit && rateLimit.count > 0 ? perInterval(rateLimit) : 'no rate limit';
   const active = maxActive > 0 ? `at most ${maxActive} active job${maxActive === 1 ? '' : 's'}` : 'no limit on active jobs';
   const perKey = maxActivePerKey > 0
     ? `; at most ${maxActivePerKey} active job${maxActivePerKey === 1 ? '' : 's'} per concurrency key`
     : '';
-  return `${rate}; ${active}${perKey}`;
+  const keyRate = keyRateLimit && keyRateLimit.count > 0
+    ? `; ${perInterval(keyRateLimit)} per concurrency key`
+    : '';
+  return `${rate}; ${active}${perKey}${keyRate}`;
 }
 
 /** A duration in ms as "850 ms", "12 s", "3 min", "5 h", "2 d". */

@@ -145,7 +145,7 @@ ${settingsForm(ctx, s)}
   );
   return layout(ctx, `Queue ${q}`, html`
 <p>${s.paused ? html`<span class="badge paused">paused</span> ` : ''}${s.pending_due} due, ${s.pending_scheduled} scheduled, ${s.active} active, ${s.completed} completed, ${s.dead} dead${s.pending_due > 0 ? html`; oldest due ${showDuration(s.oldest_due_age_ms)}` : ''}.</p>
-<p class="limits">Limits: ${showLimits(s.rate_limit, s.max_active, s.max_active_per_key)}.</p>
+<p class="limits">Limits: ${showLimits(s.rate_limit, s.max_active, s.max_active_per_key, s.key_rate_limit)}.</p>
 <p><a href="${queueUrl(q)}/watch">Live events of this queue</a></p>
 ${hourCharts(q, d.hour)}
 ${actions}

@@ -43,8 +43,12 @@ test('showLimits states a rate exactly and says when there is no limit', () => {
     [{ count: 100, interval_ms: 60000, burst: 0 }, 1, 'at most 100 jobs per 60 s; at most 1 active job'],
     [null, 0, 'no rate limit; no limit on active jobs; at most 2 active jobs per concurrency key', 2],
     [null, 4, 'no rate limit; at most 4 active jobs; at most 1 active job per concurrency key', 1],
+    [null, 0, 'no rate limit; no limit on active jobs; at most 2 jobs per 1 s (bursts of 4) per concurrency key',
+      0, { count: 2, interval_ms: 1000, burst: 4 }],
   ];
-  for (const [rate, max, want, perKey] of cases) assert.equal(showLimits(rate, max, perKey), want);
+  for (const [rate, max, want, perKey, keyRate] of cases) {
+    assert.equal(showLimits(rate, max, perKey, keyRate), want);
+  }
 });
 
 test("a worker's queues with their weights, its types, and how long ago", () => {

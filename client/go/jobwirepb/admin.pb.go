@@ -136,8 +136,12 @@ type QueueStats struct {
 	// their key (oldest_due_age_ms does not: they wait for their key, not
 	// for a worker).
 	MaxActivePerKey int32 `protobuf:"varint,13,opt,name=max_active_per_key,json=maxActivePerKey,proto3" json:"max_active_per_key,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The rate limit of each concurrency key (CreateQueue / UpdateQueue);
+	// absent when it has none. pending_due counts the jobs waiting for their
+	// key's token.
+	KeyRateLimit  *RateLimit `protobuf:"bytes,14,opt,name=key_rate_limit,json=keyRateLimit,proto3" json:"key_rate_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueStats) Reset() {
@@ -261,6 +265,13 @@ func (x *QueueStats) GetMaxActivePerKey() int32 {
 	return 0
 }
 
+func (x *QueueStats) GetKeyRateLimit() *RateLimit {
+	if x != nil {
+		return x.KeyRateLimit
+	}
+	return nil
+}
+
 // A queue's rate limit (docs/semantics.md, "Rate limits"): a token bucket
 // in Redis, shared by every broker replica and every worker. Claims take a
 // token per job; the bucket gains `count` tokens every `interval_ms`
@@ -351,8 +362,14 @@ type CreateQueueRequest struct {
 	// docs/semantics.md, "Concurrency per key"), across every broker replica
 	// and worker: 0..1000000, 0: no limit. Only with partitions 0 or 1.
 	MaxActivePerKey int32 `protobuf:"varint,6,opt,name=max_active_per_key,json=maxActivePerKey,proto3" json:"max_active_per_key,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The rate limit of each concurrency key (docs/semantics.md, "Rate
+	// limits per key"): every key has its own bucket of this size, shared by
+	// every broker replica and worker; a job whose key has no token waits
+	// without holding back other keys' jobs. Absent: none. Only with
+	// partitions 0 or 1.
+	KeyRateLimit  *RateLimit `protobuf:"bytes,7,opt,name=key_rate_limit,json=keyRateLimit,proto3" json:"key_rate_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateQueueRequest) Reset() {
@@ -427,6 +444,13 @@ func (x *CreateQueueRequest) GetMaxActivePerKey() int32 {
 	return 0
 }
 
+func (x *CreateQueueRequest) GetKeyRateLimit() *RateLimit {
+	if x != nil {
+		return x.KeyRateLimit
+	}
+	return nil
+}
+
 type CreateQueueResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -487,8 +511,14 @@ type UpdateQueueRequest struct {
 	// Jobs waiting for their key under the old limit are due again at once
 	// and wait again only if the new limit holds them back.
 	MaxActivePerKey *int32 `protobuf:"varint,6,opt,name=max_active_per_key,json=maxActivePerKey,proto3,oneof" json:"max_active_per_key,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Sets the rate limit of each concurrency key (as
+	// CreateQueueRequest.key_rate_limit); a RateLimit with count 0 (and
+	// nothing else) removes it; absent: unchanged. A change starts every
+	// key's bucket full, and jobs waiting for their key are due again at once
+	// (as for max_active_per_key). The same partition rule as rate_limit.
+	KeyRateLimit  *RateLimit `protobuf:"bytes,7,opt,name=key_rate_limit,json=keyRateLimit,proto3" json:"key_rate_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateQueueRequest) Reset() {
@@ -561,6 +591,13 @@ func (x *UpdateQueueRequest) GetMaxActivePerKey() int32 {
 		return *x.MaxActivePerKey
 	}
 	return 0
+}
+
+func (x *UpdateQueueRequest) GetKeyRateLimit() *RateLimit {
+	if x != nil {
+		return x.KeyRateLimit
+	}
+	return nil
 }
 
 type UpdateQueueResponse struct {
@@ -2282,7 +2319,7 @@ var File_jobwire_v1_admin_proto protoreflect.FileDescriptor
 const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16jobwire/v1/admin.proto\x12\n" +
-	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xf4\x03\n" +
+	"jobwire.v1\x1a\x17jobwire/v1/broker.proto\"\xb1\x04\n" +
 	"\n" +
 	"QueueStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1f\n" +
@@ -2303,13 +2340,14 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"rate_limit\x18\v \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\x1d\n" +
 	"\n" +
 	"max_active\x18\f \x01(\x05R\tmaxActive\x12+\n" +
-	"\x12max_active_per_key\x18\r \x01(\x05R\x0fmaxActivePerKeyB\x19\n" +
+	"\x12max_active_per_key\x18\r \x01(\x05R\x0fmaxActivePerKey\x12;\n" +
+	"\x0ekey_rate_limit\x18\x0e \x01(\v2\x15.jobwire.v1.RateLimitR\fkeyRateLimitB\x19\n" +
 	"\x17_default_job_timeout_ms\"X\n" +
 	"\tRateLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x05R\x05count\x12\x1f\n" +
 	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
 	"intervalMs\x12\x14\n" +
-	"\x05burst\x18\x03 \x01(\x05R\x05burst\"\xa1\x02\n" +
+	"\x05burst\x18\x03 \x01(\x05R\x05burst\"\xde\x02\n" +
 	"\x12CreateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
@@ -2320,9 +2358,10 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\x1d\n" +
 	"\n" +
 	"max_active\x18\x05 \x01(\x05R\tmaxActive\x12+\n" +
-	"\x12max_active_per_key\x18\x06 \x01(\x05R\x0fmaxActivePerKeyB\x19\n" +
+	"\x12max_active_per_key\x18\x06 \x01(\x05R\x0fmaxActivePerKey\x12;\n" +
+	"\x0ekey_rate_limit\x18\a \x01(\v2\x15.jobwire.v1.RateLimitR\fkeyRateLimitB\x19\n" +
 	"\x17_default_job_timeout_ms\"\x15\n" +
-	"\x13CreateQueueResponse\"\xd1\x02\n" +
+	"\x13CreateQueueResponse\"\x8e\x03\n" +
 	"\x12UpdateQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1e\n" +
 	"\n" +
@@ -2333,7 +2372,8 @@ const file_jobwire_v1_admin_proto_rawDesc = "" +
 	"rate_limit\x18\x04 \x01(\v2\x15.jobwire.v1.RateLimitR\trateLimit\x12\"\n" +
 	"\n" +
 	"max_active\x18\x05 \x01(\x05H\x01R\tmaxActive\x88\x01\x01\x120\n" +
-	"\x12max_active_per_key\x18\x06 \x01(\x05H\x02R\x0fmaxActivePerKey\x88\x01\x01B\x19\n" +
+	"\x12max_active_per_key\x18\x06 \x01(\x05H\x02R\x0fmaxActivePerKey\x88\x01\x01\x12;\n" +
+	"\x0ekey_rate_limit\x18\a \x01(\v2\x15.jobwire.v1.RateLimitR\fkeyRateLimitB\x19\n" +
 	"\x17_default_job_timeout_msB\r\n" +
 	"\v_max_activeB\x15\n" +
 	"\x13_max_active_per_key\"F\n" +
@@ -2519,54 +2559,57 @@ var file_jobwire_v1_admin_proto_goTypes = []any{
 }
 var file_jobwire_v1_admin_proto_depIdxs = []int32{
 	2,  // 0: jobwire.v1.QueueStats.rate_limit:type_name -> jobwire.v1.RateLimit
-	2,  // 1: jobwire.v1.CreateQueueRequest.rate_limit:type_name -> jobwire.v1.RateLimit
-	2,  // 2: jobwire.v1.UpdateQueueRequest.rate_limit:type_name -> jobwire.v1.RateLimit
-	1,  // 3: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
-	1,  // 4: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
-	37, // 5: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
-	38, // 6: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
-	39, // 7: jobwire.v1.Schedule.job:type_name -> jobwire.v1.EnqueueRequest
-	0,  // 8: jobwire.v1.Schedule.catch_up:type_name -> jobwire.v1.Schedule.CatchUp
-	25, // 9: jobwire.v1.ScheduleInfo.schedule:type_name -> jobwire.v1.Schedule
-	25, // 10: jobwire.v1.PutScheduleRequest.schedule:type_name -> jobwire.v1.Schedule
-	26, // 11: jobwire.v1.ListSchedulesResponse.schedules:type_name -> jobwire.v1.ScheduleInfo
-	35, // 12: jobwire.v1.ListWorkersResponse.streams:type_name -> jobwire.v1.WorkerStream
-	36, // 13: jobwire.v1.ListWorkersResponse.brokers:type_name -> jobwire.v1.BrokerReport
-	3,  // 14: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
-	5,  // 15: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
-	7,  // 16: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
-	9,  // 17: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
-	11, // 18: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
-	13, // 19: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
-	15, // 20: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
-	17, // 21: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
-	19, // 22: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
-	21, // 23: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
-	23, // 24: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
-	27, // 25: jobwire.v1.AdminService.PutSchedule:input_type -> jobwire.v1.PutScheduleRequest
-	29, // 26: jobwire.v1.AdminService.DeleteSchedule:input_type -> jobwire.v1.DeleteScheduleRequest
-	31, // 27: jobwire.v1.AdminService.ListSchedules:input_type -> jobwire.v1.ListSchedulesRequest
-	33, // 28: jobwire.v1.AdminService.ListWorkers:input_type -> jobwire.v1.ListWorkersRequest
-	4,  // 29: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
-	6,  // 30: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
-	8,  // 31: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
-	10, // 32: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
-	12, // 33: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
-	14, // 34: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
-	16, // 35: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
-	18, // 36: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
-	20, // 37: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
-	22, // 38: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
-	24, // 39: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
-	28, // 40: jobwire.v1.AdminService.PutSchedule:output_type -> jobwire.v1.PutScheduleResponse
-	30, // 41: jobwire.v1.AdminService.DeleteSchedule:output_type -> jobwire.v1.DeleteScheduleResponse
-	32, // 42: jobwire.v1.AdminService.ListSchedules:output_type -> jobwire.v1.ListSchedulesResponse
-	34, // 43: jobwire.v1.AdminService.ListWorkers:output_type -> jobwire.v1.ListWorkersResponse
-	29, // [29:44] is the sub-list for method output_type
-	14, // [14:29] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	2,  // 1: jobwire.v1.QueueStats.key_rate_limit:type_name -> jobwire.v1.RateLimit
+	2,  // 2: jobwire.v1.CreateQueueRequest.rate_limit:type_name -> jobwire.v1.RateLimit
+	2,  // 3: jobwire.v1.CreateQueueRequest.key_rate_limit:type_name -> jobwire.v1.RateLimit
+	2,  // 4: jobwire.v1.UpdateQueueRequest.rate_limit:type_name -> jobwire.v1.RateLimit
+	2,  // 5: jobwire.v1.UpdateQueueRequest.key_rate_limit:type_name -> jobwire.v1.RateLimit
+	1,  // 6: jobwire.v1.ListQueuesResponse.queues:type_name -> jobwire.v1.QueueStats
+	1,  // 7: jobwire.v1.GetQueueStatsResponse.stats:type_name -> jobwire.v1.QueueStats
+	37, // 8: jobwire.v1.ListJobsRequest.state:type_name -> jobwire.v1.JobState
+	38, // 9: jobwire.v1.ListJobsResponse.jobs:type_name -> jobwire.v1.Job
+	39, // 10: jobwire.v1.Schedule.job:type_name -> jobwire.v1.EnqueueRequest
+	0,  // 11: jobwire.v1.Schedule.catch_up:type_name -> jobwire.v1.Schedule.CatchUp
+	25, // 12: jobwire.v1.ScheduleInfo.schedule:type_name -> jobwire.v1.Schedule
+	25, // 13: jobwire.v1.PutScheduleRequest.schedule:type_name -> jobwire.v1.Schedule
+	26, // 14: jobwire.v1.ListSchedulesResponse.schedules:type_name -> jobwire.v1.ScheduleInfo
+	35, // 15: jobwire.v1.ListWorkersResponse.streams:type_name -> jobwire.v1.WorkerStream
+	36, // 16: jobwire.v1.ListWorkersResponse.brokers:type_name -> jobwire.v1.BrokerReport
+	3,  // 17: jobwire.v1.AdminService.CreateQueue:input_type -> jobwire.v1.CreateQueueRequest
+	5,  // 18: jobwire.v1.AdminService.UpdateQueue:input_type -> jobwire.v1.UpdateQueueRequest
+	7,  // 19: jobwire.v1.AdminService.ListQueues:input_type -> jobwire.v1.ListQueuesRequest
+	9,  // 20: jobwire.v1.AdminService.GetQueueStats:input_type -> jobwire.v1.GetQueueStatsRequest
+	11, // 21: jobwire.v1.AdminService.ListJobs:input_type -> jobwire.v1.ListJobsRequest
+	13, // 22: jobwire.v1.AdminService.RetryDead:input_type -> jobwire.v1.RetryDeadRequest
+	15, // 23: jobwire.v1.AdminService.DeleteJob:input_type -> jobwire.v1.DeleteJobRequest
+	17, // 24: jobwire.v1.AdminService.DeleteQueue:input_type -> jobwire.v1.DeleteQueueRequest
+	19, // 25: jobwire.v1.AdminService.PurgeDead:input_type -> jobwire.v1.PurgeDeadRequest
+	21, // 26: jobwire.v1.AdminService.PauseQueue:input_type -> jobwire.v1.PauseQueueRequest
+	23, // 27: jobwire.v1.AdminService.ResumeQueue:input_type -> jobwire.v1.ResumeQueueRequest
+	27, // 28: jobwire.v1.AdminService.PutSchedule:input_type -> jobwire.v1.PutScheduleRequest
+	29, // 29: jobwire.v1.AdminService.DeleteSchedule:input_type -> jobwire.v1.DeleteScheduleRequest
+	31, // 30: jobwire.v1.AdminService.ListSchedules:input_type -> jobwire.v1.ListSchedulesRequest
+	33, // 31: jobwire.v1.AdminService.ListWorkers:input_type -> jobwire.v1.ListWorkersRequest
+	4,  // 32: jobwire.v1.AdminService.CreateQueue:output_type -> jobwire.v1.CreateQueueResponse
+	6,  // 33: jobwire.v1.AdminService.UpdateQueue:output_type -> jobwire.v1.UpdateQueueResponse
+	8,  // 34: jobwire.v1.AdminService.ListQueues:output_type -> jobwire.v1.ListQueuesResponse
+	10, // 35: jobwire.v1.AdminService.GetQueueStats:output_type -> jobwire.v1.GetQueueStatsResponse
+	12, // 36: jobwire.v1.AdminService.ListJobs:output_type -> jobwire.v1.ListJobsResponse
+	14, // 37: jobwire.v1.AdminService.RetryDead:output_type -> jobwire.v1.RetryDeadResponse
+	16, // 38: jobwire.v1.AdminService.DeleteJob:output_type -> jobwire.v1.DeleteJobResponse
+	18, // 39: jobwire.v1.AdminService.DeleteQueue:output_type -> jobwire.v1.DeleteQueueResponse
+	20, // 40: jobwire.v1.AdminService.PurgeDead:output_type -> jobwire.v1.PurgeDeadResponse
+	22, // 41: jobwire.v1.AdminService.PauseQueue:output_type -> jobwire.v1.PauseQueueResponse
+	24, // 42: jobwire.v1.AdminService.ResumeQueue:output_type -> jobwire.v1.ResumeQueueResponse
+	28, // 43: jobwire.v1.AdminService.PutSchedule:output_type -> jobwire.v1.PutScheduleResponse
+	30, // 44: jobwire.v1.AdminService.DeleteSchedule:output_type -> jobwire.v1.DeleteScheduleResponse
+	32, // 45: jobwire.v1.AdminService.ListSchedules:output_type -> jobwire.v1.ListSchedulesResponse
+	34, // 46: jobwire.v1.AdminService.ListWorkers:output_type -> jobwire.v1.ListWorkersResponse
+	32, // [32:47] is the sub-list for method output_type
+	17, // [17:32] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_admin_proto_init() }

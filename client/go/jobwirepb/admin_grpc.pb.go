@@ -71,7 +71,7 @@ type AdminServiceClient interface {
 	// partition by itself.)
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
 	// rate_limit: its fields, or given with more than one partition;
-	// max_active likewise),
+	// max_active, max_active_per_key and key_rate_limit likewise),
 	// ALREADY_EXISTS (the queue has or had jobs, or was created: UpdateQueue
 	// changes it), UNAVAILABLE.
 	CreateQueue(ctx context.Context, in *CreateQueueRequest, opts ...grpc.CallOption) (*CreateQueueResponse, error)
@@ -85,9 +85,10 @@ type AdminServiceClient interface {
 	// idempotency key stored before the change may map to another partition
 	// after it, so a repeat of it within its window may store a second job.
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
-	// rate_limit, max_active; nothing given), NOT_FOUND, FAILED_PRECONDITION
-	// (fewer partitions than now; a rate limit or max_active and more than
-	// one partition, the message naming which), UNAVAILABLE.
+	// rate_limit, max_active, max_active_per_key, key_rate_limit; nothing
+	// given), NOT_FOUND, FAILED_PRECONDITION (fewer partitions than now; a
+	// limit and more than one partition, the message naming which),
+	// UNAVAILABLE.
 	UpdateQueue(ctx context.Context, in *UpdateQueueRequest, opts ...grpc.CallOption) (*UpdateQueueResponse, error)
 	// Every queue that has or had jobs, with its counts.
 	// Errors: UNAVAILABLE.
@@ -332,7 +333,7 @@ type AdminServiceServer interface {
 	// partition by itself.)
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
 	// rate_limit: its fields, or given with more than one partition;
-	// max_active likewise),
+	// max_active, max_active_per_key and key_rate_limit likewise),
 	// ALREADY_EXISTS (the queue has or had jobs, or was created: UpdateQueue
 	// changes it), UNAVAILABLE.
 	CreateQueue(context.Context, *CreateQueueRequest) (*CreateQueueResponse, error)
@@ -346,9 +347,10 @@ type AdminServiceServer interface {
 	// idempotency key stored before the change may map to another partition
 	// after it, so a repeat of it within its window may store a second job.
 	// Errors: INVALID_ARGUMENT (queue, partitions, default_job_timeout_ms,
-	// rate_limit, max_active; nothing given), NOT_FOUND, FAILED_PRECONDITION
-	// (fewer partitions than now; a rate limit or max_active and more than
-	// one partition, the message naming which), UNAVAILABLE.
+	// rate_limit, max_active, max_active_per_key, key_rate_limit; nothing
+	// given), NOT_FOUND, FAILED_PRECONDITION (fewer partitions than now; a
+	// limit and more than one partition, the message naming which),
+	// UNAVAILABLE.
 	UpdateQueue(context.Context, *UpdateQueueRequest) (*UpdateQueueResponse, error)
 	// Every queue that has or had jobs, with its counts.
 	// Errors: UNAVAILABLE.

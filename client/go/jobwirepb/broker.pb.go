@@ -829,8 +829,10 @@ type EnqueueRequest struct {
 	// docs/semantics.md, "Concurrency per key"), such as a customer id: at
 	// most that many jobs with the same key run at once, across every broker
 	// replica and worker, and jobs of a key at its limit wait without holding
-	// back other keys' jobs. 0..128 bytes; "" for none. A job's key counts
-	// while it runs whether or not the queue has a limit.
+	// back other keys' jobs. Under the queue's key_rate_limit
+	// (docs/semantics.md, "Rate limits per key") each key's jobs also start
+	// at most at that rate, with the same rule. 0..128 bytes; "" for none. A
+	// job's key counts while it runs whether or not the queue has a limit.
 	ConcurrencyKey string `protobuf:"bytes,14,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
 	// Jobs of this queue that must COMPLETE before this job is due
 	// (docs/semantics.md, "Dependencies"): 0..20 distinct job ids this queue

@@ -99,8 +99,9 @@ export interface EnqueueOptions {
    */
   headers?: Record<string, string>;
   /**
-   * Groups the job under its queue's max_active_per_key limit (e.g. a customer
-   * id; at most 128 bytes): at most that many jobs of one key run at once.
+   * Groups the job under its queue's max_active_per_key and key_rate_limit
+   * limits (e.g. a customer id; at most 128 bytes): at most that many jobs
+   * of one key run at once, and start at that rate.
    * EnqueueRequest.concurrency_key.
    */
   concurrencyKey?: string;

@@ -61,8 +61,8 @@ def build_enqueue_request(
     --default_job_timeout_ms, none out of the box). ``headers``: a mapping of
     str to str that travels with the job to its handler (``job.headers``);
     TypeError for other types, the broker checks the rest. ``concurrency_key``:
-    groups the job under its queue's max_active_per_key limit (e.g. a
-    customer id; at most 128 bytes). ``depends_on``: a sequence of 0..20 job
+    groups the job under its queue's max_active_per_key and key_rate_limit
+    limits (e.g. a customer id; at most 128 bytes). ``depends_on``: a sequence of 0..20 job
     ids of the same queue that must complete before this job is due (their
     results reach its handler as ``job.dependency_results``); a str, or
     items that are not str, are a TypeError, the broker checks the rest.
