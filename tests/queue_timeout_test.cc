@@ -146,8 +146,8 @@ TEST_F(QueueTimeoutTest, BadValuesAreRefusedAndChangeNothing) {
        "default_job_timeout_ms: must be -1 (remove) or 0..604800000 (0: no limit), got "
        "604800001"},
       {"update, nothing", Update("q", 0, std::nullopt),
-       "partitions, default_job_timeout_ms, rate_limit, max_active or max_active_per_key must be "
-       "given"},
+       "partitions, default_job_timeout_ms, rate_limit, max_active, max_active_per_key or "
+       "key_rate_limit must be given"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(c.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
