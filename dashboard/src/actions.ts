@@ -192,13 +192,16 @@ export function parseOlderThan(value: string | null, unit: string | null): numbe
 }
 
 /** update-queue's form fields, each a whole number when given (empty: unchanged). */
-export const SETTING_FIELDS = ['partitions', 'max_active', 'max_active_per_key', 'default_job_timeout_ms', 'rate_count', 'rate_interval_ms', 'rate_burst'] as const;
+export const SETTING_FIELDS = ['partitions', 'max_active', 'max_active_per_key', 'default_job_timeout_ms', 'rate_count', 'rate_interval_ms', 'rate_burst', 'key_rate_count', 'key_rate_interval_ms', 'key_rate_burst'] as const;
+
+type RateLimitValue = { count: number; interval_ms: number; burst: number };
 
 /**
  * update-queue's settings from its form (and create-queue's): the fields
  * given, as whole numbers (their ranges are the broker's to check, and it
  * names the field). A rate limit needs rate_count, and rate_interval_ms
- * unless rate_count is 0 (which removes the limit). A field that is not a
+ * unless rate_count is 0 (which removes the limit); the rate limit per
+ * concurrency key likewise (key_rate_*). A field that is not a
  * whole number, or nothing given when `requireOne` (update-queue), answers
  * the refusal's message, naming the field.
  */
@@ -218,10 +221,15 @@ export function parseQueueSettings(
   if (n.max_active !== undefined) out.max_active = n.max_active;
   if (n.max_active_per_key !== undefined) out.max_active_per_key = n.max_active_per_key;
   if (n.default_job_timeout_ms !== undefined) out.default_job_timeout_ms = n.default_job_timeout_ms;
-  if (n.rate_count !== undefined || n.rate_interval_ms !== undefined || n.rate_burst !== undefined) {
-    if (n.rate_count === undefined) return { error: 'rate_count is required to set a rate limit (0 removes it).' };
-    if (n.rate_count !== 0 && n.rate_interval_ms === undefined) return { error: 'rate_interval_ms is required with a rate_count above 0.' };
-    out.rate_limit = n.rate_count === 0 ? { count: 0, interval_ms: 0, burst: 0 } : { count: n.rate_count, interval_ms: n.rate_interval_ms ?? 0, burst: n.rate_burst ?? 0 };
+  for (const [prefix, field] of [['rate', 'rate_limit'], ['key_rate', 'key_rate_limit']] as const) {
+    const count = n[`${prefix}_count`];
+    const interval = n[`${prefix}_interval_ms`];
+    const burst = n[`${prefix}_burst`];
+    if (count === undefined && interval === undefined && burst === undefined) continue;
+    if (count === undefined) return { error: `${prefix}_count is required to set a rate limit (0 removes it).` };
+    if (count !== 0 && interval === undefined) return { error: `${prefix}_interval_ms is required with a ${prefix}_count above 0.` };
+    const limit: RateLimitValue = count === 0 ? { count: 0, interval_ms: 0, burst: 0 } : { count, interval_ms: interval ?? 0, burst: burst ?? 0 };
+    out[field] = limit;
   }
   if (requireOne && Object.keys(out).length === 0) return { error: 'Nothing to change: give at least one setting.' };
   return out;
@@ -234,6 +242,8 @@ function describeSettings(s: Omit<UpdateQueueRequest, 'queue'>): string {
   if (s.max_active !== undefined) parts.push(s.max_active === 0 ? 'no limit on active jobs' : `max active ${s.max_active}`);
   if (s.max_active_per_key !== undefined) parts.push(s.max_active_per_key === 0 ? 'no limit per concurrency key' : `max active per key ${s.max_active_per_key}`);
   if (s.default_job_timeout_ms !== undefined) parts.push(s.default_job_timeout_ms < 0 ? "the broker's default job timeout" : `default job timeout ${s.default_job_timeout_ms} ms`);
-  if (s.rate_limit) parts.push(s.rate_limit.count === 0 ? 'no rate limit' : `rate limit ${s.rate_limit.count} per ${s.rate_limit.interval_ms} ms${s.rate_limit.burst ? ` (bursts of ${s.rate_limit.burst})` : ''}`);
+  const rate = (l: RateLimitValue) => `${l.count} per ${l.interval_ms} ms${l.burst ? ` (bursts of ${l.burst})` : ''}`;
+  if (s.rate_limit) parts.push(s.rate_limit.count === 0 ? 'no rate limit' : `rate limit ${rate(s.rate_limit)}`);
+  if (s.key_rate_limit) parts.push(s.key_rate_limit.count === 0 ? 'no rate limit per concurrency key' : `rate limit per key ${rate(s.key_rate_limit)}`);
   return parts.join(', ');
 }

@@ -59,6 +59,7 @@ export interface UpdateQueueRequest {
   rate_limit?: { count: number; interval_ms: number; burst: number };
   max_active?: number;
   max_active_per_key?: number;
+  key_rate_limit?: { count: number; interval_ms: number; burst: number };
 }
 
 /** CreateQueueRequest (admin.proto): UpdateQueueRequest's fields; an absent one is the default. */

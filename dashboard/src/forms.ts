@@ -68,6 +68,7 @@ export function parseCreateQueue(get: FormGet): Parsed<CreateQueueRequest> {
   if ('error' in settings) return settings;
   const out: CreateQueueRequest = { queue, ...settings };
   if (out.rate_limit?.count === 0) delete out.rate_limit;
+  if (out.key_rate_limit?.count === 0) delete out.key_rate_limit;
   return out;
 }
 

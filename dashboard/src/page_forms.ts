@@ -36,6 +36,9 @@ ${formField('cq-max_active_per_key', 'max_active_per_key', 'Max active per concu
 ${formField('cq-rate_count', 'rate_count', 'Rate limit: jobs', 'empty: no rate limit', { numeric: true })}
 ${formField('cq-rate_interval_ms', 'rate_interval_ms', 'per (ms)', 'the interval', { numeric: true })}
 ${formField('cq-rate_burst', 'rate_burst', 'bursts of', 'empty: as jobs', { numeric: true })}
+${formField('cq-key_rate_count', 'key_rate_count', 'Rate limit per concurrency key, jobs', 'empty: no rate limit per key', { numeric: true })}
+${formField('cq-key_rate_interval_ms', 'key_rate_interval_ms', 'each key, interval (ms)', 'the interval', { numeric: true })}
+${formField('cq-key_rate_burst', 'key_rate_burst', 'each key, burst', 'empty: as jobs', { numeric: true })}
 ${formField('cq-default_job_timeout_ms', 'default_job_timeout_ms', 'Default job timeout (ms)', "empty: the broker's; 0: none", { numeric: true })}
 </div>
 <button type="submit">Create queue</button>
@@ -64,6 +67,7 @@ ${formField('eq-concurrency_key', 'concurrency_key', 'Job concurrency key', 'for
 /** update-queue: each field empty means unchanged; the current value is its placeholder. */
 export function settingsForm(ctx: PageContext, s: QueueStats): Html {
   const rate = s.rate_limit && s.rate_limit.count > 0 ? s.rate_limit : undefined;
+  const keyRate = s.key_rate_limit && s.key_rate_limit.count > 0 ? s.key_rate_limit : undefined;
   return html`<details class="settings"><summary>Change settings</summary>
 <form method="post" action="${queueUrl(s.queue)}/update-queue">${csrfField(ctx)}
 <p class="muted">Empty fields stay as they are (the current value shows in grey).</p>
@@ -73,6 +77,9 @@ ${formField('set-max_active_per_key', 'max_active_per_key', 'Max active per conc
 ${formField('set-rate_count', 'rate_count', 'Rate limit: jobs', '0: no rate limit', { numeric: true, placeholder: String(rate?.count ?? 0) })}
 ${formField('set-rate_interval_ms', 'rate_interval_ms', 'per (ms)', 'the interval', { numeric: true, placeholder: rate ? String(rate.interval_ms) : '' })}
 ${formField('set-rate_burst', 'rate_burst', 'bursts of', '0: as jobs', { numeric: true, placeholder: rate ? String(rate.burst) : '' })}
+${formField('set-key_rate_count', 'key_rate_count', 'Rate limit per concurrency key, jobs', '0: no rate limit per key', { numeric: true, placeholder: String(keyRate?.count ?? 0) })}
+${formField('set-key_rate_interval_ms', 'key_rate_interval_ms', 'each key, interval (ms)', 'the interval', { numeric: true, placeholder: keyRate ? String(keyRate.interval_ms) : '' })}
+${formField('set-key_rate_burst', 'key_rate_burst', 'each key, burst', '0: as jobs', { numeric: true, placeholder: keyRate ? String(keyRate.burst) : '' })}
 ${formField('set-default_job_timeout_ms', 'default_job_timeout_ms', 'Default job timeout (ms)', "0: none; -1: the broker's default", { numeric: true })}
 ${formField('set-partitions', 'partitions', 'Partitions', 'only grows', { numeric: true, placeholder: String(s.partitions) })}
 </div>

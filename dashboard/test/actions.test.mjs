@@ -34,6 +34,10 @@ test('update-queue sends only the settings given, as whole numbers; a rate limit
   assert.deepEqual(parseQueueSettings(form({ max_active: '3', max_active_per_key: ' 0 ' })), { max_active: 3, max_active_per_key: 0 });
   assert.deepEqual(parseQueueSettings(form({ rate_count: '5', rate_interval_ms: '1000', partitions: '' })), { rate_limit: { count: 5, interval_ms: 1000, burst: 0 } });
   assert.deepEqual(parseQueueSettings(form({ rate_count: '0' })), { rate_limit: { count: 0, interval_ms: 0, burst: 0 } }, 'count 0 removes the limit');
+  assert.deepEqual(parseQueueSettings(form({ key_rate_count: '3', key_rate_interval_ms: '60000', key_rate_burst: '1' })),
+    { key_rate_limit: { count: 3, interval_ms: 60000, burst: 1 } });
+  assert.deepEqual(parseQueueSettings(form({ key_rate_count: '0' })), { key_rate_limit: { count: 0, interval_ms: 0, burst: 0 } },
+    'count 0 removes the limit per key');
   assert.deepEqual(parseQueueSettings(form({ default_job_timeout_ms: '-1', partitions: '4' })), { partitions: 4, default_job_timeout_ms: -1 });
   const refused = [
     [{}, /^Nothing to change/],

@@ -36,13 +36,17 @@ describe('forms that create', () => {
     await page.locator('#cq-max_active').fill('3');
     await page.locator('#cq-rate_count').fill('5');
     await page.locator('#cq-rate_interval_ms').fill('1000');
+    await page.locator('#cq-key_rate_count').fill('2');
+    await page.locator('#cq-key_rate_interval_ms').fill('60000');
     await page.getByRole('button', { name: 'Create queue' }).click();
     assert.match(await page.locator('main').innerText(), /Created queue made\./);
     const s = await stubs.stats('made');
     assert.equal(s.max_active, 3);
     assert.deepEqual(s.rate_limit, { count: 5, interval_ms: 1000, burst: 5 });
+    assert.deepEqual(s.key_rate_limit, { count: 2, interval_ms: 60000, burst: 2 });
     await page.getByRole('link', { name: 'Go to queue made' }).click();
-    assert.match(await page.locator('p.limits').innerText(), /at most 5 jobs per 1 s; at most 3 active jobs/);
+    assert.match(await page.locator('p.limits').innerText(),
+      /at most 5 jobs per 1 s; at most 3 active jobs; at most 2 jobs per 60 s per concurrency key/);
     await page.close();
   });
 

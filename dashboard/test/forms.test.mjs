@@ -15,6 +15,9 @@ test('create-queue: a name alone, or with settings; a rate count of 0 is no rate
   assert.deepEqual(parseCreateQueue(form({ queue: 'q3', rate_count: '5', rate_interval_ms: '1000', rate_burst: '10', max_active_per_key: '2' })),
     { queue: 'q3', rate_limit: { count: 5, interval_ms: 1000, burst: 10 }, max_active_per_key: 2 });
   assert.deepEqual(parseCreateQueue(form({ queue: 'q4', rate_count: '0' })), { queue: 'q4' });
+  assert.deepEqual(parseCreateQueue(form({ queue: 'q5', key_rate_count: '2', key_rate_interval_ms: '1000' })),
+    { queue: 'q5', key_rate_limit: { count: 2, interval_ms: 1000, burst: 0 } });
+  assert.deepEqual(parseCreateQueue(form({ queue: 'q6', key_rate_count: '0' })), { queue: 'q6' });
 });
 
 test('create-queue: refusals name the field', () => {
@@ -24,6 +27,8 @@ test('create-queue: refusals name the field', () => {
     [{ queue: 'q', partitions: 'two' }, /partitions must be a whole number \(got "two"\)/],
     [{ queue: 'q', rate_count: '5' }, /rate_interval_ms is required/],
     [{ queue: 'q', rate_interval_ms: '5' }, /rate_count is required/],
+    [{ queue: 'q', key_rate_count: '5' }, /^key_rate_interval_ms is required/],
+    [{ queue: 'q', key_rate_burst: '5' }, /^key_rate_count is required/],
   ];
   for (const [fields, message] of cases) assert.match(parseCreateQueue(form(fields)).error, message, JSON.stringify(fields));
 });
