@@ -91,12 +91,6 @@ class KeyConcurrencyTest : public LifecycleTest {
   std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
-// The field a refusal names: its message's first word.
-std::string FieldOf(const grpc::Status& status) {
-  const std::string& message = status.error_message();
-  return message.substr(0, message.find(':'));
-}
-
 TEST_F(KeyConcurrencyTest, RefusalsNameTheFieldAndChangeNothing) {
   ASSERT_TRUE(Create("keyed", 2).ok());
   ASSERT_TRUE(Create("wide", 0, 4).ok());

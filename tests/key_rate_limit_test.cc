@@ -25,14 +25,6 @@
 namespace jobwire::testing {
 namespace {
 
-v1::RateLimit Limit(int32_t count, int64_t interval_ms, int32_t burst = 0) {
-  v1::RateLimit limit;
-  limit.set_count(count);
-  limit.set_interval_ms(interval_ms);
-  limit.set_burst(burst);
-  return limit;
-}
-
 class KeyRateLimitTest : public LifecycleTest {
  protected:
   void SetUp() override {
@@ -83,12 +75,6 @@ class KeyRateLimitTest : public LifecycleTest {
 
   std::unique_ptr<v1::AdminService::Stub> admin_;
 };
-
-// The field a refusal names: its message's first word.
-std::string FieldOf(const grpc::Status& status) {
-  const std::string& message = status.error_message();
-  return message.substr(0, message.find(':'));
-}
 
 TEST_F(KeyRateLimitTest, RefusalsNameTheFieldAndChangeNothing) {
   ASSERT_TRUE(Create("limited", Limit(2, 1000)).ok());

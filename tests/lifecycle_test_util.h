@@ -26,6 +26,21 @@ inline constexpr absl::Duration kPrompt = absl::Seconds(5);
 
 class LifecycleTest : public BrokerTest {};
 
+// The field a refusal names: its message's first word.
+inline std::string FieldOf(const grpc::Status& status) {
+  const std::string& message = status.error_message();
+  return message.substr(0, message.find(':'));
+}
+
+// A queue rate limit (admin.proto RateLimit; burst 0: count).
+inline v1::RateLimit Limit(int32_t count, int64_t interval_ms, int32_t burst = 0) {
+  v1::RateLimit limit;
+  limit.set_count(count);
+  limit.set_interval_ms(interval_ms);
+  limit.set_burst(burst);
+  return limit;
+}
+
 // Takes jobs one at a time from `reader`, acking each, and returns their ids.
 inline std::vector<std::string> ClaimAndAckInOrder(v1::BrokerService::Stub& stub,
                                                    ClaimReader& reader, int count) {

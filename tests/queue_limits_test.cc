@@ -27,14 +27,6 @@
 namespace jobwire::testing {
 namespace {
 
-v1::RateLimit Limit(int32_t count, int64_t interval_ms, int32_t burst = 0) {
-  v1::RateLimit limit;
-  limit.set_count(count);
-  limit.set_interval_ms(interval_ms);
-  limit.set_burst(burst);
-  return limit;
-}
-
 class QueueLimitsTest : public LifecycleTest {
  protected:
   void SetUp() override {
@@ -76,12 +68,6 @@ class QueueLimitsTest : public LifecycleTest {
 
   std::unique_ptr<v1::AdminService::Stub> admin_;
 };
-
-// The field a refusal names (BadRequest), or "" when it names none.
-std::string FieldOf(const grpc::Status& status) {
-  const std::string& message = status.error_message();
-  return message.substr(0, message.find(':'));
-}
 
 TEST_F(QueueLimitsTest, RefusalsNameTheFieldAndChangeNothing) {
   ASSERT_TRUE(Create("limited", Limit(5, 1000)).ok());
