@@ -122,9 +122,10 @@ end
 -- read by ZRANGEBYLEX whose members have type_member's shape with the key in
 -- place of the type (key_member), so the jobs of other keys behind it are
 -- claimed; it stays pending. A run of a keyed job that leaves the active set
--- gives its key's slot back and moves the key's best parked job back to the
--- ready set (key_release). `C` names the keys: ready, by_type, jobs,
--- key_active, key_waiting, and `C.channel` the queue's notify channel.
+-- gives its key's slot back and, under a per-key limit, moves the key's best
+-- parked job back to the ready set (key_release). `C` names the keys: ready,
+-- by_type, jobs, key_active, key_waiting, key_limit, and `C.channel` the
+-- queue's notify channel.
 local function job_key_of(job)
   local key = job and job[F.concurrency_key]
   if type(key) ~= 'string' or key == '' then return nil end
@@ -232,17 +233,22 @@ local function job_write(jobs_key, id, job)
 end
 
 -- A run of job `job` (its record) left the active set: when the job has a
--- concurrency key, the key's count drops and the key's best parked job (if
--- any) moves back to the ready set. Sets C.woken when one moved: the caller
--- then publishes a wake-up ('0') on C.channel once (key_wake).
+-- concurrency key, the key's count drops and, when the queue has a per-key
+-- limit (max_active_per_key), the key's best parked job (if any) moves back
+-- to the ready set. Without that limit a parked job waits for a token of
+-- the rate limit per key, which a settle does not give (key_rate_wakes
+-- moves it). Sets C.woken when one moved: the caller then publishes a
+-- wake-up ('0') on C.channel once (key_wake).
 local function key_release(C, job)
   local key = job_key_of(job)
   if not key then return end
   if redis.call('HINCRBY', C.key_active, key, -1) <= 0 then redis.call('HDEL', C.key_active, key) end
-  -- Whether any job is parked, asked once per script call: a queue without
-  -- a per-key limit has none.
-  if C.any_parked == nil then C.any_parked = redis.call('EXISTS', C.key_waiting) == 1 end
-  if not C.any_parked then return end
+  -- Whether the queue has a per-key limit and parked jobs, asked once per
+  -- script call (one EXISTS of both keys).
+  if C.may_release == nil then
+    C.may_release = redis.call('EXISTS', C.key_limit, C.key_waiting) == 2
+  end
+  if not C.may_release then return end
   local prefix = type_prefix(key)
   local first = redis.call('ZRANGEBYLEX', C.key_waiting, '[' .. prefix, '(' .. prefix .. ':',
                            'LIMIT', 0, 1)

@@ -29,6 +29,8 @@
 -- KEYS[14] {p}:{q}:deps_waiting KEYS[15] {p}:{q}:dependents (a completed
 --          job's dependents get its result and may become due:
 --          deps_parent_ended in _lib_deps.lua)
+-- KEYS[16] {p}:{q}:key_limit  (max_active_per_key: only under it does a
+--          settle move a parked job back; key_release in _lib.lua)
 -- ARGV[1] completed retention ms of a job record without completed_retention
 -- ARGV[2] tombstone grace ms (kept this long past the lease's end)
 -- ARGV[3] notify channel {p}:{q}:notify
@@ -45,8 +47,8 @@
 local default_retention, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
 local C = {ready = KEYS[8], by_type = KEYS[9], jobs = KEYS[3], key_active = KEYS[10],
-           key_waiting = KEYS[11], channel = ARGV[3], results = KEYS[5], scheduled = KEYS[12],
-           dead = KEYS[13], deps_waiting = KEYS[14], dependents = KEYS[15]}
+           key_waiting = KEYS[11], key_limit = KEYS[16], channel = ARGV[3], results = KEYS[5],
+           scheduled = KEYS[12], dead = KEYS[13], deps_waiting = KEYS[14], dependents = KEYS[15]}
 events_open(KEYS[3])
 local out = {}
 local done = {}

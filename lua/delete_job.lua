@@ -16,6 +16,8 @@
 -- KEYS[12] {p}:{q}:key_active  KEYS[13] {p}:{q}:key_waiting (concurrency keys:
 --          key_release in _lib.lua)
 -- KEYS[14] {p}:{q}:deps_waiting KEYS[15] {p}:{q}:dependents (dependencies)
+-- KEYS[16] {p}:{q}:key_limit  (max_active_per_key: only under it does a
+--          settle move a parked job back; key_release in _lib.lua)
 -- ARGV[1] job id
 -- ARGV[2] notify channel {p}:{q}:notify (a deleted run of a concurrency key
 --         lets one of the key's parked jobs go)
@@ -27,8 +29,8 @@ events_open(KEYS[1])
 local job = job_read(KEYS[1], ARGV[1])
 local now = now_ms()
 local C = {ready = KEYS[2], by_type = KEYS[11], jobs = KEYS[1], key_active = KEYS[12],
-           key_waiting = KEYS[13], channel = ARGV[2], scheduled = KEYS[3], dead = KEYS[6],
-           deps_waiting = KEYS[14], dependents = KEYS[15]}
+           key_waiting = KEYS[13], key_limit = KEYS[16], channel = ARGV[2], scheduled = KEYS[3],
+           dead = KEYS[6], deps_waiting = KEYS[14], dependents = KEYS[15]}
 ready_remove(C, job, ARGV[1])
 if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then key_release(C, job) end
 for _, i in ipairs({3, 5, 6, 14}) do redis.call('ZREM', KEYS[i], ARGV[1]) end

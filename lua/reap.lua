@@ -36,6 +36,8 @@
 --          dependents: deps_parent_ended in _lib_deps.lua; a job waiting
 --          for parents implies a parent pending or active in this queue, so
 --          the idle check need not look at deps_waiting)
+-- KEYS[20] {p}:{q}:key_limit  (max_active_per_key: only under it does a
+--          settle move a parked job back; key_release in _lib.lua)
 -- ARGV[1] max jobs per call
 -- ARGV[2] jitter seed
 -- ARGV[3] notify channel {p}:{q}:notify
@@ -61,7 +63,7 @@ events_open(KEYS[8])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[1]))
 local dead, skipped, settled = 0, {}, {}
 local S = {jobs = KEYS[8], active = KEYS[1], scheduled = KEYS[2], dead = KEYS[3], ready = KEYS[5],
-           by_type = KEYS[15], key_active = KEYS[16], key_waiting = KEYS[17],
+           by_type = KEYS[15], key_active = KEYS[16], key_waiting = KEYS[17], key_limit = KEYS[20],
            deps_waiting = KEYS[18], dependents = KEYS[19], channel = ARGV[3]}
 for _, id in ipairs(expired) do
   local job = job_read(KEYS[8], id)

@@ -14,6 +14,8 @@
 -- KEYS[4] {p}:{q}:ready_by_type
 -- KEYS[5] {p}:{q}:key_active  KEYS[6] {p}:{q}:key_waiting (concurrency keys:
 --          key_release in _lib.lua)
+-- KEYS[7] {p}:{q}:key_limit  (max_active_per_key: only under it does a
+--          settle move a parked job back; key_release in _lib.lua)
 -- ARGV[1] job id   ARGV[2] lease token of the undelivered claim
 -- ARGV[3] notify channel
 -- Returns {'OK'} | {'NOT_FOUND'} | {'STALE'} (the token is not the current
@@ -39,7 +41,7 @@ job[F.run_deadline] = nil
 job_write(KEYS[1], ARGV[1], job)
 redis.call('ZREM', KEYS[2], ARGV[1])
 local C = {ready = KEYS[3], by_type = KEYS[4], jobs = KEYS[1], key_active = KEYS[5],
-           key_waiting = KEYS[6], channel = ARGV[3]}
+           key_waiting = KEYS[6], key_limit = KEYS[7], channel = ARGV[3]}
 ready_add(C, job, ready_score(priority, available_at), ARGV[1])
 key_release(C, job)
 redis.call('SPUBLISH', ARGV[3], 0)

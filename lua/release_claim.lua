@@ -18,6 +18,8 @@
 -- KEYS[5] {p}:{q}:ready_by_type
 -- KEYS[6] {p}:{q}:key_active  KEYS[7] {p}:{q}:key_waiting (concurrency keys:
 --          key_release in _lib.lua)
+-- KEYS[8] {p}:{q}:key_limit  (max_active_per_key: only under it does a
+--          settle move a parked job back; key_release in _lib.lua)
 -- ARGV[1] claim id (the lease token prefix of the call)
 -- ARGV[2] notify channel
 -- Returns the number of jobs given back (0 when the record is gone: the
@@ -31,7 +33,7 @@ local prefix = ARGV[1] .. '.'
 local released = 0
 local now = nil
 local C = {ready = KEYS[3], by_type = KEYS[5], jobs = KEYS[4], key_active = KEYS[6],
-           key_waiting = KEYS[7], channel = ARGV[2]}
+           key_waiting = KEYS[7], key_limit = KEYS[8], channel = ARGV[2]}
 events_open(KEYS[4])
 for id in string.gmatch(record, '%S+') do
   local job = job_read(KEYS[4], id)

@@ -127,16 +127,37 @@ TEST_F(KeyRateLimitTest, AKeyWithoutTokensHidesNoOtherKeysJobs) {
 
   auto reader = OpenClaim(MakeClaim({queue}, 30));
   std::map<std::string, std::vector<std::string>> got;  // key -> payloads
+  std::vector<v1::ClaimedJob> leased;
   for (int i = 0; i < 6; ++i) {
     std::optional<v1::ClaimedJob> job = reader->Next(kPrompt);
     ASSERT_TRUE(job) << "job " << i << " of the 6 the buckets let go";
     got[job->job().concurrency_key()].push_back(job->job().payload());
-    JW_ASSERT_OK(Ack(*stub_, *job));  // settles free no token
+    leased.push_back(*job);
   }
   EXPECT_FALSE(reader->Next(kQuiet)) << "a third job of a key within its burst of 2";
   EXPECT_EQ(got["big"], (std::vector<std::string>{"big0", "big1"}));
   EXPECT_EQ(got["a"], (std::vector<std::string>{"a0", "a1"}));
   EXPECT_EQ(got[""], (std::vector<std::string>{"free0", "free1"}));
+  // Settles free no token, so they leave the parked jobs parked: with the
+  // queue paused (no claim to park them again), nothing is back in ready.
+  {
+    grpc::ClientContext context;
+    v1::PauseQueueRequest request;
+    request.set_queue(queue);
+    v1::PauseQueueResponse response;
+    JW_ASSERT_OK(admin_->PauseQueue(&context, request, &response));
+  }
+  for (const v1::ClaimedJob& job : leased) JW_ASSERT_OK(Ack(*stub_, job));
+  EXPECT_EQ(Members(queue, "ready"), 0) << "a settle moved a job parked for a token back";
+  EXPECT_EQ(Members(queue, "key_waiting"), 19);
+  {
+    grpc::ClientContext context;
+    v1::ResumeQueueRequest request;
+    request.set_queue(queue);
+    v1::ResumeQueueResponse response;
+    JW_ASSERT_OK(admin_->ResumeQueue(&context, request, &response));
+  }
+  EXPECT_FALSE(reader->Next(kQuiet)) << "a job went without a token";
 
   // The parked jobs are pending, counted due.
   const v1::QueueStats stats = Stats(queue);

@@ -196,7 +196,7 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
       scripts_->Get("delete_job"),
       {k.Jobs(), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Payloads(),
        k.Results(), k.Idempotency(), k.IdempotencyExpiry(), k.ReadyByType(), k.KeyActive(),
-       k.KeyWaiting(), k.DepsWaiting(), k.Dependents()},
+       k.KeyWaiting(), k.DepsWaiting(), k.Dependents(), k.KeyLimit()},
       {job_id, k.NotifyChannel()},
       [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());

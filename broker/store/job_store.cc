@@ -266,7 +266,7 @@ void JobStore::ReleaseClaim(const std::string& queue, const std::string& claim_i
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("release_claim"),
                  {keys.Claim(claim_id), keys.Active(), keys.Ready(), keys.Jobs(),
-                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting()},
+                  keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting(), keys.KeyLimit()},
                  {claim_id, keys.NotifyChannel()},
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    done(ScriptInteger(std::move(reply), "release_claim"));
@@ -290,7 +290,7 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
   scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed(), keys.Jobs(), keys.Payloads(),
                   keys.Results(), keys.Acked(), keys.AckedExpiry(), keys.Ready(),
                   keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting(), keys.Scheduled(),
-                  keys.Dead(), keys.DepsWaiting(), keys.Dependents()},
+                  keys.Dead(), keys.DepsWaiting(), keys.Dependents(), keys.KeyLimit()},
                  std::move(args),
                  [queue, ids = std::move(ids), done = std::move(done)](
                      absl::StatusOr<RedisReply> reply) {
@@ -318,7 +318,8 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
   scripts_->Eval(
       scripts_->Get("fail"),
       {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead(), keys.Ready(), keys.ReadyByType(),
-       keys.KeyActive(), keys.KeyWaiting(), keys.DepsWaiting(), keys.Dependents()},
+       keys.KeyActive(), keys.KeyWaiting(), keys.DepsWaiting(), keys.Dependents(),
+       keys.KeyLimit()},
       {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
        absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel(),
        r.keep_attempt() ? "1" : "0"},
@@ -395,7 +396,7 @@ void JobStore::Release(const std::string& queue, const std::string& job_id,
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("release"),
                  {keys.Jobs(), keys.Active(), keys.Ready(), keys.ReadyByType(), keys.KeyActive(),
-                  keys.KeyWaiting()},
+                  keys.KeyWaiting(), keys.KeyLimit()},
                  {job_id, token, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked = CheckScriptStatus(std::move(reply), queue, job_id, "active");
@@ -412,7 +413,7 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                   keys.Paused(), keys.Registered(), keys.Jobs(), keys.Payloads(), keys.Results(),
                   keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry(),
                   keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting(), keys.DepsWaiting(),
-                  keys.Dependents()},
+                  keys.Dependents(), keys.KeyLimit()},
                  {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
                   absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {

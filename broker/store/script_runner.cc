@@ -17,7 +17,8 @@ namespace {
 
 // The helper libraries every script gets, in this order: each may use the
 // local functions of those before it.
-constexpr absl::string_view kLibNames[] = {"_lib", "_lib_deps", "_lib_settle", "_lib_claim"};
+constexpr absl::string_view kLibNames[] = {"_lib", "_lib_deps", "_lib_settle", "_lib_key_rate",
+                                         "_lib_claim"};
 constexpr absl::string_view kCheckKeysName = "_check_keys";
 
 // A script's first line when it is a Redis 7 shebang ("#!lua flags=..."),

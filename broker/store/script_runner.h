@@ -12,7 +12,8 @@
 // Redis reads the flags only from the first line of the text it receives,
 // so the shebang goes first and the helper libraries after it, each after
 // those whose helpers it uses: lua/_lib.lua, _lib_deps.lua (dependencies),
-// _lib_settle.lua (settle_failure), _lib_claim.lua. Which scripts run
+// _lib_settle.lua (settle_failure), _lib_key_rate.lua (rate limits per
+// concurrency key), _lib_claim.lua. Which scripts run
 // above Redis' maxmemory is in docs/guarantees.md ("Redis memory limit").
 #ifndef JOBWIRE_BROKER_STORE_SCRIPT_RUNNER_H_
 #define JOBWIRE_BROKER_STORE_SCRIPT_RUNNER_H_
