@@ -395,10 +395,6 @@ absl::Status AdminCli::SetQueue(const std::string& queue, const QueueFlags& flag
   absl::StatusOr<std::optional<v1::RateLimit>> key_limit =
       ParseRateLimitFlag("--key-rate-limit", flags.key_rate_limit, !create);
   if (!key_limit.ok()) return key_limit.status();
-  const int partitions = flags.partitions;
-  const std::optional<int64_t>& job_timeout_ms = flags.job_timeout_ms;
-  const std::optional<int32_t>& max_active = flags.max_active;
-  const std::optional<int32_t>& max_active_per_key = flags.max_active_per_key;
   grpc::Status status;
   int before = 0;
   if (create) {
@@ -416,14 +412,14 @@ absl::Status AdminCli::SetQueue(const std::string& queue, const QueueFlags& flag
     before = response.previous_partitions();
   }
   if (!status.ok()) return FromGrpc(status);
-  const int now = partitions > 0 ? partitions : std::max(1, before);
+  const int now = flags.partitions > 0 ? flags.partitions : std::max(1, before);
   if (json_) {
     nlohmann::json out = {{"queue", queue}, {"partitions", now}};
     if (!create) out["previous_partitions"] = before;
-    if (job_timeout_ms) out["default_job_timeout_ms"] = *job_timeout_ms;
+    if (flags.job_timeout_ms) out["default_job_timeout_ms"] = *flags.job_timeout_ms;
     if (*limit) out["rate_limit"] = flags.rate_limit;
-    if (max_active) out["max_active"] = *max_active;
-    if (max_active_per_key) out["max_active_per_key"] = *max_active_per_key;
+    if (flags.max_active) out["max_active"] = *flags.max_active;
+    if (flags.max_active_per_key) out["max_active_per_key"] = *flags.max_active_per_key;
     if (*key_limit) out["key_rate_limit"] = flags.key_rate_limit;
     *out_ << out.dump() << "\n";
     return absl::OkStatus();
@@ -433,16 +429,16 @@ absl::Status AdminCli::SetQueue(const std::string& queue, const QueueFlags& flag
   } else {
     *out_ << "queue " << queue << ": " << before << " -> " << now << " partition(s)";
   }
-  if (job_timeout_ms) {
-    *out_ << ", default job timeout " << TimeoutText(*job_timeout_ms);
+  if (flags.job_timeout_ms) {
+    *out_ << ", default job timeout " << TimeoutText(*flags.job_timeout_ms);
   }
   if (*limit) *out_ << ", rate limit " << RateLimitChange(**limit);
-  if (max_active) {
-    *out_ << ", max active " << (*max_active == 0 ? "none" : absl::StrCat(*max_active));
+  if (flags.max_active) {
+    *out_ << ", max active " << (*flags.max_active == 0 ? "none" : absl::StrCat(*flags.max_active));
   }
-  if (max_active_per_key) {
+  if (flags.max_active_per_key) {
     *out_ << ", max active per key "
-          << (*max_active_per_key == 0 ? "none" : absl::StrCat(*max_active_per_key));
+          << (*flags.max_active_per_key == 0 ? "none" : absl::StrCat(*flags.max_active_per_key));
   }
   if (*key_limit) *out_ << ", rate limit per key " << RateLimitChange(**key_limit);
   *out_ << "\n";

@@ -164,24 +164,20 @@ int main(int argc, char** argv) {
   int create_partitions = 1;
   int update_partitions = 0;
   jobwire::cli::AdminCli::QueueFlags queue_flags;
-  std::optional<int64_t>& job_timeout_ms = queue_flags.job_timeout_ms;
-  std::string& rate_limit = queue_flags.rate_limit;
-  std::optional<int32_t>& max_active = queue_flags.max_active;
-  std::optional<int32_t>& max_active_per_key = queue_flags.max_active_per_key;
   CLI::App* create_queue = app.add_subcommand(
       "create-queue", "create a queue (with --partitions, one spread over a Redis Cluster)");
   add_queue(create_queue);
   create_queue->add_option("--partitions", create_partitions, "1..256")->capture_default_str();
-  create_queue->add_option("--default-job-timeout-ms", job_timeout_ms,
+  create_queue->add_option("--default-job-timeout-ms", queue_flags.job_timeout_ms,
                            "timeout of a job enqueued without one (0: no limit; default: the "
                            "broker's --default_job_timeout_ms)");
-  create_queue->add_option("--rate-limit", rate_limit,
+  create_queue->add_option("--rate-limit", queue_flags.rate_limit,
                            "COUNT/INTERVAL_MS[/BURST]: at most COUNT jobs handed out per "
                            "INTERVAL_MS, BURST at once (default COUNT); one partition only");
-  create_queue->add_option("--max-active", max_active,
+  create_queue->add_option("--max-active", queue_flags.max_active,
                            "the most active jobs at once, 1..1000000 (default: no limit); one "
                            "partition only");
-  create_queue->add_option("--max-active-per-key", max_active_per_key,
+  create_queue->add_option("--max-active-per-key", queue_flags.max_active_per_key,
                            "the most active jobs per concurrency key, 1..1000000 (default: no "
                            "limit); one partition only");
   create_queue->add_option("--key-rate-limit", queue_flags.key_rate_limit,
@@ -194,15 +190,15 @@ int main(int argc, char** argv) {
   add_queue(update_queue);
   update_queue->add_option("--partitions", update_partitions,
                            "1..256, at least the current count (default: unchanged)");
-  update_queue->add_option("--default-job-timeout-ms", job_timeout_ms,
+  update_queue->add_option("--default-job-timeout-ms", queue_flags.job_timeout_ms,
                            "timeout of a job enqueued without one (0: no limit; -1: the "
                            "broker's default again; default: unchanged)");
-  update_queue->add_option("--rate-limit", rate_limit,
+  update_queue->add_option("--rate-limit", queue_flags.rate_limit,
                            "COUNT/INTERVAL_MS[/BURST], or off to remove it (default: unchanged)");
-  update_queue->add_option("--max-active", max_active,
+  update_queue->add_option("--max-active", queue_flags.max_active,
                            "the most active jobs at once, 0 to remove the limit (default: "
                            "unchanged)");
-  update_queue->add_option("--max-active-per-key", max_active_per_key,
+  update_queue->add_option("--max-active-per-key", queue_flags.max_active_per_key,
                            "the most active jobs per concurrency key, 0 to remove the limit "
                            "(default: unchanged)");
   update_queue->add_option("--key-rate-limit", queue_flags.key_rate_limit,
