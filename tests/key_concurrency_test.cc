@@ -27,26 +27,14 @@
 namespace jobwire::testing {
 namespace {
 
-class KeyConcurrencyTest : public LifecycleTest {
+class KeyConcurrencyTest : public QueueSettingsTest {
  protected:
-  void SetUp() override {
-    LifecycleTest::SetUp();
-    admin_ = v1::AdminService::NewStub(broker_->channel());
-  }
-
-  static std::unique_ptr<grpc::ClientContext> Context() {
-    auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return context;
-  }
-
   grpc::Status Create(const std::string& queue, int32_t per_key, int partitions = 0) {
     v1::CreateQueueRequest request;
     request.set_queue(queue);
     request.set_partitions(partitions);
     request.set_max_active_per_key(per_key);
-    v1::CreateQueueResponse response;
-    return admin_->CreateQueue(Context().get(), request, &response);
+    return CreateQueue(request);
   }
   grpc::Status Update(const std::string& queue, std::optional<int32_t> per_key,
                       int partitions = 0) {
@@ -54,10 +42,8 @@ class KeyConcurrencyTest : public LifecycleTest {
     request.set_queue(queue);
     request.set_partitions(partitions);
     if (per_key) request.set_max_active_per_key(*per_key);
-    v1::UpdateQueueResponse response;
-    return admin_->UpdateQueue(Context().get(), request, &response);
+    return UpdateQueue(request);
   }
-  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
   int PendingListed(const std::string& queue) {
     v1::ListJobsRequest request;
     request.set_queue(queue);
@@ -68,27 +54,10 @@ class KeyConcurrencyTest : public LifecycleTest {
     return response.jobs_size();
   }
 
-  static v1::EnqueueRequest Keyed(const std::string& queue, const std::string& key,
-                                  const std::string& payload = "") {
-    v1::EnqueueRequest job = MakeJob(queue, payload);
-    job.set_concurrency_key(key);
-    return job;
-  }
-
   // What Redis holds for the queue's keys: the active counts' entries and
   // the parked jobs.
-  int64_t CountedKeys(const std::string& queue) {
-    const std::string key = absl::StrCat("jw:{", queue, "}:key_active");
-    absl::StatusOr<RedisReply> reply = RedisCommandFor(key, {"HLEN", key});
-    return reply.ok() ? reply->integer : -1;
-  }
-  int64_t Parked(const std::string& queue) {
-    const std::string key = absl::StrCat("jw:{", queue, "}:key_waiting");
-    absl::StatusOr<RedisReply> reply = RedisCommandFor(key, {"ZCARD", key});
-    return reply.ok() ? reply->integer : -1;
-  }
-
-  std::unique_ptr<v1::AdminService::Stub> admin_;
+  int64_t CountedKeys(const std::string& queue) { return SizeOf(queue, "key_active", "HLEN"); }
+  int64_t Parked(const std::string& queue) { return SizeOf(queue, "key_waiting"); }
 };
 
 TEST_F(KeyConcurrencyTest, RefusalsNameTheFieldAndChangeNothing) {

@@ -25,27 +25,15 @@
 namespace jobwire::testing {
 namespace {
 
-class KeyRateLimitTest : public LifecycleTest {
+class KeyRateLimitTest : public QueueSettingsTest {
  protected:
-  void SetUp() override {
-    LifecycleTest::SetUp();
-    admin_ = v1::AdminService::NewStub(broker_->channel());
-  }
-
-  static std::unique_ptr<grpc::ClientContext> Context() {
-    auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return context;
-  }
-
   grpc::Status Create(const std::string& queue, std::optional<v1::RateLimit> limit,
                       int partitions = 0) {
     v1::CreateQueueRequest request;
     request.set_queue(queue);
     request.set_partitions(partitions);
     if (limit) *request.mutable_key_rate_limit() = *limit;
-    v1::CreateQueueResponse response;
-    return admin_->CreateQueue(Context().get(), request, &response);
+    return CreateQueue(request);
   }
   grpc::Status Update(const std::string& queue, std::optional<v1::RateLimit> limit,
                       int partitions = 0) {
@@ -53,27 +41,8 @@ class KeyRateLimitTest : public LifecycleTest {
     request.set_queue(queue);
     request.set_partitions(partitions);
     if (limit) *request.mutable_key_rate_limit() = *limit;
-    v1::UpdateQueueResponse response;
-    return admin_->UpdateQueue(Context().get(), request, &response);
+    return UpdateQueue(request);
   }
-  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
-
-  static v1::EnqueueRequest Keyed(const std::string& queue, const std::string& key,
-                                  const std::string& payload = "") {
-    v1::EnqueueRequest job = MakeJob(queue, payload);
-    job.set_concurrency_key(key);
-    return job;
-  }
-
-  // The number of members of one of the queue's zsets (key_waiting: parked
-  // jobs; key_tat: keys whose bucket is not full).
-  int64_t Members(const std::string& queue, const std::string& name) {
-    const std::string key = absl::StrCat("jw:{", queue, "}:", name);
-    absl::StatusOr<RedisReply> reply = RedisCommandFor(key, {"ZCARD", key});
-    return reply.ok() ? reply->integer : -1;
-  }
-
-  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 TEST_F(KeyRateLimitTest, RefusalsNameTheFieldAndChangeNothing) {
@@ -140,30 +109,18 @@ TEST_F(KeyRateLimitTest, AKeyWithoutTokensHidesNoOtherKeysJobs) {
   EXPECT_EQ(got[""], (std::vector<std::string>{"free0", "free1"}));
   // Settles free no token, so they leave the parked jobs parked: with the
   // queue paused (no claim to park them again), nothing is back in ready.
-  {
-    grpc::ClientContext context;
-    v1::PauseQueueRequest request;
-    request.set_queue(queue);
-    v1::PauseQueueResponse response;
-    JW_ASSERT_OK(admin_->PauseQueue(&context, request, &response));
-  }
+  JW_ASSERT_OK(Pause(queue, true));
   for (const v1::ClaimedJob& job : leased) JW_ASSERT_OK(Ack(*stub_, job));
-  EXPECT_EQ(Members(queue, "ready"), 0) << "a settle moved a job parked for a token back";
-  EXPECT_EQ(Members(queue, "key_waiting"), 19);
-  {
-    grpc::ClientContext context;
-    v1::ResumeQueueRequest request;
-    request.set_queue(queue);
-    v1::ResumeQueueResponse response;
-    JW_ASSERT_OK(admin_->ResumeQueue(&context, request, &response));
-  }
+  EXPECT_EQ(SizeOf(queue, "ready"), 0) << "a settle moved a job parked for a token back";
+  EXPECT_EQ(SizeOf(queue, "key_waiting"), 19);
+  JW_ASSERT_OK(Pause(queue, false));
   EXPECT_FALSE(reader->Next(kQuiet)) << "a job went without a token";
 
   // The parked jobs are pending, counted due.
   const v1::QueueStats stats = Stats(queue);
   EXPECT_EQ(stats.pending_due(), 19);
-  EXPECT_EQ(Members(queue, "key_waiting"), 19);
-  EXPECT_EQ(Members(queue, "key_rate_wake"), 2) << "each key waiting for a token has its wake";
+  EXPECT_EQ(SizeOf(queue, "key_waiting"), 19);
+  EXPECT_EQ(SizeOf(queue, "key_rate_wake"), 2) << "each key waiting for a token has its wake";
   // Another key still goes at once.
   MustEnqueue(*stub_, Keyed(queue, "c", "c0"));
   std::optional<v1::ClaimedJob> c = reader->Next(kPrompt);
@@ -191,13 +148,13 @@ TEST_F(KeyRateLimitTest, TheNextTokenReleasesParkedJobsWithoutAnyOtherEvent) {
     EXPECT_LT(at - begin, absl::Milliseconds(i * kIntervalMs + 1500))
         << "job " << i << " waited past its token";
   }
-  EXPECT_EQ(Members(queue, "key_waiting"), 0);
-  EXPECT_EQ(Members(queue, "key_rate_wake"), 0);
+  EXPECT_EQ(SizeOf(queue, "key_waiting"), 0);
+  EXPECT_EQ(SizeOf(queue, "key_rate_wake"), 0);
   // Once the key has been idle for its bucket to fill, its entry goes.
   absl::SleepFor(absl::Milliseconds(kIntervalMs + 100));
   MustEnqueue(*stub_, MakeJob(queue, "keyless"));  // a claim runs, which drops full buckets
   ASSERT_TRUE(reader->Next(kPrompt));
-  EXPECT_EQ(Members(queue, "key_tat"), 0) << "a full bucket stays in Redis";
+  EXPECT_EQ(SizeOf(queue, "key_tat"), 0) << "a full bucket stays in Redis";
 }
 
 TEST_F(KeyRateLimitTest, ChangingOrRemovingTheLimitReleasesParkedJobs) {
@@ -216,9 +173,9 @@ TEST_F(KeyRateLimitTest, ChangingOrRemovingTheLimitReleasesParkedJobs) {
   ASSERT_TRUE(Update(queue, v1::RateLimit()).ok());  // count 0: removed
   EXPECT_FALSE(Stats(queue).has_key_rate_limit());
   EXPECT_TRUE(reader->Next(kPrompt)) << "removing the limit left a job waiting";
-  EXPECT_EQ(Members(queue, "key_waiting"), 0);
-  EXPECT_EQ(Members(queue, "key_tat"), 0);
-  EXPECT_EQ(Members(queue, "key_rate_wake"), 0);
+  EXPECT_EQ(SizeOf(queue, "key_waiting"), 0);
+  EXPECT_EQ(SizeOf(queue, "key_tat"), 0);
+  EXPECT_EQ(SizeOf(queue, "key_rate_wake"), 0);
 }
 
 TEST_F(KeyRateLimitTest, EachKeysBucketHoldsAcrossStreamsAndReplicas) {

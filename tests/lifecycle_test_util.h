@@ -1,5 +1,6 @@
 // Shared by the lifecycle tests (lifecycle_test.cc, retry_lease_test.cc,
-// redis_calls_test.cc).
+// redis_calls_test.cc) and the limits tests (queue_limits_test.cc,
+// key_concurrency_test.cc, key_rate_limit_test.cc).
 //
 // Timing checks have a strict lower bound (a job must never come early) and
 // a generous upper bound (the machine is shared). Times on the wire come from
@@ -8,11 +9,15 @@
 #ifndef JOBWIRE_TESTS_LIFECYCLE_TEST_UTIL_H_
 #define JOBWIRE_TESTS_LIFECYCLE_TEST_UTIL_H_
 
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "jobwire/v1/admin.grpc.pb.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::testing {
@@ -25,6 +30,62 @@ inline constexpr absl::Duration kQuiet = absl::Milliseconds(500);
 inline constexpr absl::Duration kPrompt = absl::Seconds(5);
 
 class LifecycleTest : public BrokerTest {};
+
+// A lifecycle test of queue settings (the limits tests): the Admin API, and
+// what Redis holds for a queue.
+class QueueSettingsTest : public LifecycleTest {
+ protected:
+  void SetUp() override {
+    LifecycleTest::SetUp();
+    admin_ = v1::AdminService::NewStub(broker_->channel());
+  }
+
+  // A client context with a deadline 10 s away.
+  static std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return context;
+  }
+  grpc::Status CreateQueue(const v1::CreateQueueRequest& request) {
+    v1::CreateQueueResponse response;
+    return admin_->CreateQueue(Context().get(), request, &response);
+  }
+  grpc::Status UpdateQueue(const v1::UpdateQueueRequest& request) {
+    v1::UpdateQueueResponse response;
+    return admin_->UpdateQueue(Context().get(), request, &response);
+  }
+  grpc::Status Pause(const std::string& queue, bool paused) {
+    if (paused) {
+      v1::PauseQueueRequest request;
+      request.set_queue(queue);
+      v1::PauseQueueResponse response;
+      return admin_->PauseQueue(Context().get(), request, &response);
+    }
+    v1::ResumeQueueRequest request;
+    request.set_queue(queue);
+    v1::ResumeQueueResponse response;
+    return admin_->ResumeQueue(Context().get(), request, &response);
+  }
+  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
+
+  static v1::EnqueueRequest Keyed(const std::string& queue, const std::string& key,
+                                  const std::string& payload = "") {
+    v1::EnqueueRequest job = MakeJob(queue, payload);
+    job.set_concurrency_key(key);
+    return job;
+  }
+
+  // The size of the queue's Redis key `name` (jw:{<queue>}:<name>) by
+  // `command` (ZCARD, HLEN); -1 when Redis fails.
+  int64_t SizeOf(const std::string& queue, const std::string& name,
+                 const std::string& command = "ZCARD") {
+    const std::string key = absl::StrCat("jw:{", queue, "}:", name);
+    absl::StatusOr<RedisReply> reply = RedisCommandFor(key, {command, key});
+    return reply.ok() ? reply->integer : -1;
+  }
+
+  std::unique_ptr<v1::AdminService::Stub> admin_;
+};
 
 // The field a refusal names: its message's first word.
 inline std::string FieldOf(const grpc::Status& status) {

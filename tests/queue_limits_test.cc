@@ -27,23 +27,9 @@
 namespace jobwire::testing {
 namespace {
 
-class QueueLimitsTest : public LifecycleTest {
+class QueueLimitsTest : public QueueSettingsTest {
  protected:
-  void SetUp() override {
-    LifecycleTest::SetUp();
-    admin_ = v1::AdminService::NewStub(broker_->channel());
-  }
-
-  static void Deadline(grpc::ClientContext& context) {
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  }
-
-  grpc::Status Create(const v1::CreateQueueRequest& request) {
-    grpc::ClientContext context;
-    Deadline(context);
-    v1::CreateQueueResponse response;
-    return admin_->CreateQueue(&context, request, &response);
-  }
+  grpc::Status Create(const v1::CreateQueueRequest& request) { return CreateQueue(request); }
   grpc::Status Create(const std::string& queue, std::optional<v1::RateLimit> limit,
                       int partitions = 0) {
     v1::CreateQueueRequest request;
@@ -52,21 +38,13 @@ class QueueLimitsTest : public LifecycleTest {
     if (limit) *request.mutable_rate_limit() = *limit;
     return Create(request);
   }
-  grpc::Status Update(const v1::UpdateQueueRequest& request) {
-    grpc::ClientContext context;
-    Deadline(context);
-    v1::UpdateQueueResponse response;
-    return admin_->UpdateQueue(&context, request, &response);
-  }
+  grpc::Status Update(const v1::UpdateQueueRequest& request) { return UpdateQueue(request); }
   grpc::Status UpdateLimit(const std::string& queue, const v1::RateLimit& limit) {
     v1::UpdateQueueRequest request;
     request.set_queue(queue);
     *request.mutable_rate_limit() = limit;
     return Update(request);
   }
-  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
-
-  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 TEST_F(QueueLimitsTest, RefusalsNameTheFieldAndChangeNothing) {
