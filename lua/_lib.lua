@@ -54,7 +54,7 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
                     'timeout', 'run_deadline', 'cancel_requested', 'progress_percent',
                     'progress_data', 'headers', 'concurrency_key', 'errors', 'depends_on',
                     'deps_left', 'dep_policy', 'dep_results', 'has_dependents',
-                    'payload_bytes'}
+                    'payload_bytes', 'deps_remote'}
 -- Field numbers by name.
 local F = {}
 for i, name in ipairs(JOB_FIELDS) do F[name] = i end

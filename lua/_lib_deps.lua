@@ -17,11 +17,31 @@
 -- a parent ends dead (or is deleted before it ended), each child ends dead
 -- with "dependency failed: <parent id>", and so do the children's own
 -- dependents, unless the child was enqueued with run_after_failed_dependency
--- (dep_policy 'run'): the parent then counts as done. `D` names the keys:
--- jobs, results, ready, by_type, scheduled, dead, deps_waiting, dependents;
--- D.channel the queue's notify channel; D.fresh (enqueue.lua only) the
--- records of the jobs the running call stored but has not written yet, by
--- id: {job = record, dirty = set when this file changes the record}.
+-- (dep_policy 'run'): the parent then counts as done.
+--
+-- A parent elsewhere (another queue, or another partition: a ref
+-- "<queue>/<id>" in depends_on; docs/semantics.md, "Parents in other
+-- queues") lives in another Redis slot, so no script sees both. The child
+-- is stored waiting with the ref in deps_remote (counted in deps_left) and
+-- in `deps_unlinked`; the broker then links it in the parent's slot
+-- (deps_link.lua: the parent lists "<child store queue>,<child id>,<ref>" in
+-- `remote_dependents` and carries has_dependents, or answers how it already
+-- ended) and confirms the link in the child's slot (deps_resolve.lua). A
+-- parent that ends pushes its news ("<child store queue> <child id> <ref>
+-- ok|dead <result>") to its slot's `deps_outbox` and publishes 'outbox' on
+-- its notify channel; a broker drains the outbox into the children's slots
+-- (deps_resolve.lua, which applies each news once: the ref leaves
+-- deps_remote). `D` names the keys: jobs, results, ready, by_type,
+-- scheduled, dead, deps_waiting, dependents, remote_dependents, outbox
+-- (deps_outbox), unlinked (deps_unlinked; enqueue.lua only); D.channel the
+-- queue's notify channel; D.fresh (enqueue.lua only) the records of the jobs
+-- the running call stored but has not written yet, by id: {job = record,
+-- dirty = set when this file changes the record}.
+
+-- Whether a depends_on entry names a parent elsewhere ("<queue>/<id>").
+local function is_remote_ref(ref)
+  return string.find(ref, '/', 1, true) ~= nil
+end
 
 -- What a new job's parents `parents` (ids) are now: `plan` {wait = ids of
 -- parents that have not ended, records = {parent id -> record} of those,
@@ -64,14 +84,17 @@ local function dep_result_add(job, pid, result)
 end
 
 -- New job `id` (record `job`, pending, not written yet) depends on
--- `parents` as `plan` (deps_plan's) says; `run_after_failed` is its
--- policy. Fills the record's dependency fields and registers the job with
--- the parents it waits for. Returns 'due' (every parent done: the caller
--- makes it ready or scheduled), 'wait' (the caller adds it to
--- deps_waiting) or 'failed' (a parent is dead: the record is made dead,
--- and the caller adds it to the dead set).
-local function deps_register(D, job, id, parents, plan, run_after_failed, now)
-  job[F.depends_on] = table.concat(parents, ' ')
+-- `given` (its depends_on as given, batch positions resolved to ids): the
+-- parents of its slot as `plan` (deps_plan's) says, and the refs `remote`
+-- to parents elsewhere; `run_after_failed` is its policy. Fills the record's
+-- dependency fields and registers the job with the parents of its slot it
+-- waits for; a job with remote refs waits for each and goes into
+-- D.unlinked until the broker confirms its links. Returns 'due' (every
+-- parent done: the caller makes it ready or scheduled), 'wait' (the caller
+-- adds it to deps_waiting) or 'failed' (a parent is dead: the record is
+-- made dead, and the caller adds it to the dead set).
+local function deps_register(D, job, id, given, plan, remote, run_after_failed, now)
+  job[F.depends_on] = table.concat(given, ' ')
   if run_after_failed then job[F.dep_policy] = 'run' end
   if next(plan.results) then job[F.dep_results] = cmsgpack.pack(plan.results) end
   if plan.failed and not run_after_failed then
@@ -79,7 +102,11 @@ local function deps_register(D, job, id, parents, plan, run_after_failed, now)
     error_note(job, 0, 'dependency failed: ' .. plan.failed, now)
     return 'failed'
   end
-  job[F.deps_left] = #plan.wait
+  job[F.deps_left] = #plan.wait + #remote
+  if #remote > 0 then
+    job[F.deps_remote] = table.concat(remote, ' ')
+    redis.call('ZADD', D.unlinked, int(now), id)
+  end
   for _, pid in ipairs(plan.wait) do
     local list = redis.call('HGET', D.dependents, pid)
     redis.call('HSET', D.dependents, pid, list and (list .. ' ' .. id) or id)
@@ -90,7 +117,7 @@ local function deps_register(D, job, id, parents, plan, run_after_failed, now)
       if fresh then fresh.dirty = true else job_write(D.jobs, pid, parent) end
     end
   end
-  if #plan.wait > 0 then return 'wait' end
+  if job[F.deps_left] > 0 then return 'wait' end
   return 'due'
 end
 
@@ -107,11 +134,60 @@ local function deps_make_due(D, job, id, now)
   return available_at - now
 end
 
+-- Waiting child `cid` (record `child`) learns that its parent `pid` ended:
+-- completed with `presult` when `pok`, else dead (or deleted, or not found:
+-- `why`, when given, is the error's text after "dependency failed: ").
+-- Writes the child: one parent fewer (due at the last: deps_make_due), or
+-- dead unless its policy runs it anyway. Returns the delay until it is due
+-- when it became due, and true as a second value when it ended dead (the
+-- caller then settles its own dependents).
+local function deps_child_learns(D, cid, child, pid, pok, presult, now, why)
+  if pok or child[F.dep_policy] == 'run' then
+    if pok and presult and presult ~= '' then dep_result_add(child, pid, presult) end
+    child[F.deps_left] = math.max(0, (tonumber(child[F.deps_left]) or 1) - 1)
+    local delay = nil
+    if child[F.deps_left] == 0 then
+      redis.call('ZREM', D.deps_waiting, cid)
+      delay = deps_make_due(D, child, cid, now)
+    end
+    job_write(D.jobs, cid, child)
+    return delay, false
+  end
+  redis.call('ZREM', D.deps_waiting, cid)
+  child[F.state], child[F.finished_at], child[F.deps_left] = 'dead', now, 0
+  error_note(child, 0, 'dependency failed: ' .. (why or pid), now)
+  job_write(D.jobs, cid, child)
+  redis.call('ZADD', D.dead, int(now), cid)
+  event('dead', cid, child, now)
+  return nil, true
+end
+
+-- Parent `pid` ended (completed with `presult` when `pok`): its dependents
+-- in other slots get the news through D.outbox (D.outboxed is then set).
+local function deps_tell_remote(D, pid, pok, presult)
+  local list = redis.call('HGET', D.remote_dependents, pid)
+  if not list then return end
+  redis.call('HDEL', D.remote_dependents, pid)
+  local news = {}
+  for entry in string.gmatch(list, '%S+') do
+    local queue, cid, ref = string.match(entry, '^([^,]+),([^,]+),(.+)$')
+    if queue then
+      news[#news + 1] = table.concat({queue, cid, ref, pok and 'ok' or 'dead',
+                                      pok and presult or ''}, ' ')
+    end
+  end
+  if #news > 0 then
+    call_pairs('RPUSH', D.outbox, news)  -- any list: chunks of 2000
+    D.outboxed = true
+  end
+end
+
 -- Job `id` (record `job` before it ended, or was deleted) ended: completed
 -- with `result` when `ok`, else dead or deleted. Settles its waiting
 -- dependents as the header says, and theirs in turn when they fail;
--- publishes on D.channel when one became due. Does nothing (no command) for
--- a job without dependents.
+-- publishes on D.channel when one became due, and 'outbox' when news for
+-- dependents elsewhere was pushed. Does nothing (no command) for a job
+-- without dependents.
 local function deps_parent_ended(D, id, job, ok, result, now)
   if not (job and job[F.has_dependents]) then return end
   local work = {{id, ok, result}}
@@ -123,26 +199,14 @@ local function deps_parent_ended(D, id, job, ok, result, now)
     for cid in string.gmatch(list or '', '%S+') do
       local child = redis.call('ZSCORE', D.deps_waiting, cid) and job_read(D.jobs, cid)
       if child then
-        if pok or child[F.dep_policy] == 'run' then
-          if pok and presult and presult ~= '' then dep_result_add(child, pid, presult) end
-          child[F.deps_left] = math.max(0, (tonumber(child[F.deps_left]) or 1) - 1)
-          if child[F.deps_left] == 0 then
-            redis.call('ZREM', D.deps_waiting, cid)
-            local delay = deps_make_due(D, child, cid, now)
-            if not next_delay or delay < next_delay then next_delay = delay end
-          end
-          job_write(D.jobs, cid, child)
-        else
-          redis.call('ZREM', D.deps_waiting, cid)
-          child[F.state], child[F.finished_at], child[F.deps_left] = 'dead', now, 0
-          error_note(child, 0, 'dependency failed: ' .. pid, now)
-          job_write(D.jobs, cid, child)
-          redis.call('ZADD', D.dead, int(now), cid)
-          event('dead', cid, child, now)
-          if child[F.has_dependents] then work[#work + 1] = {cid, false} end
-        end
+        local delay, dead = deps_child_learns(D, cid, child, pid, pok, presult, now)
+        if delay and (not next_delay or delay < next_delay) then next_delay = delay end
+        if dead and child[F.has_dependents] then work[#work + 1] = {cid, false} end
       end
     end
+    deps_tell_remote(D, pid, pok, presult)
   end
   if next_delay then redis.call('SPUBLISH', D.channel, int(next_delay)) end
+  if D.outboxed then redis.call('SPUBLISH', D.channel, 'outbox') end
+  D.outboxed = false
 end

@@ -31,6 +31,8 @@
 --          deps_parent_ended in _lib_deps.lua)
 -- KEYS[16] {p}:{q}:key_limit  (max_active_per_key: only under it does a
 --          settle move a parked job back; key_release in _lib.lua)
+-- KEYS[17] {p}:{q}:remote_dependents KEYS[18] {p}:{q}:deps_outbox (dependents in
+--          other slots: deps_parent_ended in _lib_deps.lua)
 -- ARGV[1] completed retention ms of a job record without completed_retention
 -- ARGV[2] tombstone grace ms (kept this long past the lease's end)
 -- ARGV[3] notify channel {p}:{q}:notify
@@ -48,7 +50,8 @@ local default_retention, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
 local C = {ready = KEYS[8], by_type = KEYS[9], jobs = KEYS[3], key_active = KEYS[10],
            key_waiting = KEYS[11], key_limit = KEYS[16], channel = ARGV[3], results = KEYS[5],
-           scheduled = KEYS[12], dead = KEYS[13], deps_waiting = KEYS[14], dependents = KEYS[15]}
+           scheduled = KEYS[12], dead = KEYS[13], deps_waiting = KEYS[14], dependents = KEYS[15],
+           remote_dependents = KEYS[17], outbox = KEYS[18]}
 events_open(KEYS[3])
 local out = {}
 local done = {}

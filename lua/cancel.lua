@@ -22,6 +22,8 @@
 --         parked)
 -- KEYS[7] {p}:{q}:deps_waiting KEYS[8] {p}:{q}:dependents (dependencies:
 --         a pending job may wait for parents, or have dependents)
+-- KEYS[9] {p}:{q}:remote_dependents KEYS[10] {p}:{q}:deps_outbox (dependents in
+--          other slots: deps_parent_ended in _lib_deps.lua)
 -- ARGV[1] job id
 -- ARGV[2] notify channel {p}:{q}:notify
 -- Returns {'OK', 0} (pending: now dead) | {'OK', 1} (active: stop requested)
@@ -56,6 +58,7 @@ redis.call('ZADD', KEYS[4], int(now), ARGV[1])
 event('cancelled', ARGV[1], job, now)
 deps_parent_ended({jobs = KEYS[1], ready = KEYS[2], by_type = KEYS[5], scheduled = KEYS[3],
                    dead = KEYS[4], deps_waiting = KEYS[7], dependents = KEYS[8],
-                   channel = ARGV[2]}, ARGV[1], job, false, nil, now)
+                   remote_dependents = KEYS[9], outbox = KEYS[10], channel = ARGV[2]},
+                  ARGV[1], job, false, nil, now)
 events_publish()
 return {'OK', 0}

@@ -18,6 +18,8 @@
 -- KEYS[14] {p}:{q}:deps_waiting KEYS[15] {p}:{q}:dependents (dependencies)
 -- KEYS[16] {p}:{q}:key_limit  (max_active_per_key: only under it does a
 --          settle move a parked job back; key_release in _lib.lua)
+-- KEYS[17] {p}:{q}:remote_dependents KEYS[18] {p}:{q}:deps_outbox (dependents in
+--          other slots: deps_parent_ended in _lib_deps.lua)
 -- ARGV[1] job id
 -- ARGV[2] notify channel {p}:{q}:notify (a deleted run of a concurrency key
 --         lets one of the key's parked jobs go)
@@ -30,7 +32,8 @@ local job = job_read(KEYS[1], ARGV[1])
 local now = now_ms()
 local C = {ready = KEYS[2], by_type = KEYS[11], jobs = KEYS[1], key_active = KEYS[12],
            key_waiting = KEYS[13], key_limit = KEYS[16], channel = ARGV[2], scheduled = KEYS[3],
-           dead = KEYS[6], deps_waiting = KEYS[14], dependents = KEYS[15]}
+           dead = KEYS[6], deps_waiting = KEYS[14], dependents = KEYS[15],
+           remote_dependents = KEYS[17], outbox = KEYS[18]}
 ready_remove(C, job, ARGV[1])
 if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then key_release(C, job) end
 for _, i in ipairs({3, 5, 6, 14}) do redis.call('ZREM', KEYS[i], ARGV[1]) end

@@ -41,6 +41,12 @@
 --          as the sets' jobs are)   KEYS[25] {p}:{q}:dependents (removed)
 -- KEYS[26] {p}:{q}:key_rate_limit (as job_timeout)
 -- KEYS[27] {p}:{q}:key_tat   KEYS[28] {p}:{q}:key_rate_wake (removed)
+-- KEYS[29] {p}:{q}:remote_dependents (removed once the jobs are: the
+--          children elsewhere still waiting for a deleted job get news
+--          'dead' in KEYS[30], as for DeleteJob)
+-- KEYS[30] {p}:{q}:deps_outbox (kept for the broker to drain: it calls
+--          deps_outbox.lua after DONE; 'empty' is BUSY while it has news)
+-- KEYS[31] {p}:{q}:deps_unlinked (removed)
 -- ARGV[1] '1' to delete active jobs too, '0' not, 'empty' to remove the
 --         queue only if it holds no job at all, is not paused and was not
 --         created with a partition count or given a default job timeout
@@ -52,7 +58,7 @@
 --
 -- Over Redis' maxmemory (noeviction): runs (allow-oom): frees memory.
 if ARGV[1] == 'empty' then
-  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20, 21, 23, 24, 26}) do
+  for _, i in ipairs({1, 2, 3, 4, 5, 6, 15, 17, 18, 20, 21, 23, 24, 26, 30}) do
     if redis.call('EXISTS', KEYS[i]) == 1 then return {'BUSY', 0} end
   end
 elseif ARGV[1] ~= '1' then
@@ -92,7 +98,16 @@ end
 -- No job is left in a set: what remains of the job hashes (records no set
 -- names; none in a consistent store) and the tombstones go. The idempotency
 -- index stays (see the header).
+local remote = redis.call('HGETALL', KEYS[29])
+local news = {}
+for i = 2, #remote, 2 do
+  for entry in string.gmatch(remote[i], '%S+') do
+    local queue, cid, ref = string.match(entry, '^([^,]+),([^,]+),(.+)$')
+    if queue then news[#news + 1] = table.concat({queue, cid, ref, 'dead', ''}, ' ') end
+  end
+end
+call_pairs('RPUSH', KEYS[30], news)
 redis.call('DEL', KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[13], KEYS[14], KEYS[15],
            KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21], KEYS[22], KEYS[25],
-           KEYS[26], KEYS[27], KEYS[28])
+           KEYS[26], KEYS[27], KEYS[28], KEYS[29], KEYS[31])
 return {'DONE', removed}

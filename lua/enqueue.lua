@@ -33,6 +33,8 @@
 -- KEYS[25] {p}:{q}:key_rate_limit (the hand-off claim: claim.lua's
 -- KEYS[26] {p}:{q}:key_tat         KEYS[16..18])
 -- KEYS[27] {p}:{q}:key_rate_wake
+-- KEYS[28] {p}:{q}:deps_unlinked (jobs with parents elsewhere, until the
+--          broker confirms their links: _lib_deps.lua)
 -- ARGV[1]  dedup window ms
 -- ARGV[2]  notify channel {p}:{q}:notify
 -- ARGV[3]  id suffix: '' for a queue's partition 0, '.p<i>' for partition i
@@ -53,7 +55,9 @@
 --   concurrency key ('' = none; claim_ready counts and limits by it),
 --   depends_on (parent ids of this queue partition, space-separated; '' =
 --   none; '#<n>' names the n-th job of this call, n = k' + 1 for an earlier
---   k', by the id it got, or the job it duplicates),
+--   k', by the id it got, or the job it duplicates; '<queue>/<id>' a
+--   parent elsewhere, which the broker links after the call; '!<ref>' such
+--   a parent that the broker found names no job: the job is refused),
 --   run after a failed dependency ('1' or '0')
 -- Returns {id1, duplicate1, id2, duplicate2, ..., registered, claimed}:
 -- duplicate is 1 when the idempotency key was known (nothing written), else
@@ -90,7 +94,7 @@ local reserved = (#ARGV - first_job + 1) / 15
 local last_id = redis.call('INCRBY', KEYS[1], reserved) - reserved
 local stored = 0
 local D = {jobs = KEYS[5], results = KEYS[24], acked = KEYS[20], acked_expiry = KEYS[21],
-           dependents = KEYS[23]}
+           dependents = KEYS[23], unlinked = KEYS[28]}
 local waiting, dead = {}, {}
 -- The jobs this call stored, by id: {job = record, at = its packed value's
 -- index in `records`, dirty = a later child changed the record}; and the
@@ -100,19 +104,26 @@ local by_position = {}
 for i = first_job, #ARGV, 15 do
   local idem = ARGV[i + 5]
   local existing = idem ~= '' and idem_get(KEYS[7], KEYS[8], idem, now)
-  local parents, plan, missing = nil, nil, nil
+  -- given: depends_on with batch positions resolved; parents: those of
+  -- this slot; remote: refs to parents elsewhere.
+  local given, parents, remote, plan, missing = nil, nil, nil, nil, nil
   if not existing and ARGV[i + 13] ~= '' then
-    parents = {}
+    given, parents, remote = {}, {}, {}
     for pid in string.gmatch(ARGV[i + 13], '%S+') do
-      if string.byte(pid, 1) == 35 then  -- '#<n>': a job of this call
+      local first = string.byte(pid, 1)
+      if first == 35 then  -- '#<n>': a job of this call
         local id = by_position[tonumber(string.sub(pid, 2))]
         if not id then
           missing = pid
           break
         end
         pid = id
+      elseif first == 33 then  -- '!<ref>': a parent elsewhere not found
+        missing = string.sub(pid, 2)
+        break
       end
-      parents[#parents + 1] = pid
+      given[#given + 1] = pid
+      if is_remote_ref(pid) then remote[#remote + 1] = pid else parents[#parents + 1] = pid end
     end
     if not missing then plan, missing = deps_plan(D, parents, now) end
   end
@@ -141,7 +152,8 @@ for i = first_job, #ARGV, 15 do
     if ARGV[i + 11] ~= '' then job[F.headers] = ARGV[i + 11] end
     if ARGV[i + 12] ~= '' then job[F.concurrency_key] = ARGV[i + 12] end
     job[F.payload_bytes] = #ARGV[i + 1]
-    local placed = plan and deps_register(D, job, id, parents, plan, ARGV[i + 14] == '1', now)
+    local placed = plan and deps_register(D, job, id, given, plan, remote, ARGV[i + 14] == '1',
+                                          now)
     add_pair(records, id, cmsgpack.pack(job))
     D.fresh[id] = {job = job, at = #records}
     event('enqueued', id, job, now)

@@ -22,6 +22,8 @@
 --          dependents: deps_parent_ended in _lib_deps.lua)
 -- KEYS[11] {p}:{q}:key_limit  (max_active_per_key: only under it does a
 --          settle move a parked job back; key_release in _lib.lua)
+-- KEYS[12] {p}:{q}:remote_dependents KEYS[13] {p}:{q}:deps_outbox (dependents in
+--          other slots: deps_parent_ended in _lib_deps.lua)
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text
 -- ARGV[4] non_retryable ('1' or '0')   ARGV[5] retry_after_ms (0 = backoff)
 -- ARGV[6] jitter seed   ARGV[7] notify channel {p}:{q}:notify
@@ -47,7 +49,8 @@ if job[F.state] ~= 'active' then return {'STATE', tostring(job[F.state])} end
 math.randomseed(tonumber(ARGV[6]))
 local S = {jobs = KEYS[1], active = KEYS[2], scheduled = KEYS[3], dead = KEYS[4], ready = KEYS[5],
            by_type = KEYS[6], key_active = KEYS[7], key_waiting = KEYS[8], key_limit = KEYS[11],
-           deps_waiting = KEYS[9], dependents = KEYS[10], channel = ARGV[7]}
+           deps_waiting = KEYS[9], dependents = KEYS[10], remote_dependents = KEYS[12],
+           outbox = KEYS[13], channel = ARGV[7]}
 local outcome, at = settle_failure(S, job, ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1',
                                    tonumber(ARGV[5]), now_ms(), ARGV[8] == '1')
 key_wake(S)

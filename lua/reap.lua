@@ -33,18 +33,27 @@
 -- KEYS[16] {p}:{q}:key_active  KEYS[17] {p}:{q}:key_waiting (concurrency keys:
 --          key_release in _lib.lua)
 -- KEYS[18] {p}:{q}:deps_waiting KEYS[19] {p}:{q}:dependents (a dead job's
---          dependents: deps_parent_ended in _lib_deps.lua; a job waiting
---          for parents implies a parent pending or active in this queue, so
---          the idle check need not look at deps_waiting)
+--          dependents: deps_parent_ended in _lib_deps.lua; the idle check
+--          counts deps_waiting, whose children may wait for parents in
+--          other queues)
 -- KEYS[20] {p}:{q}:key_limit  (max_active_per_key: only under it does a
 --          settle move a parked job back; key_release in _lib.lua)
+-- KEYS[21] {p}:{q}:remote_dependents KEYS[22] {p}:{q}:deps_outbox (a dead
+--          job's dependents in other slots: _lib_deps.lua)
+-- KEYS[23] {p}:{q}:deps_unlinked (read by the idle check only)
 -- ARGV[1] max jobs per call
 -- ARGV[2] jitter seed
 -- ARGV[3] notify channel {p}:{q}:notify
 -- ARGV[4] idle ms: how long a queue may stay empty (no job in any state, not
 --         paused) before it is reported idle; 0 = no idle check this call
 --         (the empty-since mark is neither read nor written)
--- Returns {reaped, next_expiry_in_ms, dead, skipped, idle, settled}: idle is 1 when
+-- ARGV[5] grace ms of a link (the idle check only): a child in
+--         deps_unlinked stored longer ago than this is left behind
+-- Returns {reaped, next_expiry_in_ms, dead, skipped, idle, settled,
+-- deps_work}: deps_work is 1 (the idle check only) when the queue's
+-- deps_outbox holds news or a child in deps_unlinked is left behind, for
+-- the broker's recovery pass (docs/semantics.md, "Parents in other
+-- queues"); idle is 1 when
 -- the queue has been empty for ARGV[4] ms (the broker then drops it from the
 -- registry, delete_queue.lua 'if empty'); next_expiry_in_ms is
 -- the ms until the earliest remaining lease expires (0 when more expired
@@ -64,7 +73,8 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(now), 'LIMIT', 
 local dead, skipped, settled = 0, {}, {}
 local S = {jobs = KEYS[8], active = KEYS[1], scheduled = KEYS[2], dead = KEYS[3], ready = KEYS[5],
            by_type = KEYS[15], key_active = KEYS[16], key_waiting = KEYS[17], key_limit = KEYS[20],
-           deps_waiting = KEYS[18], dependents = KEYS[19], channel = ARGV[3]}
+           deps_waiting = KEYS[18], dependents = KEYS[19], remote_dependents = KEYS[21],
+           outbox = KEYS[22], channel = ARGV[3]}
 for _, id in ipairs(expired) do
   local job = job_read(KEYS[8], id)
   if job and job[F.state] == 'active' then
@@ -95,11 +105,20 @@ if #first > 0 then next_in = math.max(0, tonumber(first[2]) - now) end
 
 local idle = 0
 local idle_ms = tonumber(ARGV[4])
+local deps_work = 0
+if idle_ms > 0 then
+  local outbox = redis.call('EXISTS', KEYS[22]) == 1
+  local behind = redis.call('ZRANGEBYSCORE', KEYS[23], '-inf', int(now - tonumber(ARGV[5])),
+                            'LIMIT', 0, 1)
+  if outbox or #behind > 0 then deps_work = 1 end
+end
 local mark = idle_ms > 0 and redis.call('GET', KEYS[7])
 if mark then
-  local empty = #first == 0 and redis.call('ZCARD', KEYS[5]) == 0 and
+  -- A child waiting for parents elsewhere may be the queue's only job.
+  local empty = #first == 0 and deps_work == 0 and redis.call('ZCARD', KEYS[5]) == 0 and
                 redis.call('ZCARD', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 and
-                redis.call('ZCARD', KEYS[4]) == 0 and redis.call('EXISTS', KEYS[6]) == 0
+                redis.call('ZCARD', KEYS[4]) == 0 and redis.call('EXISTS', KEYS[6]) == 0 and
+                redis.call('ZCARD', KEYS[18]) == 0
   if not empty then
     if mark ~= '1' then redis.call('SET', KEYS[7], '1') end
   elseif mark == '1' then
@@ -109,4 +128,4 @@ if mark then
   end
 end
 events_publish()
-return {#expired, next_in, dead, skipped, idle, settled}
+return {#expired, next_in, dead, skipped, idle, settled, deps_work}

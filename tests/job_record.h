@@ -18,14 +18,14 @@ namespace jobwire::testing {
 
 // The record's fields in order: field i is number i + 1. The same list as
 // JOB_FIELDS in lua/_lib.lua (script_safety_test checks that they agree).
-inline constexpr std::array<absl::string_view, 33> kJobRecordFields = {
+inline constexpr std::array<absl::string_view, 34> kJobRecordFields = {
     "state",      "type",         "priority",    "attempts",     "max_attempts",
     "available_at", "lease_token", "lease_expires_at", "worker_id", "error",
     "idempotency_key", "created_at", "finished_at", "backoff_base", "backoff_max",
     "completed_retention", "failed_token", "fail_outcome", "fail_next_at",
     "timeout", "run_deadline", "cancel_requested", "progress_percent", "progress_data",
     "headers", "concurrency_key", "errors", "depends_on", "deps_left", "dep_policy",
-    "dep_results", "has_dependents", "payload_bytes"};
+    "dep_results", "has_dependents", "payload_bytes", "deps_remote"};
 
 // The number of field `name`; 0 when there is no such field.
 inline int JobFieldNumber(absl::string_view name) {

@@ -356,6 +356,10 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
     }
     return;
   }
+  if (message == "outbox") {  // _lib_deps.lua: news for dependents elsewhere
+    if (on_dependency_news_) on_dependency_news_(queue);
+    return;
+  }
   if (absl::StartsWith(message, "stop:")) {  // cancel.lua: 'stop:<id> <lease token>'
     StopRun(queue, message.substr(5));
     return;
@@ -364,6 +368,7 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
     OnSettledElsewhere(queue, message);
     return;
   }
+  if (message.empty() && on_dependency_news_) on_dependency_news_(queue);  // news missed
   if (!message.empty() && !absl::SimpleAtoi(message, &delay_ms)) return;
   if (delay_ms <= 0) {
     WakeOne(queue);

@@ -175,6 +175,13 @@ class Dispatcher {
   void SetOnLeaseGranted(std::function<void(absl::Time)> fn) {
     on_lease_granted_ = std::move(fn);
   }
+  // Called on the loop thread with the partition store name of a queue
+  // followed here whose notify channel said 'outbox': a job of it ended
+  // with dependents in other queues (DependencyLinks::Drain). Set before the
+  // first Open; optional.
+  void SetOnDependencyNews(std::function<void(const std::string&)> fn) {
+    on_dependency_news_ = std::move(fn);
+  }
 
   // Jobs of partition store name `queue` (store::PartitionQueue), each a
   // (job id, lease token), were acked (`acked`) or failed through this
@@ -337,6 +344,7 @@ class Dispatcher {
   QueuePartitions* const partitions_;
   Metrics* const metrics_;
   std::function<void(absl::Time)> on_lease_granted_;
+  std::function<void(const std::string&)> on_dependency_news_;
 
   std::atomic<SessionId> next_id_{1};
   size_t next_cursor_ = 0;  // loop thread only: rotates each stream's first partition

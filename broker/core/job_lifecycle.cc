@@ -49,12 +49,21 @@ class Gatherer {
   store::Callback<std::vector<T>> done_;
 };
 
+// The first depends_on entry of `job` that is an id of its own queue (not
+// a ref "<queue>/<id>" to a parent elsewhere); null when none is.
+const std::string* FirstLocalParent(const v1::EnqueueRequest& job) {
+  for (const std::string& entry : job.depends_on()) {
+    if (!IsParentRef(entry)) return &entry;
+  }
+  return nullptr;
+}
+
 // The partition of a queue of `count` that `job` goes to: its parents'
-// (depends_on names one partition; past the count, the last, where they
-// are not found), else its idempotency key's, else `unkeyed`.
+// (its depends_on ids name one partition; past the count, the last, where
+// they are not found), else its idempotency key's, else `unkeyed`.
 int PartitionFor(const v1::EnqueueRequest& job, int count, int unkeyed) {
-  if (!job.depends_on().empty()) {
-    return std::min(store::PartitionOfJobId(job.depends_on(0)), count - 1);
+  if (const std::string* parent = FirstLocalParent(job)) {
+    return std::min(store::PartitionOfJobId(*parent), count - 1);
   }
   const std::string& key = job.idempotency_key();
   return key.empty() ? unkeyed : QueuePartitions::PartitionOfKey(key, count);
@@ -77,7 +86,7 @@ std::vector<int> Partitions(const std::vector<v1::EnqueueRequest>& jobs, int cou
   std::vector<int> chosen(jobs.size(), -1);  // by root
   for (size_t i = 0; i < jobs.size(); ++i) {
     int& c = chosen[root(i)];
-    if (c < 0 && !jobs[i].depends_on().empty()) c = PartitionFor(jobs[i], count, unkeyed);
+    if (c < 0 && FirstLocalParent(jobs[i]) != nullptr) c = PartitionFor(jobs[i], count, unkeyed);
   }
   std::vector<int> partition(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -96,10 +105,12 @@ std::string PartitionOf(const std::string& queue, const std::string& job_id) {
 }  // namespace
 
 JobLifecycle::JobLifecycle(const store::JobStore* store, QueuePartitions* partitions,
-                           Dispatcher* dispatcher, Metrics* metrics, LifecycleDefaults defaults)
+                           Dispatcher* dispatcher, DependencyLinks* links, Metrics* metrics,
+                           LifecycleDefaults defaults)
     : store_(store),
       partitions_(partitions),
       dispatcher_(dispatcher),
+      links_(links),
       metrics_(metrics),
       defaults_(defaults),
       enqueues_(store, [dispatcher](const std::string& queue, std::vector<std::string> types,
@@ -116,6 +127,25 @@ void JobLifecycle::Enqueue(const std::string& queue, std::vector<v1::EnqueueRequ
       job.set_backoff_max_ms(std::max(defaults_.backoff_max_ms, job.backoff_base_ms()));
     }
   }
+  if (!HasParentRefs(jobs)) return Store(queue, std::move(jobs), std::move(done));
+  // Parents elsewhere: checked before, linked after (DependencyLinks).
+  links_->Check(std::move(jobs), [this, queue, done = std::move(done)](
+                                     absl::StatusOr<std::vector<v1::EnqueueRequest>> jobs) mutable {
+    if (!jobs.ok()) return done(jobs.status());
+    auto checked = std::make_shared<std::vector<v1::EnqueueRequest>>(*jobs);
+    Store(queue, std::move(*jobs),
+          [this, queue, checked, done = std::move(done)](
+              absl::StatusOr<std::vector<store::EnqueueOutcome>> outcomes) mutable {
+            if (!outcomes.ok()) return done(std::move(outcomes));
+            auto stored = std::make_shared<std::vector<store::EnqueueOutcome>>(std::move(*outcomes));
+            links_->LinkStored(queue, *checked, *stored,
+                               [stored, done = std::move(done)]() { done(std::move(*stored)); });
+          });
+  });
+}
+
+void JobLifecycle::Store(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
+                         store::Callback<std::vector<store::EnqueueOutcome>> done) {
   partitions_->LookupSettings(queue, [this, queue, jobs = std::move(jobs),
                                       done = std::move(done)](
                                          absl::StatusOr<store::QueueSettings> settings) mutable {
@@ -262,11 +292,19 @@ void JobLifecycle::ExtendLease(const v1::ExtendLeaseRequest& request,
 }
 
 void JobLifecycle::Cancel(const v1::CancelRequest& request, store::Callback<bool> done) {
-  store_->Cancel(PartitionOf(request.queue(), request.job_id()), request.job_id(),
-                 [this, queue = request.queue(), done = std::move(done)](absl::StatusOr<bool> result) {
+  const std::string partition = PartitionOf(request.queue(), request.job_id());
+  store_->Cancel(partition, request.job_id(),
+                 [this, queue = request.queue(), partition,
+                  done = std::move(done)](absl::StatusOr<bool> result) {
                    // A run asked to stop is counted when it is settled.
-                   if (result.ok() && !*result) metrics_->JobCancelled(queue);
-                   done(std::move(result));
+                   if (!result.ok() || *result) return done(std::move(result));
+                   metrics_->JobCancelled(queue);
+                   // News for dependents elsewhere: delivered before the
+                   // answer, whether or not a broker follows the queue.
+                   links_->Drain(partition, [result = std::move(result),
+                                             done = std::move(done)]() mutable {
+                     done(std::move(result));
+                   });
                  });
 }
 

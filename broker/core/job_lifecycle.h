@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/core/dependency_links.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/enqueue_coalescer.h"
 #include "broker/core/metrics.h"
@@ -36,17 +37,19 @@ struct LifecycleDefaults {
 // on the Redis event loop thread. Errors are JobStore's.
 class JobLifecycle {
  public:
-  // `store`, `partitions`, `dispatcher` and `metrics` must outlive this
-  // object.
+  // `store`, `partitions`, `dispatcher`, `links` and `metrics` must outlive
+  // this object.
   JobLifecycle(const store::JobStore* store, QueuePartitions* partitions, Dispatcher* dispatcher,
-               Metrics* metrics, LifecycleDefaults defaults);
+               DependencyLinks* links, Metrics* metrics, LifecycleDefaults defaults);
 
   // Stores `jobs`, all of `queue`, in one script call per partition they go
   // to, perhaps together with other enqueues of the partition
   // (EnqueueCoalescer); one outcome per job (see JobStore::Enqueue; a job
-  // with depends_on goes to its parents' partition; jobs linked by
+  // with depends_on ids goes to its parents' partition; jobs linked by
   // depends_on_batch_index, positions in `jobs`, go to one partition, and
-  // so into one call). When a
+  // so into one call). Jobs with parents elsewhere (depends_on refs) are
+  // checked before and linked after (DependencyLinks), and the call answers
+  // once they are linked. When a
   // partition's call fails the whole call answers its error (the jobs of
   // other partitions may be stored, as they may when UNAVAILABLE). REQUIRES: each job passed validation. Zero
   // max_attempts and backoff fields take the broker defaults (an unset
@@ -62,6 +65,8 @@ class JobLifecycle {
   // lease_ms 0 takes the default lease.
   void ExtendLease(const v1::ExtendLeaseRequest& request, store::Callback<int64_t> done);
   // True when the job was active: its run was asked to stop (JobStore::Cancel).
+  // A pending job cancelled tells its dependents elsewhere at once
+  // (DependencyLinks::Drain).
   void Cancel(const v1::CancelRequest& request, store::Callback<bool> done);
   void ReportProgress(const v1::ReportProgressRequest& request, store::Callback<bool> done);
   void GetJob(const v1::GetJobRequest& request, store::Callback<v1::Job> done);
@@ -69,6 +74,9 @@ class JobLifecycle {
   const LifecycleDefaults& defaults() const { return defaults_; }
 
  private:
+  // Enqueue without the parents elsewhere: each job to its partition.
+  void Store(const std::string& queue, std::vector<v1::EnqueueRequest> jobs,
+             store::Callback<std::vector<store::EnqueueOutcome>> done);
   // Enqueues `jobs` to partition store name `partition_queue`; metrics name
   // `queue`.
   void EnqueueTo(const std::string& queue, const std::string& partition_queue,
@@ -86,6 +94,7 @@ class JobLifecycle {
   const store::JobStore* const store_;
   QueuePartitions* const partitions_;
   Dispatcher* const dispatcher_;
+  DependencyLinks* const links_;
   Metrics* const metrics_;
   const LifecycleDefaults defaults_;
   EnqueueCoalescer enqueues_;

@@ -100,6 +100,9 @@ void LeaseReaper::Exec() {
                           [this, pass, queue, finish](absl::StatusOr<store::ReapOutcome> outcome) {
                             if (outcome.ok()) {
                               if (outcome->idle && params_.admin != nullptr) DropIdle(queue);
+                              if (outcome->dependency_work && params_.dependency_links != nullptr) {
+                                params_.dependency_links->Sweep(queue);
+                              }
                               if (outcome->reaped > 0) {
                                 // Metrics name the queue, not the partition.
                                 params_.metrics->LeasesExpired(

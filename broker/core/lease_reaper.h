@@ -15,7 +15,9 @@
 // ever used; its next Enqueue registers it again. That check runs in one
 // pass per `idle_check_interval` (or per tenth of the TTL, when shorter),
 // not in every pass: idle, it costs more Redis commands than the rest of a
-// pass, and the TTL is hours where a pass is seconds.
+// pass, and the TTL is hours where a pass is seconds. The same pass finds
+// the queues whose dependency news wait in their outbox, or whose children
+// were left unlinked, and runs their recovery (DependencyLinks::Sweep).
 #ifndef JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 #define JOBWIRE_BROKER_CORE_LEASE_REAPER_H_
 
@@ -24,6 +26,7 @@
 
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
+#include "broker/core/dependency_links.h"
 #include "broker/core/metrics.h"
 #include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
@@ -37,6 +40,9 @@ struct LeaseReaperParams {
   // none are dropped.
   const store::AdminStore* admin = nullptr;
   Metrics* metrics = nullptr;
+  // Runs the recovery pass of a queue whose idle check reports dependency
+  // work (DependencyLinks::Sweep); null: none runs.
+  DependencyLinks* dependency_links = nullptr;
   absl::Duration max_interval = absl::Seconds(5);
   // How often at most a pass checks whether queues are idle.
   absl::Duration idle_check_interval = absl::Minutes(1);

@@ -36,8 +36,8 @@ struct Gather {
 }  // namespace
 
 QueueAdmin::QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin,
-                       QueuePartitions* partitions)
-    : jobs_(jobs), admin_(admin), partitions_(partitions) {}
+                       QueuePartitions* partitions, DependencyLinks* links)
+    : jobs_(jobs), admin_(admin), partitions_(partitions), links_(links) {}
 
 void QueueAdmin::CreateQueue(const std::string& queue, const store::QueueSettingsChange& change,
                              store::Callback<bool> done) const {
@@ -239,8 +239,16 @@ void QueueAdmin::RetryFrom(const std::string& queue, const std::string& type, in
 
 void QueueAdmin::DeleteJob(const std::string& queue, const std::string& job_id,
                            store::Callback<bool> done) const {
-  admin_->DeleteJob(store::PartitionQueue(queue, store::PartitionOfJobId(job_id)), job_id,
-                    std::move(done));
+  const std::string partition = store::PartitionQueue(queue, store::PartitionOfJobId(job_id));
+  admin_->DeleteJob(partition, job_id,
+                    [this, partition, done = std::move(done)](absl::StatusOr<bool> deleted) {
+                      if (!deleted.ok()) return done(std::move(deleted));
+                      // News for dependents elsewhere, before the answer.
+                      links_->Drain(partition, [deleted = std::move(deleted),
+                                                done = std::move(done)]() mutable {
+                        done(std::move(deleted));
+                      });
+                    });
 }
 
 void QueueAdmin::DeleteQueue(const std::string& queue, bool force,
@@ -289,7 +297,12 @@ void QueueAdmin::DeleteFrom(const std::string& queue, bool force, int64_t delete
                           absl::StatusOr<std::pair<int64_t, bool>> batch) mutable {
                         if (!batch.ok()) return done(batch.status());
                         const int64_t total = deleted + batch->first;
-                        if (batch->second) return done(total);
+                        if (batch->second) {
+                          // The news delete_queue.lua left, before the answer.
+                          return links_->Drain(queue, [total, done = std::move(done)]() {
+                            done(total);
+                          });
+                        }
                         DeleteFrom(queue, force, total, std::move(done));
                       });
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/core/dependency_links.h"
 #include "broker/core/queue_partitions.h"
 #include "broker/store/admin_store.h"
 #include "broker/store/job_store.h"
@@ -31,9 +32,11 @@ class QueueAdmin {
   // Jobs moved or removed per script call.
   static constexpr int kBatch = 500;
 
-  // `jobs`, `admin` and `partitions` must outlive this object.
+  // `jobs`, `admin`, `partitions` and `links` must outlive this object.
+  // DeleteJob and DeleteQueue deliver the news of the jobs they remove to
+  // their dependents elsewhere at once (`links`: DependencyLinks::Drain).
   QueueAdmin(const store::JobStore* jobs, const store::AdminStore* admin,
-             QueuePartitions* partitions);
+             QueuePartitions* partitions, DependencyLinks* links);
 
   // Creates `queue` with the settings `change` gives (change.partitions
   // 1..store::kMaxPartitions; default job timeout none: the broker's; no
@@ -94,6 +97,7 @@ class QueueAdmin {
   const store::JobStore* const jobs_;
   const store::AdminStore* const admin_;
   QueuePartitions* const partitions_;
+  DependencyLinks* const links_;
 };
 
 }  // namespace jobwire::core

@@ -86,14 +86,18 @@ BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::Eve
       scripts_(redis_->commands()),
       store_(redis_->commands(), &scripts_, StoreOptionsFrom(config)),
       admin_store_(redis_->commands(), &scripts_, config.key_prefix),
+      dependency_store_(redis_->commands(), &scripts_, config.key_prefix),
+      dependency_links_(&dependency_store_),
       partitions_(&store_),
       dispatcher_(loop_.get(), &store_, redis_->subscriptions(), &partitions_, &metrics_,
                   StreamLimitsFrom(config)),
       events_(loop_.get(), &store_, redis_->subscriptions()),
       watcher_(loop_.get(), &store_, &events_, config.max_wait_streams),
       feed_(&events_, &partitions_, &store_, config.max_subscriptions),
-      lifecycle_(&store_, &partitions_, &dispatcher_, &metrics_, DefaultsFrom(config)),
-      reaper_(core::LeaseReaperParams{loop_.get(), &store_, &admin_store_, &metrics_}),
+      lifecycle_(&store_, &partitions_, &dispatcher_, &dependency_links_, &metrics_,
+                 DefaultsFrom(config)),
+      reaper_(core::LeaseReaperParams{loop_.get(), &store_, &admin_store_, &metrics_,
+                                      &dependency_links_}),
       stats_refresher_(core::QueueStatsRefresherParams{loop_.get(), &queue_admin_, &metrics_}),
       redis_probe_(core::RedisProbeParams{loop_.get(), &admin_store_, &metrics_}),
       schedule_store_(&scripts_, config.key_prefix),
@@ -107,7 +111,7 @@ BrokerServer::BrokerServer(const BrokerConfig& config, std::unique_ptr<base::Eve
       authorizer_(std::move(authorizer)),
       service_(&lifecycle_, &dispatcher_, &watcher_, &feed_, &metrics_, authorizer_.get(),
                ServiceOptionsFrom(config)),
-      queue_admin_(&store_, &admin_store_, &partitions_),
+      queue_admin_(&store_, &admin_store_, &partitions_, &dependency_links_),
       admin_service_(&queue_admin_, &schedule_admin_, &workers_, authorizer_.get(),
                      ServiceOptionsFrom(config).limits),
       tls_(std::move(tls)) {}
@@ -181,6 +185,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   });
   s->dispatcher_.SetOnLeaseGranted(
       [raw = s.get()](absl::Time expiry) { raw->reaper_.OnLeaseGranted(expiry); });
+  s->dispatcher_.SetOnDependencyNews(
+      [raw = s.get()](const std::string& queue) { raw->dependency_links_.Drain(queue); });
   s->loop_->Start();
   s->redis_->Start();
   s->reaper_.Start();

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "broker/base/event_loop.h"
+#include "broker/core/dependency_links.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/event_feed.h"
 #include "broker/core/job_lifecycle.h"
@@ -36,6 +37,7 @@
 #include "broker/service/authorizer.h"
 #include "broker/service/broker_service.h"
 #include "broker/store/admin_store.h"
+#include "broker/store/dependency_store.h"
 #include "broker/store/worker_report_store.h"
 #include "broker/store/job_store.h"
 #include "broker/store/redis_client.h"
@@ -97,6 +99,8 @@ class BrokerServer {
   store::ScriptRunner scripts_;
   store::JobStore store_;
   store::AdminStore admin_store_;
+  store::DependencyStore dependency_store_;
+  core::DependencyLinks dependency_links_;
   core::QueuePartitions partitions_;
   core::Dispatcher dispatcher_;
   core::QueueEventHub events_;

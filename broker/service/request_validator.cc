@@ -70,22 +70,49 @@ absl::Status ValidateQueueName(absl::string_view field, absl::string_view queue)
 
 namespace {
 
-// depends_on: 0..kMaxDependsOn distinct job ids of one partition.
+// The partition of the first job id of `ids` that is not a ref to a
+// parent elsewhere ("<queue>/<id>"); -1 when none is.
+int FirstIdPartition(const google::protobuf::RepeatedPtrField<std::string>& ids) {
+  for (const std::string& id : ids) {
+    if (id.find('/') == std::string::npos) return store::PartitionOfJobId(id);
+  }
+  return -1;
+}
+
+// depends_on: 0..kMaxDependsOn distinct entries: job ids of the job's queue,
+// all of one partition, and refs "<queue>/<id>" to parents elsewhere.
 absl::Status CheckDependsOn(absl::string_view field,
                             const google::protobuf::RepeatedPtrField<std::string>& ids) {
   if (ids.size() > kMaxDependsOn) {
     return Invalid(field, absl::StrCat("must name at most ", kMaxDependsOn, " jobs, got ", ids.size()));
   }
-  const int first = ids.empty() ? 0 : store::PartitionOfJobId(ids[0]);
+  int first = -1;  // the partition of the first job id, and its index
+  int first_at = -1;
   for (int i = 0; i < ids.size(); ++i) {
     const std::string at = absl::StrCat(field, "[", i, "]");
-    JW_RETURN_IF_ERROR(CheckName(at, ids[i], kMaxJobIdLength));
+    const size_t slash = ids[i].find('/');
+    if (slash != std::string::npos) {
+      const absl::string_view ref = ids[i];
+      // A ref to a parent elsewhere: "<queue>/<job id>", each checked.
+      JW_RETURN_IF_ERROR(CheckName(at, ref.substr(0, slash), kMaxQueueNameLength));
+      JW_RETURN_IF_ERROR(CheckName(at, ref.substr(slash + 1), kMaxJobIdLength));
+    } else {
+      JW_RETURN_IF_ERROR(CheckName(at, ids[i], kMaxJobIdLength));
+    }
     for (int j = 0; j < i; ++j) {
       if (ids[j] == ids[i]) return Invalid(at, absl::StrCat("repeats \"", ids[i], "\""));
     }
-    if (const int partition = store::PartitionOfJobId(ids[i]); partition != first) {
-      return Invalid(at, absl::StrCat("is of partition ", partition, " and ", field, "[0] of ",
-                                      first, ": a job's parents must share one partition"));
+    if (slash != std::string::npos) continue;
+    const int partition = store::PartitionOfJobId(ids[i]);
+    if (first < 0) {
+      first = partition;
+      first_at = i;
+    } else if (partition != first) {
+      return Invalid(at, absl::StrCat("is of partition ", partition, " and ", field, "[",
+                                      first_at, "] of ", first,
+                                      ": a job's parents given by id must share one partition "
+                                      "(name a parent of another partition as "
+                                      "\"<queue>/<id>\")"));
     }
   }
   return absl::OkStatus();
@@ -208,7 +235,7 @@ std::vector<absl::Status> ValidateBatchJobs(const v1::EnqueueBatchRequest& r,
     const v1::EnqueueRequest& job = r.jobs(i);
     const std::string p = absl::StrCat("jobs[", i, "].");
     absl::Status status = CheckEnqueue(job, limits, p);
-    if (!job.depends_on().empty()) bound[i] = store::PartitionOfJobId(job.depends_on(0));
+    bound[i] = FirstIdPartition(job.depends_on());
     const int parents = job.depends_on_size() + job.depends_on_batch_index_size();
     if (status.ok() && parents > kMaxDependsOn) {
       status = Invalid(absl::StrCat(p, "depends_on_batch_index"),

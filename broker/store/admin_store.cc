@@ -139,7 +139,7 @@ void AdminStore::RunDeleteQueue(const std::string& queue, const std::string& mod
        k.IdempotencyExpiry(), k.Acked(), k.AckedExpiry(), k.Partitions(), k.ReadyByType(),
        k.JobTimeout(), k.RateLimit(), k.RateBucket(), k.MaxActive(), k.KeyLimit(), k.KeyActive(),
        k.KeyWaiting(), k.DepsWaiting(), k.Dependents(), k.KeyRateLimit(), k.KeyTat(),
-       k.KeyRateWake()},
+       k.KeyRateWake(), k.RemoteDependents(), k.DepsOutbox(), k.DepsUnlinked()},
       {mode, absl::StrCat(batch)},
       [this, queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         if (!reply.ok()) return done(reply.status());
@@ -196,7 +196,8 @@ void AdminStore::DeleteJob(const std::string& queue, const std::string& job_id,
       scripts_->Get("delete_job"),
       {k.Jobs(), k.Ready(), k.Scheduled(), k.Active(), k.Completed(), k.Dead(), k.Payloads(),
        k.Results(), k.Idempotency(), k.IdempotencyExpiry(), k.ReadyByType(), k.KeyActive(),
-       k.KeyWaiting(), k.DepsWaiting(), k.Dependents(), k.KeyLimit()},
+       k.KeyWaiting(), k.DepsWaiting(), k.Dependents(), k.KeyLimit(), k.RemoteDependents(),
+       k.DepsOutbox()},
       {job_id, k.NotifyChannel()},
       [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
         if (!reply.ok()) return done(reply.status());

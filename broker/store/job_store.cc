@@ -206,7 +206,7 @@ void JobStore::Enqueue(const std::string& queue, const std::vector<v1::EnqueueRe
        keys.RateBucket(), keys.MaxActive(), keys.KeyLimit(), keys.KeyActive(),
        keys.KeyWaiting(), keys.Acked(), keys.AckedExpiry(), keys.DepsWaiting(),
        keys.Dependents(), keys.Results(), keys.KeyRateLimit(), keys.KeyTat(),
-       keys.KeyRateWake()},
+       keys.KeyRateWake(), keys.DepsUnlinked()},
       std::move(args),
       [this, queue, count = jobs.size(), lease_ms, claimed = std::move(claimed),
        done = std::move(done)](absl::StatusOr<RedisReply> reply) {
@@ -290,7 +290,8 @@ void JobStore::Ack(const std::string& queue, const std::vector<const v1::AckRequ
   scripts_->Eval(scripts_->Get("ack"), {keys.Active(), keys.Completed(), keys.Jobs(), keys.Payloads(),
                   keys.Results(), keys.Acked(), keys.AckedExpiry(), keys.Ready(),
                   keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting(), keys.Scheduled(),
-                  keys.Dead(), keys.DepsWaiting(), keys.Dependents(), keys.KeyLimit()},
+                  keys.Dead(), keys.DepsWaiting(), keys.Dependents(), keys.KeyLimit(),
+                  keys.RemoteDependents(), keys.DepsOutbox()},
                  std::move(args),
                  [queue, ids = std::move(ids), done = std::move(done)](
                      absl::StatusOr<RedisReply> reply) {
@@ -319,7 +320,7 @@ void JobStore::Fail(const v1::FailRequest& r, Callback<FailOutcome> done) const 
       scripts_->Get("fail"),
       {keys.Jobs(), keys.Active(), keys.Scheduled(), keys.Dead(), keys.Ready(), keys.ReadyByType(),
        keys.KeyActive(), keys.KeyWaiting(), keys.DepsWaiting(), keys.Dependents(),
-       keys.KeyLimit()},
+       keys.KeyLimit(), keys.RemoteDependents(), keys.DepsOutbox()},
       {r.job_id(), r.lease_token(), r.error(), r.non_retryable() ? "1" : "0",
        absl::StrCat(r.retry_after_ms()), RandomSeed(), keys.NotifyChannel(),
        r.keep_attempt() ? "1" : "0"},
@@ -353,7 +354,8 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
   Keys keys = KeysFor(queue);
   scripts_->Eval(scripts_->Get("cancel"),
                  {keys.Jobs(), keys.Ready(), keys.Scheduled(), keys.Dead(), keys.ReadyByType(),
-                  keys.KeyWaiting(), keys.DepsWaiting(), keys.Dependents()},
+                  keys.KeyWaiting(), keys.DepsWaiting(), keys.Dependents(),
+                  keys.RemoteDependents(), keys.DepsOutbox()},
                  {job_id, keys.NotifyChannel()},
                  [queue, job_id, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    auto checked =
@@ -413,18 +415,21 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                   keys.Paused(), keys.Registered(), keys.Jobs(), keys.Payloads(), keys.Results(),
                   keys.Idempotency(), keys.IdempotencyExpiry(), keys.Acked(), keys.AckedExpiry(),
                   keys.ReadyByType(), keys.KeyActive(), keys.KeyWaiting(), keys.DepsWaiting(),
-                  keys.Dependents(), keys.KeyLimit()},
+                  keys.Dependents(), keys.KeyLimit(), keys.RemoteDependents(), keys.DepsOutbox(),
+                  keys.DepsUnlinked()},
                  {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
-                  absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0)},
+                  absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0),
+                  absl::StrCat(kDependencyLinkGraceMs)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
-                   if (reply->elements.size() != 6) return done(absl::InternalError("bad reap reply"));
+                   if (reply->elements.size() != 7) return done(absl::InternalError("bad reap reply"));
                    LogSkippedJobs(queue, "reap", reply->elements[3]);
                    ReapOutcome outcome;
                    outcome.reaped = reply->elements[0].AsInt();
                    outcome.next_expiry_in_ms = reply->elements[1].AsInt(-1);
                    outcome.dead = reply->elements[2].AsInt();
                    outcome.idle = reply->elements[4].AsInt() == 1;
+                   outcome.dependency_work = reply->elements[6].AsInt() == 1;
                    const std::vector<RedisReply>& settled = reply->elements[5].elements;
                    for (size_t i = 0; i + 2 < settled.size(); i += 3) {
                      outcome.settled.push_back(ReapedJob{settled[i].str, settled[i + 1].str == "dead",

@@ -38,6 +38,11 @@ inline constexpr int64_t kLayoutVersion = 4;
 // estimate, a little after the Redis lease) still gets OK.
 inline constexpr int64_t kAckTombstoneGraceMs = 60 * 1000;
 
+// How long after a child with parents elsewhere is stored the broker that
+// stored it has to confirm its links (docs/semantics.md, "Parents in other
+// queues"); past it, the recovery pass links it again.
+inline constexpr int64_t kDependencyLinkGraceMs = 10 * 1000;
+
 struct StoreOptions {
   std::string key_prefix = "jw";
   int64_t dedup_window_ms = 24 * 3600 * 1000;
@@ -143,6 +148,10 @@ struct ReapOutcome {
   int64_t dead = 0;
   // The queue has been empty for StoreOptions::idle_queue_ttl_ms.
   bool idle = false;
+  // (check_idle only) The queue's dependency outbox holds news, or a child
+  // it stored was not linked within kDependencyLinkGraceMs: the broker's
+  // recovery pass has work (core::DependencyLinks::Sweep).
+  bool dependency_work = false;
   // The reaped jobs with a whole record (those without one are logged by
   // the store and counted in `reaped` only).
   std::vector<ReapedJob> settled;

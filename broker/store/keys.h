@@ -29,6 +29,12 @@
 //                                 (ms; a key whose bucket is full has none)
 //   <p>:{<q>}:key_rate_wake zset  concurrency key -> when its next token comes (ms),
 //                                 while a claim parked its jobs for want of one
+//   <p>:{<q>}:deps_waiting zset   pending jobs waiting for parents, by stored at
+//   <p>:{<q>}:dependents   hash   parent id -> ids of its waiting children (same slot)
+//   <p>:{<q>}:remote_dependents hash parent id -> its waiting children in other slots
+//                                 ("<child store queue>,<child id>,<ref>", space-separated)
+//   <p>:{<q>}:deps_outbox  list   news of ended parents for children in other slots
+//   <p>:{<q>}:deps_unlinked zset  children with parents elsewhere not linked yet
 //   <p>:{<q>}:paused       string exists while the queue is paused
 //   <p>:{<q>}:registered   string exists while the queue is in the registry
 //   <p>:{<q>}:claim:<cid>  string ids leased by one claim.lua call
@@ -153,6 +159,17 @@ class Keys {
   // waiting dependents (hash: parent id -> ids, space-separated).
   std::string DepsWaiting() const { return base_ + "deps_waiting"; }
   std::string Dependents() const { return base_ + "dependents"; }
+  // Parents in other queues or partitions (docs/semantics.md, "Parents in
+  // other queues"): each unfinished parent's dependents elsewhere (hash:
+  // parent id -> "<child store queue>,<child id>,<ref>" entries,
+  // space-separated), the news of parents that ended, for those dependents
+  // (list: "<child store queue> <child id> <ref> <ok|dead> <result>", drained
+  // by the brokers into the children's slots), and the children stored with
+  // such parents whose links the broker has not confirmed yet (zset: id ->
+  // stored at ms; a recovery pass links those left behind).
+  std::string RemoteDependents() const { return base_ + "remote_dependents"; }
+  std::string DepsOutbox() const { return base_ + "deps_outbox"; }
+  std::string DepsUnlinked() const { return base_ + "deps_unlinked"; }
 
   // <p>:queues, the registry of queue names (not tied to one queue).
   static std::string Registry(absl::string_view prefix);

@@ -396,6 +396,9 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"get_job", read_only},          {"put_schedule", create_work},
       {"delete_schedule", finish_work}, {"advance_schedule", finish_work},
       {"read_schedules", read_only},   {"listen_events", finish_work},
+      {"deps_peek", read_only},        {"deps_link", finish_work},
+      {"deps_resolve", finish_work},   {"deps_outbox", finish_work},
+      {"deps_unlinked", finish_work},
   };
   size_t scripts = 0;
   for (const LuaSource& source : LuaSources()) {
