@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
   enqueue->add_option("--timeout-ms", enqueue_options.timeout_ms,
                       "longest a run may take (0: the broker's default)");
   enqueue->add_option("--depends-on", enqueue_options.depends_on,
-                      "ids of jobs of the queue that must complete first")
+                      "jobs that must complete first: ids of the queue's jobs, or "
+                      "<queue>/<id> for a job of another queue")
       ->delimiter(',');
   enqueue->add_flag("--run-after-failed-dependency", enqueue_options.run_after_failed_dependency,
                     "run even when a job of --depends-on ends dead");

@@ -57,8 +57,16 @@ absl::Status JobNotFound(absl::string_view queue, absl::string_view job_id) {
 }
 
 absl::Status DependencyNotFound(absl::string_view queue, absl::string_view parent_id) {
+  // A ref "<queue>/<id>" names its own queue.
+  const size_t slash = parent_id.find('/');
+  const std::string job =
+      slash == absl::string_view::npos
+          ? JobRef(queue, parent_id)
+          : JobRef(PartitionQueue(parent_id.substr(0, slash),
+                                  PartitionOfJobId(parent_id.substr(slash + 1))),
+                   parent_id.substr(slash + 1));
   absl::Status status = absl::NotFoundError(
-      absl::StrCat("depends_on: ", JobRef(queue, parent_id),
+      absl::StrCat("depends_on: ", job,
                    " not found (never enqueued, or deleted, or past its retention)"));
   status = base::WithReason(std::move(status), base::reason::kDependencyNotFound);
   return base::WithMetadata(std::move(status), "job_id", parent_id);

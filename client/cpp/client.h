@@ -77,7 +77,9 @@ struct EnqueueOptions {
   // limits (e.g. a customer id); "" for none. At most 128 bytes.
   std::string concurrency_key;
   // Jobs of the same queue (0..20 distinct ids) that must COMPLETE before
-  // this job is due (docs/semantics.md, "Dependencies"); until then it is
+  // this job is due (docs/semantics.md, "Dependencies"), or of another
+  // queue (or partition), named "<queue>/<id>" ("Parents in other queues":
+  // their results and errors are keyed so); until then it is
   // PENDING with dependencies_left() > 0, then its handler gets their results
   // (Job::dependency_results). A parent that ends DEAD (or is deleted) makes
   // this job DEAD "dependency failed: <id>" unless

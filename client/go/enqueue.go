@@ -67,7 +67,8 @@ func WithConcurrencyKey(key string) EnqueueOption {
 
 // WithDependsOn makes the job wait for jobs of its queue (docs/semantics.md,
 // "Dependencies"): 0..20 distinct ids, all of which must COMPLETE before the
-// job is due. Until then it is PENDING with JobInfo.DependenciesLeft > 0;
+// job is due; a job of another queue (or partition) is named "<queue>/<id>"
+// ("Parents in other queues": its result and error are keyed so). Until then it is PENDING with JobInfo.DependenciesLeft > 0;
 // then its handler gets each parent's result in Job.DependencyResults. A
 // parent that ends DEAD (or is deleted) makes the job DEAD with error
 // "dependency failed: <id>", unless WithRunAfterFailedDependency. An id that

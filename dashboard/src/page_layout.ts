@@ -22,6 +22,16 @@ export function jobUrl(queue: string, id: string): string {
   return `/queues/${encodeURIComponent(queue)}/jobs/${encodeURIComponent(id)}`;
 }
 
+/**
+ * The page of parent `entry` (Job.depends_on) of a job of `queue`: a job id
+ * of that queue, or a ref "<queue>/<id>" to a job of another queue
+ * (docs/semantics.md, "Parents in other queues").
+ */
+export function parentUrl(queue: string, entry: string): string {
+  const slash = entry.indexOf('/');
+  return slash < 0 ? jobUrl(queue, entry) : jobUrl(entry.slice(0, slash), entry.slice(slash + 1));
+}
+
 export function layout(ctx: PageContext | undefined, title: string, body: Html): Html {
   return html`<!doctype html>
 <html lang="en">

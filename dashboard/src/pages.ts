@@ -9,7 +9,7 @@ import { Job, JobState, QueueEvent, QueueStats, ScheduleInfo } from './broker_cl
 import { showBytes, showDuration, showLimits, showRate, showTime, ShownBytes } from './format';
 import { Html, html } from './html';
 import { createQueueForm, enqueueForm, purgeOlderForm, scheduleForm, settingsForm } from './page_forms';
-import { csrfField, errorBox, explainCode, jobUrl, layout, PageContext, queueUrl } from './page_layout';
+import { csrfField, errorBox, explainCode, jobUrl, layout, PageContext, parentUrl, queueUrl } from './page_layout';
 import { sparkline } from './sparkline';
 import { Snapshot, StatsPoller } from './stats_poller';
 
@@ -261,8 +261,8 @@ function dependencies(j: Job): Html {
   const left = j.dependencies_left ?? 0;
   return html`<h2 id="dependencies">Dependencies</h2>
 <p>${left === 0 ? 'No parent left to wait for' : `Waiting for ${left} of ${parents.length} parent${parents.length === 1 ? '' : 's'}`}; a dead parent ${j.run_after_failed_dependency ? 'counts as done' : 'makes this job dead'}.</p>
-<ul class="parents">${parents.map((id) => html`<li><a href="${jobUrl(j.queue, id)}">${id}</a></li>`)}</ul>
-${results.map(([id, bytes]) => bytesBlock(`Result of ${id}`, showBytes(bytes), bytes.length, `${jobUrl(j.queue, id)}/result`))}`;
+<ul class="parents">${parents.map((id) => html`<li><a href="${parentUrl(j.queue, id)}">${id}</a></li>`)}</ul>
+${results.map(([id, bytes]) => bytesBlock(`Result of ${id}`, showBytes(bytes), bytes.length, `${parentUrl(j.queue, id)}/result`))}`;
 }
 
 /** A job's error history (Job.errors), oldest first; nothing when it never failed. */

@@ -51,7 +51,8 @@
 //   JOB_NOT_FOUND           NOT_FOUND: no such job in that queue.
 //   QUEUE_NOT_FOUND         NOT_FOUND (UpdateQueue): no such queue.
 //   DEPENDENCY_NOT_FOUND    NOT_FOUND (Enqueue): an id of depends_on names no
-//                           job of the queue; metadata "job_id": that id.
+//                           job of the queue, or a ref "<queue>/<id>" no job
+//                           of its queue; metadata "job_id": that entry.
 //                           EnqueueBatch also: a depends_on_batch_index
 //                           names a job of the batch that was not stored
 //                           (the result's message names it).
@@ -834,19 +835,24 @@ type EnqueueRequest struct {
 	// at most at that rate, with the same rule. 0..128 bytes; "" for none. A
 	// job's key counts while it runs whether or not the queue has a limit.
 	ConcurrencyKey string `protobuf:"bytes,14,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
-	// Jobs of this queue that must COMPLETE before this job is due
-	// (docs/semantics.md, "Dependencies"): 0..20 distinct job ids this queue
-	// gave out; in a partitioned queue all of one partition, which then holds
-	// this job too (its idempotency_key is then deduplicated in that
-	// partition: a retry of the same request finds it). Until then the job is PENDING with dependencies_left > 0 and
+	// Jobs that must COMPLETE before this job is due (docs/semantics.md,
+	// "Dependencies"): 0..20 distinct entries, each a job id this queue gave
+	// out, or a ref "<queue>/<id>" to a job of another queue, or of another
+	// partition of this one ("Parents in other queues": a ref's result and
+	// error are keyed by the ref; the call answers once the job is linked to
+	// its parents). The ids (not the refs) of a partitioned queue must all
+	// be of one partition, which then holds this job too (its
+	// idempotency_key is then deduplicated in that partition: a retry of the
+	// same request finds it). Until then the job is PENDING with dependencies_left > 0 and
 	// no worker gets it. Each parent's result is copied into this job's
 	// dependency_results when the parent completes. A parent that ends DEAD
 	// (or is deleted) makes this job DEAD with error "dependency failed: <id>",
 	// which in turn fails its own dependents, unless
 	// run_after_failed_dependency. A parent that already completed counts as
 	// done (its result copied if it is still kept); one that is already DEAD
-	// counts as failed. An id that names no job (or one whose retention
-	// ended) refuses this job with NOT_FOUND naming it; nothing is stored.
+	// counts as failed. An id or ref that names no job (or one whose
+	// retention ended) refuses this job with NOT_FOUND naming it; nothing is
+	// stored.
 	DependsOn []string `protobuf:"bytes,15,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
 	// A parent that ends DEAD or is deleted counts as done (no result) instead
 	// of failing this job.

@@ -51,7 +51,8 @@
 //   JOB_NOT_FOUND           NOT_FOUND: no such job in that queue.
 //   QUEUE_NOT_FOUND         NOT_FOUND (UpdateQueue): no such queue.
 //   DEPENDENCY_NOT_FOUND    NOT_FOUND (Enqueue): an id of depends_on names no
-//                           job of the queue; metadata "job_id": that id.
+//                           job of the queue, or a ref "<queue>/<id>" no job
+//                           of its queue; metadata "job_id": that entry.
 //                           EnqueueBatch also: a depends_on_batch_index
 //                           names a job of the batch that was not stored
 //                           (the result's message names it).

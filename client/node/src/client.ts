@@ -107,7 +107,9 @@ export interface EnqueueOptions {
   concurrencyKey?: string;
   /**
    * Ids of jobs of the same queue (0..20, distinct) that must COMPLETE before
-   * this job is due (docs/semantics.md, "Dependencies"). Until then it is
+   * this job is due (docs/semantics.md, "Dependencies"); a job of another
+   * queue (or partition) is named `"<queue>/<id>"` ("Parents in other
+   * queues": its result and error are keyed so). Until then it is
    * PENDING with `JobInfo.dependenciesLeft` > 0; then its handler gets each
    * parent's result in `job.dependencyResults`. A parent that ends DEAD (or
    * is deleted) makes this job DEAD with error "dependency failed: <id>",

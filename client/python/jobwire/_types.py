@@ -79,8 +79,8 @@ def check_depends_on(depends_on: Any) -> List[str]:
     """The parent ids given to enqueue as a list: a sequence of str (None:
     none). A str itself is refused (it would be read as its characters), as
     are items that are not str; the broker checks the rest (0..20 distinct
-    ids, each naming a job of the queue) and names ``depends_on`` when it
-    refuses them."""
+    entries, each a job id of the queue or a ref ``"<queue>/<id>"`` to a job
+    of another queue) and names ``depends_on`` when it refuses them."""
     if depends_on is None:
         return []
     if isinstance(depends_on, (str, bytes)) or not isinstance(depends_on, Sequence):

@@ -130,3 +130,37 @@ def test_depends_on_batch_index_is_for_batches_and_takes_ints(client, queue):
     for bad in (0, "0", [0, "1"], [True], [2**31]):
         with pytest.raises(TypeError, match="depends_on_batch_index"):
             client.enqueue_batch(queue, [{"type": "t"}, {"type": "t", "depends_on_batch_index": bad}])
+
+
+def test_a_parent_of_another_queue_is_named_queue_slash_id(broker, client, queue):
+    """A ref "<queue>/<id>" names a parent of another queue (docs/semantics.md,
+    "Parents in other queues"): the child runs after it, with its result keyed
+    by the ref; a ref that names no job is refused NOT_FOUND, naming it."""
+    upstream = queue + ".up"
+    parent = client.enqueue(upstream, "parent").job_id
+    ref = "%s/%s" % (upstream, parent)
+    child = client.enqueue(queue, "child", depends_on=[ref]).job_id
+    assert client.get_job(queue, child).dependencies_left == 1
+
+    results = {}
+    w = Worker(broker.addr, [upstream, queue], concurrency=2)
+
+    @w.handler("parent")
+    def run_parent(job):
+        return b"paid"
+
+    @w.handler("child")
+    def run_child(job):
+        results.update(job.dependency_results)
+
+    with running(w):
+        wait_for(lambda: client.get_job(queue, child).state == JobState.COMPLETED,
+                 timeout=15, what="the child completed")
+    assert results == {ref: b"paid"}
+
+    missing = "%s/%s" % (upstream, UNKNOWN_JOB_ID)
+    with pytest.raises(JobwireError) as ei:
+        client.enqueue(queue, "t", depends_on=[missing])
+    assert (ei.value.code, ei.value.reason) == (
+        grpc.StatusCode.NOT_FOUND, Reason.DEPENDENCY_NOT_FOUND), ei.value
+    assert ei.value.metadata.get("job_id") == missing, ei.value.metadata
