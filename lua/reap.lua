@@ -47,10 +47,12 @@
 -- ARGV[4] idle ms: how long a queue may stay empty (no job in any state, not
 --         paused) before it is reported idle; 0 = no idle check this call
 --         (the empty-since mark is neither read nor written)
--- ARGV[5] grace ms of a link (the idle check only): a child in
---         deps_unlinked stored longer ago than this is left behind
+-- ARGV[5] grace ms of a link: a child in deps_unlinked stored longer ago
+--         than this is left behind; 0 = no check of the dependency work
+--         this call (the broker checks with the idle check, even when
+--         ARGV[4] is 0)
 -- Returns {reaped, next_expiry_in_ms, dead, skipped, idle, settled,
--- deps_work}: deps_work is 1 (the idle check only) when the queue's
+-- deps_work}: deps_work is 1 (ARGV[5] > 0 only) when the queue's
 -- deps_outbox holds news or a child in deps_unlinked is left behind, for
 -- the broker's recovery pass (docs/semantics.md, "Parents in other
 -- queues"); idle is 1 when
@@ -106,7 +108,7 @@ if #first > 0 then next_in = math.max(0, tonumber(first[2]) - now) end
 local idle = 0
 local idle_ms = tonumber(ARGV[4])
 local deps_work = 0
-if idle_ms > 0 then
+if tonumber(ARGV[5]) > 0 then
   local outbox = redis.call('EXISTS', KEYS[22]) == 1
   local behind = redis.call('ZRANGEBYSCORE', KEYS[23], '-inf', int(now - tonumber(ARGV[5])),
                             'LIMIT', 0, 1)

@@ -59,8 +59,13 @@ void LeaseReaper::DropIdle(const std::string& queue) {
 bool LeaseReaper::TakeIdleCheck(const store::StoreOptions& options) {
   const absl::Time now = absl::Now();
   if (now < next_idle_check_) return false;
-  next_idle_check_ = now + std::min(params_.idle_check_interval,
-                                    absl::Milliseconds(options.idle_queue_ttl_ms) / 10);
+  // Without a TTL (0: queues are never dropped) the check still runs once
+  // per interval, for the dependency recovery it carries.
+  absl::Duration interval = params_.idle_check_interval;
+  if (options.idle_queue_ttl_ms > 0) {
+    interval = std::min(interval, absl::Milliseconds(options.idle_queue_ttl_ms) / 10);
+  }
+  next_idle_check_ = now + interval;
   return true;
 }
 

@@ -419,7 +419,7 @@ void JobStore::Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome
                   keys.DepsUnlinked()},
                  {absl::StrCat(max_jobs), RandomSeed(), keys.NotifyChannel(),
                   absl::StrCat(check_idle ? options_.idle_queue_ttl_ms : 0),
-                  absl::StrCat(kDependencyLinkGraceMs)},
+                  absl::StrCat(check_idle ? kDependencyLinkGraceMs : 0)},
                  [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    if (!reply.ok()) return done(reply.status());
                    if (reply->elements.size() != 7) return done(absl::InternalError("bad reap reply"));

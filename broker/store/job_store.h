@@ -255,9 +255,11 @@ class JobStore {
   // reap.lua: settles up to `max_jobs` expired leases of `queue`, deletes up
   // to 1000 completed jobs past their retention and trims up to 1000 expired
   // idempotency keys and ack tombstones, and, when `check_idle`, tells
-  // whether the queue has been empty for options().idle_queue_ttl_ms (the
-  // check costs up to 7 Redis commands; without it ReapOutcome::idle is
-  // false and the queue's empty-since mark is left as it is).
+  // whether the queue has been empty for options().idle_queue_ttl_ms (when
+  // set; the check costs up to 7 Redis commands; without it
+  // ReapOutcome::idle is false and the queue's empty-since mark is left as
+  // it is) and whether its dependency recovery has work
+  // (ReapOutcome::dependency_work, 2 commands).
   void Reap(const std::string& queue, int max_jobs, Callback<ReapOutcome> done,
             bool check_idle = true) const;
 
