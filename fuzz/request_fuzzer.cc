@@ -10,6 +10,7 @@
 // or a Redis call that never answers ends the run.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "broker/base/event_loop.h"
+#include "broker/core/dependency_links.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
 #include "broker/core/metrics.h"
@@ -32,6 +34,7 @@
 #include "broker/service/admin_validator.h"
 #include "broker/service/request_validator.h"
 #include "broker/store/admin_store.h"
+#include "broker/store/dependency_store.h"
 #include "broker/store/job_store.h"
 #include "broker/store/keys.h"
 #include "broker/store/redis_client.h"
@@ -63,6 +66,8 @@ struct Stack {
   std::unique_ptr<store::ScriptRunner> scripts;
   std::unique_ptr<store::JobStore> store;
   std::unique_ptr<store::AdminStore> admin_store;
+  std::unique_ptr<store::DependencyStore> dependency_store;
+  std::unique_ptr<core::DependencyLinks> dependency_links;
   core::Metrics metrics;
   std::unique_ptr<core::QueuePartitions> partitions;
   std::unique_ptr<core::Dispatcher> dispatcher;
@@ -190,15 +195,20 @@ void Start() {
                                                    options);
   stack->admin_store = std::make_unique<store::AdminStore>(stack->commands.get(),
                                                            stack->scripts.get(), kPrefix);
+  stack->dependency_store = std::make_unique<store::DependencyStore>(
+      stack->commands.get(), stack->scripts.get(), kPrefix);
+  stack->dependency_links =
+      std::make_unique<core::DependencyLinks>(stack->dependency_store.get());
   stack->partitions = std::make_unique<core::QueuePartitions>(stack->store.get());
   stack->dispatcher = std::make_unique<core::Dispatcher>(
       &stack->loop, stack->store.get(), stack->subscriber.get(), stack->partitions.get(),
       &stack->metrics);
   stack->lifecycle = std::make_unique<core::JobLifecycle>(
-      stack->store.get(), stack->partitions.get(), stack->dispatcher.get(), &stack->metrics,
-      core::LifecycleDefaults{});
+      stack->store.get(), stack->partitions.get(), stack->dispatcher.get(),
+      stack->dependency_links.get(), &stack->metrics, core::LifecycleDefaults{});
   stack->admin = std::make_unique<core::QueueAdmin>(stack->store.get(), stack->admin_store.get(),
-                                                    stack->partitions.get());
+                                                    stack->partitions.get(),
+                                                    stack->dependency_links.get());
   stack->model = std::make_unique<JobModel>(options.completed_retention_ms);
   stack->loop.Start();
   stack->commands->Start();
@@ -270,11 +280,14 @@ void Enqueue(const std::string& queue, std::vector<v1::EnqueueRequest> jobs) {
 
 // The model does not follow parents (a child waiting for them, their
 // results, a failure travelling down): every parent id `job` names is made
-// one the store never issues (its ids start with a digit), so that the
-// model judges the refusal (rule enqueue-dependency). Dependencies
-// themselves are covered by tests/dependencies_test.cc.
+// one the store never issues (its ids start with a digit), and a ref to a
+// parent elsewhere ("<queue>/<id>") such an id of the job's own queue, so
+// that the model judges the refusal (rule enqueue-dependency). Dependencies
+// themselves are covered by tests/dependencies_test.cc and
+// tests/remote_dependencies_test.cc.
 void NoSuchParents(v1::EnqueueRequest& job) {
   for (std::string& id : *job.mutable_depends_on()) {
+    std::replace(id.begin(), id.end(), '/', 'x');
     if (!id.empty() && absl::ascii_isdigit(static_cast<unsigned char>(id[0]))) id[0] = 'x';
   }
 }

@@ -177,7 +177,7 @@ void DependencyLinks::Link(std::vector<store::DependencyLink> links, std::functi
   auto gather = std::make_shared<Gather<Answer>>(by_parent.size(), std::move(resolve));
   for (auto& [queue, group] : by_parent) {
     store_->Link(queue, group,
-                 [gather, queue = queue, group](absl::StatusOr<std::vector<std::string>> news) {
+                 [gather, queue = queue, group = group](absl::StatusOr<std::vector<std::string>> news) {
                    Answer answer{group, {}};
                    if (news.ok()) {
                      answer.news = std::move(*news);
