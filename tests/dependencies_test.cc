@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobwire/v1/admin.grpc.pb.h"
+#include "tests/dependency_test_util.h"
 #include "tests/lifecycle_test_util.h"
 #include "tests/test_harness.h"
 
@@ -33,28 +34,8 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
-class DependenciesTest : public BrokerTest {
+class DependenciesTest : public DependencyTest {
  protected:
-  void SetUp() override {
-    BrokerTest::SetUp();
-    admin_ = v1::AdminService::NewStub(broker_->channel());
-  }
-
-  // A job of `queue` that waits for `parents`.
-  static v1::EnqueueRequest Child(const std::string& queue, std::vector<std::string> parents,
-                                  bool run_after_failed = false) {
-    v1::EnqueueRequest job = MakeJob(queue);
-    for (std::string& id : parents) job.add_depends_on(std::move(id));
-    job.set_run_after_failed_dependency(run_after_failed);
-    return job;
-  }
-
-  v1::Job Get(const std::string& queue, const std::string& id) {
-    return MustGetJob(*stub_, queue, id);
-  }
-
-  v1::QueueStats Stats(const std::string& queue) { return MustGetQueueStats(*admin_, queue); }
-
   // The ids of `queue`'s pending jobs (one page of up to 100).
   std::vector<std::string> Pending(const std::string& queue) {
     v1::ListJobsRequest request;
@@ -69,17 +50,6 @@ class DependenciesTest : public BrokerTest {
     for (const v1::Job& job : response.jobs()) ids.push_back(job.id());
     return ids;
   }
-
-  // Claims the next job from `reader`, expecting `id`.
-  v1::ClaimedJob Next(ClaimReader& reader, const std::string& id) {
-    std::optional<v1::ClaimedJob> claimed = reader.Next(kPrompt);
-    EXPECT_TRUE(claimed) << "expected job " << id;
-    if (!claimed) return {};
-    EXPECT_EQ(claimed->job().id(), id);
-    return *claimed;
-  }
-
-  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 TEST_F(DependenciesTest, AFanInWaitsForEveryParentAndRunsWithTheirResults) {

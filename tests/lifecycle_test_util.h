@@ -1,6 +1,7 @@
 // Shared by the lifecycle tests (lifecycle_test.cc, retry_lease_test.cc,
 // redis_calls_test.cc) and the limits tests (queue_limits_test.cc,
-// key_concurrency_test.cc, key_rate_limit_test.cc).
+// key_concurrency_test.cc, key_rate_limit_test.cc), and through
+// dependency_test_util.h by the dependency tests.
 //
 // Timing checks have a strict lower bound (a job must never come early) and
 // a generous upper bound (the machine is shared). Times on the wire come from

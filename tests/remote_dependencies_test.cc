@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobwire/v1/admin.grpc.pb.h"
+#include "tests/dependency_test_util.h"
 #include "tests/lifecycle_test_util.h"
 #include "tests/test_harness.h"
 
@@ -33,31 +34,10 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
-class RemoteDependenciesTest : public QueueSettingsTest {
+class RemoteDependenciesTest : public DependencyTest {
  protected:
-  // A job of `queue` that waits for `parents` (ids or refs).
-  static v1::EnqueueRequest Child(const std::string& queue, std::vector<std::string> parents,
-                                  bool run_after_failed = false) {
-    v1::EnqueueRequest job = MakeJob(queue);
-    for (std::string& id : parents) job.add_depends_on(std::move(id));
-    job.set_run_after_failed_dependency(run_after_failed);
-    return job;
-  }
   static std::string Ref(const std::string& queue, const std::string& id) {
     return absl::StrCat(queue, "/", id);
-  }
-
-  v1::Job Get(const std::string& queue, const std::string& id) {
-    return MustGetJob(*stub_, queue, id);
-  }
-
-  // Claims the next job from `reader`, expecting `id`.
-  v1::ClaimedJob Next(ClaimReader& reader, const std::string& id) {
-    std::optional<v1::ClaimedJob> claimed = reader.Next(kPrompt);
-    EXPECT_TRUE(claimed) << "expected job " << id;
-    if (!claimed) return {};
-    EXPECT_EQ(claimed->job().id(), id);
-    return *claimed;
   }
 
   // Waits up to `limit` for job `id` of `queue` to be in `state`; its last

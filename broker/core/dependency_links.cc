@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "broker/base/logging.h"
+#include "broker/core/fan_in.h"
 #include "broker/store/keys.h"
 
 namespace jobwire::core {
@@ -16,31 +17,6 @@ namespace {
 constexpr int kDrainBatch = 100;
 // Children a recovery pass links again per queue, at most.
 constexpr int kRelinkBatch = 100;
-
-// Runs `done` once `count` parts have called Done(); collects what they
-// hand over under a mutex.
-template <typename T>
-class Gather {
- public:
-  Gather(size_t count, std::function<void(std::vector<T>)> done)
-      : remaining_(count), done_(std::move(done)) {}
-  void Done(std::vector<T> part) {
-    std::vector<T> all;
-    {
-      absl::MutexLock lock(&mu_);
-      for (T& item : part) items_.push_back(std::move(item));
-      if (--remaining_ > 0) return;
-      all = std::move(items_);
-    }
-    done_(std::move(all));
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<T> items_ ABSL_GUARDED_BY(mu_);
-  size_t remaining_ ABSL_GUARDED_BY(mu_);
-  std::function<void(std::vector<T>)> done_;
-};
 
 // The child store queue a news entry is for: its first word.
 std::string ChildQueueOf(const std::string& news) { return news.substr(0, news.find(' ')); }
@@ -76,43 +52,35 @@ void DependencyLinks::Check(std::vector<v1::EnqueueRequest> jobs,
       named[queue].insert(std::move(id));
     }
   }
-  struct State {
-    absl::Mutex mu;
-    size_t remaining;
-    absl::Status error;
-    std::set<std::pair<std::string, std::string>> missing;  // (store queue, id)
-    std::vector<v1::EnqueueRequest> jobs;
-    store::Callback<std::vector<v1::EnqueueRequest>> done;
-  };
-  auto state = std::make_shared<State>();
-  state->remaining = named.size();
-  state->jobs = std::move(jobs);
-  state->done = std::move(done);
-  if (named.empty()) return state->done(std::move(state->jobs));
+  if (named.empty()) return done(std::move(jobs));
+  std::vector<std::string> queues;
+  for (const auto& [queue, ids] : named) queues.push_back(queue);
+  auto fan_in = std::make_shared<FanIn<std::vector<std::string>>>(
+      named.size(), named.size(),
+      [queues, jobs = std::move(jobs), done = std::move(done)](
+          absl::StatusOr<std::vector<std::vector<std::string>>> missing) mutable {
+        if (!missing.ok()) return done(missing.status());
+        std::set<std::pair<std::string, std::string>> gone;  // (store queue, id)
+        for (size_t i = 0; i < queues.size(); ++i) {
+          for (std::string& id : (*missing)[i]) gone.emplace(queues[i], std::move(id));
+        }
+        for (v1::EnqueueRequest& job : jobs) {
+          for (std::string& entry : *job.mutable_depends_on()) {
+            if (IsParentRef(entry) && gone.count(store::ParentOfRef(entry)) > 0) {
+              entry = absl::StrCat("!", entry);
+              break;  // enqueue.lua names the first
+            }
+          }
+        }
+        done(std::move(jobs));
+      });
+  size_t slot = 0;
   for (const auto& [queue, ids] : named) {
     store_->Peek(queue, std::vector<std::string>(ids.begin(), ids.end()),
-                 [state, queue = queue](absl::StatusOr<std::vector<std::string>> missing) {
-                   {
-                     absl::MutexLock lock(&state->mu);
-                     if (!missing.ok()) {
-                       state->error = missing.status();
-                     } else {
-                       for (std::string& id : *missing) state->missing.emplace(queue, std::move(id));
-                     }
-                     if (--state->remaining > 0) return;
-                   }
-                   if (!state->error.ok()) return state->done(state->error);
-                   for (v1::EnqueueRequest& job : state->jobs) {
-                     for (std::string& entry : *job.mutable_depends_on()) {
-                       if (!IsParentRef(entry)) continue;
-                       if (state->missing.count(store::ParentOfRef(entry)) > 0) {
-                         entry = absl::StrCat("!", entry);
-                         break;  // enqueue.lua names the first
-                       }
-                     }
-                   }
-                   state->done(std::move(state->jobs));
+                 [fan_in, slot](absl::StatusOr<std::vector<std::string>> missing) {
+                   fan_in->Add(slot, std::move(missing));
                  });
+    ++slot;
   }
 }
 
@@ -137,57 +105,65 @@ void DependencyLinks::Link(std::vector<store::DependencyLink> links, std::functi
   if (links.empty()) return done();
   // parent store queue -> its links
   std::map<std::string, std::vector<store::DependencyLink>> by_parent;
-  // child (store queue, id) -> links not made yet
-  auto unmade = std::make_shared<std::map<std::pair<std::string, std::string>, int>>();
   for (store::DependencyLink& link : links) {
-    ++(*unmade)[{link.child_queue, link.child_id}];
     std::string parent = store::ParentOfRef(link.ref).first;
     by_parent[std::move(parent)].push_back(std::move(link));
   }
-  struct Answer {
-    std::vector<store::DependencyLink> links;
-    std::vector<std::string> news;  // empty when the call failed
-  };
-  auto resolve = [this, unmade, done = std::move(done)](std::vector<Answer> answers) {
-    // child store queue -> the news for it, then the confirms
-    std::map<std::string, std::vector<std::string>> by_child;
-    for (Answer& answer : answers) {
-      if (answer.news.empty()) continue;
-      for (size_t i = 0; i < answer.links.size(); ++i) {
-        const store::DependencyLink& link = answer.links[i];
-        by_child[link.child_queue].push_back(std::move(answer.news[i]));
-        --(*unmade)[{link.child_queue, link.child_id}];
-      }
-    }
-    for (const auto& [child, left] : *unmade) {
-      if (left == 0) by_child[child.first].push_back(absl::StrCat(child.first, " ", child.second,
-                                                                 " - confirm"));
-    }
-    if (by_child.empty()) return done();
-    auto gather = std::make_shared<Gather<int>>(by_child.size(), [done](std::vector<int>) {
-      done();
-    });
-    for (auto& [queue, news] : by_child) {
-      store_->Resolve(queue, news, [gather, queue = queue](absl::StatusOr<int64_t> applied) {
-        if (!applied.ok()) LogFailure("resolve", queue, applied.status());
-        gather->Done({});
+  // A failed call is logged and answers no news, so the fan-in never fails.
+  auto fan_in = std::make_shared<FanIn<LinkAnswer>>(
+      by_parent.size(), by_parent.size(),
+      [this, done = std::move(done)](absl::StatusOr<std::vector<LinkAnswer>> answers) {
+        ResolveLinked(answers.ok() ? *std::move(answers) : std::vector<LinkAnswer>{}, done);
       });
-    }
-  };
-  auto gather = std::make_shared<Gather<Answer>>(by_parent.size(), std::move(resolve));
+  size_t slot = 0;
   for (auto& [queue, group] : by_parent) {
     store_->Link(queue, group,
-                 [gather, queue = queue, group = group](absl::StatusOr<std::vector<std::string>> news) {
-                   Answer answer{group, {}};
+                 [fan_in, slot, queue = queue,
+                  group = group](absl::StatusOr<std::vector<std::string>> news) mutable {
+                   LinkAnswer answer{std::move(group), {}};
                    if (news.ok()) {
-                     answer.news = std::move(*news);
+                     answer.news = *std::move(news);
                    } else {
                      LogFailure("link", queue, news.status());
                    }
-                   std::vector<Answer> part;
-                   part.push_back(std::move(answer));
-                   gather->Done(std::move(part));
+                   fan_in->Add(slot, std::move(answer));
                  });
+    ++slot;
+  }
+}
+
+void DependencyLinks::ResolveLinked(std::vector<LinkAnswer> answers, std::function<void()> done) {
+  // child (store queue, id) -> its links not made
+  std::map<std::pair<std::string, std::string>, int> unmade;
+  // child store queue -> the news for it, then the confirms
+  std::map<std::string, std::vector<std::string>> by_child;
+  for (LinkAnswer& answer : answers) {
+    for (size_t i = 0; i < answer.links.size(); ++i) {
+      const store::DependencyLink& link = answer.links[i];
+      int& left = unmade[{link.child_queue, link.child_id}];
+      if (i >= answer.news.size()) {
+        ++left;
+        continue;
+      }
+      by_child[link.child_queue].push_back(std::move(answer.news[i]));
+    }
+  }
+  for (const auto& [child, left] : unmade) {
+    if (left == 0) {
+      by_child[child.first].push_back(absl::StrCat(child.first, " ", child.second, " - confirm"));
+    }
+  }
+  if (by_child.empty()) return done();
+  auto fan_in = std::make_shared<FanIn<int64_t>>(
+      by_child.size(), by_child.size(),
+      [done = std::move(done)](absl::StatusOr<std::vector<int64_t>>) { done(); });
+  size_t slot = 0;
+  for (auto& [queue, news] : by_child) {
+    store_->Resolve(queue, news, [fan_in, slot, queue = queue](absl::StatusOr<int64_t> applied) {
+      if (!applied.ok()) LogFailure("resolve", queue, applied.status());
+      fan_in->Add(slot, std::move(applied));
+    });
+    ++slot;
   }
 }
 
@@ -232,33 +208,26 @@ void DependencyLinks::DrainOnce(const std::string& queue) {
     if (news->empty()) return DrainDone(queue, false);
     std::map<std::string, std::vector<std::string>> by_child;
     for (const std::string& entry : *news) by_child[ChildQueueOf(entry)].push_back(entry);
-    struct Delivery {
-      absl::Mutex mu;
-      size_t remaining;
-      bool ok = true;
-    };
-    auto delivery = std::make_shared<Delivery>();
-    delivery->remaining = by_child.size();
     auto read = std::make_shared<std::vector<std::string>>(std::move(*news));
-    for (auto& [child, entries] : by_child) {
-      store_->Resolve(child, entries, [this, queue, child = child, delivery,
-                                       read](absl::StatusOr<int64_t> applied) {
-        {
-          absl::MutexLock lock(&delivery->mu);
-          if (!applied.ok()) {
-            LogFailure("resolve", child, applied.status());
-            delivery->ok = false;
-          }
-          if (--delivery->remaining > 0) return;
-        }
-        // Removed only once every child's slot has it: what failed is read
-        // again by the recovery pass (resolving twice changes nothing).
-        if (!delivery->ok) return DrainDone(queue, false);
-        store_->RemoveOutbox(queue, *read, [this, queue, read](absl::StatusOr<int64_t> removed) {
-          if (!removed.ok()) LogFailure("remove outbox", queue, removed.status());
-          DrainDone(queue, removed.ok() && read->size() >= static_cast<size_t>(kDrainBatch));
+    // Removed only once every child's slot has it: what failed is read
+    // again by the recovery pass (resolving twice changes nothing).
+    auto fan_in = std::make_shared<FanIn<int64_t>>(
+        by_child.size(), by_child.size(),
+        [this, queue, read](absl::StatusOr<std::vector<int64_t>> applied) {
+          if (!applied.ok()) return DrainDone(queue, false);
+          store_->RemoveOutbox(queue, *read, [this, queue, read](absl::StatusOr<int64_t> removed) {
+            if (!removed.ok()) LogFailure("remove outbox", queue, removed.status());
+            DrainDone(queue, removed.ok() && read->size() >= static_cast<size_t>(kDrainBatch));
+          });
         });
-      });
+    size_t slot = 0;
+    for (auto& [child, entries] : by_child) {
+      store_->Resolve(child, entries,
+                      [fan_in, slot, child = child](absl::StatusOr<int64_t> applied) {
+                        if (!applied.ok()) LogFailure("resolve", child, applied.status());
+                        fan_in->Add(slot, std::move(applied));
+                      });
+      ++slot;
     }
   });
 }

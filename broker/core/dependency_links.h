@@ -67,9 +67,17 @@ class DependencyLinks {
   void Sweep(const std::string& queue);
 
  private:
-  // Links `links`, then resolves what the parents answered, with a confirm
-  // for each child whose every link was made; `done` after.
+  // What one parent slot's link script answered for `links`: one news
+  // entry per link, or none when the call failed.
+  struct LinkAnswer {
+    std::vector<store::DependencyLink> links;
+    std::vector<std::string> news;
+  };
+  // Links `links` in their parents' slots, then ResolveLinked; `done` after.
   void Link(std::vector<store::DependencyLink> links, std::function<void()> done);
+  // Applies `answers` in the children's slots, with a confirm for each
+  // child whose every link was made; `done` after, whatever it met.
+  void ResolveLinked(std::vector<LinkAnswer> answers, std::function<void()> done);
   // One read of the outbox of `queue` and its delivery; reads again while
   // a full batch came or another Drain asked.
   void DrainOnce(const std::string& queue);

@@ -7,47 +7,12 @@
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "broker/base/logging.h"
+#include "broker/core/fan_in.h"
 #include "broker/store/keys.h"
 
 namespace jobwire::core {
 namespace {
-
-// Gathers the answers of one call per partition into one vector in the
-// caller's order; the first error wins. The last answer finishes.
-template <typename T>
-class Gatherer {
- public:
-  Gatherer(size_t size, size_t calls, store::Callback<std::vector<T>> done)
-      : out_(size), remaining_(calls), done_(std::move(done)) {}
-
-  // One call's answers, for the caller's positions `index`.
-  void Add(const std::vector<size_t>& index, absl::StatusOr<std::vector<T>> answers) {
-    bool last = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!answers.ok()) {
-        if (error_.ok()) error_ = answers.status();
-      } else {
-        for (size_t i = 0; i < index.size() && i < answers->size(); ++i) {
-          out_[index[i]] = std::move((*answers)[i]);
-        }
-      }
-      last = --remaining_ == 0;
-    }
-    if (!last) return;
-    if (!error_.ok()) return done_(error_);
-    done_(std::move(out_));
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<T> out_;
-  absl::Status error_;
-  size_t remaining_;
-  store::Callback<std::vector<T>> done_;
-};
 
 // The first depends_on entry of `job` that is an id of its own queue (not
 // a ref "<queue>/<id>" to a parent elsewhere); null when none is.
@@ -174,7 +139,7 @@ void JobLifecycle::Store(const std::string& queue, std::vector<v1::EnqueueReques
       return EnqueueTo(queue, store::PartitionQueue(queue, partition), std::move(part.second),
                        std::move(done));
     }
-    auto gather = std::make_shared<Gatherer<store::EnqueueOutcome>>(jobs.size(), parts.size(),
+    auto gather = std::make_shared<FanIn<store::EnqueueOutcome>>(jobs.size(), parts.size(),
                                                                      std::move(done));
     for (auto& [partition, part] : parts) {
       EnqueueTo(queue, store::PartitionQueue(queue, partition), std::move(part.second),
@@ -213,7 +178,7 @@ void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::Ack
   if (parts.size() == 1) {
     return AckIn(queue, store::PartitionQueue(queue, parts.begin()->first), acks, std::move(done));
   }
-  auto gather = std::make_shared<Gatherer<absl::Status>>(acks.size(), parts.size(), std::move(done));
+  auto gather = std::make_shared<FanIn<absl::Status>>(acks.size(), parts.size(), std::move(done));
   for (auto& [partition, part] : parts) {
     AckIn(queue, store::PartitionQueue(queue, partition), part.second,
           [gather, index = std::move(part.first)](absl::StatusOr<std::vector<absl::Status>> result) {

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "broker/base/error_reason.h"
+#include "broker/core/fan_in.h"
 #include "broker/store/keys.h"
 
 namespace jobwire::core {
@@ -23,15 +23,6 @@ void AddStats(const v1::QueueStats& part, v1::QueueStats& sum) {
   sum.set_paused(sum.paused() || part.paused());
   sum.set_oldest_due_age_ms(std::max(sum.oldest_due_age_ms(), part.oldest_due_age_ms()));
 }
-
-// Gathers one answer per call; the last one finishes.
-template <typename T>
-struct Gather {
-  absl::Mutex mu;
-  std::vector<T> answers;
-  absl::Status error;
-  size_t remaining = 0;
-};
 
 }  // namespace
 
@@ -71,11 +62,16 @@ void QueueAdmin::UpdateQueue(const std::string& queue, const store::QueueSetting
                               done = std::move(done)](absl::StatusOr<v1::QueueStats> first) {
           if (!first.ok()) return done(first.status());
           if (!first->paused()) return done(old);
-          auto remaining = std::make_shared<std::atomic<int>>(partitions - old);
+          auto fan_in = std::make_shared<FanIn<bool>>(
+              partitions - old, partitions - old,
+              [old, done](absl::StatusOr<std::vector<bool>> paused) {
+                if (!paused.ok()) return done(paused.status());
+                done(old);
+              });
           for (int p = old; p < partitions; ++p) {
             admin_->SetPaused(store::PartitionQueue(queue, p), true,
-                              [old, remaining, done](absl::StatusOr<bool>) {
-                                if (--*remaining == 0) done(old);
+                              [fan_in, slot = p - old](absl::StatusOr<bool> paused) {
+                                fan_in->Add(slot, std::move(paused));
                               });
           }
         });
@@ -94,22 +90,11 @@ void QueueAdmin::ListQueues(store::Callback<std::vector<v1::QueueStats>> done) c
     std::sort(queues.begin(), queues.end());
     queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
     if (queues.empty()) return done(std::vector<v1::QueueStats>{});
-    auto gather = std::make_shared<Gather<v1::QueueStats>>();
-    gather->remaining = queues.size();
-    gather->answers.resize(queues.size());
+    auto fan_in = std::make_shared<FanIn<v1::QueueStats>>(queues.size(), queues.size(),
+                                                            std::move(done));  // by name
     for (size_t i = 0; i < queues.size(); ++i) {
-      Stats(queues[i], [gather, i, done](absl::StatusOr<v1::QueueStats> stats) {
-        {
-          absl::MutexLock lock(&gather->mu);
-          if (stats.ok()) {
-            gather->answers[i] = *std::move(stats);
-          } else if (gather->error.ok()) {
-            gather->error = stats.status();
-          }
-          if (--gather->remaining > 0) return;
-        }
-        if (!gather->error.ok()) return done(gather->error);
-        done(std::move(gather->answers));  // sorted by name, as `queues`
+      Stats(queues[i], [fan_in, i](absl::StatusOr<v1::QueueStats> stats) {
+        fan_in->Add(i, std::move(stats));
       });
     }
   });
@@ -120,34 +105,27 @@ void QueueAdmin::Stats(const std::string& queue, store::Callback<v1::QueueStats>
                                          absl::StatusOr<store::QueueSettings> settings) {
     if (!settings.ok()) return done(settings.status());
     const int count = settings->partitions;
-    auto gather = std::make_shared<Gather<v1::QueueStats>>();
-    gather->remaining = count;
-    gather->answers.resize(1);
-    gather->answers[0].set_queue(queue);
-    gather->answers[0].set_partitions(count);
+    v1::QueueStats sum;
+    sum.set_queue(queue);
+    sum.set_partitions(count);
     if (settings->default_job_timeout_ms) {
-      gather->answers[0].set_default_job_timeout_ms(*settings->default_job_timeout_ms);
+      sum.set_default_job_timeout_ms(*settings->default_job_timeout_ms);
     }
-    if (settings->rate_limit) *gather->answers[0].mutable_rate_limit() = *settings->rate_limit;
-    gather->answers[0].set_max_active(settings->max_active.value_or(0));
-    gather->answers[0].set_max_active_per_key(settings->max_active_per_key.value_or(0));
-    if (settings->key_rate_limit) {
-      *gather->answers[0].mutable_key_rate_limit() = *settings->key_rate_limit;
-    }
+    if (settings->rate_limit) *sum.mutable_rate_limit() = *settings->rate_limit;
+    sum.set_max_active(settings->max_active.value_or(0));
+    sum.set_max_active_per_key(settings->max_active_per_key.value_or(0));
+    if (settings->key_rate_limit) *sum.mutable_key_rate_limit() = *settings->key_rate_limit;
+    auto fan_in = std::make_shared<FanIn<v1::QueueStats>>(
+        count, count,
+        [sum = std::move(sum), done](absl::StatusOr<std::vector<v1::QueueStats>> parts) mutable {
+          if (!parts.ok()) return done(parts.status());
+          for (const v1::QueueStats& part : *parts) AddStats(part, sum);
+          done(std::move(sum));
+        });
     for (int p = 0; p < count; ++p) {
       admin_->Stats(store::PartitionQueue(queue, p),
-                    [gather, done](absl::StatusOr<v1::QueueStats> stats) {
-                      {
-                        absl::MutexLock lock(&gather->mu);
-                        if (stats.ok()) {
-                          AddStats(*stats, gather->answers[0]);
-                        } else if (gather->error.ok()) {
-                          gather->error = stats.status();
-                        }
-                        if (--gather->remaining > 0) return;
-                      }
-                      if (!gather->error.ok()) return done(gather->error);
-                      done(std::move(gather->answers[0]));
+                    [fan_in, p](absl::StatusOr<v1::QueueStats> stats) {
+                      fan_in->Add(p, std::move(stats));
                     });
     }
   });
