@@ -1,7 +1,9 @@
--- _lib.lua: helpers shared by every script in lua/. The broker puts this file
--- before each script's body (after the script's shebang line, which Redis
--- reads only on the first line; broker/store/script_runner.h), so a script
--- body may call these functions. It touches no key by itself. No shebang here.
+-- _lib.lua: helpers shared by every script in lua/. The broker loads the
+-- scripts as one Redis function library: these helpers first, then each
+-- script's body as a function (broker/store/script_runner.h), so a script
+-- body may call these functions. It touches no key by itself. No shebang
+-- here. The top level of a library runs without Lua's functions (ipairs,
+-- string, math ...): it only defines constants and functions.
 
 -- Redis server time in epoch milliseconds: the one clock that decides
 -- due-ness and lease expiry, whatever the brokers' clocks say.
@@ -55,9 +57,9 @@ local JOB_FIELDS = {'state', 'type', 'priority', 'attempts', 'max_attempts', 'av
                     'progress_data', 'headers', 'concurrency_key', 'errors', 'depends_on',
                     'deps_left', 'dep_policy', 'dep_results', 'has_dependents',
                     'payload_bytes', 'deps_remote'}
--- Field numbers by name.
+-- Field numbers by name: filled by begin_call (a library's top level runs
+-- without Lua's functions, ipairs among them).
 local F = {}
-for i, name in ipairs(JOB_FIELDS) do F[name] = i end
 
 -- The ready set's index by job type (`ready_by_type`, a zset whose scores
 -- are all 0, read by ZRANGEBYLEX): one member per ready job, the job's type
@@ -175,6 +177,17 @@ local EVENTS_MARK = '#listened'  -- never a job id ([A-Za-z0-9._:-])
 -- {jobs =, channel =, list =, mark = nil until read, then the mark or false,
 -- listened = nil until the first event, then true | false}
 local EVENTS = nil
+
+-- Every script's function runs this first (broker/store/script_runner.h).
+-- The library's locals live from one call to the next, so a call starts
+-- from the same state as the last: no events gathered. The top-level
+-- locals are constants but for EVENTS and F.
+local function begin_call()
+  EVENTS = nil
+  if F.state == nil then
+    for i, name in ipairs(JOB_FIELDS) do F[name] = i end
+  end
+end
 local function events_open(jobs_key)
   if string.sub(jobs_key, -5) ~= ':jobs' then error('events_open: not a jobs key: ' .. jobs_key) end
   EVENTS = {jobs = jobs_key, channel = string.sub(jobs_key, 1, -5) .. 'events', list = {}}

@@ -99,7 +99,7 @@ class PartitionedQueueTest : public BrokerTest {
     return got;
   }
 
-  // Per master (cluster mode; empty otherwise): EVALSHA calls so far.
+  // Per master (cluster mode; empty otherwise): FCALL calls so far.
   std::map<int, int64_t> EvalCallsPerMaster() {
     std::map<int, int64_t> calls;
     if (cluster_ == nullptr) return calls;
@@ -111,8 +111,8 @@ class PartitionedQueueTest : public BrokerTest {
       EXPECT_TRUE(info.ok());
       calls[port] = 0;
       for (absl::string_view line : absl::StrSplit(info.ok() ? info->str : "", "\r\n")) {
-        if (!absl::StartsWith(line, "cmdstat_evalsha:calls=")) continue;
-        absl::string_view n = line.substr(22, line.find(',') - 22);
+        if (!absl::StartsWith(line, "cmdstat_fcall:calls=")) continue;
+        absl::string_view n = line.substr(20, line.find(',') - 20);
         EXPECT_TRUE(absl::SimpleAtoi(n, &calls[port])) << line;
       }
     }

@@ -28,11 +28,11 @@ class RedisRestartTest : public BrokerTest {
     }
   }
 
-  // Restarts Redis on the same port (all data lost) and flushes its script
-  // cache, as after a failover to an empty replica.
+  // Restarts Redis on the same port (all data lost) and flushes its
+  // function libraries, as after a failover to an empty replica.
   void RestartRedis() {
     JW_ASSERT_OK(redis_->Restart());
-    absl::StatusOr<RedisReply> flushed = redis_->Command("SCRIPT", "FLUSH");
+    absl::StatusOr<RedisReply> flushed = redis_->Command("FUNCTION", "FLUSH");
     JW_ASSERT_OK(flushed.status());
     ASSERT_FALSE(flushed->is_error()) << flushed->str;
     ASSERT_EQ(redis_->DbSize(), 0);
@@ -64,7 +64,7 @@ TEST_F(RedisRestartTest, EnqueueIsUnavailableWhileRedisIsDownThenRecovers) {
   EXPECT_TRUE(broker_->Running()) << "the broker died with Redis";
 
   JW_ASSERT_OK(redis_->Start());
-  absl::StatusOr<RedisReply> flushed = redis_->Command("SCRIPT", "FLUSH");
+  absl::StatusOr<RedisReply> flushed = redis_->Command("FUNCTION", "FLUSH");
   JW_ASSERT_OK(flushed.status());
 
   grpc::Status last;

@@ -235,7 +235,7 @@ TEST_F(QueueEventsTest, FollowingCostsOnlyThePublishes) {
     EXPECT_EQ(CommandCalls("pubsub"), pubsub) << q;
     return CommandCalls() - before - 3;  // less the INFO calls of the counts
   };
-  cycle("ev-cost-warm");  // loads the scripts (NOSCRIPT, SCRIPT LOAD) first
+  cycle("ev-cost-warm");  // loads the function library first
   const int64_t quiet = cycle("ev-cost-quiet");
   EventLog& log = Follow("ev-cost-followed");
   const int64_t followed = cycle("ev-cost-followed");

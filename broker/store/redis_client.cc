@@ -19,7 +19,7 @@ constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
 
 absl::StatusOr<RedisReply> ToResult(const redisReply& reply) {
   RedisReply out = RedisReply::FromHiredis(reply);
-  if (!out.is_error() || absl::StartsWith(out.str, "NOSCRIPT")) return out;
+  if (!out.is_error() || absl::StartsWith(out.str, "ERR Function not found")) return out;
   for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
     if (absl::StartsWith(out.str, transient)) {
       return base::RedisUnavailableError(absl::StrCat("redis: ", out.str));

@@ -115,6 +115,18 @@ void RedisClusterClient::Command(std::vector<std::string> args, ReplyCallback ca
   });
 }
 
+void RedisClusterClient::CommandAt(const std::string& key, std::vector<std::string> args,
+                                   ReplyCallback callback) {
+  loop_->RunInLoop([this, slot = key.empty() ? -1 : KeySlot(key), args = std::move(args),
+                    callback = std::move(callback)]() mutable {
+    auto op = std::make_shared<Op>();
+    op->slot = slot;
+    op->args = std::move(args);
+    op->callback = std::move(callback);
+    Send(std::move(op));
+  });
+}
+
 void RedisClusterClient::Send(std::shared_ptr<Op> op) {
   if (stopping_) {
     Finish(op, base::RedisUnavailableError("redis cluster client destroyed"));

@@ -3,8 +3,8 @@
 // URL's seed nodes, later of any known node), keeps one pipelined
 // RedisClient per master, and sends each command to the master of its key's
 // slot (store::KeySlot of the first key: the first key after numkeys for
-// EVAL / EVALSHA, else the first argument; a command without a key goes to
-// any master).
+// EVAL / EVALSHA / FCALL, else the first argument; a command without a key
+// goes to any master).
 //
 // Redirections are followed on the loop thread, never by the caller:
 //   MOVED       the slot map is refreshed and the command is sent to the
@@ -28,8 +28,9 @@
 // background (RedisClient cannot be destroyed while its loop runs) and is
 // used again if the node comes back into the map.
 //
-// Scripts: ScriptRunner's NOSCRIPT fallback works per node unchanged, since
-// the EVAL goes to the node that answered NOSCRIPT.
+// Scripts: an FCALL goes to its first key's master; when that node has no
+// library, ScriptRunner loads it there with CommandAt (the same key), so
+// each master gets the library the first time it runs a script.
 #ifndef JOBWIRE_BROKER_STORE_REDIS_CLUSTER_CLIENT_H_
 #define JOBWIRE_BROKER_STORE_REDIS_CLUSTER_CLIENT_H_
 
@@ -78,6 +79,9 @@ class RedisClusterClient : public RedisCommands {
   // Before the first slot map is known, fails at once with UNAVAILABLE.
   // Error replies arrive as RedisClient::Command documents.
   void Command(std::vector<std::string> args, ReplyCallback callback) override;
+  // To the master of `key`'s slot (any master for "").
+  void CommandAt(const std::string& key, std::vector<std::string> args,
+                 ReplyCallback callback) override;
 
   // Run on the loop thread when the client starts serving (a slot map is
   // known and every master in it is connected) and when it stops (a master

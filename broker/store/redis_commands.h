@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,14 +23,23 @@ class RedisCommands {
   // Error replies arrive as statuses: UNAVAILABLE when the command may be
   // retried (a lost connection, LOADING, BUSY, MASTERDOWN, TRYAGAIN,
   // READONLY), INTERNAL otherwise, with the message "redis: <reply>". The
-  // one exception is NOSCRIPT, which arrives as a reply of type kError so
-  // that ScriptRunner can fall back to EVAL.
+  // one exception is "ERR Function not found", which arrives as a reply of
+  // type kError so that ScriptRunner can load its library.
   using ReplyCallback = std::function<void(absl::StatusOr<RedisReply>)>;
 
   virtual ~RedisCommands() = default;
 
   // Sends one command, pipelined behind earlier ones to the same server.
   virtual void Command(std::vector<std::string> args, ReplyCallback callback) = 0;
+
+  // Sends a command that names no key to the server that holds `key` (in a
+  // Redis Cluster, the master of its slot; "": any master), as FUNCTION
+  // LOAD must reach the node whose FCALL found no library.
+  virtual void CommandAt(const std::string& key, std::vector<std::string> args,
+                         ReplyCallback callback) {
+    (void)key;
+    Command(std::move(args), std::move(callback));
+  }
 };
 
 }  // namespace jobwire::store

@@ -69,20 +69,36 @@ TEST_F(ScriptKeysTest, TheDeclaredKeysCheckFailsAnUndeclaredKey) {
     if (source.name == "_check_keys") check = std::string(source.text);
   }
   ASSERT_FALSE(check.empty());
-  auto declared = redis_.CommandArgv(
-      {"EVAL", check + "\nreturn redis.call('HSET', KEYS[1], 'f', 'v')", "1", "jw:{q}:jobs"});
+  // A function library as ScriptRunner builds one: the check first, then
+  // functions that start with it.
+  auto function = [](const std::string& name, const std::string& body) {
+    return absl::StrCat("register{function_name='", name,
+                        "', callback=function(KEYS, ARGV)\nbegin_checked_call(KEYS)\n", body,
+                        "\nend}\n");
+  };
+  const std::string library = absl::StrCat(
+      "#!lua name=check_keys_test\nlocal register = redis.register_function\n", check,
+      function("declared", "return redis.call('HSET', KEYS[1], 'f', 'v')"),
+      function("undeclared", "return redis.call('HGET', KEYS[1] .. ':x', 'f')"),
+      function("unknown", "return redis.call('GETDEL', KEYS[1])"));
+  auto loaded = redis_.CommandArgv({"FUNCTION", "LOAD", "REPLACE", library});
+  ASSERT_TRUE(loaded.ok() && !loaded->is_error()) << (loaded.ok() ? loaded->str : "");
+  auto declared = redis_.CommandArgv({"FCALL", "declared", "1", "jw:{q}:jobs"});
   ASSERT_TRUE(declared.ok());
   EXPECT_FALSE(declared->is_error()) << declared->str;
-  auto undeclared = redis_.CommandArgv(
-      {"EVAL", check + "\nreturn redis.call('HGET', KEYS[1] .. ':x', 'f')", "1", "jw:{q}:jobs"});
+  auto undeclared = redis_.CommandArgv({"FCALL", "undeclared", "1", "jw:{q}:jobs"});
   ASSERT_TRUE(undeclared.ok());
   EXPECT_TRUE(undeclared->is_error());
   EXPECT_TRUE(absl::StrContains(undeclared->str, "undeclared key jw:{q}:jobs:x")) << undeclared->str;
-  auto unknown = redis_.CommandArgv({"EVAL", check + "\nreturn redis.call('GETDEL', KEYS[1])", "1",
-                                     "jw:{q}:jobs"});
+  auto unknown = redis_.CommandArgv({"FCALL", "unknown", "1", "jw:{q}:jobs"});
   ASSERT_TRUE(unknown.ok());
   EXPECT_TRUE(unknown->is_error());
   EXPECT_TRUE(absl::StrContains(unknown->str, "no rule for command GETDEL")) << unknown->str;
+  // A call after a failed one checks its own keys (the check's state is
+  // the library's, kept between calls).
+  auto again = redis_.CommandArgv({"FCALL", "declared", "1", "jw:{q}:jobs"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->is_error()) << again->str;
 }
 
 // tests/job_record.h reads and damages records by field number: its field

@@ -5,9 +5,13 @@
 #include <cstdlib>
 #include <memory>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "broker/base/error_reason.h"
 #include "broker/store/script_sources.h"
@@ -46,33 +50,58 @@ std::string Sha1Hex(absl::string_view text) {
       absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
 }
 
+// The Lua list of the flags of shebang `shebang` ("#!lua flags=a,b"):
+// "'a', 'b'"; empty for none.
+std::string FlagList(absl::string_view shebang) {
+  const size_t at = shebang.find("flags=");
+  if (at == absl::string_view::npos) return "";
+  std::vector<std::string> quoted;
+  for (absl::string_view flag : absl::StrSplit(shebang.substr(at + 6), ',', absl::SkipEmpty())) {
+    quoted.push_back(absl::StrCat("'", absl::StripAsciiWhitespace(flag), "'"));
+  }
+  return absl::StrJoin(quoted, ", ");
+}
+
+// Whether `reply` says that the node has no such function: the library is
+// not loaded there.
+bool IsMissingFunction(const absl::StatusOr<RedisReply>& reply) {
+  return reply.ok() && reply->is_error() && absl::StartsWith(reply->str, "ERR Function not found");
+}
+
 }  // namespace
 
 ScriptRunner::ScriptRunner(RedisCommands* client, bool check_declared_keys) : client_(client) {
   std::string lib;
+  if (check_declared_keys) {
+    for (const LuaSource& source : LuaSources()) {
+      if (source.name == kCheckKeysName) absl::StrAppend(&lib, source.text, "\n");
+    }
+  }
   for (absl::string_view name : kLibNames) {
     for (const LuaSource& source : LuaSources()) {
       if (source.name == name) absl::StrAppend(&lib, source.text, "\n");
     }
   }
-  if (check_declared_keys) {
-    for (const LuaSource& source : LuaSources()) {
-      if (source.name == kCheckKeysName) lib = absl::StrCat(source.text, "\n", lib);
-    }
-  }
+  // One function per script, its body as the function's body.
+  std::string functions;
   for (const LuaSource& source : LuaSources()) {
     if (absl::StartsWith(source.name, "_")) continue;
     Script script;
     script.name = std::string(source.name);
-    // Redis reads the flags only from the very first line of the text.
-    absl::string_view shebang = Shebang(source.text);
-    absl::string_view body = source.text.substr(shebang.size());
-    script.flags = std::string(shebang);
-    script.text = shebang.empty() ? absl::StrCat(lib, "\n", body)
-                                  : absl::StrCat(shebang, "\n", lib, body);
-    script.sha1 = Sha1Hex(script.text);
+    script.flags = std::string(Shebang(source.text));
+    absl::StrAppend(&functions, "register{function_name='jw_@_", script.name, "', flags={",
+                    FlagList(script.flags), "}, callback=function(KEYS, ARGV)\n",
+                    check_declared_keys ? "begin_checked_call(KEYS)\n" : "", "begin_call()\n",
+                    source.text.substr(script.flags.size()), "\nend}\n");
     scripts_.emplace(script.name, std::move(script));
   }
+  // `register` is taken before _check_keys.lua hides `redis`.
+  std::string text = absl::StrCat("local register = redis.register_function\n", lib, functions);
+  const std::string hash = Sha1Hex(text).substr(0, 16);
+  absl::StrReplaceAll({{"'jw_@_", absl::StrCat("'jw_", hash, "_")}}, &text);
+  library_name_ = absl::StrCat("jobwire_", hash);
+  library_ = absl::StrCat("#!lua name=", library_name_, "\n", text);
+  for (auto& [name, script] : scripts_) script.function = absl::StrCat("jw_", hash, "_", name);
 }
 
 const Script& ScriptRunner::Get(absl::string_view name) const {
@@ -85,8 +114,8 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
                         std::vector<std::string> args, RedisCommands::ReplyCallback callback) const {
   auto argv = std::make_shared<std::vector<std::string>>();
   argv->reserve(3 + keys.size() + args.size());
-  argv->push_back("EVALSHA");
-  argv->push_back(script.sha1);
+  argv->push_back("FCALL");
+  argv->push_back(script.function);
   argv->push_back(absl::StrCat(keys.size()));
   for (auto& k : keys) argv->push_back(std::move(k));
   for (auto& a : args) argv->push_back(std::move(a));
@@ -104,44 +133,50 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
     }
     callback(std::move(reply));
   };
-  Send(script, std::move(argv), std::move(done), /*retry=*/false);
+  Send(std::move(argv), std::move(done), /*loads=*/0);
 }
 
-void ScriptRunner::Send(const Script& script, Argv argv, RedisCommands::ReplyCallback done,
-                        bool retry) const {
+void ScriptRunner::Send(Argv argv, RedisCommands::ReplyCallback done, int loads) const {
   std::vector<std::string> command = *argv;
-  client_->Command(std::move(command), [this, &script, argv, retry, done = std::move(done)](
+  client_->Command(std::move(command), [this, argv, loads, done = std::move(done)](
                                            absl::StatusOr<RedisReply> reply) mutable {
-    if (!reply.ok() || !reply->is_error() || !absl::StartsWith(reply->str, "NOSCRIPT")) {
-      return done(std::move(reply));
+    if (!IsMissingFunction(reply)) return done(std::move(reply));
+    if (loads >= 2) {
+      return done(absl::InternalError(absl::StrCat("redis: ", reply->str, " (library ",
+                                                   library_name_, " loaded twice)")));
     }
-    {
-      absl::MutexLock lock(&mu_);
-      auto [it, first] = reloading_.try_emplace(&script);
-      if (!first && !retry) {
-        it->second.push_back([this, &script, argv, done = std::move(done)]() mutable {
-          Send(script, std::move(argv), std::move(done), /*retry=*/true);
-        });
-        return;
-      }
-      retry = first;  // from here: whether this call wakes the waiters
-    }
-    (*argv)[0] = "EVAL";
-    (*argv)[1] = script.text;
-    client_->Command(std::move(*argv), [this, &script, wake = retry, done = std::move(done)](
-                                           absl::StatusOr<RedisReply> reply) mutable {
-      done(std::move(reply));
-      if (!wake) return;
-      std::vector<std::function<void()>> waiting;
-      {
-        absl::MutexLock lock(&mu_);
-        auto it = reloading_.find(&script);
-        waiting = std::move(it->second);
-        reloading_.erase(it);
-      }
-      for (auto& resume : waiting) resume();
+    const std::string key = argv->size() > 3 && (*argv)[2] != "0" ? (*argv)[3] : "";
+    Load(key, [this, argv, loads, done = std::move(done)](absl::Status loaded) mutable {
+      if (!loaded.ok()) return done(loaded);
+      Send(std::move(argv), std::move(done), loads + 1);
     });
   });
+}
+
+void ScriptRunner::Load(const std::string& key, std::function<void(absl::Status)> then) const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (loading_) {
+      waiting_.push_back([then = std::move(then)] { then(absl::OkStatus()); });
+      return;
+    }
+    loading_ = true;
+  }
+  client_->CommandAt(key, {"FUNCTION", "LOAD", "REPLACE", library_},
+                     [this, then = std::move(then)](absl::StatusOr<RedisReply> reply) {
+                       std::vector<std::function<void()>> waiting;
+                       {
+                         absl::MutexLock lock(&mu_);
+                         loading_ = false;
+                         waiting.swap(waiting_);
+                       }
+                       if (reply.ok() && reply->is_error()) {
+                         reply = absl::InternalError(absl::StrCat("redis: ", reply->str));
+                       }
+                       then(reply.status());
+                       // A failed load leaves them to load again themselves.
+                       for (auto& resume : waiting) resume();
+                     });
 }
 
 }  // namespace jobwire::store

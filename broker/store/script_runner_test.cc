@@ -1,6 +1,6 @@
-// ScriptRunner against a real redis-server whose script cache is empty (as
-// after a restart, a failover or SCRIPT FLUSH): many calls in flight meet
-// NOSCRIPT together, one of them sends the script's text, and every call
+// ScriptRunner against a real redis-server that lost its function library
+// (as after a restart, a failover or FUNCTION FLUSH): many calls in flight
+// find no function together, one of them loads the library, and every call
 // still gets its own answer.
 #include <atomic>
 #include <future>
@@ -49,31 +49,50 @@ class ScriptRunnerTest : public JobStoreTest {
   }
 };
 
-TEST_F(ScriptRunnerTest, CallsThatMeetNoScriptTogetherSendTheTextOnce) {
+TEST_F(ScriptRunnerTest, CallsThatFindNoLibraryTogetherLoadItOnce) {
   constexpr int kCalls = 300;
-  // A first call registers the queue and loads enqueue.lua; the flush
-  // forgets the script, as a restarted Redis or a promoted replica would.
-  const std::string queue = "noscript";
+  // A first call registers the queue and loads the library; the flush
+  // forgets it, as a restarted Redis or a promoted replica would.
+  const std::string queue = "nolibrary";
   ASSERT_EQ(EnqueueAtOnce(queue, 1), 1);
-  ASSERT_TRUE(redis_.Command("SCRIPT", "FLUSH").ok());
-  const int64_t evals = Calls("eval"), evalshas = Calls("evalsha");
+  ASSERT_TRUE(redis_.Command("FUNCTION", "FLUSH").ok());
+  const int64_t loads = Calls("function|load"), fcalls = Calls("fcall");
   // Redis holds every command for a moment, so that all the calls are on
-  // their way before the first NOSCRIPT comes back.
+  // their way before the first "Function not found" comes back.
   ASSERT_TRUE(redis_.Command("CLIENT", "PAUSE", "300", "ALL").ok());
 
   EXPECT_EQ(EnqueueAtOnce(queue, kCalls), kCalls);
 
-  EXPECT_EQ(Calls("eval") - evals, 1) << "one call sends the script's text";
-  // Every call's EVALSHA met NOSCRIPT; all but the one that sent the text
-  // waited for it and sent their EVALSHA again.
-  EXPECT_EQ(Calls("evalsha") - evalshas, 2 * kCalls - 1);
+  EXPECT_EQ(Calls("function|load") - loads, 1) << "one call loads the library";
+  // Every call's FCALL found no function; each called again once the
+  // library was loaded.
+  EXPECT_EQ(Calls("fcall") - fcalls, 2 * kCalls);
   auto pending = redis_.Command("ZCARD", KeysOf(queue).Ready());
   ASSERT_TRUE(pending.ok());
   EXPECT_EQ(pending->integer, kCalls + 1);
 
-  // With the script loaded again, calls go by SHA alone.
+  // With the library loaded again, a call is one FCALL.
   EXPECT_EQ(EnqueueAtOnce(queue, 10), 10);
-  EXPECT_EQ(Calls("eval") - evals, 1);
+  EXPECT_EQ(Calls("function|load") - loads, 1);
+  EXPECT_EQ(Calls("fcall") - fcalls, 2 * kCalls + 10);
+}
+
+// Brokers of two versions share a Redis: each loads its own library, and
+// neither replaces the other's functions.
+TEST_F(ScriptRunnerTest, AnotherVersionsLibraryLeavesThisOnesFunctions) {
+  const std::string queue = "versions";
+  ASSERT_EQ(EnqueueAtOnce(queue, 1), 1);
+  // Another version's library: other text, so another name.
+  ScriptRunner other(&*client_, /*check_declared_keys=*/false);
+  ASSERT_NE(other.library_name(), scripts_->library_name());
+  auto loaded = redis_.CommandArgv({"FUNCTION", "LOAD", other.library()});
+  ASSERT_TRUE(loaded.ok() && !loaded->is_error()) << (loaded.ok() ? loaded->str : "");
+  const int64_t loads = Calls("function|load");
+  EXPECT_EQ(EnqueueAtOnce(queue, 5), 5);
+  EXPECT_EQ(Calls("function|load"), loads) << "this version's library was replaced";
+  auto libraries = redis_.Command("FUNCTION", "LIST");
+  ASSERT_TRUE(libraries.ok());
+  EXPECT_EQ(libraries->elements.size(), 2u);
 }
 
 }  // namespace

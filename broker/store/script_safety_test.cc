@@ -400,6 +400,29 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"deps_resolve", finish_work},   {"deps_outbox", finish_work},
       {"deps_unlinked", finish_work},
   };
+  // What Redis registered: function name -> its flags, joined by ','.
+  auto load = redis_.CommandArgv({"FUNCTION", "LOAD", "REPLACE", scripts_->library()});
+  ASSERT_TRUE(load.ok() && !load->is_error()) << (load.ok() ? load->str : load.status().ToString());
+  auto list = redis_.CommandArgv({"FUNCTION", "LIST", "LIBRARYNAME", scripts_->library_name()});
+  ASSERT_TRUE(list.ok());
+  std::map<std::string, std::string> registered;
+  for (const testing::RedisReply& library : list->elements) {
+    for (size_t i = 0; i + 1 < library.elements.size(); i += 2) {
+      if (library.elements[i].str != "functions") continue;
+      for (const testing::RedisReply& function : library.elements[i + 1].elements) {
+        std::string name, flags;
+        for (size_t j = 0; j + 1 < function.elements.size(); j += 2) {
+          const testing::RedisReply& value = function.elements[j + 1];
+          if (function.elements[j].str == "name") name = value.str;
+          if (function.elements[j].str != "flags") continue;
+          for (const testing::RedisReply& flag : value.elements) {
+            absl::StrAppend(&flags, flags.empty() ? "" : ",", flag.str);
+          }
+        }
+        registered[name] = flags;
+      }
+    }
+  }
   size_t scripts = 0;
   for (const LuaSource& source : LuaSources()) {
     if (absl::StartsWith(source.name, "_")) continue;  // helpers, not scripts
@@ -408,10 +431,15 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
     ASSERT_NE(it, policy.end()) << source.name << ".lua is missing from this table";
     const Script& script = scripts_->Get(source.name);
     EXPECT_EQ(script.flags, it->second) << source.name;
-    // Redis reads the flags only from the first line of what it is sent.
-    EXPECT_TRUE(absl::StartsWith(script.text, it->second + "\n")) << source.name;
+    // Its function carries the flags its first line names.
+    auto found = registered.find(script.function);
+    ASSERT_NE(found, registered.end()) << source.name << " is not in the library";
+    const size_t at = it->second.find("flags=");
+    EXPECT_EQ(found->second, at == std::string::npos ? "" : it->second.substr(at + 6))
+        << source.name;
   }
   EXPECT_EQ(scripts, policy.size());
+  EXPECT_EQ(registered.size(), policy.size());
 }
 
 // Over a real maxmemory (noeviction): the scripts that create work are
