@@ -8,7 +8,7 @@ persistence) once; then, round by round, for each partition count P of
 mode, `jobwire create-queue QUEUE --partitions P`, and one
 `jobwire_bench --scenario=e2e` run with the same settings for every P.
 Around the load generator it reads, per master, INFO cpu (used_cpu_sys +
-used_cpu_user) and INFO commandstats (evalsha calls), and the broker's
+used_cpu_user) and INFO commandstats (fcall calls), and the broker's
 utime + stime from /proc. Prints (or with --out writes) a markdown report:
 medians of the rounds with their range, and which master holds which
 partition (CLUSTER KEYSLOT of each hash tag against CLUSTER NODES, checked
@@ -206,8 +206,8 @@ def one_run(args, bins, cluster, masters, partitions, workdir, label):
             (i0, c0), (i1, c1) = before[port], after[port]
             per_master[port] = {
                 "redis_cpu_s": cpu(i1) - cpu(i0),
-                "evalsha": c1.get("evalsha", 0) - c0.get("evalsha", 0),
-                "eval": c1.get("eval", 0) - c0.get("eval", 0),
+                "fcall": c1.get("fcall", 0) - c0.get("fcall", 0),
+                "loads": c1.get("function|load", 0) - c0.get("function|load", 0),
                 # not our redis-cli's AUTH and INFO
                 "commands": sum(n - c0.get(name, 0) for name, n in c1.items()
                                 if name not in ("auth", "info")),
@@ -272,8 +272,8 @@ def report(args, masters, runs, seconds):
         per_job = lambda key: [sum(m[key] for m in r["masters"].values()) / r["jobs"] for r in rs]
         cpu_share = lambda r, port: r["masters"][port]["redis_cpu_s"] / max(
             1e-9, sum(m["redis_cpu_s"] for m in r["masters"].values()))
-        ev_share = lambda r, port: r["masters"][port]["evalsha"] / max(
-            1, sum(m["evalsha"] for m in r["masters"].values()))
+        ev_share = lambda r, port: r["masters"][port]["fcall"] / max(
+            1, sum(m["fcall"] for m in r["masters"].values()))
         spread = " / ".join(str(len(on[port])) for port, _ in masters)
         cpu_shares = " / ".join(f"{statistics.median(cpu_share(r, port) for r in rs):.0%}"
                                 for port, _ in masters)
@@ -286,7 +286,7 @@ def report(args, masters, runs, seconds):
                         fmt([r["broker_cpu_us_per_job"] / base[r["round"]] for r in rs], 2),
                         fmt([r["load_cpu_us_per_job"] for r in rs]),
                         fmt([x * 1000 for x in per_job("redis_cpu_s")], 3),
-                        fmt(per_job("evalsha"), 2), fmt(per_job("commands"), 2),
+                        fmt(per_job("fcall"), 2), fmt(per_job("commands"), 2),
                         spread, cpu_shares, ev_shares))
         for port, _ in masters:
             detail.append((str(p), f"{names[port]} ({slots[port]})",
@@ -297,12 +297,12 @@ def report(args, masters, runs, seconds):
                                3),
                            fmt([cpu_share(r, port) for r in rs], 0, pct=True),
                            fmt([ev_share(r, port) for r in rs], 0, pct=True)))
-        evals = [sum(m["eval"] for m in r["masters"].values()) for r in rs]
-        if any(evals):
-            notes.append(f"P={p}: EVAL calls per run, round by round: {evals} (EVALSHA "
-                         "answered NOSCRIPT, a script called on a node before it was cached "
-                         "there, and the broker sent the script's text; not in the evalsha "
-                         "counts)")
+        loads = [sum(m["loads"] for m in r["masters"].values()) for r in rs]
+        if any(loads):
+            notes.append(f"P={p}: FUNCTION LOAD calls per run, round by round: {loads} (an "
+                         "FCALL found no function library on its node, and the broker loaded "
+                         "it there; FLUSHALL keeps libraries, so only a node's first run "
+                         "loads)")
         for r in rs:
             foreign = sum(m["refused_noauth"] for m in r["masters"].values())
             if foreign:
@@ -330,15 +330,15 @@ def report(args, masters, runs, seconds):
         "create-queue): the broker's utime + stime (/proc) and the load generator's (rusage) "
         "per job (and, since how busy the machine is moves it, its ratio to the first P's in the "
         "same round); per master, INFO used_cpu_sys + used_cpu_user and INFO commandstats "
-        "(evalsha calls; \"commands\" also counts the commands scripts run, and leaves out "
+        "(fcall calls; \"commands\" also counts the commands scripts run, and leaves out "
         "AUTH and INFO). The load generator, the broker and the Redis nodes share the "
         "machine's cores.",
         "",
         f"| P | jobs/s | broker CPU µs/job | broker CPU / job over P={args.partitions[0]}'s, "
         "same round | load generator CPU µs/job | Redis CPU s / 1,000 "
-        "jobs (all masters) | evalsha calls/job | Redis commands/job | partitions on "
+        "jobs (all masters) | fcall calls/job | Redis commands/job | partitions on "
         f"{' / '.join(names[p] for p, _ in masters)} | share of Redis CPU "
-        f"{' / '.join(names[p] for p, _ in masters)} | share of evalsha "
+        f"{' / '.join(names[p] for p, _ in masters)} | share of fcall "
         f"{' / '.join(names[p] for p, _ in masters)} |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ] + [f"| {' | '.join(row)} |" for row in summary] + [
@@ -350,14 +350,14 @@ def report(args, masters, runs, seconds):
         "(serverCron, the cluster bus), which is all an idle master shows.",
         "",
         "| P | master (slots) | partitions on it | even share | Redis CPU s / 1,000 jobs | "
-        "share of Redis CPU | share of evalsha calls |",
+        "share of Redis CPU | share of fcall calls |",
         "|---|---|---|---|---|---|---|",
     ] + [f"| {' | '.join(row)} |" for row in detail] + [""]
     if notes:
         lines += ["Notes from the runs:", ""] + [f"- {n}" for n in notes] + [""]
     else:
-        lines += ["Every run: the keys were on the masters CLUSTER KEYSLOT said, no EVAL "
-                  "fallbacks, no warning or error in the broker's log, clean exit on SIGTERM, "
+        lines += ["Every run: the keys were on the masters CLUSTER KEYSLOT said, no "
+                  "library loads, no warning or error in the broker's log, clean exit on SIGTERM, "
                   "no command refused for want of the password.", ""]
     lines += [
         f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}, load "
