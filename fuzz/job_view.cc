@@ -8,13 +8,15 @@
 namespace jobwire::fuzz {
 namespace {
 
-// Put after lua/_lib.lua. KEYS: per job, its queue's jobs, payloads,
+// Put after lua/_lib.lua; it starts with begin_call, as every script does
+// (it fills F, the field numbers). KEYS: per job, its queue's jobs, payloads,
 // results and completed keys; ARGV: the job ids. Returns one {fields, ttl}
 // per job: the job as the store's scripts answer it (job_reply; empty when
 // there is no record, or for a completed job whose retention has ended,
 // which the next trim deletes), ttl the ms left of a completed job's
 // retention (its completed-index score - now), -1 for a job in another state.
 constexpr char kReadScript[] = R"lua(
+begin_call()
 local now = now_ms()
 local out = {}
 for i, id in ipairs(ARGV) do
