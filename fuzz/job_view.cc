@@ -1,22 +1,19 @@
 #include "fuzz/job_view.h"
 
-#include "absl/strings/str_cat.h"
 #include "broker/store/job_record.h"
 #include "broker/store/keys.h"
-#include "broker/store/script_sources.h"
 
 namespace jobwire::fuzz {
 namespace {
 
-// Put after lua/_lib.lua; it starts with begin_call, as every script does
-// (it fills F, the field numbers). KEYS: per job, its queue's jobs, payloads,
+// A function of the library ScriptRunner builds, after lua/_lib.lua's
+// helpers. KEYS: per job, its queue's jobs, payloads,
 // results and completed keys; ARGV: the job ids. Returns one {fields, ttl}
 // per job: the job as the store's scripts answer it (job_reply; empty when
 // there is no record, or for a completed job whose retention has ended,
 // which the next trim deletes), ttl the ms left of a completed job's
 // retention (its completed-index score - now), -1 for a job in another state.
-constexpr char kReadScript[] = R"lua(
-begin_call()
+constexpr char kReadScript[] = R"lua(#!lua flags=no-writes
 local now = now_ms()
 local out = {}
 for i, id in ipairs(ARGV) do
@@ -86,25 +83,19 @@ JobView ViewOfJob(const v1::Job& job) {
   return v;
 }
 
-std::vector<std::string> ReadJobsCommand(const std::string& key_prefix,
-                                         const std::vector<JobRef>& jobs) {
-  std::string lib;
-  for (const store::LuaSource& source : store::LuaSources()) {
-    if (source.name == "_lib") lib = std::string(source.text);
-  }
-  std::vector<std::string> keys, ids;
+store::LuaSource ReadJobsFunction() { return {kReadJobsFunction, kReadScript}; }
+
+ReadJobsArguments ReadJobsArgumentsFor(const std::string& key_prefix,
+                                       const std::vector<JobRef>& jobs) {
+  ReadJobsArguments out;
   for (const JobRef& ref : jobs) {
     const store::Keys k(key_prefix, ref.first);
     for (std::string key : {k.Jobs(), k.Payloads(), k.Results(), k.Completed()}) {
-      keys.push_back(std::move(key));
+      out.keys.push_back(std::move(key));
     }
-    ids.push_back(ref.second);
+    out.ids.push_back(ref.second);
   }
-  std::vector<std::string> argv = {"EVAL", absl::StrCat(lib, "\n", kReadScript),
-                                   std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), ids.begin(), ids.end());
-  return argv;
+  return out;
 }
 
 std::optional<std::vector<JobView>> ParseReadJobsReply(const store::RedisReply& reply,

@@ -2,7 +2,7 @@
 // whether it came from a job record read back from Redis or
 // from a Job message (Claim deliveries, GetJob, ListJobs), so that the
 // request fuzzer's oracle (fuzz/job_model.h) compares both the same way.
-// Also the read-only script that fetches job records in one round trip.
+// Also the read-only function that fetches job records in one round trip.
 #ifndef JOBWIRE_FUZZ_JOB_VIEW_H_
 #define JOBWIRE_FUZZ_JOB_VIEW_H_
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/store/redis_reply.h"
+#include "broker/store/script_sources.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::fuzz {
@@ -43,13 +44,21 @@ JobView ViewOfJob(const v1::Job& job);
 // A job: its queue and id.
 using JobRef = std::pair<std::string, std::string>;
 
-// EVAL argv that reads the records of `jobs` under `key_prefix` with their
-// payloads, results and retention (one round trip, changes nothing).
-// REQUIRES: jobs is not empty.
-std::vector<std::string> ReadJobsCommand(const std::string& key_prefix,
-                                         const std::vector<JobRef>& jobs);
+// A read-only function (named kReadJobsFunction) for the fuzzer's
+// ScriptRunner (its extra_functions): it reads job records with their
+// payloads, results and retention in one round trip, and changes nothing.
+inline constexpr char kReadJobsFunction[] = "fuzz_read_jobs";
+store::LuaSource ReadJobsFunction();
 
-// The views in `reply` to ReadJobsCommand, one per job in order (exists is
+// That function's KEYS and ARGV for `jobs` under `key_prefix`.
+// REQUIRES: jobs is not empty.
+struct ReadJobsArguments {
+  std::vector<std::string> keys, ids;
+};
+ReadJobsArguments ReadJobsArgumentsFor(const std::string& key_prefix,
+                                       const std::vector<JobRef>& jobs);
+
+// The views in `reply` of that function, one per job in order (exists is
 // false for a job without a record, or completed past its retention);
 // nullopt when the reply has another shape.
 std::optional<std::vector<JobView>> ParseReadJobsReply(const store::RedisReply& reply,

@@ -146,7 +146,11 @@ void EndWindow(TimeWindow& w) {
 void ReadBack() {
   std::vector<JobRef> refs = stack->model->TakeTouched();
   if (refs.empty()) return stack->model->EndInput();
-  auto reply = Command(ReadJobsCommand(kPrefix, refs));
+  ReadJobsArguments read = ReadJobsArgumentsFor(kPrefix, refs);
+  auto reply = Sync<store::RedisReply>([&](auto cb) {
+    stack->scripts->Eval(stack->scripts->Get(kReadJobsFunction), std::move(read.keys),
+                         std::move(read.ids), std::move(cb));
+  });
   if (!reply.ok()) Die(absl::StrCat("reading jobs back failed: ", reply.status().ToString()));
   auto views = ParseReadJobsReply(*reply, refs.size());
   if (!views) Die("reading jobs back: unexpected reply");
@@ -188,7 +192,9 @@ void Start() {
   store::RedisAddress address{"127.0.0.1", stack->redis.port(), "", 0};
   stack->commands = std::make_unique<store::RedisClient>(&stack->loop, address, "commands");
   stack->subscriber = std::make_unique<store::RedisClient>(&stack->loop, address, "pubsub");
-  stack->scripts = std::make_unique<store::ScriptRunner>(stack->commands.get());
+  stack->scripts = std::make_unique<store::ScriptRunner>(
+      stack->commands.get(), /*check_declared_keys=*/false,
+      std::vector<store::LuaSource>{ReadJobsFunction()});
   store::StoreOptions options;  // 24 h retention and dedup window: nothing expires in a run
   options.key_prefix = kPrefix;
   stack->store = std::make_unique<store::JobStore>(stack->commands.get(), stack->scripts.get(),

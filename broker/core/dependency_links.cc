@@ -53,16 +53,17 @@ void DependencyLinks::Check(std::vector<v1::EnqueueRequest> jobs,
     }
   }
   if (named.empty()) return done(std::move(jobs));
-  std::vector<std::string> queues;
-  for (const auto& [queue, ids] : named) queues.push_back(queue);
+  // Shared by the peeks and the answer: slot i is the i-th queue of the map.
+  auto queues = std::make_shared<const decltype(named)>(std::move(named));
   auto fan_in = std::make_shared<FanIn<std::vector<std::string>>>(
-      named.size(), named.size(),
+      queues->size(), queues->size(),
       [queues, jobs = std::move(jobs), done = std::move(done)](
           absl::StatusOr<std::vector<std::vector<std::string>>> missing) mutable {
         if (!missing.ok()) return done(missing.status());
         std::set<std::pair<std::string, std::string>> gone;  // (store queue, id)
-        for (size_t i = 0; i < queues.size(); ++i) {
-          for (std::string& id : (*missing)[i]) gone.emplace(queues[i], std::move(id));
+        size_t slot = 0;
+        for (const auto& [queue, ids] : *queues) {
+          for (std::string& id : (*missing)[slot++]) gone.emplace(queue, std::move(id));
         }
         for (v1::EnqueueRequest& job : jobs) {
           for (std::string& entry : *job.mutable_depends_on()) {
@@ -75,7 +76,7 @@ void DependencyLinks::Check(std::vector<v1::EnqueueRequest> jobs,
         done(std::move(jobs));
       });
   size_t slot = 0;
-  for (const auto& [queue, ids] : named) {
+  for (const auto& [queue, ids] : *queues) {
     store_->Peek(queue, std::vector<std::string>(ids.begin(), ids.end()),
                  [fan_in, slot](absl::StatusOr<std::vector<std::string>> missing) {
                    fan_in->Add(slot, std::move(missing));

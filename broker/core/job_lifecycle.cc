@@ -139,13 +139,13 @@ void JobLifecycle::Store(const std::string& queue, std::vector<v1::EnqueueReques
       return EnqueueTo(queue, store::PartitionQueue(queue, partition), std::move(part.second),
                        std::move(done));
     }
-    auto gather = std::make_shared<FanIn<store::EnqueueOutcome>>(jobs.size(), parts.size(),
-                                                                     std::move(done));
+    auto fan_in =
+        std::make_shared<FanIn<store::EnqueueOutcome>>(jobs.size(), parts.size(), std::move(done));
     for (auto& [partition, part] : parts) {
       EnqueueTo(queue, store::PartitionQueue(queue, partition), std::move(part.second),
-                [gather, index = std::move(part.first)](
+                [fan_in, index = std::move(part.first)](
                     absl::StatusOr<std::vector<store::EnqueueOutcome>> result) {
-                  gather->Add(index, std::move(result));
+                  fan_in->Add(index, std::move(result));
                 });
     }
   });
@@ -178,11 +178,11 @@ void JobLifecycle::Ack(const std::string& queue, const std::vector<const v1::Ack
   if (parts.size() == 1) {
     return AckIn(queue, store::PartitionQueue(queue, parts.begin()->first), acks, std::move(done));
   }
-  auto gather = std::make_shared<FanIn<absl::Status>>(acks.size(), parts.size(), std::move(done));
+  auto fan_in = std::make_shared<FanIn<absl::Status>>(acks.size(), parts.size(), std::move(done));
   for (auto& [partition, part] : parts) {
     AckIn(queue, store::PartitionQueue(queue, partition), part.second,
-          [gather, index = std::move(part.first)](absl::StatusOr<std::vector<absl::Status>> result) {
-            gather->Add(index, std::move(result));
+          [fan_in, index = std::move(part.first)](absl::StatusOr<std::vector<absl::Status>> result) {
+            fan_in->Add(index, std::move(result));
           });
   }
 }

@@ -232,8 +232,9 @@ void RedisClient::OnClose(const std::string& error, bool during_tls_handshake) {
             {{"conn", name_}, {"redis", address_.ToString()}, {"error", error}});
 }
 
-void RedisClient::Command(std::vector<std::string> args, ReplyCallback callback) {
-  loop_->RunInLoop([this, args = std::move(args), callback = std::move(callback)]() mutable {
+void RedisClient::Command(Args shared, ReplyCallback callback) {
+  loop_->RunInLoop([this, shared = std::move(shared), callback = std::move(callback)]() mutable {
+    const std::vector<std::string>& args = *shared;
     if (!connected_) {
       callback(base::RedisUnavailableError(
           absl::StrCat("redis is not reachable at ", address_.host, ":", address_.port)));

@@ -71,7 +71,8 @@ class RedisClient : public RedisCommands, public RedisSubscriptions {
   void Start();
 
   // Sends one command (pipelined behind earlier ones on this connection).
-  void Command(std::vector<std::string> args, ReplyCallback callback) override;
+  using RedisCommands::Command;
+  void Command(Args args, ReplyCallback callback) override;
 
   // Subscribes this connection to shard channel `channel` (SSUBSCRIBE:
   // sharded pub/sub, Redis 7, which a cluster keeps on the channel's shard;

@@ -24,7 +24,7 @@ constexpr absl::string_view kLost = "redis connection lost";
 }  // namespace
 
 struct RedisClusterClient::Op {
-  std::vector<std::string> args;
+  RedisCommands::Args args;
   ReplyCallback callback;
   int slot = -1;
   int redirects = 0;
@@ -105,20 +105,17 @@ RedisClusterClient::Node& RedisClusterClient::NodeAt(const NodeAddress& address)
   return *node;
 }
 
-void RedisClusterClient::Command(std::vector<std::string> args, ReplyCallback callback) {
-  loop_->RunInLoop([this, args = std::move(args), callback = std::move(callback)]() mutable {
-    auto op = std::make_shared<Op>();
-    op->slot = CommandSlot(args);
-    op->args = std::move(args);
-    op->callback = std::move(callback);
-    Send(std::move(op));
-  });
+void RedisClusterClient::Command(Args args, ReplyCallback callback) {
+  const int slot = CommandSlot(*args);
+  SubmitTo(slot, std::move(args), std::move(callback));
 }
 
-void RedisClusterClient::CommandAt(const std::string& key, std::vector<std::string> args,
-                                   ReplyCallback callback) {
-  loop_->RunInLoop([this, slot = key.empty() ? -1 : KeySlot(key), args = std::move(args),
-                    callback = std::move(callback)]() mutable {
+void RedisClusterClient::CommandAt(const std::string& key, Args args, ReplyCallback callback) {
+  SubmitTo(key.empty() ? -1 : KeySlot(key), std::move(args), std::move(callback));
+}
+
+void RedisClusterClient::SubmitTo(int slot, Args args, ReplyCallback callback) {
+  loop_->RunInLoop([this, slot, args = std::move(args), callback = std::move(callback)]() mutable {
     auto op = std::make_shared<Op>();
     op->slot = slot;
     op->args = std::move(args);

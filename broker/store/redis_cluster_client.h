@@ -78,10 +78,11 @@ class RedisClusterClient : public RedisCommands {
   // Sends one command to the master of its key's slot, as described above.
   // Before the first slot map is known, fails at once with UNAVAILABLE.
   // Error replies arrive as RedisClient::Command documents.
-  void Command(std::vector<std::string> args, ReplyCallback callback) override;
+  using RedisCommands::Command;
+  using RedisCommands::CommandAt;
+  void Command(Args args, ReplyCallback callback) override;
   // To the master of `key`'s slot (any master for "").
-  void CommandAt(const std::string& key, std::vector<std::string> args,
-                 ReplyCallback callback) override;
+  void CommandAt(const std::string& key, Args args, ReplyCallback callback) override;
 
   // Run on the loop thread when the client starts serving (a slot map is
   // known and every master in it is connected) and when it stops (a master
@@ -102,6 +103,9 @@ class RedisClusterClient : public RedisCommands {
 
  private:
   struct Op;
+  // Command and CommandAt: sends `args` to the master of `slot` (any master
+  // for -1).
+  void SubmitTo(int slot, Args args, ReplyCallback callback);
   struct Node {
     std::string key;  // NodeAddress::ToString()
     NodeAddress address;

@@ -64,41 +64,31 @@ TEST_F(ScriptKeysTest, NoScriptBuildsAKeyName) {
 // (job_store_test_util.h); this shows that the check does fail a script on
 // a key missing from KEYS, and passes one whose keys are all declared.
 TEST_F(ScriptKeysTest, TheDeclaredKeysCheckFailsAnUndeclaredKey) {
-  std::string check;
-  for (const LuaSource& source : LuaSources()) {
-    if (source.name == "_check_keys") check = std::string(source.text);
-  }
-  ASSERT_FALSE(check.empty());
-  // A function library as ScriptRunner builds one: the check first, then
-  // functions that start with it.
-  auto function = [](const std::string& name, const std::string& body) {
-    return absl::StrCat("register{function_name='", name,
-                        "', callback=function(KEYS, ARGV)\nbegin_checked_call(KEYS)\n", body,
-                        "\nend}\n");
+  // Functions of a library built by a runner with the check, as the store
+  // tests' runner is built.
+  const std::vector<LuaSource> functions = {
+      {"declared", "return redis.call('HSET', KEYS[1], 'f', 'v')"},
+      {"undeclared", "return redis.call('HGET', KEYS[1] .. ':x', 'f')"},
+      {"unknown", "return redis.call('GETDEL', KEYS[1])"},
   };
-  const std::string library = absl::StrCat(
-      "#!lua name=check_keys_test\nlocal register = redis.register_function\n", check,
-      function("declared", "return redis.call('HSET', KEYS[1], 'f', 'v')"),
-      function("undeclared", "return redis.call('HGET', KEYS[1] .. ':x', 'f')"),
-      function("unknown", "return redis.call('GETDEL', KEYS[1])"));
-  auto loaded = redis_.CommandArgv({"FUNCTION", "LOAD", "REPLACE", library});
-  ASSERT_TRUE(loaded.ok() && !loaded->is_error()) << (loaded.ok() ? loaded->str : "");
-  auto declared = redis_.CommandArgv({"FCALL", "declared", "1", "jw:{q}:jobs"});
-  ASSERT_TRUE(declared.ok());
-  EXPECT_FALSE(declared->is_error()) << declared->str;
-  auto undeclared = redis_.CommandArgv({"FCALL", "undeclared", "1", "jw:{q}:jobs"});
-  ASSERT_TRUE(undeclared.ok());
-  EXPECT_TRUE(undeclared->is_error());
-  EXPECT_TRUE(absl::StrContains(undeclared->str, "undeclared key jw:{q}:jobs:x")) << undeclared->str;
-  auto unknown = redis_.CommandArgv({"FCALL", "unknown", "1", "jw:{q}:jobs"});
-  ASSERT_TRUE(unknown.ok());
-  EXPECT_TRUE(unknown->is_error());
-  EXPECT_TRUE(absl::StrContains(unknown->str, "no rule for command GETDEL")) << unknown->str;
+  ScriptRunner runner(client_.get(), /*check_declared_keys=*/true, functions);
+  auto call = [&](const std::string& function) {
+    return Sync<RedisReply>([&](auto cb) {
+      runner.Eval(runner.Get(function), {"jw:{q}:jobs"}, {}, cb);
+    });
+  };
+  JW_EXPECT_OK(call("declared").status());
+  absl::StatusOr<RedisReply> undeclared = call("undeclared");
+  EXPECT_EQ(undeclared.status().code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(absl::StrContains(undeclared.status().message(), "undeclared key jw:{q}:jobs:x"))
+      << undeclared.status();
+  absl::StatusOr<RedisReply> unknown = call("unknown");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(absl::StrContains(unknown.status().message(), "no rule for command GETDEL"))
+      << unknown.status();
   // A call after a failed one checks its own keys (the check's state is
   // the library's, kept between calls).
-  auto again = redis_.CommandArgv({"FCALL", "declared", "1", "jw:{q}:jobs"});
-  ASSERT_TRUE(again.ok());
-  EXPECT_FALSE(again->is_error()) << again->str;
+  JW_EXPECT_OK(call("declared").status());
 }
 
 // tests/job_record.h reads and damages records by field number: its field

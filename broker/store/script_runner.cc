@@ -70,7 +70,9 @@ bool IsMissingFunction(const absl::StatusOr<RedisReply>& reply) {
 
 }  // namespace
 
-ScriptRunner::ScriptRunner(RedisCommands* client, bool check_declared_keys) : client_(client) {
+ScriptRunner::ScriptRunner(RedisCommands* client, bool check_declared_keys,
+                           const std::vector<LuaSource>& extra_functions)
+    : client_(client) {
   std::string lib;
   if (check_declared_keys) {
     for (const LuaSource& source : LuaSources()) {
@@ -83,9 +85,13 @@ ScriptRunner::ScriptRunner(RedisCommands* client, bool check_declared_keys) : cl
     }
   }
   // One function per script, its body as the function's body.
-  std::string functions;
+  std::vector<LuaSource> sources;
   for (const LuaSource& source : LuaSources()) {
-    if (absl::StartsWith(source.name, "_")) continue;
+    if (!absl::StartsWith(source.name, "_")) sources.push_back(source);
+  }
+  sources.insert(sources.end(), extra_functions.begin(), extra_functions.end());
+  std::string functions;
+  for (const LuaSource& source : sources) {
     Script script;
     script.name = std::string(source.name);
     script.flags = std::string(Shebang(source.text));
@@ -112,13 +118,13 @@ const Script& ScriptRunner::Get(absl::string_view name) const {
 
 void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
                         std::vector<std::string> args, RedisCommands::ReplyCallback callback) const {
-  auto argv = std::make_shared<std::vector<std::string>>();
-  argv->reserve(3 + keys.size() + args.size());
-  argv->push_back("FCALL");
-  argv->push_back(script.function);
-  argv->push_back(absl::StrCat(keys.size()));
-  for (auto& k : keys) argv->push_back(std::move(k));
-  for (auto& a : args) argv->push_back(std::move(a));
+  std::vector<std::string> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.push_back("FCALL");
+  argv.push_back(script.function);
+  argv.push_back(absl::StrCat(keys.size()));
+  for (auto& k : keys) argv.push_back(std::move(k));
+  for (auto& a : args) argv.push_back(std::move(a));
 
   RedisCommands::ReplyCallback done = [&script, callback = std::move(callback)](
                                         absl::StatusOr<RedisReply> reply) mutable {
@@ -133,12 +139,12 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
     }
     callback(std::move(reply));
   };
-  Send(std::move(argv), std::move(done), /*loads=*/0);
+  Send(std::make_shared<const std::vector<std::string>>(std::move(argv)), std::move(done),
+       /*loads=*/0);
 }
 
-void ScriptRunner::Send(Argv argv, RedisCommands::ReplyCallback done, int loads) const {
-  std::vector<std::string> command = *argv;
-  client_->Command(std::move(command), [this, argv, loads, done = std::move(done)](
+void ScriptRunner::Send(RedisCommands::Args argv, RedisCommands::ReplyCallback done, int loads) const {
+  client_->Command(argv, [this, argv, loads, done = std::move(done)](
                                            absl::StatusOr<RedisReply> reply) mutable {
     if (!IsMissingFunction(reply)) return done(std::move(reply));
     if (loads >= 2) {

@@ -38,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "broker/store/redis_commands.h"
+#include "broker/store/script_sources.h"
 
 namespace jobwire::store {
 
@@ -55,14 +56,17 @@ class ScriptRunner {
   // the runner. With `check_declared_keys` (tests only), lua/_check_keys.lua
   // goes first and every function starts with its check: a command on a key
   // the script did not declare in KEYS fails the script with an error naming
-  // the key (docs/redis-layout.md).
-  explicit ScriptRunner(RedisCommands* client, bool check_declared_keys = false);
+  // the key (docs/redis-layout.md). `extra_functions` (tests and the
+  // fuzzer only) are built as more scripts, after the embedded ones.
+  explicit ScriptRunner(RedisCommands* client, bool check_declared_keys = false,
+                        const std::vector<LuaSource>& extra_functions = {});
 
   // The library's name and its text, as FUNCTION LOAD takes it.
   const std::string& library_name() const { return library_name_; }
   const std::string& library() const { return library_; }
 
-  // The script built from lua/<name>.lua. REQUIRES: such a file exists.
+  // The script built from lua/<name>.lua (or from the extra function
+  // `name`). REQUIRES: it exists.
   const Script& Get(absl::string_view name) const;
 
   // Runs `script` with `keys` and `args`; `callback` gets the script's reply,
@@ -74,12 +78,10 @@ class ScriptRunner {
             RedisCommands::ReplyCallback callback) const;
 
  private:
-  using Argv = std::shared_ptr<std::vector<std::string>>;
-
   // Sends `argv` (FCALL) and answers `done`; when the node lacks the
   // library, loads it as the class comment says and calls again (`loads`:
   // the loads this call has waited for or made so far).
-  void Send(Argv argv, RedisCommands::ReplyCallback done, int loads) const;
+  void Send(RedisCommands::Args argv, RedisCommands::ReplyCallback done, int loads) const;
   // Loads the library on the node of `key` (any node for ""), or waits for
   // the load in flight; then runs `then` with the load's error, or OK (also
   // after waiting, whatever that load met).
