@@ -272,6 +272,42 @@ def switches_section(args, kinds):
     return lines + [""]
 
 
+def run_wait_section(args, kinds):
+    """Waiting for a CPU: per job, the time each process of a run spent
+    runnable but not running (schedstat), medians over the rounds, for the
+    systems of the latency runs at full load, the latency rate and idle
+    pickup."""
+    roles = ["producer", "worker", "broker", "redis"]
+    loads = [("full load", "bulk"), (f"{args.latency_rate:g} jobs/s", "latency"),
+             (f"{args.pickup_rate:g} jobs/s", "pickup")]
+    rows = []
+    for name in args.latency_systems:
+        for label, kind in loads:
+            rs = [r for r in kinds[kind].get(name, []) if r and "run_wait_us_per_job" in r]
+            if not rs:
+                continue
+            cells = []
+            for role in roles:
+                values = [r["run_wait_us_per_job"][role] for r in rs
+                          if role in r["run_wait_us_per_job"]]
+                cells.append(fmt(values, 1) if values else "–")
+            total = [sum(r["run_wait_us_per_job"].values()) for r in rs]
+            rows.append(f"| {name} | {label} | " + " | ".join(cells) + f" | {fmt(total, 1)} |")
+    if not rows:
+        return []
+    return ["## Waiting for a CPU", "",
+            "Per job, the time each process's threads spent runnable but not running "
+            "(/proc/<pid>/task/*/schedstat: waiting for one of the machine's cores, including "
+            "the time an idle core takes to start a thread woken on it; children included; Redis: "
+            "redis-server), over the same window as the costs above; threads that ended within "
+            "the window are not counted. Every process of a run "
+            "shares the 2 cores, so a process that wakes often or burns CPU delays the "
+            "others: this is how much. Median (range) over the rounds.", "",
+            "| system | load | producer µs/job | worker µs/job | broker µs/job | "
+            "Redis µs/job | all µs/job |",
+            "|---|---|---|---|---|---|---|"] + rows + [""]
+
+
 def machine_line(kinds):
     loads = [r["load_average"] for k in kinds.values() for rs in k.values() for r in rs
              if r and "load_average" in r]
@@ -384,6 +420,7 @@ def main():
     lines += latency_section(args, f"idle pickup ({args.pickup_rate:g} jobs/s)",
                              kinds["pickup"], args.pickup_rate)
     lines += switches_section(args, kinds)
+    lines += run_wait_section(args, kinds)
     if args.scale:
         lines += scale_checks.report(args, scale, scale_errors)
     rows = targets(args, kinds, scale, (time.monotonic() - started) / 60)

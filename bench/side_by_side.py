@@ -146,6 +146,32 @@ def context_switches(pid):
     return by_name
 
 
+def tree_run_wait(pid):
+    """{thread id: ns} the threads of `pid` and its live descendants spent
+    runnable but waiting for a CPU (/proc/<pid>/task/*/schedstat, second
+    field): on this 2-core machine, what the other processes of a run cost
+    this one in delay."""
+    waits = {}
+    for p in tree_pids(pid):
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{p}/task/{tid}/schedstat") as f:
+                    waits[int(tid)] = int(f.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return waits
+
+
+def run_wait_seconds(before, after):
+    """The wait between two tree_run_wait readings: of the threads alive at
+    the second (a thread that ended in between is not counted)."""
+    return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
+
+
 def cpu_times():
     """(total jiffies, steal jiffies) of the machine (/proc/stat)."""
     with open("/proc/stat") as f:
@@ -214,6 +240,8 @@ class Snapshot:
     def __init__(self, stack, pids):
         self.wall = time.monotonic()
         self.cpu = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}
+        self.run_wait = {name: tree_run_wait(pid)
+                         for name, pid in dict(pids, redis=stack.redis.pid).items()}
         self.switches = context_switches(stack.broker.pid) if stack.broker else {}
         self.total_jiffies, self.steal_jiffies = cpu_times()
         self.info, self.calls = redis_info(stack.redis_port)
@@ -230,6 +258,9 @@ def measure(stack, pids, jobs, before, after):
         "redis_cpu_us_per_job": redis_cpu / jobs * 1e6,
         "cpu_us_per_job": {name: (after.cpu[name] - before.cpu[name]) / jobs * 1e6
                            for name in pids},
+        "run_wait_us_per_job": {
+            name: run_wait_seconds(before.run_wait[name], after.run_wait[name]) / jobs * 1e6
+            for name in after.run_wait},
         "steal_percent": 100.0 * (after.steal_jiffies - before.steal_jiffies) / jiffies,
         "redis_used_memory": int(after.info["used_memory"]),
     }

@@ -53,6 +53,8 @@ TEST_F(RedisRestartTest, EnqueueIsUnavailableWhileRedisIsDownThenRecovers) {
   const std::string queue = "restart.down";
   auto reader = OpenClaim(MakeClaim({queue}, 10));
   ASSERT_NO_FATAL_FAILURE(RoundTrip(*reader, queue));
+  const std::string held = MustEnqueue(*stub_, MakeJob("restart.down.held"));
+  ASSERT_FALSE(held.empty());
 
   redis_->Stop();
   for (int i = 0; i < 3; ++i) {
@@ -61,6 +63,18 @@ TEST_F(RedisRestartTest, EnqueueIsUnavailableWhileRedisIsDownThenRecovers) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
         << "attempt " << i << ": " << StatusText(status);
   }
+  // An AckBatch fails as a whole (its acks' outcomes unknown), even with
+  // an ack that validation refuses.
+  v1::AckBatchRequest acks;
+  v1::AckRequest* ack = acks.add_acks();
+  ack->set_queue("restart.down.held");
+  ack->set_job_id(held);
+  ack->set_lease_token("a-token");
+  acks.add_acks()->set_queue("restart.down.held");  // no job id
+  v1::AckBatchResponse acked;
+  grpc::Status acked_status = AckBatch(*stub_, acks, &acked);
+  EXPECT_EQ(acked_status.error_code(), grpc::StatusCode::UNAVAILABLE) << StatusText(acked_status);
+  EXPECT_EQ(acked.results_size(), 0);
   EXPECT_TRUE(broker_->Running()) << "the broker died with Redis";
 
   JW_ASSERT_OK(redis_->Start());

@@ -7,8 +7,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "broker/base/error_reason.h"
+#include "broker/core/fan_in.h"
 #include "broker/service/claim_reactor.h"
 #include "broker/service/grpc_status.h"
 #include "broker/service/counted_reactor.h"
@@ -223,38 +223,27 @@ grpc::ServerUnaryReactor* BrokerService::AckBatch(grpc::CallbackServerContext* c
     return reactor;
   }
   // The call fails as a whole when Redis cannot be reached for any queue.
-  struct Pending {
-    explicit Pending(int groups) : remaining(groups) {}
-    std::atomic<int> remaining;
-    absl::Mutex mu;
-    absl::Status error ABSL_GUARDED_BY(mu);
-  };
-  auto pending = std::make_shared<Pending>(static_cast<int>(by_queue.size()));
+  // The acks refused by validation keep their results (a code set).
+  auto fan_in = std::make_shared<core::FanIn<absl::Status>>(
+      static_cast<size_t>(req->acks_size()), by_queue.size(),
+      [reactor, resp](absl::StatusOr<std::vector<absl::Status>> out) {
+        if (!out.ok()) {
+          resp->clear_results();
+          return reactor->Finish(ToGrpcStatus(out.status()));
+        }
+        for (int i = 0; i < resp->results_size(); ++i) {
+          if (resp->results(i).code() == 0) SetResultError((*out)[i], resp->mutable_results(i));
+        }
+        reactor->Finish(grpc::Status::OK);
+      });
   for (auto& [queue, indexes] : by_queue) {
     std::vector<const v1::AckRequest*> acks;
     for (int i : indexes) acks.push_back(&req->acks(i));
-    lifecycle_->Ack(
-        std::string(queue), acks,
-        [reactor, resp, pending, indexes = std::move(indexes)](
-            absl::StatusOr<std::vector<absl::Status>> out) {
-          if (out.ok()) {
-            for (size_t k = 0; k < indexes.size(); ++k) {
-              v1::AckResult* result = resp->mutable_results(indexes[k]);
-              SetResultError((*out)[k], result);
-            }
-          } else {
-            absl::MutexLock lock(&pending->mu);
-            if (pending->error.ok()) pending->error = out.status();
-          }
-          if (--pending->remaining > 0) return;
-          absl::Status error;
-          {
-            absl::MutexLock lock(&pending->mu);
-            error = pending->error;
-          }
-          if (!error.ok()) resp->clear_results();
-          reactor->Finish(ToGrpcStatus(error));
-        });
+    lifecycle_->Ack(std::string(queue), acks,
+                    [fan_in, slots = std::vector<size_t>(indexes.begin(), indexes.end())](
+                        absl::StatusOr<std::vector<absl::Status>> out) {
+                      fan_in->Add(slots, std::move(out));
+                    });
   }
   return reactor;
 }
