@@ -1,11 +1,14 @@
 /**
  * AckCoalescer: turns the Acks of a Worker's concurrent jobs into AckBatch
- * calls (the Node form of client/cpp/ack_coalescer.h). An ack that finds no
- * AckBatch in flight is sent at once, with whatever else is queued; acks
- * queued while a call is in flight go together in the next call, sent as soon
- * as that one answers. An ack alone is sent at once, so coalescing adds no
- * delay; under load the calls per job drop to about
- * 1 / (acks finishing during one round trip).
+ * calls (the Node form of client/cpp/ack_coalescer.h). The acks queued in
+ * one turn of the event loop (the jobs of one Claim message whose handlers
+ * finish together) go in one call, sent before the next turn (a microtask,
+ * no timer), when no AckBatch is in flight; acks queued while a call is in
+ * flight go together in the next call, sent as soon as that one answers.
+ * So coalescing adds no delay, and under load the calls per job drop to
+ * about 1 / (acks finishing during one round trip). (Sending a turn's first
+ * ack alone, as this did before 2026-12-07, cost one more call per Claim
+ * message: bench/performance_notes.md, "Acks of one turn".)
  */
 import type * as grpc from '@grpc/grpc-js';
 import { JobwireError, Status } from './errors';
@@ -60,6 +63,7 @@ interface Entry {
 export class AckCoalescer {
   private readonly queued: Entry[] = [];
   private sending = false;
+  private scheduled = false;
 
   constructor(private readonly send: AckBatchSender) {}
 
@@ -74,7 +78,12 @@ export class AckCoalescer {
   ack(request: AckRequest): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queued.push({ request, resolve, reject });
-      if (!this.sending) this.flush();
+      if (this.sending || this.scheduled) return;
+      this.scheduled = true;
+      queueMicrotask(() => {
+        this.scheduled = false;
+        if (!this.sending) this.flush();
+      });
     });
   }
 

@@ -202,25 +202,31 @@ function fakeSender() {
 const ack = (i, extra = {}) => ({ queue: 'q', jobId: `j${i}`, leaseToken: `t${i}`, ...extra });
 const settled = (p) => p.then(() => 'ok', (e) => e);
 
-test('AckCoalescer: a lone ack goes at once; acks queued meanwhile go together in the next call', async () => {
+/** Lets the microtasks queued so far run (the coalescer sends from one). */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+test('AckCoalescer: the acks of one turn go together; acks queued meanwhile go in the next call', async () => {
   const { calls, send } = fakeSender();
   const c = new AckCoalescer(send);
-  const p0 = settled(c.ack(ack(0)));
-  assert.equal(calls.length, 1, 'sent at once, without waiting for company');
-  assert.deepEqual(calls[0].acks.map((a) => a.jobId), ['j0']);
-  const rest = [1, 2, 3].map((i) => settled(c.ack(ack(i))));
+  const first = [0, 1].map((i) => settled(c.ack(ack(i))));
+  assert.equal(calls.length, 0, 'sent from a microtask, after this turn\'s acks');
+  await Promise.resolve();
+  assert.equal(calls.length, 1, 'sent before the next turn, without a timer');
+  assert.deepEqual(calls[0].acks.map((a) => a.jobId), ['j0', 'j1']);
+  const rest = [2, 3, 4].map((i) => settled(c.ack(ack(i))));
+  await turn();
   assert.equal(calls.length, 1, 'one call in flight at a time');
-  calls[0].resolve([{ code: 0, message: '' }]);
-  assert.equal(await p0, 'ok');
+  calls[0].resolve([{ code: 0, message: '' }, { code: 0, message: '' }]);
+  assert.deepEqual(await Promise.all(first), ['ok', 'ok']);
   await waitFor(() => calls.length === 2, { what: 'second call' });
-  assert.deepEqual(calls[1].acks.map((a) => a.jobId), ['j1', 'j2', 'j3']);
+  assert.deepEqual(calls[1].acks.map((a) => a.jobId), ['j2', 'j3', 'j4']);
   calls[1].resolve([{ code: 0, message: '' }, { code: Status.FAILED_PRECONDITION, message: 'stale' }, { code: 0, message: '' }]);
-  const [r1, r2, r3] = await Promise.all(rest);
-  assert.equal(r1, 'ok');
-  assert.equal(r3, 'ok');
-  assert.ok(r2 instanceof JobwireError);
-  assert.equal(r2.code, Status.FAILED_PRECONDITION);
-  assert.equal(r2.details, 'stale');
+  const [r2, r3, r4] = await Promise.all(rest);
+  assert.equal(r2, 'ok');
+  assert.equal(r4, 'ok');
+  assert.ok(r3 instanceof JobwireError);
+  assert.equal(r3.code, Status.FAILED_PRECONDITION);
+  assert.equal(r3.details, 'stale');
   await sleep(10);
   assert.equal(calls.length, 2, 'nothing left to send');
 });
@@ -229,8 +235,10 @@ test('AckCoalescer: a failed call rejects each of its acks with the call error; 
   const { calls, send } = fakeSender();
   const c = new AckCoalescer(send);
   const p0 = settled(c.ack(ack(0)));
+  await turn();
   const p1 = settled(c.ack(ack(1)));
   const p2 = settled(c.ack(ack(2)));
+  assert.deepEqual(calls.map((call) => call.acks.length), [1]);
   calls[0].reject(new JobwireError(Status.UNAVAILABLE, 'redis down'));
   const e0 = await p0;
   assert.equal(e0.code, Status.UNAVAILABLE);
@@ -250,6 +258,7 @@ test('AckCoalescer: at most 1000 acks per call, the rest in the next one', async
   const { calls, send } = fakeSender();
   const c = new AckCoalescer(send);
   const first = settled(c.ack(ack(-1)));
+  await turn();
   const many = Array.from({ length: 1500 }, (_, i) => settled(c.ack(ack(i))));
   const ok = (n) => Array.from({ length: n }, () => ({ code: 0, message: '' }));
   calls[0].resolve(ok(1));
