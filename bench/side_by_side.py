@@ -123,17 +123,21 @@ def tree_cpu_seconds(pid):
     return total / CLK_TCK
 
 
+def task_ids(pid):
+    """The thread ids of `pid` (/proc/<pid>/task); none once it has ended."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
 def context_switches(pid):
     """Voluntary + involuntary context switches of the threads of `pid`, by
     thread name (/proc/<pid>/task/*/comm: the broker names its event loop
     jw-loop; gRPC's threads carry gRPC's names, cut to 15 characters). A
     thread that ended before the read is not counted."""
     by_name = {}
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return by_name
-    for tid in tasks:
+    for tid in task_ids(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
@@ -153,11 +157,7 @@ def tree_run_wait(pid):
     this one in delay."""
     waits = {}
     for p in tree_pids(pid):
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for tid in tasks:
+        for tid in task_ids(p):
             try:
                 with open(f"/proc/{p}/task/{tid}/schedstat") as f:
                     waits[int(tid)] = int(f.read().split()[1])

@@ -143,7 +143,8 @@ void ScriptRunner::Eval(const Script& script, std::vector<std::string> keys,
        /*loads=*/0);
 }
 
-void ScriptRunner::Send(RedisCommands::Args argv, RedisCommands::ReplyCallback done, int loads) const {
+void ScriptRunner::Send(RedisCommands::Args argv, RedisCommands::ReplyCallback done,
+                        int loads) const {
   client_->Command(argv, [this, argv, loads, done = std::move(done)](
                                            absl::StatusOr<RedisReply> reply) mutable {
     if (!IsMissingFunction(reply)) return done(std::move(reply));
