@@ -8,12 +8,14 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "broker/base/error_reason.h"
+#include "broker/base/status_macros.h"
 #include "broker/core/fan_in.h"
 #include "broker/service/claim_reactor.h"
 #include "broker/service/grpc_status.h"
 #include "broker/service/counted_reactor.h"
 #include "broker/service/subscribe_reactor.h"
 #include "broker/service/wait_reactor.h"
+#include "broker/service/work_reactor.h"
 
 namespace jobwire::service {
 
@@ -160,34 +162,43 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
   return reactor;
 }
 
+absl::StatusOr<core::ClaimSpec> BrokerService::ClaimSpecFor(const grpc::ServerContextBase& ctx,
+                                                            const v1::ClaimRequest& req) const {
+  JW_RETURN_IF_ERROR(ValidateClaim(req));
+  std::vector<absl::string_view> queues(req.queues().begin(), req.queues().end());
+  JW_RETURN_IF_ERROR(authorizer_->Authorize(ctx, Permission::kClaim, queues));
+  core::ClaimSpec spec;
+  spec.queues.assign(req.queues().begin(), req.queues().end());
+  spec.max_in_flight = req.max_in_flight() == 0 ? 1 : req.max_in_flight();
+  spec.lease_ms = req.lease_ms() == 0 ? lifecycle_->defaults().lease_ms : req.lease_ms();
+  spec.worker_id = req.worker_id();
+  spec.types.assign(req.types().begin(), req.types().end());
+  spec.weights.assign(req.weights().begin(), req.weights().end());
+  spec.peer = ctx.peer();
+  if (max_stream_age_ != absl::InfiniteDuration()) {
+    thread_local absl::BitGen bitgen;
+    spec.max_age = max_stream_age_ * absl::Uniform(bitgen, 0.9, 1.1);
+  }
+  return spec;
+}
+
 grpc::ServerWriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::CallbackServerContext* ctx,
                                                                const v1::ClaimRequest* req) {
-  absl::Status valid = ValidateClaim(*req);
-  if (valid.ok()) {
-    std::vector<absl::string_view> queues(req->queues().begin(), req->queues().end());
-    valid = authorizer_->Authorize(*ctx, Permission::kClaim, queues);
-  }
-  if (!valid.ok()) {
+  absl::StatusOr<core::ClaimSpec> spec = ClaimSpecFor(*ctx, *req);
+  if (!spec.ok()) {
     class Refused : public grpc::ServerWriteReactor<v1::ClaimResponse> {
      public:
       explicit Refused(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
       void OnDone() override { delete this; }
     };
-    return new Refused(valid);
+    return new Refused(spec.status());
   }
-  core::ClaimSpec spec;
-  spec.queues.assign(req->queues().begin(), req->queues().end());
-  spec.max_in_flight = req->max_in_flight() == 0 ? 1 : req->max_in_flight();
-  spec.lease_ms = req->lease_ms() == 0 ? lifecycle_->defaults().lease_ms : req->lease_ms();
-  spec.worker_id = req->worker_id();
-  spec.types.assign(req->types().begin(), req->types().end());
-  spec.weights.assign(req->weights().begin(), req->weights().end());
-  spec.peer = ctx->peer();
-  if (max_stream_age_ != absl::InfiniteDuration()) {
-    thread_local absl::BitGen bitgen;
-    spec.max_age = max_stream_age_ * absl::Uniform(bitgen, 0.9, 1.1);
-  }
-  return new ClaimReactor(dispatcher_, metrics_, std::move(spec));
+  return new ClaimReactor(dispatcher_, metrics_, *std::move(spec));
+}
+
+grpc::ServerBidiReactor<v1::WorkRequest, v1::ClaimResponse>* BrokerService::Work(
+    grpc::CallbackServerContext* ctx) {
+  return new WorkReactor(this, ctx, dispatcher_, metrics_);
 }
 
 grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,
@@ -208,44 +219,54 @@ grpc::ServerUnaryReactor* BrokerService::AckBatch(grpc::CallbackServerContext* c
                                                   const v1::AckBatchRequest* req,
                                                   v1::AckBatchResponse* resp) {
   auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateAckBatch(*req))) return reactor;
+  SettleAcks(*ctx, *req, resp,
+             [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
+  return reactor;
+}
+
+void BrokerService::SettleAcks(const grpc::ServerContextBase& ctx, const v1::AckBatchRequest& req,
+                               v1::AckBatchResponse* resp,
+                               std::function<void(const absl::Status&)> done) {
+  if (absl::Status valid = ValidateAckBatch(req); !valid.ok()) return done(valid);
   std::vector<absl::string_view> queues;
-  for (const v1::AckRequest& ack : req->acks()) queues.push_back(ack.queue());
-  if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, queues))) {
-    return reactor;
+  for (const v1::AckRequest& ack : req.acks()) queues.push_back(ack.queue());
+  if (absl::Status allowed = authorizer_->Authorize(ctx, Permission::kClaim, queues);
+      !allowed.ok()) {
+    return done(allowed);
   }
-  auto by_queue = ValidByQueue(req->acks(), "acks", resp->mutable_results(),
-                               [this, req](int i, absl::string_view prefix) {
-                                 return ValidateAck(req->acks(i), limits_, prefix);
+  auto by_queue = ValidByQueue(req.acks(), "acks", resp->mutable_results(),
+                               [this, &req](int i, absl::string_view prefix) {
+                                 return ValidateAck(req.acks(i), limits_, prefix);
                                });
-  if (by_queue.empty()) {
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
+  if (by_queue.empty()) return done(absl::OkStatus());
+  // Counted until `done` ran, so that a drain waits for acks settled on
+  // Work streams as it waits for unary calls.
+  ++calls_in_flight_;
   // The call fails as a whole when Redis cannot be reached for any queue.
   // The acks refused by validation keep their results (a code set).
   auto fan_in = std::make_shared<core::FanIn<absl::Status>>(
-      static_cast<size_t>(req->acks_size()), by_queue.size(),
-      [reactor, resp](absl::StatusOr<std::vector<absl::Status>> out) {
+      static_cast<size_t>(req.acks_size()), by_queue.size(),
+      [this, resp, done = std::move(done)](absl::StatusOr<std::vector<absl::Status>> out) {
         if (!out.ok()) {
           resp->clear_results();
-          return reactor->Finish(ToGrpcStatus(out.status()));
+          done(out.status());
+        } else {
+          for (int i = 0; i < resp->results_size(); ++i) {
+            if (resp->results(i).code() == 0) SetResultError((*out)[i], resp->mutable_results(i));
+          }
+          done(absl::OkStatus());
         }
-        for (int i = 0; i < resp->results_size(); ++i) {
-          if (resp->results(i).code() == 0) SetResultError((*out)[i], resp->mutable_results(i));
-        }
-        reactor->Finish(grpc::Status::OK);
+        --calls_in_flight_;
       });
   for (auto& [queue, indexes] : by_queue) {
     std::vector<const v1::AckRequest*> acks;
-    for (int i : indexes) acks.push_back(&req->acks(i));
+    for (int i : indexes) acks.push_back(&req.acks(i));
     lifecycle_->Ack(std::string(queue), acks,
                     [fan_in, slots = std::vector<size_t>(indexes.begin(), indexes.end())](
                         absl::StatusOr<std::vector<absl::Status>> out) {
                       fan_in->Add(slots, std::move(out));
                     });
   }
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,

@@ -8,9 +8,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "broker/core/dispatcher.h"
 #include "broker/core/job_lifecycle.h"
@@ -33,7 +36,7 @@ struct ServiceOptions {
 };
 
 // Thread safety: gRPC calls the handlers concurrently; the only state of
-// its own is an atomic count of unary calls in flight.
+// its own is an atomic count of calls in flight.
 class BrokerService final : public v1::BrokerService::CallbackService {
  public:
   // `lifecycle`, `dispatcher`, `watcher`, `feed`, `metrics` and `authorizer`
@@ -49,6 +52,8 @@ class BrokerService final : public v1::BrokerService::CallbackService {
                                          v1::EnqueueBatchResponse* resp) override;
   grpc::ServerWriteReactor<v1::ClaimResponse>* Claim(grpc::CallbackServerContext* ctx,
                                                   const v1::ClaimRequest* req) override;
+  grpc::ServerBidiReactor<v1::WorkRequest, v1::ClaimResponse>* Work(
+      grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* Ack(grpc::CallbackServerContext* ctx, const v1::AckRequest* req,
                                 v1::AckResponse* resp) override;
   grpc::ServerUnaryReactor* AckBatch(grpc::CallbackServerContext* ctx,
@@ -71,8 +76,23 @@ class BrokerService final : public v1::BrokerService::CallbackService {
   grpc::ServerWriteReactor<v1::SubscribeResponse>* Subscribe(
       grpc::CallbackServerContext* ctx, const v1::SubscribeRequest* req) override;
 
-  // Unary calls that have started and are not done yet. Thread-safe.
+  // Unary calls, and acks messages of Work streams, that have started and
+  // are not done yet. Thread-safe.
   int64_t calls_in_flight() const { return calls_in_flight_.load(); }
+
+  // The two steps Claim and AckBatch share with Work streams (WorkReactor).
+  // Thread-safe.
+  //
+  // A Claim's spec: validated (INVALID_ARGUMENT) and authorized against
+  // `ctx`'s token (UNAUTHENTICATED / PERMISSION_DENIED).
+  absl::StatusOr<core::ClaimSpec> ClaimSpecFor(const grpc::ServerContextBase& ctx,
+                                               const v1::ClaimRequest& req) const;
+  // Settles `req` as AckBatch does, fills `resp->results`, then calls `done`
+  // with the status of the batch as a whole (its results are empty unless
+  // OK), on any thread, once. `req` and `resp` must stay valid until then;
+  // `ctx` is read before this returns.
+  void SettleAcks(const grpc::ServerContextBase& ctx, const v1::AckBatchRequest& req,
+                  v1::AckBatchResponse* resp, std::function<void(const absl::Status&)> done);
 
  private:
   grpc::ServerUnaryReactor* NewUnaryReactor();

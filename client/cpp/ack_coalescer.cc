@@ -33,7 +33,7 @@ void AckCoalescer::Ack(v1::AckRequest request, Done done) {
     }
     v1::AckBatchRequest call;
     for (Entry& entry : batch) *call.add_acks() = std::move(entry.request);
-    absl::StatusOr<std::vector<absl::Status>> results = client_->AckBatch(call);
+    absl::StatusOr<std::vector<absl::Status>> results = send_(call);
     for (size_t i = 0; i < batch.size(); ++i) {
       batch[i].done(results.ok() ? (*results)[i] : results.status(),
                     std::move(*call.mutable_acks(static_cast<int>(i))));

@@ -1,5 +1,6 @@
 // AckCoalescer: turns the Acks of a Worker's concurrent handler threads into
-// AckBatch calls. An ack that finds no AckBatch in flight is sent at once by
+// batches, each sent by a Send function (the Worker's: on its Work stream
+// when one is open, else an AckBatch call). An ack that finds no AckBatch in flight is sent at once by
 // the thread that queued it, together with every ack queued meanwhile (up to
 // 1000 acks and 8 MiB of results); that thread keeps sending, one call at a
 // time, until a call returns with nothing left queued. Every other thread
@@ -11,11 +12,13 @@
 
 #include <deque>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "client/cpp/client.h"
+#include "absl/status/statusor.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::client {
@@ -34,8 +37,12 @@ class AckCoalescer {
   // request back, for a retry.
   using Done = std::function<void(absl::Status status, v1::AckRequest request)>;
 
-  // `client` must outlive the coalescer.
-  explicit AckCoalescer(Client* client) : client_(client) {}
+  // Sends one batch and returns one status per ack, or the error of the
+  // batch as a whole (Client::AckBatch's contract).
+  using Send =
+      std::function<absl::StatusOr<std::vector<absl::Status>>(const v1::AckBatchRequest& batch)>;
+
+  explicit AckCoalescer(Send send) : send_(std::move(send)) {}
 
   // Queues one ack. `done` is called exactly once, on the thread that sends
   // the call carrying it: this one (before Ack returns) when no call was in
@@ -54,7 +61,7 @@ class AckCoalescer {
     Done done;
   };
 
-  Client* const client_;
+  const Send send_;
   absl::Mutex mu_;
   std::deque<Entry> queued_ ABSL_GUARDED_BY(mu_);
   bool sending_ ABSL_GUARDED_BY(mu_) = false;

@@ -351,18 +351,28 @@ absl::StatusOr<std::vector<absl::Status>> Client::AckBatch(const v1::AckBatchReq
   SetDeadline(&context);
   grpc::Status status = stub_->AckBatch(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
-  if (response.results_size() != request.acks_size()) {
+  return AckResults(response, request.acks_size());
+}
+
+template <typename Answer>
+absl::StatusOr<std::vector<absl::Status>> Client::AckResults(const Answer& answer, int acks) {
+  if (answer.results_size() != acks) {
     return absl::InternalError("AckBatch answered a different number of results");
   }
   std::vector<absl::Status> results;
-  results.reserve(response.results_size());
-  for (const v1::AckResult& result : response.results()) {
+  results.reserve(answer.results_size());
+  for (const v1::AckResult& result : answer.results()) {
     absl::Status outcome(static_cast<absl::StatusCode>(result.code()), result.message());
     AttachReason(result.reason(), &outcome);
     results.push_back(std::move(outcome));
   }
   return results;
 }
+
+template absl::StatusOr<std::vector<absl::Status>> Client::AckResults(
+    const v1::AckBatchResponse& answer, int acks);
+template absl::StatusOr<std::vector<absl::Status>> Client::AckResults(
+    const v1::WorkAcksAnswer& answer, int acks);
 
 absl::StatusOr<v1::FailResponse> Client::Fail(const v1::FailRequest& request) {
   v1::FailResponse response;
@@ -396,6 +406,13 @@ std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> Client::Claim(
   if (!authorization_.empty()) context->AddMetadata("authorization", authorization_);
   if (!config_error_.ok()) context->TryCancel();
   return stub_->Claim(context, request);
+}
+
+std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::ClaimResponse>> Client::Work(
+    grpc::ClientContext* context) {
+  if (!authorization_.empty()) context->AddMetadata("authorization", authorization_);
+  if (!config_error_.ok()) context->TryCancel();
+  return stub_->Work(context);
 }
 
 }  // namespace jobwire::client

@@ -217,6 +217,14 @@ class Client {
   // Opens a Claim stream on `context` (which the caller may TryCancel).
   std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> Claim(
       grpc::ClientContext* context, const v1::ClaimRequest& request);
+  // Opens a Work stream on `context` (which the caller may TryCancel); the
+  // caller writes its claim first.
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::ClaimResponse>> Work(
+      grpc::ClientContext* context);
+  // The per-ack statuses of `answer` (an AckBatchResponse's or a
+  // WorkAcksAnswer's results), or its error; `acks` acks were sent.
+  template <typename Answer>
+  static absl::StatusOr<std::vector<absl::Status>> AckResults(const Answer& answer, int acks);
 
   const std::string& address() const { return address_; }
   absl::Duration timeout() const { return timeout_; }

@@ -30,8 +30,9 @@ Outcome AckOutcome(const absl::Status& status) {
 
 }  // namespace
 
-OutcomeSettler::OutcomeSettler(Client* client, LeaseRenewer* leases)
-    : client_(client), leases_(leases), acks_(client) {}
+OutcomeSettler::OutcomeSettler(Client* client, LeaseRenewer* leases,
+                               AckCoalescer::Send send_acks)
+    : client_(client), leases_(leases), acks_(std::move(send_acks)) {}
 
 bool OutcomeSettler::Resendable(const Delivery& delivery, const absl::Status& answer) {
   return Unanswered(answer) && !delivery.signal->Has(StopReason::kLeaseLost);

@@ -65,8 +65,9 @@ class OutcomeSettler {
   // thread that may sleep in a backoff.
   using AckDone = std::function<void(std::variant<Outcome, AckRetry>)>;
 
-  // `client` and `leases` must outlive the settler.
-  OutcomeSettler(Client* client, LeaseRenewer* leases);
+  // `client` and `leases` must outlive the settler; `send_acks` sends the
+  // AckCoalescer's batches.
+  OutcomeSettler(Client* client, LeaseRenewer* leases, AckCoalescer::Send send_acks);
 
   OutcomeSettler(const OutcomeSettler&) = delete;
   OutcomeSettler& operator=(const OutcomeSettler&) = delete;

@@ -96,7 +96,8 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
                               options_.tls_root_ca, options_.tls_client_cert,
                               options_.tls_client_key}),
         leases_(&client_, [this](const std::string& line) { Log(line); }),
-        settler_(&client_, &leases_),
+        settler_(&client_, &leases_,
+                 [this](const v1::AckBatchRequest& batch) { return SendAcks(batch); }),
         stream_(ClaimStream::Params{
             &client_, ClaimRequestOf(options_, worker_id_), [this] { return AwaitFreeSlots(); },
             [this](const v1::ClaimResponse& message) { Receive(message); },
@@ -126,6 +127,13 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
     // first try's AckBatch call answered UNAVAILABLE / DEADLINE_EXCEEDED.
     std::optional<OutcomeSettler::AckRetry> retry_ack;
   };
+
+  // For the AckCoalescer: sends `batch` on the Work stream, or as an
+  // AckBatch call when none is open or it ended before answering.
+  absl::StatusOr<std::vector<absl::Status>> SendAcks(const v1::AckBatchRequest& batch) {
+    if (auto answer = stream_.SendAcks(batch)) return *std::move(answer);
+    return client_.AckBatch(batch);
+  }
 
   // For the ClaimStream: waits until a handler slot is free; returns how
   // many are, or 0 once stopping.
