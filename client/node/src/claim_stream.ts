@@ -3,7 +3,10 @@
  * with max_in_flight = free handler slots, the job types with a handler
  * (claim_types.ts) and the queue weights (claim_weights.ts), reopened after
  * any end or error with backoff, and reopened at full size once a reduced
- * one has idled.
+ * one has idled. It is a Work stream, which also carries the worker's acks
+ * (sendAcks) and their answers; a broker that answers Work UNIMPLEMENTED
+ * (older than Work) is sent Claim streams from then on, and sendAcks
+ * declines (the acks then go as AckBatch calls).
  */
 import type * as grpc from '@grpc/grpc-js';
 import { claimTypes } from './claim_types';
@@ -12,6 +15,9 @@ import type { BrokerClient } from './proto';
 import type { Logger } from './worker_options';
 import type { ClaimResponse__Output } from './generated/jobwire/v1/ClaimResponse';
 import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
+import type { AckRequest } from './generated/jobwire/v1/AckRequest';
+import type { AckResult__Output } from './generated/jobwire/v1/AckResult';
+import type { WorkRequest } from './generated/jobwire/v1/WorkRequest';
 
 /** Reconnect backoff of the Claim stream: 100 ms doubling to 5 s, full jitter. */
 const RECONNECT_BASE_MS = 100;
@@ -29,12 +35,23 @@ export function reconnectDelayMs(attempt: number, random: () => number = Math.ra
   return Math.floor(random() * (cap + 1));
 }
 
-/** One opened Claim call. */
+/** An acks batch sent on a Work stream, waiting for its answer. */
+interface PendingAcks {
+  count: number;
+  /** The per-ack results; null when the stream ended before answering. */
+  resolve: (results: AckResult__Output[] | null) => void;
+  /** The batch was refused as a whole. */
+  reject: (err: JobwireError) => void;
+}
+
+/** One opened Claim or Work call. */
 export interface StreamState {
-  call: grpc.ClientReadableStream<ClaimResponse__Output>;
+  call: grpc.ClientReadableStream<ClaimResponse__Output> | grpc.ClientDuplexStream<WorkRequest, ClaimResponse__Output>;
   capacity: number;
   inFlight: number;
   openedAt: number;
+  /** Work streams: the acks batches sent on it, by id; null on a Claim stream. */
+  pendingAcks: Map<number, PendingAcks> | null;
 }
 
 /** What the stream needs from its Worker. */
@@ -76,6 +93,9 @@ export class ClaimStream {
   private reconnectAttempt = 0;
   private reconnectTimer?: NodeJS.Timeout;
   private regrowTimer?: NodeJS.Timeout;
+  /** The broker answered Work UNIMPLEMENTED: Claim streams from then on. */
+  private claimOnly = false;
+  private nextAcksId = 0;
 
   constructor(private readonly p: ClaimStreamParams) {}
 
@@ -92,13 +112,40 @@ export class ClaimStream {
       workerId: this.p.workerId,
       types: claimTypes(this.p.types()),
     };
-    const call = this.p.stub.Claim(req, this.p.metadata());
-    const s: StreamState = { call, capacity: free, inFlight: 0, openedAt: Date.now() };
+    let call: StreamState['call'];
+    if (this.claimOnly) {
+      call = this.p.stub.Claim(req, this.p.metadata());
+    } else {
+      const work = this.p.stub.Work(this.p.metadata());
+      work.write({ claim: req });
+      call = work;
+    }
+    const s: StreamState = {
+      call, capacity: free, inFlight: 0, openedAt: Date.now(), pendingAcks: this.claimOnly ? null : new Map(),
+    };
     this.stream = s;
     call.on('data', (msg: ClaimResponse__Output) => this.onMessage(s, msg));
     call.on('error', () => { /* handled in 'status' */ });
     call.on('status', (st: grpc.StatusObject) => this.onStreamEnd(s, st));
     this.armRegrow();
+  }
+
+  /**
+   * Sends `acks` on the open Work stream. Resolves with one result per ack,
+   * in order, or with null when the stream ended before answering (the acks
+   * may or may not be stored: send them again another way; a repeated ack
+   * answers OK); rejects with JobwireError when the broker refused the batch
+   * as a whole. Returns null, sending nothing, when no Work stream is open.
+   */
+  sendAcks(acks: AckRequest[]): Promise<AckResult__Output[] | null> | null {
+    const s = this.stream;
+    if (!s || !s.pendingAcks) return null;
+    const pending = s.pendingAcks;
+    const id = this.nextAcksId++;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { count: acks.length, resolve, reject });
+      (s.call as grpc.ClientDuplexStream<WorkRequest, ClaimResponse__Output>).write({ acks: { id, acks } });
+    });
   }
 
   /** A held job was settled: reopen a stream that ended, or arm the regrow. */
@@ -116,10 +163,26 @@ export class ClaimStream {
     this.reconnectTimer = undefined;
     const s = this.stream;
     this.stream = null;
-    if (s) s.call.cancel();
+    if (s) {
+      s.call.cancel();
+      endAcks(s);
+    }
   }
 
   private onMessage(s: StreamState, msg: ClaimResponse__Output): void {
+    for (const answer of msg.ackAnswers ?? []) {
+      const pending = s.pendingAcks?.get(answer.id);
+      if (!pending) continue;
+      s.pendingAcks!.delete(answer.id);
+      if (answer.code !== Status.OK) {
+        pending.reject(new JobwireError(answer.code, answer.message, { reason: answer.reason }));
+      } else if (answer.results.length !== pending.count) {
+        pending.reject(new JobwireError(Status.INTERNAL,
+          `Work answered ${answer.results.length} results for ${pending.count} acks`));
+      } else {
+        pending.resolve(answer.results);
+      }
+    }
     if ((msg.jobs ?? []).some((cj) => cj.job)) {
       // A delivering stream resets the reconnect backoff and is not idle.
       this.reconnectAttempt = 0;
@@ -129,10 +192,16 @@ export class ClaimStream {
   }
 
   private onStreamEnd(s: StreamState, st: grpc.StatusObject): void {
+    endAcks(s);
     if (this.stream !== s) return; // replaced or cancelled on purpose
     this.stream = null;
     clearTimeout(this.regrowTimer);
     if (this.closed) return;
+    if (st.code === Status.UNIMPLEMENTED && !this.claimOnly) {
+      this.claimOnly = true; // a broker older than Work: Claim at once
+      this.open();
+      return;
+    }
     if (st.code === Status.INVALID_ARGUMENT) {
       const err = JobwireError.fromStatus(st);
       this.p.log?.error(`Claim refused: ${err.message}`);
@@ -163,7 +232,15 @@ export class ClaimStream {
       if (this.stream !== s || !this.p.host.idle() || this.closed) return;
       this.stream = null;
       s.call.cancel();
+      endAcks(s);
       this.open();
     }, REGROW_IDLE_MS);
   }
+}
+
+/** The stream ended: its acks batches still waiting resolve with null. */
+function endAcks(s: StreamState): void {
+  if (!s.pendingAcks) return;
+  for (const pending of s.pendingAcks.values()) pending.resolve(null);
+  s.pendingAcks.clear();
 }

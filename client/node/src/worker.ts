@@ -39,8 +39,9 @@ interface RunParts {
 
 /**
  * Consumes queues over one Claim stream and runs registered handlers,
- * at most `concurrency` at once. Acks go through an AckCoalescer (AckBatch
- * calls, one in flight at a time); Fails are unary calls. Emits 'outcome'
+ * at most `concurrency` at once. Acks go through an AckCoalescer (batches
+ * on the Work stream, else AckBatch calls; one in flight at a time); Fails
+ * are unary calls. Emits 'outcome'
  * (Outcome).
  */
 export class Worker extends EventEmitter {
@@ -154,7 +155,12 @@ export class Worker extends EventEmitter {
     checkHandlerCount(this.handlers.size);
     this.running = true;
     const stub = makeStub(this.address, this.credentials, this.channelOptions);
-    const acks = new AckCoalescer((batch) => sendAckBatch(stub, batch, this.timeoutMs, this.metadata()));
+    // On the Work stream when one is open, else (or when it ended before
+    // answering) as an AckBatch call.
+    const acks = new AckCoalescer(async (batch) => {
+      const onStream = await this.parts?.claims.sendAcks(batch);
+      return onStream ?? sendAckBatch(stub, batch, this.timeoutMs, this.metadata());
+    });
     const renewer = new LeaseRenewer({
       stub, metadata: this.metadata, timeoutMs: this.timeoutMs, requestLeaseMs: this.leaseMs ?? 0, log: this.log,
     });

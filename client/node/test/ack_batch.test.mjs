@@ -141,7 +141,7 @@ test('ackBatch: an empty or oversized batch rejects with INVALID_ARGUMENT', asyn
     (e) => e instanceof JobwireError && e.code === Status.INVALID_ARGUMENT);
 });
 
-test('Worker: 300 quick jobs at concurrency 16 are acked through few AckBatch calls, no unary Ack', async (t) => {
+test('Worker: 300 quick jobs at concurrency 16 are acked on the Work stream: no AckBatch or Ack call', async (t) => {
   const q = uniqueQueue('coalesce');
   const N = 300;
   const jobs = Array.from({ length: N }, (_, n) => ({ type: 'quick', payload: { n } }));
@@ -186,8 +186,9 @@ test('Worker: 300 quick jobs at concurrency 16 are acked through few AckBatch ca
   const ackCalls = (await rpcCount('Ack')) - ackBefore;
   t.diagnostic(`${ackBatchCalls} AckBatch calls, ${ackCalls} Ack calls for ${N} jobs`);
   assert.equal(ackCalls, 0, 'no unary Ack call');
-  assert.ok(ackBatchCalls > 0, 'AckBatch was called');
-  assert.ok(ackBatchCalls < N, `${ackBatchCalls} AckBatch calls for ${N} jobs: the acks were not coalesced`);
+  // The acks went on the Work stream (the fake-sender tests below check
+  // that they are coalesced).
+  assert.equal(ackBatchCalls, 0, 'no AckBatch call while the Work stream was open');
 });
 
 // ---- AckCoalescer alone, with a fake sender ---------------------------------
