@@ -96,8 +96,8 @@
 //   CLAIM_STREAM_MAX_AGE    UNAVAILABLE (Claim): the stream reached the
 //                           broker's --max_stream_age_ms; reconnect at once.
 //   JOB_RECORD_CORRUPT      DATA_LOSS: the job's stored record is damaged.
-// Batch results (EnqueueResult, AckResult) carry the same reason in their
-// reason field.
+// Batch results (EnqueueResult, AckResult, WorkAcksAnswer) carry the same
+// reason in their reason field.
 //
 // Times are milliseconds since the Unix epoch, measured on the Redis server's
 // clock, so broker replicas with skewed clocks agree.
@@ -338,7 +338,7 @@ func (x StopRun_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StopRun_Reason.Descriptor instead.
 func (StopRun_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9, 0}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type FailResponse_Outcome int32
@@ -389,7 +389,7 @@ func (x FailResponse_Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailResponse_Outcome.Descriptor instead.
 func (FailResponse_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17, 0}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20, 0}
 }
 
 type Job struct {
@@ -1357,7 +1357,10 @@ type ClaimResponse struct {
 	// Runs delivered on this stream that should stop now (their handlers
 	// told to give up). Best effort: a run whose stream has ended learns it
 	// from its next ExtendLease instead.
-	Stops         []*StopRun `protobuf:"bytes,2,rep,name=stops,proto3" json:"stops,omitempty"`
+	Stops []*StopRun `protobuf:"bytes,2,rep,name=stops,proto3" json:"stops,omitempty"`
+	// Work streams only: the answers to acks messages settled since the
+	// previous message, each answered once.
+	AckAnswers    []*WorkAcksAnswer `protobuf:"bytes,3,rep,name=ack_answers,json=ackAnswers,proto3" json:"ack_answers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1406,6 +1409,235 @@ func (x *ClaimResponse) GetStops() []*StopRun {
 	return nil
 }
 
+func (x *ClaimResponse) GetAckAnswers() []*WorkAcksAnswer {
+	if x != nil {
+		return x.AckAnswers
+	}
+	return nil
+}
+
+// One message from the worker on a Work stream.
+type WorkRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*WorkRequest_Claim
+	//	*WorkRequest_Acks
+	Kind          isWorkRequest_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkRequest) Reset() {
+	*x = WorkRequest{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkRequest) ProtoMessage() {}
+
+func (x *WorkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
+func (*WorkRequest) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *WorkRequest) GetKind() isWorkRequest_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *WorkRequest) GetClaim() *ClaimRequest {
+	if x != nil {
+		if x, ok := x.Kind.(*WorkRequest_Claim); ok {
+			return x.Claim
+		}
+	}
+	return nil
+}
+
+func (x *WorkRequest) GetAcks() *WorkAcks {
+	if x != nil {
+		if x, ok := x.Kind.(*WorkRequest_Acks); ok {
+			return x.Acks
+		}
+	}
+	return nil
+}
+
+type isWorkRequest_Kind interface {
+	isWorkRequest_Kind()
+}
+
+type WorkRequest_Claim struct {
+	// The first message, and only the first.
+	Claim *ClaimRequest `protobuf:"bytes,1,opt,name=claim,proto3,oneof"`
+}
+
+type WorkRequest_Acks struct {
+	// Every later message.
+	Acks *WorkAcks `protobuf:"bytes,2,opt,name=acks,proto3,oneof"`
+}
+
+func (*WorkRequest_Claim) isWorkRequest_Kind() {}
+
+func (*WorkRequest_Acks) isWorkRequest_Kind() {}
+
+type WorkAcks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the client, echoed in the answer (ids may repeat; the broker
+	// does not look at them).
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// 1..1000 acks, of one or several queues (AckBatchRequest.acks).
+	Acks          []*AckRequest `protobuf:"bytes,2,rep,name=acks,proto3" json:"acks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkAcks) Reset() {
+	*x = WorkAcks{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkAcks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkAcks) ProtoMessage() {}
+
+func (x *WorkAcks) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkAcks.ProtoReflect.Descriptor instead.
+func (*WorkAcks) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *WorkAcks) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WorkAcks) GetAcks() []*AckRequest {
+	if x != nil {
+		return x.Acks
+	}
+	return nil
+}
+
+type WorkAcksAnswer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// WorkAcks.id.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// OK, or the error of the batch as a whole (the status an AckBatch call
+	// with these acks would have ended with; results is then empty).
+	Code    int32  `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"` // a google.rpc.Code value
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// One entry per ack, in request order, when code is OK
+	// (AckBatchResponse.results).
+	Results []*AckResult `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	// The batch error's reason; empty when code is OK.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkAcksAnswer) Reset() {
+	*x = WorkAcksAnswer{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkAcksAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkAcksAnswer) ProtoMessage() {}
+
+func (x *WorkAcksAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkAcksAnswer.ProtoReflect.Descriptor instead.
+func (*WorkAcksAnswer) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *WorkAcksAnswer) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WorkAcksAnswer) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *WorkAcksAnswer) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *WorkAcksAnswer) GetResults() []*AckResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *WorkAcksAnswer) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type StopRun struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The queue as the Claim named it.
@@ -1421,7 +1653,7 @@ type StopRun struct {
 
 func (x *StopRun) Reset() {
 	*x = StopRun{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1665,7 @@ func (x *StopRun) String() string {
 func (*StopRun) ProtoMessage() {}
 
 func (x *StopRun) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1678,7 @@ func (x *StopRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRun.ProtoReflect.Descriptor instead.
 func (*StopRun) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StopRun) GetQueue() string {
@@ -1496,7 +1728,7 @@ type ClaimedJob struct {
 
 func (x *ClaimedJob) Reset() {
 	*x = ClaimedJob{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1740,7 @@ func (x *ClaimedJob) String() string {
 func (*ClaimedJob) ProtoMessage() {}
 
 func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1753,7 @@ func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedJob.ProtoReflect.Descriptor instead.
 func (*ClaimedJob) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ClaimedJob) GetJob() *Job {
@@ -1565,7 +1797,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1809,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1822,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AckRequest) GetQueue() string {
@@ -1629,7 +1861,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1873,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1886,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
 }
 
 type AckBatchRequest struct {
@@ -1667,7 +1899,7 @@ type AckBatchRequest struct {
 
 func (x *AckBatchRequest) Reset() {
 	*x = AckBatchRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1911,7 @@ func (x *AckBatchRequest) String() string {
 func (*AckBatchRequest) ProtoMessage() {}
 
 func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1924,7 @@ func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchRequest.ProtoReflect.Descriptor instead.
 func (*AckBatchRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AckBatchRequest) GetAcks() []*AckRequest {
@@ -1715,7 +1947,7 @@ type AckResult struct {
 
 func (x *AckResult) Reset() {
 	*x = AckResult{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1959,7 @@ func (x *AckResult) String() string {
 func (*AckResult) ProtoMessage() {}
 
 func (x *AckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1972,7 @@ func (x *AckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResult.ProtoReflect.Descriptor instead.
 func (*AckResult) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AckResult) GetCode() int32 {
@@ -1774,7 +2006,7 @@ type AckBatchResponse struct {
 
 func (x *AckBatchResponse) Reset() {
 	*x = AckBatchResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +2018,7 @@ func (x *AckBatchResponse) String() string {
 func (*AckBatchResponse) ProtoMessage() {}
 
 func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +2031,7 @@ func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchResponse.ProtoReflect.Descriptor instead.
 func (*AckBatchResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AckBatchResponse) GetResults() []*AckResult {
@@ -1833,7 +2065,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +2077,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +2090,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FailRequest) GetQueue() string {
@@ -1921,7 +2153,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2165,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2178,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FailResponse) GetOutcome() FailResponse_Outcome {
@@ -1977,7 +2209,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2221,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2234,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExtendLeaseRequest) GetQueue() string {
@@ -2042,7 +2274,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2286,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2299,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAtMs() int64 {
@@ -2093,7 +2325,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2337,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2350,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReportProgressRequest) GetQueue() string {
@@ -2164,7 +2396,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2408,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2421,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
 }
 
 type GetJobRequest struct {
@@ -2209,7 +2441,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2453,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2466,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetJobRequest) GetQueue() string {
@@ -2267,7 +2499,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2511,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2524,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -2312,7 +2544,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2556,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2569,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CancelRequest) GetQueue() string {
@@ -2366,7 +2598,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2610,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2623,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelResponse) GetCancelRequested() bool {
@@ -2415,7 +2647,7 @@ type WaitJobRequest struct {
 
 func (x *WaitJobRequest) Reset() {
 	*x = WaitJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2659,7 @@ func (x *WaitJobRequest) String() string {
 func (*WaitJobRequest) ProtoMessage() {}
 
 func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2672,7 @@ func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobRequest.ProtoReflect.Descriptor instead.
 func (*WaitJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WaitJobRequest) GetQueue() string {
@@ -2474,7 +2706,7 @@ type WaitJobResponse struct {
 
 func (x *WaitJobResponse) Reset() {
 	*x = WaitJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2718,7 @@ func (x *WaitJobResponse) String() string {
 func (*WaitJobResponse) ProtoMessage() {}
 
 func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2731,7 @@ func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobResponse.ProtoReflect.Descriptor instead.
 func (*WaitJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{27}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WaitJobResponse) GetJob() *Job {
@@ -2536,7 +2768,7 @@ type QueueEvent struct {
 
 func (x *QueueEvent) Reset() {
 	*x = QueueEvent{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2780,7 @@ func (x *QueueEvent) String() string {
 func (*QueueEvent) ProtoMessage() {}
 
 func (x *QueueEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2793,7 @@ func (x *QueueEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueEvent.ProtoReflect.Descriptor instead.
 func (*QueueEvent) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{28}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueueEvent) GetKind() EventKind {
@@ -2650,7 +2882,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2894,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2907,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{29}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubscribeRequest) GetQueues() []string {
@@ -2717,7 +2949,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2961,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2974,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{30}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubscribeResponse) GetEvents() []*QueueEvent {
@@ -2862,10 +3094,25 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05types\x18\x05 \x03(\tR\x05types\x12\x18\n" +
-	"\aweights\x18\x06 \x03(\x05R\aweights\"f\n" +
+	"\aweights\x18\x06 \x03(\x05R\aweights\"\xa3\x01\n" +
 	"\rClaimResponse\x12*\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x16.jobwire.v1.ClaimedJobR\x04jobs\x12)\n" +
-	"\x05stops\x18\x02 \x03(\v2\x13.jobwire.v1.StopRunR\x05stops\"\xca\x01\n" +
+	"\x05stops\x18\x02 \x03(\v2\x13.jobwire.v1.StopRunR\x05stops\x12;\n" +
+	"\vack_answers\x18\x03 \x03(\v2\x1a.jobwire.v1.WorkAcksAnswerR\n" +
+	"ackAnswers\"s\n" +
+	"\vWorkRequest\x120\n" +
+	"\x05claim\x18\x01 \x01(\v2\x18.jobwire.v1.ClaimRequestH\x00R\x05claim\x12*\n" +
+	"\x04acks\x18\x02 \x01(\v2\x14.jobwire.v1.WorkAcksH\x00R\x04acksB\x06\n" +
+	"\x04kind\"F\n" +
+	"\bWorkAcks\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12*\n" +
+	"\x04acks\x18\x02 \x03(\v2\x16.jobwire.v1.AckRequestR\x04acks\"\x97\x01\n" +
+	"\x0eWorkAcksAnswer\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12/\n" +
+	"\aresults\x18\x04 \x03(\v2\x15.jobwire.v1.AckResultR\aresults\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xca\x01\n" +
 	"\aStopRun\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1f\n" +
@@ -2995,11 +3242,12 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x12\x17\n" +
 	"\x13EVENT_KIND_PROGRESS\x10\v\x12\x1f\n" +
 	"\x1bEVENT_KIND_CANCEL_REQUESTED\x10\f\x12\x18\n" +
-	"\x14EVENT_KIND_TIMED_OUT\x10\r2\xdd\x06\n" +
+	"\x14EVENT_KIND_TIMED_OUT\x10\r2\x9d\a\n" +
 	"\rBrokerService\x12B\n" +
 	"\aEnqueue\x12\x1a.jobwire.v1.EnqueueRequest\x1a\x1b.jobwire.v1.EnqueueResponse\x12Q\n" +
 	"\fEnqueueBatch\x12\x1f.jobwire.v1.EnqueueBatchRequest\x1a .jobwire.v1.EnqueueBatchResponse\x12>\n" +
-	"\x05Claim\x12\x18.jobwire.v1.ClaimRequest\x1a\x19.jobwire.v1.ClaimResponse0\x01\x126\n" +
+	"\x05Claim\x12\x18.jobwire.v1.ClaimRequest\x1a\x19.jobwire.v1.ClaimResponse0\x01\x12>\n" +
+	"\x04Work\x12\x17.jobwire.v1.WorkRequest\x1a\x19.jobwire.v1.ClaimResponse(\x010\x01\x126\n" +
 	"\x03Ack\x12\x16.jobwire.v1.AckRequest\x1a\x17.jobwire.v1.AckResponse\x12E\n" +
 	"\bAckBatch\x12\x1b.jobwire.v1.AckBatchRequest\x1a\x1c.jobwire.v1.AckBatchResponse\x129\n" +
 	"\x04Fail\x12\x17.jobwire.v1.FailRequest\x1a\x18.jobwire.v1.FailResponse\x12N\n" +
@@ -3026,7 +3274,7 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                  // 0: jobwire.v1.JobState
 	(EventKind)(0),                 // 1: jobwire.v1.EventKind
@@ -3041,81 +3289,91 @@ var file_jobwire_v1_broker_proto_goTypes = []any{
 	(*EnqueueBatchResponse)(nil),   // 10: jobwire.v1.EnqueueBatchResponse
 	(*ClaimRequest)(nil),           // 11: jobwire.v1.ClaimRequest
 	(*ClaimResponse)(nil),          // 12: jobwire.v1.ClaimResponse
-	(*StopRun)(nil),                // 13: jobwire.v1.StopRun
-	(*ClaimedJob)(nil),             // 14: jobwire.v1.ClaimedJob
-	(*AckRequest)(nil),             // 15: jobwire.v1.AckRequest
-	(*AckResponse)(nil),            // 16: jobwire.v1.AckResponse
-	(*AckBatchRequest)(nil),        // 17: jobwire.v1.AckBatchRequest
-	(*AckResult)(nil),              // 18: jobwire.v1.AckResult
-	(*AckBatchResponse)(nil),       // 19: jobwire.v1.AckBatchResponse
-	(*FailRequest)(nil),            // 20: jobwire.v1.FailRequest
-	(*FailResponse)(nil),           // 21: jobwire.v1.FailResponse
-	(*ExtendLeaseRequest)(nil),     // 22: jobwire.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),    // 23: jobwire.v1.ExtendLeaseResponse
-	(*ReportProgressRequest)(nil),  // 24: jobwire.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil), // 25: jobwire.v1.ReportProgressResponse
-	(*GetJobRequest)(nil),          // 26: jobwire.v1.GetJobRequest
-	(*GetJobResponse)(nil),         // 27: jobwire.v1.GetJobResponse
-	(*CancelRequest)(nil),          // 28: jobwire.v1.CancelRequest
-	(*CancelResponse)(nil),         // 29: jobwire.v1.CancelResponse
-	(*WaitJobRequest)(nil),         // 30: jobwire.v1.WaitJobRequest
-	(*WaitJobResponse)(nil),        // 31: jobwire.v1.WaitJobResponse
-	(*QueueEvent)(nil),             // 32: jobwire.v1.QueueEvent
-	(*SubscribeRequest)(nil),       // 33: jobwire.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),      // 34: jobwire.v1.SubscribeResponse
-	nil,                            // 35: jobwire.v1.Job.HeadersEntry
-	nil,                            // 36: jobwire.v1.Job.DependencyResultsEntry
-	nil,                            // 37: jobwire.v1.EnqueueRequest.HeadersEntry
+	(*WorkRequest)(nil),            // 13: jobwire.v1.WorkRequest
+	(*WorkAcks)(nil),               // 14: jobwire.v1.WorkAcks
+	(*WorkAcksAnswer)(nil),         // 15: jobwire.v1.WorkAcksAnswer
+	(*StopRun)(nil),                // 16: jobwire.v1.StopRun
+	(*ClaimedJob)(nil),             // 17: jobwire.v1.ClaimedJob
+	(*AckRequest)(nil),             // 18: jobwire.v1.AckRequest
+	(*AckResponse)(nil),            // 19: jobwire.v1.AckResponse
+	(*AckBatchRequest)(nil),        // 20: jobwire.v1.AckBatchRequest
+	(*AckResult)(nil),              // 21: jobwire.v1.AckResult
+	(*AckBatchResponse)(nil),       // 22: jobwire.v1.AckBatchResponse
+	(*FailRequest)(nil),            // 23: jobwire.v1.FailRequest
+	(*FailResponse)(nil),           // 24: jobwire.v1.FailResponse
+	(*ExtendLeaseRequest)(nil),     // 25: jobwire.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),    // 26: jobwire.v1.ExtendLeaseResponse
+	(*ReportProgressRequest)(nil),  // 27: jobwire.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil), // 28: jobwire.v1.ReportProgressResponse
+	(*GetJobRequest)(nil),          // 29: jobwire.v1.GetJobRequest
+	(*GetJobResponse)(nil),         // 30: jobwire.v1.GetJobResponse
+	(*CancelRequest)(nil),          // 31: jobwire.v1.CancelRequest
+	(*CancelResponse)(nil),         // 32: jobwire.v1.CancelResponse
+	(*WaitJobRequest)(nil),         // 33: jobwire.v1.WaitJobRequest
+	(*WaitJobResponse)(nil),        // 34: jobwire.v1.WaitJobResponse
+	(*QueueEvent)(nil),             // 35: jobwire.v1.QueueEvent
+	(*SubscribeRequest)(nil),       // 36: jobwire.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),      // 37: jobwire.v1.SubscribeResponse
+	nil,                            // 38: jobwire.v1.Job.HeadersEntry
+	nil,                            // 39: jobwire.v1.Job.DependencyResultsEntry
+	nil,                            // 40: jobwire.v1.EnqueueRequest.HeadersEntry
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
-	35, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
+	38, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
 	5,  // 2: jobwire.v1.Job.errors:type_name -> jobwire.v1.JobError
-	36, // 3: jobwire.v1.Job.dependency_results:type_name -> jobwire.v1.Job.DependencyResultsEntry
-	37, // 4: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
+	39, // 3: jobwire.v1.Job.dependency_results:type_name -> jobwire.v1.Job.DependencyResultsEntry
+	40, // 4: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
 	6,  // 5: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
 	9,  // 6: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
-	14, // 7: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
-	13, // 8: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
-	2,  // 9: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
-	4,  // 10: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
-	15, // 11: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
-	18, // 12: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
-	3,  // 13: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	4,  // 14: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	4,  // 15: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
-	1,  // 16: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
-	1,  // 17: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
-	32, // 18: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
-	6,  // 19: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	8,  // 20: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	11, // 21: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	15, // 22: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	17, // 23: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	20, // 24: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	22, // 25: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	24, // 26: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
-	26, // 27: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	28, // 28: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	30, // 29: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
-	33, // 30: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
-	7,  // 31: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	10, // 32: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	12, // 33: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	16, // 34: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	19, // 35: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	21, // 36: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	23, // 37: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	25, // 38: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
-	27, // 39: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	29, // 40: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	31, // 41: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
-	34, // 42: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
-	31, // [31:43] is the sub-list for method output_type
-	19, // [19:31] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	17, // 7: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	16, // 8: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
+	15, // 9: jobwire.v1.ClaimResponse.ack_answers:type_name -> jobwire.v1.WorkAcksAnswer
+	11, // 10: jobwire.v1.WorkRequest.claim:type_name -> jobwire.v1.ClaimRequest
+	14, // 11: jobwire.v1.WorkRequest.acks:type_name -> jobwire.v1.WorkAcks
+	18, // 12: jobwire.v1.WorkAcks.acks:type_name -> jobwire.v1.AckRequest
+	21, // 13: jobwire.v1.WorkAcksAnswer.results:type_name -> jobwire.v1.AckResult
+	2,  // 14: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
+	4,  // 15: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
+	18, // 16: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
+	21, // 17: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
+	3,  // 18: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
+	4,  // 19: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	4,  // 20: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	1,  // 21: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
+	1,  // 22: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
+	35, // 23: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
+	6,  // 24: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	8,  // 25: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	11, // 26: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	13, // 27: jobwire.v1.BrokerService.Work:input_type -> jobwire.v1.WorkRequest
+	18, // 28: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	20, // 29: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	23, // 30: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	25, // 31: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	27, // 32: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
+	29, // 33: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	31, // 34: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	33, // 35: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	36, // 36: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
+	7,  // 37: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	10, // 38: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	12, // 39: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	12, // 40: jobwire.v1.BrokerService.Work:output_type -> jobwire.v1.ClaimResponse
+	19, // 41: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	22, // 42: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	24, // 43: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	26, // 44: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	28, // 45: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
+	30, // 46: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	32, // 47: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	34, // 48: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	37, // 49: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
+	37, // [37:50] is the sub-list for method output_type
+	24, // [24:37] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -3125,15 +3383,19 @@ func file_jobwire_v1_broker_proto_init() {
 	}
 	file_jobwire_v1_broker_proto_msgTypes[0].OneofWrappers = []any{}
 	file_jobwire_v1_broker_proto_msgTypes[2].OneofWrappers = []any{}
-	file_jobwire_v1_broker_proto_msgTypes[20].OneofWrappers = []any{}
-	file_jobwire_v1_broker_proto_msgTypes[28].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[9].OneofWrappers = []any{
+		(*WorkRequest_Claim)(nil),
+		(*WorkRequest_Acks)(nil),
+	}
+	file_jobwire_v1_broker_proto_msgTypes[23].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   34,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

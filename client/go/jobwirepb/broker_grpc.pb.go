@@ -96,8 +96,8 @@
 //   CLAIM_STREAM_MAX_AGE    UNAVAILABLE (Claim): the stream reached the
 //                           broker's --max_stream_age_ms; reconnect at once.
 //   JOB_RECORD_CORRUPT      DATA_LOSS: the job's stored record is damaged.
-// Batch results (EnqueueResult, AckResult) carry the same reason in their
-// reason field.
+// Batch results (EnqueueResult, AckResult, WorkAcksAnswer) carry the same
+// reason in their reason field.
 //
 // Times are milliseconds since the Unix epoch, measured on the Redis server's
 // clock, so broker replicas with skewed clocks agree.
@@ -126,6 +126,7 @@ const (
 	BrokerService_Enqueue_FullMethodName        = "/jobwire.v1.BrokerService/Enqueue"
 	BrokerService_EnqueueBatch_FullMethodName   = "/jobwire.v1.BrokerService/EnqueueBatch"
 	BrokerService_Claim_FullMethodName          = "/jobwire.v1.BrokerService/Claim"
+	BrokerService_Work_FullMethodName           = "/jobwire.v1.BrokerService/Work"
 	BrokerService_Ack_FullMethodName            = "/jobwire.v1.BrokerService/Ack"
 	BrokerService_AckBatch_FullMethodName       = "/jobwire.v1.BrokerService/AckBatch"
 	BrokerService_Fail_FullMethodName           = "/jobwire.v1.BrokerService/Fail"
@@ -187,6 +188,26 @@ type BrokerServiceClient interface {
 	// the client reads; at most about 1 MiB of jobs unless one job alone is
 	// larger), in claim order.
 	Claim(ctx context.Context, in *ClaimRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ClaimResponse], error)
+	// A Claim stream that also carries the worker's acks, so that a job costs
+	// one stream message each way instead of a stream message plus an
+	// AckBatch call. The first request message must hold `claim` and opens
+	// the stream exactly as Claim does (same validation, authorization,
+	// limits, delivery and ending); every later one holds `acks`, settled
+	// exactly as AckBatch would settle them, and is answered once, in
+	// ClaimResponse.ack_answers, under its id. Answers come in the order the
+	// batches finish, not necessarily the order they were sent. The broker
+	// settles up to 16 batches of a stream at a time and reads no further
+	// messages until one of them is answered.
+	// An acks message that AckBatch would refuse as a whole (empty, more than
+	// 1000 acks, PERMISSION_DENIED, UNAVAILABLE) gets that error in its
+	// answer; the stream goes on.
+	// Errors of the stream: those of Claim, and INVALID_ARGUMENT when the
+	// first message holds no claim or a later one holds a claim. When the
+	// client half-closes or cancels, the stream ends at once (OK or
+	// CANCELLED): acks whose answers had not arrived may or may not have been
+	// stored, and are repeated with AckBatch (a repeated ack answers OK).
+	// A broker older than Work answers UNIMPLEMENTED: use Claim and AckBatch.
+	Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, ClaimResponse], error)
 	// Marks an active job completed and stores its result (or deletes the job
 	// when its completed_retention_ms is 0). Repeating a successful Ack with
 	// the same token answers OK and changes nothing (for a job deleted on Ack:
@@ -364,6 +385,19 @@ func (c *brokerServiceClient) Claim(ctx context.Context, in *ClaimRequest, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type BrokerService_ClaimClient = grpc.ServerStreamingClient[ClaimResponse]
 
+func (c *brokerServiceClient) Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, ClaimResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[1], BrokerService_Work_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WorkRequest, ClaimResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type BrokerService_WorkClient = grpc.BidiStreamingClient[WorkRequest, ClaimResponse]
+
 func (c *brokerServiceClient) Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AckResponse)
@@ -436,7 +470,7 @@ func (c *brokerServiceClient) Cancel(ctx context.Context, in *CancelRequest, opt
 
 func (c *brokerServiceClient) WaitJob(ctx context.Context, in *WaitJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WaitJobResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[1], BrokerService_WaitJob_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[2], BrokerService_WaitJob_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +489,7 @@ type BrokerService_WaitJobClient = grpc.ServerStreamingClient[WaitJobResponse]
 
 func (c *brokerServiceClient) Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[2], BrokerService_Subscribe_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[3], BrokerService_Subscribe_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -522,6 +556,26 @@ type BrokerServiceServer interface {
 	// the client reads; at most about 1 MiB of jobs unless one job alone is
 	// larger), in claim order.
 	Claim(*ClaimRequest, grpc.ServerStreamingServer[ClaimResponse]) error
+	// A Claim stream that also carries the worker's acks, so that a job costs
+	// one stream message each way instead of a stream message plus an
+	// AckBatch call. The first request message must hold `claim` and opens
+	// the stream exactly as Claim does (same validation, authorization,
+	// limits, delivery and ending); every later one holds `acks`, settled
+	// exactly as AckBatch would settle them, and is answered once, in
+	// ClaimResponse.ack_answers, under its id. Answers come in the order the
+	// batches finish, not necessarily the order they were sent. The broker
+	// settles up to 16 batches of a stream at a time and reads no further
+	// messages until one of them is answered.
+	// An acks message that AckBatch would refuse as a whole (empty, more than
+	// 1000 acks, PERMISSION_DENIED, UNAVAILABLE) gets that error in its
+	// answer; the stream goes on.
+	// Errors of the stream: those of Claim, and INVALID_ARGUMENT when the
+	// first message holds no claim or a later one holds a claim. When the
+	// client half-closes or cancels, the stream ends at once (OK or
+	// CANCELLED): acks whose answers had not arrived may or may not have been
+	// stored, and are repeated with AckBatch (a repeated ack answers OK).
+	// A broker older than Work answers UNIMPLEMENTED: use Claim and AckBatch.
+	Work(grpc.BidiStreamingServer[WorkRequest, ClaimResponse]) error
 	// Marks an active job completed and stores its result (or deletes the job
 	// when its completed_retention_ms is 0). Repeating a successful Ack with
 	// the same token answers OK and changes nothing (for a job deleted on Ack:
@@ -669,6 +723,9 @@ func (UnimplementedBrokerServiceServer) EnqueueBatch(context.Context, *EnqueueBa
 func (UnimplementedBrokerServiceServer) Claim(*ClaimRequest, grpc.ServerStreamingServer[ClaimResponse]) error {
 	return status.Error(codes.Unimplemented, "method Claim not implemented")
 }
+func (UnimplementedBrokerServiceServer) Work(grpc.BidiStreamingServer[WorkRequest, ClaimResponse]) error {
+	return status.Error(codes.Unimplemented, "method Work not implemented")
+}
 func (UnimplementedBrokerServiceServer) Ack(context.Context, *AckRequest) (*AckResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ack not implemented")
 }
@@ -763,6 +820,13 @@ func _BrokerService_Claim_Handler(srv interface{}, stream grpc.ServerStream) err
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type BrokerService_ClaimServer = grpc.ServerStreamingServer[ClaimResponse]
+
+func _BrokerService_Work_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(BrokerServiceServer).Work(&grpc.GenericServerStream[WorkRequest, ClaimResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type BrokerService_WorkServer = grpc.BidiStreamingServer[WorkRequest, ClaimResponse]
 
 func _BrokerService_Ack_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AckRequest)
@@ -961,6 +1025,12 @@ var BrokerService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Claim",
 			Handler:       _BrokerService_Claim_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Work",
+			Handler:       _BrokerService_Work_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 		{
 			StreamName:    "WaitJob",
