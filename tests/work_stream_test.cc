@@ -79,7 +79,7 @@ class WorkStream {
 
  private:
   bool ReadOne() {
-    v1::ClaimResponse message;
+    v1::WorkResponse message;
     if (!stream_->Read(&message)) return false;
     for (v1::ClaimedJob& job : *message.mutable_jobs()) jobs_.push_back(std::move(job));
     for (v1::WorkAcksAnswer& answer : *message.mutable_ack_answers()) {
@@ -92,7 +92,7 @@ class WorkStream {
 
   std::unique_ptr<v1::BrokerService::Stub> stub_;
   grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::ClaimResponse>> stream_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::WorkResponse>> stream_;
   std::vector<v1::ClaimedJob> jobs_;
   absl::flat_hash_map<uint64_t, v1::WorkAcksAnswer> answers_;
   int answers_read_ = 0;

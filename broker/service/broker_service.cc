@@ -196,7 +196,7 @@ grpc::ServerWriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::Callback
   return new ClaimReactor(dispatcher_, metrics_, *std::move(spec));
 }
 
-grpc::ServerBidiReactor<v1::WorkRequest, v1::ClaimResponse>* BrokerService::Work(
+grpc::ServerBidiReactor<v1::WorkRequest, v1::WorkResponse>* BrokerService::Work(
     grpc::CallbackServerContext* ctx) {
   return new WorkReactor(this, ctx, dispatcher_, metrics_);
 }

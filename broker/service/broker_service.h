@@ -52,7 +52,7 @@ class BrokerService final : public v1::BrokerService::CallbackService {
                                          v1::EnqueueBatchResponse* resp) override;
   grpc::ServerWriteReactor<v1::ClaimResponse>* Claim(grpc::CallbackServerContext* ctx,
                                                   const v1::ClaimRequest* req) override;
-  grpc::ServerBidiReactor<v1::WorkRequest, v1::ClaimResponse>* Work(
+  grpc::ServerBidiReactor<v1::WorkRequest, v1::WorkResponse>* Work(
       grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* Ack(grpc::CallbackServerContext* ctx, const v1::AckRequest* req,
                                 v1::AckResponse* resp) override;

@@ -33,10 +33,12 @@ class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse>,
   void OnDone() override;
 
  private:
-  void Write(const v1::ClaimResponse* message) override { StartWrite(message); }
+  // Moves the jobs and stops (a Claim stream has no answers) into message_.
+  void Write(v1::WorkResponse* message) override;
   void End(const grpc::Status& status) override { Finish(status); }
 
   std::shared_ptr<ClaimStream> stream_;
+  v1::ClaimResponse message_;  // being written (one at a time: ClaimStream)
 };
 
 }  // namespace jobwire::service

@@ -53,8 +53,10 @@ class ClaimStream : public core::JobSink, public std::enable_shared_from_this<Cl
   class Writer {
    public:
     virtual ~Writer() = default;
-    // Starts writing `message` (gRPC StartWrite); WriteDone follows.
-    virtual void Write(const v1::ClaimResponse* message) = 0;
+    // Starts writing `message` (gRPC StartWrite), which stays untouched
+    // until WriteDone follows (a Claim stream's reactor may move its jobs
+    // and stops into a ClaimResponse of its own: same fields).
+    virtual void Write(v1::WorkResponse* message) = 0;
     // Ends the stream (gRPC Finish); OnDone follows.
     virtual void End(const grpc::Status& status) = 0;
   };
@@ -118,7 +120,7 @@ class ClaimStream : public core::JobSink, public std::enable_shared_from_this<Cl
   std::vector<v1::StopRun> stops_ ABSL_GUARDED_BY(mu_);
   // At most one per acks message being settled (WorkReactor bounds them).
   std::vector<v1::WorkAcksAnswer> answers_ ABSL_GUARDED_BY(mu_);
-  v1::ClaimResponse message_ ABSL_GUARDED_BY(mu_);  // being written (gRPC holds a pointer)
+  v1::WorkResponse message_ ABSL_GUARDED_BY(mu_);  // being written (gRPC holds a pointer)
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };

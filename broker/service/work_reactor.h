@@ -38,7 +38,7 @@ namespace jobwire::service {
 
 class BrokerService;
 
-class WorkReactor : public grpc::ServerBidiReactor<v1::WorkRequest, v1::ClaimResponse>,
+class WorkReactor : public grpc::ServerBidiReactor<v1::WorkRequest, v1::WorkResponse>,
                     private ClaimStream::Writer {
  public:
   static constexpr int kMaxUnansweredBatches = 16;
@@ -62,7 +62,7 @@ class WorkReactor : public grpc::ServerBidiReactor<v1::WorkRequest, v1::ClaimRes
     bool paused ABSL_GUARDED_BY(mu) = false;
   };
 
-  void Write(const v1::ClaimResponse* message) override { StartWrite(message); }
+  void Write(v1::WorkResponse* message) override { StartWrite(message); }
   void End(const grpc::Status& status) override { Finish(status); }
 
   // The first message: opens the stream, or ends it.

@@ -82,11 +82,15 @@ absl::Status ClaimStream::ReadWorkStream(grpc::ClientContext* context,
     absl::MutexLock lock(&mu_);
     work_ = work.get();
   }
-  v1::ClaimResponse message;
+  v1::WorkResponse message;
+  v1::ClaimResponse delivered;
   while (work->Read(&message)) {
     backoff->Reset();
     Answered(message);
-    if (message.jobs_size() > 0 || message.stops_size() > 0) params_.receive(message);
+    if (message.jobs_size() == 0 && message.stops_size() == 0) continue;
+    delivered.mutable_jobs()->Swap(message.mutable_jobs());
+    delivered.mutable_stops()->Swap(message.mutable_stops());
+    params_.receive(delivered);
   }
   WorkEnded();
   return FromGrpc(work->Finish());
@@ -115,7 +119,7 @@ std::optional<absl::StatusOr<std::vector<absl::Status>>> ClaimStream::SendAcks(
   return std::move(pending->answer);
 }
 
-void ClaimStream::Answered(const v1::ClaimResponse& message) {
+void ClaimStream::Answered(const v1::WorkResponse& message) {
   for (const v1::WorkAcksAnswer& answer : message.ack_answers()) {
     std::shared_ptr<PendingAcks> pending;
     {

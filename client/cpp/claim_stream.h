@@ -101,10 +101,10 @@ class ClaimStream {
     // Set before `done`: the answer, or nullopt when the stream ended first.
     std::optional<absl::StatusOr<std::vector<absl::Status>>> answer;
   };
-  using WorkStream = grpc::ClientReaderWriter<v1::WorkRequest, v1::ClaimResponse>;
+  using WorkStream = grpc::ClientReaderWriter<v1::WorkRequest, v1::WorkResponse>;
 
   // Resolves the batches `message` answers.
-  void Answered(const v1::ClaimResponse& message);
+  void Answered(const v1::WorkResponse& message);
   // The Work stream ended: stops SendAcks and resolves every batch still
   // waiting with nullopt.
   void WorkEnded();

@@ -408,7 +408,7 @@ std::unique_ptr<grpc::ClientReader<v1::ClaimResponse>> Client::Claim(
   return stub_->Claim(context, request);
 }
 
-std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::ClaimResponse>> Client::Work(
+std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::WorkResponse>> Client::Work(
     grpc::ClientContext* context) {
   if (!authorization_.empty()) context->AddMetadata("authorization", authorization_);
   if (!config_error_.ok()) context->TryCancel();

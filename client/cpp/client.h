@@ -219,7 +219,7 @@ class Client {
       grpc::ClientContext* context, const v1::ClaimRequest& request);
   // Opens a Work stream on `context` (which the caller may TryCancel); the
   // caller writes its claim first.
-  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::ClaimResponse>> Work(
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkRequest, v1::WorkResponse>> Work(
       grpc::ClientContext* context);
   // The per-ack statuses of `answer` (an AckBatchResponse's or a
   // WorkAcksAnswer's results), or its error; `acks` acks were sent.

@@ -7,34 +7,39 @@ import (
 	"github.com/jobwire/jobwire/client/go/jobwirepb"
 )
 
-// maxAckBatch is the most acks sent in one AckBatch call (the broker's limit).
+// maxAckBatch is the most acks sent in one batch (the broker's limit of an
+// AckBatch call and of a Work stream's acks message).
 const maxAckBatch = 1000
 
-// maxAckBatchBytes is the most result bytes sent in one AckBatch call, unless
+// maxAckBatchBytes is the most result bytes sent in one batch, unless
 // one result alone is larger: well under the broker's 64 MiB request limit.
 const maxAckBatchBytes = 8 << 20
 
 // ackCoalescer turns the Acks of a Worker's concurrent job goroutines into
-// AckBatch calls (the design of client/cpp/ack_coalescer.h). A goroutine
-// whose ack finds no call in flight sends every queued ack (up to
-// maxAckBatch) in one call and hands the answers out; acks queued while that
-// call is in flight go in the next one, sent by one of their goroutines. An
-// ack alone is sent at once, so coalescing adds no delay; under load the
-// calls per job drop to about 1 / (acks finishing during one round trip).
+// batches, each sent by send (the Worker's: on its Work stream when one is
+// open, else an AckBatch call; the design of client/cpp/ack_coalescer.h). A
+// goroutine whose ack finds no batch in flight sends every queued ack (up to
+// maxAckBatch) in one batch and hands the answers out; acks queued while
+// that batch is in flight go in the next one, sent by one of their
+// goroutines. An ack alone is sent at once, so coalescing adds no delay;
+// under load the batches per job drop to about 1 / (acks finishing during
+// one round trip).
 //
 // It is safe for concurrent use.
 type ackCoalescer struct {
-	// send makes one AckBatch call with the acks (1..maxAckBatch), under a
-	// deadline of its own: one error per ack, in order, or the call's error.
+	// send sends one batch of acks (1..maxAckBatch) and waits for its
+	// answer (bounded by the end of the stream or the deadline of the call
+	// carrying it): one error per ack, in order, or the error of the batch
+	// as a whole.
 	send func(acks []*jobwirepb.AckRequest) ([]error, error)
 
 	mu      sync.Mutex
-	done    *sync.Cond  // broadcast when a call ends; uses mu
-	queued  []*ackEntry // guarded by mu; acks waiting for a call, oldest first
-	sending bool        // guarded by mu; a call is in flight
+	done    *sync.Cond  // broadcast when a batch is answered; uses mu
+	queued  []*ackEntry // guarded by mu; acks waiting for a batch, oldest first
+	sending bool        // guarded by mu; a batch is in flight
 }
 
-// ackEntry is one ack waiting for, or carried by, an AckBatch call.
+// ackEntry is one ack waiting for, or carried by, a batch.
 type ackEntry struct {
 	req      *jobwirepb.AckRequest
 	err      error // guarded by ackCoalescer.mu; valid once answered
@@ -48,9 +53,9 @@ func newAckCoalescer(send func(acks []*jobwirepb.AckRequest) ([]error, error)) *
 }
 
 // ack acks one job, as a unary Ack would, and returns its own outcome: nil,
-// the per-ack *Error, or the error of the whole call that carried it
-// (UNAVAILABLE, DEADLINE_EXCEEDED, ...). It blocks until that call has
-// answered.
+// the per-ack *Error, or the error of the whole batch that carried it
+// (UNAVAILABLE, DEADLINE_EXCEEDED, ...). It blocks until that batch has
+// been answered.
 func (c *ackCoalescer) ack(req *jobwirepb.AckRequest) error {
 	e := &ackEntry{req: req}
 	c.mu.Lock()
@@ -61,7 +66,7 @@ func (c *ackCoalescer) ack(req *jobwirepb.AckRequest) error {
 			c.done.Wait()
 			continue
 		}
-		// No call in flight: this goroutine sends what is queued, its own
+		// No batch in flight: this goroutine sends what is queued, its own
 		// ack among them unless more than maxAckBatch wait ahead of it.
 		c.sending = true
 		batch := c.take()
@@ -86,7 +91,7 @@ func (c *ackCoalescer) ack(req *jobwirepb.AckRequest) error {
 	return e.err
 }
 
-// take removes and returns the oldest queued acks that fit one call: at most
+// take removes and returns the oldest queued acks that fit one batch: at most
 // maxAckBatch acks and maxAckBatchBytes of results (always at least one).
 // REQUIRES: c.mu held.
 func (c *ackCoalescer) take() []*ackEntry {

@@ -31,8 +31,9 @@ func resolveAddr(addr string) string {
 // grpc.WithDefaultServiceConfig given in WithDialOptions replaces it (it is
 // applied later). round_robin: a target that resolves to several brokers
 // (dns:/// of a Kubernetes headless Service) gets a subchannel to each and
-// the calls spread over them. A Worker's Claim stream stays on one broker
-// while its AckBatch, Fail and ExtendLease calls spread: a broker that
+// the calls spread over them. A Worker's Claim stream (a Work stream, which
+// also carries its acks) stays on one broker while its Fail and ExtendLease
+// calls (and AckBatch calls, when acks go that way) spread: a broker that
 // settles a job of another broker's stream tells that broker, which frees
 // the stream's slot at once (broker.proto, Claim). With a target that
 // resolves to a single address it behaves as pick_first.

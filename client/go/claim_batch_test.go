@@ -15,8 +15,8 @@ import (
 	"github.com/jobwire/jobwire/client/go/jobwirepb"
 )
 
-// claimTap counts the Claim stream messages a client receives, and the jobs
-// they carry.
+// claimTap counts the stream messages with jobs a client receives (Claim or
+// Work: not those with only ack answers), and the jobs they carry.
 type claimTap struct {
 	mu       sync.Mutex
 	messages int
@@ -46,11 +46,11 @@ type tappedStream struct {
 
 func (s *tappedStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if msg, ok := m.(*jobwirepb.ClaimResponse); ok && err == nil {
+	if jobs, ok := streamJobs(m); ok && err == nil && len(jobs) > 0 {
 		s.tap.mu.Lock()
 		s.tap.messages++
-		s.tap.jobs += len(msg.GetJobs())
-		s.tap.largest = max(s.tap.largest, len(msg.GetJobs()))
+		s.tap.jobs += len(jobs)
+		s.tap.largest = max(s.tap.largest, len(jobs))
 		s.tap.mu.Unlock()
 	}
 	return err

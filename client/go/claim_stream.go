@@ -14,7 +14,10 @@ import (
 
 // The Worker's Claim stream: kept open (reopened with backoff after any end
 // or error), asking for the free handler slots, each delivered job started
-// in order (docs/clients.md, Worker: Delivery).
+// in order (docs/clients.md, Worker: Delivery). It is a Work stream, which
+// also carries the worker's acks (workAcks); a broker that answers Work
+// UNIMPLEMENTED (older than Work) is sent Claim streams from then on, and
+// the acks go as AckBatch calls.
 
 // reconnectBackoff is the Claim stream's reopen backoff: 100 ms doubling to
 // 5 s, full jitter; claimLoop resets it once a stream delivers.
@@ -39,6 +42,12 @@ func (r *runner) claimLoop(ctx context.Context) error {
 			bo.reset()
 		}
 		code := status.Code(err)
+		if code == codes.Unimplemented && !r.claimOnly {
+			// A broker older than Work: Claim streams from now on, at once.
+			r.claimOnly = true
+			r.w.log.Info("jobwire worker: the broker has no Work stream, using Claim streams and AckBatch calls")
+			continue
+		}
 		if code == codes.InvalidArgument {
 			e := toError(err)
 			r.w.log.Error("jobwire worker: Claim refused", "error", e)
@@ -57,31 +66,66 @@ func (r *runner) claimLoop(ctx context.Context) error {
 	}
 }
 
-// claimOnce opens one Claim stream with max_in_flight = free, the job types
-// with a handler (claimTypes) and the queues' weights (WithWeights, in the
-// order of the queues; none: strict order), and starts every job it
-// delivers. Each stream message carries jobs (all those claimed since the
-// previous message), which are started one by one in order, and / or stop
-// requests for runs (StopRun), handled after its jobs; a message may have no
-// jobs. It returns when the stream ends.
+// claimOnce opens one stream, Work (Claim once the broker has answered Work
+// UNIMPLEMENTED), with the claim max_in_flight = free, the job types with a
+// handler (claimTypes) and the queues' weights (WithWeights, in the order of
+// the queues; none: strict order), and reads it (readStream) until it ends.
+// While a Work stream is open, the worker's acks go on it (r.work).
 func (r *runner) claimOnce(ctx context.Context, free int) (delivered bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cfg := &r.w.cfg
-	stream, err := r.stub.Claim(sctx, &jobwirepb.ClaimRequest{
+	claim := &jobwirepb.ClaimRequest{
 		Queues:      cfg.queues,
 		MaxInFlight: int32(free),
 		LeaseMs:     cfg.leaseMs(),
 		WorkerId:    cfg.workerID,
 		Types:       r.w.claimTypes(),
 		Weights:     cfg.claimWeights,
-	})
+	}
+	if r.claimOnly {
+		stream, err := r.stub.Claim(sctx, claim)
+		if err != nil {
+			return false, err
+		}
+		r.w.log.Debug("jobwire worker: Claim stream open", "max_in_flight", free)
+		return r.readStream(func() (streamMessage, error) { return stream.Recv() })
+	}
+	stream, err := r.stub.Work(sctx)
 	if err != nil {
 		return false, err
 	}
-	r.w.log.Debug("jobwire worker: Claim stream open", "max_in_flight", free)
-	for {
+	// A failed write: the stream has ended, and Recv returns its status.
+	if stream.Send(&jobwirepb.WorkRequest{Kind: &jobwirepb.WorkRequest_Claim{Claim: claim}}) == nil {
+		r.work.open(stream)
+		defer r.work.end()
+	}
+	r.w.log.Debug("jobwire worker: Work stream open", "max_in_flight", free)
+	return r.readStream(func() (streamMessage, error) {
 		msg, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		r.work.answered(msg.GetAckAnswers())
+		return msg, nil
+	})
+}
+
+// streamMessage is a message of a Claim stream (ClaimResponse) or of a Work
+// stream (WorkResponse, whose ack answers claimOnce hands to r.work).
+type streamMessage interface {
+	GetJobs() []*jobwirepb.ClaimedJob
+	GetStops() []*jobwirepb.StopRun
+}
+
+// readStream reads a Claim or Work stream with recv until it ends, and
+// returns its error. Each message carries jobs (all those claimed since the
+// previous message), which are started one by one in order, and / or stop
+// requests for runs (StopRun), handled after its jobs; a message may have
+// no jobs.
+func (r *runner) readStream(recv func() (streamMessage, error)) (delivered bool, err error) {
+	for {
+		msg, err := recv()
 		if err != nil {
 			return delivered, err
 		}

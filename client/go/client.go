@@ -83,7 +83,8 @@ func (c *clientConfig) resolveSecurity() error {
 // WithTimeout sets the deadline given to each unary RPC whose context has no
 // deadline of its own (default 10 s; 0 or less means the default). For a
 // Worker it is the deadline of each AckBatch, Fail and ExtendLease call
-// (ExtendLease: at most a third of the lease).
+// (ExtendLease: at most a third of the lease); an ack batch on its Work
+// stream waits for its answer while the stream lasts.
 func WithTimeout(d time.Duration) Option {
 	return func(c *clientConfig) { c.timeout = d }
 }
@@ -218,10 +219,16 @@ func ackBatch(ctx context.Context, stub jobwirepb.BrokerServiceClient, req *jobw
 	if err != nil {
 		return nil, toError(err)
 	}
-	results := resp.GetResults()
-	if len(results) != len(req.GetAcks()) {
+	return ackResults("AckBatch", resp.GetResults(), len(req.GetAcks()))
+}
+
+// ackResults turns the results of n acks (AckBatchResponse.results,
+// WorkAcksAnswer.results) into one error per ack, in order (nil for an ack
+// stored); an INTERNAL error, naming call, when there are not n of them.
+func ackResults(call string, results []*jobwirepb.AckResult, n int) ([]error, error) {
+	if len(results) != n {
 		return nil, newError(codes.Internal, "",
-			fmt.Sprintf("AckBatch answered %d results for %d acks", len(results), len(req.GetAcks())))
+			fmt.Sprintf("%s answered %d results for %d acks", call, len(results), n))
 	}
 	errs := make([]error, len(results))
 	for i, r := range results {

@@ -13,8 +13,8 @@ import (
 	"github.com/jobwire/jobwire/client/go/jobwirepb"
 )
 
-// claimRequests records the ClaimRequests a client sends (each Claim stream
-// it opens).
+// claimRequests records the ClaimRequests a client sends (each Claim or
+// Work stream it opens).
 type claimRequests struct {
 	mu   sync.Mutex
 	list []*jobwirepb.ClaimRequest
@@ -41,7 +41,7 @@ type sentStream struct {
 }
 
 func (s *sentStream) SendMsg(m any) error {
-	if req, ok := m.(*jobwirepb.ClaimRequest); ok {
+	if req := sentClaim(m); req != nil {
 		s.rec.mu.Lock()
 		s.rec.list = append(s.rec.list, req)
 		s.rec.mu.Unlock()

@@ -14,7 +14,6 @@ import (
 
 	jobwire "github.com/jobwire/jobwire/client/go"
 	"github.com/jobwire/jobwire/client/go/internal/testbroker"
-	"github.com/jobwire/jobwire/client/go/jobwirepb"
 )
 
 // The Worker's two lease-end rules (docs/clients.md, Worker): an Ack
@@ -38,8 +37,8 @@ type lateStream struct{ grpc.ClientStream }
 
 func (s *lateStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if msg, ok := m.(*jobwirepb.ClaimResponse); ok && err == nil {
-		for _, cj := range msg.GetJobs() {
+	if jobs, ok := streamJobs(m); ok && err == nil {
+		for _, cj := range jobs {
 			if cj.GetJob().GetType() == "late" && cj.GetJob().GetAttempts() == 1 {
 				time.Sleep(time.Until(time.UnixMilli(cj.GetLeaseExpiresAtMs()).Add(300 * time.Millisecond)))
 			}

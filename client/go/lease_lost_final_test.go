@@ -24,7 +24,9 @@ import (
 // the outcome is ack_unknown / fail_unknown with that error. The rule is per
 // job: an ack that failed in the same AckBatch call, or a Fail, of a job whose
 // lease holds is still retried. The UNAVAILABLE answers come from a client
-// interceptor; every other call reaches the broker. A job whose lease is lost
+// interceptor; every other call reaches the broker. The broker looks older
+// than Work to the ack test's worker (olderBroker), so that its acks go as
+// AckBatch calls, which the interceptor sees. A job whose lease is lost
 // was deleted (Admin DeleteJob), so a second attempt would be answered
 // NOT_FOUND (ack_error / fail_error), not unknown.
 
@@ -100,7 +102,7 @@ func TestAckUnavailableAfterTheLeaseWasLostIsNotSentAgain(t *testing.T) {
 		return job.Type, nil
 	}
 	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{"plug": handle, "lost": handle, "kept": handle},
-		jobwire.WithConcurrency(3), jobwire.WithLease(3*time.Second),
+		jobwire.WithConcurrency(3), jobwire.WithLease(3*time.Second), (&olderBroker{}).option(),
 		jobwire.WithDialOptions(grpc.WithChainUnaryInterceptor(interceptor)))
 	ids := map[string]string{}
 	for _, typ := range []string{"plug", "lost", "kept"} {

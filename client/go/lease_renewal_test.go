@@ -42,8 +42,8 @@ type rewrittenStream struct {
 
 func (s *rewrittenStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if msg, ok := m.(*jobwirepb.ClaimResponse); ok && err == nil {
-		for _, cj := range msg.GetJobs() {
+	if jobs, ok := streamJobs(m); ok && err == nil {
+		for _, cj := range jobs {
 			s.edit(cj)
 		}
 	}

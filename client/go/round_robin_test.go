@@ -168,7 +168,7 @@ func (l *peerLog) peers(method string) map[string]int {
 }
 
 const (
-	claimMethod    = "/jobwire.v1.BrokerService/Claim"
+	ackMethod      = "/jobwire.v1.BrokerService/Ack"
 	ackBatchMethod = "/jobwire.v1.BrokerService/AckBatch"
 )
 
@@ -193,11 +193,42 @@ var nopHandler = map[string]jobwire.Handler{
 
 // Two brokers of one deployment (one Redis, as the replicas behind a
 // headless Service): a Worker on both processes the jobs enqueued through
-// either on its one Claim stream, and its AckBatch calls go to both brokers
-// (round_robin). The broker that settles a job of the other's stream tells
-// it, so the stream's one slot frees at once: with a 30 s lease, a slot
-// freed only at the lease's end would stall the second job for 30 s.
+// either on its one Work stream, which also carries its acks, so it makes
+// no Ack or AckBatch call at all. With a 30 s lease, a slot freed only at
+// the lease's end would stall the second job for 30 s.
 func TestWorkerOverTwoBrokersOfOneRedis(t *testing.T) {
+	log := &peerLog{}
+	runOverTwoBrokers(t, log)
+	only(t, "Work streams", log.peers(workMethod))
+	if claims := log.peers(claimMethod); len(claims) != 0 {
+		t.Errorf("Claim streams per broker %v: want none (a Work stream)", claims)
+	}
+	for _, method := range []string{ackMethod, ackBatchMethod} {
+		if acks := log.peers(method); len(acks) != 0 {
+			t.Errorf("%s calls per broker %v: want none (the acks went on the Work stream)", method, acks)
+		}
+	}
+}
+
+// The same against brokers older than Work: the Worker's one Claim stream
+// is on one broker, and its AckBatch calls go to both brokers (round_robin).
+// The broker that settles a job of the other's stream tells it, so the
+// stream's one slot frees at once.
+func TestWorkerOverTwoBrokersOfOneRedisWithoutWork(t *testing.T) {
+	log := &peerLog{}
+	runOverTwoBrokers(t, log, (&olderBroker{}).option())
+	only(t, "Claim streams", log.peers(claimMethod))
+	if acks := log.peers(ackBatchMethod); len(acks) != 2 {
+		t.Errorf("AckBatch calls per broker %v: want calls to both", acks)
+	}
+}
+
+// runOverTwoBrokers starts a second broker on the suite's Redis, enqueues
+// 20 jobs through the two brokers in turn and runs them on a Worker of
+// concurrency 1 (lease 30 s) on both brokers, logging its calls to log;
+// each job must be acked (ack_ok) within 15 s of the start.
+func runOverTwoBrokers(t *testing.T, log *peerLog, opts ...jobwire.WorkerOption) {
+	t.Helper()
 	other, err := testbroker.StartBroker(tmpDir, redisProc.Port, 0, brokerFlags...)
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
@@ -209,10 +240,10 @@ func TestWorkerOverTwoBrokersOfOneRedis(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		ids = append(ids, mustEnqueue(t, direct[i%2], q, "rr", []byte("x")))
 	}
-	log := &peerLog{}
 	target, resolve := multiAddr(brokerAddr, other.Addr())
-	rw := startWorker(t, target, []string{q}, nopHandler, resolve, log.options(),
-		jobwire.WithConcurrency(1), jobwire.WithLease(30*time.Second))
+	opts = append([]jobwire.WorkerOption{resolve, log.options(),
+		jobwire.WithConcurrency(1), jobwire.WithLease(30 * time.Second)}, opts...)
+	rw := startWorker(t, target, []string{q}, nopHandler, opts...)
 
 	deadline := time.Now().Add(15 * time.Second)
 	for _, id := range ids {
@@ -222,14 +253,10 @@ func TestWorkerOverTwoBrokersOfOneRedis(t *testing.T) {
 			t.Errorf("job %s: outcomes %+v, want one ack_ok", id, o)
 		}
 	}
-	only(t, "Claim streams", log.peers(claimMethod))
-	if acks := log.peers(ackBatchMethod); len(acks) != 2 {
-		t.Errorf("AckBatch calls per broker %v: want calls to both", acks)
-	}
 }
 
 // Workers on a target of two brokers spread over both: round_robin starts
-// each channel's picks at a random address (20 workers' Claim streams all on
+// each channel's picks at a random address (20 workers' Work streams all on
 // one broker: chance 2^-19).
 func TestWorkersSpreadOverBrokers(t *testing.T) {
 	a, b := startStack(t), startStack(t)
@@ -245,12 +272,12 @@ func TestWorkersSpreadOverBrokers(t *testing.T) {
 		w.Handle("rr", nopHandler["rr"])
 		runErr := make(chan error, 1)
 		go func() { runErr <- w.Run(context.Background()) }()
-		waitFor(t, 10*time.Second, "the claim stream", func() bool { return len(log.peers(claimMethod)) > 0 })
+		waitFor(t, 10*time.Second, "the Work stream", func() bool { return len(log.peers(workMethod)) > 0 })
 		w.Stop()
 		if err := <-runErr; err != nil {
 			t.Fatalf("Run: %v", err)
 		}
-		per[only(t, "Claim streams", log.peers(claimMethod))]++
+		per[only(t, "Work streams", log.peers(workMethod))]++
 	}
 	t.Logf("workers per broker: %v", per)
 	if per[a.Broker.Addr()] == 0 || per[b.Broker.Addr()] == 0 {

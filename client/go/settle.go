@@ -48,14 +48,15 @@ func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) e
 	}
 }
 
-// ack acks the job through the coalescer (in an AckBatch call with the acks
-// of other jobs finishing meanwhile), retried for this job alone.
+// ack acks the job through the coalescer (in one batch with the acks of
+// other jobs finishing meanwhile: on the Work stream, else an AckBatch
+// call), retried for this job alone.
 func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 	req := &jobwirepb.AckRequest{
 		Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken, Result: result,
 	}
-	// The AckBatch call carrying the ack has a deadline of its own
-	// (sendAcks), not this attempt's ctx.
+	// The batch carrying the ack is sent under sendAcks' rules, not this
+	// attempt's ctx.
 	err := r.callWithRetry(lease, func(context.Context) error { return r.acks.ack(req) })
 	if r.abandoned.Load() {
 		return
@@ -68,9 +69,15 @@ func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 	r.outcome(Outcome{Kind: OutcomeAckOK, Job: job, Result: result})
 }
 
-// sendAcks makes one AckBatch call for the coalescer, with the unary
-// deadline (WithTimeout); it is cancelled when the stop grace runs out.
+// sendAcks sends one batch for the coalescer: on the open Work stream,
+// waiting for its answer (the stream is cancelled when the worker stops),
+// or, when none is open or it ended before answering, as an AckBatch call
+// with the unary deadline (WithTimeout), cancelled when the stop grace runs
+// out.
 func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
+	if ans := r.work.send(acks); ans != nil {
+		return ans.errs, ans.err
+	}
 	ctx, cancel := context.WithTimeout(r.hardCtx, r.w.cfg.conn.timeout)
 	defer cancel()
 	return ackBatch(ctx, r.stub, &jobwirepb.AckBatchRequest{Acks: acks})

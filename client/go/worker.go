@@ -305,8 +305,12 @@ type runner struct {
 	hardCtx   context.Context
 	jobs      sync.WaitGroup
 	abandoned atomic.Bool
-	acks      *ackCoalescer // every Ack goes through it (AckBatch calls)
+	acks      *ackCoalescer // every Ack goes through it (sendAcks: on the Work stream, else AckBatch calls)
+	work      workAcks      // the open Work stream's acks
 	runs      runTable      // the runs started and not yet settled
+	// claimOnly: the broker answered Work UNIMPLEMENTED, Claim streams from
+	// then on. Used by claimLoop alone.
+	claimOnly bool
 
 	slotMu   sync.Mutex
 	slotCond *sync.Cond

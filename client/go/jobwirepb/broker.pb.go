@@ -338,7 +338,7 @@ func (x StopRun_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StopRun_Reason.Descriptor instead.
 func (StopRun_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12, 0}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type FailResponse_Outcome int32
@@ -389,7 +389,7 @@ func (x FailResponse_Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailResponse_Outcome.Descriptor instead.
 func (FailResponse_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20, 0}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21, 0}
 }
 
 type Job struct {
@@ -1357,10 +1357,7 @@ type ClaimResponse struct {
 	// Runs delivered on this stream that should stop now (their handlers
 	// told to give up). Best effort: a run whose stream has ended learns it
 	// from its next ExtendLease instead.
-	Stops []*StopRun `protobuf:"bytes,2,rep,name=stops,proto3" json:"stops,omitempty"`
-	// Work streams only: the answers to acks messages settled since the
-	// previous message, each answered once.
-	AckAnswers    []*WorkAcksAnswer `protobuf:"bytes,3,rep,name=ack_answers,json=ackAnswers,proto3" json:"ack_answers,omitempty"`
+	Stops         []*StopRun `protobuf:"bytes,2,rep,name=stops,proto3" json:"stops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1409,7 +1406,66 @@ func (x *ClaimResponse) GetStops() []*StopRun {
 	return nil
 }
 
-func (x *ClaimResponse) GetAckAnswers() []*WorkAcksAnswer {
+// One message of a Work stream: a ClaimResponse (same field numbers, so the
+// same bytes when no answer is carried), plus answers to acks.
+type WorkResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As ClaimResponse.jobs.
+	Jobs []*ClaimedJob `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// As ClaimResponse.stops.
+	Stops []*StopRun `protobuf:"bytes,2,rep,name=stops,proto3" json:"stops,omitempty"`
+	// The answers to acks messages settled since the previous message, each
+	// answered once.
+	AckAnswers    []*WorkAcksAnswer `protobuf:"bytes,3,rep,name=ack_answers,json=ackAnswers,proto3" json:"ack_answers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkResponse) Reset() {
+	*x = WorkResponse{}
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkResponse) ProtoMessage() {}
+
+func (x *WorkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
+func (*WorkResponse) Descriptor() ([]byte, []int) {
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *WorkResponse) GetJobs() []*ClaimedJob {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *WorkResponse) GetStops() []*StopRun {
+	if x != nil {
+		return x.Stops
+	}
+	return nil
+}
+
+func (x *WorkResponse) GetAckAnswers() []*WorkAcksAnswer {
 	if x != nil {
 		return x.AckAnswers
 	}
@@ -1430,7 +1486,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1498,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[9]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1511,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{9}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WorkRequest) GetKind() isWorkRequest_Kind {
@@ -1514,7 +1570,7 @@ type WorkAcks struct {
 
 func (x *WorkAcks) Reset() {
 	*x = WorkAcks{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1582,7 @@ func (x *WorkAcks) String() string {
 func (*WorkAcks) ProtoMessage() {}
 
 func (x *WorkAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[10]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1595,7 @@ func (x *WorkAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkAcks.ProtoReflect.Descriptor instead.
 func (*WorkAcks) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{10}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkAcks) GetId() uint64 {
@@ -1575,7 +1631,7 @@ type WorkAcksAnswer struct {
 
 func (x *WorkAcksAnswer) Reset() {
 	*x = WorkAcksAnswer{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1643,7 @@ func (x *WorkAcksAnswer) String() string {
 func (*WorkAcksAnswer) ProtoMessage() {}
 
 func (x *WorkAcksAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[11]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1656,7 @@ func (x *WorkAcksAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkAcksAnswer.ProtoReflect.Descriptor instead.
 func (*WorkAcksAnswer) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{11}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkAcksAnswer) GetId() uint64 {
@@ -1653,7 +1709,7 @@ type StopRun struct {
 
 func (x *StopRun) Reset() {
 	*x = StopRun{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1721,7 @@ func (x *StopRun) String() string {
 func (*StopRun) ProtoMessage() {}
 
 func (x *StopRun) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[12]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1734,7 @@ func (x *StopRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRun.ProtoReflect.Descriptor instead.
 func (*StopRun) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{12}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StopRun) GetQueue() string {
@@ -1728,7 +1784,7 @@ type ClaimedJob struct {
 
 func (x *ClaimedJob) Reset() {
 	*x = ClaimedJob{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1796,7 @@ func (x *ClaimedJob) String() string {
 func (*ClaimedJob) ProtoMessage() {}
 
 func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[13]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1809,7 @@ func (x *ClaimedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedJob.ProtoReflect.Descriptor instead.
 func (*ClaimedJob) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{13}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ClaimedJob) GetJob() *Job {
@@ -1797,7 +1853,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1865,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[14]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1878,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{14}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AckRequest) GetQueue() string {
@@ -1861,7 +1917,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +1929,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[15]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +1942,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{15}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
 }
 
 type AckBatchRequest struct {
@@ -1899,7 +1955,7 @@ type AckBatchRequest struct {
 
 func (x *AckBatchRequest) Reset() {
 	*x = AckBatchRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +1967,7 @@ func (x *AckBatchRequest) String() string {
 func (*AckBatchRequest) ProtoMessage() {}
 
 func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[16]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +1980,7 @@ func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchRequest.ProtoReflect.Descriptor instead.
 func (*AckBatchRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{16}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AckBatchRequest) GetAcks() []*AckRequest {
@@ -1947,7 +2003,7 @@ type AckResult struct {
 
 func (x *AckResult) Reset() {
 	*x = AckResult{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2015,7 @@ func (x *AckResult) String() string {
 func (*AckResult) ProtoMessage() {}
 
 func (x *AckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[17]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2028,7 @@ func (x *AckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResult.ProtoReflect.Descriptor instead.
 func (*AckResult) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{17}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AckResult) GetCode() int32 {
@@ -2006,7 +2062,7 @@ type AckBatchResponse struct {
 
 func (x *AckBatchResponse) Reset() {
 	*x = AckBatchResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2074,7 @@ func (x *AckBatchResponse) String() string {
 func (*AckBatchResponse) ProtoMessage() {}
 
 func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[18]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2087,7 @@ func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchResponse.ProtoReflect.Descriptor instead.
 func (*AckBatchResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{18}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AckBatchResponse) GetResults() []*AckResult {
@@ -2065,7 +2121,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2133,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[19]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2146,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{19}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FailRequest) GetQueue() string {
@@ -2153,7 +2209,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2221,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[20]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2234,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{20}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FailResponse) GetOutcome() FailResponse_Outcome {
@@ -2209,7 +2265,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2277,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[21]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2290,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{21}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExtendLeaseRequest) GetQueue() string {
@@ -2274,7 +2330,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2342,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[22]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2355,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{22}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAtMs() int64 {
@@ -2325,7 +2381,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +2393,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[23]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +2406,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{23}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportProgressRequest) GetQueue() string {
@@ -2396,7 +2452,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2464,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[24]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2477,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{24}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
 }
 
 type GetJobRequest struct {
@@ -2441,7 +2497,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +2509,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[25]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +2522,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{25}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetJobRequest) GetQueue() string {
@@ -2499,7 +2555,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +2567,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[26]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +2580,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{26}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -2544,7 +2600,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2556,7 +2612,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[27]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2569,7 +2625,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{27}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelRequest) GetQueue() string {
@@ -2598,7 +2654,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2666,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[28]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2679,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{28}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelResponse) GetCancelRequested() bool {
@@ -2647,7 +2703,7 @@ type WaitJobRequest struct {
 
 func (x *WaitJobRequest) Reset() {
 	*x = WaitJobRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2659,7 +2715,7 @@ func (x *WaitJobRequest) String() string {
 func (*WaitJobRequest) ProtoMessage() {}
 
 func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[29]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2672,7 +2728,7 @@ func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobRequest.ProtoReflect.Descriptor instead.
 func (*WaitJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{29}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WaitJobRequest) GetQueue() string {
@@ -2706,7 +2762,7 @@ type WaitJobResponse struct {
 
 func (x *WaitJobResponse) Reset() {
 	*x = WaitJobResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2774,7 @@ func (x *WaitJobResponse) String() string {
 func (*WaitJobResponse) ProtoMessage() {}
 
 func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[30]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2787,7 @@ func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitJobResponse.ProtoReflect.Descriptor instead.
 func (*WaitJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{30}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WaitJobResponse) GetJob() *Job {
@@ -2768,7 +2824,7 @@ type QueueEvent struct {
 
 func (x *QueueEvent) Reset() {
 	*x = QueueEvent{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[31]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +2836,7 @@ func (x *QueueEvent) String() string {
 func (*QueueEvent) ProtoMessage() {}
 
 func (x *QueueEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[31]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +2849,7 @@ func (x *QueueEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueEvent.ProtoReflect.Descriptor instead.
 func (*QueueEvent) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{31}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueueEvent) GetKind() EventKind {
@@ -2882,7 +2938,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[32]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2894,7 +2950,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[32]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2907,7 +2963,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{32}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubscribeRequest) GetQueues() []string {
@@ -2949,7 +3005,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_jobwire_v1_broker_proto_msgTypes[33]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3017,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobwire_v1_broker_proto_msgTypes[33]
+	mi := &file_jobwire_v1_broker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3030,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{33}
+	return file_jobwire_v1_broker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubscribeResponse) GetEvents() []*QueueEvent {
@@ -3094,8 +3150,11 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05types\x18\x05 \x03(\tR\x05types\x12\x18\n" +
-	"\aweights\x18\x06 \x03(\x05R\aweights\"\xa3\x01\n" +
+	"\aweights\x18\x06 \x03(\x05R\aweights\"f\n" +
 	"\rClaimResponse\x12*\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x16.jobwire.v1.ClaimedJobR\x04jobs\x12)\n" +
+	"\x05stops\x18\x02 \x03(\v2\x13.jobwire.v1.StopRunR\x05stops\"\xa2\x01\n" +
+	"\fWorkResponse\x12*\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x16.jobwire.v1.ClaimedJobR\x04jobs\x12)\n" +
 	"\x05stops\x18\x02 \x03(\v2\x13.jobwire.v1.StopRunR\x05stops\x12;\n" +
 	"\vack_answers\x18\x03 \x03(\v2\x1a.jobwire.v1.WorkAcksAnswerR\n" +
@@ -3242,12 +3301,12 @@ const file_jobwire_v1_broker_proto_rawDesc = "" +
 	"\x12\x17\n" +
 	"\x13EVENT_KIND_PROGRESS\x10\v\x12\x1f\n" +
 	"\x1bEVENT_KIND_CANCEL_REQUESTED\x10\f\x12\x18\n" +
-	"\x14EVENT_KIND_TIMED_OUT\x10\r2\x9d\a\n" +
+	"\x14EVENT_KIND_TIMED_OUT\x10\r2\x9c\a\n" +
 	"\rBrokerService\x12B\n" +
 	"\aEnqueue\x12\x1a.jobwire.v1.EnqueueRequest\x1a\x1b.jobwire.v1.EnqueueResponse\x12Q\n" +
 	"\fEnqueueBatch\x12\x1f.jobwire.v1.EnqueueBatchRequest\x1a .jobwire.v1.EnqueueBatchResponse\x12>\n" +
-	"\x05Claim\x12\x18.jobwire.v1.ClaimRequest\x1a\x19.jobwire.v1.ClaimResponse0\x01\x12>\n" +
-	"\x04Work\x12\x17.jobwire.v1.WorkRequest\x1a\x19.jobwire.v1.ClaimResponse(\x010\x01\x126\n" +
+	"\x05Claim\x12\x18.jobwire.v1.ClaimRequest\x1a\x19.jobwire.v1.ClaimResponse0\x01\x12=\n" +
+	"\x04Work\x12\x17.jobwire.v1.WorkRequest\x1a\x18.jobwire.v1.WorkResponse(\x010\x01\x126\n" +
 	"\x03Ack\x12\x16.jobwire.v1.AckRequest\x1a\x17.jobwire.v1.AckResponse\x12E\n" +
 	"\bAckBatch\x12\x1b.jobwire.v1.AckBatchRequest\x1a\x1c.jobwire.v1.AckBatchResponse\x129\n" +
 	"\x04Fail\x12\x17.jobwire.v1.FailRequest\x1a\x18.jobwire.v1.FailResponse\x12N\n" +
@@ -3274,7 +3333,7 @@ func file_jobwire_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_jobwire_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_jobwire_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_jobwire_v1_broker_proto_goTypes = []any{
 	(JobState)(0),                  // 0: jobwire.v1.JobState
 	(EventKind)(0),                 // 1: jobwire.v1.EventKind
@@ -3289,91 +3348,94 @@ var file_jobwire_v1_broker_proto_goTypes = []any{
 	(*EnqueueBatchResponse)(nil),   // 10: jobwire.v1.EnqueueBatchResponse
 	(*ClaimRequest)(nil),           // 11: jobwire.v1.ClaimRequest
 	(*ClaimResponse)(nil),          // 12: jobwire.v1.ClaimResponse
-	(*WorkRequest)(nil),            // 13: jobwire.v1.WorkRequest
-	(*WorkAcks)(nil),               // 14: jobwire.v1.WorkAcks
-	(*WorkAcksAnswer)(nil),         // 15: jobwire.v1.WorkAcksAnswer
-	(*StopRun)(nil),                // 16: jobwire.v1.StopRun
-	(*ClaimedJob)(nil),             // 17: jobwire.v1.ClaimedJob
-	(*AckRequest)(nil),             // 18: jobwire.v1.AckRequest
-	(*AckResponse)(nil),            // 19: jobwire.v1.AckResponse
-	(*AckBatchRequest)(nil),        // 20: jobwire.v1.AckBatchRequest
-	(*AckResult)(nil),              // 21: jobwire.v1.AckResult
-	(*AckBatchResponse)(nil),       // 22: jobwire.v1.AckBatchResponse
-	(*FailRequest)(nil),            // 23: jobwire.v1.FailRequest
-	(*FailResponse)(nil),           // 24: jobwire.v1.FailResponse
-	(*ExtendLeaseRequest)(nil),     // 25: jobwire.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),    // 26: jobwire.v1.ExtendLeaseResponse
-	(*ReportProgressRequest)(nil),  // 27: jobwire.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil), // 28: jobwire.v1.ReportProgressResponse
-	(*GetJobRequest)(nil),          // 29: jobwire.v1.GetJobRequest
-	(*GetJobResponse)(nil),         // 30: jobwire.v1.GetJobResponse
-	(*CancelRequest)(nil),          // 31: jobwire.v1.CancelRequest
-	(*CancelResponse)(nil),         // 32: jobwire.v1.CancelResponse
-	(*WaitJobRequest)(nil),         // 33: jobwire.v1.WaitJobRequest
-	(*WaitJobResponse)(nil),        // 34: jobwire.v1.WaitJobResponse
-	(*QueueEvent)(nil),             // 35: jobwire.v1.QueueEvent
-	(*SubscribeRequest)(nil),       // 36: jobwire.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),      // 37: jobwire.v1.SubscribeResponse
-	nil,                            // 38: jobwire.v1.Job.HeadersEntry
-	nil,                            // 39: jobwire.v1.Job.DependencyResultsEntry
-	nil,                            // 40: jobwire.v1.EnqueueRequest.HeadersEntry
+	(*WorkResponse)(nil),           // 13: jobwire.v1.WorkResponse
+	(*WorkRequest)(nil),            // 14: jobwire.v1.WorkRequest
+	(*WorkAcks)(nil),               // 15: jobwire.v1.WorkAcks
+	(*WorkAcksAnswer)(nil),         // 16: jobwire.v1.WorkAcksAnswer
+	(*StopRun)(nil),                // 17: jobwire.v1.StopRun
+	(*ClaimedJob)(nil),             // 18: jobwire.v1.ClaimedJob
+	(*AckRequest)(nil),             // 19: jobwire.v1.AckRequest
+	(*AckResponse)(nil),            // 20: jobwire.v1.AckResponse
+	(*AckBatchRequest)(nil),        // 21: jobwire.v1.AckBatchRequest
+	(*AckResult)(nil),              // 22: jobwire.v1.AckResult
+	(*AckBatchResponse)(nil),       // 23: jobwire.v1.AckBatchResponse
+	(*FailRequest)(nil),            // 24: jobwire.v1.FailRequest
+	(*FailResponse)(nil),           // 25: jobwire.v1.FailResponse
+	(*ExtendLeaseRequest)(nil),     // 26: jobwire.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),    // 27: jobwire.v1.ExtendLeaseResponse
+	(*ReportProgressRequest)(nil),  // 28: jobwire.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil), // 29: jobwire.v1.ReportProgressResponse
+	(*GetJobRequest)(nil),          // 30: jobwire.v1.GetJobRequest
+	(*GetJobResponse)(nil),         // 31: jobwire.v1.GetJobResponse
+	(*CancelRequest)(nil),          // 32: jobwire.v1.CancelRequest
+	(*CancelResponse)(nil),         // 33: jobwire.v1.CancelResponse
+	(*WaitJobRequest)(nil),         // 34: jobwire.v1.WaitJobRequest
+	(*WaitJobResponse)(nil),        // 35: jobwire.v1.WaitJobResponse
+	(*QueueEvent)(nil),             // 36: jobwire.v1.QueueEvent
+	(*SubscribeRequest)(nil),       // 37: jobwire.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),      // 38: jobwire.v1.SubscribeResponse
+	nil,                            // 39: jobwire.v1.Job.HeadersEntry
+	nil,                            // 40: jobwire.v1.Job.DependencyResultsEntry
+	nil,                            // 41: jobwire.v1.EnqueueRequest.HeadersEntry
 }
 var file_jobwire_v1_broker_proto_depIdxs = []int32{
 	0,  // 0: jobwire.v1.Job.state:type_name -> jobwire.v1.JobState
-	38, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
+	39, // 1: jobwire.v1.Job.headers:type_name -> jobwire.v1.Job.HeadersEntry
 	5,  // 2: jobwire.v1.Job.errors:type_name -> jobwire.v1.JobError
-	39, // 3: jobwire.v1.Job.dependency_results:type_name -> jobwire.v1.Job.DependencyResultsEntry
-	40, // 4: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
+	40, // 3: jobwire.v1.Job.dependency_results:type_name -> jobwire.v1.Job.DependencyResultsEntry
+	41, // 4: jobwire.v1.EnqueueRequest.headers:type_name -> jobwire.v1.EnqueueRequest.HeadersEntry
 	6,  // 5: jobwire.v1.EnqueueBatchRequest.jobs:type_name -> jobwire.v1.EnqueueRequest
 	9,  // 6: jobwire.v1.EnqueueBatchResponse.results:type_name -> jobwire.v1.EnqueueResult
-	17, // 7: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
-	16, // 8: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
-	15, // 9: jobwire.v1.ClaimResponse.ack_answers:type_name -> jobwire.v1.WorkAcksAnswer
-	11, // 10: jobwire.v1.WorkRequest.claim:type_name -> jobwire.v1.ClaimRequest
-	14, // 11: jobwire.v1.WorkRequest.acks:type_name -> jobwire.v1.WorkAcks
-	18, // 12: jobwire.v1.WorkAcks.acks:type_name -> jobwire.v1.AckRequest
-	21, // 13: jobwire.v1.WorkAcksAnswer.results:type_name -> jobwire.v1.AckResult
-	2,  // 14: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
-	4,  // 15: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
-	18, // 16: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
-	21, // 17: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
-	3,  // 18: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
-	4,  // 19: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
-	4,  // 20: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
-	1,  // 21: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
-	1,  // 22: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
-	35, // 23: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
-	6,  // 24: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
-	8,  // 25: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
-	11, // 26: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
-	13, // 27: jobwire.v1.BrokerService.Work:input_type -> jobwire.v1.WorkRequest
-	18, // 28: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
-	20, // 29: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
-	23, // 30: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
-	25, // 31: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
-	27, // 32: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
-	29, // 33: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
-	31, // 34: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
-	33, // 35: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
-	36, // 36: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
-	7,  // 37: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
-	10, // 38: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
-	12, // 39: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
-	12, // 40: jobwire.v1.BrokerService.Work:output_type -> jobwire.v1.ClaimResponse
-	19, // 41: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
-	22, // 42: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
-	24, // 43: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
-	26, // 44: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
-	28, // 45: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
-	30, // 46: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
-	32, // 47: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
-	34, // 48: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
-	37, // 49: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
-	37, // [37:50] is the sub-list for method output_type
-	24, // [24:37] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	18, // 7: jobwire.v1.ClaimResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	17, // 8: jobwire.v1.ClaimResponse.stops:type_name -> jobwire.v1.StopRun
+	18, // 9: jobwire.v1.WorkResponse.jobs:type_name -> jobwire.v1.ClaimedJob
+	17, // 10: jobwire.v1.WorkResponse.stops:type_name -> jobwire.v1.StopRun
+	16, // 11: jobwire.v1.WorkResponse.ack_answers:type_name -> jobwire.v1.WorkAcksAnswer
+	11, // 12: jobwire.v1.WorkRequest.claim:type_name -> jobwire.v1.ClaimRequest
+	15, // 13: jobwire.v1.WorkRequest.acks:type_name -> jobwire.v1.WorkAcks
+	19, // 14: jobwire.v1.WorkAcks.acks:type_name -> jobwire.v1.AckRequest
+	22, // 15: jobwire.v1.WorkAcksAnswer.results:type_name -> jobwire.v1.AckResult
+	2,  // 16: jobwire.v1.StopRun.reason:type_name -> jobwire.v1.StopRun.Reason
+	4,  // 17: jobwire.v1.ClaimedJob.job:type_name -> jobwire.v1.Job
+	19, // 18: jobwire.v1.AckBatchRequest.acks:type_name -> jobwire.v1.AckRequest
+	22, // 19: jobwire.v1.AckBatchResponse.results:type_name -> jobwire.v1.AckResult
+	3,  // 20: jobwire.v1.FailResponse.outcome:type_name -> jobwire.v1.FailResponse.Outcome
+	4,  // 21: jobwire.v1.GetJobResponse.job:type_name -> jobwire.v1.Job
+	4,  // 22: jobwire.v1.WaitJobResponse.job:type_name -> jobwire.v1.Job
+	1,  // 23: jobwire.v1.QueueEvent.kind:type_name -> jobwire.v1.EventKind
+	1,  // 24: jobwire.v1.SubscribeRequest.kinds:type_name -> jobwire.v1.EventKind
+	36, // 25: jobwire.v1.SubscribeResponse.events:type_name -> jobwire.v1.QueueEvent
+	6,  // 26: jobwire.v1.BrokerService.Enqueue:input_type -> jobwire.v1.EnqueueRequest
+	8,  // 27: jobwire.v1.BrokerService.EnqueueBatch:input_type -> jobwire.v1.EnqueueBatchRequest
+	11, // 28: jobwire.v1.BrokerService.Claim:input_type -> jobwire.v1.ClaimRequest
+	14, // 29: jobwire.v1.BrokerService.Work:input_type -> jobwire.v1.WorkRequest
+	19, // 30: jobwire.v1.BrokerService.Ack:input_type -> jobwire.v1.AckRequest
+	21, // 31: jobwire.v1.BrokerService.AckBatch:input_type -> jobwire.v1.AckBatchRequest
+	24, // 32: jobwire.v1.BrokerService.Fail:input_type -> jobwire.v1.FailRequest
+	26, // 33: jobwire.v1.BrokerService.ExtendLease:input_type -> jobwire.v1.ExtendLeaseRequest
+	28, // 34: jobwire.v1.BrokerService.ReportProgress:input_type -> jobwire.v1.ReportProgressRequest
+	30, // 35: jobwire.v1.BrokerService.GetJob:input_type -> jobwire.v1.GetJobRequest
+	32, // 36: jobwire.v1.BrokerService.Cancel:input_type -> jobwire.v1.CancelRequest
+	34, // 37: jobwire.v1.BrokerService.WaitJob:input_type -> jobwire.v1.WaitJobRequest
+	37, // 38: jobwire.v1.BrokerService.Subscribe:input_type -> jobwire.v1.SubscribeRequest
+	7,  // 39: jobwire.v1.BrokerService.Enqueue:output_type -> jobwire.v1.EnqueueResponse
+	10, // 40: jobwire.v1.BrokerService.EnqueueBatch:output_type -> jobwire.v1.EnqueueBatchResponse
+	12, // 41: jobwire.v1.BrokerService.Claim:output_type -> jobwire.v1.ClaimResponse
+	13, // 42: jobwire.v1.BrokerService.Work:output_type -> jobwire.v1.WorkResponse
+	20, // 43: jobwire.v1.BrokerService.Ack:output_type -> jobwire.v1.AckResponse
+	23, // 44: jobwire.v1.BrokerService.AckBatch:output_type -> jobwire.v1.AckBatchResponse
+	25, // 45: jobwire.v1.BrokerService.Fail:output_type -> jobwire.v1.FailResponse
+	27, // 46: jobwire.v1.BrokerService.ExtendLease:output_type -> jobwire.v1.ExtendLeaseResponse
+	29, // 47: jobwire.v1.BrokerService.ReportProgress:output_type -> jobwire.v1.ReportProgressResponse
+	31, // 48: jobwire.v1.BrokerService.GetJob:output_type -> jobwire.v1.GetJobResponse
+	33, // 49: jobwire.v1.BrokerService.Cancel:output_type -> jobwire.v1.CancelResponse
+	35, // 50: jobwire.v1.BrokerService.WaitJob:output_type -> jobwire.v1.WaitJobResponse
+	38, // 51: jobwire.v1.BrokerService.Subscribe:output_type -> jobwire.v1.SubscribeResponse
+	39, // [39:52] is the sub-list for method output_type
+	26, // [26:39] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_jobwire_v1_broker_proto_init() }
@@ -3383,19 +3445,19 @@ func file_jobwire_v1_broker_proto_init() {
 	}
 	file_jobwire_v1_broker_proto_msgTypes[0].OneofWrappers = []any{}
 	file_jobwire_v1_broker_proto_msgTypes[2].OneofWrappers = []any{}
-	file_jobwire_v1_broker_proto_msgTypes[9].OneofWrappers = []any{
+	file_jobwire_v1_broker_proto_msgTypes[10].OneofWrappers = []any{
 		(*WorkRequest_Claim)(nil),
 		(*WorkRequest_Acks)(nil),
 	}
-	file_jobwire_v1_broker_proto_msgTypes[23].OneofWrappers = []any{}
-	file_jobwire_v1_broker_proto_msgTypes[31].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[24].OneofWrappers = []any{}
+	file_jobwire_v1_broker_proto_msgTypes[32].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobwire_v1_broker_proto_rawDesc), len(file_jobwire_v1_broker_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

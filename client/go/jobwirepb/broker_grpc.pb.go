@@ -194,7 +194,7 @@ type BrokerServiceClient interface {
 	// the stream exactly as Claim does (same validation, authorization,
 	// limits, delivery and ending); every later one holds `acks`, settled
 	// exactly as AckBatch would settle them, and is answered once, in
-	// ClaimResponse.ack_answers, under its id. Answers come in the order the
+	// WorkResponse.ack_answers, under its id. Answers come in the order the
 	// batches finish, not necessarily the order they were sent. The broker
 	// settles up to 16 batches of a stream at a time and reads no further
 	// messages until one of them is answered.
@@ -207,7 +207,7 @@ type BrokerServiceClient interface {
 	// CANCELLED): acks whose answers had not arrived may or may not have been
 	// stored, and are repeated with AckBatch (a repeated ack answers OK).
 	// A broker older than Work answers UNIMPLEMENTED: use Claim and AckBatch.
-	Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, ClaimResponse], error)
+	Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, WorkResponse], error)
 	// Marks an active job completed and stores its result (or deletes the job
 	// when its completed_retention_ms is 0). Repeating a successful Ack with
 	// the same token answers OK and changes nothing (for a job deleted on Ack:
@@ -385,18 +385,18 @@ func (c *brokerServiceClient) Claim(ctx context.Context, in *ClaimRequest, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type BrokerService_ClaimClient = grpc.ServerStreamingClient[ClaimResponse]
 
-func (c *brokerServiceClient) Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, ClaimResponse], error) {
+func (c *brokerServiceClient) Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, WorkResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &BrokerService_ServiceDesc.Streams[1], BrokerService_Work_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[WorkRequest, ClaimResponse]{ClientStream: stream}
+	x := &grpc.GenericClientStream[WorkRequest, WorkResponse]{ClientStream: stream}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type BrokerService_WorkClient = grpc.BidiStreamingClient[WorkRequest, ClaimResponse]
+type BrokerService_WorkClient = grpc.BidiStreamingClient[WorkRequest, WorkResponse]
 
 func (c *brokerServiceClient) Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -562,7 +562,7 @@ type BrokerServiceServer interface {
 	// the stream exactly as Claim does (same validation, authorization,
 	// limits, delivery and ending); every later one holds `acks`, settled
 	// exactly as AckBatch would settle them, and is answered once, in
-	// ClaimResponse.ack_answers, under its id. Answers come in the order the
+	// WorkResponse.ack_answers, under its id. Answers come in the order the
 	// batches finish, not necessarily the order they were sent. The broker
 	// settles up to 16 batches of a stream at a time and reads no further
 	// messages until one of them is answered.
@@ -575,7 +575,7 @@ type BrokerServiceServer interface {
 	// CANCELLED): acks whose answers had not arrived may or may not have been
 	// stored, and are repeated with AckBatch (a repeated ack answers OK).
 	// A broker older than Work answers UNIMPLEMENTED: use Claim and AckBatch.
-	Work(grpc.BidiStreamingServer[WorkRequest, ClaimResponse]) error
+	Work(grpc.BidiStreamingServer[WorkRequest, WorkResponse]) error
 	// Marks an active job completed and stores its result (or deletes the job
 	// when its completed_retention_ms is 0). Repeating a successful Ack with
 	// the same token answers OK and changes nothing (for a job deleted on Ack:
@@ -723,7 +723,7 @@ func (UnimplementedBrokerServiceServer) EnqueueBatch(context.Context, *EnqueueBa
 func (UnimplementedBrokerServiceServer) Claim(*ClaimRequest, grpc.ServerStreamingServer[ClaimResponse]) error {
 	return status.Error(codes.Unimplemented, "method Claim not implemented")
 }
-func (UnimplementedBrokerServiceServer) Work(grpc.BidiStreamingServer[WorkRequest, ClaimResponse]) error {
+func (UnimplementedBrokerServiceServer) Work(grpc.BidiStreamingServer[WorkRequest, WorkResponse]) error {
 	return status.Error(codes.Unimplemented, "method Work not implemented")
 }
 func (UnimplementedBrokerServiceServer) Ack(context.Context, *AckRequest) (*AckResponse, error) {
@@ -822,11 +822,11 @@ func _BrokerService_Claim_Handler(srv interface{}, stream grpc.ServerStream) err
 type BrokerService_ClaimServer = grpc.ServerStreamingServer[ClaimResponse]
 
 func _BrokerService_Work_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(BrokerServiceServer).Work(&grpc.GenericServerStream[WorkRequest, ClaimResponse]{ServerStream: stream})
+	return srv.(BrokerServiceServer).Work(&grpc.GenericServerStream[WorkRequest, WorkResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type BrokerService_WorkServer = grpc.BidiStreamingServer[WorkRequest, ClaimResponse]
+type BrokerService_WorkServer = grpc.BidiStreamingServer[WorkRequest, WorkResponse]
 
 func _BrokerService_Ack_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AckRequest)

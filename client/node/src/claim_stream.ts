@@ -18,6 +18,7 @@ import type { ClaimRequest } from './generated/jobwire/v1/ClaimRequest';
 import type { AckRequest } from './generated/jobwire/v1/AckRequest';
 import type { AckResult__Output } from './generated/jobwire/v1/AckResult';
 import type { WorkRequest } from './generated/jobwire/v1/WorkRequest';
+import type { WorkResponse__Output } from './generated/jobwire/v1/WorkResponse';
 
 /** Reconnect backoff of the Claim stream: 100 ms doubling to 5 s, full jitter. */
 const RECONNECT_BASE_MS = 100;
@@ -35,6 +36,8 @@ export function reconnectDelayMs(attempt: number, random: () => number = Math.ra
   return Math.floor(random() * (cap + 1));
 }
 
+type WorkCall = grpc.ClientDuplexStream<WorkRequest, WorkResponse__Output>;
+
 /** An acks batch sent on a Work stream, waiting for its answer. */
 interface PendingAcks {
   count: number;
@@ -46,7 +49,7 @@ interface PendingAcks {
 
 /** One opened Claim or Work call. */
 export interface StreamState {
-  call: grpc.ClientReadableStream<ClaimResponse__Output> | grpc.ClientDuplexStream<WorkRequest, ClaimResponse__Output>;
+  call: grpc.ClientReadableStream<ClaimResponse__Output> | WorkCall;
   capacity: number;
   inFlight: number;
   openedAt: number;
@@ -124,7 +127,7 @@ export class ClaimStream {
       call, capacity: free, inFlight: 0, openedAt: Date.now(), pendingAcks: this.claimOnly ? null : new Map(),
     };
     this.stream = s;
-    call.on('data', (msg: ClaimResponse__Output) => this.onMessage(s, msg));
+    call.on('data', (msg: ClaimResponse__Output | WorkResponse__Output) => this.onMessage(s, msg));
     call.on('error', () => { /* handled in 'status' */ });
     call.on('status', (st: grpc.StatusObject) => this.onStreamEnd(s, st));
     this.armRegrow();
@@ -144,7 +147,7 @@ export class ClaimStream {
     const id = this.nextAcksId++;
     return new Promise((resolve, reject) => {
       pending.set(id, { count: acks.length, resolve, reject });
-      (s.call as grpc.ClientDuplexStream<WorkRequest, ClaimResponse__Output>).write({ acks: { id, acks } });
+      (s.call as WorkCall).write({ acks: { id, acks } });
     });
   }
 
@@ -169,8 +172,8 @@ export class ClaimStream {
     }
   }
 
-  private onMessage(s: StreamState, msg: ClaimResponse__Output): void {
-    for (const answer of msg.ackAnswers ?? []) {
+  private onMessage(s: StreamState, msg: ClaimResponse__Output | WorkResponse__Output): void {
+    for (const answer of ('ackAnswers' in msg ? msg.ackAnswers : [])) {
       const pending = s.pendingAcks?.get(answer.id);
       if (!pending) continue;
       s.pendingAcks!.delete(answer.id);

@@ -417,7 +417,7 @@ def contract_reasons():
     """The reasons broker.proto's "Error details" table lists."""
     text = PROTO.read_text()
     start = text.index("// Error details:")
-    end = text.index("// Batch results (EnqueueResult, AckResult)", start)
+    end = text.index("// Batch results (EnqueueResult", start)
     return re.findall(r"^//   ([A-Z][A-Z_]+) {2,}", text[start:end], re.M)
 
 
