@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { Client, Worker, JobwireError, Status } from '../dist/index.js';
 import { makeStub } from '../dist/proto.js';
 import { AckCoalescer, MAX_ACK_BATCH } from '../dist/ack_coalescer.js';
-import { startStack, freePort, uniqueQueue, waitFor, sleep, rpcCount as rpcCountAt } from './harness.mjs';
+import { startStack, freePort, uniqueQueue, waitFor, sleep, rpcCount as rpcCountAt, olderBroker } from './harness.mjs';
 
 let stack;
 let client;
@@ -189,6 +189,34 @@ test('Worker: 300 quick jobs at concurrency 16 are acked on the Work stream: no 
   // The acks went on the Work stream (the fake-sender tests below check
   // that they are coalesced).
   assert.equal(ackBatchCalls, 0, 'no AckBatch call while the Work stream was open');
+});
+
+test('Worker: a broker that answers Work UNIMPLEMENTED gets Claim streams, and the acks go as AckBatch calls', async () => {
+  const q = uniqueQueue('older');
+  const N = 60;
+  const enqueued = await client.enqueueBatch(q, Array.from({ length: N }, (_, n) => ({ type: 'quick', payload: { n } })));
+  const ackBatchBefore = await rpcCount('AckBatch');
+  const counts = { work: 0 };
+  const outcomes = [];
+  const worker = new Worker({
+    address: stack.address, queues: [q], concurrency: 8, graceMs: 5000, logger: null,
+    channelOptions: { interceptors: [olderBroker(counts)] },
+    onOutcome: (o) => outcomes.push(o),
+  });
+  worker.register('quick', async (job) => job.json());
+  const running = worker.run({ installSignalHandlers: false });
+  try {
+    await waitFor(() => outcomes.length >= N, { what: `${N} outcomes`, timeoutMs: 30_000 });
+  } finally {
+    await worker.stop();
+  }
+  await running;
+  assert.deepEqual(outcomes.filter((o) => o.kind !== 'ack_ok').map((o) => o.kind), []);
+  assert.deepEqual(new Set(outcomes.map((o) => o.job.id)), new Set(enqueued.map((r) => r.jobId)));
+  assert.equal(counts.work, 1, 'Work tried once, then Claim streams');
+  const ackBatchCalls = (await rpcCount('AckBatch')) - ackBatchBefore;
+  assert.ok(ackBatchCalls > 0, 'the acks went as AckBatch calls');
+  for (const r of enqueued) assert.equal((await client.getJob(q, r.jobId)).state, 'JOB_STATE_COMPLETED');
 });
 
 // ---- AckCoalescer alone, with a fake sender ---------------------------------

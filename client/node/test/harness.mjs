@@ -276,3 +276,31 @@ export function makePki() {
 export function sha256Hex(text) {
   return crypto.createHash('sha256').update(text, 'utf8').digest('hex');
 }
+
+/**
+ * A client interceptor that makes the broker look older than Work (for a
+ * Worker's channelOptions.interceptors): a Work call's messages go out as
+ * an empty acks message, which the real broker refuses (INVALID_ARGUMENT)
+ * before claiming anything, and the call's status is reported as
+ * UNIMPLEMENTED, what a broker without Work answers. Other calls pass.
+ * `counts.work` counts the Work calls.
+ */
+export function olderBroker(counts = { work: 0 }) {
+  return (options, nextCall) => {
+    if (!options.method_definition.path.endsWith('/Work')) return new grpc.InterceptingCall(nextCall(options));
+    counts.work++;
+    return new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        next(metadata, {
+          onReceiveMessage() { /* none: the broker claims nothing for it */ },
+          onReceiveStatus(status, nextStatus) {
+            nextStatus({ code: grpc.status.UNIMPLEMENTED, details: 'stand-in: a broker older than Work', metadata: new grpc.Metadata() });
+          },
+        });
+      },
+      sendMessage(message, next) {
+        next({ acks: { id: 0, acks: [] } });
+      },
+    });
+  };
+}

@@ -7,14 +7,15 @@
 // - the rule is per job: an ack that failed in the same AckBatch call, or a
 //   Fail, of a job whose lease holds is still retried.
 // The UNAVAILABLE answers come from a client interceptor replacing the
-// broker's answer to chosen AckBatch / Fail calls. A job whose lease is lost
+// broker's answer to chosen AckBatch / Fail calls; for the acks to go as
+// AckBatch calls, the Worker sees a broker older than Work (olderBroker). A job whose lease is lost
 // was deleted (Admin.DeleteJob), so a second attempt would be answered
 // NOT_FOUND (ack_error / fail_error), not unknown.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { Client, Worker, NonRetryableError, Status } from '../dist/index.js';
-import { startStack, uniqueQueue, waitFor, sleep, adminDeleteJob } from './harness.mjs';
+import { startStack, uniqueQueue, waitFor, sleep, adminDeleteJob, olderBroker } from './harness.mjs';
 
 const stacks = [];
 after(async () => {
@@ -109,7 +110,7 @@ test('an Ack answered UNAVAILABLE after the lease was lost is not sent again; an
     returned.add(job.type);
     return job.type;
   };
-  const w = startWorker(stack, { queues: [q], concurrency: 3, leaseMs: 3000, channelOptions: { interceptors: [interceptor] } },
+  const w = startWorker(stack, { queues: [q], concurrency: 3, leaseMs: 3000, channelOptions: { interceptors: [olderBroker(), interceptor] } },
     { plug: handle, lost: handle, kept: handle });
   try {
     const ids = {};
