@@ -100,6 +100,7 @@ std::optional<absl::StatusOr<std::vector<absl::Status>>> ClaimStream::SendAcks(
     const v1::AckBatchRequest& batch) {
   auto pending = std::make_shared<PendingAcks>();
   pending->acks = batch.acks_size();
+  uint64_t id;
   {
     absl::MutexLock write_lock(&write_mu_);
     WorkStream* work;
@@ -108,14 +109,22 @@ std::optional<absl::StatusOr<std::vector<absl::Status>>> ClaimStream::SendAcks(
       absl::MutexLock lock(&mu_);
       if (work_ == nullptr) return std::nullopt;
       work = work_;
-      request.mutable_acks()->set_id(next_acks_id_);
-      pending_[next_acks_id_++] = pending;
+      id = next_acks_id_++;
+      request.mutable_acks()->set_id(id);
+      pending_[id] = pending;
     }
     *request.mutable_acks()->mutable_acks() = batch.acks();
     // A failed write: the stream is ending, and WorkEnded resolves it.
     work->Write(request);
   }
-  pending->done.WaitForNotification();
+  if (!pending->done.WaitForNotificationWithTimeout(params_.client->timeout())) {
+    absl::MutexLock lock(&mu_);
+    if (pending_.erase(id) > 0) {
+      return absl::StatusOr<std::vector<absl::Status>>(absl::DeadlineExceededError(
+          "Work: the acks were not answered within the call deadline"));
+    }
+  }
+  pending->done.WaitForNotification();  // answered, or the stream ended, meanwhile
   return std::move(pending->answer);
 }
 

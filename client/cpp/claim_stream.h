@@ -77,7 +77,10 @@ class ClaimStream {
   void Stop();
 
   // Sends `batch` on the open Work stream and waits for its answer: one
-  // status per ack, or the error of the batch as a whole. nullopt when no
+  // status per ack, or the error of the batch as a whole; at most the
+  // client's timeout (the unary calls' deadline), then DEADLINE_EXCEEDED
+  // for the batch, as for an AckBatch call (a late answer is ignored).
+  // nullopt when no
   // Work stream is open, or when it ended before answering (the acks may
   // or may not have been stored: send them again another way; a repeated
   // ack answers OK). Safe from any thread, except the callbacks'.

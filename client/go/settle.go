@@ -70,12 +70,12 @@ func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 }
 
 // sendAcks sends one batch for the coalescer: on the open Work stream,
-// waiting for its answer (the stream is cancelled when the worker stops),
-// or, when none is open or it ended before answering, as an AckBatch call
+// waiting for its answer at most the unary deadline (WithTimeout; the
+// stream is cancelled when the worker stops), or, when none is open or it ended before answering, as an AckBatch call
 // with the unary deadline (WithTimeout), cancelled when the stop grace runs
 // out.
 func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
-	if ans := r.work.send(acks); ans != nil {
+	if ans := r.work.send(acks, r.w.cfg.conn.timeout); ans != nil {
 		return ans.errs, ans.err
 	}
 	ctx, cancel := context.WithTimeout(r.hardCtx, r.w.cfg.conn.timeout)

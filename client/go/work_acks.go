@@ -2,6 +2,7 @@ package jobwire
 
 import (
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -53,10 +54,12 @@ func (a *workAcks) open(stream jobwirepb.BrokerService_WorkClient) {
 }
 
 // send writes acks (1..maxAckBatch) on the open Work stream and waits for
-// their answer. It returns nil, sending nothing, when no Work stream is
-// open, and nil too when the stream ended before answering (the acks may or
-// may not have been stored).
-func (a *workAcks) send(acks []*jobwirepb.AckRequest) *ackAnswer {
+// their answer, at most timeout (the unary calls' deadline): then the
+// answer is DEADLINE_EXCEEDED for the batch as a whole, as for an AckBatch
+// call, and a late answer is ignored. It returns nil, sending nothing, when
+// no Work stream is open, and nil too when the stream ended before
+// answering (the acks may or may not have been stored).
+func (a *workAcks) send(acks []*jobwirepb.AckRequest, timeout time.Duration) *ackAnswer {
 	p := &pendingAcks{acks: len(acks), done: make(chan struct{})}
 	a.writeMu.Lock()
 	a.mu.Lock()
@@ -74,8 +77,24 @@ func (a *workAcks) send(acks []*jobwirepb.AckRequest) *ackAnswer {
 		Acks: &jobwirepb.WorkAcks{Id: id, Acks: acks},
 	}})
 	a.writeMu.Unlock()
-	<-p.done
-	return p.answer
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return p.answer
+	case <-timer.C:
+	}
+	a.mu.Lock()
+	waiting := a.pending[id] == p
+	if waiting {
+		delete(a.pending, id)
+	}
+	a.mu.Unlock()
+	if !waiting { // answered or ended meanwhile
+		<-p.done
+		return p.answer
+	}
+	return &ackAnswer{err: newError(codes.DeadlineExceeded, "", "Work: the acks were not answered within the call deadline")}
 }
 
 // answered resolves the batches that answers (one stream message's

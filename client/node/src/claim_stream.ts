@@ -83,6 +83,8 @@ export interface ClaimStreamParams {
   /** ClaimRequest.lease_ms (0: the broker default). */
   leaseMs: number;
   workerId: string;
+  /** The longest an acks batch on the Work stream waits for its answer (the unary calls' deadline). */
+  timeoutMs: number;
   /** The job types with a handler, read at each (re)open (ClaimRequest.types). */
   types: () => Iterable<string>;
   log: Logger | null;
@@ -138,7 +140,9 @@ export class ClaimStream {
    * in order, or with null when the stream ended before answering (the acks
    * may or may not be stored: send them again another way; a repeated ack
    * answers OK); rejects with JobwireError when the broker refused the batch
-   * as a whole. Returns null, sending nothing, when no Work stream is open.
+   * as a whole, or with DEADLINE_EXCEEDED when no answer came within
+   * timeoutMs (as an AckBatch call would; a late answer is ignored).
+   * Returns null, sending nothing, when no Work stream is open.
    */
   sendAcks(acks: AckRequest[]): Promise<AckResult__Output[] | null> | null {
     const s = this.stream;
@@ -146,7 +150,16 @@ export class ClaimStream {
     const pending = s.pendingAcks;
     const id = this.nextAcksId++;
     return new Promise((resolve, reject) => {
-      pending.set(id, { count: acks.length, resolve, reject });
+      const timer = setTimeout(() => {
+        if (pending.delete(id)) {
+          reject(new JobwireError(Status.DEADLINE_EXCEEDED, 'Work: the acks were not answered within the call deadline'));
+        }
+      }, this.p.timeoutMs);
+      pending.set(id, {
+        count: acks.length,
+        resolve: (results) => { clearTimeout(timer); resolve(results); },
+        reject: (err) => { clearTimeout(timer); reject(err); },
+      });
       (s.call as WorkCall).write({ acks: { id, acks } });
     });
   }

@@ -168,7 +168,8 @@ export class Worker extends EventEmitter {
       stub,
       claims: new ClaimStream({
         stub, metadata: this.metadata, queues: this.queues, weights: this.weights, concurrency: this.concurrency,
-        leaseMs: this.leaseMs ?? 0, workerId: this.workerId, types: () => this.handlers.keys(), log: this.log,
+        leaseMs: this.leaseMs ?? 0, workerId: this.workerId, timeoutMs: this.timeoutMs,
+        types: () => this.handlers.keys(), log: this.log,
         host: {
           freeSlots: () => this.concurrency - this.busy.size,
           idle: () => this.busy.size === 0,
