@@ -104,7 +104,7 @@ async function runProducer() {
 async function runWorker() {
   out({
     event: 'info', system, version,
-    settings: `worker: 1 Worker, concurrency ${opts.concurrency}, one Claim stream, acks coalesced into AckBatch; ` +
+    settings: `worker: 1 Worker, concurrency ${opts.concurrency}, one Work stream carrying the coalesced acks; ` +
       "completion counted by onOutcome 'ack_ok'",
   });
   const latencies = [];

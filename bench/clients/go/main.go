@@ -227,7 +227,7 @@ func producer(c config) int {
 // ---------------------------------------------------------------- worker
 
 func worker(c config) int {
-	info(fmt.Sprintf("1 jobwire.Worker, Concurrency %d (one Claim stream), broker-default lease and retention; "+
+	info(fmt.Sprintf("1 jobwire.Worker, Concurrency %d (one Work stream, carrying its acks), broker-default lease and retention; "+
 		"done counted at OnOutcome ack_ok (broker-confirmed Ack, acks coalesced in AckBatch calls); "+
 		"no-op handler (json.Unmarshal of the payload)", c.concurrency))
 
