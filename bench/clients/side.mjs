@@ -132,7 +132,7 @@ async function runWorker() {
   const running = worker.run({ installSignalHandlers: false });
   running.catch((err) => fail(`worker run: ${err}`));
   // The Worker has no "stream open" signal: check that the broker answers
-  // (a probe Client on the same address), then give the Claim stream, opened
+  // (a probe Client on the same address), then give the Work stream, opened
   // by run() at once, a moment to reach the broker.
   const probeClient = new Client({ address: opts.addr });
   await probe(probeClient, opts.queue);

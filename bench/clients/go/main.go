@@ -14,11 +14,12 @@
 // time. Warm-up before "ready": one GetJob of an id that does not exist
 // (answered NOT_FOUND; nothing is enqueued).
 //
-// Worker: one jobwire.Worker with WithConcurrency(--concurrency) (one Claim
+// Worker: one jobwire.Worker with WithConcurrency(--concurrency) (one Work
 // stream), broker-default lease and retention. A job is counted done when the
-// Worker's outcome hook reports ack_ok (the broker confirmed the Ack; acks go in
-// coalesced AckBatch calls). "ready" is printed once the Claim stream is open
-// (seen by a stream interceptor on the Worker's channel).
+// Worker's outcome hook reports ack_ok (the broker confirmed the Ack; acks go
+// coalesced, on the Work stream). "ready" is printed once the Work stream (or,
+// from a broker older than Work, the Claim stream) is open (seen by a stream
+// interceptor on the Worker's channel).
 package main
 
 import (
@@ -228,7 +229,7 @@ func producer(c config) int {
 
 func worker(c config) int {
 	info(fmt.Sprintf("1 jobwire.Worker, Concurrency %d (one Work stream, carrying its acks), broker-default lease and retention; "+
-		"done counted at OnOutcome ack_ok (broker-confirmed Ack, acks coalesced in AckBatch calls); "+
+		"done counted at OnOutcome ack_ok (broker-confirmed Ack, acks coalesced on the Work stream); "+
 		"no-op handler (json.Unmarshal of the payload)", c.concurrency))
 
 	ready := make(chan struct{})
@@ -236,7 +237,7 @@ func worker(c config) int {
 	claimOpened := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
 		streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		s, err := streamer(ctx, desc, cc, method, opts...)
-		if err == nil && strings.HasSuffix(method, "/Claim") {
+		if err == nil && (strings.HasSuffix(method, "/Work") || strings.HasSuffix(method, "/Claim")) {
 			readyOnce.Do(func() { close(ready) })
 		}
 		return s, err
