@@ -218,7 +218,12 @@ def reconnect_judge(b, w, _):
 # worker's own estimate it is not sent again: the outcome is ack_unknown
 # DEADLINE_EXCEEDED, about 10 s after the freeze, never a hang. Then the
 # broker is thawed: the job's lease expired in Redis meanwhile, so the job
-# runs again and completes on attempt 2 (at-least-once).
+# runs again and completes on attempt 2 (at-least-once), unless the Ack
+# itself is settled after the thaw: a Worker whose acks travel on its Work
+# stream (C++, Node, Go) has written them into the stream, and the broker
+# settles what it reads, however late (broker.proto, Work); an AckBatch call
+# past its deadline is cancelled instead. Either way the job is COMPLETED
+# and nothing is lost, which is what ack_unknown promises.
 CALL_DEADLINE_S = 10.0
 FREEZE_LIMIT_S = CALL_DEADLINE_S + 6
 
@@ -260,9 +265,10 @@ def deadline_judge(b, w, state):
           f"the Ack ended {waited:.1f} s after the freeze, want about {CALL_DEADLINE_S:.0f} s "
           f"(its deadline)")
     job = b.wait_state(w.queue, job_id, (COMPLETED, DEAD), 20)
-    check(job.state == COMPLETED and job.attempts == 2,
+    check(job.state == COMPLETED and job.attempts in (1, 2),
           f"after the thaw: {pb.JobState.Name(job.state)} after {job.attempts} attempt(s), "
-          f"error {job.error!r}; want COMPLETED on attempt 2")
+          f"error {job.error!r}; want COMPLETED (on attempt 2, or on attempt 1 when the "
+          f"unanswered Ack was settled after the thaw)")
 
 
 # W11: a handler turned away (retry-after with keep_attempt) on its first

@@ -206,6 +206,9 @@ type BrokerServiceClient interface {
 	// client half-closes or cancels, the stream ends at once (OK or
 	// CANCELLED): acks whose answers had not arrived may or may not have been
 	// stored, and are repeated with AckBatch (a repeated ack answers OK).
+	// An acks message has no deadline of its own: one the broker reads late
+	// (say, after a pause of its process) is settled then, even when the
+	// client has stopped waiting for its answer.
 	// A broker older than Work answers UNIMPLEMENTED: use Claim and AckBatch.
 	Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, WorkResponse], error)
 	// Marks an active job completed and stores its result (or deletes the job
@@ -574,6 +577,9 @@ type BrokerServiceServer interface {
 	// client half-closes or cancels, the stream ends at once (OK or
 	// CANCELLED): acks whose answers had not arrived may or may not have been
 	// stored, and are repeated with AckBatch (a repeated ack answers OK).
+	// An acks message has no deadline of its own: one the broker reads late
+	// (say, after a pause of its process) is settled then, even when the
+	// client has stopped waiting for its answer.
 	// A broker older than Work answers UNIMPLEMENTED: use Claim and AckBatch.
 	Work(grpc.BidiStreamingServer[WorkRequest, WorkResponse]) error
 	// Marks an active job completed and stores its result (or deletes the job
