@@ -202,6 +202,40 @@ TEST_F(RunControlTest, CancelOfARunningJobStopsItOnItsStreamAndEndsItDeadCancell
   EXPECT_EQ(Read("rc.cancel.pending", pending).state(), kDead);
 }
 
+// cancel.lua's stop message reaches only a broker subscribed to the queue at
+// that moment. One that was not (its subscription not yet confirmed, or its
+// pub/sub connection down) asks Redis about the runs it holds once it
+// subscribes again, and passes the stop on then.
+TEST_F(RunControlTest, AStopMissedWhileUnsubscribedReachesTheStreamOnceTheBrokerResubscribes) {
+  const std::string queue = "rc.cancel.missed";
+  const std::string channel = "jw:{" + queue + "}:notify";
+  const std::string id = MustEnqueue(*stub_, MakeJob(queue, "p"));
+  RawClaim stream(broker_->NewStub(), MakeClaim({queue}, 1, 30000));
+  std::optional<v1::ClaimedJob> claimed = stream.Job(0);
+  ASSERT_TRUE(claimed);
+  const absl::Time subscribe_deadline = absl::Now() + kPrompt;
+  while (ShardSubscribers(channel) < 1 && absl::Now() < subscribe_deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GE(ShardSubscribers(channel), 1);
+
+  // What cancel.lua stores for an active run, without its message: a stop
+  // the broker missed.
+  WriteField(queue, id, "cancel_requested", "1");
+  EXPECT_FALSE(stream.Stop(0, absl::Milliseconds(200))) << "nothing was published yet";
+  // The broker's pub/sub connection drops; it reconnects and subscribes again.
+  auto killed = RedisCommandFor(channel, {"CLIENT", "KILL", "TYPE", "pubsub"});
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  ASSERT_GE(killed->integer, 1);
+  std::optional<v1::StopRun> stop = stream.Stop(0);
+  ASSERT_TRUE(stop) << "no stop request once the broker subscribed again";
+  EXPECT_EQ(stop->queue(), queue);
+  EXPECT_EQ(stop->job_id(), id);
+  EXPECT_EQ(stop->lease_token(), claimed->lease_token());
+  EXPECT_EQ(stop->reason(), v1::StopRun::REASON_CANCEL_REQUESTED);
+  EXPECT_EQ(stream.stops(), 1u);
+}
+
 TEST_F(RunControlTest, ACancelledRunWhoseLeaseEndsIsDeadCancelled) {
   const std::string queue = "rc.cancel.expire";
   v1::EnqueueRequest job = MakeJob(queue, "p");
@@ -526,8 +560,9 @@ TEST_F(RunControlTest, WorkerHandlersSeeCancelAndTimeout) {
     return std::string("late result");
   });
   std::thread runner([&] { worker.Run().IgnoreError(); });
-  // A stop reaches the stream by the queue's notify channel: the broker must
-  // have subscribed to it first (else the stop comes with the next renewal).
+  // The broker subscribes to the queue's notify channel before the job is
+  // enqueued, so the stop comes by cancel.lua's message (a stop published
+  // before the subscription comes once it is confirmed: the test above).
   const absl::Time subscribe_deadline = absl::Now() + kPrompt;
   while (ShardSubscribers("jw:{" + queue + "}:notify") < 1 && absl::Now() < subscribe_deadline) {
     absl::SleepFor(absl::Milliseconds(10));

@@ -361,14 +361,20 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
     return;
   }
   if (absl::StartsWith(message, "stop:")) {  // cancel.lua: 'stop:<id> <lease token>'
-    StopRun(queue, message.substr(5));
+    const size_t space = message.find(' ', 5);
+    if (space != std::string::npos) {
+      StopRun(queue, message.substr(5, space - 5), message.substr(space + 1));
+    }
     return;
   }
   if (absl::StartsWith(message, kSettledPrefix) || absl::StartsWith(message, kExtendedPrefix)) {
     OnSettledElsewhere(queue, message);
     return;
   }
-  if (message.empty() && on_dependency_news_) on_dependency_news_(queue);  // news missed
+  if (message.empty()) {  // (re)subscribed: catch up on what was missed
+    CatchUpStops(queue);
+    if (on_dependency_news_) on_dependency_news_(queue);
+  }
   if (!message.empty() && !absl::SimpleAtoi(message, &delay_ms)) return;
   if (delay_ms <= 0) {
     WakeOne(queue);
@@ -393,11 +399,8 @@ void Dispatcher::OnSettledElsewhere(const std::string& queue, absl::string_view 
   }
 }
 
-void Dispatcher::StopRun(const std::string& queue, absl::string_view request) {
-  const size_t space = request.find(' ');
-  if (space == absl::string_view::npos) return;
-  const std::string job_id(request.substr(0, space));
-  const std::string token(request.substr(space + 1));
+void Dispatcher::StopRun(const std::string& queue, const std::string& job_id,
+                         const std::string& token) {
   const LeaseTable::Lease* lease = leases_.Find(LeaseKey(queue, job_id), token);
   if (lease == nullptr) return;  // another replica's run, or its lease is gone here
   Session* s = Find(lease->session);
@@ -408,6 +411,30 @@ void Dispatcher::StopRun(const std::string& queue, absl::string_view request) {
   stop.set_lease_token(token);
   stop.set_reason(v1::StopRun::REASON_CANCEL_REQUESTED);
   s->sink->Stop(std::move(stop));
+}
+
+void Dispatcher::CatchUpStops(const std::string& queue) {
+  const std::string prefix = LeaseKey(queue, "");
+  std::vector<std::pair<std::string, std::string>> runs;  // (job id, token)
+  leases_.ForEach([&](const std::string& key, const LeaseTable::Lease& lease) {
+    if (absl::StartsWith(key, prefix)) runs.emplace_back(key.substr(prefix.size()), lease.token);
+  });
+  if (runs.empty()) return;
+  store_->CancelRequests(
+      queue, runs, [this, queue, runs](absl::StatusOr<std::vector<std::string>> asked) {
+        if (!asked.ok()) {  // the runs learn it at their next renewal instead
+          base::Log(base::LogLevel::kWarning, "cancel requests not read",
+                    {{"queue", queue}, {"error", asked.status().ToString()}});
+          return;
+        }
+        // `asked` names runs of `runs`, in their order.
+        auto run = runs.begin();
+        for (const std::string& job_id : *asked) {
+          while (run != runs.end() && run->first != job_id) ++run;
+          if (run == runs.end()) break;
+          StopRun(queue, job_id, run->second);
+        }
+      });
 }
 
 void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {

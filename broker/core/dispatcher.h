@@ -44,7 +44,10 @@
 //
 // The notify channel also carries cancel.lua's stop requests for runs that
 // Cancel asked to stop: the broker that granted the run's lease, to a stream
-// still open, passes it on (JobSink::Stop, ClaimResponse.stops).
+// still open, passes it on (JobSink::Stop, ClaimResponse.stops). Whenever
+// its subscription to a queue is (re)confirmed (the first time, and after a
+// reconnect) it asks Redis about the runs it holds there, so that a stop
+// published while it was not subscribed is passed on too.
 //
 // A partitioned queue (QueuePartitions) is read as all its partitions: the
 // stream subscribes to each and claims from them in turn, starting where its
@@ -320,10 +323,15 @@ class Dispatcher {
   // message): frees or extends those this broker holds, and announces
   // nothing.
   void OnSettledElsewhere(const std::string& queue, absl::string_view message);
-  // cancel.lua asked the run `request` ('<job id> <lease token>') of
-  // partition `queue` to stop: tells the stream holding its lease, if this
-  // broker granted it and the stream is open.
-  void StopRun(const std::string& queue, absl::string_view request);
+  // cancel.lua asked run (`job_id`, `token`) of partition `queue` to stop:
+  // tells the stream holding its lease, if this broker granted it and the
+  // stream is open.
+  void StopRun(const std::string& queue, const std::string& job_id, const std::string& token);
+  // The subscription to `queue`'s notify channel was (re)confirmed: stop
+  // messages published before it were missed, so asks Redis which runs this
+  // broker holds in `queue` Cancel asked to stop (cancel_requests.lua), and
+  // stops those.
+  void CatchUpStops(const std::string& queue);
   void ArmQueueTimer(const std::string& queue, int64_t delay_ms);
   // Arms the one lease timer at the earliest lease deadline, unless it is
   // armed that early already.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 
 namespace jobwire::core {
@@ -44,6 +45,11 @@ class LeaseTable {
   // The earliest deadline; InfiniteFuture when there is no lease.
   absl::Time earliest() const;
   size_t size() const { return leases_.size(); }
+  // Calls `fn(key, lease)` for every lease, in no order; `fn` must not
+  // change the table.
+  void ForEach(absl::FunctionRef<void(const std::string&, const Lease&)> fn) const {
+    for (const auto& [key, lease] : leases_) fn(key, lease);
+  }
 
  private:
   absl::flat_hash_map<std::string, Lease> leases_;

@@ -368,6 +368,21 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
                  });
 }
 
+void JobStore::CancelRequests(const std::string& queue,
+                              const std::vector<std::pair<std::string, std::string>>& runs,
+                              Callback<std::vector<std::string>> done) const {
+  std::vector<std::string> args;
+  args.reserve(2 * runs.size());
+  for (const auto& [job_id, token] : runs) {
+    args.push_back(job_id);
+    args.push_back(token);
+  }
+  scripts_->Eval(scripts_->Get("cancel_requests"), {KeysFor(queue).Jobs()}, std::move(args),
+                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+                   done(ReplyStrings(std::move(reply), "cancel_requests"));
+                 });
+}
+
 void JobStore::ReportProgress(const v1::ReportProgressRequest& r,
                               Callback<bool> done) const {
   Keys keys = KeysFor(r.queue());

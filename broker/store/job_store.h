@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -240,6 +241,13 @@ class JobStore {
   // false when it was pending (now dead). NOT_FOUND, FAILED_PRECONDITION
   // (completed or dead).
   void Cancel(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
+  // cancel_requests.lua: the ids among `runs` ((job id, lease token) of
+  // runs of store queue `queue`) whose run Cancel asked to stop, in the
+  // order given: for a broker that may have missed cancel.lua's stop
+  // messages (its subscription to the notify channel was just confirmed).
+  void CancelRequests(const std::string& queue,
+                      const std::vector<std::pair<std::string, std::string>>& runs,
+                      Callback<std::vector<std::string>> done) const;
 
   // report_progress.lua for partition `request.queue()`. NOT_FOUND,
   // FAILED_PRECONDITION (stale token, not active, JOB_CANCEL_REQUESTED,
