@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -202,31 +203,45 @@ TEST_F(RunControlTest, CancelOfARunningJobStopsItOnItsStreamAndEndsItDeadCancell
   EXPECT_EQ(Read("rc.cancel.pending", pending).state(), kDead);
 }
 
-// cancel.lua's stop message reaches only a broker subscribed to the queue at
-// that moment. One that was not (its subscription not yet confirmed, or its
-// pub/sub connection down) asks Redis about the runs it holds once it
-// subscribes again, and passes the stop on then.
-TEST_F(RunControlTest, AStopMissedWhileUnsubscribedReachesTheStreamOnceTheBrokerResubscribes) {
-  const std::string queue = "rc.cancel.missed";
-  const std::string channel = "jw:{" + queue + "}:notify";
+// A broker learns what happens to the runs it granted from messages on the
+// queue's notify channel: cancel.lua's stop requests, and another replica's
+// 'settled:' and 'extended:' announcements. One that was not subscribed when
+// such a message was published (its subscription not yet confirmed, or its
+// pub/sub connection down) asks Redis where the runs it holds stand once it
+// subscribes again (held_runs.lua). Each test below changes the run's record
+// as the missed message's cause would have, publishes nothing, and then cuts
+// the broker's pub/sub connection so that it subscribes again.
+class MissedMessagesTest : public RunControlTest {
+ protected:
+  // Waits until the broker subscribes to `queue`'s notify channel.
+  void AwaitSubscribed(const std::string& queue) {
+    const std::string channel = "jw:{" + queue + "}:notify";
+    const absl::Time deadline = absl::Now() + kPrompt;
+    while (ShardSubscribers(channel) < 1 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_GE(ShardSubscribers(channel), 1);
+  }
+  // Cuts the broker's pub/sub connection to `queue`'s shard: it reconnects
+  // and subscribes again.
+  void Resubscribe(const std::string& queue) {
+    auto killed = RedisCommandFor("jw:{" + queue + "}:notify", {"CLIENT", "KILL", "TYPE", "pubsub"});
+    ASSERT_TRUE(killed.ok()) << killed.status();
+    ASSERT_GE(killed->integer, 1);
+  }
+};
+
+TEST_F(MissedMessagesTest, AMissedStopReachesTheStreamOnceTheBrokerResubscribes) {
+  const std::string queue = "rc.missed.stop";
   const std::string id = MustEnqueue(*stub_, MakeJob(queue, "p"));
   RawClaim stream(broker_->NewStub(), MakeClaim({queue}, 1, 30000));
   std::optional<v1::ClaimedJob> claimed = stream.Job(0);
   ASSERT_TRUE(claimed);
-  const absl::Time subscribe_deadline = absl::Now() + kPrompt;
-  while (ShardSubscribers(channel) < 1 && absl::Now() < subscribe_deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  ASSERT_GE(ShardSubscribers(channel), 1);
+  AwaitSubscribed(queue);
 
-  // What cancel.lua stores for an active run, without its message: a stop
-  // the broker missed.
-  WriteField(queue, id, "cancel_requested", "1");
+  WriteField(queue, id, "cancel_requested", "1");  // what cancel.lua stores
   EXPECT_FALSE(stream.Stop(0, absl::Milliseconds(200))) << "nothing was published yet";
-  // The broker's pub/sub connection drops; it reconnects and subscribes again.
-  auto killed = RedisCommandFor(channel, {"CLIENT", "KILL", "TYPE", "pubsub"});
-  ASSERT_TRUE(killed.ok()) << killed.status();
-  ASSERT_GE(killed->integer, 1);
+  Resubscribe(queue);
   std::optional<v1::StopRun> stop = stream.Stop(0);
   ASSERT_TRUE(stop) << "no stop request once the broker subscribed again";
   EXPECT_EQ(stop->queue(), queue);
@@ -234,6 +249,42 @@ TEST_F(RunControlTest, AStopMissedWhileUnsubscribedReachesTheStreamOnceTheBroker
   EXPECT_EQ(stop->lease_token(), claimed->lease_token());
   EXPECT_EQ(stop->reason(), v1::StopRun::REASON_CANCEL_REQUESTED);
   EXPECT_EQ(stream.stops(), 1u);
+}
+
+TEST_F(MissedMessagesTest, AMissedSettleFreesTheSlotOnceTheBrokerResubscribes) {
+  const std::string queue = "rc.missed.settled";
+  const std::string first = MustEnqueue(*stub_, MakeJob(queue, "p"));
+  RawClaim stream(broker_->NewStub(), MakeClaim({queue}, 1, 30000));
+  ASSERT_TRUE(stream.Job(0));
+  AwaitSubscribed(queue);
+  const std::string second = MustEnqueue(*stub_, MakeJob(queue, "p"));
+
+  // The run ended through another replica (acked there), whose 'settled:'
+  // message this broker missed: the stream's one slot is still taken.
+  WriteField(queue, first, "state", "completed");
+  EXPECT_FALSE(stream.Job(1, absl::Milliseconds(200))) << "the slot was freed with no message";
+  Resubscribe(queue);
+  std::optional<v1::ClaimedJob> next = stream.Job(1);
+  ASSERT_TRUE(next) << "the slot stayed taken after the broker subscribed again";
+  EXPECT_EQ(next->job().id(), second);
+}
+
+TEST_F(MissedMessagesTest, AMissedRenewalKeepsTheSlotOnceTheBrokerResubscribes) {
+  const std::string queue = "rc.missed.extended";
+  const std::string first = MustEnqueue(*stub_, MakeJob(queue, "p"));
+  RawClaim stream(broker_->NewStub(), MakeClaim({queue}, 1, 1000));
+  ASSERT_TRUE(stream.Job(0));
+  AwaitSubscribed(queue);
+  MustEnqueue(*stub_, MakeJob(queue, "p"));
+
+  // The lease was renewed through another replica, whose 'extended:'
+  // message this broker missed: by its own clock the lease ends in 1 s, and
+  // the slot with it.
+  WriteField(queue, first, "lease_expires_at",
+             absl::StrCat(absl::ToUnixMillis(absl::Now()) + 30000));
+  Resubscribe(queue);
+  EXPECT_FALSE(stream.Job(1, absl::Milliseconds(2500)))
+      << "the slot was freed at the old lease's end: the renewal was not caught up";
 }
 
 TEST_F(RunControlTest, ACancelledRunWhoseLeaseEndsIsDeadCancelled) {

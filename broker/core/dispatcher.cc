@@ -372,7 +372,7 @@ void Dispatcher::OnNotify(const std::string& queue, const std::string& message) 
     return;
   }
   if (message.empty()) {  // (re)subscribed: catch up on what was missed
-    CatchUpStops(queue);
+    CatchUpRuns(queue);
     if (on_dependency_news_) on_dependency_news_(queue);
   }
   if (!message.empty() && !absl::SimpleAtoi(message, &delay_ms)) return;
@@ -413,28 +413,34 @@ void Dispatcher::StopRun(const std::string& queue, const std::string& job_id,
   s->sink->Stop(std::move(stop));
 }
 
-void Dispatcher::CatchUpStops(const std::string& queue) {
+void Dispatcher::CatchUpRuns(const std::string& queue) {
   const std::string prefix = LeaseKey(queue, "");
   std::vector<std::pair<std::string, std::string>> runs;  // (job id, token)
   leases_.ForEach([&](const std::string& key, const LeaseTable::Lease& lease) {
     if (absl::StartsWith(key, prefix)) runs.emplace_back(key.substr(prefix.size()), lease.token);
   });
   if (runs.empty()) return;
-  store_->CancelRequests(
-      queue, runs, [this, queue, runs](absl::StatusOr<std::vector<std::string>> asked) {
-        if (!asked.ok()) {  // the runs learn it at their next renewal instead
-          base::Log(base::LogLevel::kWarning, "cancel requests not read",
-                    {{"queue", queue}, {"error", asked.status().ToString()}});
-          return;
-        }
-        // `asked` names runs of `runs`, in their order.
-        auto run = runs.begin();
-        for (const std::string& job_id : *asked) {
-          while (run != runs.end() && run->first != job_id) ++run;
-          if (run == runs.end()) break;
-          StopRun(queue, job_id, run->second);
-        }
-      });
+  store_->HeldRuns(queue, runs, [this, queue, runs](
+                                    absl::StatusOr<std::vector<store::JobStore::HeldRun>> held) {
+    if (!held.ok()) {  // the next confirmation asks again; until then, as before
+      base::Log(base::LogLevel::kWarning, "held runs not read",
+                {{"queue", queue}, {"error", held.status().ToString()}});
+      return;
+    }
+    using State = store::JobStore::HeldRun::State;
+    std::vector<std::pair<std::string, std::string>> ended;
+    for (size_t i = 0; i < runs.size(); ++i) {  // held_runs.lua answers in order
+      const auto& [job_id, token] = runs[i];
+      const store::JobStore::HeldRun& run = (*held)[i];
+      if (run.state == State::kEnded) {
+        ended.emplace_back(job_id, token);
+        continue;
+      }
+      ExtendHeld(queue, job_id, token, run.lease_ms_left);
+      if (run.state == State::kCancelRequested) StopRun(queue, job_id, token);
+    }
+    FreeSettled(queue, ended, /*acked=*/false);
+  });
 }
 
 void Dispatcher::ArmQueueTimer(const std::string& queue, int64_t delay_ms) {

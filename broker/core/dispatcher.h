@@ -35,8 +35,9 @@
 // that settles or renews a lease it did not grant announces it on the
 // partition's notify channel ('settled:' / 'extended:'), and the replica
 // that granted it, subscribed there while its stream reads the queue, frees
-// or extends the slot as if the call had come to it (best effort: a lost
-// message leaves the slot taken until the lease's end); the
+// or extends the slot as if the call had come to it (a message missed
+// while it was not subscribed is caught up when it subscribes again: see
+// below; one lost otherwise leaves the slot taken until the lease's end); the
 // stream claims again then only if it was full, since a waiting stream
 // found its queues short and is woken when they are not; and then only from
 // the queues it has not found drained since their last announcement (their
@@ -46,8 +47,8 @@
 // Cancel asked to stop: the broker that granted the run's lease, to a stream
 // still open, passes it on (JobSink::Stop, ClaimResponse.stops). Whenever
 // its subscription to a queue is (re)confirmed (the first time, and after a
-// reconnect) it asks Redis about the runs it holds there, so that a stop
-// published while it was not subscribed is passed on too.
+// reconnect) it asks Redis where the runs it holds there stand, so that a
+// stop, settle or renewal announced while it was not subscribed is not lost.
 //
 // A partitioned queue (QueuePartitions) is read as all its partitions: the
 // stream subscribes to each and claims from them in turn, starting where its
@@ -327,11 +328,13 @@ class Dispatcher {
   // tells the stream holding its lease, if this broker granted it and the
   // stream is open.
   void StopRun(const std::string& queue, const std::string& job_id, const std::string& token);
-  // The subscription to `queue`'s notify channel was (re)confirmed: stop
-  // messages published before it were missed, so asks Redis which runs this
-  // broker holds in `queue` Cancel asked to stop (cancel_requests.lua), and
-  // stops those.
-  void CatchUpStops(const std::string& queue);
+  // The subscription to `queue`'s notify channel was (re)confirmed: messages
+  // published before it were missed, so asks Redis where the runs this
+  // broker holds in `queue` stand (held_runs.lua) and does what the missed
+  // messages would have: frees the slots of runs that ended, stops those
+  // Cancel asked to stop, and moves lease deadlines to the stored ones when
+  // later.
+  void CatchUpRuns(const std::string& queue);
   void ArmQueueTimer(const std::string& queue, int64_t delay_ms);
   // Arms the one lease timer at the earliest lease deadline, unless it is
   // armed that early already.

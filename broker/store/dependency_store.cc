@@ -8,6 +8,19 @@
 namespace jobwire::store {
 namespace {
 
+// The strings of array reply `reply`, or INTERNAL naming `script`.
+absl::StatusOr<std::vector<std::string>> Strings(absl::StatusOr<RedisReply> reply,
+                                                 absl::string_view script) {
+  if (!reply.ok()) return reply.status();
+  if (reply->type != RedisReply::Type::kArray) {
+    return absl::InternalError(absl::StrCat("bad ", script, " reply"));
+  }
+  std::vector<std::string> out;
+  out.reserve(reply->elements.size());
+  for (RedisReply& element : reply->elements) out.push_back(std::move(element.str));
+  return out;
+}
+
 absl::StatusOr<int64_t> Integer(absl::StatusOr<RedisReply> reply, absl::string_view script) {
   if (!reply.ok()) return reply.status();
   if (reply->type != RedisReply::Type::kInteger) {
@@ -34,7 +47,7 @@ void DependencyStore::Peek(const std::string& queue, const std::vector<std::stri
   Keys k = KeysFor(queue);
   scripts_->Eval(scripts_->Get("deps_peek"), {k.Jobs(), k.Acked(), k.AckedExpiry()}, ids,
                  [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   done(ReplyStrings(std::move(reply), "deps_peek"));
+                   done(Strings(std::move(reply), "deps_peek"));
                  });
 }
 
@@ -51,7 +64,7 @@ void DependencyStore::Link(const std::string& queue, const std::vector<Dependenc
                  std::move(args),
                  [count = links.size(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
                    absl::StatusOr<std::vector<std::string>> news =
-                       ReplyStrings(std::move(reply), "deps_link");
+                       Strings(std::move(reply), "deps_link");
                    if (news.ok() && news->size() != count) {
                      return done(absl::InternalError("bad deps_link reply"));
                    }
@@ -78,7 +91,7 @@ void DependencyStore::ReadOutbox(const std::string& queue, int max,
                                  Callback<std::vector<std::string>> done) const {
   client_->Command({"LRANGE", KeysFor(queue).DepsOutbox(), "0", absl::StrCat(max - 1)},
                    [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                     done(ReplyStrings(std::move(reply), "LRANGE"));
+                     done(Strings(std::move(reply), "LRANGE"));
                    });
 }
 
@@ -97,7 +110,7 @@ void DependencyStore::StaleUnlinked(const std::string& queue, int64_t grace_ms, 
       scripts_->Get("deps_unlinked"), {k.DepsUnlinked(), k.Jobs(), k.DepsWaiting()},
       {absl::StrCat(grace_ms), absl::StrCat(max)},
       [queue, done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-        absl::StatusOr<std::vector<std::string>> pairs = ReplyStrings(std::move(reply), "deps_unlinked");
+        absl::StatusOr<std::vector<std::string>> pairs = Strings(std::move(reply), "deps_unlinked");
         if (!pairs.ok()) return done(pairs.status());
         std::vector<DependencyLink> links;
         for (size_t i = 0; i + 1 < pairs->size(); i += 2) {

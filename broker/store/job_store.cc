@@ -368,19 +368,36 @@ void JobStore::Cancel(const std::string& queue, const std::string& job_id,
                  });
 }
 
-void JobStore::CancelRequests(const std::string& queue,
-                              const std::vector<std::pair<std::string, std::string>>& runs,
-                              Callback<std::vector<std::string>> done) const {
+void JobStore::HeldRuns(const std::string& queue,
+                        const std::vector<std::pair<std::string, std::string>>& runs,
+                        Callback<std::vector<HeldRun>> done) const {
   std::vector<std::string> args;
   args.reserve(2 * runs.size());
   for (const auto& [job_id, token] : runs) {
     args.push_back(job_id);
     args.push_back(token);
   }
-  scripts_->Eval(scripts_->Get("cancel_requests"), {KeysFor(queue).Jobs()}, std::move(args),
-                 [done = std::move(done)](absl::StatusOr<RedisReply> reply) {
-                   done(ReplyStrings(std::move(reply), "cancel_requests"));
-                 });
+  scripts_->Eval(
+      scripts_->Get("held_runs"), {KeysFor(queue).Jobs()}, std::move(args),
+      [count = runs.size(), done = std::move(done)](absl::StatusOr<RedisReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        if (reply->type != RedisReply::Type::kArray || reply->elements.size() != count) {
+          return done(absl::InternalError("bad held_runs reply"));
+        }
+        std::vector<HeldRun> held;
+        held.reserve(count);
+        for (RedisReply& run : reply->elements) {
+          if (run.elements.size() != 3) return done(absl::InternalError("bad held_runs reply"));
+          HeldRun& h = held.emplace_back();
+          h.job_id = std::move(run.elements[0].str);
+          const std::string& what = run.elements[1].str;
+          h.state = what == "cancel" ? HeldRun::State::kCancelRequested
+                    : what == "held" ? HeldRun::State::kHeld
+                                     : HeldRun::State::kEnded;
+          h.lease_ms_left = run.elements[2].AsInt();
+        }
+        done(std::move(held));
+      });
 }
 
 void JobStore::ReportProgress(const v1::ReportProgressRequest& r,

@@ -241,13 +241,19 @@ class JobStore {
   // false when it was pending (now dead). NOT_FOUND, FAILED_PRECONDITION
   // (completed or dead).
   void Cancel(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
-  // cancel_requests.lua: the ids among `runs` ((job id, lease token) of
-  // runs of store queue `queue`) whose run Cancel asked to stop, in the
-  // order given: for a broker that may have missed cancel.lua's stop
-  // messages (its subscription to the notify channel was just confirmed).
-  void CancelRequests(const std::string& queue,
-                      const std::vector<std::pair<std::string, std::string>>& runs,
-                      Callback<std::vector<std::string>> done) const;
+  // held_runs.lua: where each of `runs` ((job id, lease token) of runs of
+  // store queue `queue`) stands, in the order given: for a broker that may
+  // have missed the notify channel's messages about the runs it holds (its
+  // subscription was just confirmed).
+  struct HeldRun {
+    enum class State { kEnded, kCancelRequested, kHeld };
+    std::string job_id;
+    State state = State::kEnded;
+    int64_t lease_ms_left = 0;  // by the Redis clock; 0 when ended
+  };
+  void HeldRuns(const std::string& queue,
+                const std::vector<std::pair<std::string, std::string>>& runs,
+                Callback<std::vector<HeldRun>> done) const;
 
   // report_progress.lua for partition `request.queue()`. NOT_FOUND,
   // FAILED_PRECONDITION (stale token, not active, JOB_CANCEL_REQUESTED,

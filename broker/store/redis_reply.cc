@@ -2,10 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include <utility>
-
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 
 namespace jobwire::store {
 
@@ -44,18 +41,6 @@ int64_t RedisReply::AsInt(int64_t fallback) const {
   int64_t value;
   if (type == Type::kString && absl::SimpleAtoi(str, &value)) return value;
   return fallback;
-}
-
-absl::StatusOr<std::vector<std::string>> ReplyStrings(absl::StatusOr<RedisReply> reply,
-                                                      absl::string_view script) {
-  if (!reply.ok()) return reply.status();
-  if (reply->type != RedisReply::Type::kArray) {
-    return absl::InternalError(absl::StrCat("bad ", script, " reply"));
-  }
-  std::vector<std::string> out;
-  out.reserve(reply->elements.size());
-  for (RedisReply& element : reply->elements) out.push_back(std::move(element.str));
-  return out;
 }
 
 }  // namespace jobwire::store

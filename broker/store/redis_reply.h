@@ -7,9 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-
 struct redisReply;
 
 namespace jobwire::store {
@@ -30,11 +27,6 @@ struct RedisReply {
   int64_t integer = 0;
   std::vector<RedisReply> elements;  // kArray
 };
-
-// The strings of array reply `reply` (a script's list of ids), or its
-// error; INTERNAL naming `script` when it is not an array.
-absl::StatusOr<std::vector<std::string>> ReplyStrings(absl::StatusOr<RedisReply> reply,
-                                                      absl::string_view script);
 
 }  // namespace jobwire::store
 

@@ -398,7 +398,7 @@ TEST_F(ScriptSafetyTest, EveryScriptDeclaresItsMemoryPolicyOnItsFirstLine) {
       {"read_schedules", read_only},   {"listen_events", finish_work},
       {"deps_peek", read_only},        {"deps_link", finish_work},
       {"deps_resolve", finish_work},   {"deps_outbox", finish_work},
-      {"deps_unlinked", finish_work},  {"cancel_requests", read_only},
+      {"deps_unlinked", finish_work},  {"held_runs", read_only},
   };
   // What Redis registered: function name -> its flags, joined by ','.
   auto load = redis_.CommandArgv({"FUNCTION", "LOAD", "REPLACE", scripts_->library()});
