@@ -11,7 +11,8 @@
 // thread the call is handed to and back (as the broker hands each request to
 // its Redis event loop). --api=callback is the callback API the broker uses
 // (its completions run on gRPC's own threads); --api=async is the completion
-// queue API with one thread of the server's own calling Next. After the
+// queue API with one thread of the server's own calling Next (--mixed: with
+// a service on the callback API beside it, never called). After the
 // first --warmup calls the server reads its threads' context switches
 // (/proc/self/task/*/status) and its CPU time (getrusage), again after
 // --calls more, and prints one JSON line: switches and CPU µs per call. The
@@ -40,12 +41,16 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "jobwire/v1/admin.grpc.pb.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, role, "server", "server or client");
 ABSL_FLAG(std::string, api, "callback", "server: callback or async");
 ABSL_FLAG(bool, hop, false, "server: answer from a second thread");
+ABSL_FLAG(bool, mixed, false,
+          "server, --api=async: also register a service on the callback API (AdminService, "
+          "never called), as a broker that moves only some RPCs would");
 ABSL_FLAG(int, port, 50990, "port on 127.0.0.1");
 ABSL_FLAG(int, warmup, 500, "calls before the server starts counting");
 ABSL_FLAG(int, calls, 5000, "calls counted (the client sends warmup + calls)");
@@ -211,7 +216,7 @@ class AsyncCall {
 int Serve() {
   const std::string api = absl::GetFlag(FLAGS_api);
   const bool hop = absl::GetFlag(FLAGS_hop);
-  Meter meter(api + (hop ? "+hop" : ""), absl::GetFlag(FLAGS_warmup), absl::GetFlag(FLAGS_calls));
+  Meter meter(api + (absl::GetFlag(FLAGS_mixed) ? "+mixed" : "") + (hop ? "+hop" : ""), absl::GetFlag(FLAGS_warmup), absl::GetFlag(FLAGS_calls));
   std::unique_ptr<Hop> hopper = hop ? std::make_unique<Hop>() : nullptr;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(absl::GetFlag(FLAGS_port)),
@@ -230,6 +235,8 @@ int Serve() {
   }
   v1::BrokerService::AsyncService service;
   builder.RegisterService(&service);
+  v1::AdminService::CallbackService callback_service;
+  if (absl::GetFlag(FLAGS_mixed)) builder.RegisterService(&callback_service);
   std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   new AsyncCall(&service, cq.get(), &meter, hopper.get());
