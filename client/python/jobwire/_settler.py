@@ -1,8 +1,8 @@
 """The threaded Worker's final Ack / Fail of each job and the report of its
 outcome (docs/clients.md, Worker).
 
-Acks go through an ``AckCoalescer`` (AckBatch calls) without waiting for
-their answer; a Fail is a unary call on the handler's thread. Both are
+Acks go through an ``AckCoalescer`` (on the Worker's Work stream, else as
+AckBatch calls: the Worker's ``send_acks``) without waiting for their answer; a Fail is a unary call on the handler's thread. Both are
 retried on UNAVAILABLE / DEADLINE_EXCEEDED until the lease has ended by the
 worker's own estimate (_lease_rules.retry_wait), per job (an ack's own
 answer in its AckBatch decides), and never once that job's lease is known
@@ -20,7 +20,7 @@ from typing import Callable, Optional
 
 import grpc
 
-from ._ack_coalescer import AckCoalescer, batch_sender
+from ._ack_coalescer import AckCoalescer, SendBatch
 from ._errors import JobwireError, Reason
 from ._failure import Failure
 from ._handler_pool import HandlerPool
@@ -45,7 +45,8 @@ def log_refused_ack(job: Job, err: JobwireError) -> None:
 class Settler:
     """Settles the jobs of one Worker.
 
-    The Worker's callbacks: ``handled(lease)`` once the job stops counting
+    The Worker's callbacks: ``send_acks(requests, timeout)`` sends a batch
+    of the ack coalescer (``_ack_coalescer.SendBatch``); ``handled(lease)`` once the job stops counting
     toward the concurrency (its final call is about to be sent);
     ``settled()`` once its final call is answered or given up (the job's
     slot frees); ``report(outcome)`` for every final outcome.
@@ -56,7 +57,7 @@ class Settler:
 
     def __init__(self, stub, metadata, pool: HandlerPool, timeout: float,
                  report: Callable[[Outcome], None], handled: Callable[[Lease], None],
-                 settled: Callable[[], None]):
+                 settled: Callable[[], None], send_acks: SendBatch):
         self._stub = stub
         self._metadata = metadata
         self._pool = pool
@@ -64,8 +65,9 @@ class Settler:
         self.report = report
         self._handled = handled
         self._settled = settled
-        # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
-        self._acks = AckCoalescer(batch_sender(stub, metadata))
+        # Every Ack goes through it (the Work stream or AckBatch calls); Fail
+        # stays a unary call.
+        self._acks = AckCoalescer(send_acks)
         self._closed = False
 
     def close(self) -> None:

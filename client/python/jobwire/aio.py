@@ -42,6 +42,7 @@ from ._requests import (_NO_PAYLOAD, _ack_item, _batch_item, build_ack_results,
                      publish_tracer)
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
+from ._work_stream import AioWorkStream
 from ._worker_options import init_settings
 
 __all__ = ["Client", "Worker", "AioSubscription"]
@@ -219,7 +220,11 @@ class Worker:
         self._middlewares: List[Middleware] = []  # the first is the outermost
         self._running = 0
         self._tasks: Set[asyncio.Task] = set()
-        self._call = None
+        self._call = None  # the open Work (or Claim) stream
+        self._work: Optional[AioWorkStream] = None  # the open Work stream's acks
+        # The broker answered Work UNIMPLEMENTED (older than Work): Claim
+        # streams and AckBatch calls from then on.
+        self._claim_only = False
         self._fatal: Optional[JobwireError] = None
         self._exit: Optional[BaseException] = None  # see jobwire.Worker
         self._closed = False
@@ -284,8 +289,10 @@ class Worker:
         self._done = asyncio.Event()
         self._channel = open_aio_channel(self.addr, self._channel_options, self._security)
         self._stub = pb_grpc.BrokerServiceStub(self._channel)
-        # Every Ack goes through it (AckBatch calls); Fail stays a unary call.
-        self._acks = AioAckCoalescer(aio_batch_sender(self._stub, self._metadata))
+        # Every Ack goes through it (the Work stream or AckBatch calls); Fail
+        # stays a unary call.
+        self._ack_batch = aio_batch_sender(self._stub, self._metadata)
+        self._acks = AioAckCoalescer(self._send_acks)
         if self._stop_requested:  # stop() came before run(): nothing to drain
             self._stop_at = time.monotonic()
             self._stop_event.set()
@@ -362,6 +369,9 @@ class Worker:
         self._done.set()
 
     async def _claim_loop(self) -> None:
+        """As ``jobwire.Worker._claim_loop``: one Work stream (the
+        ClaimRequest first, then the acks messages ``_send_acks`` writes), or
+        a Claim stream once the broker answered Work UNIMPLEMENTED."""
         if self._security.error is not None:
             self._fatal = self._security.error
             log.error("jobwire: cannot connect: %s", self._fatal)
@@ -379,12 +389,25 @@ class Worker:
                                   lease_ms=self.lease_ms or 0, worker_id=self.worker_id,
                                   types=claim_types(self._handlers), weights=self.weights)
             delivered = False
+            work = None
             try:
-                self._call = self._stub.Claim(req, metadata=self._metadata)
+                if self._claim_only:
+                    self._call = self._stub.Claim(req, metadata=self._metadata)
+                else:
+                    self._call = self._stub.Work(metadata=self._metadata)
+                    work = AioWorkStream(self._call)
+                    self._work = work
+                    try:
+                        await self._call.write(pb.WorkRequest(claim=req))
+                    except asyncio.InvalidStateError:
+                        pass  # the call has ended already: reading it raises its status
                 # Each message carries jobs (all claimed for this stream since
                 # the previous message, in claim order) and / or stops (runs
-                # Cancel asked to stop); either may be empty.
+                # Cancel asked to stop), and on a Work stream ack answers; any
+                # may be empty.
                 async for message in self._call:
+                    if work is not None:
+                        work.answer(message.ack_answers)
                     if not delivered:
                         delivered, attempt = True, 0
                     for claimed in message.jobs:
@@ -400,6 +423,11 @@ class Worker:
                     log.error("jobwire: broker refused the Claim: %s", self._fatal)
                     self._request_stop()
                     return
+                if e.code() == grpc.StatusCode.UNIMPLEMENTED and work is not None:
+                    log.info("jobwire: the broker has no Work streams: Claim streams and "
+                             "AckBatch calls from now on")
+                    self._claim_only = True
+                    continue  # at once, with no backoff
                 log.info("jobwire: claim stream error %s: %s; reconnecting",
                          e.code().name, e.details())
             except asyncio.CancelledError:
@@ -408,6 +436,9 @@ class Worker:
                 raise
             finally:
                 self._call = None
+                self._work = None
+                if work is not None:
+                    work.end()  # its unanswered acks go as AckBatch calls
             if self._stop_event.is_set():
                 return
             delay = reconnect_delay(attempt)
@@ -416,6 +447,17 @@ class Worker:
                 await asyncio.wait_for(self._stop_event.wait(), delay)
             except asyncio.TimeoutError:
                 pass
+
+    async def _send_acks(self, requests: List["pb.AckRequest"],
+                         timeout: float) -> List[Optional[JobwireError]]:
+        """As ``jobwire.Worker._send_acks``: on the Work stream when one is
+        open, else (or when it ended before answering) as an AckBatch call."""
+        work = self._work
+        if work is not None:
+            errors = await work.send_acks(requests, timeout)
+            if errors is not None:
+                return errors
+        return await self._ack_batch(requests, timeout)
 
     def _dispatch(self, claimed) -> None:
         self._running += 1

@@ -1,14 +1,16 @@
-"""Worker side: one Claim stream, a thread pool of handlers, lease renewal,
-Ack (coalesced into AckBatch calls) / Fail with retries, reconnects, graceful
-stop (docs/clients.md).
+"""Worker side: one Work stream (a Claim stream that also carries the acks),
+a thread pool of handlers, lease renewal, Ack (coalesced into acks messages
+on the Work stream, else AckBatch calls) / Fail with retries, reconnects,
+graceful stop (docs/clients.md).
 
-This file holds the Worker and its Claim stream; the parts live next to it:
+This file holds the Worker and its Work stream; the parts live next to it:
 ``_worker_options`` (the constructor's options), ``_handler_pool`` (handler
 threads), ``_lease_renewer`` / ``_lease_rules`` (leases), ``_run_control`` /
 ``_deadline_timer`` (a run's stop signal: cancel, timeout; its progress
 reports), ``_middleware`` (``use()``: layers around every handler),
 ``_failure`` (an exception's Fail), ``_settler`` (the final Ack / Fail and
-the outcome)."""
+the outcome), ``_ack_coalescer`` / ``_work_stream`` (the acks' batches, on
+the Work stream or as AckBatch calls)."""
 from __future__ import annotations
 
 import logging
@@ -19,6 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 
+from ._ack_coalescer import batch_sender
 from ._channel import (DEFAULT_TIMEOUT, PemSource, Security,
                        open_channel)
 from ._claim_types import check_handlers, claim_types
@@ -33,6 +36,7 @@ from ._reconnect import reconnect_delay
 from ._run_control import RunControl, failure_after_stop, local_deadline, stop_run
 from ._settler import Settler
 from ._types import Job, Outcome, encode_result
+from ._work_stream import WorkStream
 from ._worker_options import default_worker_id, init_settings  # noqa: F401 (re-exported)
 from .v1 import broker_pb2 as pb
 from .v1 import broker_pb2_grpc as pb_grpc
@@ -117,9 +121,11 @@ class Worker:
         self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerServiceStub(self._channel)
         self._pool = HandlerPool("jobwire")
+        # The acks' batches that no Work stream carries.
+        self._ack_batch = batch_sender(self._stub, self._metadata)
         # Sends every job's final Ack / Fail and reports its outcome.
         self._settler = Settler(self._stub, self._metadata, self._pool, self.timeout,
-                                self._report, self._handled, self._settled)
+                                self._report, self._handled, self._settled, self._send_acks)
         # Renews the lease of every running handler, from one thread.
         self._renewer = LeaseRenewer(self._stub, self._metadata)
         # Signals "timeout" to the runs whose deadline passes, from one thread.
@@ -135,7 +141,11 @@ class Worker:
         # when its final Ack / Fail arrives, so a job counts toward
         # concurrency only until that call is sent (on_outcome may still run).
         self._handling = 0
-        self._call = None  # the open Claim stream
+        self._call = None  # the open Work (or Claim) stream
+        self._work: Optional[WorkStream] = None  # the open Work stream's acks
+        # The broker answered Work UNIMPLEMENTED (older than Work): Claim
+        # streams and AckBatch calls from then on. Read by the claim thread only.
+        self._claim_only = False
         self._stop_requested = threading.Event()
         self._stop_at: Optional[float] = None
         self._skip_grace = False
@@ -303,8 +313,12 @@ class Worker:
         self._deadlines.close()
         self._channel.close()
 
-    # -- Claim stream -----------------------------------------------------
+    # -- Work stream ------------------------------------------------------
     def _claim_loop(self) -> None:
+        """Keeps one stream open: a Work stream (the ClaimRequest first, then
+        the acks messages ``_send_acks`` queues), or a Claim stream once the
+        broker answered Work UNIMPLEMENTED; reopened after any end or error
+        with backoff, at once after that UNIMPLEMENTED."""
         if self._security.error is not None:
             self._fatal = self._security.error
             log.error("jobwire: cannot connect: %s", self._fatal)
@@ -323,16 +337,24 @@ class Worker:
                                   lease_ms=self.lease_ms or 0, worker_id=self.worker_id,
                                   types=claim_types(self._handlers), weights=self.weights)
             delivered = False
+            work = None if self._claim_only else WorkStream(req)
             try:
-                call = self._stub.Claim(req, metadata=self._metadata)
+                if work is None:
+                    call = self._stub.Claim(req, metadata=self._metadata)
+                else:
+                    call = self._stub.Work(work.requests(), metadata=self._metadata)
                 with self._lock:
                     self._call = call
+                    self._work = work
                 if self._stop_requested.is_set():
                     call.cancel()
                 # Each message carries jobs (all claimed for this stream since
                 # the previous message, in claim order) and / or stops (runs
-                # Cancel asked to stop); either may be empty.
+                # Cancel asked to stop), and on a Work stream ack answers; any
+                # may be empty.
                 for message in call:
+                    if work is not None:
+                        work.answer(message.ack_answers)
                     if not delivered:
                         delivered = True
                         if failures:
@@ -355,6 +377,11 @@ class Worker:
                     log.error("jobwire: broker refused the Claim: %s", self._fatal)
                     self._request_stop()
                     return
+                if code == grpc.StatusCode.UNIMPLEMENTED and work is not None:
+                    log.info("jobwire: the broker has no Work streams: Claim streams and "
+                             "AckBatch calls from now on")
+                    self._claim_only = True
+                    continue  # at once, with no backoff
                 failures += 1
                 level = logging.WARNING if failures == 1 else logging.DEBUG
                 log.log(level, "jobwire: claim stream error %s: %s; reconnecting",
@@ -364,11 +391,27 @@ class Worker:
             finally:
                 with self._lock:
                     self._call = None
+                    self._work = None
+                if work is not None:
+                    work.end()  # its unanswered acks go as AckBatch calls
             if self._stop_requested.is_set():
                 return
             delay = reconnect_delay(attempt)
             attempt += 1
             self._stop_requested.wait(delay)
+
+    def _send_acks(self, requests: List["pb.AckRequest"],
+                   timeout: float) -> List[Optional[JobwireError]]:
+        """The ack coalescer's ``send``: the batch goes on the Work stream
+        when one is open, else (or when it ended before answering) as an
+        AckBatch call."""
+        with self._lock:
+            work = self._work
+        if work is not None:
+            errors = work.send_acks(requests, timeout)
+            if errors is not None:
+                return errors
+        return self._ack_batch(requests, timeout)
 
     def _dispatch(self, claimed) -> None:
         with self._cond:

@@ -202,3 +202,65 @@ def running(worker):
         t.join(timeout=15)
     if errors:
         raise errors[0]
+
+
+WORK_METHOD = "/jobwire.v1.BrokerService/Work"
+
+
+def _older(details, stand_in):
+    """``details`` with a Work call sent to a method no broker has (counted),
+    other calls unchanged."""
+    method = details.method.decode() if isinstance(details.method, bytes) else details.method
+    if method != WORK_METHOD:
+        return details
+    stand_in.work_calls += 1
+    redirected = method + "NotHere"
+    return details._replace(method=redirected.encode() if isinstance(details.method, bytes)
+                            else redirected)
+
+
+class OlderBroker:
+    """Client interceptors standing in for a broker older than Work: a Work
+    call goes to a method the real broker does not have, so it answers
+    UNIMPLEMENTED as such a broker does; other calls pass. ``work_calls``
+    counts the Work calls. ``sync``: for grpc.intercept_channel; ``aio``: a
+    grpc.aio channel's ``interceptors``."""
+
+    def __init__(self):
+        import grpc
+        import grpc.aio
+        self.work_calls = 0
+        stand_in = self
+
+        class Sync(grpc.StreamStreamClientInterceptor):
+            def intercept_stream_stream(self, continuation, details, request_iterator):
+                return continuation(_older(details, stand_in), request_iterator)
+
+        class Aio(grpc.aio.StreamStreamClientInterceptor):
+            async def intercept_stream_stream(self, continuation, details, request_iterator):
+                return await continuation(_older(details, stand_in), request_iterator)
+
+        self.sync, self.aio = Sync(), Aio()
+
+
+@pytest.fixture
+def older_broker(monkeypatch):
+    """The Workers made in the test (both kinds; plaintext) see a broker
+    older than Work (OlderBroker, returned)."""
+    import grpc
+    import grpc.aio
+    import jobwire.aio
+    import jobwire.worker
+    from jobwire import _channel
+    stand_in = OlderBroker()
+
+    def open_channel(addr, extra=None, security=None):
+        return grpc.intercept_channel(_channel.open_channel(addr, extra, security), stand_in.sync)
+
+    def open_aio_channel(addr, extra=None, security=None):
+        assert security is None or not security.tls
+        return grpc.aio.insecure_channel(addr, options=_channel.channel_options(extra),
+                                         interceptors=[stand_in.aio])
+    monkeypatch.setattr(jobwire.worker, "open_channel", open_channel)
+    monkeypatch.setattr(jobwire.aio, "open_aio_channel", open_aio_channel)
+    return stand_in

@@ -1,5 +1,6 @@
-"""AckBatch: Client.ack_batch's per-ack results, and the Workers' acks
-coalesced into AckBatch calls (counted on the broker's /metrics)."""
+"""AckBatch: Client.ack_batch's per-ack results, and the Workers' coalesced
+acks: on the Work stream, or as AckBatch calls with a broker older than Work
+(calls counted on the broker's /metrics)."""
 import asyncio
 import threading
 import uuid
@@ -145,18 +146,19 @@ def rpc_calls(broker):
     return calls
 
 
-def check_coalesced(broker, before, job_ids, outcomes, client, queue):
-    """Every job COMPLETED with its own ack_ok outcome, through fewer
-    AckBatch calls than jobs and no unary Ack."""
+def check_outcomes(job_ids, outcomes, client, queue):
+    """Every job COMPLETED with its own ack_ok outcome."""
     assert all(o.kind == "ack_ok" for o in outcomes), [o for o in outcomes if o.kind != "ack_ok"]
     assert sorted(o.job.id for o in outcomes) == sorted(job_ids)
     for job_id in job_ids:
         job = client.get_job(queue, job_id)
         assert job.state == JobState.COMPLETED and job.result_json() == {"id": job_id}
+
+
+def calls_since(broker, before):
+    """{method: calls handled since ``before``} (rpc_calls)."""
     after = rpc_calls(broker)
-    assert after.get("Ack", 0) - before.get("Ack", 0) == 0
-    ack_batches = after.get("AckBatch", 0) - before.get("AckBatch", 0)
-    assert 0 < ack_batches < len(job_ids)
+    return {m: n - before.get(m, 0) for m, n in after.items() if n - before.get(m, 0)}
 
 
 def enqueue_jobs(client, queue):
@@ -168,32 +170,26 @@ def enqueue_jobs(client, queue):
     return ids
 
 
-def test_worker_coalesces_acks_into_ack_batch_calls(own_broker, queue):
-    client = Client(own_broker.addr, timeout=5)
-    before = rpc_calls(own_broker)
+def run_quick_jobs(kind, broker, queue):
+    """Runs a Worker of ``kind`` (concurrency CONCURRENCY) until JOBS quick
+    jobs are done; returns their ids and outcomes once it has stopped."""
+    client = Client(broker.addr, timeout=5)
     job_ids = enqueue_jobs(client, queue)
+    client.close()
     outcomes, lock = [], threading.Lock()
 
     def on_outcome(o):
         with lock:
             outcomes.append(o)
-    w = Worker(own_broker.addr, queue, concurrency=CONCURRENCY, on_outcome=on_outcome)
-    w.register("quick", lambda job: {"id": job.id})
-    with running(w):
-        wait_for(lambda: len(outcomes) >= JOBS, timeout=30, what="%d outcomes" % JOBS)
-    check_coalesced(own_broker, before, job_ids, outcomes, client, queue)
-    client.close()
-
-
-def test_aio_worker_coalesces_acks_into_ack_batch_calls(own_broker, queue):
-    client = Client(own_broker.addr, timeout=5)
-    before = rpc_calls(own_broker)
-    job_ids = enqueue_jobs(client, queue)
-    outcomes = []
+    if kind == "threaded":
+        w = Worker(broker.addr, queue, concurrency=CONCURRENCY, on_outcome=on_outcome)
+        w.register("quick", lambda job: {"id": job.id})
+        with running(w):
+            wait_for(lambda: len(outcomes) >= JOBS, timeout=30, what="%d outcomes" % JOBS)
+        return job_ids, outcomes
 
     async def main():
-        w = aio.Worker(own_broker.addr, queue, concurrency=CONCURRENCY,
-                       on_outcome=outcomes.append)
+        w = aio.Worker(broker.addr, queue, concurrency=CONCURRENCY, on_outcome=on_outcome)
 
         @w.handler("quick")
         async def quick(job):
@@ -206,8 +202,39 @@ def test_aio_worker_coalesces_acks_into_ack_batch_calls(own_broker, queue):
         await w.stop()
         await run
     asyncio.run(main())
-    check_coalesced(own_broker, before, job_ids, outcomes, client, queue)
+    return job_ids, outcomes
+
+
+@pytest.mark.parametrize("kind", ["threaded", "asyncio"])
+def test_worker_sends_its_acks_on_the_work_stream(own_broker, queue, kind):
+    """The acks travel on the Worker's Work stream: no Ack, no AckBatch call."""
+    before = rpc_calls(own_broker)
+    job_ids, outcomes = run_quick_jobs(kind, own_broker, queue)
+    client = Client(own_broker.addr, timeout=5)
+    check_outcomes(job_ids, outcomes, client, queue)
     client.close()
+    calls = calls_since(own_broker, before)
+    assert calls.get("Work", 0) >= 1, calls
+    assert calls.get("Ack", 0) == 0 and calls.get("AckBatch", 0) == 0, calls
+    assert calls.get("Claim", 0) == 0, calls
+
+
+@pytest.mark.parametrize("kind", ["threaded", "asyncio"])
+def test_worker_coalesces_acks_into_ack_batch_calls_with_a_broker_older_than_work(
+        own_broker, queue, kind, older_broker):
+    """A broker that answers Work UNIMPLEMENTED: Work is tried once, then
+    Claim streams, and the acks go coalesced into fewer AckBatch calls than
+    jobs, no unary Ack."""
+    before = rpc_calls(own_broker)
+    job_ids, outcomes = run_quick_jobs(kind, own_broker, queue)
+    client = Client(own_broker.addr, timeout=5)
+    check_outcomes(job_ids, outcomes, client, queue)
+    client.close()
+    calls = calls_since(own_broker, before)
+    assert older_broker.work_calls == 1
+    assert calls.get("Work", 0) == 0 and calls.get("Claim", 0) >= 1, calls
+    assert calls.get("Ack", 0) == 0, calls
+    assert 0 < calls.get("AckBatch", 0) < len(job_ids), calls
 
 
 def test_a_batch_holds_at_most_1000_acks_and_8_mib_of_results():

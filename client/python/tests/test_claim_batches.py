@@ -26,7 +26,8 @@ def enqueue_pending(client, queue, n=N_JOBS):
 
 
 class _TapCall:
-    """A Claim call that records the number of jobs of each message read."""
+    """A Claim (or Work) call that records the number of jobs of each
+    message read."""
 
     def __init__(self, call, sizes):
         self._call = call
@@ -53,7 +54,8 @@ class _TapCall:
 
 
 class _TapStub:
-    """Wraps a worker's stub: every call unchanged, Claim messages counted."""
+    """Wraps a worker's stub: every call unchanged, Claim and Work messages
+    counted."""
 
     def __init__(self, stub):
         self._stub = stub
@@ -61,6 +63,9 @@ class _TapStub:
 
     def Claim(self, request, **kwargs):
         return _TapCall(self._stub.Claim(request, **kwargs), self.sizes)
+
+    def Work(self, *args, **kwargs):
+        return _TapCall(self._stub.Work(*args, **kwargs), self.sizes)
 
     def __getattr__(self, name):
         return getattr(self._stub, name)

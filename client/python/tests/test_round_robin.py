@@ -139,10 +139,20 @@ def test_channel_options_override_the_policy(two_stacks, queue, override):
     assert per_broker == [20, 0], "pick_first: every call to the first address"
 
 
+def calls(brokers, methods):
+    """[calls of ``methods`` each broker handled], from its /metrics."""
+    return [sum(v for (m, _), v in br.scrape_rpcs().items() if m in methods) for br in brokers]
+
+
+def since(before, after):
+    return [n - m for m, n in zip(before, after)]
+
+
 def test_worker_on_several_brokers_processes_every_job(shared_pair, queue):
-    """The Worker's one Claim stream is on one broker; jobs enqueued through
+    """The Worker's one Work stream is on one broker; jobs enqueued through
     either broker (one Redis) all complete."""
     a, b = shared_pair
+    before = calls((a, b), ("Work",))
     outcomes = Outcomes()
     w = Worker(both(a, b), [queue], concurrency=10, on_outcome=outcomes)
     w.register("rr", lambda job: job.json())
@@ -152,17 +162,23 @@ def test_worker_on_several_brokers_processes_every_job(shared_pair, queue):
             wait_for(lambda: all(da.get_job(queue, i).state == JobState.COMPLETED for i in ids),
                      timeout=15, what="every job to complete")
     assert sorted(o.kind for o in outcomes.items) == ["ack_ok"] * 10
-    streams = [sum(v for (m, _), v in br.scrape_rpcs().items() if m == "Claim")
-               for br in (a, b)]
-    assert sorted(streams) == [0, 1], "Claim streams per broker: %s" % streams
+    streams = since(before, calls((a, b), ("Work",)))
+    assert sorted(streams) == [0, 1], "Work streams per broker: %s" % streams
 
 
-def test_worker_slots_free_at_once_with_several_brokers(shared_pair, queue):
-    """The Worker's channel is round_robin too: its Acks go to both brokers,
-    and the broker that gets an Ack for the other's stream tells it, which
-    frees the stream's slot at once (broker.proto, Claim) instead of when the
-    lease ends."""
+@pytest.mark.parametrize("older", [False, True], ids=["work", "older_than_work"])
+def test_worker_slots_free_at_once_with_several_brokers(shared_pair, queue, older, request):
+    """The Worker's channel is round_robin too. Its acks go on its one Work
+    stream, to the broker that holds their slots, which frees them at once
+    (instead of when the lease ends): no Ack or AckBatch call. With a broker
+    older than Work, its Claim stream is on one broker and its AckBatch calls
+    go to both; the broker that gets an Ack for the other's stream tells it,
+    which frees the stream's slot at once too (broker.proto, Claim)."""
+    if older:
+        request.getfixturevalue("older_broker")
     a, b = shared_pair
+    methods = ("Ack", "AckBatch", "Work", "Claim")
+    before = {m: calls((a, b), (m,)) for m in methods}
     outcomes = Outcomes()
     w = Worker(both(a, b), [queue], concurrency=1, lease_ms=30000, on_outcome=outcomes)
     w.register("rr", lambda job: None)
@@ -174,6 +190,12 @@ def test_worker_slots_free_at_once_with_several_brokers(shared_pair, queue):
             wait_for(lambda: all(da.get_job(queue, i).state == JobState.COMPLETED for i in ids),
                      timeout=10, what="every job to complete")
     assert sorted(o.kind for o in outcomes.items) == ["ack_ok"] * 8
-    acks = [sum(v for (m, _), v in br.scrape_rpcs().items() if m in ("Ack", "AckBatch"))
-            for br in (a, b)]
-    assert all(acks), "Ack calls per broker: %s (round_robin spreads them)" % acks
+    made = {m: since(before[m], calls((a, b), (m,))) for m in methods}
+    acks = [x + y for x, y in zip(made["Ack"], made["AckBatch"])]
+    if older:
+        assert sorted(made["Claim"]) == [0, 1] and made["Work"] == [0, 0], made
+        assert all(acks), "Ack calls per broker: %s (round_robin spreads them)" % acks
+    else:
+        assert sorted(made["Work"]) == [0, 1] and made["Claim"] == [0, 0], made
+        assert acks == [0, 0], "Ack calls per broker: %s (the acks went on the stream)" % acks
+
