@@ -253,3 +253,98 @@ def test_a_batch_holds_at_most_1000_acks_and_8_mib_of_results():
     assert [len(_ack_coalescer._take(queued)) for _ in range(3)] == [2, 2, 1]
     queued = entries(1, 9 << 20)  # one larger than the limit still goes alone
     assert len(_ack_coalescer._take(queued)) == 1
+
+
+def test_work_stream_acks_wait_at_most_the_timeout_and_none_once_ended(own_broker, queue):
+    """WorkStream (the threaded Worker's Work call) on the real broker: a
+    batch unanswered within its timeout (the broker paused) fails
+    DEADLINE_EXCEEDED; sent again once the broker runs, it is answered OK (a
+    repeated ack); after the stream ended a batch is not sent (None: the
+    caller sends an AckBatch)."""
+    import os
+    import signal
+
+    from jobwire._work_stream import WorkStream
+
+    with Client(own_broker.addr, timeout=5) as client:
+        job_id = client.enqueue(queue, "t").job_id
+        with grpc.insecure_channel(own_broker.addr) as ch:
+            work = WorkStream(broker_pb2.ClaimRequest(queues=[queue], max_in_flight=1,
+                                                      lease_ms=60_000, worker_id="pytest-work"))
+            call = broker_pb2_grpc.BrokerServiceStub(ch).Work(work.requests())
+            claimed = []
+
+            def read():
+                try:
+                    for message in call:
+                        claimed.extend(message.jobs)
+                        work.answer(message.ack_answers)
+                except grpc.RpcError:
+                    pass
+                finally:
+                    work.end()
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            wait_for(lambda: claimed, what="the job on the Work stream")
+            ack = broker_pb2.AckRequest(queue=queue, job_id=job_id,
+                                        lease_token=claimed[0].lease_token)
+            os.kill(own_broker.proc.pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(JobwireError) as ei:
+                    work.send_acks([ack], 0.5)
+                assert ei.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+            finally:
+                os.kill(own_broker.proc.pid, signal.SIGCONT)
+            assert work.send_acks([ack], 5) == [None]
+            assert client.get_job(queue, job_id).state == JobState.COMPLETED
+            call.cancel()
+            reader.join(5)
+            assert work.send_acks([ack], 5) is None
+
+
+def test_aio_work_stream_acks_wait_at_most_the_timeout_and_none_once_ended(own_broker, queue):
+    """As the test above, for AioWorkStream (the asyncio Worker's)."""
+    import os
+    import signal
+
+    from jobwire._work_stream import AioWorkStream
+
+    with Client(own_broker.addr, timeout=5) as client:
+        job_id = client.enqueue(queue, "t").job_id
+
+        async def main():
+            async with grpc.aio.insecure_channel(own_broker.addr) as ch:
+                call = broker_pb2_grpc.BrokerServiceStub(ch).Work()
+                work = AioWorkStream(call)
+                await call.write(broker_pb2.WorkRequest(claim=broker_pb2.ClaimRequest(
+                    queues=[queue], max_in_flight=1, lease_ms=60_000, worker_id="pytest-work")))
+                claimed = asyncio.Event()
+                tokens = []
+
+                async def read():
+                    try:
+                        async for message in call:
+                            tokens.extend(c.lease_token for c in message.jobs)
+                            if tokens:
+                                claimed.set()
+                            work.answer(message.ack_answers)
+                    except (grpc.aio.AioRpcError, asyncio.CancelledError):
+                        pass
+                    finally:
+                        work.end()
+                reader = asyncio.create_task(read())
+                await asyncio.wait_for(claimed.wait(), 10)
+                ack = broker_pb2.AckRequest(queue=queue, job_id=job_id, lease_token=tokens[0])
+                os.kill(own_broker.proc.pid, signal.SIGSTOP)
+                try:
+                    with pytest.raises(JobwireError) as ei:
+                        await work.send_acks([ack], 0.5)
+                    assert ei.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+                finally:
+                    os.kill(own_broker.proc.pid, signal.SIGCONT)
+                assert await work.send_acks([ack], 5) == [None]
+                call.cancel()
+                await asyncio.wait_for(reader, 5)
+                assert await work.send_acks([ack], 5) is None
+        asyncio.run(main())
+        assert client.get_job(queue, job_id).state == JobState.COMPLETED

@@ -9,8 +9,10 @@ asyncio):
 - the rule is per job: an ack that failed in the same AckBatch call, or a
   Fail, of a job whose lease holds is still retried.
 
-The UNAVAILABLE answers come from a stand-in for the Worker's AckBatch /
-Fail call; every other call reaches the broker. A job whose lease is lost
+The UNAVAILABLE answers come from a stand-in for the sending of the
+Worker's ack batches (the coalescer's ``send``: on the Work stream, else an
+AckBatch call; "call" below) and for its Fail call; every other call reaches
+the broker. A job whose lease is lost
 was deleted (Admin.DeleteJob), so a second attempt would be answered
 NOT_FOUND (``ack_error`` / ``fail_error``), not unknown.
 """
@@ -33,7 +35,7 @@ def coalescer(kind, w):
 
 
 class ScriptedAckBatch:
-    """Stands in for a Worker's AckBatch call and records the job ids of each
+    """Stands in for the sending of a Worker's ack batches and records the job ids of each
     call: the first call waits for ``plug`` (so the acks finishing meanwhile
     are queued together for the next one), the second fails UNAVAILABLE as a
     whole, the others reach the broker."""
