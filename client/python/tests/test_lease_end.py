@@ -30,7 +30,7 @@ def sleep_until(epoch_s: float) -> None:
 
 
 def _late(message) -> float:
-    """When to hand the worker a Claim message that carries a first attempt
+    """When to hand the worker a Claim (or Work) message that carries a first attempt
     of a "late" job: 0.3 s after its lease ended (0: at once)."""
     ends = [cj.lease_expires_at_ms for cj in message.jobs
             if cj.job.type == "late" and cj.job.attempts == 1]
@@ -38,7 +38,7 @@ def _late(message) -> float:
 
 
 class _LateCall:
-    """A Claim call whose reader is paused (as by SIGSTOP or a long GC) before
+    """A Claim (or Work) call whose reader is paused (as by SIGSTOP or a long GC) before
     it hands over a message carrying a first attempt of a "late" job."""
 
     def __init__(self, call):
@@ -70,6 +70,9 @@ class _LateStub:
 
     def Claim(self, request, **kwargs):
         return _LateCall(self._stub.Claim(request, **kwargs))
+
+    def Work(self, *args, **kwargs):
+        return _LateCall(self._stub.Work(*args, **kwargs))
 
     def __getattr__(self, name):
         return getattr(self._stub, name)
