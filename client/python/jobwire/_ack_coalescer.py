@@ -1,5 +1,7 @@
 """Turns the Acks of a Worker's concurrent handlers into AckBatch calls (the
-design of client/cpp/ack_coalescer.h).
+design of client/cpp/ack_coalescer.h). A "call" is whatever the ``send``
+function does with a batch: the Workers send it on their Work stream when
+one is open (_work_stream), else as an AckBatch call (``batch_sender``).
 
 An ack that finds no AckBatch in flight is sent at once, with whatever is
 queued (up to 1000 acks in one call); acks that finish while a call is in

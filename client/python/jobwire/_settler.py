@@ -46,9 +46,9 @@ class Settler:
     """Settles the jobs of one Worker.
 
     The Worker's callbacks: ``send_acks(requests, timeout)`` sends a batch
-    of the ack coalescer (``_ack_coalescer.SendBatch``); ``handled(lease)`` once the job stops counting
-    toward the concurrency (its final call is about to be sent);
-    ``settled()`` once its final call is answered or given up (the job's
+    of the ack coalescer (``_ack_coalescer.SendBatch``); ``handled(lease)``
+    once the job stops counting toward the concurrency (its final call is
+    about to be sent); ``settled()`` once its final call is answered or given up (the job's
     slot frees); ``report(outcome)`` for every final outcome.
 
     Thread safety: every method may be called from any thread; after
