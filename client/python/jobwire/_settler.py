@@ -2,10 +2,11 @@
 outcome (docs/clients.md, Worker).
 
 Acks go through an ``AckCoalescer`` (on the Worker's Work stream, else as
-AckBatch calls: the Worker's ``send_acks``) without waiting for their answer; a Fail is a unary call on the handler's thread. Both are
-retried on UNAVAILABLE / DEADLINE_EXCEEDED until the lease has ended by the
-worker's own estimate (_lease_rules.retry_wait), per job (an ack's own
-answer in its AckBatch decides), and never once that job's lease is known
+AckBatch calls: the Worker's ``send_acks``) without waiting for their
+answer; a Fail is a unary call on the handler's thread. Both are retried on
+UNAVAILABLE / DEADLINE_EXCEEDED until the lease has ended by the worker's
+own estimate (_lease_rules.retry_wait), per job (an ack's own answer in its
+batch decides), and never once that job's lease is known
 lost (_lease_rules.may_resend); an Ack's retries run on a handler thread,
 since the thread sending an AckBatch sleeps for no one.
 Every final outcome goes to the Worker's ``report``. An Ack refused because
