@@ -231,7 +231,16 @@ def test_worker_coalesces_acks_into_ack_batch_calls_with_a_broker_older_than_wor
     check_outcomes(job_ids, outcomes, client, queue)
     client.close()
     calls = calls_since(own_broker, before)
-    assert older_broker.work_calls == 1
+    if kind == "threaded":
+        assert older_broker.work_calls == 1
+    else:
+        # grpc.aio with a client interceptor sometimes ends the first call
+        # INTERNAL ("Internal error from Core") instead of with the broker's
+        # UNIMPLEMENTED, when that answer races the interceptor's request
+        # writer; the Worker then tries Work again, as after any error but
+        # UNIMPLEMENTED (seen 2 times in 32 runs, each time the second try
+        # got UNIMPLEMENTED).
+        assert 1 <= older_broker.work_calls <= 3
     assert calls.get("Work", 0) == 0 and calls.get("Claim", 0) >= 1, calls
     assert calls.get("Ack", 0) == 0, calls
     assert 0 < calls.get("AckBatch", 0) < len(job_ids), calls
