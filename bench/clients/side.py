@@ -243,8 +243,8 @@ def main():
     args = parser.parse_args()
     args.chunk = max(1, args.chunk)
     if args.role == "worker":
-        settings = (f"1 jobwire.Worker (threads), concurrency {args.concurrency}; "
-                    "completion counted by on_outcome ack_ok")
+        settings = (f"1 jobwire.Worker (threads), concurrency {args.concurrency}, one Work "
+                    "stream carrying the coalesced acks; completion counted by on_outcome ack_ok")
     elif args.rate > 0 and args.senders > 0:
         settings = (f"one Client.enqueue per job, open loop at {args.rate:g}/s, handed to "
                     f"{args.senders} sender threads (one channel)")
