@@ -9,7 +9,7 @@
 --
 -- KEYS[1] {p}:{q}:jobs
 -- ARGV    job id, lease token, job id, lease token, ... (runs held)
--- Returns {id, what, ms} for each run, in ARGV order: what is 'ended' (the
+-- Returns {what, ms} for each run, in ARGV order: what is 'ended' (the
 -- record is not active under that token: the run was settled, reaped or
 -- released; ms 0), 'cancel' (active, and Cancel asked it to stop) or 'held'
 -- (active); ms is how long its lease has left by the Redis clock (at least
@@ -25,9 +25,9 @@ for i = 1, #ARGV - 1, 2 do
   local job = records[ARGV[i]]
   if job and job[F.state] == 'active' and job[F.lease_token] == ARGV[i + 1] then
     local left = math.max(0, (tonumber(job[F.lease_expires_at]) or 0) - now)
-    out[#out + 1] = {ARGV[i], job[F.cancel_requested] and 'cancel' or 'held', left}
+    out[#out + 1] = {job[F.cancel_requested] and 'cancel' or 'held', left}
   else
-    out[#out + 1] = {ARGV[i], 'ended', 0}
+    out[#out + 1] = {'ended', 0}
   end
 end
 return out

@@ -387,14 +387,13 @@ void JobStore::HeldRuns(const std::string& queue,
         std::vector<HeldRun> held;
         held.reserve(count);
         for (RedisReply& run : reply->elements) {
-          if (run.elements.size() != 3) return done(absl::InternalError("bad held_runs reply"));
+          if (run.elements.size() != 2) return done(absl::InternalError("bad held_runs reply"));
           HeldRun& h = held.emplace_back();
-          h.job_id = std::move(run.elements[0].str);
-          const std::string& what = run.elements[1].str;
+          const std::string& what = run.elements[0].str;
           h.state = what == "cancel" ? HeldRun::State::kCancelRequested
                     : what == "held" ? HeldRun::State::kHeld
                                      : HeldRun::State::kEnded;
-          h.lease_ms_left = run.elements[2].AsInt();
+          h.lease_ms_left = run.elements[1].AsInt();
         }
         done(std::move(held));
       });

@@ -242,12 +242,11 @@ class JobStore {
   // (completed or dead).
   void Cancel(const std::string& queue, const std::string& job_id, Callback<bool> done) const;
   // held_runs.lua: where each of `runs` ((job id, lease token) of runs of
-  // store queue `queue`) stands, in the order given: for a broker that may
-  // have missed the notify channel's messages about the runs it holds (its
-  // subscription was just confirmed).
+  // store queue `queue`) stands, one HeldRun per run in the order given: for
+  // a broker that may have missed the notify channel's messages about the
+  // runs it holds (its subscription was just confirmed).
   struct HeldRun {
     enum class State { kEnded, kCancelRequested, kHeld };
-    std::string job_id;
     State state = State::kEnded;
     int64_t lease_ms_left = 0;  // by the Redis clock; 0 when ended
   };

@@ -205,15 +205,20 @@ def run_quick_jobs(kind, broker, queue):
     return job_ids, outcomes
 
 
+def run_checked_jobs(kind, broker, queue):
+    """run_quick_jobs, every outcome checked against the broker; returns the
+    job ids and the broker's RPC calls by method made meanwhile."""
+    before = rpc_calls(broker)
+    job_ids, outcomes = run_quick_jobs(kind, broker, queue)
+    with Client(broker.addr, timeout=5) as client:
+        check_outcomes(job_ids, outcomes, client, queue)
+    return job_ids, calls_since(broker, before)
+
+
 @pytest.mark.parametrize("kind", ["threaded", "asyncio"])
 def test_worker_sends_its_acks_on_the_work_stream(own_broker, queue, kind):
     """The acks travel on the Worker's Work stream: no Ack, no AckBatch call."""
-    before = rpc_calls(own_broker)
-    job_ids, outcomes = run_quick_jobs(kind, own_broker, queue)
-    client = Client(own_broker.addr, timeout=5)
-    check_outcomes(job_ids, outcomes, client, queue)
-    client.close()
-    calls = calls_since(own_broker, before)
+    job_ids, calls = run_checked_jobs(kind, own_broker, queue)
     assert calls.get("Work", 0) >= 1, calls
     assert calls.get("Ack", 0) == 0 and calls.get("AckBatch", 0) == 0, calls
     assert calls.get("Claim", 0) == 0, calls
@@ -225,12 +230,7 @@ def test_worker_coalesces_acks_into_ack_batch_calls_with_a_broker_older_than_wor
     """A broker that answers Work UNIMPLEMENTED: Work is tried once, then
     Claim streams, and the acks go coalesced into fewer AckBatch calls than
     jobs, no unary Ack."""
-    before = rpc_calls(own_broker)
-    job_ids, outcomes = run_quick_jobs(kind, own_broker, queue)
-    client = Client(own_broker.addr, timeout=5)
-    check_outcomes(job_ids, outcomes, client, queue)
-    client.close()
-    calls = calls_since(own_broker, before)
+    job_ids, calls = run_checked_jobs(kind, own_broker, queue)
     if kind == "threaded":
         assert older_broker.work_calls == 1
     else:
