@@ -264,6 +264,28 @@ def test_a_batch_holds_at_most_1000_acks_and_8_mib_of_results():
     assert len(_ack_coalescer._take(queued)) == 1
 
 
+def pause(pid):
+    """SIGSTOP to process ``pid``, returning once every thread of it has
+    stopped: kill() returns before a thread running on another core has
+    (seen: a batch sent right after it was still answered)."""
+    import glob
+    import os
+    import signal
+
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped():
+        states = []
+        for stat in glob.glob("/proc/%d/task/*/stat" % pid):
+            try:
+                with open(stat) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass  # a thread that ended meanwhile
+        return states and all(state in ("T", "t") for state in states)
+    wait_for(stopped, what="the broker stopped")
+
+
 def test_work_stream_acks_wait_at_most_the_timeout_and_none_once_ended(own_broker, queue):
     """WorkStream (the threaded Worker's Work call) on the real broker: a
     batch unanswered within its timeout (the broker paused) fails
@@ -297,7 +319,7 @@ def test_work_stream_acks_wait_at_most_the_timeout_and_none_once_ended(own_broke
             wait_for(lambda: claimed, what="the job on the Work stream")
             ack = broker_pb2.AckRequest(queue=queue, job_id=job_id,
                                         lease_token=claimed[0].lease_token)
-            os.kill(own_broker.proc.pid, signal.SIGSTOP)
+            pause(own_broker.proc.pid)
             try:
                 with pytest.raises(JobwireError) as ei:
                     work.send_acks([ack], 0.5)
@@ -344,7 +366,7 @@ def test_aio_work_stream_acks_wait_at_most_the_timeout_and_none_once_ended(own_b
                 reader = asyncio.create_task(read())
                 await asyncio.wait_for(claimed.wait(), 10)
                 ack = broker_pb2.AckRequest(queue=queue, job_id=job_id, lease_token=tokens[0])
-                os.kill(own_broker.proc.pid, signal.SIGSTOP)
+                pause(own_broker.proc.pid)
                 try:
                     with pytest.raises(JobwireError) as ei:
                         await work.send_acks([ack], 0.5)
