@@ -27,7 +27,6 @@ step() { echo "package_test: $*"; }
 
 [ -x "$BROKER" ] || fail "broker binary not found at $BROKER (build jobwire-broker first)"
 command -v redis-server >/dev/null || fail "redis-server not on PATH"
-command -v python3 >/dev/null || fail "python3 not on PATH (picks free ports)"
 
 # The README's program is package_test/main.cc (its only ```cpp block).
 diff <(awk '/^```cpp$/ {on = 1; next} /^```$/ {on = 0} on' "$HERE/README.md") \
@@ -105,30 +104,21 @@ cmake --build "$CONSUMER" -j "$JOBS" >"$WORK/consumer-build.log" 2>&1 \
 [ -x "$CONSUMER/consumer" ] || fail "no consumer binary"
 
 # 4. Run it against redis-server and the broker.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+. "$HERE/../../scripts/start_on_free_port.sh"
+start_redis() {
+  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 }
-wait_for_port() {  # <port> <pid>: until the port accepts (up to 20 s) or the process ends
-  local i
-  for i in $(seq 1 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
+start_on_free_port redis-server "$WORK/redis.log" start_redis
+REDIS_PORT="$LISTEN_PORT"
+PIDS+=("$LISTEN_PID")
+start_broker() {  # no metrics: 9464 may be taken
+  "$BROKER" --redis_url "redis://127.0.0.1:$REDIS_PORT" --listen "127.0.0.1:$1" \
+    --metrics_listen= >"$WORK/broker.log" 2>&1 &
 }
-REDIS_PORT="$(free_port)"
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-  --dir "$WORK" >"$WORK/redis.log" 2>&1 &
-PIDS+=($!)
-wait_for_port "$REDIS_PORT" "${PIDS[-1]}" \
-  || { cat "$WORK/redis.log" >&2; fail "redis-server did not start"; }
-BROKER_PORT="$(free_port)"
-"$BROKER" --redis_url "redis://127.0.0.1:$REDIS_PORT" --listen "127.0.0.1:$BROKER_PORT" \
-  --metrics_listen= >"$WORK/broker.log" 2>&1 &  # no metrics: 9464 may be taken
-PIDS+=($!)
-wait_for_port "$BROKER_PORT" "${PIDS[-1]}" \
-  || { cat "$WORK/broker.log" >&2; fail "the broker did not start"; }
+start_on_free_port jobwire-broker "$WORK/broker.log" start_broker
+BROKER_PORT="$LISTEN_PORT"
+PIDS+=("$LISTEN_PID")
 
 step "running the consumer against 127.0.0.1:$BROKER_PORT"
 status=0

@@ -70,35 +70,21 @@ go vet ./...
 go build -o "$tmp/quickstart" .
 
 # 3. A real redis-server and broker on free loopback ports.
-free_port() { # a port nothing accepted a connection on a moment ago
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return
-    fi
-  done
+. "$ROOT/scripts/start_on_free_port.sh"
+start_redis() {
+  redis-server --port "$1" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$tmp" >"$tmp/redis.log" 2>&1 &
 }
-wait_port() { # name pid port: until something listens on port
-  local i
-  for i in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$3") 2>/dev/null && return 0
-    kill -0 "$2" 2>/dev/null || fail "$1 exited before listening on 127.0.0.1:$3"
-    sleep 0.05
-  done
-  fail "nothing listening on 127.0.0.1:$3 after 10 s ($1)"
+start_on_free_port redis-server "$tmp/redis.log" start_redis
+redis_port="$LISTEN_PORT"
+pids+=("$LISTEN_PID")
+start_broker() {
+  "$BROKER_BIN" --listen="127.0.0.1:$1" --redis_url="redis://127.0.0.1:$redis_port" \
+    --log_level=warning >"$tmp/broker.log" 2>&1 &
 }
-redis_port="$(free_port)"
-redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
-  --dir "$tmp" >"$tmp/redis.log" 2>&1 &
-pids+=($!)
-wait_port redis-server "$!" "$redis_port"
-broker_port="$(free_port)"
-"$BROKER_BIN" --listen="127.0.0.1:$broker_port" --redis_url="redis://127.0.0.1:$redis_port" \
-  --log_level=warning >"$tmp/broker.log" 2>&1 &
-pids+=($!)
-wait_port jobwire-broker "$!" "$broker_port"
+start_on_free_port jobwire-broker "$tmp/broker.log" start_broker
+broker_port="$LISTEN_PORT"
+pids+=("$LISTEN_PID")
 
 # 4. The program enqueues a job whose payload carries a fresh token; its
 #    handler prints what it received, and it exits 0 only after the Ack.

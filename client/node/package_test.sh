@@ -52,19 +52,7 @@ trap 'exit 130' INT TERM
 fail() { echo "package_test.sh: $*" >&2; exit 1; }
 step() { echo "== $*"; }
 
-free_port() {
-  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();})'
-}
-# wait_port <port> <pid> <what>: until something listens on 127.0.0.1:<port>.
-wait_port() {
-  local i
-  for i in $(seq 1 200); do
-    kill -0 "$2" 2>/dev/null || fail "$3 exited before listening on $1"
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  fail "$3 did not listen on $1 within 10 s"
-}
+. "$REPO_ROOT/scripts/start_on_free_port.sh"
 
 step "npm pack of a copy (prepack: build.sh)"
 # The copy has the tree's layout (client/node beside proto/) without its
@@ -100,15 +88,19 @@ cp "$HERE"/test/package/consumer.{mjs,cjs,mts,cts} "$APP/"
 [ -f "$APP/node_modules/@jobwire/client/dist/index.mjs" ] || fail "the installed package has no dist/index.mjs"
 
 step "redis-server and broker"
-REDIS_PORT="$(free_port)"
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$WORK/redis.log" 2>&1 &
-PIDS+=($!)
-wait_port "$REDIS_PORT" "${PIDS[-1]}" redis-server
-BROKER_PORT="$(free_port)"
-"$BROKER_BIN" --listen "127.0.0.1:$BROKER_PORT" --redis_url "redis://127.0.0.1:$REDIS_PORT" \
-  --log_level=warning --shutdown_grace_ms=2000 >"$WORK/broker.log" 2>&1 &
-PIDS+=($!)
-wait_port "$BROKER_PORT" "${PIDS[-1]}" jobwire-broker
+start_redis() {
+  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no >"$WORK/redis.log" 2>&1 &
+}
+start_on_free_port redis-server "$WORK/redis.log" start_redis
+REDIS_PORT="$LISTEN_PORT"
+PIDS+=("$LISTEN_PID")
+start_broker() {
+  "$BROKER_BIN" --listen "127.0.0.1:$1" --redis_url "redis://127.0.0.1:$REDIS_PORT" \
+    --log_level=warning --shutdown_grace_ms=2000 >"$WORK/broker.log" 2>&1 &
+}
+start_on_free_port jobwire-broker "$WORK/broker.log" start_broker
+BROKER_PORT="$LISTEN_PORT"
+PIDS+=("$LISTEN_PID")
 export JOBWIRE_ADDR="127.0.0.1:$BROKER_PORT"
 
 # run_consumer <file> <expected stdout>

@@ -94,30 +94,22 @@ step "installing the wheel into a fresh venv ($T/venv)"
 "$T/venv/bin/python" -m pip --disable-pip-version-check -q install "$WHEEL"
 
 # -- 4. redis-server and the broker on free loopback ports --------------------
-free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_port() {  # wait_port PORT PID NAME LOG
-  local i
-  for i in $(seq 200); do
-    kill -0 "$2" 2>/dev/null || { cat "$4" >&2 || true; fail "$3 exited before listening on $1"; }
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  cat "$4" >&2 || true
-  fail "$3: nothing listening on 127.0.0.1:$1 after 10 s"
-}
-REDIS_PORT="$(free_port)"
+. "$REPO/scripts/start_on_free_port.sh"
 mkdir -p "$T/redis"
-"$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-  --dir "$T/redis" >"$T/redis.log" 2>&1 </dev/null &
-PIDS+=($!)
-wait_port "$REDIS_PORT" "$!" redis-server "$T/redis.log"
-BROKER_PORT="$(free_port)"
-"$BROKER_BIN" --listen "127.0.0.1:$BROKER_PORT" --redis_url "redis://127.0.0.1:$REDIS_PORT" \
-  --metrics_listen= --log_level warning >"$T/broker.log" 2>&1 </dev/null &
-PIDS+=($!)
-wait_port "$BROKER_PORT" "$!" jobwire-broker "$T/broker.log"
+start_redis() {
+  "$REDIS_SERVER" --port "$1" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$T/redis" >"$T/redis.log" 2>&1 </dev/null &
+}
+start_on_free_port redis-server "$T/redis.log" start_redis
+REDIS_PORT="$LISTEN_PORT"
+PIDS+=("$LISTEN_PID")
+start_broker() {
+  "$BROKER_BIN" --listen "127.0.0.1:$1" --redis_url "redis://127.0.0.1:$REDIS_PORT" \
+    --metrics_listen= --log_level warning >"$T/broker.log" 2>&1 </dev/null &
+}
+start_on_free_port jobwire-broker "$T/broker.log" start_broker
+BROKER_PORT="$LISTEN_PORT"
+PIDS+=("$LISTEN_PID")
 step "redis-server on 127.0.0.1:$REDIS_PORT, broker on 127.0.0.1:$BROKER_PORT"
 
 # -- 5. the README's quickstart and the installed package --------------------
