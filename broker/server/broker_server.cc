@@ -9,6 +9,7 @@
 #include "broker/base/logging.h"
 #include "broker/server/reflection_v1_service.h"
 #include "broker/server/transport_security.h"
+#include "broker/service/completion_queue_poller.h"
 #include "broker/service/rpc_metrics_interceptor.h"
 
 namespace jobwire::server {
@@ -204,14 +205,18 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                            s->tls_ != nullptr ? s->tls_->credentials()
                                               : grpc::InsecureServerCredentials(),
                            &s->port_);
-  builder.RegisterService(&s->service_);
+  builder.RegisterService(s->service_.grpc_service());
   builder.RegisterService(&s->admin_service_);
+  s->poller_ = std::make_unique<service::CompletionQueuePoller>(builder.AddCompletionQueue());
   builder.experimental().SetInterceptorCreators(service::MakeRpcMetricsInterceptors(&s->metrics_));
   // Room for a batch of jobs; each payload is limited separately.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::max<int64_t>(64 << 20, config.max_payload_bytes + (1 << 20))));
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
+    if (s->server_ != nullptr) s->server_->Shutdown();
+    s->server_.reset();
+    s->poller_->Stop();
     s->reaper_.Stop();
     s->stats_refresher_.Stop();
     s->redis_probe_.Stop();
@@ -219,6 +224,8 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     s->loop_->Stop();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
+  s->service_.Serve(s->poller_->cq());
+  s->poller_->Start();
   s->health_.Attach(s->server_->GetHealthCheckService());
   // Named once the port is known (listen may ask for any free one).
   s->workers_.Start(absl::StrCat(ThisHostName(), ":", s->port_));
@@ -268,6 +275,7 @@ void BrokerServer::Shutdown(absl::Duration grace) {
     }
     server_->Shutdown(absl::ToChronoTime(absl::Now()));
     server_->Wait();
+    poller_->Stop();  // after the server: the calls it cancelled end on the queue
     base::Log(base::LogLevel::kInfo, "grpc server stopped");
   }
   // Last, so that probes see NOT_SERVING for the whole drain.

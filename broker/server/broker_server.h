@@ -36,6 +36,7 @@
 #include "broker/service/admin_service.h"
 #include "broker/service/authorizer.h"
 #include "broker/service/broker_service.h"
+#include "broker/service/completion_queue_poller.h"
 #include "broker/store/admin_store.h"
 #include "broker/store/dependency_store.h"
 #include "broker/store/worker_report_store.h"
@@ -122,6 +123,9 @@ class BrokerServer {
   HealthReporter health_;
   // Null without TLS; destroyed after server_, whose gRPC threads read it.
   const std::unique_ptr<ReloadableTlsCredentials> tls_;
+  // Polls the queue service_ is served on; before server_, which must be
+  // destroyed first.
+  std::unique_ptr<service::CompletionQueuePoller> poller_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_server_;  // config.health_listen
   std::unique_ptr<prometheus::Exposer> exposer_;

@@ -12,7 +12,6 @@
 #include "broker/core/fan_in.h"
 #include "broker/service/claim_reactor.h"
 #include "broker/service/grpc_status.h"
-#include "broker/service/counted_reactor.h"
 #include "broker/service/subscribe_reactor.h"
 #include "broker/service/wait_reactor.h"
 #include "broker/service/work_reactor.h"
@@ -74,10 +73,6 @@ absl::Status NameRefusedBatchParent(const v1::EnqueueBatchRequest& req, int inde
 
 }  // namespace
 
-grpc::ServerUnaryReactor* BrokerService::NewUnaryReactor() {
-  return new CountedReactor(&calls_in_flight_);
-}
-
 BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* dispatcher,
                              core::JobWatcher* watcher, core::EventFeed* feed,
                              core::Metrics* metrics, const Authorizer* authorizer,
@@ -92,13 +87,52 @@ BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* di
       max_stream_age_(options.max_stream_age),
       subscribe_buffer_events_(options.subscribe_buffer_events) {}
 
-grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ctx,
-                                                 const v1::EnqueueRequest* req,
-                                                 v1::EnqueueResponse* resp) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateEnqueue(*req, limits_))) return reactor;
+void BrokerService::Serve(grpc::ServerCompletionQueue* cq) {
+  using Async = v1::BrokerService::AsyncService;
+  ServeUnaryMethod(cq, &Async::RequestEnqueue, &BrokerService::Enqueue);
+  ServeUnaryMethod(cq, &Async::RequestEnqueueBatch, &BrokerService::EnqueueBatch);
+  ServeUnaryMethod(cq, &Async::RequestAck, &BrokerService::Ack);
+  ServeUnaryMethod(cq, &Async::RequestAckBatch, &BrokerService::AckBatch);
+  ServeUnaryMethod(cq, &Async::RequestFail, &BrokerService::Fail);
+  ServeUnaryMethod(cq, &Async::RequestExtendLease, &BrokerService::ExtendLease);
+  ServeUnaryMethod(cq, &Async::RequestGetJob, &BrokerService::GetJob);
+  ServeUnaryMethod(cq, &Async::RequestCancel, &BrokerService::Cancel);
+  ServeUnaryMethod(cq, &Async::RequestReportProgress, &BrokerService::ReportProgress);
+  methods_.push_back(ServeServerStream<Async>(
+      &async_service_, &Async::RequestClaim, cq,
+      [this](grpc::ServerContext* ctx, const v1::ClaimRequest* req) { return Claim(ctx, req); }));
+  methods_.push_back(ServeServerStream<Async>(
+      &async_service_, &Async::RequestWaitJob, cq,
+      [this](grpc::ServerContext* ctx, const v1::WaitJobRequest* req) {
+        return WaitJob(ctx, req);
+      }));
+  methods_.push_back(ServeServerStream<Async>(
+      &async_service_, &Async::RequestSubscribe, cq,
+      [this](grpc::ServerContext* ctx, const v1::SubscribeRequest* req) {
+        return Subscribe(ctx, req);
+      }));
+  methods_.push_back(ServeBidiStream<Async>(&async_service_, &Async::RequestWork, cq,
+                                            [this](grpc::ServerContext* ctx) { return Work(ctx); }));
+}
+
+template <typename Base, typename Req, typename Resp>
+void BrokerService::ServeUnaryMethod(
+    grpc::ServerCompletionQueue* cq,
+    void (Base::*request)(grpc::ServerContext*, Req*, grpc::ServerAsyncResponseWriter<Resp>*,
+                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
+    void (BrokerService::*handler)(grpc::ServerContext*, const Req*, Resp*, UnaryReactor*)) {
+  methods_.push_back(ServeUnary<v1::BrokerService::AsyncService>(
+      &async_service_, request, cq,
+      [this, handler](grpc::ServerContext* ctx, const Req* req, Resp* resp,
+                      UnaryReactor* reactor) { (this->*handler)(ctx, req, resp, reactor); },
+      &calls_in_flight_));
+}
+
+void BrokerService::Enqueue(grpc::ServerContext* ctx, const v1::EnqueueRequest* req,
+                            v1::EnqueueResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateEnqueue(*req, limits_))) return;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, req->queue()))) {
-    return reactor;
+    return;
   }
   lifecycle_->Enqueue(req->queue(), {*req},
                       [reactor, resp](absl::StatusOr<std::vector<store::EnqueueOutcome>> out) {
@@ -108,27 +142,21 @@ grpc::ServerUnaryReactor* BrokerService::Enqueue(grpc::CallbackServerContext* ct
                         resp->set_duplicate(out->front().duplicate);
                         reactor->Finish(grpc::Status::OK);
                       });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContext* ctx,
-                                                      const v1::EnqueueBatchRequest* req,
-                                                      v1::EnqueueBatchResponse* resp) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateEnqueueBatch(*req))) return reactor;
+void BrokerService::EnqueueBatch(grpc::ServerContext* ctx, const v1::EnqueueBatchRequest* req,
+                                 v1::EnqueueBatchResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateEnqueueBatch(*req))) return;
   // Every job's queue must be allowed, or nothing is stored.
   std::vector<absl::string_view> queues;
   for (const v1::EnqueueRequest& job : req->jobs()) queues.push_back(job.queue());
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, queues))) {
-    return reactor;
+    return;
   }
   const std::vector<absl::Status> valid = ValidateBatchJobs(*req, limits_);
   auto by_queue = ValidByQueue(req->jobs(), "jobs", resp->mutable_results(),
                                [&valid](int i, absl::string_view) { return valid[i]; });
-  if (by_queue.empty()) {
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
+  if (by_queue.empty()) return reactor->Finish(grpc::Status::OK);
   auto remaining = std::make_shared<std::atomic<int>>(static_cast<int>(by_queue.size()));
   for (auto& [queue, indexes] : by_queue) {
     // The queue's jobs in request order; batch parents by position here.
@@ -159,7 +187,6 @@ grpc::ServerUnaryReactor* BrokerService::EnqueueBatch(grpc::CallbackServerContex
           if (--*remaining == 0) reactor->Finish(grpc::Status::OK);
         });
   }
-  return reactor;
 }
 
 absl::StatusOr<core::ClaimSpec> BrokerService::ClaimSpecFor(const grpc::ServerContextBase& ctx,
@@ -182,11 +209,11 @@ absl::StatusOr<core::ClaimSpec> BrokerService::ClaimSpecFor(const grpc::ServerCo
   return spec;
 }
 
-grpc::ServerWriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::CallbackServerContext* ctx,
-                                                               const v1::ClaimRequest* req) {
+WriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::ServerContext* ctx,
+                                                      const v1::ClaimRequest* req) {
   absl::StatusOr<core::ClaimSpec> spec = ClaimSpecFor(*ctx, *req);
   if (!spec.ok()) {
-    class Refused : public grpc::ServerWriteReactor<v1::ClaimResponse> {
+    class Refused : public WriteReactor<v1::ClaimResponse> {
      public:
       explicit Refused(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
       void OnDone() override { delete this; }
@@ -196,32 +223,27 @@ grpc::ServerWriteReactor<v1::ClaimResponse>* BrokerService::Claim(grpc::Callback
   return new ClaimReactor(dispatcher_, metrics_, *std::move(spec));
 }
 
-grpc::ServerBidiReactor<v1::WorkRequest, v1::WorkResponse>* BrokerService::Work(
-    grpc::CallbackServerContext* ctx) {
+StreamReactor<v1::WorkRequest, v1::WorkResponse>* BrokerService::Work(
+    grpc::ServerContext* ctx) {
   return new WorkReactor(this, ctx, dispatcher_, metrics_);
 }
 
-grpc::ServerUnaryReactor* BrokerService::Ack(grpc::CallbackServerContext* ctx,
-                                             const v1::AckRequest* req, v1::AckResponse*) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateAck(*req, limits_))) return reactor;
+void BrokerService::Ack(grpc::ServerContext* ctx, const v1::AckRequest* req,
+                        v1::AckResponse*, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateAck(*req, limits_))) return;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
-    return reactor;
+    return;
   }
   lifecycle_->Ack(req->queue(), {req},
                   [reactor](absl::StatusOr<std::vector<absl::Status>> out) {
                     reactor->Finish(ToGrpcStatus(out.ok() ? out->front() : out.status()));
                   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* BrokerService::AckBatch(grpc::CallbackServerContext* ctx,
-                                                  const v1::AckBatchRequest* req,
-                                                  v1::AckBatchResponse* resp) {
-  auto* reactor = NewUnaryReactor();
+void BrokerService::AckBatch(grpc::ServerContext* ctx, const v1::AckBatchRequest* req,
+                             v1::AckBatchResponse* resp, UnaryReactor* reactor) {
   SettleAcks(*ctx, *req, resp,
              [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
-  return reactor;
 }
 
 void BrokerService::SettleAcks(const grpc::ServerContextBase& ctx, const v1::AckBatchRequest& req,
@@ -269,12 +291,11 @@ void BrokerService::SettleAcks(const grpc::ServerContextBase& ctx, const v1::Ack
   }
 }
 
-grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,
-                                              const v1::FailRequest* req, v1::FailResponse* resp) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateFail(*req))) return reactor;
+void BrokerService::Fail(grpc::ServerContext* ctx, const v1::FailRequest* req,
+                         v1::FailResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateFail(*req))) return;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
-    return reactor;
+    return;
   }
   lifecycle_->Fail(*req, [reactor, resp](absl::StatusOr<store::FailOutcome> out) {
     if (FinishIfError(reactor, out.status())) return;
@@ -282,73 +303,60 @@ grpc::ServerUnaryReactor* BrokerService::Fail(grpc::CallbackServerContext* ctx,
     resp->set_next_attempt_at_ms(out->next_attempt_at_ms);
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* BrokerService::ExtendLease(grpc::CallbackServerContext* ctx,
-                                                     const v1::ExtendLeaseRequest* req,
-                                                     v1::ExtendLeaseResponse* resp) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateExtendLease(*req))) return reactor;
+void BrokerService::ExtendLease(grpc::ServerContext* ctx, const v1::ExtendLeaseRequest* req,
+                                v1::ExtendLeaseResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateExtendLease(*req))) return;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
-    return reactor;
+    return;
   }
   lifecycle_->ExtendLease(*req, [reactor, resp](absl::StatusOr<int64_t> out) {
     if (FinishIfError(reactor, out.status())) return;
     resp->set_lease_expires_at_ms(*out);
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* BrokerService::GetJob(grpc::CallbackServerContext* ctx,
-                                                const v1::GetJobRequest* req,
-                                                v1::GetJobResponse* resp) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateGetJob(*req))) return reactor;
+void BrokerService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                           v1::GetJobResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateGetJob(*req))) return;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kRead, req->queue()))) {
-    return reactor;
+    return;
   }
   lifecycle_->GetJob(*req, [reactor, resp](absl::StatusOr<v1::Job> out) {
     if (FinishIfError(reactor, out.status())) return;
     *resp->mutable_job() = std::move(*out);
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* BrokerService::Cancel(grpc::CallbackServerContext* ctx,
-                                                const v1::CancelRequest* req,
-                                                v1::CancelResponse* resp) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateCancel(*req))) return reactor;
+void BrokerService::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
+                           v1::CancelResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateCancel(*req))) return;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kEnqueue, req->queue()))) {
-    return reactor;
+    return;
   }
   lifecycle_->Cancel(*req, [reactor, resp](absl::StatusOr<bool> out) {
     if (FinishIfError(reactor, out.status())) return;
     resp->set_cancel_requested(*out);
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* BrokerService::ReportProgress(grpc::CallbackServerContext* ctx,
-                                                        const v1::ReportProgressRequest* req,
-                                                        v1::ReportProgressResponse*) {
-  auto* reactor = NewUnaryReactor();
-  if (FinishIfError(reactor, ValidateReportProgress(*req))) return reactor;
+void BrokerService::ReportProgress(grpc::ServerContext* ctx, const v1::ReportProgressRequest* req,
+                                   v1::ReportProgressResponse*, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateReportProgress(*req))) return;
   if (FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kClaim, req->queue()))) {
-    return reactor;
+    return;
   }
   lifecycle_->ReportProgress(*req, [reactor](absl::StatusOr<bool> out) {
     reactor->Finish(ToGrpcStatus(out.status()));
   });
-  return reactor;
 }
 
-grpc::ServerWriteReactor<v1::WaitJobResponse>* BrokerService::WaitJob(
-    grpc::CallbackServerContext* ctx, const v1::WaitJobRequest* req) {
+WriteReactor<v1::WaitJobResponse>* BrokerService::WaitJob(
+    grpc::ServerContext* ctx, const v1::WaitJobRequest* req) {
   auto* reactor = new WaitReactor(watcher_);
   absl::Status refused = ValidateWaitJob(*req);
   if (refused.ok()) refused = authorizer_->Authorize(*ctx, Permission::kRead, req->queue());
@@ -359,8 +367,8 @@ grpc::ServerWriteReactor<v1::WaitJobResponse>* BrokerService::WaitJob(
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::SubscribeResponse>* BrokerService::Subscribe(
-    grpc::CallbackServerContext* ctx, const v1::SubscribeRequest* req) {
+WriteReactor<v1::SubscribeResponse>* BrokerService::Subscribe(
+    grpc::ServerContext* ctx, const v1::SubscribeRequest* req) {
   auto* reactor = new SubscribeReactor(feed_, subscribe_buffer_events_);
   absl::Status refused = ValidateSubscribe(*req);
   if (refused.ok()) {

@@ -1,4 +1,4 @@
-// BrokerService: the jobwire.v1.BrokerService gRPC service (callback API). Each
+// BrokerService: the jobwire.v1.BrokerService gRPC service. Each
 // handler validates its request (INVALID_ARGUMENT, nothing changed), checks
 // the caller's token (UNAUTHENTICATED / PERMISSION_DENIED, see Authorizer),
 // then hands it to the lifecycle layer and finishes the call from the Redis
@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -21,6 +23,7 @@
 #include "broker/core/job_watcher.h"
 #include "broker/core/metrics.h"
 #include "broker/service/authorizer.h"
+#include "broker/service/cq_reactors.h"
 #include "broker/service/request_validator.h"
 #include "jobwire/v1/broker.grpc.pb.h"
 
@@ -35,9 +38,13 @@ struct ServiceOptions {
   int64_t subscribe_buffer_events = 10000;
 };
 
-// Thread safety: gRPC calls the handlers concurrently; the only state of
-// its own is an atomic count of calls in flight.
-class BrokerService final : public v1::BrokerService::CallbackService {
+// Served on the completion-queue API (cq_reactors.h): Serve requests every
+// method's calls on a queue that one thread polls, so the handlers run on
+// that thread and must not block; they finish from the Redis callbacks.
+//
+// Thread safety: the handlers may run on any thread; the only state of its
+// own is an atomic count of calls in flight.
+class BrokerService final {
  public:
   // `lifecycle`, `dispatcher`, `watcher`, `feed`, `metrics` and `authorizer`
   // must outlive the service.
@@ -45,36 +52,37 @@ class BrokerService final : public v1::BrokerService::CallbackService {
                 core::JobWatcher* watcher, core::EventFeed* feed, core::Metrics* metrics,
                 const Authorizer* authorizer, ServiceOptions options);
 
-  grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
-                                    v1::EnqueueResponse* resp) override;
-  grpc::ServerUnaryReactor* EnqueueBatch(grpc::CallbackServerContext* ctx,
-                                         const v1::EnqueueBatchRequest* req,
-                                         v1::EnqueueBatchResponse* resp) override;
-  grpc::ServerWriteReactor<v1::ClaimResponse>* Claim(grpc::CallbackServerContext* ctx,
-                                                  const v1::ClaimRequest* req) override;
-  grpc::ServerBidiReactor<v1::WorkRequest, v1::WorkResponse>* Work(
-      grpc::CallbackServerContext* ctx) override;
-  grpc::ServerUnaryReactor* Ack(grpc::CallbackServerContext* ctx, const v1::AckRequest* req,
-                                v1::AckResponse* resp) override;
-  grpc::ServerUnaryReactor* AckBatch(grpc::CallbackServerContext* ctx,
-                                     const v1::AckBatchRequest* req,
-                                     v1::AckBatchResponse* resp) override;
-  grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, const v1::FailRequest* req,
-                                 v1::FailResponse* resp) override;
-  grpc::ServerUnaryReactor* ExtendLease(grpc::CallbackServerContext* ctx,
-                                        const v1::ExtendLeaseRequest* req,
-                                        v1::ExtendLeaseResponse* resp) override;
-  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
-                                   v1::GetJobResponse* resp) override;
-  grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
-                                   v1::CancelResponse* resp) override;
-  grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* ctx,
-                                           const v1::ReportProgressRequest* req,
-                                           v1::ReportProgressResponse* resp) override;
-  grpc::ServerWriteReactor<v1::WaitJobResponse>* WaitJob(grpc::CallbackServerContext* ctx,
-                                                         const v1::WaitJobRequest* req) override;
-  grpc::ServerWriteReactor<v1::SubscribeResponse>* Subscribe(
-      grpc::CallbackServerContext* ctx, const v1::SubscribeRequest* req) override;
+  // For ServerBuilder::RegisterService.
+  grpc::Service* grpc_service() { return &async_service_; }
+  // Starts serving every method on `cq` (call once, after the server is
+  // built, before the queue is polled). The calls in progress must be
+  // done, and the queue drained, before this service is destroyed.
+  void Serve(grpc::ServerCompletionQueue* cq);
+
+  void Enqueue(grpc::ServerContext* ctx, const v1::EnqueueRequest* req, v1::EnqueueResponse* resp,
+               UnaryReactor* reactor);
+  void EnqueueBatch(grpc::ServerContext* ctx, const v1::EnqueueBatchRequest* req,
+                    v1::EnqueueBatchResponse* resp, UnaryReactor* reactor);
+  WriteReactor<v1::ClaimResponse>* Claim(grpc::ServerContext* ctx, const v1::ClaimRequest* req);
+  StreamReactor<v1::WorkRequest, v1::WorkResponse>* Work(grpc::ServerContext* ctx);
+  void Ack(grpc::ServerContext* ctx, const v1::AckRequest* req, v1::AckResponse* resp,
+           UnaryReactor* reactor);
+  void AckBatch(grpc::ServerContext* ctx, const v1::AckBatchRequest* req,
+                v1::AckBatchResponse* resp, UnaryReactor* reactor);
+  void Fail(grpc::ServerContext* ctx, const v1::FailRequest* req, v1::FailResponse* resp,
+            UnaryReactor* reactor);
+  void ExtendLease(grpc::ServerContext* ctx, const v1::ExtendLeaseRequest* req,
+                   v1::ExtendLeaseResponse* resp, UnaryReactor* reactor);
+  void GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::GetJobResponse* resp,
+              UnaryReactor* reactor);
+  void Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req, v1::CancelResponse* resp,
+              UnaryReactor* reactor);
+  void ReportProgress(grpc::ServerContext* ctx, const v1::ReportProgressRequest* req,
+                      v1::ReportProgressResponse* resp, UnaryReactor* reactor);
+  WriteReactor<v1::WaitJobResponse>* WaitJob(grpc::ServerContext* ctx,
+                                             const v1::WaitJobRequest* req);
+  WriteReactor<v1::SubscribeResponse>* Subscribe(grpc::ServerContext* ctx,
+                                                 const v1::SubscribeRequest* req);
 
   // Unary calls, and acks messages of Work streams, that have started and
   // are not done yet. Thread-safe.
@@ -95,9 +103,19 @@ class BrokerService final : public v1::BrokerService::CallbackService {
                   v1::AckBatchResponse* resp, std::function<void(const absl::Status&)> done);
 
  private:
-  grpc::ServerUnaryReactor* NewUnaryReactor();
+  // Serves the unary method whose calls `request` asks for with `handler`.
+  template <typename Base, typename Req, typename Resp>
+  void ServeUnaryMethod(grpc::ServerCompletionQueue* cq,
+                        void (Base::*request)(grpc::ServerContext*, Req*,
+                                              grpc::ServerAsyncResponseWriter<Resp>*,
+                                              grpc::CompletionQueue*,
+                                              grpc::ServerCompletionQueue*, void*),
+                        void (BrokerService::*handler)(grpc::ServerContext*, const Req*, Resp*,
+                                                       UnaryReactor*));
 
   std::atomic<int64_t> calls_in_flight_{0};
+  v1::BrokerService::AsyncService async_service_;
+  std::vector<std::shared_ptr<void>> methods_;  // what Serve started
   core::JobLifecycle* const lifecycle_;
   core::Dispatcher* const dispatcher_;
   core::JobWatcher* const watcher_;

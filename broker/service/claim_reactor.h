@@ -1,4 +1,4 @@
-// ClaimReactor: the server side of one Claim stream (gRPC callback API). It
+// ClaimReactor: the server side of one Claim stream (on cq_reactors.h). It
 // only writes: its ClaimStream queues what the Dispatcher hands over and
 // writes it (see claim_stream.h for the message and ending rules).
 //
@@ -17,11 +17,12 @@
 #include "broker/core/dispatcher.h"
 #include "broker/core/metrics.h"
 #include "broker/service/claim_stream.h"
+#include "broker/service/cq_reactors.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::service {
 
-class ClaimReactor : public grpc::ServerWriteReactor<v1::ClaimResponse>,
+class ClaimReactor : public WriteReactor<v1::ClaimResponse>,
                      private ClaimStream::Writer {
  public:
   // Opens a dispatcher session for `spec`. `dispatcher` and `metrics` must

@@ -1,7 +1,6 @@
 // CountedReactor: a unary call's reactor that counts itself in a shared
 // counter until gRPC is done with it, so that shutdown can wait for the calls
-// still running (BrokerServer::Shutdown). FinishIfError: the handlers' way
-// to end a call with an absl::Status.
+// still running (BrokerServer::Shutdown).
 #ifndef JOBWIRE_BROKER_SERVICE_COUNTED_REACTOR_H_
 #define JOBWIRE_BROKER_SERVICE_COUNTED_REACTOR_H_
 
@@ -30,14 +29,6 @@ class CountedReactor : public grpc::ServerUnaryReactor {
  private:
   std::atomic<int64_t>* const in_flight_;
 };
-
-// Finishes `reactor` with `status` when it is an error (ToGrpcStatus: same
-// code and message, with the error's details); returns whether it was.
-inline bool FinishIfError(grpc::ServerUnaryReactor* reactor, const absl::Status& status) {
-  if (status.ok()) return false;
-  reactor->Finish(ToGrpcStatus(status));
-  return true;
-}
 
 }  // namespace jobwire::service
 

@@ -18,6 +18,16 @@ namespace jobwire::service {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
+// Finishes a unary call's `reactor` (of either gRPC API: anything with
+// Finish(grpc::Status)) with `status` when it is an error (ToGrpcStatus);
+// returns whether it was.
+template <typename Reactor>
+bool FinishIfError(Reactor* reactor, const absl::Status& status) {
+  if (status.ok()) return false;
+  reactor->Finish(ToGrpcStatus(status));
+  return true;
+}
+
 }  // namespace jobwire::service
 
 #endif  // JOBWIRE_BROKER_SERVICE_GRPC_STATUS_H_

@@ -1,4 +1,4 @@
-// SubscribeReactor: the server side of one Subscribe stream (gRPC callback
+// SubscribeReactor: the server side of one Subscribe stream (completion-queue
 // API). It subscribes through core::EventFeed and writes each message the
 // feed hands it, one at a time, keeping the rest in order behind the message
 // being written. When more than `max_buffered_events` events (a message
@@ -22,11 +22,12 @@
 
 #include "absl/synchronization/mutex.h"
 #include "broker/core/event_feed.h"
+#include "broker/service/cq_reactors.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::service {
 
-class SubscribeReactor : public grpc::ServerWriteReactor<v1::SubscribeResponse> {
+class SubscribeReactor : public WriteReactor<v1::SubscribeResponse> {
  public:
   // `feed` must outlive the stream.
   SubscribeReactor(core::EventFeed* feed, int64_t max_buffered_events);

@@ -1,4 +1,4 @@
-// WaitReactor: the server side of one WaitJob stream (gRPC callback API).
+// WaitReactor: the server side of one WaitJob stream (on cq_reactors.h).
 // It follows the job through core::JobWatcher and writes each update the
 // watcher hands it, one message at a time: when updates arrive faster than
 // the client reads, only the newest waits behind the message being written
@@ -22,11 +22,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "broker/core/job_watcher.h"
+#include "broker/service/cq_reactors.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::service {
 
-class WaitReactor : public grpc::ServerWriteReactor<v1::WaitJobResponse> {
+class WaitReactor : public WriteReactor<v1::WaitJobResponse> {
  public:
   // `watcher` must outlive the stream.
   explicit WaitReactor(core::JobWatcher* watcher);

@@ -8,7 +8,7 @@
 
 namespace jobwire::service {
 
-WorkReactor::WorkReactor(BrokerService* service, grpc::CallbackServerContext* ctx,
+WorkReactor::WorkReactor(BrokerService* service, grpc::ServerContextBase* ctx,
                          core::Dispatcher* dispatcher, core::Metrics* metrics)
     : service_(service),
       ctx_(ctx),

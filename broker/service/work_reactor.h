@@ -1,4 +1,4 @@
-// WorkReactor: the server side of one Work stream (gRPC callback API): a
+// WorkReactor: the server side of one Work stream (on cq_reactors.h): a
 // Claim stream whose client also sends its acks on it. The first message
 // read must be a claim: it is checked and opened as Claim would be
 // (BrokerService::ClaimSpecFor, then ClaimStream::Open). Every later
@@ -32,20 +32,21 @@
 #include "broker/core/dispatcher.h"
 #include "broker/core/metrics.h"
 #include "broker/service/claim_stream.h"
+#include "broker/service/cq_reactors.h"
 #include "jobwire/v1/broker.pb.h"
 
 namespace jobwire::service {
 
 class BrokerService;
 
-class WorkReactor : public grpc::ServerBidiReactor<v1::WorkRequest, v1::WorkResponse>,
+class WorkReactor : public StreamReactor<v1::WorkRequest, v1::WorkResponse>,
                     private ClaimStream::Writer {
  public:
   static constexpr int kMaxUnansweredBatches = 16;
 
   // Starts reading the first message. `service`, `dispatcher` and `metrics`
   // must outlive the stream; `ctx` is gRPC's, valid until OnDone.
-  WorkReactor(BrokerService* service, grpc::CallbackServerContext* ctx,
+  WorkReactor(BrokerService* service, grpc::ServerContextBase* ctx,
               core::Dispatcher* dispatcher, core::Metrics* metrics);
 
   void OnReadDone(bool ok) override;
@@ -73,7 +74,7 @@ class WorkReactor : public grpc::ServerBidiReactor<v1::WorkRequest, v1::WorkResp
   void ReadNext();
 
   BrokerService* const service_;
-  grpc::CallbackServerContext* const ctx_;
+  grpc::ServerContextBase* const ctx_;
   const std::shared_ptr<ClaimStream> stream_;
   const std::shared_ptr<Reads> reads_ = std::make_shared<Reads>();
   v1::WorkRequest request_;  // being read (gRPC holds a pointer)
