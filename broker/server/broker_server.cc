@@ -206,7 +206,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                                               : grpc::InsecureServerCredentials(),
                            &s->port_);
   builder.RegisterService(s->service_.grpc_service());
-  builder.RegisterService(&s->admin_service_);
+  builder.RegisterService(s->admin_service_.grpc_service());
   s->poller_ = std::make_unique<service::CompletionQueuePoller>(builder.AddCompletionQueue());
   builder.experimental().SetInterceptorCreators(service::MakeRpcMetricsInterceptors(&s->metrics_));
   // Room for a batch of jobs; each payload is limited separately.
@@ -225,6 +225,7 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   s->service_.Serve(s->poller_->cq());
+  s->admin_service_.Serve(s->poller_->cq());
   s->poller_->Start();
   s->health_.Attach(s->server_->GetHealthCheckService());
   // Named once the port is known (listen may ask for any free one).

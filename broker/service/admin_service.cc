@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "broker/base/error_reason.h"
 #include "broker/service/admin_validator.h"
-#include "broker/service/counted_reactor.h"
+#include "broker/service/grpc_status.h"
 
 namespace jobwire::service {
 namespace {
@@ -39,7 +39,39 @@ AdminService::AdminService(const core::QueueAdmin* admin, const core::ScheduleAd
       authorizer_(authorizer),
       limits_(limits) {}
 
-bool AdminService::FinishIfNoAdmin(grpc::ServerUnaryReactor* reactor, const Principal* principal) {
+void AdminService::Serve(grpc::ServerCompletionQueue* cq) {
+  using Async = v1::AdminService::AsyncService;
+  ServeUnaryMethod(cq, &Async::RequestListQueues, &AdminService::ListQueues);
+  ServeUnaryMethod(cq, &Async::RequestGetQueueStats, &AdminService::GetQueueStats);
+  ServeUnaryMethod(cq, &Async::RequestListJobs, &AdminService::ListJobs);
+  ServeUnaryMethod(cq, &Async::RequestRetryDead, &AdminService::RetryDead);
+  ServeUnaryMethod(cq, &Async::RequestDeleteJob, &AdminService::DeleteJob);
+  ServeUnaryMethod(cq, &Async::RequestDeleteQueue, &AdminService::DeleteQueue);
+  ServeUnaryMethod(cq, &Async::RequestPurgeDead, &AdminService::PurgeDead);
+  ServeUnaryMethod(cq, &Async::RequestCreateQueue, &AdminService::CreateQueue);
+  ServeUnaryMethod(cq, &Async::RequestUpdateQueue, &AdminService::UpdateQueue);
+  ServeUnaryMethod(cq, &Async::RequestPauseQueue, &AdminService::PauseQueue);
+  ServeUnaryMethod(cq, &Async::RequestResumeQueue, &AdminService::ResumeQueue);
+  ServeUnaryMethod(cq, &Async::RequestPutSchedule, &AdminService::PutSchedule);
+  ServeUnaryMethod(cq, &Async::RequestDeleteSchedule, &AdminService::DeleteSchedule);
+  ServeUnaryMethod(cq, &Async::RequestListSchedules, &AdminService::ListSchedules);
+  ServeUnaryMethod(cq, &Async::RequestListWorkers, &AdminService::ListWorkers);
+}
+
+template <typename Base, typename Req, typename Resp>
+void AdminService::ServeUnaryMethod(
+    grpc::ServerCompletionQueue* cq,
+    void (Base::*request)(grpc::ServerContext*, Req*, grpc::ServerAsyncResponseWriter<Resp>*,
+                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
+    void (AdminService::*handler)(grpc::ServerContext*, const Req*, Resp*, UnaryReactor*)) {
+  methods_.push_back(ServeUnary<v1::AdminService::AsyncService>(
+      &async_service_, request, cq,
+      [this, handler](grpc::ServerContext* ctx, const Req* req, Resp* resp,
+                      UnaryReactor* reactor) { (this->*handler)(ctx, req, resp, reactor); },
+      &calls_in_flight_));
+}
+
+bool AdminService::FinishIfNoAdmin(UnaryReactor* reactor, const Principal* principal) {
   if (principal == nullptr || !principal->admin.empty()) return false;
   return FinishIfError(reactor, base::WithReason(absl::PermissionDeniedError(absl::StrCat(
                                                      "token \"", principal->name,
@@ -47,25 +79,19 @@ bool AdminService::FinishIfNoAdmin(grpc::ServerUnaryReactor* reactor, const Prin
                                                  base::reason::kTokenNotPermitted));
 }
 
-bool AdminService::FinishIfDenied(grpc::ServerUnaryReactor* reactor,
-                                  grpc::CallbackServerContext* ctx, const std::string& queue) {
+bool AdminService::FinishIfDenied(UnaryReactor* reactor, grpc::ServerContext* ctx,
+                                  const std::string& queue) {
   return FinishIfError(reactor, authorizer_->Authorize(*ctx, Permission::kAdmin, queue));
 }
 
-grpc::ServerUnaryReactor* AdminService::NewReactor() {
-  return new CountedReactor(&calls_in_flight_);
-}
-
-grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* ctx,
-                                                   const v1::ListQueuesRequest*,
-                                                   v1::ListQueuesResponse* resp) {
-  auto* reactor = NewReactor();
+void AdminService::ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest*,
+                              v1::ListQueuesResponse* resp, UnaryReactor* reactor) {
   // Any admin permission lets a token list the queues it may administer.
   absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
-  if (FinishIfError(reactor, caller.status())) return reactor;
+  if (FinishIfError(reactor, caller.status())) return;
   // Shared: the reply below comes after Redis answers, maybe after a Reload.
   std::shared_ptr<const Principal> principal = *std::move(caller);
-  if (FinishIfNoAdmin(reactor, principal.get())) return reactor;
+  if (FinishIfNoAdmin(reactor, principal.get())) return;
   admin_->ListQueues([reactor, resp, principal](
                          absl::StatusOr<std::vector<v1::QueueStats>> queues) {
     if (FinishIfError(reactor, queues.status())) return;
@@ -75,29 +101,23 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(grpc::CallbackServerContext* 
     }
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::GetQueueStats(grpc::CallbackServerContext* ctx,
-                                                      const v1::GetQueueStatsRequest* req,
-                                                      v1::GetQueueStatsResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateQueueRequest(req->queue()))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::GetQueueStats(grpc::ServerContext* ctx, const v1::GetQueueStatsRequest* req,
+                                 v1::GetQueueStatsResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateQueueRequest(req->queue()))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   admin_->Stats(req->queue(), [reactor, resp](absl::StatusOr<v1::QueueStats> stats) {
     if (FinishIfError(reactor, stats.status())) return;
     *resp->mutable_stats() = *std::move(stats);
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* ctx,
-                                                 const v1::ListJobsRequest* req,
-                                                 v1::ListJobsResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateListJobs(*req))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                            v1::ListJobsResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateListJobs(*req))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   store::JobPageRequest page;
   page.state = req->state();
   const PageToken token = *ParsePageToken(req->page_token());
@@ -116,15 +136,12 @@ grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* ct
     }
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::RetryDead(grpc::CallbackServerContext* ctx,
-                                                  const v1::RetryDeadRequest* req,
-                                                  v1::RetryDeadResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateRetryDead(*req))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::RetryDead(grpc::ServerContext* ctx, const v1::RetryDeadRequest* req,
+                             v1::RetryDeadResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateRetryDead(*req))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   std::vector<std::string> ids(req->job_ids().begin(), req->job_ids().end());
   admin_->RetryDead(req->queue(), ids, req->all(), req->type(),
                     [reactor, resp](absl::StatusOr<int64_t> moved) {
@@ -132,58 +149,46 @@ grpc::ServerUnaryReactor* AdminService::RetryDead(grpc::CallbackServerContext* c
                       resp->set_moved(*moved);
                       reactor->Finish(grpc::Status::OK);
                     });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::DeleteJob(grpc::CallbackServerContext* ctx,
-                                                  const v1::DeleteJobRequest* req,
-                                                  v1::DeleteJobResponse*) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateDeleteJob(*req))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
+                             v1::DeleteJobResponse*, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateDeleteJob(*req))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   admin_->DeleteJob(req->queue(), req->job_id(), [reactor](absl::StatusOr<bool> deleted) {
     if (FinishIfError(reactor, deleted.status())) return;
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::DeleteQueue(grpc::CallbackServerContext* ctx,
-                                                    const v1::DeleteQueueRequest* req,
-                                                    v1::DeleteQueueResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateDeleteQueue(*req))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::DeleteQueue(grpc::ServerContext* ctx, const v1::DeleteQueueRequest* req,
+                               v1::DeleteQueueResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateDeleteQueue(*req))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   admin_->DeleteQueue(req->queue(), req->force(),
                       [reactor, resp](absl::StatusOr<int64_t> deleted) {
                         if (FinishIfError(reactor, deleted.status())) return;
                         resp->set_deleted(*deleted);
                         reactor->Finish(grpc::Status::OK);
                       });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::PurgeDead(grpc::CallbackServerContext* ctx,
-                                                  const v1::PurgeDeadRequest* req,
-                                                  v1::PurgeDeadResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidatePurgeDead(*req))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::PurgeDead(grpc::ServerContext* ctx, const v1::PurgeDeadRequest* req,
+                             v1::PurgeDeadResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidatePurgeDead(*req))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   admin_->PurgeDead(req->queue(), req->older_than_ms(),
                     [reactor, resp](absl::StatusOr<int64_t> purged) {
                       if (FinishIfError(reactor, purged.status())) return;
                       resp->set_purged(*purged);
                       reactor->Finish(grpc::Status::OK);
                     });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::CreateQueue(grpc::CallbackServerContext* ctx,
-                                                    const v1::CreateQueueRequest* req,
-                                                    v1::CreateQueueResponse*) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateCreateQueue(*req))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::CreateQueue(grpc::ServerContext* ctx, const v1::CreateQueueRequest* req,
+                               v1::CreateQueueResponse*, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateCreateQueue(*req))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   store::QueueSettingsChange change = ChangeOf(*req);
   change.partitions = std::max(1, change.partitions);
   if (req->max_active() > 0) change.max_active = req->max_active();
@@ -192,15 +197,12 @@ grpc::ServerUnaryReactor* AdminService::CreateQueue(grpc::CallbackServerContext*
     if (FinishIfError(reactor, created.status())) return;
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::UpdateQueue(grpc::CallbackServerContext* ctx,
-                                                    const v1::UpdateQueueRequest* req,
-                                                    v1::UpdateQueueResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateUpdateQueue(*req))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->queue())) return reactor;
+void AdminService::UpdateQueue(grpc::ServerContext* ctx, const v1::UpdateQueueRequest* req,
+                               v1::UpdateQueueResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateUpdateQueue(*req))) return;
+  if (FinishIfDenied(reactor, ctx, req->queue())) return;
   store::QueueSettingsChange change = ChangeOf(*req);
   if (req->has_max_active()) change.max_active = req->max_active();
   if (req->has_max_active_per_key()) change.max_active_per_key = req->max_active_per_key();
@@ -209,55 +211,45 @@ grpc::ServerUnaryReactor* AdminService::UpdateQueue(grpc::CallbackServerContext*
     resp->set_previous_partitions(*before);
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::PauseQueue(grpc::CallbackServerContext* ctx,
-                                                   const v1::PauseQueueRequest* req,
-                                                   v1::PauseQueueResponse*) {
-  return SetPaused(ctx, req->queue(), true);
+void AdminService::PauseQueue(grpc::ServerContext* ctx, const v1::PauseQueueRequest* req,
+                              v1::PauseQueueResponse*, UnaryReactor* reactor) {
+  SetPaused(ctx, req->queue(), true, reactor);
 }
 
-grpc::ServerUnaryReactor* AdminService::ResumeQueue(grpc::CallbackServerContext* ctx,
-                                                    const v1::ResumeQueueRequest* req,
-                                                    v1::ResumeQueueResponse*) {
-  return SetPaused(ctx, req->queue(), false);
+void AdminService::ResumeQueue(grpc::ServerContext* ctx, const v1::ResumeQueueRequest* req,
+                               v1::ResumeQueueResponse*, UnaryReactor* reactor) {
+  SetPaused(ctx, req->queue(), false, reactor);
 }
 
-grpc::ServerUnaryReactor* AdminService::SetPaused(grpc::CallbackServerContext* ctx,
-                                                  const std::string& queue, bool paused) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateQueueRequest(queue))) return reactor;
-  if (FinishIfDenied(reactor, ctx, queue)) return reactor;
+void AdminService::SetPaused(grpc::ServerContext* ctx, const std::string& queue, bool paused,
+                             UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateQueueRequest(queue))) return;
+  if (FinishIfDenied(reactor, ctx, queue)) return;
   admin_->SetPaused(queue, paused, [reactor](absl::StatusOr<bool> changed) {
     if (FinishIfError(reactor, changed.status())) return;
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::PutSchedule(grpc::CallbackServerContext* ctx,
-                                                    const v1::PutScheduleRequest* req,
-                                                    v1::PutScheduleResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateSchedule(req->schedule(), limits_))) return reactor;
-  if (FinishIfDenied(reactor, ctx, req->schedule().job().queue())) return reactor;
+void AdminService::PutSchedule(grpc::ServerContext* ctx, const v1::PutScheduleRequest* req,
+                               v1::PutScheduleResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateSchedule(req->schedule(), limits_))) return;
+  if (FinishIfDenied(reactor, ctx, req->schedule().job().queue())) return;
   schedules_->Put(req->schedule(),
                   [reactor, resp](absl::StatusOr<v1::PutScheduleResponse> put) {
                     if (FinishIfError(reactor, put.status())) return;
                     *resp = *std::move(put);
                     reactor->Finish(grpc::Status::OK);
                   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::DeleteSchedule(grpc::CallbackServerContext* ctx,
-                                                       const v1::DeleteScheduleRequest* req,
-                                                       v1::DeleteScheduleResponse* resp) {
-  auto* reactor = NewReactor();
-  if (FinishIfError(reactor, ValidateScheduleName(req->name()))) return reactor;
+void AdminService::DeleteSchedule(grpc::ServerContext* ctx, const v1::DeleteScheduleRequest* req,
+                                  v1::DeleteScheduleResponse* resp, UnaryReactor* reactor) {
+  if (FinishIfError(reactor, ValidateScheduleName(req->name()))) return;
   absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
-  if (FinishIfError(reactor, caller.status())) return reactor;
+  if (FinishIfError(reactor, caller.status())) return;
   std::shared_ptr<const Principal> principal = *std::move(caller);
   // The permission is on the schedule's queue: read it first.
   schedules_->List([this, reactor, resp, principal, name = req->name()](
@@ -285,15 +277,12 @@ grpc::ServerUnaryReactor* AdminService::DeleteSchedule(grpc::CallbackServerConte
       reactor->Finish(grpc::Status::OK);
     });
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::ListSchedules(grpc::CallbackServerContext* ctx,
-                                                      const v1::ListSchedulesRequest*,
-                                                      v1::ListSchedulesResponse* resp) {
-  auto* reactor = NewReactor();
+void AdminService::ListSchedules(grpc::ServerContext* ctx, const v1::ListSchedulesRequest*,
+                                 v1::ListSchedulesResponse* resp, UnaryReactor* reactor) {
   absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
-  if (FinishIfError(reactor, caller.status())) return reactor;
+  if (FinishIfError(reactor, caller.status())) return;
   std::shared_ptr<const Principal> principal = *std::move(caller);
   schedules_->List([reactor, resp, principal](absl::StatusOr<std::vector<v1::ScheduleInfo>> all) {
     if (FinishIfError(reactor, all.status())) return;
@@ -305,17 +294,14 @@ grpc::ServerUnaryReactor* AdminService::ListSchedules(grpc::CallbackServerContex
     }
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext* ctx,
-                                                    const v1::ListWorkersRequest*,
-                                                    v1::ListWorkersResponse* resp) {
-  auto* reactor = NewReactor();
+void AdminService::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
+                               v1::ListWorkersResponse* resp, UnaryReactor* reactor) {
   absl::StatusOr<std::shared_ptr<const Principal>> caller = authorizer_->Authenticate(*ctx);
-  if (FinishIfError(reactor, caller.status())) return reactor;
+  if (FinishIfError(reactor, caller.status())) return;
   std::shared_ptr<const Principal> principal = *std::move(caller);
-  if (FinishIfNoAdmin(reactor, principal.get())) return reactor;
+  if (FinishIfNoAdmin(reactor, principal.get())) return;
   workers_->List([reactor, resp, principal](absl::StatusOr<v1::ListWorkersResponse> all) {
     if (FinishIfError(reactor, all.status())) return;
     // A stream is listed only when the token may administer every queue it
@@ -330,7 +316,6 @@ grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext*
     *resp->mutable_brokers() = std::move(*all->mutable_brokers());
     reactor->Finish(grpc::Status::OK);
   });
-  return reactor;
 }
 
 }  // namespace jobwire::service
