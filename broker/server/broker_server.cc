@@ -1,13 +1,13 @@
 #include "broker/server/broker_server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <unistd.h>
+
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "broker/base/logging.h"
-#include "broker/server/reflection_v1_service.h"
 #include "broker/server/transport_security.h"
 #include "broker/service/completion_queue_poller.h"
 #include "broker/service/rpc_metrics_interceptor.h"
@@ -195,11 +195,16 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   s->redis_probe_.Start();
   s->schedule_runner_.Start();
 
-  // grpc.health.v1 (driven by health_) and server reflection (v1alpha from
-  // gRPC, v1 of our own), for probes and grpcurl.
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  InstallReflectionV1();
+  // Every service on one completion queue that one thread polls: with no
+  // service on gRPC's callback or synchronous API, no gRPC thread polls
+  // beside it (docs/architecture.md, "Threads"). grpc.health.v1 (driven by
+  // health_) and server reflection (v1 and v1alpha), for probes and grpcurl.
+  grpc::EnableDefaultHealthCheckService(false);
+  s->reflection_ = std::make_unique<ReflectionService>(std::vector<std::string>{
+      v1::BrokerService::service_full_name(), v1::AdminService::service_full_name(),
+      grpc::health::v1::Health::service_full_name(),
+      grpc::reflection::v1::ServerReflection::service_full_name(),
+      grpc::reflection::v1alpha::ServerReflection::service_full_name()});
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen,
                            s->tls_ != nullptr ? s->tls_->credentials()
@@ -207,6 +212,10 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
                            &s->port_);
   builder.RegisterService(s->service_.grpc_service());
   builder.RegisterService(s->admin_service_.grpc_service());
+  builder.RegisterService(s->health_service_.grpc_service());
+  for (grpc::Service* reflection : s->reflection_->grpc_services()) {
+    builder.RegisterService(reflection);
+  }
   s->poller_ = std::make_unique<service::CompletionQueuePoller>(builder.AddCompletionQueue());
   builder.experimental().SetInterceptorCreators(service::MakeRpcMetricsInterceptors(&s->metrics_));
   // Room for a batch of jobs; each payload is limited separately.
@@ -226,21 +235,30 @@ absl::StatusOr<std::unique_ptr<BrokerServer>> BrokerServer::Start(const BrokerCo
   }
   s->service_.Serve(s->poller_->cq());
   s->admin_service_.Serve(s->poller_->cq());
+  s->health_service_.Serve(s->poller_->cq());
+  s->reflection_->Serve(s->poller_->cq());
   s->poller_->Start();
-  s->health_.Attach(s->server_->GetHealthCheckService());
+  s->health_.Attach(&s->health_service_);
   // Named once the port is known (listen may ask for any free one).
   s->workers_.Start(absl::StrCat(ThisHostName(), ":", s->port_));
   if (!config.health_listen.empty()) {
     // No Broker or Admin service here, and no interceptors: a probe port.
+    // Its own queue and thread (a queue serves one server); that thread
+    // polls beside the main one, a cost of this option.
     grpc::ServerBuilder health_builder;
     health_builder.AddListeningPort(config.health_listen, grpc::InsecureServerCredentials(),
                                     &s->health_port_);
+    health_builder.RegisterService(s->probe_health_service_.grpc_service());
+    s->probe_poller_ =
+        std::make_unique<service::CompletionQueuePoller>(health_builder.AddCompletionQueue());
     s->health_server_ = health_builder.BuildAndStart();
     if (s->health_server_ == nullptr || s->health_port_ == 0) {
       return absl::UnavailableError(
           absl::StrCat("cannot listen on ", config.health_listen, " (--health_listen)"));
     }
-    s->health_.Attach(s->health_server_->GetHealthCheckService());
+    s->probe_health_service_.Serve(s->probe_poller_->cq());
+    s->probe_poller_->Start();
+    s->health_.Attach(&s->probe_health_service_);
     base::Log(base::LogLevel::kInfo, "health listening",
               {{"listen", config.health_listen}, {"tls", "off"}});
   }
@@ -283,6 +301,7 @@ void BrokerServer::Shutdown(absl::Duration grace) {
   if (health_server_ != nullptr) {
     health_server_->Shutdown(absl::ToChronoTime(absl::Now()));
     health_server_->Wait();
+    probe_poller_->Stop();
   }
   exposer_.reset();
   reaper_.Stop();

@@ -32,6 +32,8 @@
 #include "broker/server/broker_config.h"
 #include "broker/server/config_reloader.h"
 #include "broker/server/health_reporter.h"
+#include "broker/server/health_service.h"
+#include "broker/server/reflection_service.h"
 #include "broker/server/reloadable_tls_credentials.h"
 #include "broker/service/admin_service.h"
 #include "broker/service/authorizer.h"
@@ -121,12 +123,18 @@ class BrokerServer {
   core::QueueAdmin queue_admin_;
   service::AdminService admin_service_;
   HealthReporter health_;
+  // Served on poller_'s queue, with service_ and admin_service_.
+  HealthService health_service_;
+  std::unique_ptr<ReflectionService> reflection_;
+  // The health-only listener's (config.health_listen).
+  HealthService probe_health_service_;
   // Null without TLS; destroyed after server_, whose gRPC threads read it.
   const std::unique_ptr<ReloadableTlsCredentials> tls_;
   // Polls the queue service_ is served on; before server_, which must be
   // destroyed first.
   std::unique_ptr<service::CompletionQueuePoller> poller_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<service::CompletionQueuePoller> probe_poller_;  // before health_server_
   std::unique_ptr<grpc::Server> health_server_;  // config.health_listen
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;

@@ -263,9 +263,9 @@ class StreamCall {
 //
 // `request(ctx, req, responder, tag)` asks gRPC for the method's next call
 // (the generated AsyncService's Request<Method>, on the serving queue);
-// `handler(ctx, req, resp, reactor)` serves it. `in_flight` counts calls
-// from arrival to Finish completed. Everything must outlive the queue's
-// polling.
+// `handler(ctx, req, resp, reactor)` serves it. `in_flight`, unless null,
+// counts calls from arrival to Finish completed. Everything must outlive
+// the queue's polling.
 template <typename Req, typename Resp>
 struct UnaryMethod {
   std::function<void(grpc::ServerContext*, Req*, grpc::ServerAsyncResponseWriter<Resp>*, void*)>
@@ -288,11 +288,11 @@ class UnaryCall final : public CqTag, public UnaryReactor {
       }
       arrived_ = true;
       Request(method_);
-      ++*method_->in_flight;
+      if (method_->in_flight != nullptr) ++*method_->in_flight;
       method_->handler(&context_, &request_, &response_, this);
       return;
     }
-    --*method_->in_flight;
+    if (method_->in_flight != nullptr) --*method_->in_flight;
     delete this;
   }
   void Finish(const grpc::Status& status) override {

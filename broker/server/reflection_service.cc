@@ -1,14 +1,13 @@
-#include "broker/server/reflection_v1_service.h"
+#include "broker/server/reflection_service.h"
 
-#include <memory>
-#include <mutex>
 #include <set>
+#include <type_traits>
+#include <utility>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
-#include <grpcpp/impl/server_builder_plugin.h>
-#include <grpcpp/impl/server_initializer.h>
-#include <grpcpp/server_builder.h>
+
+#include "broker/service/cq_reactors.h"
 
 namespace jobwire::server {
 namespace {
@@ -35,66 +34,64 @@ void SetError(grpc::StatusCode code, const std::string& message,
   response->mutable_error_response()->set_error_message(message);
 }
 
-// One stream: read a request, write its answer, read the next; the stream
-// ends OK when the client half-closes.
-class Reactor final
-    : public grpc::ServerBidiReactor<refl::ServerReflectionRequest, refl::ServerReflectionResponse> {
+// One stream of either version: read a request, write its answer, read the
+// next; the stream ends OK when the client half-closes.
+template <typename Request, typename Response>
+class Reactor final : public service::StreamReactor<Request, Response> {
  public:
-  explicit Reactor(ReflectionV1Service* service) : service_(service) { StartRead(&request_); }
+  explicit Reactor(const ReflectionService* service) : service_(service) {
+    this->StartRead(&request_);
+  }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return Finish(grpc::Status::OK);
+    if (!ok) return this->Finish(grpc::Status::OK);
     response_.Clear();
-    service_->Answer(request_, &response_);
-    StartWrite(&response_);
+    if constexpr (std::is_same_v<Request, refl::ServerReflectionRequest>) {
+      service_->Answer(request_, &response_);
+    } else {  // v1alpha: the same messages on the wire
+      refl::ServerReflectionRequest request;
+      refl::ServerReflectionResponse response;
+      request.ParseFromString(request_.SerializeAsString());
+      service_->Answer(request, &response);
+      response_.ParseFromString(response.SerializeAsString());
+    }
+    this->StartWrite(&response_);
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
-    StartRead(&request_);
+    if (!ok) return this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+    this->StartRead(&request_);
   }
 
   void OnDone() override { delete this; }
 
  private:
-  ReflectionV1Service* const service_;
-  refl::ServerReflectionRequest request_;
-  refl::ServerReflectionResponse response_;
+  const ReflectionService* const service_;
+  Request request_;
+  Response response_;
 };
-
-// Registers the service with each server and hands it the server's list of
-// services once they are all registered (Finish).
-class Plugin final : public grpc::ServerBuilderPlugin {
- public:
-  std::string name() override { return "jobwire_reflection_v1"; }
-  void InitServer(grpc::ServerInitializer* si) override { si->RegisterService(service_); }
-  void Finish(grpc::ServerInitializer* si) override {
-    service_->SetServiceList(si->GetServiceList());
-  }
-  void ChangeArguments(const std::string& /*name*/, void* /*value*/) override {}
-  bool has_sync_methods() const override { return false; }
-  bool has_async_methods() const override { return false; }
-
- private:
-  std::shared_ptr<ReflectionV1Service> service_ = std::make_shared<ReflectionV1Service>();
-};
-
-std::unique_ptr<grpc::ServerBuilderPlugin> CreatePlugin() { return std::make_unique<Plugin>(); }
 
 }  // namespace
 
-void ReflectionV1Service::SetServiceList(const std::vector<std::string>* services) {
-  absl::MutexLock lock(&mu_);
-  services_ = services;
+ReflectionService::ReflectionService(std::vector<std::string> services)
+    : services_(std::move(services)) {}
+
+void ReflectionService::Serve(grpc::ServerCompletionQueue* cq) {
+  using V1 = refl::ServerReflection::AsyncService;
+  using V1alpha = ::grpc::reflection::v1alpha::ServerReflection::AsyncService;
+  methods_.push_back(service::ServeBidiStream<V1>(
+      &v1_, &V1::RequestServerReflectionInfo, cq, [this](grpc::ServerContext*) {
+        return new Reactor<refl::ServerReflectionRequest, refl::ServerReflectionResponse>(this);
+      }));
+  methods_.push_back(service::ServeBidiStream<V1alpha>(
+      &v1alpha_, &V1alpha::RequestServerReflectionInfo, cq, [this](grpc::ServerContext*) {
+        return new Reactor<::grpc::reflection::v1alpha::ServerReflectionRequest,
+                           ::grpc::reflection::v1alpha::ServerReflectionResponse>(this);
+      }));
 }
 
-grpc::ServerBidiReactor<refl::ServerReflectionRequest, refl::ServerReflectionResponse>*
-ReflectionV1Service::ServerReflectionInfo(grpc::CallbackServerContext* /*context*/) {
-  return new Reactor(this);
-}
-
-void ReflectionV1Service::Answer(const refl::ServerReflectionRequest& request,
-                                 refl::ServerReflectionResponse* response) {
+void ReflectionService::Answer(const refl::ServerReflectionRequest& request,
+                               refl::ServerReflectionResponse* response) const {
   response->set_valid_host(request.host());
   *response->mutable_original_request() = request;
   const DescriptorPool* pool = DescriptorPool::generated_pool();
@@ -103,10 +100,7 @@ void ReflectionV1Service::Answer(const refl::ServerReflectionRequest& request,
   switch (request.message_request_case()) {
     case refl::ServerReflectionRequest::kListServices: {
       refl::ListServiceResponse* list = response->mutable_list_services_response();
-      absl::MutexLock lock(&mu_);
-      if (services_ != nullptr) {
-        for (const std::string& name : *services_) list->add_service()->set_name(name);
-      }
+      for (const std::string& name : services_) list->add_service()->set_name(name);
       return;
     }
     case refl::ServerReflectionRequest::kFileByFilename:
@@ -148,11 +142,6 @@ void ReflectionV1Service::Answer(const refl::ServerReflectionRequest& request,
   if (file == nullptr) return SetError(grpc::StatusCode::NOT_FOUND, missing + " not found", response);
   std::set<std::string> seen;
   AddFileAndImports(file, &seen, response->mutable_file_descriptor_response());
-}
-
-void InstallReflectionV1() {
-  static std::once_flag once;
-  std::call_once(once, [] { grpc::ServerBuilder::InternalAddPluginFactory(&CreatePlugin); });
 }
 
 }  // namespace jobwire::server
