@@ -9,9 +9,10 @@
 // The server implements BrokerService.Enqueue only and answers each call
 // with an empty EnqueueResponse: inline, or, with --hop, from a second
 // thread the call is handed to and back (as the broker hands each request to
-// its Redis event loop). --api=callback is the callback API the broker uses
-// (its completions run on gRPC's own threads); --api=async is the completion
-// queue API with one thread of the server's own calling Next (--mixed: with
+// its Redis event loop). --api=callback is the callback API (its
+// completions run on gRPC's own threads; the broker used it until it moved
+// to the other); --api=async is the completion queue API with one thread of
+// the server's own calling Next (as the broker serves now) (--mixed: with
 // a service on the callback API beside it, never called). After the
 // first --warmup calls the server reads its threads' context switches
 // (/proc/self/task/*/status) and its CPU time (getrusage), again after

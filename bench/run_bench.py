@@ -255,9 +255,9 @@ def switches_section(args, kinds):
     lines = ["## Where the broker's context switches are", "",
              "The broker's context switches per job by thread (/proc/<pid>/task/*/comm and "
              "status), jobwire-cpp runs, median over the rounds. `jw-loop` is the broker's "
-             "event loop (Redis I/O and the job lifecycle); `nexting_thread`, "
-             "`default-executo` and the other names are gRPC's own threads (the callback "
-             "API's completion queue threads, its executor and timers).", "",
+             "event loop (Redis I/O and the job lifecycle); `jw-grpc-cq` polls the gRPC "
+             "server's completion queue and runs every call event; `default-executo` and "
+             "the other names are gRPC's own threads (its executor and timers).", "",
              "| thread | " + " | ".join(t for t, _ in runs) + " |",
              "|---|" + "---|" * len(runs)]
 
