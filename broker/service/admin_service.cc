@@ -41,34 +41,24 @@ AdminService::AdminService(const core::QueueAdmin* admin, const core::ScheduleAd
 
 void AdminService::Serve(grpc::ServerCompletionQueue* cq) {
   using Async = v1::AdminService::AsyncService;
-  ServeUnaryMethod(cq, &Async::RequestListQueues, &AdminService::ListQueues);
-  ServeUnaryMethod(cq, &Async::RequestGetQueueStats, &AdminService::GetQueueStats);
-  ServeUnaryMethod(cq, &Async::RequestListJobs, &AdminService::ListJobs);
-  ServeUnaryMethod(cq, &Async::RequestRetryDead, &AdminService::RetryDead);
-  ServeUnaryMethod(cq, &Async::RequestDeleteJob, &AdminService::DeleteJob);
-  ServeUnaryMethod(cq, &Async::RequestDeleteQueue, &AdminService::DeleteQueue);
-  ServeUnaryMethod(cq, &Async::RequestPurgeDead, &AdminService::PurgeDead);
-  ServeUnaryMethod(cq, &Async::RequestCreateQueue, &AdminService::CreateQueue);
-  ServeUnaryMethod(cq, &Async::RequestUpdateQueue, &AdminService::UpdateQueue);
-  ServeUnaryMethod(cq, &Async::RequestPauseQueue, &AdminService::PauseQueue);
-  ServeUnaryMethod(cq, &Async::RequestResumeQueue, &AdminService::ResumeQueue);
-  ServeUnaryMethod(cq, &Async::RequestPutSchedule, &AdminService::PutSchedule);
-  ServeUnaryMethod(cq, &Async::RequestDeleteSchedule, &AdminService::DeleteSchedule);
-  ServeUnaryMethod(cq, &Async::RequestListSchedules, &AdminService::ListSchedules);
-  ServeUnaryMethod(cq, &Async::RequestListWorkers, &AdminService::ListWorkers);
-}
-
-template <typename Base, typename Req, typename Resp>
-void AdminService::ServeUnaryMethod(
-    grpc::ServerCompletionQueue* cq,
-    void (Base::*request)(grpc::ServerContext*, Req*, grpc::ServerAsyncResponseWriter<Resp>*,
-                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
-    void (AdminService::*handler)(grpc::ServerContext*, const Req*, Resp*, UnaryReactor*)) {
-  methods_.push_back(ServeUnary<v1::AdminService::AsyncService>(
-      &async_service_, request, cq,
-      [this, handler](grpc::ServerContext* ctx, const Req* req, Resp* resp,
-                      UnaryReactor* reactor) { (this->*handler)(ctx, req, resp, reactor); },
-      &calls_in_flight_));
+  auto unary = [&](auto request, auto handler) {
+    methods_.push_back(ServeUnary(&async_service_, request, cq, this, handler, &calls_in_flight_));
+  };
+  unary(&Async::RequestListQueues, &AdminService::ListQueues);
+  unary(&Async::RequestGetQueueStats, &AdminService::GetQueueStats);
+  unary(&Async::RequestListJobs, &AdminService::ListJobs);
+  unary(&Async::RequestRetryDead, &AdminService::RetryDead);
+  unary(&Async::RequestDeleteJob, &AdminService::DeleteJob);
+  unary(&Async::RequestDeleteQueue, &AdminService::DeleteQueue);
+  unary(&Async::RequestPurgeDead, &AdminService::PurgeDead);
+  unary(&Async::RequestCreateQueue, &AdminService::CreateQueue);
+  unary(&Async::RequestUpdateQueue, &AdminService::UpdateQueue);
+  unary(&Async::RequestPauseQueue, &AdminService::PauseQueue);
+  unary(&Async::RequestResumeQueue, &AdminService::ResumeQueue);
+  unary(&Async::RequestPutSchedule, &AdminService::PutSchedule);
+  unary(&Async::RequestDeleteSchedule, &AdminService::DeleteSchedule);
+  unary(&Async::RequestListSchedules, &AdminService::ListSchedules);
+  unary(&Async::RequestListWorkers, &AdminService::ListWorkers);
 }
 
 bool AdminService::FinishIfNoAdmin(UnaryReactor* reactor, const Principal* principal) {

@@ -76,14 +76,6 @@ class AdminService final {
   int64_t calls_in_flight() const { return calls_in_flight_.load(); }
 
  private:
-  template <typename Base, typename Req, typename Resp>
-  void ServeUnaryMethod(grpc::ServerCompletionQueue* cq,
-                        void (Base::*request)(grpc::ServerContext*, Req*,
-                                              grpc::ServerAsyncResponseWriter<Resp>*,
-                                              grpc::CompletionQueue*,
-                                              grpc::ServerCompletionQueue*, void*),
-                        void (AdminService::*handler)(grpc::ServerContext*, const Req*, Resp*,
-                                                      UnaryReactor*));
   void SetPaused(grpc::ServerContext* ctx, const std::string& queue, bool paused,
                  UnaryReactor* reactor);
   // Finishes `reactor` with PERMISSION_DENIED when `principal` (null: no

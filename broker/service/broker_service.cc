@@ -89,15 +89,18 @@ BrokerService::BrokerService(core::JobLifecycle* lifecycle, core::Dispatcher* di
 
 void BrokerService::Serve(grpc::ServerCompletionQueue* cq) {
   using Async = v1::BrokerService::AsyncService;
-  ServeUnaryMethod(cq, &Async::RequestEnqueue, &BrokerService::Enqueue);
-  ServeUnaryMethod(cq, &Async::RequestEnqueueBatch, &BrokerService::EnqueueBatch);
-  ServeUnaryMethod(cq, &Async::RequestAck, &BrokerService::Ack);
-  ServeUnaryMethod(cq, &Async::RequestAckBatch, &BrokerService::AckBatch);
-  ServeUnaryMethod(cq, &Async::RequestFail, &BrokerService::Fail);
-  ServeUnaryMethod(cq, &Async::RequestExtendLease, &BrokerService::ExtendLease);
-  ServeUnaryMethod(cq, &Async::RequestGetJob, &BrokerService::GetJob);
-  ServeUnaryMethod(cq, &Async::RequestCancel, &BrokerService::Cancel);
-  ServeUnaryMethod(cq, &Async::RequestReportProgress, &BrokerService::ReportProgress);
+  auto unary = [&](auto request, auto handler) {
+    methods_.push_back(ServeUnary(&async_service_, request, cq, this, handler, &calls_in_flight_));
+  };
+  unary(&Async::RequestEnqueue, &BrokerService::Enqueue);
+  unary(&Async::RequestEnqueueBatch, &BrokerService::EnqueueBatch);
+  unary(&Async::RequestAck, &BrokerService::Ack);
+  unary(&Async::RequestAckBatch, &BrokerService::AckBatch);
+  unary(&Async::RequestFail, &BrokerService::Fail);
+  unary(&Async::RequestExtendLease, &BrokerService::ExtendLease);
+  unary(&Async::RequestGetJob, &BrokerService::GetJob);
+  unary(&Async::RequestCancel, &BrokerService::Cancel);
+  unary(&Async::RequestReportProgress, &BrokerService::ReportProgress);
   methods_.push_back(ServeServerStream<Async>(
       &async_service_, &Async::RequestClaim, cq,
       [this](grpc::ServerContext* ctx, const v1::ClaimRequest* req) { return Claim(ctx, req); }));
@@ -113,19 +116,6 @@ void BrokerService::Serve(grpc::ServerCompletionQueue* cq) {
       }));
   methods_.push_back(ServeBidiStream<Async>(&async_service_, &Async::RequestWork, cq,
                                             [this](grpc::ServerContext* ctx) { return Work(ctx); }));
-}
-
-template <typename Base, typename Req, typename Resp>
-void BrokerService::ServeUnaryMethod(
-    grpc::ServerCompletionQueue* cq,
-    void (Base::*request)(grpc::ServerContext*, Req*, grpc::ServerAsyncResponseWriter<Resp>*,
-                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
-    void (BrokerService::*handler)(grpc::ServerContext*, const Req*, Resp*, UnaryReactor*)) {
-  methods_.push_back(ServeUnary<v1::BrokerService::AsyncService>(
-      &async_service_, request, cq,
-      [this, handler](grpc::ServerContext* ctx, const Req* req, Resp* resp,
-                      UnaryReactor* reactor) { (this->*handler)(ctx, req, resp, reactor); },
-      &calls_in_flight_));
 }
 
 void BrokerService::Enqueue(grpc::ServerContext* ctx, const v1::EnqueueRequest* req,

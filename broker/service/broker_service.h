@@ -103,16 +103,6 @@ class BrokerService final {
                   v1::AckBatchResponse* resp, std::function<void(const absl::Status&)> done);
 
  private:
-  // Serves the unary method whose calls `request` asks for with `handler`.
-  template <typename Base, typename Req, typename Resp>
-  void ServeUnaryMethod(grpc::ServerCompletionQueue* cq,
-                        void (Base::*request)(grpc::ServerContext*, Req*,
-                                              grpc::ServerAsyncResponseWriter<Resp>*,
-                                              grpc::CompletionQueue*,
-                                              grpc::ServerCompletionQueue*, void*),
-                        void (BrokerService::*handler)(grpc::ServerContext*, const Req*, Resp*,
-                                                       UnaryReactor*));
-
   std::atomic<int64_t> calls_in_flight_{0};
   v1::BrokerService::AsyncService async_service_;
   std::vector<std::shared_ptr<void>> methods_;  // what Serve started

@@ -410,6 +410,22 @@ std::shared_ptr<void> ServeUnary(
   return method;
 }
 
+// The same, with `handler` a member function of `owner`.
+template <typename Service, typename Base, typename Req, typename Resp, typename Owner>
+std::shared_ptr<void> ServeUnary(
+    Service* service,
+    void (Base::*request)(grpc::ServerContext*, Req*, grpc::ServerAsyncResponseWriter<Resp>*,
+                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
+    grpc::ServerCompletionQueue* cq, Owner* owner,
+    void (Owner::*handler)(grpc::ServerContext*, const Req*, Resp*, UnaryReactor*),
+    std::atomic<int64_t>* in_flight) {
+  return ServeUnary(
+      service, request, cq,
+      [owner, handler](grpc::ServerContext* ctx, const Req* req, Resp* resp,
+                       UnaryReactor* reactor) { (owner->*handler)(ctx, req, resp, reactor); },
+      in_flight);
+}
+
 template <typename Service, typename Base, typename Req, typename W>
 std::shared_ptr<void> ServeServerStream(
     Service* service,
