@@ -117,20 +117,14 @@ void HealthService::SetServingStatus(const std::string& service_name, bool servi
 void HealthService::SetServingStatus(bool serving) {
   absl::MutexLock lock(&mu_);
   if (shut_down_) return;
-  std::vector<std::string> names;
-  for (const auto& [name, status] : statuses_) names.push_back(name);
-  for (const std::string& name : names) {
-    SetLocked(name, serving ? health::HealthCheckResponse::SERVING
-                            : health::HealthCheckResponse::NOT_SERVING);
-  }
+  SetAllLocked(serving ? health::HealthCheckResponse::SERVING
+                       : health::HealthCheckResponse::NOT_SERVING);
 }
 
 void HealthService::Shutdown() {
   absl::MutexLock lock(&mu_);
   if (shut_down_) return;
-  std::vector<std::string> names;
-  for (const auto& [name, status] : statuses_) names.push_back(name);
-  for (const std::string& name : names) SetLocked(name, health::HealthCheckResponse::NOT_SERVING);
+  SetAllLocked(health::HealthCheckResponse::NOT_SERVING);
   shut_down_ = true;
 }
 
@@ -143,6 +137,13 @@ void HealthService::SetLocked(const std::string& name, Status status) {
   statuses_[name] = status;
   for (WatchReactor* watcher : watchers_) {
     if (watcher->name() == name) watcher->Update(status);
+  }
+}
+
+void HealthService::SetAllLocked(Status status) {
+  for (auto& [name, current] : statuses_) current = status;
+  for (WatchReactor* watcher : watchers_) {
+    if (statuses_.contains(watcher->name())) watcher->Update(status);
   }
 }
 

@@ -63,6 +63,8 @@ class HealthService final : public grpc::HealthCheckServiceInterface {
   Status StatusLocked(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets `name`'s status and tells its watchers.
   void SetLocked(const std::string& name, Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every service that has a status gets `status`, and so do its watchers.
+  void SetAllLocked(Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Unwatch(WatchReactor* watcher);
 
   grpc::health::v1::Health::AsyncService async_service_;
