@@ -34,8 +34,13 @@ OutcomeSettler::OutcomeSettler(Client* client, LeaseRenewer* leases,
                                AckCoalescer::Send send_acks)
     : client_(client), leases_(leases), acks_(std::move(send_acks)) {}
 
-bool OutcomeSettler::Resendable(const Delivery& delivery, const absl::Status& answer) {
-  return Unanswered(answer) && !delivery.signal->Has(StopReason::kLeaseLost);
+bool OutcomeSettler::MaySendAgain(const Delivery& delivery, const absl::Status& answer,
+                                  bool lost_when_sent) {
+  if (!Unanswered(answer) || lost_when_sent) return false;
+  // InfinitePast: settled or abandoned, nothing more is sent.
+  const absl::Time expiry = leases_->Expiry(delivery.lease_token);
+  if (expiry == absl::InfinitePast()) return false;
+  return delivery.signal->Has(StopReason::kLeaseLost) || absl::Now() < expiry;
 }
 
 void OutcomeSettler::Ack(const Delivery& delivery, std::string result, AckDone done) {
@@ -44,10 +49,11 @@ void OutcomeSettler::Ack(const Delivery& delivery, std::string result, AckDone d
   request.set_job_id(delivery.job_id);
   request.set_lease_token(delivery.lease_token);
   request.set_result(std::move(result));
-  acks_.Ack(std::move(request), [this, delivery, done = std::move(done)](
+  const bool lost_when_sent = delivery.signal->Has(StopReason::kLeaseLost);
+  acks_.Ack(std::move(request), [this, delivery, lost_when_sent, done = std::move(done)](
                                     absl::Status status, v1::AckRequest sent) {
-    if (Resendable(delivery, status) && absl::Now() < leases_->Expiry(delivery.lease_token)) {
-      done(AckRetry{std::move(sent), std::move(status)});
+    if (MaySendAgain(delivery, status, lost_when_sent)) {
+      done(AckRetry{std::move(sent), std::move(status), lost_when_sent});
     } else {
       done(AckOutcome(status));
     }
@@ -56,7 +62,7 @@ void OutcomeSettler::Ack(const Delivery& delivery, std::string result, AckDone d
 
 Outcome OutcomeSettler::RetryAck(const Delivery& delivery, const AckRetry& retry) {
   Backoff backoff(kInitialBackoff, kMaxBackoff);
-  return AckOutcome(SendAgain(delivery, retry.answer, &backoff,
+  return AckOutcome(SendAgain(delivery, retry.answer, retry.lost_when_sent, &backoff,
                               [&] { return acks_.AckAndWait(retry.request); }));
 }
 
@@ -72,7 +78,8 @@ Outcome OutcomeSettler::Fail(const Delivery& delivery, const absl::Status& failu
     return response.status();
   };
   Backoff backoff(kInitialBackoff, kMaxBackoff);
-  absl::Status status = SendAgain(delivery, call(), &backoff, call);
+  const bool lost_when_sent = delivery.signal->Has(StopReason::kLeaseLost);
+  absl::Status status = SendAgain(delivery, call(), lost_when_sent, &backoff, call);
   if (!status.ok()) return Unsettled("fail", status);
   return Outcome{"fail_ok", response->outcome() == v1::FailResponse::OUTCOME_DEAD
                                 ? "DEAD"
@@ -80,15 +87,17 @@ Outcome OutcomeSettler::Fail(const Delivery& delivery, const absl::Status& failu
 }
 
 absl::Status OutcomeSettler::SendAgain(const Delivery& delivery, absl::Status answer,
-                                       Backoff* backoff,
+                                       bool lost_when_sent, Backoff* backoff,
                                        const std::function<absl::Status()>& call) {
-  while (Resendable(delivery, answer)) {
-    // Settled or abandoned: Expiry is InfinitePast, no attempt is left.
-    std::optional<absl::Duration> wait =
-        RetryWait(backoff->Next(), leases_->Expiry(delivery.lease_token) - absl::Now());
-    if (!wait.has_value()) break;
-    absl::SleepFor(*wait);
-    if (delivery.signal->Has(StopReason::kLeaseLost)) break;  // learnt during the wait
+  while (MaySendAgain(delivery, answer, lost_when_sent)) {
+    if (!delivery.signal->Has(StopReason::kLeaseLost)) {
+      std::optional<absl::Duration> wait =
+          RetryWait(backoff->Next(), leases_->Expiry(delivery.lease_token) - absl::Now());
+      if (!wait.has_value()) break;
+      absl::SleepFor(*wait);
+    }
+    // Known lost now (before or during the wait): this attempt is the last.
+    lost_when_sent = delivery.signal->Has(StopReason::kLeaseLost);
     answer = call();
   }
   return answer;

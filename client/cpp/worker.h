@@ -101,9 +101,8 @@ struct Outcome {
   // "ack_ok", "ack_error", "ack_unknown", "fail_ok", "fail_error",
   // "fail_unknown" or "expired_dropped". *_error: the broker refused the Ack
   // / Fail. *_unknown: it was still answered UNAVAILABLE / DEADLINE_EXCEEDED
-  // when the lease ended, or its one attempt was, the lease being known lost
-  // (not sent again: the broker would refuse it), so it may or may not have
-  // been stored.
+  // when the lease ended, or its one attempt made while the lease was known
+  // lost was (not sent again), so it may or may not have been stored.
   // expired_dropped: the delivery's lease had ended before its handler could
   // start; no handler ran and nothing was sent (the broker delivers the job
   // again).

@@ -1,6 +1,6 @@
 // jobwire::client::Worker's leases against a real redis-server and the real
 // broker: the lease length, renewal, a lost lease (told to the handler, the
-// Ack / Fail then sent once), deliveries whose lease ended before their
+// Ack / Fail then sent once more at most), deliveries whose lease ended before their
 // handler started, and the Ack / Fail retries the lease bounds. The rest of
 // the Worker: worker_test.cc.
 #include "client/cpp/worker.h"
@@ -193,7 +193,10 @@ TEST_F(WorkerTest, ADeliveryWhoseLeaseEndedBeforeItsHandlerStartsIsDropped) {
 // An Ack whose calls time out (the connection hangs) is sent again until the
 // lease ends: here the connection comes back 0.4 s before the end, later
 // than the old rule ("stop when the next backoff would pass the lease end")
-// may have given up.
+// may have given up. The acks written meanwhile reach the broker as the
+// connection comes back, and a renewal written meanwhile may be answered
+// after the first of them completed the job: the lease is then lost to the
+// ack itself, and the ack sent once more is answered OK (a repeat).
 TEST_F(WorkerTest, AnAckTimingOutIsSentAgainUntilTheLeaseEnds) {
   const std::string& broker = broker_->address();
   testing::FaultProxy proxy(std::stoi(broker.substr(broker.rfind(':') + 1)));
