@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	jobwire "github.com/jobwire/jobwire/client/go"
 	"github.com/jobwire/jobwire/client/go/jobwirepb"
@@ -218,5 +219,244 @@ func TestFailUnavailableAfterTheLeaseWasLostIsNotSentAgain(t *testing.T) {
 	}
 	if o := rw.out.forJob(ids["kept"])[0]; o.Kind != jobwire.OutcomeFailOK || o.FailOutcome != "DEAD" {
 		t.Errorf("lease held: outcome %s %q, want fail_ok DEAD", o.Kind, o.FailOutcome)
+	}
+}
+
+// The lease learnt lost while the Ack / Fail is in flight (docs/clients.md,
+// Worker): the first attempt is stored by the broker (the job completed, or
+// failed), its answer lost (the interceptor holds it, then answers
+// UNAVAILABLE), and meanwhile the worker learns that the lease is lost: its
+// own renewal, which goes on while the Ack / Fail is retried (every third of
+// the 1 s lease), is refused, since the job is no longer active under that
+// token. The attempt was sent while the lease held, so it is sent once more,
+// at once (even past the worker's lease estimate), and the broker answers
+// that repeat with the first outcome: ack_ok / fail_ok, not unknown.
+
+// heldAnswer is a unary client interceptor for the calls of one method
+// ("AckBatch" or "Fail"): each reaches the broker, and answer(req, reply,
+// err) returns what the worker is told instead of the broker's err (it may
+// block first).
+func heldAnswer(method string, answer func(req, reply any, err error) error) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, m string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, m, req, reply, cc, opts...)
+		if strings.HasSuffix(m, "/"+method) {
+			return answer(req, reply, err)
+		}
+		return err
+	}
+}
+
+// learnLeaseLost waits for the first call's answer (err, held by the
+// interceptor), then for the worker to learn the lease lost from a renewal
+// refused by the broker (the job moved on under that token): ctx, the
+// handler's context (its handler has returned), ends with cause
+// ErrLeaseLost. It then waits until the worker's estimate of the lease end
+// has passed (no renewal sent after the first call was stored succeeded, so
+// that estimate is at most lease after it), so that the attempt sent again is
+// beyond it.
+func learnLeaseLost(t *testing.T, stored <-chan error, ctx context.Context, lease time.Duration) {
+	t.Helper()
+	var storedAt time.Time
+	select {
+	case err := <-stored:
+		storedAt = time.Now()
+		if err != nil {
+			t.Fatalf("first call: broker answered %v, want it stored", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no first call")
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(3 * lease):
+		t.Fatal("the worker did not learn the lease lost: no renewal refused while the first answer is held")
+	}
+	if cause := context.Cause(ctx); !errors.Is(cause, jobwire.ErrLeaseLost) {
+		t.Fatalf("handler context cause %v, want ErrLeaseLost (a renewal refused)", cause)
+	}
+	time.Sleep(time.Until(storedAt.Add(lease + 200*time.Millisecond)))
+}
+
+// answerLost is the interceptor's stand-in for an answer lost: it waits for
+// learnt (closed once the worker knows the lease lost), then says
+// UNAVAILABLE.
+func answerLost(learnt <-chan struct{}) error {
+	select {
+	case <-learnt:
+	case <-time.After(20 * time.Second):
+	}
+	return status.Error(codes.Unavailable, "stand-in: answer lost")
+}
+
+func TestAckStoredButUnansweredIsSentOnceMoreWhenTheLeaseIsLearntLost(t *testing.T) {
+	c := newClient(t, brokerAddr)
+	q := queueName(t)
+	const lease = time.Second
+	// AckBatch calls: the first is held until the worker has learnt the
+	// lease lost, then answered UNAVAILABLE; the others are answered as the
+	// broker answers them.
+	var log callLog
+	stored := make(chan error, 1)
+	learnt := make(chan struct{})
+	interceptor := heldAnswer("AckBatch", func(req, reply any, err error) error {
+		var ids []string
+		for _, a := range req.(*jobwirepb.AckBatchRequest).GetAcks() {
+			ids = append(ids, a.GetJobId())
+		}
+		if log.add(ids) != 0 {
+			return err
+		}
+		if err == nil {
+			if r := reply.(*jobwirepb.AckBatchResponse).GetResults(); len(r) != 1 || r[0].GetCode() != 0 {
+				err = status.Errorf(codes.Internal, "first ack not stored: %v", r)
+			}
+		}
+		stored <- err
+		return answerLost(learnt)
+	})
+	handlerCtx := make(chan context.Context, 1)
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"j": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			handlerCtx <- ctx
+			return "done", nil
+		},
+	}, jobwire.WithLease(lease), (&olderBroker{}).option(),
+		jobwire.WithDialOptions(grpc.WithChainUnaryInterceptor(interceptor)))
+	id := mustEnqueue(t, c, q, "j", nil, jobwire.WithMaxAttempts(3))
+	var ctx context.Context
+	select {
+	case ctx = <-handlerCtx:
+	case <-time.After(10 * time.Second):
+		t.Fatal("job never started")
+	}
+	learnLeaseLost(t, stored, ctx, lease)
+	waitState(t, c, q, id, jobwire.StateCompleted, time.Second) // stored by the first call
+	close(learnt)
+	waitFor(t, 10*time.Second, "the outcome", func() bool { return len(rw.out.forJob(id)) == 1 })
+
+	if calls := log.get(); len(calls) != 2 || !slices.Equal(calls[0], []string{id}) || !slices.Equal(calls[1], []string{id}) {
+		t.Errorf("AckBatch calls %v, want two, each with the job", calls)
+	}
+	if o := rw.out.forJob(id)[0]; o.Kind != jobwire.OutcomeAckOK {
+		t.Errorf("outcome %s %v %v, want ack_ok (the repeat answered OK)", o.Kind, o.Code, o.Err)
+	}
+	if j := waitState(t, c, q, id, jobwire.StateCompleted, time.Second); j.GetAttempts() != 1 || string(j.GetResult()) != `"done"` {
+		t.Errorf("job: %d attempts, result %q; want 1, \"done\"", j.GetAttempts(), j.GetResult())
+	}
+}
+
+func TestFailStoredButUnansweredIsSentOnceMoreWhenTheLeaseIsLearntLost(t *testing.T) {
+	c := newClient(t, brokerAddr)
+	q := queueName(t)
+	const lease = time.Second
+	// Fail calls: the first is held until the worker has learnt the lease
+	// lost, then answered UNAVAILABLE (first: the broker's answer to it);
+	// the others are answered as the broker answers them.
+	var log callLog
+	var first *jobwirepb.FailResponse
+	stored := make(chan error, 1)
+	learnt := make(chan struct{})
+	interceptor := heldAnswer("Fail", func(req, reply any, err error) error {
+		if log.add([]string{req.(*jobwirepb.FailRequest).GetJobId()}) != 0 {
+			return err
+		}
+		first = proto.Clone(reply.(*jobwirepb.FailResponse)).(*jobwirepb.FailResponse)
+		stored <- err
+		return answerLost(learnt)
+	})
+	handlerCtx := make(chan context.Context, 1)
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"j": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			handlerCtx <- ctx
+			// Retried in an hour: not delivered again during the test.
+			return nil, jobwire.RetryAfter(errors.New("boom"), time.Hour)
+		},
+	}, jobwire.WithLease(lease), jobwire.WithDialOptions(grpc.WithChainUnaryInterceptor(interceptor)))
+	id := mustEnqueue(t, c, q, "j", nil, jobwire.WithMaxAttempts(3))
+	var ctx context.Context
+	select {
+	case ctx = <-handlerCtx:
+	case <-time.After(10 * time.Second):
+		t.Fatal("job never started")
+	}
+	learnLeaseLost(t, stored, ctx, lease)
+	if first.GetOutcome() != jobwirepb.FailResponse_OUTCOME_RETRY_SCHEDULED || first.GetNextAttemptAtMs() == 0 {
+		t.Fatalf("first Fail answered %v, want a retry scheduled", first)
+	}
+	waitState(t, c, q, id, jobwire.StatePending, time.Second) // stored by the first call
+	close(learnt)
+	waitFor(t, 10*time.Second, "the outcome", func() bool { return len(rw.out.forJob(id)) == 1 })
+
+	if calls := log.get(); len(calls) != 2 || !slices.Equal(calls[0], []string{id}) || !slices.Equal(calls[1], []string{id}) {
+		t.Errorf("Fail calls %v, want two, each with the job", calls)
+	}
+	if o := rw.out.forJob(id)[0]; o.Kind != jobwire.OutcomeFailOK || o.FailOutcome != "RETRY_SCHEDULED" ||
+		o.NextAttemptAtMs != first.GetNextAttemptAtMs() {
+		t.Errorf("outcome %s %q next attempt %d (%v %v), want fail_ok RETRY_SCHEDULED %d (the first outcome, repeated)",
+			o.Kind, o.FailOutcome, o.NextAttemptAtMs, o.Code, o.Err, first.GetNextAttemptAtMs())
+	}
+	if j := waitState(t, c, q, id, jobwire.StatePending, time.Second); j.GetAttempts() != 1 || j.GetAvailableAtMs() != first.GetNextAttemptAtMs() {
+		t.Errorf("job: %d attempts, available at %d; want 1, %d", j.GetAttempts(), j.GetAvailableAtMs(), first.GetNextAttemptAtMs())
+	}
+}
+
+// The lease is renewed while the Ack is retried (docs/clients.md, Worker:
+// "from delivery until the job is settled"): the AckBatch calls are answered
+// UNAVAILABLE, unsent, for 2.5 leases (a broker unreachable for acks only),
+// then reach the broker. The renewals keep the lease (and the worker's
+// estimate of its end, which bounds the retries), so the Ack is retried until
+// it gets through: ack_ok, the handler ran once, and the job is completed on
+// its first attempt. Had renewal stopped when the handler returned, the lease
+// would have ended after one lease: ack_unknown, the job delivered again.
+func TestLeaseIsRenewedWhileAnAckIsRetried(t *testing.T) {
+	c := newClient(t, brokerAddr)
+	q := queueName(t)
+	const lease = time.Second
+	const outage = lease * 5 / 2
+	var mu sync.Mutex
+	var firstAck, lastAck time.Time
+	calls := 0
+	interceptor := scripted("AckBatch", func(any) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		if calls++; calls == 1 {
+			firstAck = now
+		}
+		lastAck = now
+		return now.Sub(firstAck) >= outage
+	})
+	var runsMu sync.Mutex
+	var runs []int
+	rw := startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"j": func(ctx context.Context, job *jobwire.Job) (any, error) {
+			runsMu.Lock()
+			runs = append(runs, job.Attempt)
+			runsMu.Unlock()
+			return "done", nil
+		},
+	}, jobwire.WithLease(lease), (&olderBroker{}).option(),
+		jobwire.WithDialOptions(grpc.WithChainUnaryInterceptor(interceptor)))
+	id := mustEnqueue(t, c, q, "j", nil, jobwire.WithMaxAttempts(3))
+	waitFor(t, 15*time.Second, "the outcome", func() bool { return len(rw.out.forJob(id)) >= 1 })
+	j := waitState(t, c, q, id, jobwire.StateCompleted, 5*time.Second)
+	time.Sleep(300 * time.Millisecond) // nothing more comes
+
+	if got, want := kinds(rw, id), []string{"ack_ok 1"}; !slices.Equal(got, want) {
+		t.Errorf("outcomes %v, want %v", got, want)
+	}
+	runsMu.Lock()
+	if !slices.Equal(runs, []int{1}) {
+		t.Errorf("handler ran for attempts %v, want [1] (no delivery again)", runs)
+	}
+	runsMu.Unlock()
+	if j.GetAttempts() != 1 || string(j.GetResult()) != `"done"` {
+		t.Errorf("job: %d attempts, result %q; want 1, \"done\"", j.GetAttempts(), j.GetResult())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if span := lastAck.Sub(firstAck); calls < 2 || span < outage {
+		t.Errorf("%d AckBatch calls over %s, want the Ack retried for at least %s", calls, span, outage)
 	}
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // The lease of a job being processed: its length (the lease the broker
-// granted), the worker's own estimate of its end, and its renewal while the
-// handler runs (docs/clients.md, Worker: Leases).
+// granted), the worker's own estimate of its end, and its renewal from
+// delivery until the job is settled: while the handler runs and while its Ack
+// / Fail is retried (docs/clients.md, Worker: Leases).
 
 // defaultLeaseMs is the broker's documented default lease, used to pace
 // renewals when the broker sends no ClaimedJob.lease_ms (older than that
@@ -88,12 +89,35 @@ func (r *runner) newLease(cj *jobwirepb.ClaimedJob, received time.Time) *leaseSt
 	return l
 }
 
+// startRenewal renews the lease of job (renew) until the returned stop is
+// called, the run's context ends (the run was told to stop, passed its
+// deadline, or was abandoned at the end of the stop grace) or the renewal
+// ends by itself. stop cancels a call in flight and waits for the renewal to
+// end, so that nothing of it outlives the job; calling it again does
+// nothing more.
+func (r *runner) startRenewal(job *Job, run *jobRun) (stop func()) {
+	ctx, cancel := context.WithCancel(run.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.renew(ctx, job, run)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // renew extends the lease every lease length / 3 until ctx ends, a refusal
 // ends the run (run.refused: the lease is lost, or the run was asked to stop
 // or passed its deadline), or the lease lasts until the run's deadline (the
 // broker would not extend it further, and the handler's context ends
 // there); after a failed call (not a refusal) it tries again sooner, after
-// half of that, at most 1 s (docs/clients.md, Leases).
+// half of that, at most 1 s (docs/clients.md, Leases). It goes on after the
+// handler returned, while the Ack / Fail is retried: a renewal then still
+// moves the lease estimate that bounds those retries, and a refusal marks the
+// lease lost (callWithRetry; cancelling the handler's context then tells no
+// one).
 func (r *runner) renew(ctx context.Context, job *Job, run *jobRun) {
 	lease := run.lease
 	interval := lease.length / 3

@@ -13,35 +13,41 @@ import (
 
 // Settling a job: its Ack (through the ack coalescer) or Fail, retried on
 // UNAVAILABLE / DEADLINE_EXCEEDED until the lease ends by the worker's
-// estimate (per job, and never once its lease is known lost), and reported
-// as its final outcome.
+// estimate (per job; see callWithRetry for a lease known lost), and reported
+// as its final outcome. The lease is renewed meanwhile (startRenewal): a
+// renewal moves the estimate, a refused one marks the lease lost; ack and
+// fail stop the renewal (stopRenew, which waits for it to end) once the
+// outcome is decided, before they report it.
 
 // callWithRetry calls fn, retrying UNAVAILABLE / DEADLINE_EXCEEDED with
 // backoff until the job's lease has ended by the local estimate, the last
 // attempts just before and at its end (retryWait). At least one call is
-// made. Once the lease is known lost (a renewal was refused and the handler
-// told), an UNAVAILABLE / DEADLINE_EXCEEDED answer is not retried: the
-// broker would refuse the call anyway. An UNAVAILABLE / DEADLINE_EXCEEDED
-// error returned means the outcome is unknown.
+// made. An attempt sent while the lease was already known lost (a renewal
+// was refused and the handler told) is final: the broker refuses it, unless
+// an earlier attempt of this job was stored, which it answers again. One
+// answered UNAVAILABLE / DEADLINE_EXCEEDED when the lease has been learnt
+// lost since it was sent (maybe because that attempt completed the job, its
+// answer lost) is sent once more, at once, whatever the lease estimate: that
+// attempt is sent while lost, so its answer is final. An UNAVAILABLE /
+// DEADLINE_EXCEEDED error returned means the outcome is unknown.
 func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) error) error {
 	bo := backoffState{base: 100 * time.Millisecond, max: 2 * time.Second}
 	for {
+		lostWhenSent := lease.lost.Load()
 		ctx, cancel := context.WithTimeout(r.hardCtx, r.w.cfg.conn.timeout)
 		err := fn(ctx)
 		cancel()
-		if err == nil {
-			return nil
-		}
-		if !retryable(err) {
+		if err == nil || !retryable(err) || lostWhenSent || r.hardCtx.Err() != nil {
 			return err
 		}
-		if lease.lost.Load() || r.hardCtx.Err() != nil {
-			return err
+		if lease.lost.Load() {
+			continue // learnt lost since it was sent: once more, at once
 		}
 		delay, ok := retryWait(max(bo.next(), 20*time.Millisecond), time.Until(lease.expiry()))
 		if !ok {
 			return err
 		}
+		// Learnt lost during the wait: the next attempt is the last.
 		if !sleepCtx(r.hardCtx, delay) {
 			return err
 		}
@@ -51,13 +57,14 @@ func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) e
 // ack acks the job through the coalescer (in one batch with the acks of
 // other jobs finishing meanwhile: on the Work stream, else an AckBatch
 // call), retried for this job alone.
-func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
+func (r *runner) ack(job *Job, lease *leaseState, stopRenew func(), result []byte) {
 	req := &jobwirepb.AckRequest{
 		Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken, Result: result,
 	}
 	// The batch carrying the ack is sent under sendAcks' rules, not this
 	// attempt's ctx.
 	err := r.callWithRetry(lease, func(context.Context) error { return r.acks.ack(req) })
+	stopRenew() // the outcome is decided
 	if r.abandoned.Load() {
 		return
 	}
@@ -85,7 +92,7 @@ func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
 
 // fail fails the job with text (errorText(herr), or "cancelled" /
 // "timeout" for a handler told to stop).
-func (r *runner) fail(job *Job, lease *leaseState, herr error, text string) {
+func (r *runner) fail(job *Job, lease *leaseState, stopRenew func(), herr error, text string) {
 	nonRetryable := IsNonRetryable(herr)
 	retryAfter := retryAfterMs(herr)
 	keep := keepAttempt(herr)
@@ -99,6 +106,7 @@ func (r *runner) fail(job *Job, lease *leaseState, herr error, text string) {
 		})
 		return err
 	})
+	stopRenew() // the outcome is decided
 	if r.abandoned.Load() {
 		return
 	}
@@ -113,15 +121,15 @@ func (r *runner) fail(job *Job, lease *leaseState, herr error, text string) {
 }
 
 // unsettled logs why the Ack or Fail (call) of job did not succeed and
-// returns its outcome kind: unknown when it was still answered UNAVAILABLE /
-// DEADLINE_EXCEEDED as the lease ended or after it was lost (it may or may
-// not be stored), else refused.
+// returns its outcome kind: unknown when its last attempt was still answered
+// UNAVAILABLE / DEADLINE_EXCEEDED, at the lease end or sent after the lease
+// was lost (it may or may not be stored), else refused.
 func (r *runner) unsettled(call string, job *Job, lease *leaseState, err error, unknown, refused OutcomeKind) (OutcomeKind, error) {
 	e := toError(err)
 	if retryable(err) {
 		when := "when the lease ended"
 		if lease.lost.Load() {
-			when = "after the lease was lost (not sent again)"
+			when = "when sent after the lease was lost (not sent again)"
 		}
 		r.w.log.Warn("jobwire worker: "+call+" unanswered "+when+", it may or may not be stored",
 			"job_id", job.ID, "queue", job.Queue, "attempt", job.Attempt, "error", e)

@@ -45,8 +45,9 @@ type Job struct {
 	LeaseExpiresAtMs int64
 	// LeaseMs is the lease the broker granted for this run, in ms
 	// (ClaimedJob.lease_ms: WithLease, or the broker default).
-	// The Worker renews it every third of this while the handler runs. 0 from
-	// a broker older than that field.
+	// The Worker renews it every third of this until the job is settled
+	// (while the handler runs and while its Ack / Fail is retried). 0 from a
+	// broker older than that field.
 	LeaseMs int64
 	// WorkerID is the id of the worker running the job.
 	WorkerID string
@@ -389,6 +390,11 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 		r.dropExpired(job, ago)
 		return
 	}
+	// Renew the lease from here until the job's final outcome is decided:
+	// ack / fail stop the renewal before they report it; the deferred call
+	// covers a job abandoned at the end of the stop grace.
+	stopRenew := r.startRenewal(job, run)
+	defer stopRenew()
 
 	h := r.w.handler(job.Type)
 	var (
@@ -408,18 +414,9 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 			"job_id", job.ID, "queue", job.Queue, "type", job.Type, "attempt", job.Attempt)
 	} else {
 		// The slot was taken by the stream reader (takeSlot).
-		// Renew the lease while the handler runs.
-		renewCtx, stopRenew := context.WithCancel(run.ctx)
-		renewDone := make(chan struct{})
-		go func() {
-			defer close(renewDone)
-			r.renew(renewCtx, job, run)
-		}()
 		result, herr = runHandler(run.ctx, h, job)
 		stopped = run.stoppedText()
 		r.releaseSlot()
-		stopRenew()
-		<-renewDone
 	}
 
 	if r.abandoned.Load() {
@@ -429,11 +426,11 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 	case herr == nil:
 		// Also after a signal: the broker completes a cancel-requested run,
 		// and refuses the Ack of one past its deadline (RUN_TIMED_OUT).
-		r.ack(job, lease, result)
+		r.ack(job, lease, stopRenew, result)
 	case stopped != "":
-		r.fail(job, lease, herr, stopped)
+		r.fail(job, lease, stopRenew, herr, stopped)
 	default:
-		r.fail(job, lease, herr, errorText(herr))
+		r.fail(job, lease, stopRenew, herr, errorText(herr))
 	}
 }
 

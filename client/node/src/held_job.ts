@@ -20,7 +20,17 @@ export interface HeldJob {
   renewQueue: Set<HeldJob> | undefined;
   /** An ExtendLease call is in flight (never more than one per job). */
   renewing: boolean;
-  /** The handler has returned: renewal results arriving later are ignored. */
+  /**
+   * Its renewal has ended (LeaseRenewer.stop): its final outcome is decided,
+   * or it was abandoned, or its run told to stop. The answer of a renewal
+   * still in flight is then ignored.
+   */
+  renewalStopped: boolean;
+  /**
+   * The handler has returned: job.signal is no longer aborted (the lease is
+   * still renewed until the Ack / Fail is decided; a loss then only sets
+   * leaseLost).
+   */
   finished: boolean;
   leaseLost: boolean;
   /** Given up after the stop grace: nothing more is sent for it. */

@@ -1,11 +1,16 @@
 /**
  * Lease renewal of held jobs (docs/clients.md, Worker, Leases): the lease
- * length of a delivery, and ExtendLease every third of it while the handler
- * runs, each call with a deadline of at most that third. A FAILED_PRECONDITION
- * / NOT_FOUND answer means the lease is lost: renewal stops and job.signal is
- * aborted with a LeaseLostError; except FAILED_PRECONDITION with reason
- * JOB_CANCEL_REQUESTED / RUN_TIMED_OUT, which means the run must stop:
- * renewal stops and job.signal is aborted with a JobCancelledError
+ * length of a delivery, and ExtendLease every third of it from delivery until
+ * the job's final outcome is decided (while the handler runs, and while its
+ * Ack / Fail is retried: the OutcomeSender stops it before reporting), each
+ * call with a deadline of at most that third. A successful renewal moves the
+ * worker's estimate of the lease end, which bounds the Ack / Fail retries. A
+ * FAILED_PRECONDITION / NOT_FOUND answer means the lease is lost: renewal
+ * stops, h.leaseLost is set (OutcomeSender: an Ack / Fail in flight then gets
+ * one more attempt) and, while the handler runs, job.signal is aborted with a
+ * LeaseLostError; except FAILED_PRECONDITION with reason JOB_CANCEL_REQUESTED
+ * / RUN_TIMED_OUT, which means the run must stop: renewal stops and, while
+ * the handler runs, job.signal is aborted with a JobCancelledError
  * (run_control.ts; not a lost lease: the Ack / Fail is sent as usual).
  */
 import type * as grpc from '@grpc/grpc-js';
@@ -79,12 +84,17 @@ export class LeaseRenewer {
    * (docs/clients.md, Leases).
    */
   start(h: HeldJob): void {
+    h.renewalStopped = false;
     if (reachesDeadline(h, h.job.leaseExpiresAtMs)) return;
     this.schedule(h, this.intervalMs(h));
   }
 
-  /** No more renewals of h are started (one in flight still completes). */
+  /**
+   * No more renewals of h: none is scheduled, and the answer of one in
+   * flight is ignored (no lease loss learnt from it, nothing rescheduled).
+   */
   stop(h: HeldJob): void {
+    h.renewalStopped = true;
     this.unschedule(h);
   }
 
@@ -155,7 +165,7 @@ export class LeaseRenewer {
 
   private async renew(h: HeldJob): Promise<void> {
     // One renewal in flight at most: a slow ExtendLease is not stacked.
-    if (h.finished || h.leaseLost || h.abandoned || h.renewing) return;
+    if (h.renewalStopped || h.leaseLost || h.abandoned || h.renewing) return;
     h.renewing = true;
     const sentAt = Date.now();
     try {
@@ -165,26 +175,27 @@ export class LeaseRenewer {
         queue: h.job.queue, jobId: h.job.id, leaseToken: h.token,
         leaseMs: h.job.leaseMs || this.p.requestLeaseMs,
       }, Math.min(this.p.timeoutMs, this.intervalMs(h)), this.p.metadata());
-      // The lease was extended at sentAt (even if the handler has returned
-      // meanwhile): that bounds the Ack / Fail retries.
+      // The lease was extended at sentAt: that bounds the Ack / Fail retries.
       h.localLeaseDeadline = Math.max(h.localLeaseDeadline, sentAt + h.leaseMs);
-      if (h.finished) return;
+      if (h.renewalStopped) return;
       const exp = toNumber(res.leaseExpiresAtMs);
       if (exp > 0) h.job.leaseExpiresAtMs = exp;
       if (!reachesDeadline(h, exp)) this.schedule(h, this.intervalMs(h));
     } catch (e) {
-      // A refusal arriving after the handler returned is ignored: the final
-      // Ack / Fail is already on its way and reports its own refusal.
-      if (h.finished || h.abandoned) return;
+      // An answer arriving once the outcome is decided (or the job
+      // abandoned) is ignored.
+      if (h.renewalStopped || h.abandoned) return;
       const err = JobwireError.from(e);
       const stop = stopReasonOf(err);
       if (stop !== undefined) {
         this.stop(h);
-        stopRun(h, stop, this.p.log, err);
+        stopRun(h, stop, this.p.log, err); // tells the handler only while it runs
       } else if (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND) {
         h.leaseLost = true;
         this.stop(h);
-        h.abort.abort(new LeaseLostError(h.job.queue, h.job.id, err));
+        // After the handler returned, the loss only marks the lease lost
+        // (the Ack / Fail in flight gets one more attempt: OutcomeSender).
+        if (!h.finished) h.abort.abort(new LeaseLostError(h.job.queue, h.job.id, err));
         this.p.log?.warn(`lease of job ${h.job.id} lost (${err.message}); renewal stopped`);
       } else {
         this.p.log?.warn(`ExtendLease of job ${h.job.id} failed (${err.message}); will retry`);

@@ -11,13 +11,16 @@ import { Status } from './errors';
 export const FINAL_LEAD_MS = 100;
 
 /**
- * Whether an Ack / Fail answered `code` may be sent again: only after
- * UNAVAILABLE / DEADLINE_EXCEEDED, and only while the lease is not known lost
- * (a renewal was refused: the broker would refuse it anyway). false: its
- * outcome is final (unknown when `code` is one of those two).
+ * Whether an Ack / Fail attempt answered `code` may be sent again: only after
+ * UNAVAILABLE / DEADLINE_EXCEEDED, and only when the lease was not already
+ * known lost when it was sent (`lostWhenSent`: a renewal had been refused, so
+ * the broker refuses it unless an earlier attempt was stored). false: its
+ * outcome is final (unknown when `code` is one of those two). A lease learnt
+ * lost after the attempt was sent allows one more attempt, sent at once
+ * (OutcomeSender); that one is sent while lost.
  */
-export function mayResend(code: number, leaseLost: boolean): boolean {
-  return (code === Status.UNAVAILABLE || code === Status.DEADLINE_EXCEEDED) && !leaseLost;
+export function mayResend(code: number, lostWhenSent: boolean): boolean {
+  return (code === Status.UNAVAILABLE || code === Status.DEADLINE_EXCEEDED) && !lostWhenSent;
 }
 
 /**

@@ -1,12 +1,16 @@
 /**
  * Settling a held job (docs/clients.md, Worker): its Ack (through the
  * AckCoalescer) or its Fail, retried on UNAVAILABLE / DEADLINE_EXCEEDED until
- * the lease has ended by the worker's own estimate, per job, and never once
- * that job's lease is known lost (mayResend), and its final outcome reported
- * (ack_ok / ack_error / ack_unknown, fail_ok / fail_error / fail_unknown).
+ * the lease has ended by the worker's own estimate, per job (an attempt sent
+ * while that job's lease was known lost is final: withOutcomeRetry), and its
+ * final outcome reported (ack_ok / ack_error / ack_unknown, fail_ok /
+ * fail_error / fail_unknown). The lease is renewed meanwhile (LeaseRenewer:
+ * a renewal moves the estimate, a refused one marks the lease lost); its
+ * renewal is stopped once the outcome is decided, before it is reported.
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { AckCoalescer } from './ack_coalescer';
+import type { LeaseRenewer } from './lease_renewer';
 import { toNumber } from './codec';
 import { JobwireError, Status } from './errors';
 import type { Failure } from './failure';
@@ -39,8 +43,8 @@ function isRetryable(err: JobwireError): boolean {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Why the log says an unanswered Ack / Fail of h was not sent again. */
-const givenUp = (h: HeldJob) => (h.leaseLost ? 'after its lease was lost (not sent again)' : 'when its lease ended');
+/** Why the log says an unanswered Ack / Fail of h was not sent again (its last attempt was sent while lost, or at the lease end). */
+const givenUp = (h: HeldJob) => (h.leaseLost ? 'when sent after its lease was lost (not sent again)' : 'when its lease ended');
 
 export interface OutcomeSenderParams {
   stub: BrokerClient;
@@ -48,6 +52,8 @@ export interface OutcomeSenderParams {
   metadata: () => grpc.Metadata;
   /** Deadline of each Fail call (WorkerOptions.timeoutMs). */
   timeoutMs: number;
+  /** Renews the leases of the jobs being settled; stopped once an outcome is decided. */
+  renewer: Pick<LeaseRenewer, 'stop'>;
   log: Logger | null;
   /** Receives every final outcome. */
   report: (o: Outcome) => void;
@@ -108,21 +114,37 @@ export class OutcomeSender {
    * Runs an Ack or Fail, retrying on UNAVAILABLE / DEADLINE_EXCEEDED with
    * backoff until the lease has ended by the local estimate, the last
    * attempts just before and at its end (retryWait), or the stop grace is
-   * over; once h's lease is known lost it is not retried (mayResend). An
-   * UNAVAILABLE / DEADLINE_EXCEEDED error thrown means the outcome is
-   * unknown.
+   * over. An attempt sent while h's lease was already known lost is final
+   * (mayResend): the broker refuses it, unless an earlier attempt of this job
+   * was stored, which it answers again. One answered UNAVAILABLE /
+   * DEADLINE_EXCEEDED when the lease has been learnt lost since it was sent
+   * (maybe because that attempt completed the job, its answer lost) is sent
+   * once more, at once, whatever the lease estimate: sent while lost, its
+   * answer is final. An UNAVAILABLE / DEADLINE_EXCEEDED error thrown means
+   * the outcome is unknown. Either way the outcome is decided when it
+   * returns: h's lease renewal is stopped then, before the outcome is
+   * reported.
    */
   private async withOutcomeRetry<T>(h: HeldJob, call: () => Promise<T>): Promise<T> {
+    try {
+      return await this.retrying(h, call);
+    } finally {
+      this.p.renewer.stop(h);
+    }
+  }
+
+  private async retrying<T>(h: HeldJob, call: () => Promise<T>): Promise<T> {
     let attempt = 0;
     for (;;) {
+      const lostWhenSent = h.leaseLost;
       try {
         return await call();
       } catch (e) {
         const err = JobwireError.from(e);
-        const delay = outcomeRetryDelayMs(attempt);
-        attempt++;
-        if (!mayResend(err.code, h.leaseLost) || h.abandoned) throw err;
-        const wait = retryWait(delay, h.localLeaseDeadline - Date.now());
+        if (!mayResend(err.code, lostWhenSent) || h.abandoned) throw err;
+        if (h.leaseLost) continue; // learnt lost since it was sent: once more, at once
+        // Learnt lost during the wait: the next attempt is the last.
+        const wait = retryWait(outcomeRetryDelayMs(attempt++), h.localLeaseDeadline - Date.now());
         if (wait === undefined) throw err;
         await sleep(wait);
         if (h.abandoned) throw err;

@@ -97,9 +97,12 @@ export class RunControl {
     }
   }
 
-  /** Stops h's renewal and tells its handler to stop (stopRun). */
+  /**
+   * Stops h's renewal (the broker refuses it from now on; also while the Ack
+   * / Fail is retried) and tells its handler to stop (stopRun).
+   */
   stop(h: HeldJob, reason: StopReason, cause?: JobwireError): JobCancelledError {
-    if (!h.finished) this.p.renewer.stop(h);
+    this.p.renewer.stop(h);
     return stopRun(h, reason, this.p.log, cause);
   }
 

@@ -183,7 +183,7 @@ export class Worker extends EventEmitter {
       renewer,
       control: new RunControl({ stub, metadata: this.metadata, timeoutMs: this.timeoutMs, renewer, log: this.log }),
       sender: new OutcomeSender({
-        stub, acks, metadata: this.metadata, timeoutMs: this.timeoutMs, log: this.log,
+        stub, acks, metadata: this.metadata, timeoutMs: this.timeoutMs, renewer, log: this.log,
         report: (o) => this.report(o),
       }),
     };
@@ -289,6 +289,7 @@ export class Worker extends EventEmitter {
       renewAt: 0,
       renewQueue: undefined,
       renewing: false,
+      renewalStopped: false,
       finished: false,
       leaseLost: false,
       abandoned: false,
@@ -302,6 +303,10 @@ export class Worker extends EventEmitter {
     // stop() (the stream was already cancelled) is not started: it is failed
     // (retryable) at once, and doStop waits for that.
     const endedAgo = leaseEndedAgoMs(Date.now(), job.leaseExpiresAtMs, h.localLeaseDeadline);
+    // The lease of a job not dropped is renewed from here until its final
+    // outcome is decided (the OutcomeSender stops it then), or it is
+    // abandoned at the end of the stop grace; settle() stops it in any case.
+    if (endedAgo === undefined) this.parts!.renewer.start(h);
     const work = endedAgo !== undefined ? this.dropExpired(h, endedAgo)
       : this.stopping ? this.failStopping(h) : this.process(h);
     h.done = work.catch((e) => {
@@ -333,7 +338,7 @@ export class Worker extends EventEmitter {
   }
 
   private async process(h: HeldJob): Promise<void> {
-    const { renewer, control, sender } = this.parts!;
+    const { control, sender } = this.parts!;
     const job = h.job;
     const handler = this.handlers.get(job.type);
     if (!handler) {
@@ -345,7 +350,6 @@ export class Worker extends EventEmitter {
       await sender.fail(h, { text, nonRetryable: false, retryAfterMs: 0, keepAttempt: false });
       return;
     }
-    renewer.start(h);
     control.start(h);
     let result: Buffer;
     try {
@@ -353,11 +357,9 @@ export class Worker extends EventEmitter {
         ? Promise.resolve().then(() => handler(job))
         : runLayers(this.layers, handler, job));
       h.finished = true;
-      renewer.stop(h);
       result = encodeValue(value);
     } catch (err) {
       h.finished = true;
-      renewer.stop(h);
       if (h.abandoned) return;
       await sender.fail(h, failureOf(err, h.stopped?.reason));
       return;

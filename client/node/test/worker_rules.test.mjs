@@ -42,7 +42,7 @@ test('the lease length: the one granted; from an older broker the one asked for,
   }
 });
 
-test('an Ack / Fail is sent again only after UNAVAILABLE / DEADLINE_EXCEEDED, and only while the lease is not known lost', () => {
+test('an Ack / Fail is sent again only after UNAVAILABLE / DEADLINE_EXCEEDED, and only when sent while the lease was not known lost', () => {
   const cases = [
     [Status.UNAVAILABLE, false, true],
     [Status.DEADLINE_EXCEEDED, false, true],
@@ -51,7 +51,7 @@ test('an Ack / Fail is sent again only after UNAVAILABLE / DEADLINE_EXCEEDED, an
     [Status.FAILED_PRECONDITION, false, false],
     [Status.NOT_FOUND, false, false],
   ];
-  for (const [code, lost, want] of cases) assert.equal(mayResend(code, lost), want, `code ${code} lost ${lost}`);
+  for (const [code, lostWhenSent, want] of cases) assert.equal(mayResend(code, lostWhenSent), want, `code ${code} lost when sent ${lostWhenSent}`);
 });
 
 test('the Ack / Fail retry backoff is full jitter: uniform in [0, d], d = 100 ms doubling to 2 s', () => {

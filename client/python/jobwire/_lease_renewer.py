@@ -1,15 +1,20 @@
 """Lease renewal for the threaded Worker: one thread renews the leases of
-every running handler (the design of client/cpp/worker.cc's RenewThread).
+every job held (the design of client/cpp/worker.cc's RenewThread).
 
-Each ``Lease`` is renewed every third of its length from ``add`` until
-``remove``. A renewal is an ExtendLease call made without waiting (a gRPC
+Each ``Lease`` is renewed every third of its length from ``add`` (at
+delivery) until ``remove`` (once the job's outcome is decided: its Ack /
+Fail answered, refused or given up, or the job abandoned), so also while
+its final Ack / Fail is being retried after the handler returned. A
+renewal is an ExtendLease call made without waiting (a gRPC
 future, with a deadline of at most that third), so calls run side by side
 and a hung one delays no other lease. The answer updates the lease (new
 local deadline, or ``lost`` on FAILED_PRECONDITION / NOT_FOUND, after which
 renewal stops); an answer that arrives after ``remove`` is ignored. A
 refusal with reason JOB_CANCEL_REQUESTED / RUN_TIMED_OUT is no lost lease
 (the run may still Fail, and Ack unless timed out): it signals the run
-(_run_control) and renewal stops.
+(_run_control) while its handler runs, and renewal stops. After the handler
+returned, a lost lease only marks the lease lost (``lost_event`` set): the
+Settler's Ack / Fail retries read it (_lease_rules.may_resend).
 
 A thread per handler did the same before; starting and joining it cost more
 than the rest of a short job (about a third of the Python Worker's
@@ -172,7 +177,7 @@ class LeaseRenewer:
             if stop is not None:
                 log.info("jobwire: lease renewal of job %s/%s refused (%s); renewal stops",
                          lease.job.queue, lease.job.id, e.details())
-                if lease.run is not None:
+                if lease.run is not None and not lease.handled:  # the handler runs
                     lease.run.signal(stop)
             elif code in LEASE_LOST:
                 log.warning("jobwire: lease of job %s/%s lost (%s: %s); renewal stops",

@@ -10,8 +10,13 @@
   until the lease ends by the worker's own estimate; the waits are clipped so
   that one attempt goes out ``FINAL_LEAD_S`` before that end and a last one
   at the end. Still unanswered then, the outcome is unknown
-  (``ack_unknown`` / ``fail_unknown``). Once the lease is known lost (a
-  renewal refused), it is sent once and never again: see ``may_resend``.
+  (``ack_unknown`` / ``fail_unknown``). An attempt sent while the lease was
+  already known lost (a renewal refused) is final: see ``may_resend``. One
+  sent before, answered once the lease has been learnt lost (maybe because
+  that very attempt was stored, its answer lost), is sent once more, at
+  once, whatever the lease end: sent while lost, its answer is final (OK
+  when the earlier attempt was stored: the broker answers a repeat with the
+  first outcome).
 - A delivery whose lease has already ended when its handler would start is
   dropped (no handler, no Ack / Fail): see ``lease_ended_ago_ms``.
 """
@@ -34,17 +39,21 @@ BROKER_DEFAULT_LEASE_S = 30.0
 FINAL_LEAD_S = 0.1
 
 
-def may_resend(code: Optional[grpc.StatusCode], lease_lost: bool) -> bool:
-    """Whether an Ack / Fail answered ``code`` may be sent again: only after
-    UNAVAILABLE / DEADLINE_EXCEEDED, and only while the lease is not known
-    lost (the broker would refuse it anyway). False: its outcome is final
-    (unknown when ``code`` is one of those two)."""
-    return code in RETRYABLE and not lease_lost
+def may_resend(code: Optional[grpc.StatusCode], lost_when_sent: bool) -> bool:
+    """Whether an Ack / Fail attempt answered ``code`` may be sent again:
+    only after UNAVAILABLE / DEADLINE_EXCEEDED, and only when the lease was
+    not already known lost when that attempt was sent (``lost_when_sent``:
+    the broker refuses it then, unless an earlier attempt was stored, which
+    it answers again). False: its outcome is final (unknown when ``code`` is
+    one of those two). True: the caller sends it again at once when the
+    lease is known lost now (learnt since: the once-more attempt, sent while
+    lost), else after ``retry_wait``."""
+    return code in RETRYABLE and not lost_when_sent
 
 
 def given_up(lease_lost: bool) -> str:
     """How the log says why an unanswered Ack / Fail was not sent again."""
-    return "after its lease was lost (not sent again)" if lease_lost else "when its lease ended"
+    return "after its lease was lost" if lease_lost else "when its lease ended"
 
 
 def retry_jitter(backoff: float) -> float:

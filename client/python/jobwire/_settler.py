@@ -6,9 +6,15 @@ AckBatch calls: the Worker's ``send_acks``) without waiting for their
 answer; a Fail is a unary call on the handler's thread. Both are retried on
 UNAVAILABLE / DEADLINE_EXCEEDED until the lease has ended by the worker's
 own estimate (_lease_rules.retry_wait), per job (an ack's own answer in its
-batch decides), and never once that job's lease is known
-lost (_lease_rules.may_resend); an Ack's retries run on a handler thread,
-since the thread sending an AckBatch sleeps for no one.
+batch decides); an attempt sent while that job's lease was already known
+lost is final, and one answered after the lease was learnt lost is sent once
+more, at once (_lease_rules.may_resend). An Ack's retries run on a handler
+thread, since the thread sending an AckBatch sleeps for no one.
+The job's lease is renewed meanwhile (_lease_renewer: a renewal moves the
+lease end the retries are bounded by, a refused one marks the lease lost)
+until its outcome is decided: ``end_renewal(lease)`` stops it then, before
+the outcome is reported (or the job abandoned at shutdown), so that no
+renewal answer changes the lease after that.
 Every final outcome goes to the Worker's ``report``. An Ack refused because
 the run passed its deadline (RUN_TIMED_OUT) is reported like any refusal
 (``ack_error``): the broker fails the attempt with "timeout" itself.
@@ -50,7 +56,9 @@ class Settler:
     of the ack coalescer (``_ack_coalescer.SendBatch``); ``handled(lease)``
     once the job stops counting toward the concurrency (its final call is
     about to be sent); ``settled()`` once its final call is answered or given up (the job's
-    slot frees); ``report(outcome)`` for every final outcome.
+    slot frees); ``report(outcome)`` for every final outcome;
+    ``end_renewal(lease)`` (LeaseRenewer.remove) once the job's outcome is
+    decided, before it is reported (or the job abandoned).
 
     Thread safety: every method may be called from any thread; after
     ``close()`` calls cut by the closing channel are abandoned, not
@@ -58,7 +66,8 @@ class Settler:
 
     def __init__(self, stub, metadata, pool: HandlerPool, timeout: float,
                  report: Callable[[Outcome], None], handled: Callable[[Lease], None],
-                 settled: Callable[[], None], send_acks: SendBatch):
+                 settled: Callable[[], None], send_acks: SendBatch,
+                 end_renewal: Callable[[Lease], None]):
         self._stub = stub
         self._metadata = metadata
         self._pool = pool
@@ -66,6 +75,7 @@ class Settler:
         self.report = report
         self._handled = handled
         self._settled = settled
+        self._end_renewal = end_renewal
         # Every Ack goes through it (the Work stream or AckBatch calls); Fail
         # stays a unary call.
         self._acks = AckCoalescer(send_acks)
@@ -82,13 +92,16 @@ class Settler:
         ``settled()`` once it is answered or given up."""
         req = pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=lease.token, result=result)
         self._handled(lease)
-        self._acks.submit(req, self._timeout, lambda err: self._acked(job, lease, req, err))
+        lost_when_sent = lease.lost
+        self._acks.submit(req, self._timeout,
+                          lambda err: self._acked(job, lease, req, err, lost_when_sent))
 
-    def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError]) -> None:
+    def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError],
+               lost_when_sent: bool) -> None:
         # On the thread sending the AckBatch call: must not block.
-        if (err is not None and may_resend(err.code, lease.lost) and not self._closed
-                and time.monotonic() < lease.deadline):
-            # Retried with backoff on a handler thread (the sender sleeps for no one).
+        if (err is not None and may_resend(err.code, lost_when_sent) and not self._closed
+                and (lease.lost or time.monotonic() < lease.deadline)):
+            # Sent again on a handler thread (the sender sleeps for no one).
             try:
                 self._pool.submit(self._retry_ack, job, lease, req)
                 return
@@ -101,16 +114,19 @@ class Settler:
 
     def _retry_ack(self, job: Job, lease: Lease, req) -> None:
         try:
-            wait = retry_wait(retry_jitter(0.1), lease.deadline - time.monotonic())
-            if wait is not None:
-                time.sleep(wait)
+            if not lease.lost:  # else learnt lost since it was sent: once more, at once
+                wait = retry_wait(retry_jitter(0.1), lease.deadline - time.monotonic())
+                if wait is not None:
+                    time.sleep(wait)
             ok, _, err = self._send_final(self._acks.ack, req, lease, delay=0.2)
             if ok or err is not None:
                 self._report_ack(job, lease, err)
         finally:
+            self._end_renewal(lease)  # abandoned at shutdown (else done already)
             self._settled()
 
     def _report_ack(self, job: Job, lease: Lease, err: Optional[JobwireError]) -> None:
+        self._end_renewal(lease)  # decided: the lease changes no more
         if self._closed and err is not None:
             return  # shut down meanwhile (the call was cut): abandoned
         if err is None:
@@ -136,6 +152,7 @@ class Settler:
                              retry_after_ms=failure.retry_after_ms,
                              keep_attempt=failure.keep_attempt)
         ok, resp, err = self._send_final(self._unary_fail, req, lease)
+        self._end_renewal(lease)  # decided (or abandoned): the lease changes no more
         if ok:
             outcome = pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_")
             self.report(Outcome("fail_ok", job, fail_outcome=outcome,
@@ -159,16 +176,18 @@ class Settler:
     def _send_final(self, method, request, lease: Lease, delay: float = 0.1):
         """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
         DEADLINE_EXCEEDED until the lease (as last known) has ended, the last
-        attempt at its end (_lease_rules.retry_wait); not retried once the
-        lease is known lost (_lease_rules.may_resend). Returns (ok, response,
-        JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
-        outcome is unknown; (False, None, None) when the worker was shut down
-        meanwhile."""
+        attempt at its end (_lease_rules.retry_wait). An attempt sent while
+        the lease was known lost is final; one answered after it was learnt
+        lost is sent once more, at once (_lease_rules.may_resend). Returns
+        (ok, response, JobwireError), the error UNAVAILABLE /
+        DEADLINE_EXCEEDED when the outcome is unknown; (False, None, None)
+        when the worker was shut down meanwhile."""
         self._handled(lease)
         first = True
         while True:
+            lost_when_sent = lease.lost
             timeout = self._timeout
-            if not first:
+            if not first and not lost_when_sent:
                 timeout = min(self._timeout, max(lease.deadline - time.monotonic(), 0.5))
             first = False
             try:
@@ -181,10 +200,12 @@ class Settler:
                 return False, None, None
             if self._closed:
                 return False, None, None
-            if may_resend(err.code, lease.lost):
+            if may_resend(err.code, lost_when_sent):
+                if lease.lost:
+                    continue  # learnt lost since it was sent: once more, at once
                 wait = retry_wait(retry_jitter(delay), lease.deadline - time.monotonic())
                 if wait is not None:
-                    time.sleep(wait)
+                    time.sleep(wait)  # learnt lost meanwhile: the next attempt is the last
                     delay = min(delay * 2, 2.0)
                     continue
             return False, None, err

@@ -490,6 +490,11 @@ class Worker:
         return end if run.deadline is None else min(end, run.deadline)
 
     async def _renew(self, job: Job, run: AioRunControl, state: dict) -> None:
+        """Renews the job's lease (as jobwire.Worker's LeaseRenewer) from
+        delivery until ``_end_renewal`` (the outcome decided) cancels it:
+        also while the final Ack / Fail is retried. After the handler
+        returned a lost lease only marks ``state["lost"]`` (and
+        ``job.lease_lost_event``), which the Ack / Fail retries read."""
         token = run.token
         lease_s = state["lease_s"]
         interval = max(lease_s / 3.0, 0.05)
@@ -508,7 +513,8 @@ class Worker:
                     # No lost lease: the run may still Fail (and Ack, unless timed out).
                     log.info("jobwire: lease renewal of job %s/%s refused (%s); renewal stops",
                              job.queue, job.id, e.details())
-                    run.signal(stop)
+                    if state["handling"]:
+                        run.signal(stop)
                     return
                 if e.code() in LEASE_LOST:
                     state["lost"] = True
@@ -525,10 +531,11 @@ class Worker:
     async def _process(self, job: Job, run: AioRunControl, received: float) -> None:
         token = run.token
         lease_s = lease_length_s(job.lease_ms, self.lease_ms)
+        # "renew": the task renewing the lease until the outcome is decided
+        # (_end_renewal); "handling": the handler runs.
         state = {"lease_s": lease_s, "deadline": self._lease_end(run, received + lease_s),
-                 "lost": False}
+                 "lost": False, "renew": None, "handling": False}
         job._lease_lost_event = asyncio.Event()
-        renew = None
         try:
             ended_ago = lease_ended_ago_ms(job.lease_expires_at_ms, state["deadline"])
             if ended_ago is not None:
@@ -539,6 +546,7 @@ class Worker:
                             job.id, job.attempt, ended_ago)
                 await self._report(Outcome("expired_dropped", job))
                 return
+            state["renew"] = asyncio.create_task(self._renew(job, run, state))
             fn = self._handlers.get(job.type)
             if fn is None:
                 # Only a broker older than ClaimRequest.types delivers a type
@@ -547,14 +555,14 @@ class Worker:
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
                 await self._fail(job, token, state, Failure(text))
                 return
-            renew = asyncio.create_task(self._renew(job, run, state))
+            state["handling"] = True
             try:
                 value = await aio_chain(self._middlewares,
                                         functools.partial(_call_handler, fn))(job)
             except asyncio.CancelledError:
                 raise  # abandoned after the grace: no outcome
             except (SystemExit, KeyboardInterrupt) as e:
-                renew.cancel()
+                self._end_renewal(state)  # abandoned: its lease expires
                 log.warning("jobwire: handler of job %s/%s raised %s: stopping the worker; the "
                             "job is not failed (its lease expires and it is delivered again)",
                             job.queue, job.id, type(e).__name__)
@@ -563,14 +571,14 @@ class Worker:
                 self._request_stop()
                 return
             except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
-                renew.cancel()
+                state["handling"] = False
                 run.finish()
                 failure = failure_of(e)
                 if run.reason is not None:  # told to stop: failed with the reason
                     failure = failure_after_stop(run.reason, failure)
                 await self._fail(job, token, state, failure)
                 return
-            renew.cancel()
+            state["handling"] = False
             run.finish()
             try:
                 result = encode_result(value)
@@ -580,13 +588,22 @@ class Worker:
                 return
             await self._ack(job, token, state, result)
         finally:
-            if renew is not None:
-                renew.cancel()
+            self._end_renewal(state)  # abandoned (else ended already)
             run.finish()
             self._runs.pop((job.id, token), None)
             async with self._cond:
                 self._running -= 1
                 self._cond.notify_all()
+
+    @staticmethod
+    def _end_renewal(state: dict) -> None:
+        """The job's outcome is decided (or the job abandoned): its lease is
+        renewed no more. Called before the outcome is reported: once the
+        renewing task is cancelled (on the loop) no answer of a renewal in
+        flight changes ``state`` any more."""
+        renew = state["renew"]
+        if renew is not None:
+            renew.cancel()
 
     async def _unary_fail(self, request, timeout: float):
         return await self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
@@ -594,13 +611,16 @@ class Worker:
     async def _send_final(self, method, request, state):
         """Ack / Fail (``await method(request, timeout)``), retried on
         UNAVAILABLE / DEADLINE_EXCEEDED until the lease (as last known) has
-        ended, the last attempt at its end (_lease_rules.retry_wait); not
-        retried once the lease is known lost (_lease_rules.may_resend).
-        Returns (response, None) or (None, JobwireError), the error
-        UNAVAILABLE / DEADLINE_EXCEEDED when the outcome is unknown."""
+        ended, the last attempt at its end (_lease_rules.retry_wait). An
+        attempt sent while the lease was known lost is final; one answered
+        after it was learnt lost is sent once more, at once
+        (_lease_rules.may_resend). Returns (response, None) or (None,
+        JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
+        outcome is unknown."""
         delay, first = 0.1, True
         while True:
-            timeout = self.timeout if first else min(
+            lost_when_sent = state["lost"]
+            timeout = self.timeout if first or lost_when_sent else min(
                 self.timeout, max(state["deadline"] - time.monotonic(), 0.5))
             first = False
             try:
@@ -609,10 +629,12 @@ class Worker:
                 err = JobwireError.from_rpc_error(e)
             except JobwireError as e:  # from the ack coalescer
                 err = e
-            if may_resend(err.code, state["lost"]):
+            if may_resend(err.code, lost_when_sent):
+                if state["lost"]:
+                    continue  # learnt lost since it was sent: once more, at once
                 wait = retry_wait(retry_jitter(delay), state["deadline"] - time.monotonic())
                 if wait is not None:
-                    await asyncio.sleep(wait)
+                    await asyncio.sleep(wait)  # learnt lost meanwhile: the next one is the last
                     delay = min(delay * 2, 2.0)
                     continue
             return None, err
@@ -621,6 +643,7 @@ class Worker:
         resp, err = await self._send_final(
             self._acks.ack, pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=token,
                                           result=result), state)
+        self._end_renewal(state)  # decided: the lease changes no more
         if err is None:
             await self._report(Outcome("ack_ok", job, lease_lost=state["lost"]))
         elif err.code in RETRYABLE:
@@ -641,6 +664,7 @@ class Worker:
                                              non_retryable=failure.non_retryable,
                                              retry_after_ms=failure.retry_after_ms,
                                              keep_attempt=failure.keep_attempt), state)
+        self._end_renewal(state)  # decided: the lease changes no more
         if err is None:
             await self._report(Outcome("fail_ok", job,
                                        fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_"),

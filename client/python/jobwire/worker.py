@@ -124,10 +124,12 @@ class Worker:
         # The acks' batches that no Work stream carries.
         self._ack_batch = batch_sender(self._stub, self._metadata)
         # Sends every job's final Ack / Fail and reports its outcome.
-        self._settler = Settler(self._stub, self._metadata, self._pool, self.timeout,
-                                self._report, self._handled, self._settled, self._send_acks)
-        # Renews the lease of every running handler, from one thread.
+        # Renews the lease of every job held (delivered, outcome not yet
+        # decided), from one thread.
         self._renewer = LeaseRenewer(self._stub, self._metadata)
+        self._settler = Settler(self._stub, self._metadata, self._pool, self.timeout,
+                                self._report, self._handled, self._settled, self._send_acks,
+                                self._renewer.remove)
         # Signals "timeout" to the runs whose deadline passes, from one thread.
         self._deadlines = DeadlineTimer()
         # The runs held, by (job id, lease token): a StopRun finds its run
@@ -457,6 +459,10 @@ class Worker:
             if ended_ago is not None:
                 self._drop_expired(job, lease, ended_ago)
                 return
+            # Renewed until the job's outcome is decided: the Settler stops
+            # it before reporting that outcome (also when an Ack is settled
+            # on another thread), else the finally below.
+            self._renewer.add(lease)
             fn = self._handlers.get(job.type)
             if fn is None:
                 # Only a broker older than ClaimRequest.types delivers a type
@@ -466,15 +472,13 @@ class Worker:
                 log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
                 self._settler.fail(job, lease, Failure(text))
                 return
-            self._renewer.add(lease)
             try:
                 value = chain(self._middlewares, fn)(job)
             except (SystemExit, KeyboardInterrupt) as e:
-                self._renewer.remove(lease)
+                self._renewer.remove(lease)  # abandoned: its lease expires
                 self._exit_requested(job, e)
                 return
             except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
-                self._renewer.remove(lease)
                 self._deadlines.remove(run)
                 failure = failure_of(e)
                 log.info("jobwire: job %s/%s attempt %d failed: %s",
@@ -483,7 +487,6 @@ class Worker:
                     failure = failure_after_stop(run.reason, failure)
                 self._settler.fail(job, lease, failure)
                 return
-            self._renewer.remove(lease)
             self._deadlines.remove(run)
             try:
                 result = encode_result(value)
@@ -494,7 +497,8 @@ class Worker:
             self._settler.ack(job, lease, result)
             acking = True
         finally:
-            self._renewer.remove(lease)
+            if not acking:  # else the Ack's settling stops the renewal
+                self._renewer.remove(lease)
             self._deadlines.remove(run)
             with self._lock:
                 self._runs.pop((job.id, token), None)
