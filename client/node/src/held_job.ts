@@ -27,12 +27,25 @@ export interface HeldJob {
    */
   renewalStopped: boolean;
   /**
-   * The handler has returned: job.signal is no longer aborted (the lease is
-   * still renewed until the Ack / Fail is decided; a loss then only sets
+   * The handler has returned (or will not run: a delivery dropped or failed
+   * while stopping): job.signal is no longer aborted (the lease is still
+   * renewed until the Ack / Fail is decided; a loss then only sets
    * leaseLost).
    */
   finished: boolean;
+  /**
+   * The lease is known lost: a renewal was refused (FAILED_PRECONDITION /
+   * NOT_FOUND), while the handler ran or later, while the Ack / Fail was
+   * sent. Rules the Ack / Fail retries (OutcomeSender, mayResend); not what
+   * the outcome reports (leaseLostWhileRunning).
+   */
   leaseLost: boolean;
+  /**
+   * leaseLost as it was when the handler returned (set once, with finished;
+   * false when no handler ran): the lease was lost while the handler ran. The
+   * outcome's leaseLost.
+   */
+  leaseLostWhileRunning: boolean;
   /** Given up after the stop grace: nothing more is sent for it. */
   abandoned: boolean;
   /** Aborts job.signal. */

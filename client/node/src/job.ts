@@ -190,9 +190,13 @@ export interface Outcome {
   retryAfterMs?: number;
   keepAttempt?: boolean;
   /**
-   * True when the lease was reported lost while the handler ran. A run told
-   * to stop (cancelled, timed out) is not a lost lease: `job.signal.reason`
-   * is then its JobCancelledError.
+   * True when the lease was reported lost (a renewal refused: `job.signal`
+   * aborted with a LeaseLostError) while the handler ran. A loss learnt only
+   * after the handler returned, while the Ack / Fail was sent or retried
+   * (e.g. because that very Ack or Fail settled the job), does not count;
+   * false for `expired_dropped` and for a job whose handler never ran. A run
+   * told to stop (cancelled, timed out) is not a lost lease:
+   * `job.signal.reason` is then its JobCancelledError.
    */
   leaseLost: boolean;
 }

@@ -7,8 +7,11 @@
  * worker's estimate of the lease end, which bounds the Ack / Fail retries. A
  * FAILED_PRECONDITION / NOT_FOUND answer means the lease is lost: renewal
  * stops, h.leaseLost is set (OutcomeSender: an Ack / Fail in flight then gets
- * one more attempt) and, while the handler runs, job.signal is aborted with a
- * LeaseLostError; except FAILED_PRECONDITION with reason JOB_CANCEL_REQUESTED
+ * one more attempt) and, while the handler runs (!h.finished), job.signal is
+ * aborted with a LeaseLostError. Only a loss learnt while the handler runs is
+ * the outcome's leaseLost (h.leaseLostWhileRunning, taken when it returns); a
+ * loss learnt later, while the Ack / Fail is sent (maybe because that very
+ * attempt settled the job), is not. Except FAILED_PRECONDITION with reason JOB_CANCEL_REQUESTED
  * / RUN_TIMED_OUT, which means the run must stop: renewal stops and, while
  * the handler runs, job.signal is aborted with a JobCancelledError
  * (run_control.ts; not a lost lease: the Ack / Fail is sent as usual).
@@ -194,7 +197,8 @@ export class LeaseRenewer {
         h.leaseLost = true;
         this.stop(h);
         // After the handler returned, the loss only marks the lease lost
-        // (the Ack / Fail in flight gets one more attempt: OutcomeSender).
+        // (the Ack / Fail in flight gets one more attempt: OutcomeSender);
+        // the outcome's leaseLost was taken when the handler returned.
         if (!h.finished) h.abort.abort(new LeaseLostError(h.job.queue, h.job.id, err));
         this.p.log?.warn(`lease of job ${h.job.id} lost (${err.message}); renewal stopped`);
       } else {

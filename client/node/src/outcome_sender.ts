@@ -70,7 +70,7 @@ export class OutcomeSender {
       await this.withOutcomeRetry(h, () => this.p.acks.ack({
         queue: h.job.queue, jobId: h.job.id, leaseToken: h.token, result,
       }));
-      this.p.report({ kind: 'ack_ok', job: h.job, leaseLost: h.leaseLost });
+      this.p.report({ kind: 'ack_ok', job: h.job, leaseLost: h.leaseLostWhileRunning });
     } catch (e) {
       const err = JobwireError.from(e);
       const unknown = isRetryable(err);
@@ -79,7 +79,7 @@ export class OutcomeSender {
         : `Ack of job ${h.job.id} refused: ${err.message}`);
       this.p.report({
         kind: unknown ? 'ack_unknown' : 'ack_error', job: h.job, code: err.code, codeName: err.codeName, error: err,
-        leaseLost: h.leaseLost,
+        leaseLost: h.leaseLostWhileRunning,
       });
     }
   }
@@ -95,7 +95,7 @@ export class OutcomeSender {
       const outcome = res.outcome === 'OUTCOME_DEAD' ? 'DEAD' : 'RETRY_SCHEDULED';
       this.p.report({
         kind: 'fail_ok', job: h.job, failOutcome: outcome, nextAttemptAtMs: toNumber(res.nextAttemptAtMs),
-        failText: text, nonRetryable, retryAfterMs, keepAttempt, leaseLost: h.leaseLost,
+        failText: text, nonRetryable, retryAfterMs, keepAttempt, leaseLost: h.leaseLostWhileRunning,
       });
     } catch (e) {
       const err = JobwireError.from(e);
@@ -105,7 +105,7 @@ export class OutcomeSender {
         : `Fail of job ${h.job.id} refused: ${err.message}`);
       this.p.report({
         kind: unknown ? 'fail_unknown' : 'fail_error', job: h.job, code: err.code, codeName: err.codeName, error: err,
-        failText: text, nonRetryable, retryAfterMs, keepAttempt, leaseLost: h.leaseLost,
+        failText: text, nonRetryable, retryAfterMs, keepAttempt, leaseLost: h.leaseLostWhileRunning,
       });
     }
   }

@@ -292,6 +292,7 @@ export class Worker extends EventEmitter {
       renewalStopped: false,
       finished: false,
       leaseLost: false,
+      leaseLostWhileRunning: false,
       abandoned: false,
       abort,
       stopped: undefined,
@@ -322,17 +323,26 @@ export class Worker extends EventEmitter {
     if (!this.stopping) this.parts!.claims.afterSettle();
   }
 
+  /**
+   * The handler has returned (or will not run): job.signal is no longer
+   * aborted, and the outcome reports whether the lease was lost until now.
+   */
+  private finish(h: HeldJob): void {
+    h.finished = true;
+    h.leaseLostWhileRunning = h.leaseLost;
+  }
+
   /** No handler, no Ack / Fail: the broker's reaper delivers the job again. */
   private async dropExpired(h: HeldJob, endedAgoMs: number): Promise<void> {
-    h.finished = true;
+    this.finish(h);
     this.expiredDropped++;
     this.log?.warn(`delivery of job ${h.job.id} in queue ${h.job.queue} (attempt ${h.job.attempt}) dropped: ` +
       `its lease ended ${Math.round(endedAgoMs)} ms ago, before its handler could start`);
-    this.report({ kind: 'expired_dropped', job: h.job, leaseLost: h.leaseLost });
+    this.report({ kind: 'expired_dropped', job: h.job, leaseLost: h.leaseLostWhileRunning });
   }
 
   private async failStopping(h: HeldJob): Promise<void> {
-    h.finished = true;
+    this.finish(h);
     this.log?.warn(`job ${h.job.id} delivered while stopping; failing it for a retry`);
     await this.parts!.sender.fail(h, { text: 'worker stopping', nonRetryable: false, retryAfterMs: 0, keepAttempt: false });
   }
@@ -356,10 +366,10 @@ export class Worker extends EventEmitter {
       const value = await (this.layers.length === 0
         ? Promise.resolve().then(() => handler(job))
         : runLayers(this.layers, handler, job));
-      h.finished = true;
+      this.finish(h);
       result = encodeValue(value);
     } catch (err) {
-      h.finished = true;
+      this.finish(h);
       if (h.abandoned) return;
       await sender.fail(h, failureOf(err, h.stopped?.reason));
       return;

@@ -194,7 +194,9 @@ test('a Fail answered UNAVAILABLE after the lease was lost is not sent again; on
 // the job is no longer active under that token. The attempt was sent while
 // the lease held, so it is sent once more, at once (even past the worker's
 // lease estimate), and the broker answers that repeat with the first outcome:
-// ack_ok / fail_ok, not unknown.
+// ack_ok / fail_ok, not unknown. The loss was learnt after the handler
+// returned, so the outcome's leaseLost ("reported lost while the handler
+// ran") is false; the worker's log shows it was learnt.
 
 /**
  * A client interceptor for the calls of one RPC (`method`: 'AckBatch' or
@@ -279,7 +281,8 @@ test('an Ack stored but unanswered is sent once more, at once, when the lease is
     await waitFor(() => hasOutcome(w, id), { what: 'the outcome' });
     assert.deepEqual(held.calls, [[id], [id]], 'sent twice');
     const o = only(w.outcomes, id);
-    assert.deepEqual([o.kind, o.leaseLost], ['ack_ok', true], `outcome ${o.kind} ${o.error?.message ?? ''}`);
+    assert.deepEqual([o.kind, o.leaseLost], ['ack_ok', false], `outcome ${o.kind} ${o.error?.message ?? ''}`);
+    assert.ok(w.lines.some((l) => l.startsWith(`lease of job ${id} lost`)), 'the loss was learnt (after the handler returned)');
     const job = await client.getJob(q, id);
     assert.deepEqual([job.state, job.attempts], ['JOB_STATE_COMPLETED', 1]);
   } finally {
@@ -312,8 +315,9 @@ test('a Fail stored but unanswered is sent once more, at once, when the lease is
     await waitFor(() => hasOutcome(w, id), { what: 'the outcome' });
     assert.deepEqual(held.calls, [[id], [id]], 'sent twice');
     const o = only(w.outcomes, id);
-    assert.deepEqual([o.kind, o.failOutcome, o.nextAttemptAtMs, o.leaseLost], ['fail_ok', 'RETRY_SCHEDULED', Number(first.nextAttemptAtMs), true],
+    assert.deepEqual([o.kind, o.failOutcome, o.nextAttemptAtMs, o.leaseLost], ['fail_ok', 'RETRY_SCHEDULED', Number(first.nextAttemptAtMs), false],
       `outcome ${o.kind} ${o.error?.message ?? ''}`);
+    assert.ok(w.lines.some((l) => l.startsWith(`lease of job ${id} lost`)), 'the loss was learnt (after the handler returned)');
     const job = await client.getJob(q, id);
     assert.deepEqual([job.state, job.attempts, job.availableAtMs], ['JOB_STATE_PENDING', 1, Number(first.nextAttemptAtMs)]);
   } finally {

@@ -49,8 +49,11 @@ class Lease:
     broker granted). ``deadline`` is the local (monotonic) estimate of the
     lease end, from the receipt or the last successful renewal; it bounds the
     Ack / Fail retries. ``lost``: the broker refused a renewal (the job moved
-    on); the job's ``lease_lost_event`` is set at that moment. ``handled``:
-    the handler phase is over (Worker._handled). ``run``: the run's stop
+    on); the job's ``lease_lost_event`` is set at that moment; the Ack /
+    Fail retries read it. ``handled``: the handler phase is over
+    (Worker._handled), which sets ``lost_in_handler`` to ``lost`` then: the
+    outcome's ``lease_lost`` (a loss learnt later, while the Ack / Fail is
+    in flight or retried, is not the handler's). ``run``: the run's stop
     signal, when the Worker made one; its deadline caps ``deadline`` (the
     broker never extends the lease past it)."""
 
@@ -66,6 +69,7 @@ class Lease:
         self.lost_event = threading.Event()
         job._lease_lost_event = self.lost_event
         self.handled = False
+        self.lost_in_handler = False
         # Renewal settings: every third of the lease, each call's deadline at
         # most that third; renew_ms 0 asks the broker for its default again.
         self.interval = max(lease_s / 3.0, 0.05)

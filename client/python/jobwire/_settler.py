@@ -15,9 +15,13 @@ lease end the retries are bounded by, a refused one marks the lease lost)
 until its outcome is decided: ``end_renewal(lease)`` stops it then, before
 the outcome is reported (or the job abandoned at shutdown), so that no
 renewal answer changes the lease after that.
-Every final outcome goes to the Worker's ``report``. An Ack refused because
-the run passed its deadline (RUN_TIMED_OUT) is reported like any refusal
-(``ack_error``): the broker fails the attempt with "timeout" itself.
+Every final outcome goes to the Worker's ``report``; its ``lease_lost`` is
+``lease.lost_in_handler`` (the lease was lost while the handler ran), not
+``lease.lost``, which a renewal refused while the Ack / Fail is in flight
+(e.g. because that very call completed the job) may set later. An Ack
+refused because the run passed its deadline (RUN_TIMED_OUT) is reported
+like any refusal (``ack_error``): the broker fails the attempt with
+"timeout" itself.
 """
 from __future__ import annotations
 
@@ -55,8 +59,9 @@ class Settler:
     The Worker's callbacks: ``send_acks(requests, timeout)`` sends a batch
     of the ack coalescer (``_ack_coalescer.SendBatch``); ``handled(lease)``
     once the job stops counting toward the concurrency (its final call is
-    about to be sent); ``settled()`` once its final call is answered or given up (the job's
-    slot frees); ``report(outcome)`` for every final outcome;
+    about to be sent; it sets ``lease.lost_in_handler``); ``settled()``
+    once its final call is answered or given up (the job's slot frees);
+    ``report(outcome)`` for every final outcome;
     ``end_renewal(lease)`` (LeaseRenewer.remove) once the job's outcome is
     decided, before it is reported (or the job abandoned).
 
@@ -130,17 +135,17 @@ class Settler:
         if self._closed and err is not None:
             return  # shut down meanwhile (the call was cut): abandoned
         if err is None:
-            self.report(Outcome("ack_ok", job, lease_lost=lease.lost))
+            self.report(Outcome("ack_ok", job, lease_lost=lease.lost_in_handler))
         elif err.code in RETRYABLE:
             log.warning("jobwire: Ack of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(lease.lost), err)
             self.report(Outcome("ack_unknown", job, code=err.code, error=err.message,
-                                reason=err.reason, lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost_in_handler))
         else:
             log_refused_ack(job, err)
             self.report(Outcome("ack_error", job, code=err.code, error=err.message,
-                                reason=err.reason, lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost_in_handler))
 
     # -- Fail ---------------------------------------------------------------
     def fail(self, job: Job, lease: Lease, failure: Failure) -> None:
@@ -157,17 +162,17 @@ class Settler:
             outcome = pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_")
             self.report(Outcome("fail_ok", job, fail_outcome=outcome,
                                 next_attempt_at_ms=resp.next_attempt_at_ms, error=failure.error,
-                                lease_lost=lease.lost))
+                                lease_lost=lease.lost_in_handler))
         elif err is not None and err.code in RETRYABLE:
             log.warning("jobwire: Fail of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(lease.lost), err)
             self.report(Outcome("fail_unknown", job, code=err.code, error=err.message,
-                                reason=err.reason, lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost_in_handler))
         elif err is not None:
             log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
             self.report(Outcome("fail_error", job, code=err.code, error=err.message,
-                                reason=err.reason, lease_lost=lease.lost))
+                                reason=err.reason, lease_lost=lease.lost_in_handler))
 
     def _unary_fail(self, request, timeout: float):
         return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)

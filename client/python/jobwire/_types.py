@@ -395,6 +395,12 @@ class Outcome:
     reason: the error's reason (``jobwire.Reason``, e.g. ``LEASE_STALE``) for
     ``*_error`` / ``*_unknown``; ``""`` when the answer carried none (and for
     the other kinds).
+    lease_lost: the job's lease was reported lost while its handler ran
+    (``job.lease_lost`` was True when the handler returned). A loss learnt
+    after that, while the Ack / Fail is in flight or retried (e.g. a renewal
+    refused because that very Ack completed the job), does not set it; the
+    Worker still acts on it (an Ack / Fail left unanswered is sent once more)
+    and sets ``job.lease_lost_event``. False for ``expired_dropped``.
     """
 
     kind: str

@@ -532,9 +532,12 @@ class Worker:
         token = run.token
         lease_s = lease_length_s(job.lease_ms, self.lease_ms)
         # "renew": the task renewing the lease until the outcome is decided
-        # (_end_renewal); "handling": the handler runs.
+        # (_end_renewal); "handling": the handler runs; "lost_in_handler":
+        # "lost" when the handler returned, the outcome's lease_lost (a loss
+        # learnt later, while the Ack / Fail is in flight or retried, is not
+        # the handler's; "lost" stays what the retries read).
         state = {"lease_s": lease_s, "deadline": self._lease_end(run, received + lease_s),
-                 "lost": False, "renew": None, "handling": False}
+                 "lost": False, "renew": None, "handling": False, "lost_in_handler": False}
         job._lease_lost_event = asyncio.Event()
         try:
             ended_ago = lease_ended_ago_ms(job.lease_expires_at_ms, state["deadline"])
@@ -572,6 +575,7 @@ class Worker:
                 return
             except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
                 state["handling"] = False
+                state["lost_in_handler"] = state["lost"]
                 run.finish()
                 failure = failure_of(e)
                 if run.reason is not None:  # told to stop: failed with the reason
@@ -579,6 +583,7 @@ class Worker:
                 await self._fail(job, token, state, failure)
                 return
             state["handling"] = False
+            state["lost_in_handler"] = state["lost"]
             run.finish()
             try:
                 result = encode_result(value)
@@ -645,17 +650,17 @@ class Worker:
                                           result=result), state)
         self._end_renewal(state)  # decided: the lease changes no more
         if err is None:
-            await self._report(Outcome("ack_ok", job, lease_lost=state["lost"]))
+            await self._report(Outcome("ack_ok", job, lease_lost=state["lost_in_handler"]))
         elif err.code in RETRYABLE:
             log.warning("jobwire: Ack of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(state["lost"]), err)
             await self._report(Outcome("ack_unknown", job, code=err.code, error=err.message,
-                                       reason=err.reason, lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost_in_handler"]))
         else:
             log_refused_ack(job, err)
             await self._report(Outcome("ack_error", job, code=err.code, error=err.message,
-                                       reason=err.reason, lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost_in_handler"]))
 
     async def _fail(self, job, token, state, failure: Failure) -> None:
         resp, err = await self._send_final(
@@ -670,17 +675,17 @@ class Worker:
                                        fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_"),
                                        next_attempt_at_ms=resp.next_attempt_at_ms,
                                        error=failure.error,
-                                       lease_lost=state["lost"]))
+                                       lease_lost=state["lost_in_handler"]))
         elif err.code in RETRYABLE:
             log.warning("jobwire: Fail of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(state["lost"]), err)
             await self._report(Outcome("fail_unknown", job, code=err.code, error=err.message,
-                                       reason=err.reason, lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost_in_handler"]))
         else:
             log.warning("jobwire: Fail of job %s/%s refused: %s", job.queue, job.id, err)
             await self._report(Outcome("fail_error", job, code=err.code, error=err.message,
-                                       reason=err.reason, lease_lost=state["lost"]))
+                                       reason=err.reason, lease_lost=state["lost_in_handler"]))
 
     async def _report(self, outcome: Outcome) -> None:
         if self.on_outcome is None or self._closed:

@@ -534,10 +534,12 @@ class Worker:
 
     def _handled(self, lease: Lease) -> None:
         """The job's handler phase is over: it stops counting toward
-        concurrency (once per job; see _handling)."""
+        concurrency (once per job; see _handling), and whether its lease was
+        lost meanwhile is kept for its outcome (Lease.lost_in_handler)."""
         with self._cond:
             if not lease.handled:
                 lease.handled = True
+                lease.lost_in_handler = lease.lost
                 self._handling -= 1
 
     def _report(self, outcome: Outcome) -> None:

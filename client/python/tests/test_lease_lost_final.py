@@ -13,7 +13,9 @@ asyncio):
   Worker's own renewal, which goes on until the outcome is decided, is
   refused: that attempt completed / failed the job), is sent once more, at
   once: the broker answers that repeat with the first outcome, so the
-  outcome is ``ack_ok`` / ``fail_ok``, not unknown;
+  outcome is ``ack_ok`` / ``fail_ok``, not unknown, and its ``lease_lost``
+  is False (the loss was learnt after the handler returned; the job's
+  ``lease_lost_event`` is still set);
 - the lease is renewed while an Ack is retried: Acks answered UNAVAILABLE
   for longer than the lease do not lose the job (no second delivery).
 
@@ -293,9 +295,10 @@ def test_ack_stored_answer_lost_then_lease_lost_is_sent_once_more(broker, client
     assert lease_lost_logged(caplog, job_id) == ["FAILED_PRECONDITION"]  # the job completed
     # Both calls carried the job; the first was stored, the repeat answered OK.
     assert acks.calls == [([job_id], [None]), ([job_id], [None])]
-    assert acks.jobs[job_id].lease_lost
+    assert acks.jobs[job_id].lease_lost  # learnt lost (job.lease_lost_event set) ...
     [outcome] = [o for o in outcomes.items if o.job.id == job_id]
-    assert (outcome.kind, outcome.code, outcome.lease_lost) == ("ack_ok", None, True)
+    # ... after the handler returned: not the outcome's lease_lost.
+    assert (outcome.kind, outcome.code, outcome.lease_lost) == ("ack_ok", None, False)
     job = wait_state(client, queue, job_id, JobState.COMPLETED)
     assert job.attempts == 1 and job.result_json() == "done"
 
@@ -326,10 +329,11 @@ def test_fail_stored_answer_lost_then_lease_lost_is_sent_once_more(broker, clien
     first, repeat = (answer for _, answer in fails.calls)
     assert first.outcome == broker_pb2.FailResponse.OUTCOME_RETRY_SCHEDULED
     assert repeat == first  # the broker answers a repeat with the first outcome
-    assert fails.jobs[job_id].lease_lost
+    assert fails.jobs[job_id].lease_lost  # learnt lost (job.lease_lost_event set) ...
     [outcome] = [o for o in outcomes.items if o.job.id == job_id]
+    # ... after the handler returned: not the outcome's lease_lost.
     assert (outcome.kind, outcome.fail_outcome, outcome.next_attempt_at_ms, outcome.lease_lost) \
-        == ("fail_ok", "RETRY_SCHEDULED", first.next_attempt_at_ms, True)
+        == ("fail_ok", "RETRY_SCHEDULED", first.next_attempt_at_ms, False)
     job = wait_state(client, queue, job_id, JobState.PENDING)
     assert job.attempts == 1
     assert [(e.attempt, e.error) for e in job.errors] == [(1, "RetryAfter: later")]
