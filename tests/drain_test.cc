@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -112,6 +114,83 @@ TEST(DrainTest, SigtermReportsNotServingEndsStreamsAndFinishesUnaryCalls) {
       testing::ReadJobFieldArgv(testing::JobsKey("jw", "drain"), response.job_id(), "state"));
   JW_ASSERT_OK(state.status());
   EXPECT_EQ(state->str, "pending");
+}
+
+// Clients that follow a job call WaitJob again when the drain ends their
+// call with UNAVAILABLE. The broker refuses each call made during the drain
+// at once, with UNAVAILABLE (BROKER_SHUTTING_DOWN). When it then stops
+// serving, gRPC ends a call that reached it in that instant with CANCELLED
+// (grpc/grpc#41785), which is why every client treats a CANCELLED it did not
+// cause like UNAVAILABLE on WaitJob and Subscribe (docs/clients.md). Here
+// callers call again at once, with no backoff, to crowd that instant.
+TEST(DrainTest, WaitJobCalledAgainDuringTheDrainIsRefusedUnavailable) {
+  RedisServer redis;
+  JW_ASSERT_OK(redis.Start());
+  BrokerProcess broker(redis.port(), {"--shutdown_grace_ms=10000"});
+  JW_ASSERT_OK(broker.Start());
+  const std::string queue = "drain-wait";
+  const std::string id = MustEnqueue(*broker.NewStub(), MakeJob(queue));
+  constexpr int kCallers = 4;
+  std::atomic<bool> done{false};
+  std::atomic<int> following{0};
+  absl::Mutex mu;
+  std::map<std::string, int> ends;  // "<code>: <message>" -> calls
+  std::vector<int> refused(kCallers, 0);  // "broker is shutting down" answers, by caller
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i) {
+    callers.emplace_back([&, i] {
+      auto stub = v1::BrokerService::NewStub(MakeChannel(broker.address()));
+      bool first = true;
+      while (!done.load()) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+        v1::WaitJobRequest request;
+        request.set_queue(queue);
+        request.set_job_id(id);
+        auto reader = stub->WaitJob(&ctx, request);
+        v1::WaitJobResponse message;
+        if (first && reader->Read(&message)) ++following;  // before the SIGTERM
+        first = false;
+        while (reader->Read(&message)) {
+        }
+        grpc::Status end = reader->Finish();
+        absl::MutexLock lock(&mu);
+        ++ends[absl::StrCat(end.error_code(), ": ", end.error_message())];
+        if (end.error_message() == "broker is shutting down") ++refused[i];
+      }
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (following.load() < kCallers && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(following.load(), kCallers);
+  // An Enqueue held in flight by a paused Redis keeps the drain going ~1.4 s.
+  auto paused = redis.Command("CLIENT", "PAUSE", 1500, "WRITE");
+  JW_ASSERT_OK(paused.status());
+  ASSERT_FALSE(paused->is_error()) << paused->str;
+  std::thread producer([&] {
+    v1::EnqueueResponse response;
+    Enqueue(*v1::BrokerService::NewStub(MakeChannel(broker.address())),
+            MakeJob(queue, "in-flight"), &response);
+  });
+  absl::SleepFor(absl::Milliseconds(100));
+  broker.Signal(SIGTERM);
+  int status = broker.Stop();  // waits for the drain and the exit
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  absl::SleepFor(absl::Milliseconds(100));  // and calls to the stopped broker
+  done = true;
+  for (std::thread& t : callers) t.join();
+  producer.join();
+
+  absl::MutexLock lock(&mu);
+  for (int i = 0; i < kCallers; ++i) EXPECT_GT(refused[i], 10) << "caller " << i;
+  for (const auto& [end, count] : ends) {
+    const bool went_away =
+        end.starts_with(absl::StrCat(grpc::StatusCode::UNAVAILABLE, ": ")) ||
+        end == absl::StrCat(grpc::StatusCode::CANCELLED, ": CANCELLED");
+    EXPECT_TRUE(went_away) << count << " x " << end;
+  }
 }
 
 TEST(DrainTest, WorkerMidJobAcksThroughSecondBrokerAndNothingIsLost) {

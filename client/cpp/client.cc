@@ -97,6 +97,14 @@ std::string ResolveAuthorization(const std::string& token) {
   return "";
 }
 
+// The broker went away while a wait or a live subscription was open: call
+// again. UNAVAILABLE, or CANCELLED, which this client never causes on a
+// stream it still reads: gRPC core ends a call that reached a broker just as
+// it began to shut down with CANCELLED (grpc/grpc#41785).
+bool BrokerWentAway(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsCancelled(status);
+}
+
 }  // namespace
 
 static std::shared_ptr<grpc::Channel> MakeChannel(
@@ -245,9 +253,10 @@ absl::StatusOr<v1::Job> Client::WaitJob(absl::string_view queue, absl::string_vi
     grpc::Status status = reader->Finish();
     if (status.ok() && last.has_value()) return *std::move(last);
     if (status.ok()) return absl::InternalError("WaitJob ended without a job");
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpc(status);
+    absl::Status ended = FromGrpc(status);
+    if (!BrokerWentAway(ended)) return ended;
     const absl::Duration wait = backoff.Next();
-    if (absl::Now() + wait >= until) return FromGrpc(status);
+    if (absl::Now() + wait >= until) return ended;
     absl::SleepFor(wait);
   }
 }
@@ -292,7 +301,7 @@ absl::Status Client::Subscribe(const std::vector<std::string>& queues,
     if (status.ok()) return absl::InternalError("Subscribe ended without an error");
     const std::string reason = ErrorReason(status);
     const bool again =
-        was_live && (absl::IsUnavailable(status) ||
+        was_live && (BrokerWentAway(status) ||
                      (absl::IsResourceExhausted(status) &&
                       (reason == reason::kSubscriberTooSlow ||
                        reason == reason::kTooManySubscriptions)));

@@ -184,19 +184,20 @@ class Client {
   // pushes changes; nothing polls. DEADLINE_EXCEEDED (ErrorReason
   // WAIT_TIMEOUT) when options.timeout passes first; NOT_FOUND for an
   // unknown job. When the stream breaks with UNAVAILABLE (the broker
-  // restarts or drains, Redis is away) it calls again with the time left,
-  // after a backoff of 100 ms to 5 s.
+  // restarts or drains, Redis is away) or CANCELLED (gRPC's code for a call
+  // that reached a broker as it stopped; this client never cancels it) it
+  // calls again with the time left, after a backoff of 100 ms to 5 s.
   absl::StatusOr<v1::Job> WaitJob(absl::string_view queue, absl::string_view job_id,
                                   const WaitOptions& options = {});
 
   // Follows the events of `queues` (Subscribe) until a callback returns
   // false (OK) or an error ends it. Errors before the stream is live are
   // returned (INVALID_ARGUMENT, PERMISSION_DENIED, UNAVAILABLE, ...); once
-  // live, a stream that breaks with UNAVAILABLE or RESOURCE_EXHAUSTED
-  // (SUBSCRIBER_TOO_SLOW, TOO_MANY_SUBSCRIPTIONS) is opened again after a
-  // backoff of 100 ms to 5 s (or the broker's RetryInfo), and on_missed is
-  // called once it is live again; any other error is returned. Blocks the
-  // calling thread; the callbacks run on it.
+  // live, a stream that breaks with UNAVAILABLE, CANCELLED (as for WaitJob)
+  // or RESOURCE_EXHAUSTED (SUBSCRIBER_TOO_SLOW, TOO_MANY_SUBSCRIPTIONS) is
+  // opened again after a backoff of 100 ms to 5 s (or the broker's
+  // RetryInfo), and on_missed is called once it is live again; any other
+  // error is returned. Blocks the calling thread; the callbacks run on it.
   absl::Status Subscribe(const std::vector<std::string>& queues, const SubscribeOptions& options);
 
   // The per-job calls of a worker (Worker makes them; see broker.proto).

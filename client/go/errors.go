@@ -213,6 +213,20 @@ func toError(err error) error {
 	return e
 }
 
+// brokerWentAway reports whether e, the end of a WaitJob or Subscribe call,
+// says the broker went away (stopping, restarting, unreachable), so that
+// the wait or subscription calls again after the reconnect backoff:
+// UNAVAILABLE, or CANCELLED the client did not cause (gRPC ends a call that
+// reached a broker as it stopped with CANCELLED: gRPC core zombifies a call
+// that arrives after Server::Shutdown began and before the client processed
+// the GOAWAY, grpc/grpc#41785, where gRPC's status codes say UNAVAILABLE).
+// The caller rules out its own cancellation first (its ctx ended, or it
+// cancelled the call on purpose): that CANCELLED still ends the wait or
+// subscription.
+func brokerWentAway(e *Error) bool {
+	return e.Code == codes.Unavailable || e.Code == codes.Canceled
+}
+
 // readDetails fills Reason and Metadata from the first ErrorInfo of domain
 // errorDomain, Field from the first field violation of the first BadRequest
 // and RetryDelay from the first RetryInfo among details (as

@@ -1,9 +1,10 @@
 package jobwire
 
 // Client.Subscribe: the events of one or more queues over a Subscribe
-// stream, subscribing again by itself after UNAVAILABLE or a broker that cut
-// the stream off (SUBSCRIBER_TOO_SLOW, TOO_MANY_SUBSCRIPTIONS), with an
-// EventEventsMissed event for the gap (docs/clients.md, Producer).
+// stream, subscribing again by itself after UNAVAILABLE, CANCELLED the client
+// did not cause, or a broker that cut the stream off (SUBSCRIBER_TOO_SLOW,
+// TOO_MANY_SUBSCRIPTIONS), with an EventEventsMissed event for the gap
+// (docs/clients.md, Producer).
 
 import (
 	"context"
@@ -221,13 +222,14 @@ func (s *Subscription) Close() {
 // CANCELLED / DEADLINE_EXCEEDED when ctx ends first; all *Error.
 //
 // Once it runs, a stream ending with UNAVAILABLE (a broker restarting or
-// draining), ErrSubscriberTooSlow or ErrTooManySubscriptions is subscribed
-// again with the Claim stream's reconnect backoff (100 ms doubling to 5 s,
-// full jitter; the broker's RetryDelay when larger), as long as it takes;
-// once subscribed again, one EventEventsMissed comes first, since the gap's
-// events are lost. A broker message telling of lost events gives one too.
-// Any other error ends the subscription: Events is closed and Err returns
-// it.
+// draining), CANCELLED the client did not cause (gRPC ends a call that
+// reached a broker as it stopped with CANCELLED), ErrSubscriberTooSlow or
+// ErrTooManySubscriptions is subscribed again with the Claim stream's
+// reconnect backoff (100 ms doubling to 5 s, full jitter; the broker's
+// RetryDelay when larger), as long as it takes; once subscribed again, one
+// EventEventsMissed comes first, since the gap's events are lost. A broker
+// message telling of lost events gives one too. Any other error ends the
+// subscription: Events is closed and Err returns it.
 func (c *Client) Subscribe(ctx context.Context, queues []string, opts ...SubscribeOption) (*Subscription, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -399,16 +401,20 @@ func (s *subscriber) resubscribe(ctx context.Context, err error) error {
 }
 
 // retryDelay is the wait before subscribing again after err, and whether to:
-// after UNAVAILABLE, RESOURCE_EXHAUSTED with SUBSCRIBER_TOO_SLOW or
-// TOO_MANY_SUBSCRIPTIONS, or DEADLINE_EXCEEDED when a call was not confirmed
-// in time. The reconnect backoff, or the broker's RetryDelay when larger.
+// after UNAVAILABLE or CANCELLED (brokerWentAway), RESOURCE_EXHAUSTED with
+// SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, or DEADLINE_EXCEEDED when a
+// call was not confirmed in time. The reconnect backoff, or the broker's
+// RetryDelay when larger. Only called while ctx has not ended (feed and
+// resubscribe check it first), and open turns the one call the client
+// cancels on purpose (not confirmed in time) into DEADLINE_EXCEEDED, so a
+// CANCELLED here is never the client's own.
 func (s *subscriber) retryDelay(err error) (time.Duration, bool) {
 	var e *Error
 	if !errors.As(err, &e) {
 		return 0, false
 	}
 	switch {
-	case e.Code == codes.Unavailable:
+	case brokerWentAway(e):
 	case e.Code == codes.ResourceExhausted && (e.Reason == "SUBSCRIBER_TOO_SLOW" || e.Reason == "TOO_MANY_SUBSCRIPTIONS"):
 	case e.Code == codes.DeadlineExceeded && e.Reason == "":
 	default:

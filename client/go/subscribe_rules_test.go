@@ -21,6 +21,9 @@ func TestSubscribeRetriesOnlyTheErrorsOfAGap(t *testing.T) {
 	}{
 		{newError(codes.Unavailable, "", "connection refused"), true, 0},
 		{newError(codes.Unavailable, "BROKER_SHUTTING_DOWN", "draining"), true, 0},
+		// gRPC core's end of a call that reached a stopping broker
+		// (grpc/grpc#41785); the client's own CANCELLED never gets here.
+		{newError(codes.Canceled, "", "CANCELLED"), true, 0},
 		{newError(codes.ResourceExhausted, "SUBSCRIBER_TOO_SLOW", "too slow"), true, 0},
 		{&Error{Code: codes.ResourceExhausted, Reason: "TOO_MANY_SUBSCRIPTIONS", RetryDelay: 7 * time.Second}, true, 7 * time.Second},
 		{newError(codes.DeadlineExceeded, "", "not confirmed in time"), true, 0},

@@ -245,6 +245,32 @@ func TestSubscribeOutlivesABrokerRestart(t *testing.T) {
 	}
 }
 
+// A Subscribe stream ended with a CANCELLED the client did not cause (a
+// broker stopping, grpc/grpc#41785) is subscribed again, as after
+// UNAVAILABLE: the first stream ends so once live (after its confirmation),
+// the call made again ends so before any message; the subscription goes on,
+// tells of the gap with one EventEventsMissed and delivers a later event.
+// Close (the caller's own cancellation) still ends it with Err nil.
+func TestSubscribeGoesOnAfterACancelledItDidNotCause(t *testing.T) {
+	t.Parallel()
+	cancels := &brokerCancels{method: subscribeMethod, pass: []int{1, 0}}
+	c := newClient(t, brokerAddr, cancels.option())
+	q := queueName(t)
+	sub := subscribe(t, c, []string{q})
+	if ev := nextEvent(t, sub, 10*time.Second); fmt.Sprintf("%+v", ev) != fmt.Sprintf("%+v", jobwire.QueueEvent{Kind: jobwire.EventEventsMissed}) {
+		t.Fatalf("first event %+v, want only EventEventsMissed", ev)
+	}
+	if n := cancels.calls.Load(); n < 3 {
+		t.Fatalf("%d Subscribe calls, want 3 or more", n)
+	}
+	after := mustEnqueue(t, c, q, "t", nil)
+	if ev := nextEvent(t, sub, 10*time.Second); ev.Kind != jobwire.EventEnqueued || ev.JobID != after || ev.Queue != q {
+		t.Fatalf("event %+v, want the enqueue of %s", ev, after)
+	}
+	sub.Close()
+	ended(t, sub)
+}
+
 // Subscribing again after a restart, the broker refuses the token: Events
 // is closed and Err returns the refusal.
 func TestAnErrorThatIsNotAGapEndsTheSubscription(t *testing.T) {

@@ -1,8 +1,9 @@
 package jobwire
 
 // Client.Wait: follows one job over WaitJob calls until it is COMPLETED or
-// DEAD, calling again after UNAVAILABLE with the Claim stream's reconnect
-// backoff and the time that remains (docs/clients.md, Producer).
+// DEAD, calling again after UNAVAILABLE, or CANCELLED the client did not
+// cause, with the Claim stream's reconnect backoff and the time that remains
+// (docs/clients.md, Producer).
 
 import (
 	"bytes"
@@ -55,7 +56,8 @@ type WaitTimeoutError struct {
 	// Err is the *Error of code DEADLINE_EXCEEDED: with Reason
 	// "WAIT_TIMEOUT" and the broker's message when the broker ended the
 	// wait, Reason "" when the client did (the call's own deadline, or the
-	// time ran out while it waited to call again after UNAVAILABLE).
+	// time ran out while it waited to call again after UNAVAILABLE or a
+	// CANCELLED it did not cause).
 	Err *Error
 }
 
@@ -105,10 +107,12 @@ func WithWaitUpdates(f func(*JobInfo)) WaitOption {
 // cancellation or deadline; the call is cancelled); else the broker's
 // *Error: NOT_FOUND / ErrJobNotFound (no such job, or deleted meanwhile),
 // INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED /
-// ErrTooManyWaits. UNAVAILABLE (broker restarting or draining, Redis down)
-// is not returned: Wait calls again after the Claim stream's reconnect
-// backoff (100 ms doubling to 5 s, full jitter) with the time that remains,
-// so without a timeout it waits out an outage for as long as ctx allows.
+// ErrTooManyWaits. UNAVAILABLE (broker restarting or draining, Redis down),
+// or CANCELLED the client did not cause (gRPC ends a call that reached a
+// broker as it stopped with CANCELLED), is not returned: Wait calls again
+// after the Claim stream's reconnect backoff (100 ms doubling to 5 s, full
+// jitter) with the time that remains, so without a timeout it waits out an
+// outage for as long as ctx allows.
 func (c *Client) Wait(ctx context.Context, queue, jobID string, opts ...WaitOption) (*JobInfo, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -126,6 +130,8 @@ func (c *Client) Wait(ctx context.Context, queue, jobID string, opts ...WaitOpti
 		if err == nil {
 			return job, nil
 		}
+		// The caller's own cancellation comes first: retryDelay takes any
+		// CANCELLED for one the broker's stop caused (brokerWentAway).
 		if ctx.Err() != nil && !errors.Is(err, ErrJobDead) {
 			return nil, toError(ctx.Err())
 		}
@@ -216,11 +222,12 @@ func (w *waiter) repeats(job *JobInfo) bool {
 	return repeat
 }
 
-// retryDelay decides what follows an error of follow: the wait before
-// calling again after UNAVAILABLE (at most until the deadline), or the
-// error to return: a *WaitTimeoutError for DEADLINE_EXCEEDED with a timeout
-// or the reason WAIT_TIMEOUT, else the error as an *Error (or as it is, for
-// the errors follow made itself).
+// retryDelay decides what follows an error of follow while ctx has not
+// ended (the client cancels no WaitJob call of its own otherwise): the wait
+// before calling again after UNAVAILABLE or CANCELLED (brokerWentAway; at
+// most until the deadline), or the error to return: a *WaitTimeoutError for
+// DEADLINE_EXCEEDED with a timeout or the reason WAIT_TIMEOUT, else the
+// error as an *Error (or as it is, for the errors follow made itself).
 func (w *waiter) retryDelay(err error) (time.Duration, error) {
 	var dead *JobDeadError
 	var late *WaitTimeoutError
@@ -231,7 +238,7 @@ func (w *waiter) retryDelay(err error) (time.Duration, error) {
 	switch {
 	case e.Code == codes.DeadlineExceeded && (!w.deadline.IsZero() || e.Reason == "WAIT_TIMEOUT"):
 		return 0, w.timeoutError(e)
-	case e.Code != codes.Unavailable:
+	case !brokerWentAway(e):
 		return 0, e
 	}
 	delay := w.bo.next()

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -17,7 +19,63 @@ import (
 
 // Client.Wait (WaitJob) against the real broker: a job that completes, one
 // that dies, one already finished, one that times out, an unknown job, a
-// cancelled context, and a wait that outlives a broker restart.
+// cancelled context, a wait that outlives a broker restart, and one that
+// outlives calls ended with a CANCELLED it did not cause.
+
+const (
+	waitJobMethod   = "/jobwire.v1.BrokerService/WaitJob"
+	subscribeMethod = "/jobwire.v1.BrokerService/Subscribe"
+)
+
+// brokerCancels plays gRPC core's zombified calls (grpc/grpc#41785: a call
+// that reaches a broker after its Server::Shutdown began ends with
+// CANCELLED, though the client did not cancel it) on one streaming method
+// of a client's channel: call i (from 0) receives pass[i] messages from the
+// broker, then its next receive cancels it and ends it with
+// status.Error(codes.Canceled, "CANCELLED"), as gRPC core does; calls past
+// pass run as they are. calls counts the calls of the method.
+type brokerCancels struct {
+	method string
+	pass   []int
+	calls  atomic.Int64
+}
+
+func (b *brokerCancels) option() jobwire.Option {
+	return jobwire.WithDialOptions(grpc.WithChainStreamInterceptor(
+		func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+			streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			if method != b.method {
+				return streamer(ctx, desc, cc, method, opts...)
+			}
+			i := int(b.calls.Add(1)) - 1
+			if i >= len(b.pass) {
+				return streamer(ctx, desc, cc, method, opts...)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			s, err := streamer(cctx, desc, cc, method, opts...)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			return &cancelledStream{ClientStream: s, left: b.pass[i], cancel: cancel}, nil
+		}))
+}
+
+// cancelledStream passes left messages on, then ends with CANCELLED.
+type cancelledStream struct {
+	grpc.ClientStream
+	left   int
+	cancel context.CancelFunc
+}
+
+func (s *cancelledStream) RecvMsg(m any) error {
+	if s.left > 0 {
+		s.left--
+		return s.ClientStream.RecvMsg(m)
+	}
+	s.cancel()
+	return status.Error(codes.Canceled, "CANCELLED")
+}
 
 // updates records what WithWaitUpdates reports.
 type updates struct {
@@ -303,6 +361,70 @@ func TestWaitOutlivesABrokerRestart(t *testing.T) {
 				t.Fatalf("updates %v: want PENDING once, first, and COMPLETED last", states)
 			}
 		})
+	}
+}
+
+// A WaitJob call ended with a CANCELLED the client did not cause (a broker
+// stopping, grpc/grpc#41785) is called again, as after UNAVAILABLE: the
+// first call ends so after the job's first message, the second before any
+// message; the wait goes on, reports PENDING once, and returns the job
+// COMPLETED. A caller's own cancellation still ends the wait
+// (TestWaitEndsWithItsContext; here too, on the same channel).
+func TestWaitCallsAgainAfterACancelledItDidNotCause(t *testing.T) {
+	t.Parallel()
+	cancels := &brokerCancels{method: waitJobMethod, pass: []int{1, 0}}
+	c := newClient(t, brokerAddr, cancels.option())
+	q := queueName(t)
+	id := mustEnqueue(t, c, q, "t", map[string]int{"n": 3})
+	var seen updates
+	ch := waitInBackground(c, q, id, jobwire.WithWaitTimeout(30*time.Second), jobwire.WithWaitUpdates(seen.add))
+	waitFor(t, 10*time.Second, "a third WaitJob call (or Wait to return)", func() bool {
+		return cancels.calls.Load() >= 3 || len(ch) > 0
+	})
+	if len(ch) > 0 {
+		r := <-ch
+		t.Fatalf("Wait returned after a CANCELLED it did not cause: %v, %v", r.job, r.err)
+	}
+	startWorker(t, brokerAddr, []string{q}, map[string]jobwire.Handler{
+		"t": func(ctx context.Context, job *jobwire.Job) (any, error) { return job.Payload, nil },
+	})
+	r := receive(t, ch, 20*time.Second)
+	if r.err != nil || r.job.GetId() != id || r.job.GetState() != jobwire.StateCompleted || string(r.job.GetResult()) != `{"n":3}` {
+		t.Fatalf("Wait = %v, %v; want the job COMPLETED", r.job, r.err)
+	}
+	if n := cancels.calls.Load(); n < 3 {
+		t.Fatalf("%d WaitJob calls, want 3 or more", n)
+	}
+	states := seen.states()
+	pending := 0
+	for _, s := range states {
+		if s == jobwire.StatePending {
+			pending++
+		}
+	}
+	if states[0] != jobwire.StatePending || states[len(states)-1] != jobwire.StateCompleted || pending != 1 {
+		t.Fatalf("updates %v: want PENDING once, first, and COMPLETED last", states)
+	}
+
+	// The caller's own cancellation is not taken for the broker's (a queue
+	// no worker takes).
+	q2 := queueName(t)
+	other := mustEnqueue(t, c, q2, "t", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Wait(ctx, q2, other)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if asError(t, err).Code != codes.Canceled {
+			t.Fatalf("Wait after its context was cancelled: %v, want CANCELLED", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after its context was cancelled")
 	}
 }
 
