@@ -344,9 +344,11 @@ export class Client {
    * else JobwireError: NOT_FOUND (no such job, or deleted meanwhile),
    * INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED
    * (reason TOO_MANY_WAITS). UNAVAILABLE (broker restarting or draining,
-   * Redis down) does not reject: the wait calls again after the Claim
-   * stream's reconnect backoff with the time that remains, so without
-   * `timeoutMs` or `signal` it waits out an outage however long it lasts.
+   * Redis down) does not reject, nor does CANCELLED that this client did not
+   * cause (how a draining gRPC C++ broker may end a call, grpc/grpc#41785):
+   * the wait calls again after the Claim stream's reconnect backoff with the
+   * time that remains, so without `timeoutMs` or `signal` it waits out an
+   * outage however long it lasts.
    */
   async wait(queue: string, jobId: string, options?: WaitOptions): Promise<JobInfo> {
     return waitJob(this.stub, this.metadata, queue, jobId, options);
@@ -372,8 +374,10 @@ export class Client {
    * unreachable or draining), DEADLINE_EXCEEDED (not confirmed in time).
    *
    * Once subscribed, a stream that ends with UNAVAILABLE (a broker
-   * restarting or draining), or RESOURCE_EXHAUSTED with reason
-   * SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, is subscribed again
+   * restarting or draining), CANCELLED that this client did not cause (how a
+   * draining gRPC C++ broker may end a stream, grpc/grpc#41785; never one
+   * the client cancelled: close(), the signal), or RESOURCE_EXHAUSTED with
+   * reason SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, is subscribed again
    * inside next() with the Claim stream's reconnect backoff (the broker's
    * retryDelayMs when larger), for as long as it takes; then one event of
    * kind 'events_missed' comes first, since the gap's events are lost (so

@@ -156,6 +156,30 @@ export class JobwireError extends Error {
   }
 }
 
+/** The details grpc-js gives the status of a call the client cancelled itself (`call.cancel()`). */
+const CLIENT_CANCEL_DETAILS = 'Cancelled on client';
+
+/**
+ * True when a call of Client.wait or a Subscription ended with `err` because
+ * the broker went away, so calling again later may succeed: UNAVAILABLE (a
+ * broker restarting or draining, a lost connection, Redis down), or
+ * CANCELLED that this client did not cause. The latter is how gRPC C++ core
+ * (grpc/grpc#41785, seen with 1.51) ends a call that reached a draining broker
+ * after Server::Shutdown began and before the client processed its GOAWAY
+ * (gRPC's status-code guide says server shutdown is UNAVAILABLE). Not for
+ * the Worker's rules, nor for unary calls.
+ *
+ * The caller must not pass the status of a call it cancelled itself (abort,
+ * close, settle): wait.ts and subscribe.ts ignore that status (their call is
+ * marked settled / closed before it is cancelled). As a second guard, a
+ * CANCELLED with grpc-js's own "Cancelled on client" details never counts.
+ * @internal
+ */
+export function brokerWentAway(err: JobwireError): boolean {
+  if (err.code === GrpcStatus.UNAVAILABLE) return true;
+  return err.code === GrpcStatus.CANCELLED && err.details !== CLIENT_CANCEL_DETAILS;
+}
+
 /**
  * Client.wait: the job ended DEAD (failed non-retryable, out of attempts, or
  * cancelled). `job` is the job as the broker sent it last (`job.error`: its
@@ -178,7 +202,8 @@ export class JobDeadError extends JobwireError {
  * Client.wait: its `timeoutMs` passed before the job finished. Code
  * DEADLINE_EXCEEDED; `reason` is WAIT_TIMEOUT with the broker's message when
  * the broker ended the wait, '' when the client did (the call's own deadline,
- * or the time ran out while it waited to call again after UNAVAILABLE).
+ * or the time ran out while it waited to call again after UNAVAILABLE or the
+ * broker's CANCELLED).
  * `lastJob`: the job as last seen (its latest state), undefined when no
  * message came.
  */

@@ -1,15 +1,18 @@
 /**
  * Client.subscribe: the events of one or more queues over Subscribe calls,
  * read only as fast as the caller takes them, subscribing again by itself
- * after UNAVAILABLE or a broker that cut the stream off
+ * after the broker went away (UNAVAILABLE, or a CANCELLED this client did
+ * not cause: errors.ts, brokerWentAway) or cut the stream off
  * (SUBSCRIBER_TOO_SLOW, TOO_MANY_SUBSCRIPTIONS), with one 'events_missed'
- * event for the gap (docs/clients.md, Producer).
+ * event for the gap (docs/clients.md, Producer). A stream the client
+ * cancels itself (close(), the signal, no confirmation in time) never leads
+ * to subscribing again.
  */
 import type * as grpc from '@grpc/grpc-js';
 import { abortError, callTimeoutMs } from './call_options';
 import { reconnectDelayMs } from './claim_stream';
 import { toNumber } from './codec';
-import { JobwireError, Reason, Status } from './errors';
+import { brokerWentAway, JobwireError, Reason, Status } from './errors';
 import type { BrokerClient } from './proto';
 import type { EventKind as ProtoEventKind } from './generated/jobwire/v1/EventKind';
 import type { QueueEvent__Output as ProtoQueueEvent } from './generated/jobwire/v1/QueueEvent';
@@ -76,7 +79,7 @@ const KIND_VALUE = new Map<string, ProtoEventKind>(
   EVENT_KINDS.map((k) => [k, `EVENT_KIND_${k.toUpperCase()}` as ProtoEventKind]));
 const KIND_NAME = new Map<unknown, EventKind>(EVENT_KINDS.map((k) => [KIND_VALUE.get(k), k]));
 
-/** The errors after which a subscription that ran subscribes again (besides UNAVAILABLE). */
+/** The errors after which a subscription that ran subscribes again (besides brokerWentAway's). */
 const RESUBSCRIBE_REASONS: ReadonlySet<string> = new Set([Reason.SUBSCRIBER_TOO_SLOW, Reason.TOO_MANY_SUBSCRIPTIONS]);
 
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
@@ -160,12 +163,17 @@ export class SubscribeState {
    * The wait (ms) before subscribing again after a stream that ran ended
    * with `err` (or a call made again failed with it): the Claim stream's
    * reconnect backoff, or the broker's retryDelayMs when larger. Throws
-   * `err` unless it is UNAVAILABLE, RESOURCE_EXHAUSTED with
-   * SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, or the client's own
-   * DEADLINE_EXCEEDED (no confirmation in time, reason '').
+   * `err` unless the broker went away (brokerWentAway: UNAVAILABLE, or
+   * CANCELLED the client did not cause, a draining gRPC C++ broker,
+   * grpc/grpc#41785), it is RESOURCE_EXHAUSTED with SUBSCRIBER_TOO_SLOW or
+   * TOO_MANY_SUBSCRIPTIONS, or the client's own DEADLINE_EXCEEDED (no
+   * confirmation in time, reason ''). Never sees the status of a stream the
+   * client cancelled: pull() and resubscribe() stop once closed (close()
+   * marks it closed before cancelling), and open() turns its own timer's
+   * cancel into that DEADLINE_EXCEEDED.
    */
   retryDelay(err: JobwireError): number {
-    const retry = err.code === Status.UNAVAILABLE
+    const retry = brokerWentAway(err)
       || (err.code === Status.RESOURCE_EXHAUSTED && RESUBSCRIBE_REASONS.has(err.reason))
       || (err.code === Status.DEADLINE_EXCEEDED && err.reason === '');
     if (!retry) throw err;

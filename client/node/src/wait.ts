@@ -1,13 +1,16 @@
 /**
  * Client.wait: follows one job over WaitJob calls until it is COMPLETED or
- * DEAD, calling again after UNAVAILABLE with the Claim stream's reconnect
- * backoff and the time that remains (docs/clients.md, Producer).
+ * DEAD, calling again after the broker went away (UNAVAILABLE, or a
+ * CANCELLED this client did not cause: errors.ts, brokerWentAway) with the
+ * Claim stream's reconnect backoff and the time that remains
+ * (docs/clients.md, Producer). A call the client cancels itself (abort,
+ * settled) is settled first, so its CANCELLED is never seen as the broker's.
  */
 import type * as grpc from '@grpc/grpc-js';
 import { performance } from 'node:perf_hooks';
 import { abortError, callTimeoutMs } from './call_options';
 import { reconnectDelayMs } from './claim_stream';
-import { JobDeadError, JobwireError, Reason, Status, WaitTimeoutError } from './errors';
+import { brokerWentAway, JobDeadError, JobwireError, Reason, Status, WaitTimeoutError } from './errors';
 import { JobInfo } from './job_info';
 import type { BrokerClient } from './proto';
 import type { WaitJobRequest } from './generated/jobwire/v1/WaitJobRequest';
@@ -64,7 +67,7 @@ class JobWaiter {
   private last: JobInfo | undefined;
   /** The next message is the first of a later call. */
   private resumed = false;
-  /** Calls failed with UNAVAILABLE since a message came. */
+  /** Calls ended by the broker going away (brokerWentAway) since a message came. */
   private attempt = 0;
 
   constructor(
@@ -168,15 +171,18 @@ class JobWaiter {
 
   /**
    * How long to wait (ms) before calling again after a call failed with
-   * `err` (UNAVAILABLE: the broker restarts or drains, or Redis is down), at
-   * most until the deadline. Throws any other error: WaitTimeoutError for
-   * DEADLINE_EXCEEDED with a timeout or the reason WAIT_TIMEOUT, else `err`.
+   * `err` when the broker went away (brokerWentAway: UNAVAILABLE, the broker
+   * restarts or drains, or Redis is down; or CANCELLED the client did not
+   * cause, a draining gRPC C++ broker, grpc/grpc#41785), at most until the
+   * deadline. Throws any other error: WaitTimeoutError for DEADLINE_EXCEEDED
+   * with a timeout or the reason WAIT_TIMEOUT, else `err`. Never sees the
+   * status of a call the client cancelled (follow() ignores it).
    */
   private retryDelay(err: JobwireError): number {
     if (err.code === Status.DEADLINE_EXCEEDED && (this.deadline !== undefined || err.reason === Reason.WAIT_TIMEOUT)) {
       throw new WaitTimeoutError(err.details, this.last, { reason: err.reason, metadata: err.metadata, cause: err });
     }
-    if (err.code !== Status.UNAVAILABLE) throw err;
+    if (!brokerWentAway(err)) throw err;
     let delay = reconnectDelayMs(this.attempt);
     if (this.attempt < 16) this.attempt++;
     if (this.deadline !== undefined) delay = Math.min(delay, Math.max(0, this.deadline - performance.now()));

@@ -304,3 +304,48 @@ export function olderBroker(counts = { work: 0 }) {
     });
   };
 }
+
+/**
+ * A client interceptor standing in for a draining gRPC C++ broker that ends
+ * a call with CANCELLED instead of UNAVAILABLE (grpc/grpc#41785, a call that
+ * reached the server after Server::Shutdown began): the first call of
+ * `method` ('WaitJob', 'Subscribe'), 100 ms after its first message arrived
+ * (and was passed on), is cancelled underneath and ends, for the client,
+ * with status CANCELLED, details 'CANCELLED' (what gRPC core sends); a
+ * message still arriving is dropped. With `cancelFirst: false` no call is
+ * ended (it only counts). Other calls pass. `counts.calls`: the calls of
+ * `method`; `counts.cancelled`: the calls it ended so.
+ */
+export function brokerCancelsFirst(method, counts = { calls: 0, cancelled: 0 }, { cancelFirst = true } = {}) {
+  return (options, nextCall) => {
+    if (!options.method_definition.path.endsWith(`/${method}`)) return new grpc.InterceptingCall(nextCall(options));
+    counts.calls++;
+    if (!cancelFirst || counts.calls !== 1) return new grpc.InterceptingCall(nextCall(options));
+    const inner = nextCall(options);
+    let timer;
+    let ended = false;
+    return new grpc.InterceptingCall(inner, {
+      start(metadata, listener, next) {
+        next(metadata, {
+          onReceiveMessage(message, nextMessage) {
+            if (ended) return; // the call is over for the client
+            nextMessage(message);
+            timer ??= setTimeout(() => {
+              ended = true;
+              inner.cancelWithStatus(grpc.status.CANCELLED, 'CANCELLED');
+            }, 100);
+          },
+          onReceiveStatus(status, nextStatus) {
+            clearTimeout(timer);
+            if (!ended) {
+              nextStatus(status);
+              return;
+            }
+            counts.cancelled++;
+            nextStatus({ code: grpc.status.CANCELLED, details: 'CANCELLED', metadata: new grpc.Metadata() });
+          },
+        });
+      },
+    });
+  };
+}

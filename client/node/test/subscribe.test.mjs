@@ -1,7 +1,8 @@
 // Client.subscribe (Subscribe) against a real redis-server + jobwire-broker:
 // the events of a job that completes and one that dies, the kinds filter,
 // refused requests, a subscription that outlives a broker restart (with
-// 'events_missed' for the gap), and the ways a subscription ends.
+// 'events_missed' for the gap) or a stream a draining gRPC C++ broker ends
+// with CANCELLED, and the ways a subscription ends.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
@@ -11,7 +12,7 @@ import * as path from 'node:path';
 import { Client, Worker, JobwireError, Subscription, EVENT_KINDS, Reason, Status } from '../dist/index.js';
 import * as esm from '../dist/index.mjs';
 import { SubscribeState } from '../dist/subscribe.js';
-import { startStack, uniqueQueue, waitFor, sleep, sha256Hex } from './harness.mjs';
+import { startStack, uniqueQueue, waitFor, sleep, sha256Hex, brokerCancelsFirst } from './harness.mjs';
 
 let stack;
 let client;
@@ -196,6 +197,58 @@ for (const how of ['kill', 'drain']) {
   });
 }
 
+test('a stream ended CANCELLED by the broker (a draining gRPC C++ broker, grpc/grpc#41785): \'events_missed\', then later events', async () => {
+  const counts = { calls: 0, cancelled: 0 };
+  const c = new Client({
+    address: stack.address, timeoutMs: 3000, channelOptions: { interceptors: [brokerCancelsFirst('Subscribe', counts)] },
+  });
+  try {
+    const q = uniqueQueue('sub-cancelled');
+    const sub = await subscribe(c, [q]);
+    assert.deepEqual(await nextEvent(sub), MISSED);
+    assert.equal(counts.cancelled, 1, 'the first stream ended CANCELLED');
+    assert.ok(counts.calls >= 2, `Subscribe calls: ${counts.calls}`);
+    assert.equal(sub.closed, false);
+    const later = await client.enqueue(q, 't');
+    const ev = await nextEvent(sub);
+    assert.deepEqual([ev.kind, ev.queue, ev.jobId], ['enqueued', q, later.jobId]);
+    sub.close();
+  } finally {
+    c.close();
+  }
+});
+
+test('a stream the client cancels (close(), the signal) is never subscribed again', async () => {
+  const counts = { calls: 0, cancelled: 0 };
+  const c = new Client({
+    address: stack.address, timeoutMs: 3000,
+    channelOptions: { interceptors: [brokerCancelsFirst('Subscribe', counts, { cancelFirst: false })] },
+  });
+  try {
+    const q = uniqueQueue('sub-own-cancel');
+    const drain = async (sub) => {
+      const got = [];
+      for await (const ev of sub) got.push(ev);
+      return got;
+    };
+    let sub = await subscribe(c, [q]);
+    let consumer = drain(sub);
+    await sleep(200);
+    sub.close(); // cancels the call: grpc-js ends it CANCELLED
+    assert.deepEqual(await consumer, []);
+    const ac = new AbortController();
+    sub = await subscribe(c, [q], { signal: ac.signal });
+    consumer = drain(sub);
+    await sleep(200);
+    ac.abort(new Error('enough'));
+    assert.deepEqual(await consumer, []);
+    await sleep(500);
+    assert.equal(counts.calls, 2, 'one Subscribe call per subscription');
+  } finally {
+    c.close();
+  }
+});
+
 test('an error that is not a gap rejects the iteration and ends it', async () => {
   // Subscribing again after a restart, the broker refuses the token.
   const token = 'subscriber-token';
@@ -300,6 +353,7 @@ test('the rules: the errors after which it subscribes again, and where \'events_
     new JobwireError(Status.RESOURCE_EXHAUSTED, 'slow', { reason: Reason.SUBSCRIBER_TOO_SLOW }),
     new JobwireError(Status.RESOURCE_EXHAUSTED, 'full', { reason: Reason.TOO_MANY_SUBSCRIPTIONS }),
     new JobwireError(Status.DEADLINE_EXCEEDED, 'not confirmed in time'),
+    new JobwireError(Status.CANCELLED, 'CANCELLED'), // a draining gRPC C++ broker (grpc/grpc#41785)
   ];
   for (const err of gap) {
     for (let i = 0; i < 8; i++) {
@@ -314,6 +368,7 @@ test('the rules: the errors after which it subscribes again, and where \'events_
     new JobwireError(Status.INVALID_ARGUMENT, 'queues', { reason: Reason.INVALID_FIELD }),
     new JobwireError(Status.PERMISSION_DENIED, 'no', { reason: Reason.TOKEN_NOT_PERMITTED }),
     new JobwireError(Status.INTERNAL, 'ended'),
+    new JobwireError(Status.CANCELLED, 'Cancelled on client'), // grpc-js: the client's own cancel
   ]) {
     assert.throws(() => state.retryDelay(err), (e) => e === err);
   }

@@ -1,13 +1,14 @@
 // Client.wait (WaitJob) against a real redis-server + jobwire-broker: a job
 // that completes, one that dies, one already finished, one that times out,
-// an unknown job, an aborted wait, and a wait that outlives a broker restart.
+// an unknown job, an aborted wait, a wait that outlives a broker restart, and
+// one whose call a draining gRPC C++ broker ends with CANCELLED.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   Client, Worker, JobInfo, JobwireError, JobDeadError, WaitTimeoutError, NonRetryableError, Reason, Status,
 } from '../dist/index.js';
 import * as esm from '../dist/index.mjs';
-import { startStack, uniqueQueue, waitFor, sleep } from './harness.mjs';
+import { startStack, uniqueQueue, waitFor, sleep, brokerCancelsFirst } from './harness.mjs';
 
 let stack;
 let client;
@@ -173,3 +174,58 @@ for (const how of ['kill', 'drain']) {
     assert.equal(states.filter((s) => s === 'JOB_STATE_PENDING').length, 1, states.join(','));
   });
 }
+
+test('a CANCELLED the client did not cause (a draining gRPC C++ broker, grpc/grpc#41785) is not a rejection: the wait calls again', async () => {
+  const counts = { calls: 0, cancelled: 0 };
+  const c = new Client({
+    address: stack.address, timeoutMs: 5000, channelOptions: { interceptors: [brokerCancelsFirst('WaitJob', counts)] },
+  });
+  try {
+    const q = uniqueQueue('wait-cancelled');
+    const { jobId } = await client.enqueue(q, 't', { n: 2 });
+    const updates = [];
+    let settled = false;
+    const waiting = c.wait(q, jobId, { timeoutMs: 30_000, onUpdate: (j) => updates.push(j) });
+    waiting.then(() => { settled = true; }, () => { settled = true; });
+    await waitFor(() => settled || (counts.cancelled === 1 && counts.calls >= 2), {
+      what: 'the first call ended CANCELLED, and a second call',
+    });
+    await sleep(200);
+    if (settled) assert.fail(`the wait settled after the CANCELLED: ${await waiting.then(String, String)}`);
+    startWorker(q, { t: async (job) => job.json() });
+    const job = await waiting;
+    assert.equal(job.state, 'JOB_STATE_COMPLETED');
+    assert.deepEqual(job.resultJson(), { n: 2 });
+    assert.ok(counts.calls >= 2, `WaitJob calls: ${counts.calls}`);
+    assert.equal(counts.cancelled, 1);
+    const states = updates.map((u) => u.state);
+    assert.equal(states[0], 'JOB_STATE_PENDING');
+    assert.equal(states.at(-1), 'JOB_STATE_COMPLETED');
+    assert.equal(states.filter((s) => s === 'JOB_STATE_PENDING').length, 1, states.join(','));
+  } finally {
+    c.close();
+  }
+});
+
+test('a wait the client cancels (signal) rejects with the abort reason and never calls again', async () => {
+  const counts = { calls: 0, cancelled: 0 };
+  const c = new Client({
+    address: stack.address, timeoutMs: 5000,
+    channelOptions: { interceptors: [brokerCancelsFirst('WaitJob', counts, { cancelFirst: false })] },
+  });
+  try {
+    const q = uniqueQueue('wait-abort-once');
+    const { jobId } = await client.enqueue(q, 'nobody-handles-this');
+    const ac = new AbortController();
+    const updates = [];
+    const waiting = c.wait(q, jobId, { signal: ac.signal, onUpdate: (j) => updates.push(j) });
+    await waitFor(() => updates.length > 0, { what: 'the first update' });
+    const reason = new Error('gave up');
+    ac.abort(reason); // the call is cancelled: grpc-js ends it CANCELLED
+    assert.equal(await rejection(waiting), reason);
+    await sleep(500);
+    assert.equal(counts.calls, 1, 'no WaitJob call after the client cancelled its own');
+  } finally {
+    c.close();
+  }
+});
