@@ -44,6 +44,12 @@ type leaseState struct {
 	// never past runDeadline. It bounds the Ack / Fail retries without
 	// comparing the Redis clock with the local one.
 	deadline time.Time
+
+	// stopRenewal ends the renewal (startRenewal sets it) and waits for it
+	// to end; calling it again does nothing more. callWithRetry calls it
+	// once the outcome is decided; process once more for a job abandoned at
+	// the end of the stop grace.
+	stopRenewal func()
 }
 
 func (l *leaseState) expiry() time.Time {
@@ -89,20 +95,19 @@ func (r *runner) newLease(cj *jobwirepb.ClaimedJob, received time.Time) *leaseSt
 	return l
 }
 
-// startRenewal renews the lease of job (renew) until the returned stop is
-// called, the run's context ends (the run was told to stop, passed its
+// startRenewal renews the lease of job (renew) until run.lease.stopRenewal
+// is called, the run's context ends (the run was told to stop, passed its
 // deadline, or was abandoned at the end of the stop grace) or the renewal
-// ends by itself. stop cancels a call in flight and waits for the renewal to
-// end, so that nothing of it outlives the job; calling it again does
-// nothing more.
-func (r *runner) startRenewal(job *Job, run *jobRun) (stop func()) {
+// ends by itself. stopRenewal cancels a call in flight and waits for the
+// renewal to end, so that nothing of it outlives the job.
+func (r *runner) startRenewal(job *Job, run *jobRun) {
 	ctx, cancel := context.WithCancel(run.ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		r.renew(ctx, job, run)
 	}()
-	return func() {
+	run.lease.stopRenewal = func() {
 		cancel()
 		<-done
 	}

@@ -15,9 +15,9 @@ import (
 // UNAVAILABLE / DEADLINE_EXCEEDED until the lease ends by the worker's
 // estimate (per job; see callWithRetry for a lease known lost), and reported
 // as its final outcome. The lease is renewed meanwhile (startRenewal): a
-// renewal moves the estimate, a refused one marks the lease lost; ack and
-// fail stop the renewal (stopRenew, which waits for it to end) once the
-// outcome is decided, before they report it.
+// renewal moves the estimate, a refused one marks the lease lost;
+// callWithRetry stops the renewal (stopRenewal, which waits for it to end)
+// once the outcome is decided, before ack / fail report it.
 
 // callWithRetry calls fn, retrying UNAVAILABLE / DEADLINE_EXCEEDED with
 // backoff until the job's lease has ended by the local estimate, the last
@@ -29,8 +29,10 @@ import (
 // lost since it was sent (maybe because that attempt completed the job, its
 // answer lost) is sent once more, at once, whatever the lease estimate: that
 // attempt is sent while lost, so its answer is final. An UNAVAILABLE /
-// DEADLINE_EXCEEDED error returned means the outcome is unknown.
+// DEADLINE_EXCEEDED error returned means the outcome is unknown. The
+// lease's renewal ends before it returns: the outcome is decided.
 func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) error) error {
+	defer lease.stopRenewal()
 	bo := backoffState{base: 100 * time.Millisecond, max: 2 * time.Second}
 	for {
 		lostWhenSent := lease.lost.Load()
@@ -57,14 +59,13 @@ func (r *runner) callWithRetry(lease *leaseState, fn func(ctx context.Context) e
 // ack acks the job through the coalescer (in one batch with the acks of
 // other jobs finishing meanwhile: on the Work stream, else an AckBatch
 // call), retried for this job alone.
-func (r *runner) ack(job *Job, lease *leaseState, stopRenew func(), result []byte) {
+func (r *runner) ack(job *Job, lease *leaseState, result []byte) {
 	req := &jobwirepb.AckRequest{
 		Queue: job.Queue, JobId: job.ID, LeaseToken: job.leaseToken, Result: result,
 	}
 	// The batch carrying the ack is sent under sendAcks' rules, not this
 	// attempt's ctx.
 	err := r.callWithRetry(lease, func(context.Context) error { return r.acks.ack(req) })
-	stopRenew() // the outcome is decided
 	if r.abandoned.Load() {
 		return
 	}
@@ -92,7 +93,7 @@ func (r *runner) sendAcks(acks []*jobwirepb.AckRequest) ([]error, error) {
 
 // fail fails the job with text (errorText(herr), or "cancelled" /
 // "timeout" for a handler told to stop).
-func (r *runner) fail(job *Job, lease *leaseState, stopRenew func(), herr error, text string) {
+func (r *runner) fail(job *Job, lease *leaseState, herr error, text string) {
 	nonRetryable := IsNonRetryable(herr)
 	retryAfter := retryAfterMs(herr)
 	keep := keepAttempt(herr)
@@ -106,7 +107,6 @@ func (r *runner) fail(job *Job, lease *leaseState, stopRenew func(), herr error,
 		})
 		return err
 	})
-	stopRenew() // the outcome is decided
 	if r.abandoned.Load() {
 		return
 	}

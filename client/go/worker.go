@@ -390,11 +390,11 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 		r.dropExpired(job, ago)
 		return
 	}
-	// Renew the lease from here until the job's final outcome is decided:
-	// ack / fail stop the renewal before they report it; the deferred call
-	// covers a job abandoned at the end of the stop grace.
-	stopRenew := r.startRenewal(job, run)
-	defer stopRenew()
+	// Renew the lease from here until the job's final outcome is decided
+	// (callWithRetry stops the renewal); the deferred call covers a job
+	// abandoned at the end of the stop grace.
+	r.startRenewal(job, run)
+	defer lease.stopRenewal()
 
 	h := r.w.handler(job.Type)
 	var (
@@ -426,11 +426,11 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 	case herr == nil:
 		// Also after a signal: the broker completes a cancel-requested run,
 		// and refuses the Ack of one past its deadline (RUN_TIMED_OUT).
-		r.ack(job, lease, stopRenew, result)
+		r.ack(job, lease, result)
 	case stopped != "":
-		r.fail(job, lease, stopRenew, herr, stopped)
+		r.fail(job, lease, herr, stopped)
 	default:
-		r.fail(job, lease, stopRenew, herr, errorText(herr))
+		r.fail(job, lease, herr, errorText(herr))
 	}
 }
 
