@@ -197,8 +197,8 @@ class WaitTimeoutError(JobwireError):
     DEADLINE_EXCEEDED; ``reason`` is ``WAIT_TIMEOUT`` with the broker's
     message when the broker ended the wait, ``""`` when the client did (its
     own deadline of the call, or the time ran out while it waited to call
-    again after UNAVAILABLE). ``job``: the job as last seen (its latest
-    state), None when no message came."""
+    again after UNAVAILABLE or a CANCELLED it did not cause). ``job``: the
+    job as last seen (its latest state), None when no message came."""
 
     def __init__(self, message: str, job=None, *, reason: str = "",
                  metadata: Optional[Dict[str, str]] = None):

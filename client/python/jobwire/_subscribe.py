@@ -3,20 +3,21 @@ calls (docs/clients.md, Producer). ``SubscribeState`` holds the rules both
 clients share (what to send, what each message and each error means);
 ``Subscription`` (sync) and ``AioSubscription`` (asyncio) read the stream
 only as fast as the caller takes events, and subscribe again by themselves
-after UNAVAILABLE, SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, with one
-``'events_missed'`` event for the gap."""
+after UNAVAILABLE, a CANCELLED the client did not cause (a broker shutting
+down: ``_reconnect.broker_went_away``), SUBSCRIBER_TOO_SLOW or
+TOO_MANY_SUBSCRIPTIONS, with one ``'events_missed'`` event for the gap."""
 from __future__ import annotations
 
 import asyncio
 import collections
 import threading
-from typing import Any, Deque, Iterable, List, Optional, Union
+from typing import Any, Callable, Deque, Iterable, List, Optional, Union
 
 import grpc
 import grpc.aio
 
 from ._errors import JobwireError, Reason
-from ._reconnect import reconnect_delay
+from ._reconnect import broker_went_away, reconnect_delay
 from ._types import QueueEvent
 from .v1 import broker_pb2 as pb
 
@@ -32,11 +33,16 @@ _KIND_VALUE = {name: pb.EventKind.Value("EVENT_KIND_" + name.upper()) for name i
 _KIND_NAME = {value: name for name, value in _KIND_VALUE.items()}
 
 # The errors after which a subscription that ran subscribes again: the
-# broker restarting or draining (UNAVAILABLE), or cutting the stream off.
+# broker restarting or draining (broker_went_away: UNAVAILABLE, or CANCELLED
+# the client did not cause), or cutting the stream off (these reasons).
 _RESUBSCRIBE_REASONS = (Reason.SUBSCRIBER_TOO_SLOW, Reason.TOO_MANY_SUBSCRIPTIONS)
 
 Queues = Union[str, Iterable[str]]
 Kinds = Union[None, str, Iterable[str]]
+
+
+def _never() -> bool:
+    return False
 
 
 def _names(value, what: str) -> List[str]:
@@ -100,15 +106,18 @@ class SubscribeState:
         events.extend(event_from_proto(ev) for ev in resp.events)
         return events
 
-    def retry_delay(self, err: JobwireError) -> float:
+    def retry_delay(self, err: JobwireError, *, cancelled_by_client: bool) -> float:
         """The wait (seconds) before subscribing again after a stream that
         ran ended with ``err`` (or a call made again failed with it): the
         reconnect backoff (100 ms doubling to 5 s, full jitter), or the
         broker's RetryInfo when larger. Raises ``err`` unless it is
-        UNAVAILABLE, RESOURCE_EXHAUSTED with SUBSCRIBER_TOO_SLOW or
+        UNAVAILABLE, CANCELLED with ``cancelled_by_client`` false (a broker
+        shutting down, grpc/grpc#41785: ``_reconnect.broker_went_away``),
+        RESOURCE_EXHAUSTED with SUBSCRIBER_TOO_SLOW or
         TOO_MANY_SUBSCRIPTIONS, or the client's own DEADLINE_EXCEEDED (no
-        confirmation in time)."""
-        retry = (err.code == grpc.StatusCode.UNAVAILABLE
+        confirmation in time). ``cancelled_by_client``: the client cancelled
+        the call (the Client was closed); its CANCELLED is raised."""
+        retry = (broker_went_away(err.code, cancelled_by_client)
                  or (err.code == grpc.StatusCode.RESOURCE_EXHAUSTED
                      and err.reason in _RESUBSCRIBE_REASONS)
                  or (err.code == grpc.StatusCode.DEADLINE_EXCEEDED and not err.reason))
@@ -145,10 +154,13 @@ class Subscription:
     Thread safety: one thread iterates; ``close()`` may be called from any
     thread, and ends an iteration blocked in ``next()`` at once."""
 
-    def __init__(self, stub: Any, metadata: Any, state: SubscribeState):
+    def __init__(self, stub: Any, metadata: Any, state: SubscribeState,
+                 client_closed: Optional[Callable[[], bool]] = None):
         self._stub = stub
         self._metadata = metadata
         self._state = state
+        # Whether the Client was closed (its channel close cancels the call).
+        self._client_closed = client_closed or _never
         self._pending: Deque[QueueEvent] = collections.deque()
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -223,11 +235,17 @@ class Subscription:
         except grpc.RpcError as e:
             if self._closed.is_set():
                 return
+            # give_up sets ``late`` before it cancels: its CANCELLED is the
+            # client's own, never one to subscribe again after as such.
             if late.is_set() and e.code() == grpc.StatusCode.CANCELLED:
                 raise self._state.not_confirmed() from None
             raise JobwireError.from_rpc_error(e) from None
         finally:
             timer.cancel()
+            # A give_up already running finishes first: once this returns,
+            # no timer cancels the call unseen (a CANCELLED read later is not
+            # the client's unless it closed the subscription or the Client).
+            timer.join()
         if late.is_set():  # the message came as the timer cancelled the call
             raise self._state.not_confirmed()
         self._pending.extend(self._state.take(first))
@@ -239,7 +257,7 @@ class Subscription:
         one to subscribe again after."""
         while True:
             try:
-                delay = self._state.retry_delay(err)
+                delay = self._state.retry_delay(err, cancelled_by_client=self._cancelled())
             except JobwireError:
                 self.close()
                 raise
@@ -252,6 +270,12 @@ class Subscription:
                 if self._closed.is_set():
                     return
                 err = e
+
+    def _cancelled(self) -> bool:
+        """Whether the client cancelled the call itself: ``close()``, or
+        the Client closed. (The confirmation timer's cancel is
+        DEADLINE_EXCEEDED by then: ``_open``.)"""
+        return self._closed.is_set() or self._client_closed()
 
 
 class AioSubscription:
@@ -267,10 +291,12 @@ class AioSubscription:
     or ``await aclose()`` ends it; so does cancelling the task that awaits
     it. Use it from one event loop; ``close()`` from that loop's thread."""
 
-    def __init__(self, stub: Any, metadata: Any, state: SubscribeState):
+    def __init__(self, stub: Any, metadata: Any, state: SubscribeState,
+                 client_closed: Optional[Callable[[], bool]] = None):
         self._stub = stub
         self._metadata = metadata
         self._state = state
+        self._client_closed = client_closed or _never  # as Subscription's
         self._pending: Deque[QueueEvent] = collections.deque()
         self._started = False
         self._closed = False
@@ -369,10 +395,14 @@ class AioSubscription:
         self._pending.extend(self._state.take(first))
 
     async def _resubscribe(self, err: JobwireError) -> None:
-        """As ``Subscription._resubscribe``."""
+        """As ``Subscription._resubscribe``. (grpc.aio raises a call the
+        client cancelled, by ``close()`` or by closing the Client, as
+        asyncio.CancelledError, not AioRpcError; ``cancelled_by_client``
+        says so all the same.)"""
         while True:
             try:
-                delay = self._state.retry_delay(err)
+                delay = self._state.retry_delay(
+                    err, cancelled_by_client=self._closed or self._client_closed())
             except JobwireError:
                 self.close()
                 raise

@@ -1,7 +1,8 @@
 """The state of one ``Client.wait`` (sync and asyncio alike): follows a job
 over WaitJob calls until it is COMPLETED or DEAD, calling again after
-UNAVAILABLE with the reconnect backoff and the time that remains
-(docs/clients.md, Producer)."""
+UNAVAILABLE, or a CANCELLED the client did not cause (a broker shutting down:
+``_reconnect.broker_went_away``), with the reconnect backoff and the time
+that remains (docs/clients.md, Producer)."""
 from __future__ import annotations
 
 import math
@@ -11,7 +12,7 @@ from typing import Optional, Tuple
 import grpc
 
 from ._errors import JobDeadError, JobwireError, Reason, WaitTimeoutError
-from ._reconnect import reconnect_delay
+from ._reconnect import broker_went_away, reconnect_delay
 from ._types import Job, JobState
 from .v1 import broker_pb2 as pb
 
@@ -48,7 +49,7 @@ class Waiter:
         self.timeout = check_timeout(timeout)
         self.deadline = None if self.timeout is None else time.monotonic() + self.timeout
         self.last: Optional[Job] = None
-        self._attempt = 0  # calls failed with UNAVAILABLE since a message came
+        self._attempt = 0  # calls failed (broker_went_away) since a message came
         self._resumed = False  # the next message is the first of a later call
 
     def request(self) -> Tuple["pb.WaitJobRequest", Optional[float]]:
@@ -86,17 +87,20 @@ class Waiter:
             raise JobDeadError(job)
         return job.state == JobState.COMPLETED
 
-    def retry_delay(self, err: JobwireError) -> float:
+    def retry_delay(self, err: JobwireError, *, cancelled_by_client: bool) -> float:
         """How long to wait (seconds) before calling again after the call
         failed with ``err`` (UNAVAILABLE: the broker restarts or drains, or
-        Redis is down), at most until the deadline. Raises any other error:
-        WaitTimeoutError for DEADLINE_EXCEEDED with a timeout or the reason
-        WAIT_TIMEOUT, else ``err`` itself."""
+        Redis is down; or CANCELLED when ``cancelled_by_client`` is false: a
+        broker shutting down, grpc/grpc#41785, see
+        ``_reconnect.broker_went_away``), at most until the deadline. Raises
+        any other error: WaitTimeoutError for DEADLINE_EXCEEDED with a
+        timeout or the reason WAIT_TIMEOUT, else ``err`` itself (CANCELLED
+        too when ``cancelled_by_client``: the Client was closed)."""
         if err.code == grpc.StatusCode.DEADLINE_EXCEEDED and (
                 self.deadline is not None or err.reason == Reason.WAIT_TIMEOUT):
             raise WaitTimeoutError(err.message, self.last, reason=err.reason,
                                    metadata=err.metadata) from None
-        if err.code != grpc.StatusCode.UNAVAILABLE:
+        if not broker_went_away(err.code, cancelled_by_client):
             raise err
         delay = reconnect_delay(self._attempt)
         self._attempt += 1

@@ -67,6 +67,7 @@ class Client:
         self._metadata = self._security.metadata
         self._channel = open_aio_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerServiceStub(self._channel)
+        self._closed = False  # close() was called: as jobwire.Client's
 
     def __repr__(self) -> str:
         return "jobwire.aio.Client(addr=%r, tls=%s, token=%s)" % (
@@ -81,6 +82,7 @@ class Client:
             raise JobwireError.from_rpc_error(e) from None
 
     async def close(self) -> None:
+        self._closed = True
         await self._channel.close()
 
     async def __aenter__(self) -> "Client":
@@ -126,8 +128,10 @@ class Client:
 
     async def wait(self, queue: str, job_id: str, timeout: Optional[float] = None, *,
                    on_update: Optional[Callable[[Job], Any]] = None) -> Job:
-        """As ``jobwire.Client.wait``; ``on_update`` may also be a coroutine
-        function (awaited). Cancelling the awaiting task cancels the call."""
+        """As ``jobwire.Client.wait`` (UNAVAILABLE, and CANCELLED the client
+        did not cause, are waited out); ``on_update`` may also be a
+        coroutine function (awaited). Cancelling the awaiting task cancels
+        the call (asyncio.CancelledError is raised)."""
         self._security.check()
         w = Waiter(queue, job_id, timeout)
         while True:
@@ -149,7 +153,10 @@ class Client:
                 err = JobwireError.from_rpc_error(e)
             finally:
                 call.cancel()
-            await asyncio.sleep(w.retry_delay(err))
+            # A call the client cancelled (the task, close()) raises
+            # asyncio.CancelledError, not AioRpcError: a CANCELLED here is the
+            # broker's, unless the Client was closed (as jobwire.Client.wait).
+            await asyncio.sleep(w.retry_delay(err, cancelled_by_client=self._closed))
 
     def subscribe(self, queues: Queues, kinds: Kinds = None, include_details: bool = False, *,
                   timeout: Optional[float] = None) -> AioSubscription:
@@ -161,7 +168,7 @@ class Client:
         self._security.check()
         req = build_subscribe_request(queues, kinds, include_details)
         state = SubscribeState(req, self.timeout if timeout is None else float(timeout))
-        return AioSubscription(self._stub, self._metadata, state)
+        return AioSubscription(self._stub, self._metadata, state, lambda: self._closed)
 
     async def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> bool:
         """As ``jobwire.Client.cancel``: True when the job was ACTIVE (its

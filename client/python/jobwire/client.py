@@ -61,6 +61,9 @@ class Client:
         self._metadata = self._security.metadata
         self._channel = open_channel(self.addr, channel_options, self._security)
         self._stub = pb_grpc.BrokerServiceStub(self._channel)
+        # close() was called: the channel's calls end CANCELLED by the
+        # client, which a wait or a subscription does not call again after.
+        self._closed = False
 
     def __repr__(self) -> str:
         return "jobwire.Client(addr=%r, tls=%s, token=%s)" % (
@@ -76,6 +79,7 @@ class Client:
             raise JobwireError.from_rpc_error(e) from None
 
     def close(self) -> None:
+        self._closed = True  # before the calls it cancels end
         self._channel.close()
 
     def __enter__(self) -> "Client":
@@ -204,11 +208,14 @@ class Client:
         ``WaitTimeoutError`` (``.job``: the latest state seen, or None) when
         ``timeout`` passes first, else ``JobwireError``: NOT_FOUND (no such
         job, or deleted meanwhile), INVALID_ARGUMENT, UNAUTHENTICATED,
-        PERMISSION_DENIED, RESOURCE_EXHAUSTED (reason TOO_MANY_WAITS).
+        PERMISSION_DENIED, RESOURCE_EXHAUSTED (reason TOO_MANY_WAITS),
+        CANCELLED when the Client is closed meanwhile.
         UNAVAILABLE (broker restarting or draining, Redis down) is not
-        raised: the wait calls again after the reconnect backoff (100 ms
-        doubling to 5 s, full jitter) with the time that remains, so with no
-        timeout it waits out an outage however long it lasts."""
+        raised, nor is a CANCELLED the client did not cause (what a broker
+        shutting down may answer instead, grpc/grpc#41785): the wait calls
+        again after the reconnect backoff (100 ms doubling to 5 s, full
+        jitter) with the time that remains, so with no timeout it waits out
+        an outage however long it lasts."""
         self._security.check()
         w = Waiter(queue, job_id, timeout)
         while True:
@@ -228,7 +235,9 @@ class Client:
                 err = JobwireError.from_rpc_error(e)
             finally:
                 call.cancel()
-            time.sleep(w.retry_delay(err))
+            # The call is cancelled here only once it has ended: the one
+            # CANCELLED the client causes before is the channel's, close().
+            time.sleep(w.retry_delay(err, cancelled_by_client=self._closed))
 
     def subscribe(self, queues: Queues, kinds: Kinds = None, include_details: bool = False, *,
                   timeout: Optional[float] = None) -> Subscription:
@@ -255,7 +264,10 @@ class Client:
         confirmation within ``timeout``).
 
         Once subscribed, a stream that ends with UNAVAILABLE (a broker
-        restarting or draining), or RESOURCE_EXHAUSTED with reason
+        restarting or draining), CANCELLED not caused by the client (what a
+        broker shutting down may answer instead, grpc/grpc#41785; closing
+        the Client cancels the call: that CANCELLED is raised), or
+        RESOURCE_EXHAUSTED with reason
         SUBSCRIBER_TOO_SLOW or TOO_MANY_SUBSCRIPTIONS, is subscribed again
         inside ``next()`` with the reconnect backoff (100 ms doubling to
         5 s, full jitter; the broker's ``retry_delay`` when larger), for as
@@ -266,7 +278,7 @@ class Client:
         self._security.check()
         req = build_subscribe_request(queues, kinds, include_details)
         state = SubscribeState(req, self.timeout if timeout is None else float(timeout))
-        return Subscription(self._stub, self._metadata, state)
+        return Subscription(self._stub, self._metadata, state, lambda: self._closed)
 
     def cancel(self, queue: str, job_id: str, *, timeout: Optional[float] = None) -> bool:
         """Cancel a job. PENDING: it becomes DEAD with error "cancelled" at

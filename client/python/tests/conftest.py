@@ -264,3 +264,134 @@ def older_broker(monkeypatch):
     monkeypatch.setattr(jobwire.worker, "open_channel", open_channel)
     monkeypatch.setattr(jobwire.aio, "open_aio_channel", open_aio_channel)
     return stand_in
+
+
+WAIT_JOB_METHOD = "/jobwire.v1.BrokerService/WaitJob"
+SUBSCRIBE_METHOD = "/jobwire.v1.BrokerService/Subscribe"
+
+
+def _method_name(details) -> str:
+    method = details.method
+    return method.decode() if isinstance(method, bytes) else method
+
+
+class CancelledByBroker:
+    """Client interceptors standing in for a broker whose gRPC core ends a
+    call CANCELLED although the client did not cancel it (a call reaching it
+    just after Server::Shutdown began: grpc/grpc#41785): the FIRST call of
+    ``method`` (a server-streaming one: WaitJob, Subscribe), once its first
+    message was received, ends with a grpc.RpcError (AioRpcError) of code
+    CANCELLED and details 'CANCELLED', as gRPC core gives; the real call is
+    cancelled underneath. Other calls pass. ``calls``: the calls of
+    ``method``; ``cut``: set once the first one was ended so. ``sync``: for
+    grpc.intercept_channel; ``aio``: a grpc.aio channel's ``interceptors``."""
+
+    def __init__(self, method: str):
+        import grpc
+        import grpc.aio
+        self.method = method
+        self.calls = 0
+        self.cut = threading.Event()
+        stand_in = self
+
+        class Cancelled(grpc.RpcError, grpc.Call):
+            def code(self):
+                return grpc.StatusCode.CANCELLED
+
+            def details(self):
+                return "CANCELLED"
+
+            def initial_metadata(self):
+                return ()
+
+            def trailing_metadata(self):
+                return ()
+
+            def is_active(self):
+                return False
+
+            def time_remaining(self):
+                return None
+
+            def cancel(self):
+                return False
+
+            def add_callback(self, callback):
+                return False
+
+        class CutAfterFirst:
+            """The call, as the caller sees it: its first message, then
+            CANCELLED."""
+
+            def __init__(self, call):
+                self._call, self._read = call, 0
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                if self._read == 0:
+                    self._read = 1
+                    return next(self._call)
+                self._call.cancel()
+                stand_in.cut.set()
+                raise Cancelled()
+
+            def __getattr__(self, name):  # cancel(), code(), ...: the real call's
+                return getattr(self._call, name)
+
+        class Sync(grpc.UnaryStreamClientInterceptor):
+            def intercept_unary_stream(self, continuation, details, request):
+                call = continuation(details, request)
+                return CutAfterFirst(call) if stand_in._first(details) else call
+
+        async def cut_after_first(call):
+            first = await call.read()
+            if first is grpc.aio.EOF:
+                return
+            yield first
+            call.cancel()
+            stand_in.cut.set()
+            raise grpc.aio.AioRpcError(grpc.StatusCode.CANCELLED, grpc.aio.Metadata(),
+                                       grpc.aio.Metadata(), details="CANCELLED")
+
+        class Aio(grpc.aio.UnaryStreamClientInterceptor):
+            async def intercept_unary_stream(self, continuation, details, request):
+                call = await continuation(details, request)
+                return cut_after_first(call) if stand_in._first(details) else call
+
+        self.sync, self.aio = Sync(), Aio()
+
+    def _first(self, details) -> bool:
+        """Counts a call of ``method``: True for the first one."""
+        if _method_name(details) != self.method:
+            return False
+        self.calls += 1
+        return self.calls == 1
+
+    def client(self, addr: str, **kwargs):
+        """A jobwire.Client (plaintext) whose channel has ``sync``."""
+        import grpc
+        import jobwire.client
+        from jobwire import _channel
+
+        def open_channel(addr, extra=None, security=None):
+            return grpc.intercept_channel(_channel.open_channel(addr, extra, security), self.sync)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(jobwire.client, "open_channel", open_channel)
+            return jobwire.client.Client(addr, **kwargs)
+
+    def aio_client(self, addr: str, **kwargs):
+        """A jobwire.aio.Client (plaintext) whose channel has ``aio``;
+        made inside the event loop."""
+        import grpc.aio
+        import jobwire.aio
+        from jobwire import _channel
+
+        def open_aio_channel(addr, extra=None, security=None):
+            assert security is None or not security.tls
+            return grpc.aio.insecure_channel(addr, options=_channel.channel_options(extra),
+                                             interceptors=[self.aio])
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(jobwire.aio, "open_aio_channel", open_aio_channel)
+            return jobwire.aio.Client(addr, **kwargs)

@@ -1,7 +1,8 @@
 """Client.subscribe (Subscribe) against the real broker and Redis, sync and
 asyncio: the events of a job that completes and one that dies, the kinds
-filter, refused requests, a subscription that outlives a broker restart
-(with 'events_missed' for the gap), and the ways a subscription ends."""
+filter, refused requests, a subscription that outlives a broker restart or
+a CANCELLED it did not cause (with 'events_missed' for the gap), and the
+ways a subscription ends."""
 import asyncio
 import hashlib
 import json
@@ -16,7 +17,7 @@ from jobwire import (Client, JobState, JobwireError, QueueEvent, Reason, Subscri
                      aio)
 from jobwire._subscribe import SubscribeState, build_subscribe_request
 from jobwire.v1 import broker_pb2 as pb
-from conftest import Broker, running
+from conftest import SUBSCRIBE_METHOD, Broker, CancelledByBroker, running
 from test_worker import wait_state
 
 MISSED = QueueEvent(kind="events_missed")
@@ -258,7 +259,7 @@ def test_subscribe_state_tells_of_missed_events_once():
     assert kinds(pb.SubscribeResponse(events=[ev, ev])) == ["enqueued", "enqueued"]
     assert kinds(pb.SubscribeResponse(events_missed=True, events=[ev])) == [
         "events_missed", "enqueued"]
-    state.retry_delay(JobwireError(grpc.StatusCode.UNAVAILABLE, "gone"))
+    state.retry_delay(JobwireError(grpc.StatusCode.UNAVAILABLE, "gone"), cancelled_by_client=False)
     assert kinds(pb.SubscribeResponse(subscribed=True, events_missed=True)) == ["events_missed"]
     assert kinds(pb.SubscribeResponse(events=[ev])) == ["enqueued"]
     assert kinds(pb.SubscribeResponse(events=[pb.QueueEvent(kind=99)])) == ["unknown"]
@@ -267,6 +268,9 @@ def test_subscribe_state_tells_of_missed_events_once():
 @pytest.mark.parametrize("code,reason,retry", [
     (grpc.StatusCode.UNAVAILABLE, "", True),
     (grpc.StatusCode.UNAVAILABLE, Reason.BROKER_SHUTTING_DOWN, True),
+    # Not caused by the client (cancelled_by_client=False): a broker shutting
+    # down (gRPC core, grpc/grpc#41785).
+    (grpc.StatusCode.CANCELLED, "", True),
     (grpc.StatusCode.RESOURCE_EXHAUSTED, Reason.SUBSCRIBER_TOO_SLOW, True),
     (grpc.StatusCode.RESOURCE_EXHAUSTED, Reason.TOO_MANY_SUBSCRIPTIONS, True),
     (grpc.StatusCode.DEADLINE_EXCEEDED, "", True),  # the client's: not confirmed in time
@@ -281,13 +285,27 @@ def test_subscribe_state_retries_only_the_errors_of_a_gap(code, reason, retry):
     for attempt in range(8):
         if not retry:
             with pytest.raises(JobwireError) as ei:
-                state.retry_delay(err)
+                state.retry_delay(err, cancelled_by_client=False)
             assert ei.value is err
             return
-        assert 0 <= state.retry_delay(err) <= 5.0
+        assert 0 <= state.retry_delay(err, cancelled_by_client=False) <= 5.0
     slow = JobwireError(grpc.StatusCode.RESOURCE_EXHAUSTED, "m",
                         reason=Reason.TOO_MANY_SUBSCRIPTIONS, retry_delay=7.0)
-    assert state.retry_delay(slow) == 7.0  # the broker's RetryInfo when larger
+    # the broker's RetryInfo when larger
+    assert state.retry_delay(slow, cancelled_by_client=False) == 7.0
+
+
+def test_subscribe_state_raises_the_cancelled_the_client_caused():
+    """CANCELLED of a call the client cancelled (the Client closed) ends the
+    subscription; the other errors of a gap are subscribed again after as
+    when it did not."""
+    state = SubscribeState(build_subscribe_request("q"), 1.0)
+    mine = JobwireError(grpc.StatusCode.CANCELLED, "Channel closed!")
+    with pytest.raises(JobwireError) as ei:
+        state.retry_delay(mine, cancelled_by_client=True)
+    assert ei.value is mine
+    gone = JobwireError(grpc.StatusCode.UNAVAILABLE, "gone")
+    assert 0 <= state.retry_delay(gone, cancelled_by_client=True) <= 5.0
 
 
 def test_aio_subscribe(broker, queue):
@@ -378,4 +396,63 @@ def test_aio_subscription_outlives_a_broker_restart(own_broker, queue):
                 job_id = (await c.enqueue(queue, "t")).job_id
                 ev = await asyncio.wait_for(sub.__anext__(), 10)
                 assert (ev.kind, ev.job_id) == ("enqueued", job_id)
+    asyncio.run(main())
+
+
+def test_subscription_goes_on_after_a_cancelled_it_did_not_cause(broker, queue):
+    """A Subscribe stream that ran ended CANCELLED by the broker's side
+    (gRPC core during a shutdown, grpc/grpc#41785; here a client interceptor
+    ends the first call once its confirmation came) is bridged as
+    UNAVAILABLE is: subscribed again, 'events_missed', then later events."""
+    cut = CancelledByBroker(SUBSCRIBE_METHOD)
+    with cut.client(broker.addr, timeout=5) as c, c.subscribe(queue) as sub:
+        assert cut.calls == 1
+        assert next_event(sub, 15) == MISSED
+        assert cut.cut.is_set() and cut.calls >= 2, cut.calls
+        job_id = c.enqueue(queue, "t").job_id
+        ev = next_event(sub)
+        assert (ev.kind, ev.queue, ev.job_id) == ("enqueued", queue, job_id)
+        assert not sub.closed
+
+
+def test_closing_the_client_ends_a_subscription_with_cancelled(broker, queue):
+    """The CANCELLED the client causes itself (its channel closed: every
+    call cancelled) is raised from next() and ends the subscription, as
+    ever: not subscribed again."""
+    c = Client(broker.addr, timeout=5)
+    sub = c.subscribe(queue)
+    box = {}
+
+    def consume():
+        try:
+            box["events"] = list(sub)
+        except BaseException as e:  # checked below
+            box["error"] = e
+
+    t = threading.Thread(target=consume, daemon=True)
+    t.start()
+    time.sleep(0.3)
+    c.close()
+    t.join(5)
+    assert not t.is_alive()
+    e = box.get("error")
+    assert type(e) is JobwireError and e.code == grpc.StatusCode.CANCELLED, box
+    assert sub.closed
+
+
+def test_aio_subscription_goes_on_after_a_cancelled_it_did_not_cause(broker, queue):
+    """As test_subscription_goes_on_after_a_cancelled_it_did_not_cause, with
+    jobwire.aio.Client (a grpc.aio interceptor)."""
+    cut = CancelledByBroker(SUBSCRIBE_METHOD)
+
+    async def main():
+        async with cut.aio_client(broker.addr, timeout=5) as c:
+            async with c.subscribe(queue) as sub:
+                assert cut.calls == 1
+                assert await asyncio.wait_for(sub.__anext__(), 15) == MISSED
+                assert cut.cut.is_set() and cut.calls >= 2, cut.calls
+                job_id = (await c.enqueue(queue, "t")).job_id
+                ev = await asyncio.wait_for(sub.__anext__(), 10)
+                assert (ev.kind, ev.queue, ev.job_id) == ("enqueued", queue, job_id)
+                assert not sub.closed
     asyncio.run(main())

@@ -1,6 +1,7 @@
 """Client.wait (WaitJob) against the real broker and Redis, sync and asyncio:
 a job that completes, one that dies, one already finished, one that times
-out, an unknown job, and a wait that outlives a broker restart."""
+out, an unknown job, a wait that outlives a broker restart or a CANCELLED
+it did not cause, and one ended by closing its Client."""
 import asyncio
 import pickle
 import threading
@@ -11,7 +12,7 @@ import pytest
 
 from jobwire import (Client, Job, JobDeadError, JobState, JobwireError, NonRetryableError, Reason,
                      WaitTimeoutError, Worker, aio)
-from conftest import running, wait_for
+from conftest import WAIT_JOB_METHOD, CancelledByBroker, running, wait_for
 from test_worker import wait_state
 
 
@@ -210,3 +211,114 @@ def test_aio_wait(broker, queue):
             with pytest.raises(asyncio.CancelledError):
                 await task
     asyncio.run(main())
+
+
+def test_wait_calls_again_after_a_cancelled_it_did_not_cause(broker, queue):
+    """A WaitJob call ended CANCELLED by the broker's side (gRPC core during
+    a shutdown, grpc/grpc#41785; here a client interceptor ends the first
+    call so once its first message came) is waited out as UNAVAILABLE is:
+    the wait calls again and returns the job once COMPLETED."""
+    cut = CancelledByBroker(WAIT_JOB_METHOD)
+    client = cut.client(broker.addr, timeout=5)
+    try:
+        job_id = client.enqueue(queue, "t", {"n": 3}).job_id
+        updates = []
+        t, box = _in_thread(lambda: client.wait(queue, job_id, timeout=30,
+                                                on_update=updates.append))
+        wait_for(lambda: cut.cut.is_set() or "error" in box, what="the first call cut")
+        wait_for(lambda: cut.calls >= 2 or "error" in box, what="a second WaitJob call")
+        assert "error" not in box, box
+        w = Worker(broker.addr, queue)
+        w.register("t", lambda job: {"n": job.json()["n"] + 1})
+        with running(w):
+            t.join(20)
+    finally:
+        client.close()
+    assert not t.is_alive() and "error" not in box, box
+    job = box["value"]
+    assert job.id == job_id and job.state == JobState.COMPLETED
+    assert job.result_json() == {"n": 4}
+    assert cut.calls >= 2, cut.calls
+    states = [u.state for u in updates]
+    # The second call's first message (PENDING again) is not reported twice.
+    assert states[0] == JobState.PENDING and states[-1] == JobState.COMPLETED, states
+    assert states.count(JobState.PENDING) == 1, states
+
+
+def test_closing_the_client_ends_a_wait_with_cancelled(broker, queue):
+    """The CANCELLED the client causes itself (its channel closed: every
+    call cancelled) ends the wait, as ever: no call again."""
+    client = Client(broker.addr, timeout=5)
+    job_id = client.enqueue(queue, "nobody-handles-this").job_id
+    updates = []
+    t, box = _in_thread(lambda: client.wait(queue, job_id, on_update=updates.append))
+    wait_for(lambda: updates, what="the first update")
+    client.close()
+    t.join(5)
+    assert not t.is_alive()
+    e = box.get("error")
+    assert type(e) is JobwireError and e.code == grpc.StatusCode.CANCELLED, box
+
+
+def test_aio_wait_calls_again_after_a_cancelled_it_did_not_cause(broker, queue):
+    """As test_wait_calls_again_after_a_cancelled_it_did_not_cause, with
+    jobwire.aio.Client (a grpc.aio interceptor)."""
+    cut = CancelledByBroker(WAIT_JOB_METHOD)
+
+    async def main():
+        async with cut.aio_client(broker.addr, timeout=5) as c:
+            job_id = (await c.enqueue(queue, "t", {"n": 5})).job_id
+            seen = []
+            wait = asyncio.create_task(c.wait(queue, job_id, timeout=30,
+                                              on_update=lambda job: seen.append(job.state)))
+            deadline = time.monotonic() + 10
+            while cut.calls < 2 and not wait.done() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert cut.cut.is_set()
+            if wait.done():
+                wait.result()  # the error that ended it
+            assert cut.calls >= 2, cut.calls
+            w = aio.Worker(c.addr, queue)
+
+            @w.handler("t")
+            async def t(job):
+                return {"n": job.json()["n"] + 1}
+
+            run = asyncio.create_task(w.run(install_signal_handlers=False))
+            try:
+                job = await asyncio.wait_for(wait, 20)
+            finally:
+                await w.stop()
+                await asyncio.wait_for(run, 10)
+            assert job.id == job_id and job.state == JobState.COMPLETED
+            assert job.result_json() == {"n": 6}
+            assert seen[0] == JobState.PENDING and seen[-1] == JobState.COMPLETED, seen
+            assert seen.count(JobState.PENDING) == 1, seen
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("code,by_client,again", [
+    (grpc.StatusCode.UNAVAILABLE, False, True),
+    (grpc.StatusCode.UNAVAILABLE, True, True),
+    # A broker shutting down (gRPC core, grpc/grpc#41785) ...
+    (grpc.StatusCode.CANCELLED, False, True),
+    # ... but not a call the client cancelled (its Client closed).
+    (grpc.StatusCode.CANCELLED, True, False),
+    (grpc.StatusCode.DEADLINE_EXCEEDED, False, False),
+    (grpc.StatusCode.NOT_FOUND, False, False),
+    (grpc.StatusCode.INTERNAL, False, False),
+])
+def test_waiter_calls_again_only_when_the_broker_went_away(code, by_client, again):
+    from jobwire._reconnect import broker_went_away
+    from jobwire._wait import Waiter
+
+    assert broker_went_away(code, by_client) is again
+    w = Waiter("q", "1", None)
+    err = JobwireError(code, "m")
+    if again:
+        for _ in range(4):
+            assert 0 <= w.retry_delay(err, cancelled_by_client=by_client) <= 5.0
+    else:
+        with pytest.raises(JobwireError) as ei:
+            w.retry_delay(err, cancelled_by_client=by_client)
+        assert ei.value is err
