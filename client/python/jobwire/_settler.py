@@ -63,7 +63,8 @@ class Settler:
     once its final call is answered or given up (the job's slot frees);
     ``report(outcome)`` for every final outcome;
     ``end_renewal(lease)`` (LeaseRenewer.remove) once the job's outcome is
-    decided, before it is reported (or the job abandoned).
+    decided, before it is reported (or the job abandoned): after the first
+    Ack attempt's answer, else when ``_send_final`` returns.
 
     Thread safety: every method may be called from any thread; after
     ``close()`` calls cut by the closing channel are abandoned, not
@@ -113,6 +114,7 @@ class Settler:
             except RuntimeError:  # the pool shut down meanwhile
                 pass
         try:
+            self._end_renewal(lease)  # decided: the lease changes no more
             self._report_ack(job, lease, err)
         finally:
             self._settled()
@@ -127,11 +129,9 @@ class Settler:
             if ok or err is not None:
                 self._report_ack(job, lease, err)
         finally:
-            self._end_renewal(lease)  # abandoned at shutdown (else done already)
             self._settled()
 
     def _report_ack(self, job: Job, lease: Lease, err: Optional[JobwireError]) -> None:
-        self._end_renewal(lease)  # decided: the lease changes no more
         if self._closed and err is not None:
             return  # shut down meanwhile (the call was cut): abandoned
         if err is None:
@@ -157,7 +157,6 @@ class Settler:
                              retry_after_ms=failure.retry_after_ms,
                              keep_attempt=failure.keep_attempt)
         ok, resp, err = self._send_final(self._unary_fail, req, lease)
-        self._end_renewal(lease)  # decided (or abandoned): the lease changes no more
         if ok:
             outcome = pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_")
             self.report(Outcome("fail_ok", job, fail_outcome=outcome,
@@ -186,8 +185,15 @@ class Settler:
         lost is sent once more, at once (_lease_rules.may_resend). Returns
         (ok, response, JobwireError), the error UNAVAILABLE /
         DEADLINE_EXCEEDED when the outcome is unknown; (False, None, None)
-        when the worker was shut down meanwhile."""
+        when the worker was shut down meanwhile. The lease's renewal ends
+        before it returns: the outcome is decided (or abandoned)."""
         self._handled(lease)
+        try:
+            return self._send_until_decided(method, request, lease, delay)
+        finally:
+            self._end_renewal(lease)  # the lease changes no more
+
+    def _send_until_decided(self, method, request, lease: Lease, delay: float):
         first = True
         while True:
             lost_when_sent = lease.lost

@@ -557,48 +557,14 @@ class Worker:
                 await self._report(Outcome("expired_dropped", job))
                 return
             state["renew"] = asyncio.create_task(self._renew(job, run, state))
-            fn = self._handlers.get(job.type)
-            if fn is None:
-                # Only a broker older than ClaimRequest.types delivers a type
-                # the Claim did not name: failed for a retry (as jobwire.Worker).
-                text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
-                log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
-                await self._fail(job, token, state, Failure(text))
-                return
-            state["handling"] = True
-            try:
-                value = await aio_chain(self._middlewares,
-                                        functools.partial(_call_handler, fn))(job)
-            except asyncio.CancelledError:
-                raise  # abandoned after the grace: no outcome
-            except (SystemExit, KeyboardInterrupt) as e:
-                self._end_renewal(state)  # abandoned: its lease expires
-                log.warning("jobwire: handler of job %s/%s raised %s: stopping the worker; the "
-                            "job is not failed (its lease expires and it is delivered again)",
-                            job.queue, job.id, type(e).__name__)
-                if self._exit is None:
-                    self._exit = e
-                self._request_stop()
-                return
-            except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
-                state["handling"] = False
-                state["lost_in_handler"] = state["lost"]
-                run.finish()
-                failure = failure_of(e)
-                if run.reason is not None:  # told to stop: failed with the reason
-                    failure = failure_after_stop(run.reason, failure)
+            ran = await self._run_handler(job, run, state)
+            if ran is None:
+                return  # abandoned: its lease expires
+            result, failure = ran
+            if failure is None:
+                await self._ack(job, token, state, result)
+            else:
                 await self._fail(job, token, state, failure)
-                return
-            state["handling"] = False
-            state["lost_in_handler"] = state["lost"]
-            run.finish()
-            try:
-                result = encode_result(value)
-            except (TypeError, ValueError) as e:
-                await self._fail(job, token, state, Failure(cut_error_text(
-                    "%s: handler result is not JSON-encodable: %s" % (type(e).__name__, e))))
-                return
-            await self._ack(job, token, state, result)
         finally:
             self._end_renewal(state)  # abandoned (else ended already)
             run.finish()
@@ -606,6 +572,51 @@ class Worker:
             async with self._cond:
                 self._running -= 1
                 self._cond.notify_all()
+
+    async def _run_handler(self, job: Job, run: AioRunControl,
+                           state: dict) -> Optional[Tuple[bytes, Optional[Failure]]]:
+        """Runs the job's handler: (result, None) to ack, (b"", failure) to
+        fail, or None when the job is abandoned (the handler raised
+        SystemExit / KeyboardInterrupt, which stops the worker). Raises
+        CancelledError when the handler is abandoned after the stop grace."""
+        fn = self._handlers.get(job.type)
+        if fn is None:
+            # Only a broker older than ClaimRequest.types delivers a type
+            # the Claim did not name: failed for a retry (as jobwire.Worker).
+            text = 'no handler for job type "%s" in worker %s' % (job.type, self.worker_id)
+            log.warning("jobwire: %s (job %s/%s failed for a retry)", text, job.queue, job.id)
+            return b"", Failure(text)
+        state["handling"] = True
+        try:
+            value = await aio_chain(self._middlewares, functools.partial(_call_handler, fn))(job)
+        except asyncio.CancelledError:
+            raise  # abandoned after the grace: no outcome
+        except (SystemExit, KeyboardInterrupt) as e:
+            log.warning("jobwire: handler of job %s/%s raised %s: stopping the worker; the "
+                        "job is not failed (its lease expires and it is delivered again)",
+                        job.queue, job.id, type(e).__name__)
+            if self._exit is None:
+                self._exit = e
+            self._request_stop()
+            return None
+        except BaseException as e:  # noqa: B036 - every other handler failure is a Fail
+            self._handler_returned(run, state)
+            failure = failure_of(e)
+            if run.reason is not None:  # told to stop: failed with the reason
+                failure = failure_after_stop(run.reason, failure)
+            return b"", failure
+        self._handler_returned(run, state)
+        try:
+            return encode_result(value), None
+        except (TypeError, ValueError) as e:
+            return b"", Failure(cut_error_text(
+                "%s: handler result is not JSON-encodable: %s" % (type(e).__name__, e)))
+
+    @staticmethod
+    def _handler_returned(run: AioRunControl, state: dict) -> None:
+        state["handling"] = False
+        state["lost_in_handler"] = state["lost"]
+        run.finish()
 
     @staticmethod
     def _end_renewal(state: dict) -> None:
@@ -628,7 +639,14 @@ class Worker:
         after it was learnt lost is sent once more, at once
         (_lease_rules.may_resend). Returns (response, None) or (None,
         JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
-        outcome is unknown."""
+        outcome is unknown. The lease's renewal ends before it returns: the
+        outcome is decided."""
+        try:
+            return await self._send_until_decided(method, request, state)
+        finally:
+            self._end_renewal(state)  # decided: the lease changes no more
+
+    async def _send_until_decided(self, method, request, state):
         delay, first = 0.1, True
         while True:
             lost_when_sent = state["lost"]
@@ -655,7 +673,6 @@ class Worker:
         resp, err = await self._send_final(
             self._acks.ack, pb.AckRequest(queue=job.queue, job_id=job.id, lease_token=token,
                                           result=result), state)
-        self._end_renewal(state)  # decided: the lease changes no more
         if err is None:
             await self._report(Outcome("ack_ok", job, lease_lost=state["lost_in_handler"]))
         elif err.code in RETRYABLE:
@@ -676,7 +693,6 @@ class Worker:
                                              non_retryable=failure.non_retryable,
                                              retry_after_ms=failure.retry_after_ms,
                                              keep_attempt=failure.keep_attempt), state)
-        self._end_renewal(state)  # decided: the lease changes no more
         if err is None:
             await self._report(Outcome("fail_ok", job,
                                        fail_outcome=pb.FailResponse.Outcome.Name(resp.outcome).removeprefix("OUTCOME_"),
