@@ -357,10 +357,8 @@ func (r *runner) releaseSlot() {
 	r.slotMu.Unlock()
 }
 
-func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
-	defer r.jobs.Done()
-	defer run.end()
-	lease := run.lease
+// newJob is the Job a handler gets for the delivery cj.
+func (r *runner) newJob(cj *jobwirepb.ClaimedJob, run *jobRun) *Job {
 	info := cj.GetJob()
 	job := &Job{
 		ID:                       info.GetId(),
@@ -384,6 +382,14 @@ func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
 	if job.LeaseExpiresAtMs == 0 {
 		job.LeaseExpiresAtMs = info.GetLeaseExpiresAtMs()
 	}
+	return job
+}
+
+func (r *runner) process(cj *jobwirepb.ClaimedJob, run *jobRun) {
+	defer r.jobs.Done()
+	defer run.end()
+	lease := run.lease
+	job := r.newJob(cj, run)
 
 	if ago, ended := leaseEndedAgo(time.Now(), job.LeaseExpiresAtMs, lease.expiry()); ended {
 		r.releaseSlot()
