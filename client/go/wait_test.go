@@ -287,22 +287,7 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	c := newClient(t, brokerAddr)
 	q := queueName(t)
 	id := mustEnqueue(t, c, q, "nobody-handles-this", nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Wait(ctx, q, id)
-		done <- err
-	}()
-	time.Sleep(300 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		if asError(t, err).Code != codes.Canceled || errors.Is(err, jobwire.ErrWaitTimeout) {
-			t.Fatalf("Wait after cancel: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Wait did not return after its context was cancelled")
-	}
+	waitCancelledByCaller(t, c, q, id)
 
 	dctx, dcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer dcancel()
@@ -410,17 +395,25 @@ func TestWaitCallsAgainAfterACancelledItDidNotCause(t *testing.T) {
 	// no worker takes).
 	q2 := queueName(t)
 	other := mustEnqueue(t, c, q2, "t", nil)
+	waitCancelledByCaller(t, c, q2, other)
+}
+
+// waitCancelledByCaller checks that a Wait for job id (which nobody runs)
+// whose context the caller cancels after 300 ms returns CANCELLED, not
+// ErrWaitTimeout, within 5 s.
+func waitCancelledByCaller(t *testing.T, c *jobwire.Client, q, id string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Wait(ctx, q2, other)
+		_, err := c.Wait(ctx, q, id)
 		done <- err
 	}()
 	time.Sleep(300 * time.Millisecond)
 	cancel()
 	select {
 	case err := <-done:
-		if asError(t, err).Code != codes.Canceled {
+		if asError(t, err).Code != codes.Canceled || errors.Is(err, jobwire.ErrWaitTimeout) {
 			t.Fatalf("Wait after its context was cancelled: %v, want CANCELLED", err)
 		}
 	case <-time.After(5 * time.Second):
