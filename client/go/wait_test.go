@@ -335,16 +335,7 @@ func TestWaitOutlivesABrokerRestart(t *testing.T) {
 			if r.err != nil || r.job.GetState() != jobwire.StateCompleted || string(r.job.GetResult()) != `{"n":1}` {
 				t.Fatalf("Wait = %v, %v", r.job, r.err)
 			}
-			states := seen.states()
-			pending := 0
-			for _, s := range states {
-				if s == jobwire.StatePending {
-					pending++
-				}
-			}
-			if states[0] != jobwire.StatePending || states[len(states)-1] != jobwire.StateCompleted || pending != 1 {
-				t.Fatalf("updates %v: want PENDING once, first, and COMPLETED last", states)
-			}
+			checkPendingOnceThenCompleted(t, seen.states())
 		})
 	}
 }
@@ -380,16 +371,7 @@ func TestWaitCallsAgainAfterACancelledItDidNotCause(t *testing.T) {
 	if n := cancels.calls.Load(); n < 3 {
 		t.Fatalf("%d WaitJob calls, want 3 or more", n)
 	}
-	states := seen.states()
-	pending := 0
-	for _, s := range states {
-		if s == jobwire.StatePending {
-			pending++
-		}
-	}
-	if states[0] != jobwire.StatePending || states[len(states)-1] != jobwire.StateCompleted || pending != 1 {
-		t.Fatalf("updates %v: want PENDING once, first, and COMPLETED last", states)
-	}
+	checkPendingOnceThenCompleted(t, seen.states())
 
 	// The caller's own cancellation is not taken for the broker's (a queue
 	// no worker takes).
@@ -443,5 +425,21 @@ func TestWaitErrorTypesWithErrorsIsAndAs(t *testing.T) {
 	}
 	if dead.Error() != "report: jobwire: job 7 in queue q is dead: cancelled" {
 		t.Errorf("Error() = %q", dead.Error())
+	}
+}
+
+// checkPendingOnceThenCompleted checks the states a wait reported across
+// calls made again: PENDING first and only once (a later call's first
+// message repeating it is not reported), COMPLETED last.
+func checkPendingOnceThenCompleted(t *testing.T, states []jobwire.JobState) {
+	t.Helper()
+	pending := 0
+	for _, s := range states {
+		if s == jobwire.StatePending {
+			pending++
+		}
+	}
+	if len(states) == 0 || states[0] != jobwire.StatePending || states[len(states)-1] != jobwire.StateCompleted || pending != 1 {
+		t.Fatalf("updates %v: want PENDING once, first, and COMPLETED last", states)
 	}
 }
