@@ -13,8 +13,12 @@ namespace jobwire::client {
 namespace {
 
 // The answers after which an Ack / Fail may or may not have been stored.
+// CANCELLED counts: this client never cancels an Ack / Fail call, so it is
+// gRPC's answer to a call that reached a stopping broker (grpc/grpc#41785),
+// as UNAVAILABLE would be.
 bool Unanswered(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsCancelled(status);
 }
 
 // The outcome of an Ack / Fail (`verb`: "ack" or "fail") that ended with the

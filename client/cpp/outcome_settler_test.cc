@@ -1,5 +1,5 @@
-// OutcomeSettler's rule for an Ack whose lease is known lost (docs/clients.md,
-// Worker: Ack / Fail), against the real broker and Redis. The job is claimed
+// OutcomeSettler's rules for an Ack whose lease is known lost, and for one
+// answered CANCELLED (docs/clients.md, Worker: Ack / Fail), against the real broker and Redis. The job is claimed
 // on a Claim stream and its lease kept by a real LeaseRenewer (1.2 s lease:
 // a renewal every 400 ms). Only the AckCoalescer's Send is scripted: the
 // first batch may reach the broker, and its answer is then replaced by
@@ -147,6 +147,27 @@ TEST_F(OutcomeSettlerTest, AnAckSentAfterTheLeaseWasLostIsSentOnce) {
                          ScriptedSend([](const v1::AckBatchRequest&) { return false; }, lost));
   EXPECT_EQ(AckOutcome(&settler, delivery), "ack_unknown");
   EXPECT_EQ(sends_.load(), 1);
+}
+
+// The first batch never reached the broker and was answered CANCELLED, as
+// gRPC answers a call that reaches a stopping broker (grpc/grpc#41785): the
+// lease still holds, so the ack is sent again, as after UNAVAILABLE, and
+// stored.
+TEST_F(OutcomeSettlerTest, AnAckAnsweredCancelledIsSentAgainWhileTheLeaseHolds) {
+  OutcomeSettler::Delivery delivery = Claim();
+  OutcomeSettler settler(client_.get(), leases_.get(),
+                         [this](const v1::AckBatchRequest& batch)
+                             -> absl::StatusOr<std::vector<absl::Status>> {
+                           if (sends_++ > 0) return client_->AckBatch(batch);
+                           return absl::CancelledError("CANCELLED");
+                         });
+  EXPECT_EQ(AckOutcome(&settler, delivery), "ack_ok");
+  EXPECT_EQ(sends_.load(), 2);
+  absl::StatusOr<v1::Job> job = client_->GetJob("q", delivery.job_id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_COMPLETED);
+  EXPECT_EQ(job->attempts(), 1);
+  EXPECT_EQ(job->result(), "r");
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // stream, with the behaviour every client shares (docs/clients.md):
 // max_in_flight = free handler slots, lease renewal every lease / 3 from
 // delivery until the job is settled (a lost lease is signalled to the handler:
-// Job::lease_lost, Job::stop_token), Ack / Fail retried on UNAVAILABLE until
+// Job::lease_lost, Job::stop_token), Ack / Fail retried on UNAVAILABLE,
+// DEADLINE_EXCEEDED and CANCELLED (never caused by this client) until
 // the lease ends (ack_unknown / fail_unknown when still unanswered then; sent
 // only once when the lease is already known lost),
 // deliveries whose lease has ended before their handler starts dropped,
@@ -101,7 +102,7 @@ struct Outcome {
   // "ack_ok", "ack_error", "ack_unknown", "fail_ok", "fail_error",
   // "fail_unknown" or "expired_dropped". *_error: the broker refused the Ack
   // / Fail. *_unknown: it was still answered UNAVAILABLE / DEADLINE_EXCEEDED
-  // when the lease ended, or its one attempt made while the lease was known
+  // / CANCELLED when the lease ended, or its one attempt made while the lease was known
   // lost was (not sent again), so it may or may not have been stored.
   // expired_dropped: the delivery's lease had ended before its handler could
   // start; no handler ran and nothing was sent (the broker delivers the job
