@@ -54,8 +54,9 @@ func newAckCoalescer(send func(acks []*jobwirepb.AckRequest) ([]error, error)) *
 
 // ack acks one job, as a unary Ack would, and returns its own outcome: nil,
 // the per-ack *Error, or the error of the whole batch that carried it
-// (UNAVAILABLE, DEADLINE_EXCEEDED, ...). It blocks until that batch has
-// been answered.
+// (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, ...: the caller, the Worker's
+// callWithRetry, decides which it sends again). It blocks until that batch
+// has been answered.
 func (c *ackCoalescer) ack(req *jobwirepb.AckRequest) error {
 	e := &ackEntry{req: req}
 	c.mu.Lock()

@@ -213,16 +213,18 @@ func toError(err error) error {
 	return e
 }
 
-// brokerWentAway reports whether e, the end of a WaitJob or Subscribe call,
-// says the broker went away (stopping, restarting, unreachable), so that
-// the wait or subscription calls again after the reconnect backoff:
-// UNAVAILABLE, or CANCELLED the client did not cause (gRPC ends a call that
-// reached a broker as it stopped with CANCELLED: gRPC core zombifies a call
-// that arrives after Server::Shutdown began and before the client processed
-// the GOAWAY, grpc/grpc#41785, where gRPC's status codes say UNAVAILABLE).
-// The caller rules out its own cancellation first (its ctx ended, or it
-// cancelled the call on purpose): that CANCELLED still ends the wait or
-// subscription.
+// brokerWentAway reports whether e, the end of a WaitJob or Subscribe call
+// or the answer to a Worker's Ack / Fail, says the broker went away
+// (stopping, restarting, unreachable), so that the wait or subscription
+// calls again after the reconnect backoff, and the Ack / Fail is sent again
+// (retryable): UNAVAILABLE, or CANCELLED the client did not cause (gRPC ends
+// a call that reached a broker as it stopped with CANCELLED: gRPC core
+// zombifies a call that arrives after Server::Shutdown began and before the
+// client processed the GOAWAY, grpc/grpc#41785, where gRPC's status codes
+// say UNAVAILABLE; no handler saw it). The caller rules out its own
+// cancellation first (its ctx ended, or it cancelled the call on purpose):
+// that CANCELLED still ends the wait or subscription, and is final for an
+// Ack / Fail.
 func brokerWentAway(e *Error) bool {
 	return e.Code == codes.Unavailable || e.Code == codes.Canceled
 }

@@ -27,11 +27,11 @@ func leaseLength(grantedMs, askedMs int64) time.Duration {
 const finalLead = 100 * time.Millisecond
 
 // retryWait is the wait before the next Ack / Fail attempt after one
-// answered UNAVAILABLE / DEADLINE_EXCEEDED: wait (the jittered backoff),
-// clipped so that an attempt is made finalLead before the lease end and a
-// last one at the end. left is the time until the estimated lease end; ok is
-// false when the lease has ended (no attempt is left: the outcome is
-// unknown).
+// answered UNAVAILABLE / DEADLINE_EXCEEDED, or CANCELLED the client did not
+// cause (retryable): wait (the jittered backoff), clipped so that an attempt
+// is made finalLead before the lease end and a last one at the end. left is
+// the time until the estimated lease end; ok is false when the lease has
+// ended (no attempt is left: the outcome is unknown).
 func retryWait(wait, left time.Duration) (d time.Duration, ok bool) {
 	if left <= 0 {
 		return 0, false

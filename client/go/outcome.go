@@ -10,8 +10,9 @@ type OutcomeKind string
 
 // The final outcomes reported to the hook of WithOutcomeHook. *Error: the broker
 // refused the Ack / Fail. *Unknown: it was still answered UNAVAILABLE /
-// DEADLINE_EXCEEDED when the lease ended, so it may or may not have been
-// stored. ExpiredDropped: the delivery's lease had ended before its handler
+// DEADLINE_EXCEEDED, or CANCELLED the client did not cause (a broker
+// stopping, grpc/grpc#41785), when the lease ended, so it may or may not
+// have been stored. ExpiredDropped: the delivery's lease had ended before its handler
 // could start; no handler ran and nothing was sent (the broker delivers the
 // job again).
 const (

@@ -72,8 +72,9 @@ export class AckCoalescer {
    * rejects with JobwireError carrying the ack's own refusal
    * (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION) or, when the AckBatch
    * call carrying it failed as a whole, that call's error (UNAVAILABLE,
-   * DEADLINE_EXCEEDED, ...). Never retries: the caller does, with the same
-   * token.
+   * DEADLINE_EXCEEDED, CANCELLED from a draining broker, ...). Never retries:
+   * the caller (OutcomeSender, when lease_rules.ts outcomeUnanswered) does,
+   * with the same token.
    */
   ack(request: AckRequest): Promise<void> {
     return new Promise<void>((resolve, reject) => {

@@ -160,18 +160,21 @@ export class JobwireError extends Error {
 const CLIENT_CANCEL_DETAILS = 'Cancelled on client';
 
 /**
- * True when a call of Client.wait or a Subscription ended with `err` because
- * the broker went away, so calling again later may succeed: UNAVAILABLE (a
+ * True when a call of Client.wait or a Subscription, or a Worker's Ack / Fail
+ * (lease_rules.ts, outcomeUnanswered), ended with `err` because the broker
+ * went away, so calling again later may succeed: UNAVAILABLE (a
  * broker restarting or draining, a lost connection, Redis down), or
  * CANCELLED that this client did not cause. The latter is how gRPC C++ core
  * (grpc/grpc#41785, seen with 1.51) ends a call that reached a draining broker
  * after Server::Shutdown began and before the client processed its GOAWAY
  * (gRPC's status-code guide says server shutdown is UNAVAILABLE). Not for
- * the Worker's rules, nor for unary calls.
+ * other unary calls of the Client (their callers see the error as is).
  *
  * The caller must not pass the status of a call it cancelled itself (abort,
  * close, settle): wait.ts and subscribe.ts ignore that status (their call is
- * marked settled / closed before it is cancelled). As a second guard, a
+ * marked settled / closed before it is cancelled); the Worker never cancels
+ * an Ack / Fail call (its Work stream's acks, when it cancels the stream, go
+ * again as AckBatch calls). As a second guard, a
  * CANCELLED with grpc-js's own "Cancelled on client" details never counts.
  * @internal
  */

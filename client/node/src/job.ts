@@ -157,7 +157,8 @@ export type Handler = (job: Job) => unknown | Promise<unknown>;
 
 /**
  * `*_error`: the broker refused the Ack / Fail. `*_unknown`: it was still
- * answered UNAVAILABLE / DEADLINE_EXCEEDED when the lease ended, so it may or
+ * answered UNAVAILABLE / DEADLINE_EXCEEDED / CANCELLED (one the client did not
+ * cause: a draining broker, grpc/grpc#41785) when the lease ended, so it may or
  * may not have been stored. `expired_dropped`: the delivery's lease had
  * ended before its handler could start; no handler ran and nothing was sent
  * (the broker delivers the job again).

@@ -1,6 +1,8 @@
 /**
  * Settling a held job (docs/clients.md, Worker): its Ack (through the
- * AckCoalescer) or its Fail, retried on UNAVAILABLE / DEADLINE_EXCEEDED until
+ * AckCoalescer) or its Fail, retried when unanswered (UNAVAILABLE /
+ * DEADLINE_EXCEEDED / a CANCELLED the client did not cause:
+ * lease_rules.ts, outcomeUnanswered) until
  * the lease has ended by the worker's own estimate, per job (an attempt sent
  * while that job's lease was known lost is final: withOutcomeRetry), and its
  * final outcome reported (ack_ok / ack_error / ack_unknown, fail_ok /
@@ -12,33 +14,28 @@ import type * as grpc from '@grpc/grpc-js';
 import type { AckCoalescer } from './ack_coalescer';
 import type { LeaseRenewer } from './lease_renewer';
 import { toNumber } from './codec';
-import { JobwireError, Status } from './errors';
+import { JobwireError } from './errors';
 import type { Failure } from './failure';
 import type { HeldJob } from './held_job';
 import type { Outcome } from './job';
-import { mayResend, retryWait } from './lease_rules';
+import { mayResend, outcomeUnanswered, retryWait } from './lease_rules';
 import { unary, type BrokerClient } from './proto';
 import type { Logger } from './worker_options';
 import type { FailResponse__Output } from './generated/jobwire/v1/FailResponse';
 
-/** Backoff of Ack / Fail retries on UNAVAILABLE / DEADLINE_EXCEEDED: 100 ms doubling to 2 s, full jitter. */
+/** Backoff of Ack / Fail retries when unanswered (outcomeUnanswered): 100 ms doubling to 2 s, full jitter. */
 const OUTCOME_RETRY_BASE_MS = 100;
 const OUTCOME_RETRY_MAX_MS = 2000;
 
 /**
  * The backoff (ms) after the `attempt`-th Ack / Fail attempt of a job (0 for
- * the first) was answered UNAVAILABLE / DEADLINE_EXCEEDED, before retryWait
+ * the first) went unanswered (outcomeUnanswered), before retryWait
  * clips it: uniform in [0, d] ("full jitter", as the Claim stream's reopen
  * and the Go client), d = 100 ms doubled per attempt, at most 2 s.
  */
 export function outcomeRetryDelayMs(attempt: number, random: () => number = Math.random): number {
   const cap = Math.min(OUTCOME_RETRY_MAX_MS, OUTCOME_RETRY_BASE_MS * 2 ** Math.min(Math.max(attempt, 0), 16));
   return Math.floor(random() * (cap + 1));
-}
-
-/** The Ack / Fail may be sent again (and its outcome is unknown if it never gets through). */
-function isRetryable(err: JobwireError): boolean {
-  return err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -73,7 +70,7 @@ export class OutcomeSender {
       this.p.report({ kind: 'ack_ok', job: h.job, leaseLost: h.leaseLostWhileRunning });
     } catch (e) {
       const err = JobwireError.from(e);
-      const unknown = isRetryable(err);
+      const unknown = outcomeUnanswered(err);
       this.p.log?.warn(unknown
         ? `Ack of job ${h.job.id} unanswered ${givenUp(h)} (${err.message}); it may or may not be stored`
         : `Ack of job ${h.job.id} refused: ${err.message}`);
@@ -99,7 +96,7 @@ export class OutcomeSender {
       });
     } catch (e) {
       const err = JobwireError.from(e);
-      const unknown = isRetryable(err);
+      const unknown = outcomeUnanswered(err);
       this.p.log?.warn(unknown
         ? `Fail of job ${h.job.id} unanswered ${givenUp(h)} (${err.message}); it may or may not be stored`
         : `Fail of job ${h.job.id} refused: ${err.message}`);
@@ -111,19 +108,19 @@ export class OutcomeSender {
   }
 
   /**
-   * Runs an Ack or Fail, retrying on UNAVAILABLE / DEADLINE_EXCEEDED with
-   * backoff until the lease has ended by the local estimate, the last
+   * Runs an Ack or Fail, retrying when unanswered (outcomeUnanswered:
+   * UNAVAILABLE, DEADLINE_EXCEEDED, a CANCELLED the client did not cause)
+   * with backoff until the lease has ended by the local estimate, the last
    * attempts just before and at its end (retryWait), or the stop grace is
    * over. An attempt sent while h's lease was already known lost is final
    * (mayResend): the broker refuses it, unless an earlier attempt of this job
-   * was stored, which it answers again. One answered UNAVAILABLE /
-   * DEADLINE_EXCEEDED when the lease has been learnt lost since it was sent
-   * (maybe because that attempt completed the job, its answer lost) is sent
-   * once more, at once, whatever the lease estimate: sent while lost, its
-   * answer is final. An UNAVAILABLE / DEADLINE_EXCEEDED error thrown means
-   * the outcome is unknown. Either way the outcome is decided when it
-   * returns: h's lease renewal is stopped then, before the outcome is
-   * reported.
+   * was stored, which it answers again. One unanswered when the lease has
+   * been learnt lost since it was sent (maybe because that attempt completed
+   * the job, its answer lost) is sent once more, at once, whatever the lease
+   * estimate: sent while lost, its answer is final. An unanswered error
+   * thrown means the outcome is unknown. Either way the outcome is decided
+   * when it returns: h's lease renewal is stopped then, before the outcome
+   * is reported.
    */
   private async withOutcomeRetry<T>(h: HeldJob, call: () => Promise<T>): Promise<T> {
     try {
@@ -141,7 +138,7 @@ export class OutcomeSender {
         return await call();
       } catch (e) {
         const err = JobwireError.from(e);
-        if (!mayResend(err.code, lostWhenSent) || h.abandoned) throw err;
+        if (!mayResend(err, lostWhenSent) || h.abandoned) throw err;
         if (h.leaseLost) continue; // learnt lost since it was sent: once more, at once
         // Learnt lost during the wait: the next attempt is the last.
         const wait = retryWait(outcomeRetryDelayMs(attempt++), h.localLeaseDeadline - Date.now());

@@ -349,3 +349,34 @@ export function brokerCancelsFirst(method, counts = { calls: 0, cancelled: 0 }, 
     });
   };
 }
+
+/**
+ * A client interceptor standing in for a draining gRPC C++ broker that ends
+ * a unary call with CANCELLED before any handler saw it (grpc/grpc#41785: the
+ * call reached the server after Server::Shutdown began and was "zombified"):
+ * a call of `method` ('Fail', 'AckBatch', ...) for which `cancel(n)` is true
+ * (`n`: 1 for the method's first call) is not sent at all and ends, for the
+ * client, with status CANCELLED and `details` (default 'CANCELLED', what
+ * gRPC core sends; 'Cancelled on client' makes it look like grpc-js's own
+ * cancel). Other calls pass. `counts.calls`: the calls of `method`;
+ * `counts.cancelled`: the calls ended so.
+ */
+export function brokerCancelsUnsent(method, counts = { calls: 0, cancelled: 0 }, { cancel = (n) => n === 1, details = 'CANCELLED' } = {}) {
+  return (options, nextCall) => {
+    if (!options.method_definition.path.endsWith(`/${method}`)) return new grpc.InterceptingCall(nextCall(options));
+    counts.calls++;
+    if (!cancel(counts.calls)) return new grpc.InterceptingCall(nextCall(options));
+    let listener;
+    return new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, l) { listener = l; },
+      sendMessage() {},
+      halfClose() {
+        setImmediate(() => {
+          counts.cancelled++;
+          listener.onReceiveStatus({ code: grpc.status.CANCELLED, details, metadata: new grpc.Metadata() });
+        });
+      },
+      cancel() {},
+    });
+  };
+}

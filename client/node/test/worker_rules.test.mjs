@@ -4,12 +4,12 @@
 // Fail may be sent again. No broker needed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Status } from '../dist/index.js';
+import { JobwireError, Status } from '../dist/index.js';
 import { reconnectDelayMs } from '../dist/claim_stream.js';
 import { checkHandlerCount, claimTypes } from '../dist/claim_types.js';
 import { outcomeRetryDelayMs } from '../dist/outcome_sender.js';
 import { leaseLength } from '../dist/lease_renewer.js';
-import { mayResend } from '../dist/lease_rules.js';
+import { mayResend, outcomeUnanswered } from '../dist/lease_rules.js';
 
 test('the reconnect delay is full jitter: uniform in [0, d], d = 100 ms doubling to 5 s', () => {
   const cases = [[0, 100], [1, 200], [2, 400], [5, 3200], [6, 5000], [7, 5000], [60, 5000]];
@@ -42,16 +42,25 @@ test('the lease length: the one granted; from an older broker the one asked for,
   }
 });
 
-test('an Ack / Fail is sent again only after UNAVAILABLE / DEADLINE_EXCEEDED, and only when sent while the lease was not known lost', () => {
+test('an Ack / Fail is sent again only when unanswered (UNAVAILABLE, DEADLINE_EXCEEDED, a CANCELLED the client did not cause), and only when sent while the lease was not known lost', () => {
+  const brokerCancelled = new JobwireError(Status.CANCELLED, 'CANCELLED'); // a draining gRPC C++ broker (grpc/grpc#41785)
+  const clientCancelled = new JobwireError(Status.CANCELLED, 'Cancelled on client'); // grpc-js: the client's own cancel
   const cases = [
-    [Status.UNAVAILABLE, false, true],
-    [Status.DEADLINE_EXCEEDED, false, true],
-    [Status.UNAVAILABLE, true, false],
-    [Status.DEADLINE_EXCEEDED, true, false],
-    [Status.FAILED_PRECONDITION, false, false],
-    [Status.NOT_FOUND, false, false],
+    [new JobwireError(Status.UNAVAILABLE, 'x'), false, true],
+    [new JobwireError(Status.DEADLINE_EXCEEDED, 'x'), false, true],
+    [brokerCancelled, false, true],
+    [new JobwireError(Status.UNAVAILABLE, 'x'), true, false],
+    [new JobwireError(Status.DEADLINE_EXCEEDED, 'x'), true, false],
+    [brokerCancelled, true, false],
+    [clientCancelled, false, false],
+    [new JobwireError(Status.FAILED_PRECONDITION, 'x'), false, false],
+    [new JobwireError(Status.NOT_FOUND, 'x'), false, false],
   ];
-  for (const [code, lostWhenSent, want] of cases) assert.equal(mayResend(code, lostWhenSent), want, `code ${code} lost when sent ${lostWhenSent}`);
+  for (const [err, lostWhenSent, want] of cases) {
+    assert.equal(mayResend(err, lostWhenSent), want, `${err.message} lost when sent ${lostWhenSent}`);
+    // Unanswered (outcome *_unknown, not *_error, when not sent again): what is sent again while the lease holds.
+    if (!lostWhenSent) assert.equal(outcomeUnanswered(err), want, err.message);
+  }
 });
 
 test('the Ack / Fail retry backoff is full jitter: uniform in [0, d], d = 100 ms doubling to 2 s', () => {

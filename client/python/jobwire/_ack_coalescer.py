@@ -27,7 +27,7 @@ from typing import Awaitable, Callable, Deque, List, Optional
 import grpc
 import grpc.aio
 
-from ._errors import JobwireError
+from ._errors import ClientCancelled, JobwireError
 from ._requests import ack_batch_errors
 from .v1 import broker_pb2 as pb
 
@@ -71,7 +71,7 @@ def batch_sender(stub, metadata) -> SendBatch:
         except grpc.RpcError as e:
             raise JobwireError.from_rpc_error(e) from None
         except ValueError:  # channel closed: the worker was shut down
-            raise JobwireError(grpc.StatusCode.CANCELLED, "channel closed") from None
+            raise ClientCancelled("channel closed") from None
         return ack_batch_errors(requests, resp)
     return send
 
@@ -99,7 +99,8 @@ class _Entry:
         self.done = False
 
 
-_INTERRUPTED = JobwireError(grpc.StatusCode.CANCELLED, "AckBatch interrupted")
+# The client cut the call itself: a CANCELLED it caused (_lease_rules.cut_by_client).
+_INTERRUPTED = ClientCancelled("AckBatch interrupted")
 
 
 def _call_failed(exc: BaseException) -> JobwireError:

@@ -210,6 +210,23 @@ class WaitTimeoutError(JobwireError):
         return _rebuild_wait_timeout, (self.message, self.job, self.reason, self.metadata)
 
 
+class ClientCancelled(JobwireError):
+    """A CANCELLED the client made itself for a call it cut (the ack
+    coalescer's sending interrupted, or its channel closed), not a status
+    gRPC or the broker answered: the Workers' settle rules take it for a
+    CANCELLED the client caused (``_lease_rules.cut_by_client``), never
+    for one of a broker shutting down. Internal; code CANCELLED."""
+
+    def __init__(self, message: str):
+        super().__init__(grpc.StatusCode.CANCELLED, message)
+
+    def __reduce__(self):
+        return ClientCancelled, (self.message,)
+
+    def _copy(self) -> "ClientCancelled":
+        return ClientCancelled(self.message)
+
+
 def _rebuild_wait_timeout(message, job, reason, metadata):
     return WaitTimeoutError(message, job, reason=reason, metadata=metadata)
 

@@ -5,18 +5,19 @@
   broker older than that field (0) leaves the one the Claim asked for, or
   the broker default: see ``lease_length_s``. Renewals come every third of it.
 
-- An Ack / Fail answered UNAVAILABLE / DEADLINE_EXCEEDED is sent again,
-  with backoff (100 ms doubling to 2 s, full jitter: ``retry_jitter``),
-  until the lease ends by the worker's own estimate; the waits are clipped so
-  that one attempt goes out ``FINAL_LEAD_S`` before that end and a last one
-  at the end. Still unanswered then, the outcome is unknown
-  (``ack_unknown`` / ``fail_unknown``). An attempt sent while the lease was
-  already known lost (a renewal refused) is final: see ``may_resend``. One
-  sent before, answered once the lease has been learnt lost (maybe because
-  that very attempt was stored, its answer lost), is sent once more, at
-  once, whatever the lease end: sent while lost, its answer is final (OK
-  when the earlier attempt was stored: the broker answers a repeat with the
-  first outcome).
+- An Ack / Fail answered UNAVAILABLE / DEADLINE_EXCEEDED, or CANCELLED that
+  the client did not cause (a broker shutting down: see ``unanswered``), is
+  sent again, with backoff (100 ms doubling to 2 s, full jitter:
+  ``retry_jitter``), until the lease ends by the worker's own estimate; the
+  waits are clipped so that one attempt goes out ``FINAL_LEAD_S`` before
+  that end and a last one at the end. Still unanswered then, the outcome is
+  unknown (``ack_unknown`` / ``fail_unknown``). An attempt sent while the
+  lease was already known lost (a renewal refused) is final: see
+  ``may_resend``. One sent before, answered once the lease has been learnt
+  lost (maybe because that very attempt was stored, its answer lost), is
+  sent once more, at once, whatever the lease end: sent while lost, its
+  answer is final (OK when the earlier attempt was stored: the broker
+  answers a repeat with the first outcome).
 - A delivery whose lease has already ended when its handler would start is
   dropped (no handler, no Ack / Fail): see ``lease_ended_ago_ms``.
 """
@@ -28,7 +29,11 @@ from typing import Optional
 
 import grpc
 
-# Answers to an Ack / Fail after which it is sent again (until the lease end).
+from ._errors import ClientCancelled, JobwireError
+from ._reconnect import broker_went_away
+
+# Answers to an Ack / Fail after which it is sent again (until the lease
+# end), besides a CANCELLED the client did not cause: see ``unanswered``.
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 # The broker's default lease, assumed when nothing better is known.
@@ -39,16 +44,42 @@ BROKER_DEFAULT_LEASE_S = 30.0
 FINAL_LEAD_S = 0.1
 
 
-def may_resend(code: Optional[grpc.StatusCode], lost_when_sent: bool) -> bool:
+def unanswered(code: Optional[grpc.StatusCode], cancelled_by_client: bool) -> bool:
+    """Whether an Ack / Fail attempt answered ``code`` went unanswered by the
+    broker (it may or may not be stored), so that it may be sent again
+    (``may_resend``) and, as the last attempt, makes the outcome unknown
+    (``ack_unknown`` / ``fail_unknown``, not ``*_error``): UNAVAILABLE,
+    DEADLINE_EXCEEDED, or CANCELLED that the client did not cause
+    (``_reconnect.broker_went_away``: gRPC C++ core ends a call that reaches
+    a broker shutting down CANCELLED, not UNAVAILABLE, and no handler sees
+    it, grpc/grpc#41785). ``cancelled_by_client`` (``cut_by_client``): the
+    client cut the call itself; such a CANCELLED is final, as any refusal."""
+    return code in RETRYABLE or broker_went_away(code, cancelled_by_client)
+
+
+def cut_by_client(err: JobwireError, closed: bool) -> bool:
+    """``cancelled_by_client`` for an Ack / Fail attempt that failed with
+    ``err``: the Worker was closed meanwhile (stopped, its handlers
+    abandoned: its channel's close cancels the calls in flight), ``closed``;
+    or ``err`` is one the client made for a call it cut itself
+    (``ClientCancelled``: the ack coalescer's sending interrupted, its
+    channel closed). A call the asyncio Worker cancels raises
+    asyncio.CancelledError, not an error with a code."""
+    return closed or isinstance(err, ClientCancelled)
+
+
+def may_resend(code: Optional[grpc.StatusCode], lost_when_sent: bool, *,
+               cancelled_by_client: bool) -> bool:
     """Whether an Ack / Fail attempt answered ``code`` may be sent again:
-    only after UNAVAILABLE / DEADLINE_EXCEEDED, and only when the lease was
-    not already known lost when that attempt was sent (``lost_when_sent``:
-    the broker refuses it then, unless an earlier attempt was stored, which
-    it answers again). False: its outcome is final (unknown when ``code`` is
-    one of those two). True: the caller sends it again at once when the
-    lease is known lost now (learnt since: the once-more attempt, sent while
-    lost), else after ``retry_wait``."""
-    return code in RETRYABLE and not lost_when_sent
+    only when it went unanswered (``unanswered``: UNAVAILABLE,
+    DEADLINE_EXCEEDED, a CANCELLED the client did not cause), and only when
+    the lease was not already known lost when that attempt was sent
+    (``lost_when_sent``: the broker refuses it then, unless an earlier
+    attempt was stored, which it answers again). False: its outcome is final
+    (unknown when it went unanswered). True: the caller sends it again at
+    once when the lease is known lost now (learnt since: the once-more
+    attempt, sent while lost), else after ``retry_wait``."""
+    return unanswered(code, cancelled_by_client) and not lost_when_sent
 
 
 def given_up(lease_lost: bool) -> str:

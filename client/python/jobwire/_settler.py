@@ -4,12 +4,14 @@ outcome (docs/clients.md, Worker).
 Acks go through an ``AckCoalescer`` (on the Worker's Work stream, else as
 AckBatch calls: the Worker's ``send_acks``) without waiting for their
 answer; a Fail is a unary call on the handler's thread. Both are retried on
-UNAVAILABLE / DEADLINE_EXCEEDED until the lease has ended by the worker's
-own estimate (_lease_rules.retry_wait), per job (an ack's own answer in its
-batch decides); an attempt sent while that job's lease was already known
-lost is final, and one answered after the lease was learnt lost is sent once
-more, at once (_lease_rules.may_resend). An Ack's retries run on a handler
-thread, since the thread sending an AckBatch sleeps for no one.
+UNAVAILABLE / DEADLINE_EXCEEDED, and on a CANCELLED the client did not cause
+(a broker shutting down, grpc/grpc#41785: _lease_rules.unanswered), until
+the lease has ended by the worker's own estimate (_lease_rules.retry_wait),
+per job (an ack's own answer in its batch decides); an attempt sent while
+that job's lease was already known lost is final, and one answered after the
+lease was learnt lost is sent once more, at once (_lease_rules.may_resend).
+An Ack's retries run on a handler thread, since the thread sending an
+AckBatch sleeps for no one.
 The job's lease is renewed meanwhile (_lease_renewer: a renewal moves the
 lease end the retries are bounded by, a refused one marks the lease lost)
 until its outcome is decided: ``end_renewal(lease)`` stops it then, before
@@ -36,7 +38,8 @@ from ._errors import JobwireError, Reason
 from ._failure import Failure
 from ._handler_pool import HandlerPool
 from ._lease_renewer import Lease
-from ._lease_rules import RETRYABLE, given_up, may_resend, retry_jitter, retry_wait
+from ._lease_rules import (cut_by_client, given_up, may_resend, retry_jitter, retry_wait,
+                           unanswered)
 from ._types import Job, Outcome
 from .v1 import broker_pb2 as pb
 
@@ -105,7 +108,8 @@ class Settler:
     def _acked(self, job: Job, lease: Lease, req, err: Optional[JobwireError],
                lost_when_sent: bool) -> None:
         # On the thread sending the AckBatch call: must not block.
-        if (err is not None and may_resend(err.code, lost_when_sent) and not self._closed
+        if (err is not None and not self._closed
+                and may_resend(err.code, lost_when_sent, cancelled_by_client=self._cut(err))
                 and (lease.lost or time.monotonic() < lease.deadline)):
             # Sent again on a handler thread (the sender sleeps for no one).
             try:
@@ -136,7 +140,7 @@ class Settler:
             return  # shut down meanwhile (the call was cut): abandoned
         if err is None:
             self.report(Outcome("ack_ok", job, lease_lost=lease.lost_in_handler))
-        elif err.code in RETRYABLE:
+        elif unanswered(err.code, self._cut(err)):
             log.warning("jobwire: Ack of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(lease.lost), err)
@@ -162,7 +166,7 @@ class Settler:
             self.report(Outcome("fail_ok", job, fail_outcome=outcome,
                                 next_attempt_at_ms=resp.next_attempt_at_ms, error=failure.error,
                                 lease_lost=lease.lost_in_handler))
-        elif err is not None and err.code in RETRYABLE:
+        elif err is not None and unanswered(err.code, self._cut(err)):
             log.warning("jobwire: Fail of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(lease.lost), err)
@@ -177,15 +181,21 @@ class Settler:
         return self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
 
     # -- both ---------------------------------------------------------------
+    def _cut(self, err: JobwireError) -> bool:
+        """Whether the client caused ``err`` (if CANCELLED: then final, as a
+        refusal) rather than the broker (_lease_rules.cut_by_client)."""
+        return cut_by_client(err, self._closed)
+
     def _send_final(self, method, request, lease: Lease, delay: float = 0.1):
         """Ack / Fail (``method(request, timeout)``), retried on UNAVAILABLE /
-        DEADLINE_EXCEEDED until the lease (as last known) has ended, the last
-        attempt at its end (_lease_rules.retry_wait). An attempt sent while
-        the lease was known lost is final; one answered after it was learnt
-        lost is sent once more, at once (_lease_rules.may_resend). Returns
-        (ok, response, JobwireError), the error UNAVAILABLE /
-        DEADLINE_EXCEEDED when the outcome is unknown; (False, None, None)
-        when the worker was shut down meanwhile. The lease's renewal ends
+        DEADLINE_EXCEEDED / a CANCELLED the client did not cause
+        (_lease_rules.unanswered) until the lease (as last known) has ended,
+        the last attempt at its end (_lease_rules.retry_wait). An attempt
+        sent while the lease was known lost is final; one answered after it
+        was learnt lost is sent once more, at once (_lease_rules.may_resend).
+        Returns (ok, response, JobwireError), the error one of those when the
+        outcome is unknown; (False, None, None) when the worker was shut
+        down meanwhile. The lease's renewal ends
         before it returns: the outcome is decided (or abandoned)."""
         self._handled(lease)
         try:
@@ -211,7 +221,7 @@ class Settler:
                 return False, None, None
             if self._closed:
                 return False, None, None
-            if may_resend(err.code, lost_when_sent):
+            if may_resend(err.code, lost_when_sent, cancelled_by_client=self._cut(err)):
                 if lease.lost:
                     continue  # learnt lost since it was sent: once more, at once
                 wait = retry_wait(retry_jitter(delay), lease.deadline - time.monotonic())

@@ -383,8 +383,9 @@ class Outcome:
     ``fail_error``, ``fail_unknown`` or ``expired_dropped``.
     ``*_error``: the broker refused the Ack / Fail (stored nothing).
     ``*_unknown``: the Ack / Fail was still answered UNAVAILABLE /
-    DEADLINE_EXCEEDED when the lease ended: it may or may not have been
-    stored. ``expired_dropped``: the delivery's lease had ended before its
+    DEADLINE_EXCEEDED, or CANCELLED the client did not cause (a broker
+    shutting down, grpc/grpc#41785), when the lease ended: it may or may not
+    have been stored. ``expired_dropped``: the delivery's lease had ended before its
     handler could start; no handler ran and nothing was sent (the broker
     delivers the job again).
     code: the gRPC code of the last answer for ``*_error`` / ``*_unknown``

@@ -27,8 +27,8 @@ from ._claim_types import check_handlers, claim_types
 from ._errors import JobwireError
 from ._failure import Failure, cut_error_text, failure_of
 from ._lease_renewer import LEASE_LOST
-from ._lease_rules import (RETRYABLE, given_up, lease_ended_ago_ms, lease_length_s,
-                           may_resend, renew_lease_ms, retry_jitter, retry_wait)
+from ._lease_rules import (cut_by_client, given_up, lease_ended_ago_ms, lease_length_s,
+                           may_resend, renew_lease_ms, retry_jitter, retry_wait, unanswered)
 from ._middleware import Middleware, aio_chain, check_middleware
 from ._reconnect import reconnect_delay
 from ._run_control import (AioRunControl, failure_after_stop, local_deadline, stop_reason,
@@ -631,16 +631,21 @@ class Worker:
     async def _unary_fail(self, request, timeout: float):
         return await self._stub.Fail(request, timeout=timeout, metadata=self._metadata)
 
+    def _cut(self, err: JobwireError) -> bool:
+        """As ``jobwire.Worker``'s: whether the client caused ``err`` (if
+        CANCELLED: then final, as a refusal; _lease_rules.cut_by_client)."""
+        return cut_by_client(err, self._closed)
+
     async def _send_final(self, method, request, state):
         """Ack / Fail (``await method(request, timeout)``), retried on
-        UNAVAILABLE / DEADLINE_EXCEEDED until the lease (as last known) has
-        ended, the last attempt at its end (_lease_rules.retry_wait). An
-        attempt sent while the lease was known lost is final; one answered
-        after it was learnt lost is sent once more, at once
-        (_lease_rules.may_resend). Returns (response, None) or (None,
-        JobwireError), the error UNAVAILABLE / DEADLINE_EXCEEDED when the
-        outcome is unknown. The lease's renewal ends before it returns: the
-        outcome is decided."""
+        UNAVAILABLE / DEADLINE_EXCEEDED / a CANCELLED the client did not cause
+        (_lease_rules.unanswered) until the lease (as last known) has ended,
+        the last attempt at its end (_lease_rules.retry_wait). An attempt
+        sent while the lease was known lost is final; one answered after it
+        was learnt lost is sent once more, at once (_lease_rules.may_resend).
+        Returns (response, None) or (None, JobwireError), the error one of
+        those when the outcome is unknown. The lease's renewal ends before it
+        returns: the outcome is decided."""
         try:
             return await self._send_until_decided(method, request, state)
         finally:
@@ -659,7 +664,7 @@ class Worker:
                 err = JobwireError.from_rpc_error(e)
             except JobwireError as e:  # from the ack coalescer
                 err = e
-            if may_resend(err.code, lost_when_sent):
+            if may_resend(err.code, lost_when_sent, cancelled_by_client=self._cut(err)):
                 if state["lost"]:
                     continue  # learnt lost since it was sent: once more, at once
                 wait = retry_wait(retry_jitter(delay), state["deadline"] - time.monotonic())
@@ -675,7 +680,7 @@ class Worker:
                                           result=result), state)
         if err is None:
             await self._report(Outcome("ack_ok", job, lease_lost=state["lost_in_handler"]))
-        elif err.code in RETRYABLE:
+        elif unanswered(err.code, self._cut(err)):
             log.warning("jobwire: Ack of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(state["lost"]), err)
@@ -699,7 +704,7 @@ class Worker:
                                        next_attempt_at_ms=resp.next_attempt_at_ms,
                                        error=failure.error,
                                        lease_lost=state["lost_in_handler"]))
-        elif err.code in RETRYABLE:
+        elif unanswered(err.code, self._cut(err)):
             log.warning("jobwire: Fail of job %s/%s unanswered %s (%s); "
                         "it may or may not be stored", job.queue, job.id,
                         given_up(state["lost"]), err)

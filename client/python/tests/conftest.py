@@ -243,31 +243,53 @@ class OlderBroker:
         self.sync, self.aio = Sync(), Aio()
 
 
+class WorkerInterceptors:
+    """The channels of the Workers made in the test (both kinds; plaintext)
+    get the interceptors of every stand-in ``add``-ed (one with ``sync`` and
+    ``aio``: OlderBroker, CancelledByBroker) before the Worker opens its
+    channel (the threaded one in its constructor, the asyncio one in run())."""
+
+    def __init__(self, monkeypatch):
+        import grpc
+        import grpc.aio
+        import jobwire.aio
+        import jobwire.worker
+        from jobwire import _channel
+        self.sync, self.aio = [], []
+
+        def open_channel(addr, extra=None, security=None):
+            return grpc.intercept_channel(_channel.open_channel(addr, extra, security),
+                                          *self.sync)
+
+        def open_aio_channel(addr, extra=None, security=None):
+            assert security is None or not security.tls
+            return grpc.aio.insecure_channel(addr, options=_channel.channel_options(extra),
+                                             interceptors=list(self.aio))
+        monkeypatch.setattr(jobwire.worker, "open_channel", open_channel)
+        monkeypatch.setattr(jobwire.aio, "open_aio_channel", open_aio_channel)
+
+    def add(self, stand_in):
+        self.sync.append(stand_in.sync)
+        self.aio.append(stand_in.aio)
+        return stand_in
+
+
 @pytest.fixture
-def older_broker(monkeypatch):
+def worker_interceptors(monkeypatch):
+    return WorkerInterceptors(monkeypatch)
+
+
+@pytest.fixture
+def older_broker(worker_interceptors):
     """The Workers made in the test (both kinds; plaintext) see a broker
     older than Work (OlderBroker, returned)."""
-    import grpc
-    import grpc.aio
-    import jobwire.aio
-    import jobwire.worker
-    from jobwire import _channel
-    stand_in = OlderBroker()
-
-    def open_channel(addr, extra=None, security=None):
-        return grpc.intercept_channel(_channel.open_channel(addr, extra, security), stand_in.sync)
-
-    def open_aio_channel(addr, extra=None, security=None):
-        assert security is None or not security.tls
-        return grpc.aio.insecure_channel(addr, options=_channel.channel_options(extra),
-                                         interceptors=[stand_in.aio])
-    monkeypatch.setattr(jobwire.worker, "open_channel", open_channel)
-    monkeypatch.setattr(jobwire.aio, "open_aio_channel", open_aio_channel)
-    return stand_in
+    return worker_interceptors.add(OlderBroker())
 
 
 WAIT_JOB_METHOD = "/jobwire.v1.BrokerService/WaitJob"
 SUBSCRIBE_METHOD = "/jobwire.v1.BrokerService/Subscribe"
+FAIL_METHOD = "/jobwire.v1.BrokerService/Fail"
+ACK_BATCH_METHOD = "/jobwire.v1.BrokerService/AckBatch"
 
 
 def _method_name(details) -> str:
@@ -279,14 +301,16 @@ class CancelledByBroker:
     """Client interceptors standing in for a broker whose gRPC core ends a
     call CANCELLED although the client did not cancel it (a call reaching it
     just after Server::Shutdown began: grpc/grpc#41785): the FIRST call of
-    ``method`` (a server-streaming one: WaitJob, Subscribe), once its first
-    message was received, ends with a grpc.RpcError (AioRpcError) of code
-    CANCELLED and details 'CANCELLED', as gRPC core gives; the real call is
-    cancelled underneath. Other calls pass. ``calls``: the calls of
+    ``method`` ends with a grpc.RpcError (AioRpcError) of code CANCELLED and
+    details 'CANCELLED', as gRPC core gives. A server-streaming ``method``
+    (WaitJob, Subscribe) ends so once its first message was received, the
+    real call cancelled underneath; a ``unary`` one (Fail, AckBatch) is
+    answered so without being sent, as a call zombified by a broker shutting
+    down never reaches a handler. Other calls pass. ``calls``: the calls of
     ``method``; ``cut``: set once the first one was ended so. ``sync``: for
     grpc.intercept_channel; ``aio``: a grpc.aio channel's ``interceptors``."""
 
-    def __init__(self, method: str):
+    def __init__(self, method: str, unary: bool = False):
         import grpc
         import grpc.aio
         self.method = method
@@ -360,7 +384,22 @@ class CancelledByBroker:
                 call = await continuation(details, request)
                 return cut_after_first(call) if stand_in._first(details) else call
 
-        self.sync, self.aio = Sync(), Aio()
+        class UnarySync(grpc.UnaryUnaryClientInterceptor):
+            def intercept_unary_unary(self, continuation, details, request):
+                if stand_in._first(details):
+                    stand_in.cut.set()
+                    raise Cancelled()  # not sent
+                return continuation(details, request)
+
+        class UnaryAio(grpc.aio.UnaryUnaryClientInterceptor):
+            async def intercept_unary_unary(self, continuation, details, request):
+                if stand_in._first(details):
+                    stand_in.cut.set()
+                    raise grpc.aio.AioRpcError(grpc.StatusCode.CANCELLED, grpc.aio.Metadata(),
+                                               grpc.aio.Metadata(), details="CANCELLED")
+                return await continuation(details, request)
+
+        self.sync, self.aio = (UnarySync(), UnaryAio()) if unary else (Sync(), Aio())
 
     def _first(self, details) -> bool:
         """Counts a call of ``method``: True for the first one."""

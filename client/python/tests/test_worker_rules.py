@@ -6,8 +6,11 @@ sent again. No broker needed."""
 import grpc
 import pytest
 
+from jobwire import JobwireError
 from jobwire._claim_types import check_handlers, claim_types
-from jobwire._lease_rules import lease_length_s, may_resend, retry_jitter
+from jobwire._errors import ClientCancelled
+from jobwire._lease_rules import (cut_by_client, lease_length_s, may_resend, retry_jitter,
+                                  unanswered)
 from jobwire._reconnect import reconnect_delay
 
 
@@ -32,16 +35,54 @@ def test_lease_length(granted_ms, configured_ms, want_s):
     assert lease_length_s(granted_ms, configured_ms) == want_s
 
 
-@pytest.mark.parametrize("code,lost,want", [
+@pytest.mark.parametrize("code,lost,by_client,want", [
+    (grpc.StatusCode.UNAVAILABLE, False, False, True),
+    (grpc.StatusCode.DEADLINE_EXCEEDED, False, False, True),
+    # A CANCELLED the client did not cause (a broker shutting down,
+    # grpc/grpc#41785) as UNAVAILABLE; one the client caused is final.
+    (grpc.StatusCode.CANCELLED, False, False, True),
+    (grpc.StatusCode.CANCELLED, False, True, False),
+    (grpc.StatusCode.UNAVAILABLE, True, False, False),  # lease known lost: sent once
+    (grpc.StatusCode.DEADLINE_EXCEEDED, True, False, False),
+    (grpc.StatusCode.CANCELLED, True, False, False),
+    (grpc.StatusCode.FAILED_PRECONDITION, False, False, False),
+    (grpc.StatusCode.NOT_FOUND, False, False, False),
+])
+def test_may_resend(code, lost, by_client, want):
+    assert may_resend(code, lost, cancelled_by_client=by_client) is want
+
+
+@pytest.mark.parametrize("code,by_client,want", [
     (grpc.StatusCode.UNAVAILABLE, False, True),
+    (grpc.StatusCode.UNAVAILABLE, True, True),
     (grpc.StatusCode.DEADLINE_EXCEEDED, False, True),
-    (grpc.StatusCode.UNAVAILABLE, True, False),  # lease known lost: sent once
-    (grpc.StatusCode.DEADLINE_EXCEEDED, True, False),
+    (grpc.StatusCode.DEADLINE_EXCEEDED, True, True),
+    # A broker shutting down (gRPC core, grpc/grpc#41785) ...
+    (grpc.StatusCode.CANCELLED, False, True),
+    # ... but not a call the client cut itself.
+    (grpc.StatusCode.CANCELLED, True, False),
     (grpc.StatusCode.FAILED_PRECONDITION, False, False),
     (grpc.StatusCode.NOT_FOUND, False, False),
+    (grpc.StatusCode.INTERNAL, False, False),
 ])
-def test_may_resend(code, lost, want):
-    assert may_resend(code, lost) is want
+def test_unanswered(code, by_client, want):
+    """Whether an Ack / Fail answered ``code`` went unanswered (sent again;
+    the last attempt's outcome unknown, not ``*_error``)."""
+    assert unanswered(code, by_client) is want
+
+
+def test_cut_by_client():
+    """Only a CANCELLED the client made for a call it cut, or any once the
+    Worker was closed, counts as caused by the client."""
+    broker_cancelled = JobwireError(grpc.StatusCode.CANCELLED, "CANCELLED")
+    own = ClientCancelled("channel closed")
+    assert not cut_by_client(broker_cancelled, False)
+    assert cut_by_client(broker_cancelled, True)  # the Worker was closed: its own close
+    assert cut_by_client(own, False)
+    # The ack coalescer hands each ack a copy: still the client's own.
+    copy = own._copy()
+    assert copy is not own and cut_by_client(copy, False)
+    assert (copy.code, copy.message) == (grpc.StatusCode.CANCELLED, "channel closed")
 
 
 @pytest.mark.parametrize("backoff_s", [0.1, 0.4, 2.0])
