@@ -137,19 +137,24 @@ class Client:
         while True:
             req, deadline = w.request()
             call = self._stub.WaitJob(req, timeout=deadline, metadata=self._metadata)
+            in_update = False  # what on_update raises is its own, never the call's
             try:
                 async for resp in call:
                     job = w.take(resp)
                     if job is None:
                         continue
                     if on_update is not None:
+                        in_update = True
                         pending = on_update(job)
                         if inspect.isawaitable(pending):
                             await pending
+                        in_update = False
                     if w.finished(job):
                         return job
                 w.ended()
             except grpc.aio.AioRpcError as e:
+                if in_update:
+                    raise
                 err = JobwireError.from_rpc_error(e)
             finally:
                 call.cancel()

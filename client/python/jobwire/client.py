@@ -221,17 +221,22 @@ class Client:
         while True:
             req, deadline = w.request()
             call = self._stub.WaitJob(req, timeout=deadline, metadata=self._metadata)
+            in_update = False  # what on_update raises is its own, never the call's
             try:
                 for resp in call:
                     job = w.take(resp)
                     if job is None:
                         continue
                     if on_update is not None:
+                        in_update = True
                         on_update(job)
+                        in_update = False
                     if w.finished(job):
                         return job
                 w.ended()
             except grpc.RpcError as e:
+                if in_update:
+                    raise
                 err = JobwireError.from_rpc_error(e)
             finally:
                 call.cancel()

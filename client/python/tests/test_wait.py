@@ -1,7 +1,8 @@
 """Client.wait (WaitJob) against the real broker and Redis, sync and asyncio:
 a job that completes, one that dies, one already finished, one that times
 out, an unknown job, a wait that outlives a broker restart or a CANCELLED
-it did not cause, and one ended by closing its Client."""
+it did not cause, one ended by closing its Client, and one ended by a gRPC
+error its on_update raised."""
 import asyncio
 import pickle
 import threading
@@ -322,3 +323,48 @@ def test_waiter_calls_again_only_when_the_broker_went_away(code, by_client, agai
         with pytest.raises(JobwireError) as ei:
             w.retry_delay(err, cancelled_by_client=by_client)
         assert ei.value is err
+
+
+class _CallbackRpcError(grpc.aio.AioRpcError):
+    """What a gRPC call made inside on_update raises: an AioRpcError (a
+    grpc.RpcError too) with code UNAVAILABLE, the code after which the wait
+    itself would call again."""
+
+    def __init__(self):
+        grpc.aio.AioRpcError.__init__(self, grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                                      grpc.aio.Metadata(), "the callback's own call failed")
+
+
+def test_a_grpc_error_on_update_raises_ends_the_wait_as_it_is(client, queue):
+    """on_update's exceptions propagate: a grpc.RpcError it raises (here
+    UNAVAILABLE) is its own, not the WaitJob call's, so the wait does not
+    take it for the broker going away and call again (it would wait out
+    the timeout: nobody works the queue)."""
+    job_id = client.enqueue(queue, "nobody", b"").job_id
+    raised = _CallbackRpcError()
+
+    def on_update(job):
+        raise raised
+
+    t0 = time.monotonic()
+    with pytest.raises(grpc.RpcError) as ei:
+        client.wait(queue, job_id, timeout=3, on_update=on_update)
+    assert ei.value is raised and time.monotonic() - t0 < 2.0
+
+
+def test_aio_a_grpc_error_on_update_raises_ends_the_wait_as_it_is(broker, queue):
+    """As for the threaded Client, with an AioRpcError raised by an
+    awaited on_update."""
+    async def main():
+        async with aio.Client(broker.addr) as c:
+            job_id = (await c.enqueue(queue, "nobody", b"")).job_id
+            raised = _CallbackRpcError()
+
+            async def on_update(job):
+                raise raised
+
+            t0 = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as ei:
+                await c.wait(queue, job_id, timeout=3, on_update=on_update)
+            assert ei.value is raised and time.monotonic() - t0 < 2.0
+    asyncio.run(main())
