@@ -1,6 +1,7 @@
 // jobwire::client::Client against a real redis-server and the real broker.
 #include "client/cpp/client.h"
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "jobwire/v1/broker.grpc.pb.h"
 #include "tests/test_harness.h"
 
 namespace jobwire::client {
@@ -258,6 +261,117 @@ TEST(ClientBalancingTest, CallsSpreadOverEveryAddressOfTheTarget) {
   }
   EXPECT_GT(on_a, 0);
   EXPECT_GT(on_b, 0);
+}
+
+// Serves WaitJob and Subscribe by passing each call on to the real broker,
+// except that the first call of each ends CANCELLED: a WaitJob at once, a
+// Subscribe after its first message (live). That is how gRPC core ends a
+// call that reached a broker as it began to shut down (grpc/grpc#41785).
+class CancelsFirstCall final : public v1::BrokerService::Service {
+ public:
+  explicit CancelsFirstCall(const std::string& broker)
+      : broker_(v1::BrokerService::NewStub(
+            grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()))) {}
+
+  grpc::Status WaitJob(grpc::ServerContext* context, const v1::WaitJobRequest* request,
+                       grpc::ServerWriter<v1::WaitJobResponse>* out) override {
+    if (wait_calls.fetch_add(1) == 0) return Cancelled();
+    // The deadline and a cancel by the client pass on to the broker's call.
+    auto call = grpc::ClientContext::FromServerContext(*context);
+    auto in = broker_->WaitJob(call.get(), *request);
+    return Forward(in.get(), out, -1);
+  }
+
+  grpc::Status Subscribe(grpc::ServerContext* context, const v1::SubscribeRequest* request,
+                         grpc::ServerWriter<v1::SubscribeResponse>* out) override {
+    const bool first = subscribe_calls.fetch_add(1) == 0;
+    auto call = grpc::ClientContext::FromServerContext(*context);
+    auto in = broker_->Subscribe(call.get(), *request);
+    grpc::Status status = Forward(in.get(), out, first ? 1 : -1);
+    if (!first) return status;
+    call->TryCancel();
+    in->Finish().IgnoreError();
+    return Cancelled();
+  }
+
+  std::atomic<int> wait_calls{0};
+  std::atomic<int> subscribe_calls{0};
+
+ private:
+  static grpc::Status Cancelled() { return grpc::Status(grpc::StatusCode::CANCELLED, "CANCELLED"); }
+
+  // Passes on up to `limit` messages (-1: all) and, when all, the end.
+  template <typename M>
+  static grpc::Status Forward(grpc::ClientReader<M>* in, grpc::ServerWriter<M>* out, int limit) {
+    M message;
+    for (int n = 0; limit < 0 || n < limit; ++n) {
+      if (!in->Read(&message)) return in->Finish();
+      out->Write(message);
+    }
+    return grpc::Status::OK;
+  }
+
+  std::unique_ptr<v1::BrokerService::Stub> broker_;
+};
+
+class ClientCancelledTest : public ClientTest {
+ protected:
+  void SetUp() override {
+    ClientTest::SetUp();
+    proxy_ = std::make_unique<CancelsFirstCall>(broker_->address());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(proxy_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    via_proxy_ = std::make_unique<Client>(ClientOptions{absl::StrCat("127.0.0.1:", port)});
+  }
+  void TearDown() override {
+    server_->Shutdown(std::chrono::system_clock::now());
+    ClientTest::TearDown();
+  }
+  std::unique_ptr<CancelsFirstCall> proxy_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Client> via_proxy_;
+};
+
+// A CANCELLED the client did not cause is the broker going away: WaitJob
+// calls again (here the job is already dead, so the second call answers).
+TEST_F(ClientCancelledTest, WaitJobCallsAgainAfterACancelledItDidNotCause) {
+  absl::StatusOr<Enqueued> enqueued = client_->Enqueue("q", "t", "{}");
+  ASSERT_TRUE(enqueued.ok()) << enqueued.status();
+  ASSERT_TRUE(client_->Cancel("q", enqueued->job_id).ok());
+  absl::StatusOr<v1::Job> job = via_proxy_->WaitJob("q", enqueued->job_id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_DEAD);
+  EXPECT_EQ(proxy_->wait_calls.load(), 2);
+}
+
+// A live subscription that ends CANCELLED subscribes again, says events
+// may have been missed, and goes on: the job enqueued then is seen.
+TEST_F(ClientCancelledTest, SubscribeGoesOnAfterACancelledItDidNotCause) {
+  int missed = 0;
+  std::string enqueued_id;
+  bool seen = false;
+  SubscribeOptions options;
+  options.on_missed = [&] {
+    ++missed;
+    absl::StatusOr<Enqueued> enqueued = client_->Enqueue("q", "t", "{}");
+    EXPECT_TRUE(enqueued.ok()) << enqueued.status();
+    if (!enqueued.ok()) return false;
+    enqueued_id = enqueued->job_id;
+    return true;
+  };
+  options.on_event = [&](const v1::QueueEvent& event) {
+    seen = !enqueued_id.empty() && event.job_id() == enqueued_id;
+    return !seen;
+  };
+  absl::Status status = via_proxy_->Subscribe({"q"}, options);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(missed, 1);
+  EXPECT_EQ(proxy_->subscribe_calls.load(), 2);
 }
 
 }  // namespace
