@@ -252,7 +252,7 @@ class WorkerInterceptors:
     def __init__(self, monkeypatch):
         import grpc
         import grpc.aio
-        import jobwire.aio
+        import jobwire._aio_worker
         import jobwire.worker
         from jobwire import _channel
         self.sync, self.aio = [], []
@@ -266,7 +266,7 @@ class WorkerInterceptors:
             return grpc.aio.insecure_channel(addr, options=_channel.channel_options(extra),
                                              interceptors=list(self.aio))
         monkeypatch.setattr(jobwire.worker, "open_channel", open_channel)
-        monkeypatch.setattr(jobwire.aio, "open_aio_channel", open_aio_channel)
+        monkeypatch.setattr(jobwire._aio_worker, "open_aio_channel", open_aio_channel)
 
     def add(self, stand_in):
         self.sync.append(stand_in.sync)
